@@ -1,0 +1,167 @@
+package dev.limiter.protocol;
+
+import dev.limiter.protocol.policy.Mode;
+import dev.limiter.protocol.policy.Policy;
+import dev.limiter.protocol.policy.Scope;
+import io.netty.buffer.ByteBuf;
+
+import java.nio.charset.StandardCharsets;
+import java.util.Locale;
+
+/**
+ * A validated policy in the form the hot path uses: selector values as bytes, the route as a
+ * {@link RouteTemplate}, the rate as exact {@link TokenBucket.Rate} arithmetic. Immutable.
+ */
+public final class CompiledPolicy
+{
+    private final Policy source;
+    private final int ordinal;
+    private final byte[] idUtf8;
+    private final TokenBucket.Rate rate;
+    private final Scope scope;
+    private final byte[] tenant;
+    private final byte[] principal;
+    private final byte[] method;
+    private final RouteTemplate route;
+    private final byte[] clientIp;
+    private final byte[] region;
+    private final long specificity;
+
+    CompiledPolicy(final Policy source, final int ordinal, final TokenBucket.Rate rate, final RouteTemplate route)
+    {
+        this.source = source;
+        this.ordinal = ordinal;
+        this.idUtf8 = source.getId().getBytes(StandardCharsets.UTF_8);
+        this.rate = rate;
+        this.scope = effectiveScope(source);
+        this.tenant = bytesOrNull(source.getSelector().getTenant().strip());
+        this.principal = bytesOrNull(source.getSelector().getPrincipal().strip());
+        this.method = bytesOrNull(source.getSelector().getMethod().strip().toUpperCase(Locale.ROOT));
+        this.route = route;
+        this.clientIp = bytesOrNull(source.getSelector().getClientIp().strip().toLowerCase(Locale.ROOT));
+        this.region = bytesOrNull(source.getSelector().getRegion().strip().toLowerCase(Locale.ROOT));
+        // Lexicographic: tenant, principal, route literals, method, client IP, region.
+        this.specificity = (tenant != null ? 1L << 40 : 0) |
+            (principal != null ? 1L << 39 : 0) |
+            (route != null ? (1L + route.literalCount()) << 8 : 0) |
+            (method != null ? 1L << 2 : 0) |
+            (clientIp != null ? 1L << 1 : 0) |
+            (region != null ? 1L : 0);
+    }
+
+    static Scope effectiveScope(final Policy policy)
+    {
+        return policy.getScope() == Scope.SCOPE_UNSPECIFIED || policy.getScope() == Scope.UNRECOGNIZED ?
+            Scope.TENANT : policy.getScope();
+    }
+
+    private static byte[] bytesOrNull(final String value)
+    {
+        return value.isEmpty() ? null : value.getBytes(StandardCharsets.UTF_8);
+    }
+
+    /** Whether every selector field this policy sets matches the descriptor. Allocates nothing. */
+    public boolean matches(final DescriptorView d)
+    {
+        final ByteBuf buf = d.buffer();
+        return (tenant == null || RouteTemplate.equalBytes(buf, d.offset(DescriptorField.TENANT), d.length(DescriptorField.TENANT), tenant)) &&
+            (principal == null || RouteTemplate.equalBytes(buf, d.offset(DescriptorField.PRINCIPAL), d.length(DescriptorField.PRINCIPAL), principal)) &&
+            (method == null || equalsIgnoreAsciiCase(buf, d.offset(DescriptorField.METHOD), d.length(DescriptorField.METHOD), method)) &&
+            (route == null || route.matches(buf, d.offset(DescriptorField.ROUTE), d.length(DescriptorField.ROUTE))) &&
+            (clientIp == null || equalsIgnoreAsciiCase(buf, d.offset(DescriptorField.CLIENT_IP), d.length(DescriptorField.CLIENT_IP), clientIp)) &&
+            (region == null || equalsIgnoreAsciiCase(buf, d.offset(DescriptorField.REGION), d.length(DescriptorField.REGION), region));
+    }
+
+    private static boolean equalsIgnoreAsciiCase(final ByteBuf buf, final int offset, final int length, final byte[] expected)
+    {
+        if (length != expected.length)
+        {
+            return false;
+        }
+        for (int i = 0; i < length; i++)
+        {
+            if (DescriptorRules.lower(buf.getByte(offset + i)) != DescriptorRules.lower(expected[i]))
+            {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** Position in its {@link PolicySetIndex}; travels in results as the policy ref. */
+    public int ordinal()
+    {
+        return ordinal;
+    }
+
+    public String id()
+    {
+        return source.getId();
+    }
+
+    public byte[] idUtf8()
+    {
+        return idUtf8;
+    }
+
+    /** Version in force (a file that leaves it 0 means version 1). */
+    public long version()
+    {
+        return Math.max(1, source.getVersion());
+    }
+
+    public TokenBucket.Rate rate()
+    {
+        return rate;
+    }
+
+    public Scope scope()
+    {
+        return scope;
+    }
+
+    public boolean shadow()
+    {
+        return source.getMode() == Mode.SHADOW;
+    }
+
+    /** Larger is more specific; see docs/policies.md for the order. */
+    public long specificity()
+    {
+        return specificity;
+    }
+
+    public int priority()
+    {
+        return source.getPriority();
+    }
+
+    public Policy source()
+    {
+        return source;
+    }
+
+    /** Canonical route template, or null when the policy matches any route. */
+    public RouteTemplate route()
+    {
+        return route;
+    }
+
+    /** A key equal for two policies exactly when they select the same requests. */
+    String selectorKey()
+    {
+        return str(tenant) + '\u0000' + str(principal) + '\u0000' + str(method) + '\u0000' +
+            (route == null ? "" : route.canonical()) + '\u0000' + str(clientIp) + '\u0000' + str(region);
+    }
+
+    private static String str(final byte[] b)
+    {
+        return b == null ? "" : new String(b, StandardCharsets.UTF_8);
+    }
+
+    @Override
+    public String toString()
+    {
+        return "CompiledPolicy{" + id() + " v" + version() + ", " + rate + ", scope=" + scope + '}';
+    }
+}

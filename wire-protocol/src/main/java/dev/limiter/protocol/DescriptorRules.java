@@ -1,0 +1,247 @@
+package dev.limiter.protocol;
+
+import io.netty.buffer.ByteBuf;
+
+/**
+ * Canonical key normalisation, shared by the SDK and the server so that both derive the same key
+ * from the same request. Every check works on bytes in place and allocates nothing.
+ *
+ * <ul>
+ *   <li>Every field: ASCII whitespace around the value is trimmed; the value must be valid UTF-8
+ *   with no control characters (C0, DEL, C1); then its length limit applies.</li>
+ *   <li>tenant and route are required.</li>
+ *   <li>method: an HTTP token ({@code A-Z a-z 0-9 ! # $ % & ' * + - . ^ _ ` | ~}); compared and
+ *   keyed case-insensitively (canonical form: upper case).</li>
+ *   <li>route: must start with '/'; the query string and fragment are dropped; empty segments
+ *   ({@code //}, a trailing '/') are ignored; '.' and '..' segments and spaces are rejected.</li>
+ *   <li>clientIp: hex digits, '.', ':' only (an IPv4 or IPv6 literal); canonical form lower case.</li>
+ *   <li>region: {@code A-Z a-z 0-9 - _}; canonical form lower case.</li>
+ * </ul>
+ */
+public final class DescriptorRules
+{
+    private DescriptorRules()
+    {
+    }
+
+    /** Index of the first byte after leading ASCII whitespace in {@code [offset, offset+length)}. */
+    public static int trimStart(final ByteBuf buf, final int offset, final int length)
+    {
+        int i = offset;
+        final int end = offset + length;
+        while (i < end && isAsciiSpace(buf.getByte(i)))
+        {
+            i++;
+        }
+        return i;
+    }
+
+    /** Index one past the last byte before trailing ASCII whitespace, given a trimmed start. */
+    public static int trimEnd(final ByteBuf buf, final int start, final int end)
+    {
+        int i = end;
+        while (i > start && isAsciiSpace(buf.getByte(i - 1)))
+        {
+            i--;
+        }
+        return i;
+    }
+
+    /**
+     * Checks an already trimmed value of {@code field}.
+     *
+     * @return {@link FieldProblem#NONE} when valid
+     */
+    public static FieldProblem check(final DescriptorField field, final ByteBuf buf, final int offset, final int length)
+    {
+        if (length == 0)
+        {
+            return field.required() ? FieldProblem.MISSING : FieldProblem.NONE;
+        }
+        final FieldProblem text = checkUtf8NoControl(buf, offset, length);
+        if (text != FieldProblem.NONE)
+        {
+            return text;
+        }
+        switch (field)
+        {
+            case METHOD:
+            case CLIENT_IP:
+            case REGION:
+                return length > field.maxBytes() ? FieldProblem.TOO_LONG : checkChars(buf, offset, length, field);
+            case ROUTE:
+                return checkRoute(buf, offset, length);
+            default:
+                return length > field.maxBytes() ? FieldProblem.TOO_LONG : FieldProblem.NONE;
+        }
+    }
+
+    /** Length of the path part of a route: everything before the first '?' or '#'. */
+    public static int routePathLength(final ByteBuf buf, final int offset, final int length)
+    {
+        for (int i = 0; i < length; i++)
+        {
+            final byte b = buf.getByte(offset + i);
+            if (b == '?' || b == '#')
+            {
+                return i;
+            }
+        }
+        return length;
+    }
+
+    private static FieldProblem checkRoute(final ByteBuf buf, final int offset, final int length)
+    {
+        if (buf.getByte(offset) != '/')
+        {
+            return FieldProblem.NOT_ABSOLUTE;
+        }
+        final int pathLength = routePathLength(buf, offset, length);
+        if (pathLength > DescriptorField.ROUTE.maxBytes())
+        {
+            return FieldProblem.TOO_LONG;
+        }
+        int segmentStart = offset + 1;
+        final int end = offset + pathLength;
+        for (int i = offset + 1; i <= end; i++)
+        {
+            if (i == end || buf.getByte(i) == '/')
+            {
+                final int segmentLength = i - segmentStart;
+                if ((segmentLength == 1 && buf.getByte(segmentStart) == '.') ||
+                    (segmentLength == 2 && buf.getByte(segmentStart) == '.' && buf.getByte(segmentStart + 1) == '.'))
+                {
+                    return FieldProblem.DOT_SEGMENT;
+                }
+                segmentStart = i + 1;
+            }
+            else if (buf.getByte(i) == ' ')
+            {
+                return FieldProblem.INVALID_CHARACTER;
+            }
+        }
+        return FieldProblem.NONE;
+    }
+
+    private static FieldProblem checkChars(final ByteBuf buf, final int offset, final int length, final DescriptorField field)
+    {
+        for (int i = offset, end = offset + length; i < end; i++)
+        {
+            if (!allowed(field, buf.getByte(i)))
+            {
+                return FieldProblem.INVALID_CHARACTER;
+            }
+        }
+        return FieldProblem.NONE;
+    }
+
+    private static boolean allowed(final DescriptorField field, final byte b)
+    {
+        final boolean alnum = (b >= 'a' && b <= 'z') || (b >= 'A' && b <= 'Z') || (b >= '0' && b <= '9');
+        switch (field)
+        {
+            case METHOD:
+                return alnum || "!#$%&'*+-.^_`|~".indexOf(b) >= 0;
+            case CLIENT_IP:
+                return (b >= '0' && b <= '9') || (b >= 'a' && b <= 'f') || (b >= 'A' && b <= 'F') || b == '.' || b == ':';
+            case REGION:
+                return alnum || b == '-' || b == '_';
+            default:
+                return true;
+        }
+    }
+
+    static String allowedCharacters(final DescriptorField field)
+    {
+        switch (field)
+        {
+            case METHOD: return "letters, digits and !#$%&'*+-.^_`|~";
+            case CLIENT_IP: return "hex digits, '.' and ':'";
+            case REGION: return "letters, digits, '-' and '_'";
+            case ROUTE: return "no spaces";
+            default: return "any printable character";
+        }
+    }
+
+    /** Strict UTF-8 (no overlongs, no surrogates, at most U+10FFFF) with no C0, DEL or C1 control characters. */
+    static FieldProblem checkUtf8NoControl(final ByteBuf buf, final int offset, final int length)
+    {
+        int i = offset;
+        final int end = offset + length;
+        while (i < end)
+        {
+            final int b0 = buf.getByte(i) & 0xFF;
+            if (b0 < 0x80)
+            {
+                if (b0 < 0x20 || b0 == 0x7F)
+                {
+                    return FieldProblem.CONTROL_CHARACTER;
+                }
+                i++;
+                continue;
+            }
+            final int extra;
+            int codePoint;
+            if (b0 >= 0xC2 && b0 <= 0xDF)
+            {
+                extra = 1;
+                codePoint = b0 & 0x1F;
+            }
+            else if (b0 >= 0xE0 && b0 <= 0xEF)
+            {
+                extra = 2;
+                codePoint = b0 & 0x0F;
+            }
+            else if (b0 >= 0xF0 && b0 <= 0xF4)
+            {
+                extra = 3;
+                codePoint = b0 & 0x07;
+            }
+            else
+            {
+                return FieldProblem.INVALID_UTF8;
+            }
+            if (i + extra >= end) // truncated sequence
+            {
+                return FieldProblem.INVALID_UTF8;
+            }
+            for (int k = 1; k <= extra; k++)
+            {
+                final int b = buf.getByte(i + k) & 0xFF;
+                if ((b & 0xC0) != 0x80)
+                {
+                    return FieldProblem.INVALID_UTF8;
+                }
+                codePoint = (codePoint << 6) | (b & 0x3F);
+            }
+            if ((extra == 2 && (codePoint < 0x800 || (codePoint >= 0xD800 && codePoint <= 0xDFFF))) ||
+                (extra == 3 && (codePoint < 0x10000 || codePoint > 0x10FFFF)))
+            {
+                return FieldProblem.INVALID_UTF8;
+            }
+            if (codePoint >= 0x80 && codePoint <= 0x9F)
+            {
+                return FieldProblem.CONTROL_CHARACTER;
+            }
+            i += extra + 1;
+        }
+        return FieldProblem.NONE;
+    }
+
+    static boolean isAsciiSpace(final byte b)
+    {
+        return b == ' ' || b == '\t' || b == '\n' || b == '\r';
+    }
+
+    /** ASCII lower case of {@code b}; other bytes unchanged. */
+    public static byte lower(final byte b)
+    {
+        return (b >= 'A' && b <= 'Z') ? (byte)(b + 32) : b;
+    }
+
+    /** ASCII upper case of {@code b}; other bytes unchanged. */
+    public static byte upper(final byte b)
+    {
+        return (b >= 'a' && b <= 'z') ? (byte)(b - 32) : b;
+    }
+}

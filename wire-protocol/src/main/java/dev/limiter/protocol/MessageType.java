@@ -1,0 +1,39 @@
+package dev.limiter.protocol;
+
+/** Message type codes carried in byte 5 of every frame. */
+public final class MessageType
+{
+    /** One acquire; the body is an acquire batch whose count is 1. Answered by {@link #RESULT}. */
+    public static final int ACQUIRE = 1;
+    /** The answer to {@link #ACQUIRE}: a result batch whose count is 1. */
+    public static final int RESULT = 2;
+    /** Many acquires in one frame, answered in one {@link #BATCH_RESULT} in the same order. */
+    public static final int BATCH_ACQUIRE = 3;
+    /** The answer to {@link #BATCH_ACQUIRE}. */
+    public static final int BATCH_RESULT = 4;
+    /** Liveness probe with an empty body, answered by {@link #PONG}. */
+    public static final int PING = 5;
+    /** The answer to {@link #PING}, empty body, same correlation id. */
+    public static final int PONG = 6;
+    /** A request could not be served: error code and message. */
+    public static final int ERROR = 7;
+
+    private MessageType()
+    {
+    }
+
+    public static String name(final int type)
+    {
+        switch (type)
+        {
+            case ACQUIRE: return "ACQUIRE";
+            case RESULT: return "RESULT";
+            case BATCH_ACQUIRE: return "BATCH_ACQUIRE";
+            case BATCH_RESULT: return "BATCH_RESULT";
+            case PING: return "PING";
+            case PONG: return "PONG";
+            case ERROR: return "ERROR";
+            default: return "UNKNOWN(" + type + ")";
+        }
+    }
+}

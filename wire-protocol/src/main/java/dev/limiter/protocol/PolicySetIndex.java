@@ -1,0 +1,313 @@
+package dev.limiter.protocol;
+
+import com.google.protobuf.Duration;
+import com.google.protobuf.InvalidProtocolBufferException;
+import com.google.protobuf.util.JsonFormat;
+import dev.limiter.protocol.policy.Algorithm;
+import dev.limiter.protocol.policy.Mode;
+import dev.limiter.protocol.policy.Policy;
+import dev.limiter.protocol.policy.PolicySet;
+import dev.limiter.protocol.policy.Scope;
+import dev.limiter.protocol.policy.Selector;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.regex.Pattern;
+
+/**
+ * A validated, compiled policy set and the matcher over it. A request gets its most specific
+ * matching policy (ties: higher priority, then smaller id), or the set's default baseline. The
+ * request never supplies a limit. Immutable and safe to share between threads.
+ */
+public final class PolicySetIndex
+{
+    /** Used when a set has no default policy: 10 requests per second per tenant, burst 20. */
+    public static final Policy BUILT_IN_DEFAULT = Policy.newBuilder()
+        .setId("default")
+        .setRate(10)
+        .setPeriod(Duration.newBuilder().setSeconds(1))
+        .setBurst(20)
+        .setScope(Scope.TENANT)
+        .setOwner("limiter")
+        .setReason("built-in conservative baseline for requests no policy matches")
+        .build();
+
+    /** Most policies one set may hold (refs travel as 16-bit values). */
+    public static final int MAX_POLICIES = 65_000;
+
+    private static final Pattern ID_PATTERN = Pattern.compile("[a-z0-9][a-z0-9._-]{0,62}");
+    private static final long MAX_PERIOD_NANOS = 366L * 24 * 3600 * 1_000_000_000L;
+
+    private final CompiledPolicy[] byOrdinal;
+    private final CompiledPolicy[] bySpecificity;
+    private final CompiledPolicy defaultPolicy;
+    private final long version;
+
+    private PolicySetIndex(final CompiledPolicy[] byOrdinal, final CompiledPolicy defaultPolicy, final long version)
+    {
+        this.byOrdinal = byOrdinal;
+        this.defaultPolicy = defaultPolicy;
+        this.version = version;
+        this.bySpecificity = Arrays.stream(byOrdinal)
+            .filter(p -> p != defaultPolicy)
+            .sorted(Comparator.comparingLong(CompiledPolicy::specificity).reversed()
+                .thenComparing(Comparator.comparingInt(CompiledPolicy::priority).reversed())
+                .thenComparing(CompiledPolicy::id))
+            .toArray(CompiledPolicy[]::new);
+    }
+
+    /**
+     * Parses a policy file in protobuf JSON form.
+     *
+     * @throws PolicyValidationException when the JSON is malformed, names unknown fields, or any
+     * policy is invalid; nothing is partially applied
+     */
+    public static PolicySetIndex fromJson(final String json)
+    {
+        final PolicySet.Builder builder = PolicySet.newBuilder();
+        try
+        {
+            JsonFormat.parser().merge(json, builder);
+        }
+        catch (final InvalidProtocolBufferException | RuntimeException e)
+        {
+            throw new PolicyValidationException(List.of("policy JSON is invalid: " + e.getMessage()));
+        }
+        return compile(builder.build());
+    }
+
+    /** Renders a set as the JSON {@link #fromJson} reads. */
+    public static String toJson(final PolicySet set)
+    {
+        try
+        {
+            return JsonFormat.printer().print(set);
+        }
+        catch (final InvalidProtocolBufferException e)
+        {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    /**
+     * Validates and compiles a set.
+     *
+     * @throws PolicyValidationException listing every problem, field by field
+     */
+    public static PolicySetIndex compile(final PolicySet set)
+    {
+        final List<String> errors = new ArrayList<>();
+        if (set.getPoliciesCount() + 1 > MAX_POLICIES)
+        {
+            errors.add("policies: " + set.getPoliciesCount() + " policies; at most " + (MAX_POLICIES - 1));
+            throw new PolicyValidationException(errors);
+        }
+        final List<CompiledPolicy> compiled = new ArrayList<>();
+        final Set<String> ids = new HashSet<>();
+        final Map<String, String> selectors = new HashMap<>();
+        for (int i = 0; i < set.getPoliciesCount(); i++)
+        {
+            final Policy policy = set.getPolicies(i);
+            final String where = "policies[" + i + "]" + (policy.getId().isEmpty() ? "" : " (" + policy.getId() + ")");
+            final CompiledPolicy c = compileOne(policy, compiled.size(), where, errors);
+            if (c == null)
+            {
+                continue;
+            }
+            if (!ids.add(c.id()))
+            {
+                errors.add(where + ".id: duplicate id '" + c.id() + "'");
+                continue;
+            }
+            final String previous = selectors.putIfAbsent(c.selectorKey(), c.id());
+            if (previous != null)
+            {
+                errors.add(where + ".selector: conflicts with policy '" + previous +
+                    "': both select exactly the same requests; merge them or make one more specific");
+                continue;
+            }
+            compiled.add(c);
+        }
+        final Policy defaultSource = set.hasDefaultPolicy() ? set.getDefaultPolicy() : BUILT_IN_DEFAULT;
+        final Policy defaultPolicy = defaultSource.getId().isEmpty() ? defaultSource.toBuilder().setId("default").build() : defaultSource;
+        if (!defaultPolicy.getSelector().equals(Selector.getDefaultInstance()))
+        {
+            errors.add("defaultPolicy.selector: must be empty (the default applies to whatever no policy matches)");
+        }
+        if (ids.contains(defaultPolicy.getId()))
+        {
+            errors.add("defaultPolicy.id: '" + defaultPolicy.getId() + "' is also the id of a policy");
+        }
+        final CompiledPolicy compiledDefault = compileOne(defaultPolicy, compiled.size(), "defaultPolicy", errors);
+        if (!errors.isEmpty())
+        {
+            throw new PolicyValidationException(errors);
+        }
+        compiled.add(compiledDefault);
+        return new PolicySetIndex(compiled.toArray(new CompiledPolicy[0]), compiledDefault, Math.max(1, set.getVersion()));
+    }
+
+    private static CompiledPolicy compileOne(final Policy p, final int ordinal, final String where, final List<String> errors)
+    {
+        final int before = errors.size();
+        if (!ID_PATTERN.matcher(p.getId()).matches())
+        {
+            errors.add(where + ".id: '" + p.getId() + "' must match [a-z0-9][a-z0-9._-]{0,62}");
+        }
+        if (p.getRate() <= 0 || p.getRate() > Long.MAX_VALUE / 2)
+        {
+            errors.add(where + ".rate: must be a positive number of tokens per period, was " + Long.toUnsignedString(p.getRate()));
+        }
+        final long periodNanos = periodNanos(p);
+        if (periodNanos <= 0 || periodNanos > MAX_PERIOD_NANOS)
+        {
+            errors.add(where + ".period: must be between 1ns and 366 days, was " + p.getPeriod().getSeconds() + "s " +
+                p.getPeriod().getNanos() + "ns");
+        }
+        if (p.getBurst() < 0 || p.getBurst() > Long.MAX_VALUE / 2)
+        {
+            errors.add(where + ".burst: must be a positive number of tokens, was " + Long.toUnsignedString(p.getBurst()));
+        }
+        if (p.getAlgorithm() != Algorithm.ALGORITHM_UNSPECIFIED && p.getAlgorithm() != Algorithm.TOKEN_BUCKET)
+        {
+            errors.add(where + ".algorithm: only TOKEN_BUCKET is supported");
+        }
+        if (p.getScope() == Scope.UNRECOGNIZED)
+        {
+            errors.add(where + ".scope: unknown scope");
+        }
+        if (p.getMode() == Mode.SHADOW)
+        {
+            errors.add(where + ".mode: SHADOW policies need the control plane (they are evaluated beside the enforced " +
+                "policy); remove the policy or set mode ENFORCE");
+        }
+        if (p.hasEffectiveFrom())
+        {
+            errors.add(where + ".effectiveFrom: scheduled versions need the control plane; omit it for a policy in force now");
+        }
+        if (p.getOwner().isBlank())
+        {
+            errors.add(where + ".owner: required (the team or person answerable for this policy)");
+        }
+        RouteTemplate route = null;
+        final Selector s = p.getSelector();
+        if (!s.getRoute().isBlank())
+        {
+            try
+            {
+                route = RouteTemplate.parse(s.getRoute());
+            }
+            catch (final IllegalArgumentException e)
+            {
+                errors.add(where + ".selector.route: " + e.getMessage());
+            }
+        }
+        checkSelectorField(where, DescriptorField.TENANT, s.getTenant(), errors);
+        checkSelectorField(where, DescriptorField.PRINCIPAL, s.getPrincipal(), errors);
+        checkSelectorField(where, DescriptorField.METHOD, s.getMethod(), errors);
+        checkSelectorField(where, DescriptorField.CLIENT_IP, s.getClientIp(), errors);
+        checkSelectorField(where, DescriptorField.REGION, s.getRegion(), errors);
+        final Scope scope = CompiledPolicy.effectiveScope(p);
+        if (scope == Scope.PRINCIPAL && !s.getTenant().isBlank() && !s.getPrincipal().isBlank())
+        {
+            // Harmless, but the policy then has one bucket: say so rather than surprise.
+            errors.add(where + ".scope: PRINCIPAL with a fixed tenant and principal is one bucket; use GLOBAL");
+        }
+        if (errors.size() != before)
+        {
+            return null;
+        }
+        final long burst = p.getBurst() == 0 ? p.getRate() : p.getBurst();
+        try
+        {
+            return new CompiledPolicy(p, ordinal, TokenBucket.rate(p.getRate(), periodNanos, burst), route);
+        }
+        catch (final IllegalArgumentException e)
+        {
+            errors.add(where + ": " + e.getMessage());
+            return null;
+        }
+    }
+
+    private static void checkSelectorField(final String where, final DescriptorField field, final String value, final List<String> errors)
+    {
+        final byte[] bytes = value.getBytes(StandardCharsets.UTF_8);
+        final ByteBuf view = Unpooled.wrappedBuffer(bytes);
+        final int start = DescriptorRules.trimStart(view, 0, bytes.length);
+        final int end = DescriptorRules.trimEnd(view, start, bytes.length);
+        if (end == start)
+        {
+            return;
+        }
+        final FieldProblem problem = DescriptorRules.check(field, view, start, end - start);
+        if (problem != FieldProblem.NONE)
+        {
+            errors.add(where + ".selector." + problem.describe(field, end - start));
+        }
+    }
+
+    private static long periodNanos(final Policy p)
+    {
+        if (!p.hasPeriod())
+        {
+            return 1_000_000_000L;
+        }
+        final Duration d = p.getPeriod();
+        if (d.getSeconds() < 0 || d.getNanos() < 0 || d.getSeconds() > MAX_PERIOD_NANOS / 1_000_000_000L)
+        {
+            return -1;
+        }
+        return d.getSeconds() * 1_000_000_000L + d.getNanos();
+    }
+
+    /** The policy for a descriptor: the most specific match, else the default. Allocates nothing. */
+    public CompiledPolicy match(final DescriptorView descriptor)
+    {
+        for (final CompiledPolicy policy : bySpecificity)
+        {
+            if (policy.matches(descriptor))
+            {
+                return policy;
+            }
+        }
+        return defaultPolicy;
+    }
+
+    /** Policy by its ordinal (the ref carried in results). */
+    public CompiledPolicy policy(final int ordinal)
+    {
+        return byOrdinal[ordinal];
+    }
+
+    /** Number of policies including the default. */
+    public int size()
+    {
+        return byOrdinal.length;
+    }
+
+    public CompiledPolicy defaultPolicy()
+    {
+        return defaultPolicy;
+    }
+
+    /** Version of the whole set (from the file; at least 1). */
+    public long version()
+    {
+        return version;
+    }
+
+    /** Policies in ordinal order, the default last. */
+    public List<CompiledPolicy> policies()
+    {
+        return List.of(byOrdinal);
+    }
+}

@@ -1,0 +1,38 @@
+package dev.limiter.protocol;
+
+/** Why a decision came out the way it did (byte 1 of a result record). */
+public enum ReasonCode
+{
+    /** Enough tokens: allowed and charged. */
+    ALLOWED(0),
+    /** Not enough tokens now; retry-after says when there will be. */
+    RATE_LIMITED(1),
+    /** The cost is larger than the bucket can ever hold: retrying can never succeed. */
+    COST_EXCEEDS_BURST(2),
+    /** The store has no room for a new bucket and none could be evicted. Not a client fault. */
+    STORE_FULL(3);
+
+    private static final ReasonCode[] BY_CODE = values();
+
+    private final int code;
+
+    ReasonCode(final int code)
+    {
+        this.code = code;
+    }
+
+    public int code()
+    {
+        return code;
+    }
+
+    /** @throws IllegalArgumentException for a code this version does not know */
+    public static ReasonCode of(final int code)
+    {
+        if (code < 0 || code >= BY_CODE.length)
+        {
+            throw new IllegalArgumentException("unknown reason code " + code);
+        }
+        return BY_CODE[code];
+    }
+}

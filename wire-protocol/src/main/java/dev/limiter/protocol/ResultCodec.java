@@ -1,0 +1,107 @@
+package dev.limiter.protocol;
+
+import io.netty.buffer.ByteBuf;
+
+/**
+ * Body of RESULT and BATCH_RESULT frames: fixed-size records (so that several shard threads can
+ * fill disjoint records of one response in place), then a dictionary of the policies they name.
+ *
+ * <pre>
+ * u16 count | u16 reserved (0) | count x record (48 bytes) | u16 policies | policies x policy
+ * record:  u8 flags (bit 0: allowed) | u8 reason | u16 policy ref | i32 reserved
+ *          | i64 remaining (whole tokens) | i64 limit (burst, tokens)
+ *          | i64 retry-after (ns; -1: never) | i64 reset-after (ns) | i64 policy version
+ * policy:  u16 ref | u8 len | id (UTF-8)
+ * </pre>
+ *
+ * Record {@code i} answers entry {@code i} of the request.
+ */
+public final class ResultCodec
+{
+    public static final int RECORD_LENGTH = 48;
+    public static final int BATCH_HEADER_LENGTH = 4;
+    /** Retry-after value meaning "retrying can never succeed" (cost above burst). */
+    public static final long NEVER = -1L;
+
+    static final int FLAGS_OFFSET = 0;
+    static final int REASON_OFFSET = 1;
+    static final int POLICY_REF_OFFSET = 2;
+    static final int REMAINING_OFFSET = 8;
+    static final int LIMIT_OFFSET = 16;
+    static final int RETRY_AFTER_OFFSET = 24;
+    static final int RESET_AFTER_OFFSET = 32;
+    static final int POLICY_VERSION_OFFSET = 40;
+
+    private ResultCodec()
+    {
+    }
+
+    /** Bytes a result frame of {@code count} records needs before its policy dictionary. */
+    public static int recordsEnd(final int count)
+    {
+        return Frame.HEADER_LENGTH + BATCH_HEADER_LENGTH + count * RECORD_LENGTH;
+    }
+
+    /**
+     * Starts a result frame with room for {@code count} records (the writer index moves past them,
+     * their content is filled in with {@link #putRecord}); returns the frame start.
+     */
+    public static int beginBatch(final ByteBuf out, final int type, final long correlationId, final int count)
+    {
+        final int start = Frame.begin(out, type, correlationId);
+        out.writeShort(count);
+        out.writeShort(0);
+        out.writerIndex(start + recordsEnd(count));
+        return start;
+    }
+
+    /** Index of record {@code i} in a frame that starts at {@code frameStart}. */
+    public static int recordOffset(final int frameStart, final int i)
+    {
+        return frameStart + Frame.HEADER_LENGTH + BATCH_HEADER_LENGTH + i * RECORD_LENGTH;
+    }
+
+    /** Writes one record at an absolute index; does not move the writer index. */
+    public static void putRecord(
+        final ByteBuf out,
+        final int recordOffset,
+        final boolean allowed,
+        final ReasonCode reason,
+        final int policyRef,
+        final long remaining,
+        final long limit,
+        final long retryAfterNanos,
+        final long resetAfterNanos,
+        final long policyVersion)
+    {
+        out.setByte(recordOffset + FLAGS_OFFSET, allowed ? 1 : 0);
+        out.setByte(recordOffset + REASON_OFFSET, reason.code());
+        out.setShort(recordOffset + POLICY_REF_OFFSET, policyRef);
+        out.setInt(recordOffset + 4, 0);
+        out.setLong(recordOffset + REMAINING_OFFSET, remaining);
+        out.setLong(recordOffset + LIMIT_OFFSET, limit);
+        out.setLong(recordOffset + RETRY_AFTER_OFFSET, retryAfterNanos);
+        out.setLong(recordOffset + RESET_AFTER_OFFSET, resetAfterNanos);
+        out.setLong(recordOffset + POLICY_VERSION_OFFSET, policyVersion);
+    }
+
+    /** Policy ref stored in a record (for building the dictionary). */
+    public static int policyRef(final ByteBuf buf, final int recordOffset)
+    {
+        return buf.getUnsignedShort(recordOffset + POLICY_REF_OFFSET);
+    }
+
+    /** Appends the dictionary header; follow with {@code count} calls to {@link #appendPolicy}. */
+    public static void beginPolicies(final ByteBuf out, final int count)
+    {
+        out.writeShort(count);
+    }
+
+    /** Appends one dictionary entry; {@code idUtf8} at most 255 bytes. */
+    public static void appendPolicy(final ByteBuf out, final int ref, final byte[] idUtf8)
+    {
+        out.writeShort(ref);
+        out.writeByte(idUtf8.length);
+        out.writeBytes(idUtf8);
+    }
+}

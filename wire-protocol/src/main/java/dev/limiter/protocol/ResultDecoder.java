@@ -1,0 +1,140 @@
+package dev.limiter.protocol;
+
+import io.netty.buffer.ByteBuf;
+
+/**
+ * Reusable flyweight over the body of a RESULT or BATCH_RESULT frame. {@link #wrap} checks the
+ * structure once; record accessors then read in place without allocating.
+ */
+public final class ResultDecoder
+{
+    private ByteBuf buffer;
+    private int recordsStart;
+    private int count;
+    private int dictionaryStart;
+    private int dictionaryCount;
+
+    /**
+     * @return {@code null} when the body is well formed, otherwise what is wrong with it
+     */
+    public String wrap(final ByteBuf buffer, final int bodyOffset, final int bodyEnd)
+    {
+        this.buffer = buffer;
+        if (bodyEnd - bodyOffset < ResultCodec.BATCH_HEADER_LENGTH + 2)
+        {
+            return "result body too short: " + (bodyEnd - bodyOffset) + " bytes";
+        }
+        count = buffer.getUnsignedShort(bodyOffset);
+        recordsStart = bodyOffset + ResultCodec.BATCH_HEADER_LENGTH;
+        dictionaryStart = recordsStart + count * ResultCodec.RECORD_LENGTH;
+        if (dictionaryStart + 2 > bodyEnd)
+        {
+            return "result claims " + count + " records but the body is " + (bodyEnd - bodyOffset) + " bytes";
+        }
+        dictionaryCount = buffer.getUnsignedShort(dictionaryStart);
+        int position = dictionaryStart + 2;
+        for (int i = 0; i < dictionaryCount; i++)
+        {
+            if (position + 3 > bodyEnd)
+            {
+                return "policy dictionary truncated at entry " + i;
+            }
+            position += 3 + buffer.getUnsignedByte(position + 2);
+        }
+        if (position != bodyEnd)
+        {
+            return "result body has " + (bodyEnd - position) + " bytes after the policy dictionary";
+        }
+        return null;
+    }
+
+    public int count()
+    {
+        return count;
+    }
+
+    private int record(final int i)
+    {
+        return recordsStart + i * ResultCodec.RECORD_LENGTH;
+    }
+
+    public boolean allowed(final int i)
+    {
+        return (buffer.getByte(record(i) + ResultCodec.FLAGS_OFFSET) & 1) != 0;
+    }
+
+    public int reasonCode(final int i)
+    {
+        return buffer.getUnsignedByte(record(i) + ResultCodec.REASON_OFFSET);
+    }
+
+    public int policyRef(final int i)
+    {
+        return buffer.getUnsignedShort(record(i) + ResultCodec.POLICY_REF_OFFSET);
+    }
+
+    public long remaining(final int i)
+    {
+        return buffer.getLong(record(i) + ResultCodec.REMAINING_OFFSET);
+    }
+
+    public long limit(final int i)
+    {
+        return buffer.getLong(record(i) + ResultCodec.LIMIT_OFFSET);
+    }
+
+    public long retryAfterNanos(final int i)
+    {
+        return buffer.getLong(record(i) + ResultCodec.RETRY_AFTER_OFFSET);
+    }
+
+    public long resetAfterNanos(final int i)
+    {
+        return buffer.getLong(record(i) + ResultCodec.RESET_AFTER_OFFSET);
+    }
+
+    public long policyVersion(final int i)
+    {
+        return buffer.getLong(record(i) + ResultCodec.POLICY_VERSION_OFFSET);
+    }
+
+    /** Number of entries in the policy dictionary. */
+    public int policyCount()
+    {
+        return dictionaryCount;
+    }
+
+    /**
+     * Index of the dictionary entry for {@code ref}, or -1. The id of entry {@code d} is
+     * {@link #policyIdLength(int)} bytes at {@link #policyIdOffset(int)}.
+     */
+    public int findPolicy(final int ref)
+    {
+        int position = dictionaryStart + 2;
+        for (int d = 0; d < dictionaryCount; d++)
+        {
+            if (buffer.getUnsignedShort(position) == ref)
+            {
+                return position;
+            }
+            position += 3 + buffer.getUnsignedByte(position + 2);
+        }
+        return -1;
+    }
+
+    /** Index of the id bytes of the dictionary entry at {@code entryPosition} (from {@link #findPolicy}). */
+    public int policyIdOffset(final int entryPosition)
+    {
+        return entryPosition + 3;
+    }
+
+    public int policyIdLength(final int entryPosition)
+    {
+        return buffer.getUnsignedByte(entryPosition + 2);
+    }
+
+    public ByteBuf buffer()
+    {
+        return buffer;
+    }
+}

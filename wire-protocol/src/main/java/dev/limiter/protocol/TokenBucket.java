@@ -1,0 +1,170 @@
+package dev.limiter.protocol;
+
+/**
+ * Token-bucket arithmetic as pure functions on primitives, shared by the server's table and the
+ * SDK's fallback buckets so that both agree to the last token.
+ *
+ * <p>Exact integer arithmetic: {@code rate} tokens per {@code period} is reduced to lowest terms
+ * {@code r'/p'}; one token is worth {@code p'} units and every nanosecond adds {@code r'} units.
+ * Refill, retry-after and reset-after are then exact, with no floating point and no drift, and
+ * every replica computes the same bits. The price is a range limit: {@code burst * p'} must stay
+ * below 2^62, checked when a rate is built.
+ *
+ * <p>Semantics (the seed's atomic pseudocode): elapsed time is clamped at zero, refill is capped
+ * at the burst, a request is allowed iff the bucket holds at least {@code cost} tokens, and a cost
+ * above the burst can never be allowed.
+ */
+public final class TokenBucket
+{
+    /** Largest value of {@code burst * unitsPerToken}: leaves headroom so sums cannot overflow. */
+    public static final long MAX_UNITS = 1L << 62;
+
+    private TokenBucket()
+    {
+    }
+
+    /** A compiled rate and capacity. Immutable. */
+    public static final class Rate
+    {
+        private final long unitsPerToken;
+        private final long unitsPerNano;
+        private final long burstTokens;
+        private final long burstUnits;
+
+        private Rate(final long unitsPerToken, final long unitsPerNano, final long burstTokens)
+        {
+            this.unitsPerToken = unitsPerToken;
+            this.unitsPerNano = unitsPerNano;
+            this.burstTokens = burstTokens;
+            this.burstUnits = burstTokens * unitsPerToken;
+        }
+
+        /** Units one token is worth. */
+        public long unitsPerToken()
+        {
+            return unitsPerToken;
+        }
+
+        /** Units added per nanosecond of elapsed time. */
+        public long unitsPerNano()
+        {
+            return unitsPerNano;
+        }
+
+        /** Capacity in tokens. */
+        public long burstTokens()
+        {
+            return burstTokens;
+        }
+
+        /** Capacity in units. */
+        public long burstUnits()
+        {
+            return burstUnits;
+        }
+
+        /** Units for a cost in tokens; callers check {@code cost <= burstTokens()} first. */
+        public long costUnits(final long costTokens)
+        {
+            return costTokens * unitsPerToken;
+        }
+
+        /** Whole tokens held by a bucket with {@code units} (rounded down). */
+        public long wholeTokens(final long units)
+        {
+            return units / unitsPerToken;
+        }
+
+        /**
+         * Bucket content after refilling from {@code lastNanos} to {@code nowNanos}: elapsed time is
+         * clamped at zero and the result capped at the burst. Never overflows.
+         */
+        public long refill(final long units, final long lastNanos, final long nowNanos)
+        {
+            final long elapsed = nowNanos - lastNanos;
+            if (elapsed <= 0)
+            {
+                return units;
+            }
+            final long missing = burstUnits - units;
+            if (missing <= 0)
+            {
+                return burstUnits;
+            }
+            // Clamp before multiplying: past the time to fill, the answer is the burst.
+            if (elapsed >= ceilDiv(missing, unitsPerNano))
+            {
+                return burstUnits;
+            }
+            return units + elapsed * unitsPerNano;
+        }
+
+        /** Exact nanoseconds until a bucket holding {@code units} holds {@code targetUnits}; 0 if it already does. */
+        public long nanosUntil(final long units, final long targetUnits)
+        {
+            final long deficit = targetUnits - units;
+            return deficit <= 0 ? 0 : ceilDiv(deficit, unitsPerNano);
+        }
+
+        /** Exact nanoseconds until a bucket holding {@code units} is full. */
+        public long nanosUntilFull(final long units)
+        {
+            return nanosUntil(units, burstUnits);
+        }
+
+        @Override
+        public String toString()
+        {
+            return "Rate{unitsPerToken=" + unitsPerToken + ", unitsPerNano=" + unitsPerNano + ", burst=" + burstTokens + '}';
+        }
+    }
+
+    /**
+     * Builds a rate of {@code tokens} per {@code periodNanos} with capacity {@code burst}.
+     *
+     * @throws IllegalArgumentException naming what is out of range and what to change
+     */
+    public static Rate rate(final long tokens, final long periodNanos, final long burst)
+    {
+        if (tokens <= 0)
+        {
+            throw new IllegalArgumentException("rate must be at least 1 token per period, was " + tokens);
+        }
+        if (periodNanos <= 0)
+        {
+            throw new IllegalArgumentException("period must be positive, was " + periodNanos + " ns");
+        }
+        if (burst <= 0)
+        {
+            throw new IllegalArgumentException("burst must be at least 1 token, was " + burst);
+        }
+        final long gcd = gcd(tokens, periodNanos);
+        final long unitsPerToken = periodNanos / gcd;
+        final long unitsPerNano = tokens / gcd;
+        if (burst > MAX_UNITS / unitsPerToken)
+        {
+            throw new IllegalArgumentException("burst " + burst + " with a rate of " + tokens + " per " + periodNanos +
+                " ns is beyond exact arithmetic (burst x reduced period must stay below 2^62): " +
+                "lower the burst, shorten the period, or use a rate that divides the period more evenly");
+        }
+        return new Rate(unitsPerToken, unitsPerNano, burst);
+    }
+
+    static long ceilDiv(final long a, final long b)
+    {
+        return -Math.floorDiv(-a, b);
+    }
+
+    static long gcd(final long a, final long b)
+    {
+        long x = a;
+        long y = b;
+        while (y != 0)
+        {
+            final long t = x % y;
+            x = y;
+            y = t;
+        }
+        return x;
+    }
+}
