@@ -26,6 +26,7 @@ public final class CompiledPolicy
     private final byte[] clientIp;
     private final byte[] region;
     private final long specificity;
+    private final long windowSeconds;
 
     CompiledPolicy(final Policy source, final int ordinal, final TokenBucket.Rate rate, final RouteTemplate route)
     {
@@ -34,6 +35,7 @@ public final class CompiledPolicy
         this.idUtf8 = source.getId().getBytes(StandardCharsets.UTF_8);
         this.rate = rate;
         this.scope = effectiveScope(source);
+        this.windowSeconds = ResultCodec.windowSeconds(rate);
         this.tenant = bytesOrNull(source.getSelector().getTenant().strip());
         this.principal = bytesOrNull(source.getSelector().getPrincipal().strip());
         this.method = bytesOrNull(source.getSelector().getMethod().strip().toUpperCase(Locale.ROOT));
@@ -113,6 +115,12 @@ public final class CompiledPolicy
     public TokenBucket.Rate rate()
     {
         return rate;
+    }
+
+    /** Whole seconds an empty bucket takes to fill (the RateLimit-Policy window). */
+    public long windowSeconds()
+    {
+        return windowSeconds;
     }
 
     public Scope scope()

@@ -8,7 +8,7 @@ import io.netty.buffer.ByteBuf;
  *
  * <pre>
  * u16 count | u16 reserved (0) | count x record (48 bytes) | u16 policies | policies x policy
- * record:  u8 flags (bit 0: allowed) | u8 reason | u16 policy ref | i32 reserved
+ * record:  u8 flags (bit 0: allowed) | u8 reason | u16 policy ref | u32 window (s)
  *          | i64 remaining (whole tokens) | i64 limit (burst, tokens)
  *          | i64 retry-after (ns; -1: never) | i64 reset-after (ns) | i64 policy version
  * policy:  u16 ref | u8 len | id (UTF-8)
@@ -26,6 +26,7 @@ public final class ResultCodec
     static final int FLAGS_OFFSET = 0;
     static final int REASON_OFFSET = 1;
     static final int POLICY_REF_OFFSET = 2;
+    static final int WINDOW_OFFSET = 4;
     static final int REMAINING_OFFSET = 8;
     static final int LIMIT_OFFSET = 16;
     static final int RETRY_AFTER_OFFSET = 24;
@@ -72,17 +73,26 @@ public final class ResultCodec
         final long limit,
         final long retryAfterNanos,
         final long resetAfterNanos,
-        final long policyVersion)
+        final long policyVersion,
+        final long windowSeconds)
     {
         out.setByte(recordOffset + FLAGS_OFFSET, allowed ? 1 : 0);
         out.setByte(recordOffset + REASON_OFFSET, reason.code());
         out.setShort(recordOffset + POLICY_REF_OFFSET, policyRef);
-        out.setInt(recordOffset + 4, 0);
+        out.setInt(recordOffset + WINDOW_OFFSET, (int)Math.min(windowSeconds, 0xFFFF_FFFFL));
         out.setLong(recordOffset + REMAINING_OFFSET, remaining);
         out.setLong(recordOffset + LIMIT_OFFSET, limit);
         out.setLong(recordOffset + RETRY_AFTER_OFFSET, retryAfterNanos);
         out.setLong(recordOffset + RESET_AFTER_OFFSET, resetAfterNanos);
         out.setLong(recordOffset + POLICY_VERSION_OFFSET, policyVersion);
+    }
+
+    /**
+     * Window of a policy for the record: whole seconds an empty bucket takes to fill (rounded up).
+     */
+    public static long windowSeconds(final TokenBucket.Rate rate)
+    {
+        return -Math.floorDiv(-rate.nanosUntilFull(0), 1_000_000_000L);
     }
 
     /** Policy ref stored in a record (for building the dictionary). */

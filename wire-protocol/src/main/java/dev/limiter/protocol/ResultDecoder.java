@@ -73,6 +73,12 @@ public final class ResultDecoder
         return buffer.getUnsignedShort(record(i) + ResultCodec.POLICY_REF_OFFSET);
     }
 
+    /** Seconds an empty bucket of the deciding policy takes to fill. */
+    public long windowSeconds(final int i)
+    {
+        return buffer.getUnsignedInt(record(i) + ResultCodec.WINDOW_OFFSET);
+    }
+
     public long remaining(final int i)
     {
         return buffer.getLong(record(i) + ResultCodec.REMAINING_OFFSET);

@@ -1,0 +1,525 @@
+package dev.limiter.client;
+
+import dev.limiter.protocol.AcquireCodec;
+import dev.limiter.protocol.ErrorCode;
+import dev.limiter.protocol.ErrorCodec;
+import dev.limiter.protocol.Frame;
+import dev.limiter.protocol.MessageType;
+import dev.limiter.protocol.ReasonCode;
+import dev.limiter.protocol.ResultDecoder;
+import io.netty.bootstrap.Bootstrap;
+import io.netty.buffer.ByteBuf;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.ChannelInitializer;
+import io.netty.channel.ChannelOption;
+import io.netty.channel.EventLoop;
+import io.netty.channel.socket.SocketChannel;
+import io.netty.channel.socket.nio.NioSocketChannel;
+import io.netty.handler.codec.LengthFieldBasedFrameDecoder;
+import io.netty.util.collection.LongObjectHashMap;
+import io.netty.util.concurrent.ScheduledFuture;
+import io.netty.util.internal.PlatformDependent;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Queue;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+/**
+ * One TCP connection to a store node. Callers on any thread enqueue calls; the connection's event
+ * loop drains the queue into as few BATCH_ACQUIRE frames as possible (concurrent calls share a
+ * frame and a syscall), keeps every frame in flight by correlation id, answers calls from result
+ * frames, fails them on their deadline, and reconnects with jittered backoff when the link drops.
+ * Everything but {@link #submit} runs on the event loop.
+ */
+final class Connection
+{
+    private static final Logger LOG = LoggerFactory.getLogger(Connection.class);
+    private static final long MIN_BACKOFF_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
+    private static final long MAX_BACKOFF_NANOS = TimeUnit.SECONDS.toNanos(2);
+    private static final int MAX_RESPONSE_FRAME_BYTES = 16 << 20;
+
+    private final InetSocketAddress address;
+    private final EventLoop loop;
+    private final int maxBatch;
+    private final long connectTimeoutMillis;
+    private final Queue<PendingCall> queue = PlatformDependent.newMpscQueue();
+    private final AtomicBoolean drainScheduled = new AtomicBoolean();
+    private final Runnable drain = this::drainQueue;
+    private final LongObjectHashMap<InFlight> inFlight = new LongObjectHashMap<>();
+    private final ResultDecoder decoder = new ResultDecoder();
+    private final PolicyIdCache policyIds = new PolicyIdCache();
+    private final List<Runnable> connectWaiters = new ArrayList<>();
+    private long nextCorrelationId = 1;
+    private int reconnectAttempt;
+    private volatile Channel channel;
+    private volatile boolean closed;
+    private volatile String lastError = "not connected yet";
+
+    /** A frame on the wire: the calls it carries, in entry order. */
+    private final class InFlight implements Runnable
+    {
+        final long correlationId;
+        final PendingCall[] calls;
+        final CompletableFuture<Void> ping;
+        ScheduledFuture<?> timeout;
+
+        InFlight(final long correlationId, final PendingCall[] calls, final CompletableFuture<Void> ping)
+        {
+            this.correlationId = correlationId;
+            this.calls = calls;
+            this.ping = ping;
+        }
+
+        /** Deadline check: fail the calls whose deadline passed, wait again for the rest. */
+        @Override
+        public void run()
+        {
+            final long now = System.nanoTime();
+            long nextDeadline = Long.MAX_VALUE;
+            for (final PendingCall call : calls)
+            {
+                if (call.isDone())
+                {
+                    continue;
+                }
+                if (call.deadlineNanos - now <= 0)
+                {
+                    call.completeExceptionally(timeout(call));
+                }
+                else
+                {
+                    nextDeadline = Math.min(nextDeadline, call.deadlineNanos);
+                }
+            }
+            if (ping != null && !ping.isDone())
+            {
+                ping.completeExceptionally(new LimiterTimeoutException("no PONG from " + address));
+            }
+            if (nextDeadline == Long.MAX_VALUE)
+            {
+                inFlight.remove(correlationId);
+            }
+            else
+            {
+                timeout = loop.schedule(this, nextDeadline - now, TimeUnit.NANOSECONDS);
+            }
+        }
+
+        void fail(final Throwable cause)
+        {
+            if (timeout != null)
+            {
+                timeout.cancel(false);
+            }
+            for (final PendingCall call : calls)
+            {
+                call.completeExceptionally(cause);
+            }
+            if (ping != null)
+            {
+                ping.completeExceptionally(cause);
+            }
+        }
+    }
+
+    Connection(final InetSocketAddress address, final EventLoop loop, final int maxBatch, final long connectTimeoutMillis)
+    {
+        this.address = address;
+        this.loop = loop;
+        this.maxBatch = maxBatch;
+        this.connectTimeoutMillis = connectTimeoutMillis;
+    }
+
+    InetSocketAddress address()
+    {
+        return address;
+    }
+
+    boolean isActive()
+    {
+        final Channel ch = channel;
+        return ch != null && ch.isActive();
+    }
+
+    String lastError()
+    {
+        return lastError;
+    }
+
+    /** Starts connecting; {@code onFirstAttempt} runs when the first attempt succeeds or fails. */
+    void connect(final Runnable onFirstAttempt)
+    {
+        loop.execute(() ->
+        {
+            connectWaiters.add(onFirstAttempt);
+            doConnect();
+        });
+    }
+
+    private void doConnect()
+    {
+        if (closed)
+        {
+            return;
+        }
+        final Bootstrap bootstrap = new Bootstrap()
+            .group(loop)
+            .channel(NioSocketChannel.class)
+            .option(ChannelOption.TCP_NODELAY, true)
+            .option(ChannelOption.SO_KEEPALIVE, true)
+            .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int)connectTimeoutMillis)
+            .handler(new ChannelInitializer<SocketChannel>()
+            {
+                @Override
+                protected void initChannel(final SocketChannel ch)
+                {
+                    ch.pipeline()
+                        .addLast(new LengthFieldBasedFrameDecoder(MAX_RESPONSE_FRAME_BYTES, 0, Frame.LENGTH_FIELD_LENGTH, 0, 0, true))
+                        .addLast(new Handler());
+                }
+            });
+        final ChannelFuture future = bootstrap.connect(address);
+        future.addListener(f ->
+        {
+            if (f.isSuccess())
+            {
+                reconnectAttempt = 0;
+                channel = future.channel();
+                lastError = "none";
+                if (closed)
+                {
+                    channel.close();
+                }
+                else if (!queue.isEmpty())
+                {
+                    drainQueue();
+                }
+            }
+            else
+            {
+                lastError = String.valueOf(f.cause().getMessage());
+                scheduleReconnect();
+            }
+            connectWaiters.forEach(Runnable::run);
+            connectWaiters.clear();
+        });
+    }
+
+    private void scheduleReconnect()
+    {
+        if (closed)
+        {
+            return;
+        }
+        final long backoff = Math.min(MAX_BACKOFF_NANOS, MIN_BACKOFF_NANOS << Math.min(reconnectAttempt++, 10));
+        final long jittered = backoff / 2 + ThreadLocalRandom.current().nextLong(backoff / 2 + 1);
+        loop.schedule(this::doConnect, jittered, TimeUnit.NANOSECONDS);
+    }
+
+    /** Queues a call from any thread; the event loop batches and sends it. */
+    void submit(final PendingCall call)
+    {
+        queue.offer(call);
+        if (drainScheduled.compareAndSet(false, true))
+        {
+            loop.execute(drain);
+        }
+    }
+
+    CompletableFuture<Void> ping(final long deadlineNanos)
+    {
+        final CompletableFuture<Void> result = new CompletableFuture<>();
+        loop.execute(() ->
+        {
+            final Channel ch = channel;
+            if (ch == null || !ch.isActive())
+            {
+                result.completeExceptionally(unavailable());
+                return;
+            }
+            final long correlationId = nextCorrelationId++;
+            final InFlight frame = new InFlight(correlationId, new PendingCall[0], result);
+            inFlight.put(correlationId, frame);
+            frame.timeout = loop.schedule(frame, Math.max(0, deadlineNanos - System.nanoTime()), TimeUnit.NANOSECONDS);
+            final ByteBuf buf = ch.alloc().buffer(Frame.HEADER_LENGTH);
+            Frame.finish(buf, Frame.begin(buf, MessageType.PING, correlationId));
+            ch.writeAndFlush(buf, ch.voidPromise());
+        });
+        return result;
+    }
+
+    private void drainQueue()
+    {
+        drainScheduled.set(false);
+        final Channel ch = channel;
+        if (ch == null || !ch.isActive())
+        {
+            PendingCall call;
+            while ((call = queue.poll()) != null)
+            {
+                call.completeExceptionally(unavailable());
+            }
+            return;
+        }
+        PendingCall call = queue.poll();
+        boolean wrote = false;
+        while (call != null)
+        {
+            final PendingCall[] batch = new PendingCall[Math.min(maxBatch, queue.size() + 1)];
+            int count = 0;
+            final ByteBuf buf = ch.alloc().directBuffer(64 + batch.length * 48);
+            final long correlationId = nextCorrelationId++;
+            final int frameStart = AcquireCodec.beginBatch(buf, MessageType.BATCH_ACQUIRE, correlationId);
+            long earliestDeadline = Long.MAX_VALUE;
+            final long now = System.nanoTime();
+            while (call != null && count < batch.length)
+            {
+                if (call.deadlineNanos - now <= 0)
+                {
+                    call.completeExceptionally(timeout(call));
+                }
+                else if (!call.isDone())
+                {
+                    AcquireCodec.appendEntry(buf, call.cost, call.descriptor.encoded());
+                    batch[count++] = call;
+                    earliestDeadline = Math.min(earliestDeadline, call.deadlineNanos);
+                }
+                call = queue.poll();
+            }
+            if (count == 0)
+            {
+                buf.release();
+                continue;
+            }
+            AcquireCodec.finishBatch(buf, frameStart, count);
+            if (count == 1)
+            {
+                buf.setByte(frameStart + Frame.TYPE_OFFSET, MessageType.ACQUIRE);
+            }
+            final InFlight frame = new InFlight(correlationId,
+                count == batch.length ? batch : java.util.Arrays.copyOf(batch, count), null);
+            inFlight.put(correlationId, frame);
+            frame.timeout = loop.schedule(frame, earliestDeadline - now, TimeUnit.NANOSECONDS);
+            ch.write(buf, ch.voidPromise());
+            wrote = true;
+        }
+        if (wrote)
+        {
+            ch.flush();
+        }
+    }
+
+    private LimiterTimeoutException timeout(final PendingCall call)
+    {
+        return new LimiterTimeoutException("no answer from limiter " + address.getHostString() + ":" + address.getPort() +
+            " within the call's deadline");
+    }
+
+    private LimiterUnavailableException unavailable()
+    {
+        return new LimiterUnavailableException("not connected to limiter " + address.getHostString() + ":" +
+            address.getPort() + " (reconnecting; last error: " + lastError + ")");
+    }
+
+    private void onResult(final ByteBuf frame, final long correlationId)
+    {
+        final InFlight entry = inFlight.remove(correlationId);
+        if (entry == null)
+        {
+            return; // answered after its deadline: the caller was already told
+        }
+        entry.timeout.cancel(false);
+        final String malformed = decoder.wrap(frame, Frame.bodyOffset(frame), Frame.frameEnd(frame));
+        if (malformed != null || decoder.count() != entry.calls.length)
+        {
+            entry.fail(new LimiterException("malformed answer from " + address + ": " +
+                (malformed != null ? malformed : decoder.count() + " results for " + entry.calls.length + " requests")));
+            return;
+        }
+        for (int i = 0; i < entry.calls.length; i++)
+        {
+            final int reason = decoder.reasonCode(i);
+            final Decision decision = new Decision(
+                decoder.allowed(i),
+                reason <= ReasonCode.STORE_FULL.code() ? ReasonCode.of(reason) : ReasonCode.RATE_LIMITED,
+                decoder.remaining(i),
+                decoder.limit(i),
+                decoder.retryAfterNanos(i),
+                decoder.resetAfterNanos(i),
+                policyIds.resolve(decoder, decoder.policyRef(i)),
+                decoder.policyVersion(i),
+                decoder.windowSeconds(i));
+            entry.calls[i].complete(decision);
+        }
+    }
+
+    private void onError(final ByteBuf frame, final long correlationId)
+    {
+        final int body = Frame.bodyOffset(frame);
+        final int end = Frame.frameEnd(frame);
+        final ErrorCode code = end - body >= 2 ? ErrorCode.ofOrNull(ErrorCodec.code(frame, body)) : null;
+        final String message = ErrorCodec.message(frame, body, end);
+        final InFlight entry = inFlight.remove(correlationId);
+        if (entry != null)
+        {
+            entry.fail(new LimiterRequestException(code, message));
+        }
+        else
+        {
+            LOG.warn("limiter {} reported {}: {}", address, code, message);
+        }
+    }
+
+    private void failAll(final Throwable cause)
+    {
+        final List<InFlight> entries = new ArrayList<>(inFlight.values());
+        inFlight.clear();
+        entries.forEach(e -> e.fail(cause));
+        PendingCall call;
+        while ((call = queue.poll()) != null)
+        {
+            call.completeExceptionally(cause);
+        }
+    }
+
+    void close()
+    {
+        closed = true;
+        loop.execute(() ->
+        {
+            final Channel ch = channel;
+            if (ch != null)
+            {
+                ch.close();
+            }
+            failAll(new LimiterUnavailableException("limiter client closed"));
+            connectWaiters.forEach(Runnable::run);
+            connectWaiters.clear();
+        });
+    }
+
+    private final class Handler extends ChannelInboundHandlerAdapter
+    {
+        @Override
+        public void channelRead(final ChannelHandlerContext ctx, final Object msg)
+        {
+            final ByteBuf frame = (ByteBuf)msg;
+            try
+            {
+                if (frame.readableBytes() < Frame.HEADER_LENGTH || Frame.version(frame) != Frame.VERSION)
+                {
+                    lastError = "peer sent a frame this SDK cannot read";
+                    ctx.close();
+                    return;
+                }
+                final long correlationId = Frame.correlationId(frame);
+                switch (Frame.type(frame))
+                {
+                    case MessageType.RESULT:
+                    case MessageType.BATCH_RESULT:
+                        onResult(frame, correlationId);
+                        break;
+                    case MessageType.ERROR:
+                        onError(frame, correlationId);
+                        break;
+                    case MessageType.PONG:
+                        final InFlight entry = inFlight.remove(correlationId);
+                        if (entry != null && entry.ping != null)
+                        {
+                            entry.timeout.cancel(false);
+                            entry.ping.complete(null);
+                        }
+                        break;
+                    default:
+                        LOG.warn("ignoring message type {} from {}", MessageType.name(Frame.type(frame)), address);
+                        break;
+                }
+            }
+            finally
+            {
+                frame.release();
+            }
+        }
+
+        @Override
+        public void channelInactive(final ChannelHandlerContext ctx)
+        {
+            if (channel == ctx.channel())
+            {
+                channel = null;
+            }
+            if (!closed)
+            {
+                lastError = "connection closed by " + address;
+                failAll(new LimiterUnavailableException("connection to limiter " + address.getHostString() + ":" +
+                    address.getPort() + " was lost before it answered"));
+                scheduleReconnect();
+            }
+        }
+
+        @Override
+        public void exceptionCaught(final ChannelHandlerContext ctx, final Throwable cause)
+        {
+            lastError = String.valueOf(cause.getMessage());
+            ctx.close();
+        }
+    }
+
+    /** Maps the policy refs in result frames to id strings without a new String per decision. */
+    private static final class PolicyIdCache
+    {
+        private String[] ids = new String[16];
+        private byte[][] bytes = new byte[16][];
+
+        String resolve(final ResultDecoder decoder, final int ref)
+        {
+            final int entry = decoder.findPolicy(ref);
+            if (entry < 0)
+            {
+                return "unknown";
+            }
+            final ByteBuf buf = decoder.buffer();
+            final int offset = decoder.policyIdOffset(entry);
+            final int length = decoder.policyIdLength(entry);
+            if (ref >= ids.length)
+            {
+                final int n = Integer.highestOneBit(ref) << 1;
+                ids = java.util.Arrays.copyOf(ids, n);
+                bytes = java.util.Arrays.copyOf(bytes, n);
+            }
+            final byte[] cached = bytes[ref];
+            if (cached != null && cached.length == length && sameBytes(buf, offset, cached))
+            {
+                return ids[ref];
+            }
+            final byte[] copy = new byte[length];
+            buf.getBytes(offset, copy);
+            bytes[ref] = copy;
+            ids[ref] = new String(copy, StandardCharsets.UTF_8);
+            return ids[ref];
+        }
+
+        private static boolean sameBytes(final ByteBuf buf, final int offset, final byte[] expected)
+        {
+            for (int i = 0; i < expected.length; i++)
+            {
+                if (buf.getByte(offset + i) != expected[i])
+                {
+                    return false;
+                }
+            }
+            return true;
+        }
+    }
+}

@@ -1,0 +1,114 @@
+package dev.limiter.client;
+
+import dev.limiter.protocol.ReasonCode;
+
+import java.time.Duration;
+import java.time.temporal.ChronoUnit;
+
+/** The store's answer to one acquire. Immutable. */
+public final class Decision
+{
+    private final boolean allowed;
+    private final ReasonCode reason;
+    private final long remaining;
+    private final long limit;
+    private final long retryAfterNanos;
+    private final long resetAfterNanos;
+    private final String policyId;
+    private final long policyVersion;
+    private final long windowSeconds;
+
+    Decision(final boolean allowed, final ReasonCode reason, final long remaining, final long limit,
+        final long retryAfterNanos, final long resetAfterNanos, final String policyId, final long policyVersion, final long windowSeconds)
+    {
+        this.allowed = allowed;
+        this.reason = reason;
+        this.remaining = remaining;
+        this.limit = limit;
+        this.retryAfterNanos = retryAfterNanos;
+        this.resetAfterNanos = resetAfterNanos;
+        this.policyId = policyId;
+        this.policyVersion = policyVersion;
+        this.windowSeconds = windowSeconds;
+    }
+
+    /** Whether the request may go ahead (its cost has been charged). */
+    public boolean allowed()
+    {
+        return allowed;
+    }
+
+    public ReasonCode reason()
+    {
+        return reason;
+    }
+
+    /** Whole tokens left in the bucket after this decision. */
+    public long remaining()
+    {
+        return remaining;
+    }
+
+    /** The bucket's capacity (burst) in tokens. */
+    public long limit()
+    {
+        return limit;
+    }
+
+    /**
+     * Exact time until the requested cost is available: zero when allowed, and
+     * {@link ChronoUnit#FOREVER} when it never will be ({@link ReasonCode#COST_EXCEEDS_BURST}).
+     */
+    public Duration retryAfter()
+    {
+        return retryAfterNanos < 0 ? ChronoUnit.FOREVER.getDuration() : Duration.ofNanos(retryAfterNanos);
+    }
+
+    /** {@link #retryAfter()} in nanoseconds; -1 for never. */
+    public long retryAfterNanos()
+    {
+        return retryAfterNanos;
+    }
+
+    /** Whether retrying later can ever succeed. */
+    public boolean retryable()
+    {
+        return retryAfterNanos >= 0 && reason != ReasonCode.COST_EXCEEDS_BURST;
+    }
+
+    /** Time until the bucket is full again. */
+    public Duration resetAfter()
+    {
+        return Duration.ofNanos(resetAfterNanos);
+    }
+
+    public long resetAfterNanos()
+    {
+        return resetAfterNanos;
+    }
+
+    /** Id of the policy that decided. */
+    public String policyId()
+    {
+        return policyId;
+    }
+
+    public long policyVersion()
+    {
+        return policyVersion;
+    }
+
+    /** Seconds an empty bucket of this policy takes to fill (whole seconds, rounded up). */
+    public long windowSeconds()
+    {
+        return windowSeconds;
+    }
+
+    @Override
+    public String toString()
+    {
+        return "Decision{" + (allowed ? "allowed" : "denied") + ", reason=" + reason + ", remaining=" + remaining +
+            ", limit=" + limit + ", retryAfter=" + (retryAfterNanos < 0 ? "never" : Duration.ofNanos(retryAfterNanos)) +
+            ", resetAfter=" + Duration.ofNanos(resetAfterNanos) + ", policy=" + policyId + " v" + policyVersion + '}';
+    }
+}

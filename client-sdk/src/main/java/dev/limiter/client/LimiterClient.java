@@ -1,0 +1,379 @@
+package dev.limiter.client;
+
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.nio.NioIoHandler;
+import io.netty.util.concurrent.DefaultThreadFactory;
+
+import java.net.InetSocketAddress;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * The limiter SDK: asks the store whether a request may go ahead.
+ *
+ * <pre>{@code
+ * try (LimiterClient limiter = LimiterClient.builder().endpoints("127.0.0.1:7400").build()) {
+ *     Decision d = limiter.acquireBlocking(Descriptor.of("acme", "/v1/orders/42"), 1);
+ *     if (!d.allowed()) { respond 429 with RateLimitHeaders.of(d) }
+ * }
+ * }</pre>
+ *
+ * Thread-safe. Concurrent calls are batched into BATCH_ACQUIRE frames automatically and many
+ * frames are in flight per connection. Every call has a deadline; a call that cannot be answered
+ * fails with {@link LimiterTimeoutException} (no answer in time) or
+ * {@link LimiterUnavailableException} (no open connection). Connections that drop are re-opened
+ * in the background with jittered backoff. Futures complete on the SDK's I/O threads: do not block
+ * in their callbacks (use the {@code *Async} variants with your own executor for slow work).
+ */
+public final class LimiterClient implements AutoCloseable
+{
+    /** Default per-call deadline. */
+    public static final Duration DEFAULT_DEADLINE = Duration.ofMillis(100);
+    public static final int DEFAULT_CONNECTIONS_PER_ENDPOINT = 2;
+    public static final int DEFAULT_MAX_BATCH = 256;
+    public static final Duration DEFAULT_CONNECT_TIMEOUT = Duration.ofSeconds(1);
+
+    private final EventLoopGroup group;
+    private final Connection[] connections;
+    private final long deadlineNanos;
+    private final AtomicInteger roundRobin = new AtomicInteger();
+    private volatile boolean closed;
+
+    private LimiterClient(final Builder builder)
+    {
+        this.deadlineNanos = builder.deadline.toNanos();
+        this.group = new MultiThreadIoEventLoopGroup(builder.ioThreads,
+            new DefaultThreadFactory("limiter-client", true), NioIoHandler.newFactory());
+        final List<Connection> list = new ArrayList<>();
+        for (final InetSocketAddress endpoint : builder.endpoints)
+        {
+            for (int i = 0; i < builder.connectionsPerEndpoint; i++)
+            {
+                list.add(new Connection(endpoint, group.next(), builder.maxBatch, builder.connectTimeout.toMillis()));
+            }
+        }
+        this.connections = list.toArray(new Connection[0]);
+        final CountDownLatch attempted = new CountDownLatch(connections.length);
+        for (final Connection connection : connections)
+        {
+            connection.connect(attempted::countDown);
+        }
+        try
+        {
+            // Wait for the first attempt of each connection, so calls right after build() find them open.
+            attempted.await(builder.connectTimeout.toMillis() + 100, TimeUnit.MILLISECONDS);
+        }
+        catch (final InterruptedException e)
+        {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    public static Builder builder()
+    {
+        return new Builder();
+    }
+
+    /** Asks for one token with the default deadline. */
+    public CompletableFuture<Decision> acquire(final Descriptor descriptor)
+    {
+        return acquire(descriptor, 1);
+    }
+
+    /**
+     * Asks for {@code cost} tokens for {@code descriptor}, with the client's default deadline.
+     *
+     * @param cost tokens, at least 1
+     * @return completes with the decision, or exceptionally with a {@link LimiterException}
+     */
+    public CompletableFuture<Decision> acquire(final Descriptor descriptor, final int cost)
+    {
+        return acquire(descriptor, cost, deadlineNanos);
+    }
+
+    /** As {@link #acquire(Descriptor, int)} with a deadline for this call. */
+    public CompletableFuture<Decision> acquire(final Descriptor descriptor, final int cost, final Duration deadline)
+    {
+        return acquire(descriptor, cost, deadline.toNanos());
+    }
+
+    private CompletableFuture<Decision> acquire(final Descriptor descriptor, final int cost, final long deadline)
+    {
+        Objects.requireNonNull(descriptor, "descriptor");
+        if (cost < 1)
+        {
+            throw new IllegalArgumentException("cost must be at least 1 token, was " + cost);
+        }
+        final PendingCall call = new PendingCall(descriptor, cost, System.nanoTime() + deadline);
+        if (closed)
+        {
+            call.completeExceptionally(new LimiterUnavailableException("limiter client closed"));
+            return call;
+        }
+        final Connection connection = pick();
+        if (connection == null)
+        {
+            call.completeExceptionally(new LimiterUnavailableException("no open connection to any limiter node " +
+                endpoints() + " (reconnecting; last error: " + connections[0].lastError() + ")"));
+            return call;
+        }
+        connection.submit(call);
+        return call;
+    }
+
+    /**
+     * Blocking form of {@link #acquire(Descriptor, int)}.
+     *
+     * @throws LimiterException when no decision arrives within the deadline or no node is reachable
+     */
+    public Decision acquireBlocking(final Descriptor descriptor, final int cost)
+    {
+        final CompletableFuture<Decision> future = acquire(descriptor, cost);
+        try
+        {
+            // The future fails on its own at the deadline; the margin covers scheduling delay only.
+            return future.get(TimeUnit.NANOSECONDS.toMillis(deadlineNanos) + 1000, TimeUnit.MILLISECONDS);
+        }
+        catch (final ExecutionException e)
+        {
+            if (e.getCause() instanceof LimiterException)
+            {
+                throw (LimiterException)e.getCause();
+            }
+            throw new LimiterException("acquire failed: " + e.getCause(), e.getCause());
+        }
+        catch (final TimeoutException e)
+        {
+            throw new LimiterTimeoutException("no decision within the deadline");
+        }
+        catch (final InterruptedException e)
+        {
+            Thread.currentThread().interrupt();
+            throw new LimiterException("interrupted while waiting for a decision", e);
+        }
+    }
+
+    /** Round-trips a PING on every open connection; completes when all answered. */
+    public CompletableFuture<Void> ping()
+    {
+        final List<CompletableFuture<Void>> pings = new ArrayList<>();
+        for (final Connection connection : connections)
+        {
+            if (connection.isActive())
+            {
+                pings.add(connection.ping(System.nanoTime() + deadlineNanos));
+            }
+        }
+        if (pings.isEmpty())
+        {
+            return CompletableFuture.failedFuture(new LimiterUnavailableException("no open connection to " + endpoints()));
+        }
+        return CompletableFuture.allOf(pings.toArray(new CompletableFuture[0]));
+    }
+
+    /** Waits until at least one connection is open; true if one is. */
+    public boolean awaitConnected(final Duration timeout) throws InterruptedException
+    {
+        final long end = System.nanoTime() + timeout.toNanos();
+        while (pick() == null)
+        {
+            if (System.nanoTime() - end > 0)
+            {
+                return false;
+            }
+            Thread.sleep(5);
+        }
+        return true;
+    }
+
+    /** Number of connections open now. */
+    public int openConnections()
+    {
+        int open = 0;
+        for (final Connection connection : connections)
+        {
+            open += connection.isActive() ? 1 : 0;
+        }
+        return open;
+    }
+
+    private Connection pick()
+    {
+        final int n = connections.length;
+        final int start = roundRobin.getAndIncrement() & Integer.MAX_VALUE;
+        for (int i = 0; i < n; i++)
+        {
+            final Connection c = connections[(start + i) % n];
+            if (c.isActive())
+            {
+                return c;
+            }
+        }
+        return null;
+    }
+
+    private String endpoints()
+    {
+        final StringBuilder sb = new StringBuilder("[");
+        for (int i = 0; i < connections.length; i++)
+        {
+            final InetSocketAddress a = connections[i].address();
+            final String s = a.getHostString() + ":" + a.getPort();
+            if (sb.indexOf(s) < 0)
+            {
+                sb.append(sb.length() > 1 ? ", " : "").append(s);
+            }
+        }
+        return sb.append(']').toString();
+    }
+
+    /** Closes every connection; calls still waiting fail with {@link LimiterUnavailableException}. */
+    @Override
+    public void close()
+    {
+        if (closed)
+        {
+            return;
+        }
+        closed = true;
+        for (final Connection connection : connections)
+        {
+            connection.close();
+        }
+        group.shutdownGracefully(0, 1, TimeUnit.SECONDS).syncUninterruptibly();
+    }
+
+    /** Settings for a {@link LimiterClient}; every one has a default. */
+    public static final class Builder
+    {
+        private final List<InetSocketAddress> endpoints = new ArrayList<>();
+        private Duration deadline = DEFAULT_DEADLINE;
+        private int connectionsPerEndpoint = DEFAULT_CONNECTIONS_PER_ENDPOINT;
+        private int maxBatch = DEFAULT_MAX_BATCH;
+        private int ioThreads = 1;
+        private Duration connectTimeout = DEFAULT_CONNECT_TIMEOUT;
+
+        /**
+         * Store nodes as {@code host:port} (comma-separated lists are accepted).
+         *
+         * @throws IllegalArgumentException for an endpoint that is not host:port
+         */
+        public Builder endpoints(final String... hostPorts)
+        {
+            for (final String list : hostPorts)
+            {
+                for (final String hostPort : list.split(","))
+                {
+                    endpoints.add(parseEndpoint(hostPort.strip()));
+                }
+            }
+            return this;
+        }
+
+        public Builder endpoint(final InetSocketAddress address)
+        {
+            endpoints.add(Objects.requireNonNull(address));
+            return this;
+        }
+
+        /** Per-call deadline (default 100 ms). */
+        public Builder deadline(final Duration deadline)
+        {
+            if (deadline.isNegative() || deadline.isZero())
+            {
+                throw new IllegalArgumentException("deadline must be positive, was " + deadline);
+            }
+            this.deadline = deadline;
+            return this;
+        }
+
+        /** TCP connections per endpoint (default 2). */
+        public Builder connections(final int connectionsPerEndpoint)
+        {
+            if (connectionsPerEndpoint < 1 || connectionsPerEndpoint > 1024)
+            {
+                throw new IllegalArgumentException("connections must be 1 to 1024, was " + connectionsPerEndpoint);
+            }
+            this.connectionsPerEndpoint = connectionsPerEndpoint;
+            return this;
+        }
+
+        /** Most acquires in one frame (default 256, at most 4096). */
+        public Builder maxBatch(final int maxBatch)
+        {
+            if (maxBatch < 1 || maxBatch > dev.limiter.protocol.AcquireCodec.MAX_BATCH)
+            {
+                throw new IllegalArgumentException("maxBatch must be 1 to " + dev.limiter.protocol.AcquireCodec.MAX_BATCH +
+                    ", was " + maxBatch);
+            }
+            this.maxBatch = maxBatch;
+            return this;
+        }
+
+        /** SDK I/O threads (default 1). */
+        public Builder ioThreads(final int ioThreads)
+        {
+            if (ioThreads < 1 || ioThreads > 64)
+            {
+                throw new IllegalArgumentException("ioThreads must be 1 to 64, was " + ioThreads);
+            }
+            this.ioThreads = ioThreads;
+            return this;
+        }
+
+        /** TCP connect timeout per attempt (default 1 s); build() waits at most this long. */
+        public Builder connectTimeout(final Duration connectTimeout)
+        {
+            this.connectTimeout = connectTimeout;
+            return this;
+        }
+
+        /**
+         * Creates the client and waits (up to the connect timeout) for the first connection
+         * attempts. It returns even when no node answered: connections keep retrying.
+         *
+         * @throws IllegalArgumentException when no endpoint was given
+         */
+        public LimiterClient build()
+        {
+            if (endpoints.isEmpty())
+            {
+                throw new IllegalArgumentException("no endpoints: call endpoints(\"host:port\")");
+            }
+            return new LimiterClient(this);
+        }
+
+        static InetSocketAddress parseEndpoint(final String hostPort)
+        {
+            final int colon = hostPort.lastIndexOf(':');
+            if (colon <= 0 || colon == hostPort.length() - 1)
+            {
+                throw new IllegalArgumentException("endpoint '" + hostPort + "' is not host:port (e.g. 127.0.0.1:7400)");
+            }
+            final String host = hostPort.substring(0, colon).replace("[", "").replace("]", "");
+            final int port;
+            try
+            {
+                port = Integer.parseInt(hostPort.substring(colon + 1));
+            }
+            catch (final NumberFormatException e)
+            {
+                throw new IllegalArgumentException("endpoint '" + hostPort + "' has a port that is not a number");
+            }
+            if (port < 1 || port > 65535)
+            {
+                throw new IllegalArgumentException("endpoint '" + hostPort + "' has port " + port + " outside 1-65535");
+            }
+            return InetSocketAddress.createUnresolved(host, port);
+        }
+    }
+}

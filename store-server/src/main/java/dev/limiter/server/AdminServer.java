@@ -1,0 +1,152 @@
+package dev.limiter.server;
+
+import io.netty.bootstrap.ServerBootstrap;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelFutureListener;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInitializer;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.SimpleChannelInboundHandler;
+import io.netty.channel.epoll.EpollServerSocketChannel;
+import io.netty.channel.socket.SocketChannel;
+import io.netty.channel.socket.nio.NioServerSocketChannel;
+import io.netty.handler.codec.http.DefaultFullHttpResponse;
+import io.netty.handler.codec.http.FullHttpRequest;
+import io.netty.handler.codec.http.FullHttpResponse;
+import io.netty.handler.codec.http.HttpHeaderNames;
+import io.netty.handler.codec.http.HttpHeaderValues;
+import io.netty.handler.codec.http.HttpMethod;
+import io.netty.handler.codec.http.HttpObjectAggregator;
+import io.netty.handler.codec.http.HttpResponseStatus;
+import io.netty.handler.codec.http.HttpServerCodec;
+import io.netty.handler.codec.http.HttpUtil;
+import io.netty.handler.codec.http.HttpVersion;
+import io.netty.handler.codec.http.QueryStringDecoder;
+
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+
+/** The admin HTTP endpoint: {@code GET /metrics} (Prometheus text) and {@code GET /health} (JSON). */
+final class AdminServer implements AutoCloseable
+{
+    private static final String PROMETHEUS_TYPE = "text/plain; version=0.0.4; charset=utf-8";
+
+    private final String host;
+    private final int port;
+    private final ServerMetrics metrics;
+    private final StoreServer server;
+    private final EventLoopGroup boss;
+    private final EventLoopGroup workers;
+    private final boolean epoll;
+    private Channel channel;
+
+    AdminServer(final String host, final int port, final ServerMetrics metrics, final StoreServer server,
+        final EventLoopGroup boss, final EventLoopGroup workers, final boolean epoll)
+    {
+        this.host = host;
+        this.port = port;
+        this.metrics = metrics;
+        this.server = server;
+        this.boss = boss;
+        this.workers = workers;
+        this.epoll = epoll;
+    }
+
+    void start() throws InterruptedException
+    {
+        channel = new ServerBootstrap()
+            .group(boss, workers)
+            .channel(epoll ? EpollServerSocketChannel.class : NioServerSocketChannel.class)
+            .childHandler(new ChannelInitializer<SocketChannel>()
+            {
+                @Override
+                protected void initChannel(final SocketChannel ch)
+                {
+                    ch.pipeline()
+                        .addLast(new HttpServerCodec(4096, 8192, 8192))
+                        .addLast(new HttpObjectAggregator(64 * 1024))
+                        .addLast(new Handler());
+                }
+            })
+            .bind(new InetSocketAddress(host, port)).sync().channel();
+    }
+
+    int port()
+    {
+        return ((InetSocketAddress)channel.localAddress()).getPort();
+    }
+
+    @Override
+    public void close()
+    {
+        if (channel != null)
+        {
+            channel.close().syncUninterruptibly();
+        }
+    }
+
+    private final class Handler extends SimpleChannelInboundHandler<FullHttpRequest>
+    {
+        @Override
+        protected void channelRead0(final ChannelHandlerContext ctx, final FullHttpRequest request)
+        {
+            final String path = new QueryStringDecoder(request.uri()).path();
+            final FullHttpResponse response;
+            if (!request.decoderResult().isSuccess())
+            {
+                response = text(HttpResponseStatus.BAD_REQUEST, "text/plain; charset=utf-8", "malformed HTTP request\n");
+            }
+            else if (!HttpMethod.GET.equals(request.method()) && !HttpMethod.HEAD.equals(request.method()))
+            {
+                response = text(HttpResponseStatus.METHOD_NOT_ALLOWED, "text/plain; charset=utf-8", "only GET is served here\n");
+                response.headers().set(HttpHeaderNames.ALLOW, "GET, HEAD");
+            }
+            else if (path.equals("/metrics"))
+            {
+                response = text(HttpResponseStatus.OK, PROMETHEUS_TYPE, metrics.scrape());
+            }
+            else if (path.equals("/health"))
+            {
+                final boolean healthy = server.healthy();
+                response = text(healthy ? HttpResponseStatus.OK : HttpResponseStatus.SERVICE_UNAVAILABLE,
+                    "application/json",
+                    "{\"status\":\"" + (healthy ? "UP" : "DOWN") + "\",\"port\":" + server.port() +
+                    ",\"shards\":" + server.shardCount() + ",\"buckets\":" + server.bucketCount() +
+                    ",\"policies\":" + server.policies().size() + ",\"policySetVersion\":" + server.policies().version() +
+                    ",\"transport\":\"" + (server.epoll() ? "epoll" : "nio") + "\"}\n");
+            }
+            else
+            {
+                response = text(HttpResponseStatus.NOT_FOUND, "text/plain; charset=utf-8",
+                    "no such endpoint: " + path + " (try /metrics or /health)\n");
+            }
+            final boolean keepAlive = HttpUtil.isKeepAlive(request);
+            if (keepAlive)
+            {
+                response.headers().set(HttpHeaderNames.CONNECTION, HttpHeaderValues.KEEP_ALIVE);
+                ctx.writeAndFlush(response);
+            }
+            else
+            {
+                ctx.writeAndFlush(response).addListener(ChannelFutureListener.CLOSE);
+            }
+        }
+
+        private FullHttpResponse text(final HttpResponseStatus status, final String type, final String body)
+        {
+            final ByteBuf content = Unpooled.copiedBuffer(body, StandardCharsets.UTF_8);
+            final FullHttpResponse response = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1, status, content);
+            response.headers().set(HttpHeaderNames.CONTENT_TYPE, type);
+            response.headers().setInt(HttpHeaderNames.CONTENT_LENGTH, content.readableBytes());
+            return response;
+        }
+
+        @Override
+        public void exceptionCaught(final ChannelHandlerContext ctx, final Throwable cause)
+        {
+            ctx.close();
+        }
+    }
+}

@@ -1,0 +1,285 @@
+package dev.limiter.server;
+
+import dev.limiter.protocol.AcquireDecoder;
+import dev.limiter.protocol.CompiledPolicy;
+import dev.limiter.protocol.DescriptorField;
+import dev.limiter.protocol.DescriptorRules;
+import dev.limiter.protocol.ErrorCode;
+import dev.limiter.protocol.ErrorCodec;
+import dev.limiter.protocol.Frame;
+import dev.limiter.protocol.MessageType;
+import dev.limiter.protocol.PolicySetIndex;
+import dev.limiter.protocol.ResultCodec;
+import dev.limiter.server.table.BucketTable;
+import dev.limiter.server.table.KeyHash;
+import io.netty.buffer.ByteBuf;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.handler.codec.CorruptedFrameException;
+import io.netty.handler.codec.DecoderException;
+import io.netty.handler.codec.TooLongFrameException;
+import io.netty.util.concurrent.FastThreadLocal;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.IOException;
+import java.util.List;
+import java.util.function.Supplier;
+
+/**
+ * Decode, route to shards, answer. Runs on the connection's event loop: validates the frame,
+ * resolves every entry's policy and bucket key, and hands the frame to the shards that own its
+ * keys. Requests pipelined on one connection are answered in completion order, matched by
+ * correlation id. Bad input gets an ERROR frame; input that breaks framing closes the connection.
+ */
+final class DataPlaneHandler extends ChannelInboundHandlerAdapter
+{
+    private static final Logger LOG = LoggerFactory.getLogger(DataPlaneHandler.class);
+
+    private final Supplier<PolicySetIndex> policies;
+    private final List<Shard> shards;
+    private final ServerMetrics metrics;
+    private final FastThreadLocal<LoopState> loopState;
+
+    /** Per-event-loop reusable state: decoder and frame-work pool. */
+    static final class LoopState
+    {
+        final AcquireDecoder decoder = new AcquireDecoder();
+        final FrameWork.Pool pool;
+
+        LoopState(final ServerMetrics metrics)
+        {
+            pool = new FrameWork.Pool(metrics);
+        }
+    }
+
+    DataPlaneHandler(
+        final Supplier<PolicySetIndex> policies,
+        final List<Shard> shards,
+        final ServerMetrics metrics,
+        final FastThreadLocal<LoopState> loopState)
+    {
+        this.policies = policies;
+        this.shards = shards;
+        this.metrics = metrics;
+        this.loopState = loopState;
+    }
+
+    @Override
+    public void channelActive(final ChannelHandlerContext ctx) throws Exception
+    {
+        metrics.connectionOpened();
+        super.channelActive(ctx);
+    }
+
+    @Override
+    public void channelRead(final ChannelHandlerContext ctx, final Object msg)
+    {
+        final ByteBuf frame = (ByteBuf)msg;
+        try
+        {
+            if (frame.readableBytes() < Frame.HEADER_LENGTH)
+            {
+                // The length field was readable but too small to hold a header: the peer is not framing.
+                failAndClose(ctx, 0, ErrorCode.MALFORMED_FRAME,
+                    "frame length " + (frame.readableBytes() - Frame.LENGTH_FIELD_LENGTH) + " is below the header's " +
+                    Frame.MIN_LENGTH_FIELD + " bytes");
+                return;
+            }
+            final long correlationId = Frame.correlationId(frame);
+            final int version = Frame.version(frame);
+            if (version != Frame.VERSION)
+            {
+                error(ctx, correlationId, ErrorCode.UNSUPPORTED_VERSION,
+                    "protocol version " + version + " is not supported; this node speaks version " + Frame.VERSION);
+                return;
+            }
+            final int type = Frame.type(frame);
+            switch (type)
+            {
+                case MessageType.ACQUIRE:
+                case MessageType.BATCH_ACQUIRE:
+                    acquire(ctx, frame, correlationId, type == MessageType.ACQUIRE);
+                    break;
+                case MessageType.PING:
+                    final ByteBuf pong = ctx.alloc().buffer(Frame.HEADER_LENGTH);
+                    Frame.finish(pong, Frame.begin(pong, MessageType.PONG, correlationId));
+                    ctx.writeAndFlush(pong, ctx.voidPromise());
+                    break;
+                default:
+                    error(ctx, correlationId, ErrorCode.UNKNOWN_TYPE, "message type " + MessageType.name(type) +
+                        " is not a request this node serves (ACQUIRE=1, BATCH_ACQUIRE=3, PING=5)");
+                    break;
+            }
+        }
+        finally
+        {
+            frame.release();
+        }
+    }
+
+    private void acquire(final ChannelHandlerContext ctx, final ByteBuf frame, final long correlationId, final boolean single)
+    {
+        final long start = System.nanoTime();
+        final LoopState state = loopState.get();
+        final AcquireDecoder decoder = state.decoder;
+        final String malformed = decoder.wrap(frame, Frame.bodyOffset(frame), Frame.frameEnd(frame), single);
+        if (malformed != null)
+        {
+            error(ctx, correlationId, decoder.errorCode(), malformed);
+            return;
+        }
+        final PolicySetIndex index = policies.get();
+        final FrameWork work = state.pool.acquire();
+        work.reset(ctx, index, decoder.count(), start);
+        final int shardCount = shards.size();
+        long shardMask = 0;
+        while (decoder.next())
+        {
+            final int i = work.count;
+            final CompiledPolicy policy = index.match(decoder);
+            final int keyStart = work.keyCursor;
+            work.ensureKeyRoom(BucketTable.MAX_KEY_LENGTH);
+            final long tenantHash = buildKey(work, decoder, policy);
+            final int keyLength = work.keyCursor - keyStart;
+            final long keyHash = KeyHash.hash(work.keys, keyStart, keyLength);
+            work.keyOffset[i] = keyStart;
+            work.keyLength[i] = keyLength;
+            work.keyHash[i] = keyHash;
+            work.cost[i] = decoder.cost();
+            work.policy[i] = policy;
+            // Tenant-scoped buckets live on the tenant's shard; global and per-IP ones on their key's.
+            final long placement = tenantHash != 0 ? tenantHash : keyHash;
+            final int shard = (int)Long.remainderUnsigned(placement >>> 32, shardCount);
+            work.shard[i] = shard;
+            shardMask |= 1L << shard;
+            work.count++;
+        }
+        if (decoder.failed())
+        {
+            work.recycle();
+            error(ctx, correlationId, decoder.errorCode(), decoder.errorMessage());
+            return;
+        }
+        final int count = work.count;
+        final ByteBuf response = ctx.alloc().directBuffer(ResultCodec.recordsEnd(count) + 2 + 64);
+        work.response = response;
+        work.frameStart = ResultCodec.beginBatch(response,
+            single ? MessageType.RESULT : MessageType.BATCH_RESULT, correlationId, count);
+        work.pendingShards.set(Long.bitCount(shardMask));
+        for (int s = 0; s < shardCount; s++)
+        {
+            if ((shardMask & (1L << s)) != 0)
+            {
+                shards.get(s).submit(work);
+            }
+        }
+    }
+
+    /**
+     * Writes the bucket key for the current entry at the work's key cursor:
+     * {@code u16 policy ordinal | scope part}, where the scope part is nothing (GLOBAL), the tenant
+     * (TENANT), {@code u8 tenant length | tenant | principal} (PRINCIPAL) or the lower-cased client
+     * IP (CLIENT_IP).
+     *
+     * @return the tenant's hash for tenant-scoped keys (never 0), else 0
+     */
+    private static long buildKey(final FrameWork work, final AcquireDecoder d, final CompiledPolicy policy)
+    {
+        int at = work.keyCursor;
+        work.keys.putShort(at, (short)policy.ordinal(), java.nio.ByteOrder.BIG_ENDIAN);
+        at += 2;
+        final ByteBuf buf = d.buffer();
+        long tenantHash = 0;
+        switch (policy.scope())
+        {
+            case GLOBAL:
+                break;
+            case CLIENT_IP:
+            {
+                final int off = d.offset(DescriptorField.CLIENT_IP);
+                final int len = d.length(DescriptorField.CLIENT_IP);
+                for (int k = 0; k < len; k++)
+                {
+                    work.keys.putByte(at++, DescriptorRules.lower(buf.getByte(off + k)));
+                }
+                break;
+            }
+            case PRINCIPAL:
+            {
+                final int tenantLength = d.length(DescriptorField.TENANT);
+                work.keys.putByte(at++, (byte)tenantLength);
+                tenantHash = copy(work, at, buf, d.offset(DescriptorField.TENANT), tenantLength);
+                at += tenantLength;
+                final int principalLength = d.length(DescriptorField.PRINCIPAL);
+                copy(work, at, buf, d.offset(DescriptorField.PRINCIPAL), principalLength);
+                at += principalLength;
+                break;
+            }
+            default: // TENANT
+            {
+                final int tenantLength = d.length(DescriptorField.TENANT);
+                tenantHash = copy(work, at, buf, d.offset(DescriptorField.TENANT), tenantLength);
+                at += tenantLength;
+                break;
+            }
+        }
+        work.keyCursor = at;
+        return tenantHash;
+    }
+
+    /** Copies bytes into the key buffer; returns their hash (never 0). */
+    private static long copy(final FrameWork work, final int at, final ByteBuf from, final int offset, final int length)
+    {
+        from.getBytes(offset, work.keys.byteArray(), at, length);
+        final long hash = KeyHash.hash(work.keys, at, length);
+        return hash == 0 ? 1 : hash;
+    }
+
+    private void error(final ChannelHandlerContext ctx, final long correlationId, final ErrorCode code, final String message)
+    {
+        metrics.protocolError();
+        final ByteBuf out = ctx.alloc().buffer(64 + message.length());
+        ErrorCodec.encode(out, correlationId, code, message);
+        ctx.writeAndFlush(out, ctx.voidPromise());
+    }
+
+    private void failAndClose(final ChannelHandlerContext ctx, final long correlationId, final ErrorCode code, final String message)
+    {
+        metrics.protocolError();
+        final ByteBuf out = ctx.alloc().buffer(64 + message.length());
+        ErrorCodec.encode(out, correlationId, code, message);
+        ctx.writeAndFlush(out).addListener(f -> ctx.close());
+    }
+
+    @Override
+    public void channelWritabilityChanged(final ChannelHandlerContext ctx) throws Exception
+    {
+        // A peer that does not read its answers stops being read from: memory stays bounded.
+        ctx.channel().config().setAutoRead(ctx.channel().isWritable());
+        super.channelWritabilityChanged(ctx);
+    }
+
+    @Override
+    public void exceptionCaught(final ChannelHandlerContext ctx, final Throwable cause)
+    {
+        final Throwable root = cause instanceof DecoderException && cause.getCause() != null ? cause.getCause() : cause;
+        if (root instanceof TooLongFrameException)
+        {
+            failAndClose(ctx, 0, ErrorCode.FRAME_TOO_LARGE, root.getMessage() + "; split the batch");
+        }
+        else if (root instanceof CorruptedFrameException)
+        {
+            failAndClose(ctx, 0, ErrorCode.MALFORMED_FRAME, root.getMessage());
+        }
+        else if (root instanceof IOException)
+        {
+            ctx.close(); // peer reset or went away
+        }
+        else
+        {
+            LOG.error("closing {} after an unexpected error", ctx.channel().remoteAddress(), cause);
+            failAndClose(ctx, 0, ErrorCode.INTERNAL, String.valueOf(root));
+        }
+    }
+}

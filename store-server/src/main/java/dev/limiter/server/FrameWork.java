@@ -1,0 +1,175 @@
+package dev.limiter.server;
+
+import dev.limiter.protocol.CompiledPolicy;
+import dev.limiter.protocol.Frame;
+import dev.limiter.protocol.PolicySetIndex;
+import dev.limiter.protocol.ResultCodec;
+import io.netty.buffer.ByteBuf;
+import io.netty.channel.ChannelHandlerContext;
+import org.agrona.concurrent.UnsafeBuffer;
+
+import java.util.ArrayDeque;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * Everything one acquire frame needs on its way through the shards: the decoded entries (keys,
+ * hashes, policies, costs), the response buffer the shards fill record by record, and a counter
+ * of shards still working. The last shard to finish hands it back to the connection's event loop
+ * ({@link #run()}), which completes and sends the response. Pooled per event loop, so a frame costs
+ * no allocation beyond its response buffer.
+ */
+final class FrameWork implements Runnable
+{
+    private static final int INITIAL_ENTRIES = 64;
+
+    final AtomicInteger pendingShards = new AtomicInteger();
+    final UnsafeBuffer keys = new UnsafeBuffer(new byte[INITIAL_ENTRIES * 64]);
+    int[] keyOffset = new int[INITIAL_ENTRIES];
+    int[] keyLength = new int[INITIAL_ENTRIES];
+    long[] keyHash = new long[INITIAL_ENTRIES];
+    int[] cost = new int[INITIAL_ENTRIES];
+    int[] shard = new int[INITIAL_ENTRIES];
+    CompiledPolicy[] policy = new CompiledPolicy[INITIAL_ENTRIES];
+    int count;
+    int keyCursor;
+
+    ChannelHandlerContext ctx;
+    PolicySetIndex policies;
+    ByteBuf response;
+    int frameStart;
+    long startNanos;
+
+    private final Pool pool;
+    private final ServerMetrics metrics;
+
+    FrameWork(final Pool pool, final ServerMetrics metrics)
+    {
+        this.pool = pool;
+        this.metrics = metrics;
+    }
+
+    void reset(final ChannelHandlerContext ctx, final PolicySetIndex policies, final int entries, final long startNanos)
+    {
+        this.ctx = ctx;
+        this.policies = policies;
+        this.count = 0;
+        this.keyCursor = 0;
+        this.startNanos = startNanos;
+        if (keyOffset.length < entries)
+        {
+            final int n = Integer.highestOneBit(entries - 1) << 1;
+            keyOffset = new int[n];
+            keyLength = new int[n];
+            keyHash = new long[n];
+            cost = new int[n];
+            shard = new int[n];
+            policy = new CompiledPolicy[n];
+        }
+    }
+
+    /** Room for a key of up to {@code length} bytes at {@link #keyCursor}. */
+    void ensureKeyRoom(final int length)
+    {
+        if (keyCursor + length > keys.capacity())
+        {
+            final byte[] bigger = new byte[Math.max(keys.capacity() * 2, keyCursor + length)];
+            keys.getBytes(0, bigger, 0, keyCursor);
+            keys.wrap(bigger);
+        }
+    }
+
+    /** Completes the response on the connection's event loop once every shard has filled its records. */
+    @Override
+    public void run()
+    {
+        try
+        {
+            if (ctx.channel().isActive())
+            {
+                appendPolicyDictionary();
+                Frame.finish(response, frameStart);
+                ctx.writeAndFlush(response, ctx.voidPromise());
+            }
+            else
+            {
+                response.release();
+            }
+            metrics.recordFrameLatency(System.nanoTime() - startNanos);
+        }
+        finally
+        {
+            response = null;
+            recycle();
+        }
+    }
+
+    private void appendPolicyDictionary()
+    {
+        final int stamp = pool.nextStamp(policies.size());
+        final int[] seen = pool.seen;
+        final int countIndex = response.writerIndex();
+        response.writeShort(0);
+        int distinct = 0;
+        for (int i = 0; i < count; i++)
+        {
+            final CompiledPolicy p = policy[i];
+            if (seen[p.ordinal()] != stamp)
+            {
+                seen[p.ordinal()] = stamp;
+                ResultCodec.appendPolicy(response, p.ordinal(), p.idUtf8());
+                distinct++;
+            }
+        }
+        response.setShort(countIndex, distinct);
+    }
+
+    void recycle()
+    {
+        ctx = null;
+        policies = null;
+        java.util.Arrays.fill(policy, 0, count, null);
+        pool.release(this);
+    }
+
+    /** Per-event-loop pool; only its event loop thread touches it. */
+    static final class Pool
+    {
+        private final ArrayDeque<FrameWork> free = new ArrayDeque<>();
+        private final ServerMetrics metrics;
+        int[] seen = new int[16];
+        private int stamp;
+
+        Pool(final ServerMetrics metrics)
+        {
+            this.metrics = metrics;
+        }
+
+        FrameWork acquire()
+        {
+            final FrameWork work = free.pollFirst();
+            return work != null ? work : new FrameWork(this, metrics);
+        }
+
+        void release(final FrameWork work)
+        {
+            if (free.size() < 4096)
+            {
+                free.addFirst(work);
+            }
+        }
+
+        int nextStamp(final int policyCount)
+        {
+            if (seen.length < policyCount)
+            {
+                seen = new int[policyCount];
+            }
+            if (++stamp == 0)
+            {
+                java.util.Arrays.fill(seen, 0);
+                stamp = 1;
+            }
+            return stamp;
+        }
+    }
+}

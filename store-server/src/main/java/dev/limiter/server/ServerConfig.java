@@ -1,0 +1,171 @@
+package dev.limiter.server;
+
+import dev.limiter.protocol.Frame;
+
+import java.nio.file.Path;
+
+/**
+ * A node's settings. Every default is written here, with its unit in the name; {@link #validate()}
+ * checks them all once and says what to change.
+ */
+public final class ServerConfig
+{
+    public static final String DEFAULT_HOST = "127.0.0.1";
+    public static final int DEFAULT_PORT = 7400;
+    public static final int DEFAULT_ADMIN_PORT = 7480;
+    /** Default shard count: one per two cores, at least 1 (event loops need the other cores). */
+    public static final int DEFAULT_SHARDS = Math.max(1, Runtime.getRuntime().availableProcessors() / 2);
+    public static final int DEFAULT_IO_THREADS = Math.max(1, Runtime.getRuntime().availableProcessors() / 2);
+    /** 2^20 slots of 32 bytes (32 MiB) per shard at the 0.7 load factor. */
+    public static final int DEFAULT_MAX_BUCKETS_PER_SHARD = 734_003;
+    /** Average 32 bytes of key per bucket. */
+    public static final int DEFAULT_KEY_ARENA_BYTES_PER_SHARD = DEFAULT_MAX_BUCKETS_PER_SHARD * 32;
+
+    private String host = DEFAULT_HOST;
+    private int port = DEFAULT_PORT;
+    private int adminPort = DEFAULT_ADMIN_PORT;
+    private Path policiesFile;
+    private int shards = DEFAULT_SHARDS;
+    private int ioThreads = DEFAULT_IO_THREADS;
+    private int maxBucketsPerShard = DEFAULT_MAX_BUCKETS_PER_SHARD;
+    private int keyArenaBytesPerShard = DEFAULT_KEY_ARENA_BYTES_PER_SHARD;
+    private int maxFrameBytes = Frame.DEFAULT_MAX_FRAME_BYTES;
+    private boolean preferEpoll = true;
+
+    /** Checks every setting; throws naming the setting, its value and the accepted range. */
+    public ServerConfig validate()
+    {
+        require(host != null && !host.isBlank(), "host must not be empty");
+        require(port >= 0 && port <= 65535, "port must be 0 (any free port) to 65535, was " + port);
+        require(adminPort >= -1 && adminPort <= 65535, "admin port must be -1 (off), 0 (any free port) or up to 65535, was " + adminPort);
+        require(shards >= 1 && shards <= 64, "shards must be 1 to 64, was " + shards);
+        require(ioThreads >= 1 && ioThreads <= 256, "io threads must be 1 to 256, was " + ioThreads);
+        require(maxBucketsPerShard >= 1, "max buckets per shard must be at least 1, was " + maxBucketsPerShard);
+        require(keyArenaBytesPerShard >= 256, "key arena bytes per shard must be at least 256, was " + keyArenaBytesPerShard);
+        require(maxFrameBytes >= 1024 && maxFrameBytes <= 64 << 20,
+            "max frame bytes must be 1024 to 64 MiB, was " + maxFrameBytes);
+        return this;
+    }
+
+    private static void require(final boolean condition, final String message)
+    {
+        if (!condition)
+        {
+            throw new IllegalArgumentException(message);
+        }
+    }
+
+    public String host()
+    {
+        return host;
+    }
+
+    public ServerConfig host(final String host)
+    {
+        this.host = host;
+        return this;
+    }
+
+    public int port()
+    {
+        return port;
+    }
+
+    /** Data-plane port; 0 picks a free one (see {@link StoreServer#port()}). */
+    public ServerConfig port(final int port)
+    {
+        this.port = port;
+        return this;
+    }
+
+    public int adminPort()
+    {
+        return adminPort;
+    }
+
+    /** Admin HTTP port (/metrics, /health); 0 picks a free one, -1 turns it off. */
+    public ServerConfig adminPort(final int adminPort)
+    {
+        this.adminPort = adminPort;
+        return this;
+    }
+
+    public Path policiesFile()
+    {
+        return policiesFile;
+    }
+
+    /** Policy file (protobuf JSON of a PolicySet); null serves only the default baseline. */
+    public ServerConfig policiesFile(final Path policiesFile)
+    {
+        this.policiesFile = policiesFile;
+        return this;
+    }
+
+    public int shards()
+    {
+        return shards;
+    }
+
+    public ServerConfig shards(final int shards)
+    {
+        this.shards = shards;
+        return this;
+    }
+
+    public int ioThreads()
+    {
+        return ioThreads;
+    }
+
+    public ServerConfig ioThreads(final int ioThreads)
+    {
+        this.ioThreads = ioThreads;
+        return this;
+    }
+
+    public int maxBucketsPerShard()
+    {
+        return maxBucketsPerShard;
+    }
+
+    public ServerConfig maxBucketsPerShard(final int maxBucketsPerShard)
+    {
+        this.maxBucketsPerShard = maxBucketsPerShard;
+        return this;
+    }
+
+    public int keyArenaBytesPerShard()
+    {
+        return keyArenaBytesPerShard;
+    }
+
+    public ServerConfig keyArenaBytesPerShard(final int keyArenaBytesPerShard)
+    {
+        this.keyArenaBytesPerShard = keyArenaBytesPerShard;
+        return this;
+    }
+
+    public int maxFrameBytes()
+    {
+        return maxFrameBytes;
+    }
+
+    public ServerConfig maxFrameBytes(final int maxFrameBytes)
+    {
+        this.maxFrameBytes = maxFrameBytes;
+        return this;
+    }
+
+    public boolean preferEpoll()
+    {
+        return preferEpoll;
+    }
+
+    /** Use epoll when the native transport loads (default); false forces NIO. */
+    public ServerConfig preferEpoll(final boolean preferEpoll)
+    {
+        this.preferEpoll = preferEpoll;
+        return this;
+    }
+}

@@ -1,0 +1,102 @@
+package dev.limiter.server;
+
+import dev.limiter.protocol.PolicyValidationException;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+import java.nio.file.Path;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
+
+/** {@code ./limiter server}: runs one store node until interrupted. */
+@Command(
+    name = "server",
+    mixinStandardHelpOptions = true,
+    description = "Runs one limiter store node. With no flags it serves on 127.0.0.1:7400, admin HTTP on 7480.",
+    sortOptions = false)
+public final class ServerMain implements Callable<Integer>
+{
+    @Option(names = "--host", description = "Address to bind (default: ${DEFAULT-VALUE}).")
+    String host = ServerConfig.DEFAULT_HOST;
+
+    @Option(names = "--port", description = "Data-plane port, 0 for any free port (default: ${DEFAULT-VALUE}).")
+    int port = ServerConfig.DEFAULT_PORT;
+
+    @Option(names = "--admin-port", description = "Admin HTTP port for /metrics and /health; -1 turns it off (default: ${DEFAULT-VALUE}).")
+    int adminPort = ServerConfig.DEFAULT_ADMIN_PORT;
+
+    @Option(names = "--policies", paramLabel = "FILE",
+        description = "Policy file (protobuf JSON of a PolicySet). Without it only the default baseline applies.")
+    Path policies;
+
+    @Option(names = "--shards", description = "Shards, each owned by one thread (default: ${DEFAULT-VALUE}).")
+    int shards = ServerConfig.DEFAULT_SHARDS;
+
+    @Option(names = "--io-threads", description = "Netty event loops for connections (default: ${DEFAULT-VALUE}).")
+    int ioThreads = ServerConfig.DEFAULT_IO_THREADS;
+
+    @Option(names = "--max-buckets-per-shard", description = "Buckets one shard holds before evicting full ones (default: ${DEFAULT-VALUE}).")
+    int maxBuckets = ServerConfig.DEFAULT_MAX_BUCKETS_PER_SHARD;
+
+    @Option(names = "--key-arena-bytes-per-shard", description = "Off-heap bytes for bucket keys per shard (default: ${DEFAULT-VALUE}).")
+    int keyArenaBytes = ServerConfig.DEFAULT_KEY_ARENA_BYTES_PER_SHARD;
+
+    @Option(names = "--max-frame-bytes", description = "Largest frame accepted; larger ones close the connection (default: ${DEFAULT-VALUE}).")
+    int maxFrameBytes = dev.limiter.protocol.Frame.DEFAULT_MAX_FRAME_BYTES;
+
+    @Option(names = "--nio", description = "Use the NIO transport even where epoll is available.")
+    boolean nio;
+
+    @Override
+    public Integer call() throws Exception
+    {
+        final ServerConfig config = new ServerConfig()
+            .host(host).port(port).adminPort(adminPort).policiesFile(policies).shards(shards).ioThreads(ioThreads)
+            .maxBucketsPerShard(maxBuckets).keyArenaBytesPerShard(keyArenaBytes).maxFrameBytes(maxFrameBytes)
+            .preferEpoll(!nio);
+        final StoreServer server;
+        try
+        {
+            server = new StoreServer(config);
+        }
+        catch (final PolicyValidationException e)
+        {
+            System.err.println("limiter server: the policy file was rejected:");
+            e.errors().forEach(line -> System.err.println("  " + line));
+            return 2;
+        }
+        catch (final IllegalArgumentException e)
+        {
+            System.err.println("limiter server: " + e.getMessage());
+            return 2;
+        }
+        try
+        {
+            server.start();
+        }
+        catch (final Exception e)
+        {
+            server.close();
+            System.err.println("limiter server: cannot start: " + e.getMessage() +
+                " (is another node already using port " + port + " or " + adminPort + "?)");
+            return 1;
+        }
+        final CountDownLatch stopped = new CountDownLatch(1);
+        Runtime.getRuntime().addShutdownHook(new Thread(() ->
+        {
+            server.close();
+            stopped.countDown();
+        }, "limiter-shutdown"));
+        System.out.println("limiter store listening on " + host + ":" + server.port() +
+            (server.adminPort() >= 0 ? ", metrics at http://" + host + ":" + server.adminPort() + "/metrics" : "") +
+            " (Ctrl-C stops it)");
+        stopped.await();
+        return 0;
+    }
+
+    public static void main(final String[] args)
+    {
+        System.exit(new CommandLine(new ServerMain()).execute(args));
+    }
+}

@@ -1,0 +1,97 @@
+package dev.limiter.server;
+
+import dev.limiter.protocol.CompiledPolicy;
+import dev.limiter.protocol.PolicySetIndex;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.FunctionCounter;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.Timer;
+import io.micrometer.prometheusmetrics.PrometheusConfig;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The node's meters in a Prometheus registry. Hot counters live in the shards as plain per-policy
+ * arrays; the registry reads them when scraped, so deciding costs no meter update.
+ */
+public final class ServerMetrics
+{
+    private final PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+    private final Timer frameLatency;
+    private final Counter protocolErrors;
+    private final Counter connectionsOpened;
+
+    ServerMetrics()
+    {
+        frameLatency = Timer.builder("limiter.decision.latency")
+            .description("Time from decoding an acquire frame to writing its answer, per frame")
+            .publishPercentiles(0.5, 0.95, 0.99)
+            .distributionStatisticExpiry(Duration.ofMinutes(1))
+            .register(registry);
+        protocolErrors = Counter.builder("limiter.protocol.errors")
+            .description("Frames answered with ERROR or connections closed for bad input")
+            .register(registry);
+        connectionsOpened = Counter.builder("limiter.connections.opened").register(registry);
+    }
+
+    void bind(final PolicySetIndex policies, final List<Shard> shards, final java.util.function.IntSupplier openConnections)
+    {
+        for (final CompiledPolicy policy : policies.policies())
+        {
+            final int ordinal = policy.ordinal();
+            FunctionCounter.builder("limiter.decisions", shards, s -> s.stream().mapToLong(x -> x.allowed(ordinal)).sum())
+                .description("Decisions by policy and outcome")
+                .tags("policy", policy.id(), "version", Long.toString(policy.version()), "outcome", "allowed")
+                .register(registry);
+            FunctionCounter.builder("limiter.decisions", shards, s -> s.stream().mapToLong(x -> x.denied(ordinal)).sum())
+                .description("Decisions by policy and outcome")
+                .tags("policy", policy.id(), "version", Long.toString(policy.version()), "outcome", "denied")
+                .register(registry);
+        }
+        for (final Shard shard : shards)
+        {
+            final String id = Integer.toString(shard.id());
+            Gauge.builder("limiter.buckets", shard, s -> s.table().size()).tag("shard", id)
+                .description("Buckets held (full buckets are not stored)").register(registry);
+            Gauge.builder("limiter.buckets.max", shard, s -> s.table().maxBuckets()).tag("shard", id).register(registry);
+            Gauge.builder("limiter.table.reserved.bytes", shard, s -> s.table().reservedBytes()).tag("shard", id)
+                .baseUnit("bytes").register(registry);
+            FunctionCounter.builder("limiter.buckets.evicted", shard, s -> s.table().evictions()).tag("shard", id).register(registry);
+            FunctionCounter.builder("limiter.store.full", shard, s -> s.table().storeFullRejections()).tag("shard", id)
+                .description("Requests denied because no bucket could be stored").register(registry);
+            Gauge.builder("limiter.shard.queue.depth", shard, Shard::queueDepth).tag("shard", id).register(registry);
+        }
+        Gauge.builder("limiter.connections.open", openConnections, s -> s.getAsInt()).register(registry);
+        Gauge.builder("limiter.policies", policies, PolicySetIndex::size).register(registry);
+        Gauge.builder("limiter.policy.set.version", policies, PolicySetIndex::version).register(registry);
+    }
+
+    void recordFrameLatency(final long nanos)
+    {
+        frameLatency.record(nanos, TimeUnit.NANOSECONDS);
+    }
+
+    void protocolError()
+    {
+        protocolErrors.increment();
+    }
+
+    void connectionOpened()
+    {
+        connectionsOpened.increment();
+    }
+
+    /** Prometheus text exposition of every meter. */
+    public String scrape()
+    {
+        return registry.scrape();
+    }
+
+    public PrometheusMeterRegistry registry()
+    {
+        return registry;
+    }
+}

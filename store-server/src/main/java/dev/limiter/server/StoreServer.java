@@ -1,0 +1,215 @@
+package dev.limiter.server;
+
+import dev.limiter.protocol.Frame;
+import dev.limiter.protocol.PolicySetIndex;
+import dev.limiter.protocol.PolicyValidationException;
+import io.netty.bootstrap.ServerBootstrap;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelInitializer;
+import io.netty.channel.ChannelOption;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.IoHandlerFactory;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.ServerChannel;
+import io.netty.channel.WriteBufferWaterMark;
+import io.netty.channel.epoll.Epoll;
+import io.netty.channel.epoll.EpollIoHandler;
+import io.netty.channel.epoll.EpollServerSocketChannel;
+import io.netty.channel.group.ChannelGroup;
+import io.netty.channel.group.DefaultChannelGroup;
+import io.netty.channel.nio.NioIoHandler;
+import io.netty.channel.socket.SocketChannel;
+import io.netty.channel.socket.nio.NioServerSocketChannel;
+import io.netty.handler.codec.LengthFieldBasedFrameDecoder;
+import io.netty.handler.flush.FlushConsolidationHandler;
+import io.netty.util.concurrent.FastThreadLocal;
+import io.netty.util.concurrent.GlobalEventExecutor;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * One store node: the binary data plane, its shards, and the admin HTTP endpoint. Start with
+ * {@link #start()}, stop with {@link #close()} (idempotent).
+ */
+public final class StoreServer implements AutoCloseable
+{
+    private static final Logger LOG = LoggerFactory.getLogger(StoreServer.class);
+
+    private final ServerConfig config;
+    private final MonotonicClock clock;
+    private final PolicySetIndex policies;
+    private final ServerMetrics metrics = new ServerMetrics();
+    private final List<Shard> shards = new ArrayList<>();
+    private final ChannelGroup connections = new DefaultChannelGroup("limiter-connections", GlobalEventExecutor.INSTANCE);
+    private EventLoopGroup bossGroup;
+    private EventLoopGroup workerGroup;
+    private Channel dataChannel;
+    private AdminServer admin;
+    private boolean epoll;
+    private volatile boolean closed;
+
+    /**
+     * @throws IllegalArgumentException for invalid settings
+     * @throws PolicyValidationException when the policy file is unreadable or invalid
+     */
+    public StoreServer(final ServerConfig config, final MonotonicClock clock)
+    {
+        this.config = config.validate();
+        this.clock = clock;
+        this.policies = loadPolicies(config);
+    }
+
+    public StoreServer(final ServerConfig config)
+    {
+        this(config, MonotonicClock.SYSTEM);
+    }
+
+    static PolicySetIndex loadPolicies(final ServerConfig config)
+    {
+        if (config.policiesFile() == null)
+        {
+            return PolicySetIndex.compile(dev.limiter.protocol.policy.PolicySet.getDefaultInstance());
+        }
+        final String json;
+        try
+        {
+            json = Files.readString(config.policiesFile(), StandardCharsets.UTF_8);
+        }
+        catch (final IOException e)
+        {
+            throw new PolicyValidationException(List.of("cannot read policy file " + config.policiesFile() + ": " + e));
+        }
+        return PolicySetIndex.fromJson(json);
+    }
+
+    /** Binds the ports and starts the shards. */
+    public StoreServer start() throws InterruptedException
+    {
+        for (int i = 0; i < config.shards(); i++)
+        {
+            shards.add(new Shard(i, config, clock, () -> policies));
+        }
+        shards.forEach(Shard::start);
+        metrics.bind(policies, shards, connections::size);
+
+        epoll = config.preferEpoll() && Epoll.isAvailable();
+        final IoHandlerFactory ioFactory = epoll ? EpollIoHandler.newFactory() : NioIoHandler.newFactory();
+        final Class<? extends ServerChannel> channelType = epoll ? EpollServerSocketChannel.class : NioServerSocketChannel.class;
+        bossGroup = new MultiThreadIoEventLoopGroup(1, ioFactory);
+        workerGroup = new MultiThreadIoEventLoopGroup(config.ioThreads(), ioFactory);
+        final FastThreadLocal<DataPlaneHandler.LoopState> loopState = new FastThreadLocal<>()
+        {
+            @Override
+            protected DataPlaneHandler.LoopState initialValue()
+            {
+                return new DataPlaneHandler.LoopState(metrics);
+            }
+        };
+        final ServerBootstrap bootstrap = new ServerBootstrap()
+            .group(bossGroup, workerGroup)
+            .channel(channelType)
+            .option(ChannelOption.SO_BACKLOG, 1024)
+            .childOption(ChannelOption.TCP_NODELAY, true)
+            .childOption(ChannelOption.WRITE_BUFFER_WATER_MARK, new WriteBufferWaterMark(256 * 1024, 1024 * 1024))
+            .childHandler(new ChannelInitializer<SocketChannel>()
+            {
+                @Override
+                protected void initChannel(final SocketChannel ch)
+                {
+                    connections.add(ch);
+                    ch.pipeline()
+                        .addLast("flush", new FlushConsolidationHandler(256, true))
+                        .addLast("frames", new LengthFieldBasedFrameDecoder(
+                            config.maxFrameBytes(), 0, Frame.LENGTH_FIELD_LENGTH, 0, 0, true))
+                        .addLast("data-plane", new DataPlaneHandler(() -> policies, shards, metrics, loopState));
+                }
+            });
+        dataChannel = bootstrap.bind(new InetSocketAddress(config.host(), config.port())).sync().channel();
+        if (config.adminPort() >= 0)
+        {
+            admin = new AdminServer(config.host(), config.adminPort(), metrics, this, bossGroup, workerGroup, epoll);
+            admin.start();
+        }
+        LOG.info("limiter store serving on {}:{} ({} transport, {} shards, {} io threads, {} policies), admin on {}",
+            config.host(), port(), epoll ? "epoll" : "nio", shards.size(), config.ioThreads(), policies.size(),
+            admin == null ? "off" : config.host() + ":" + admin.port());
+        return this;
+    }
+
+    /** The bound data-plane port. */
+    public int port()
+    {
+        return ((InetSocketAddress)dataChannel.localAddress()).getPort();
+    }
+
+    /** The bound admin port, or -1 when off. */
+    public int adminPort()
+    {
+        return admin == null ? -1 : admin.port();
+    }
+
+    public ServerMetrics metrics()
+    {
+        return metrics;
+    }
+
+    public PolicySetIndex policies()
+    {
+        return policies;
+    }
+
+    public boolean epoll()
+    {
+        return epoll;
+    }
+
+    /** Buckets held by all shards. */
+    public long bucketCount()
+    {
+        return shards.stream().mapToLong(s -> s.table().size()).sum();
+    }
+
+    boolean healthy()
+    {
+        return !closed && dataChannel != null && dataChannel.isActive();
+    }
+
+    int shardCount()
+    {
+        return shards.size();
+    }
+
+    @Override
+    public void close()
+    {
+        if (closed)
+        {
+            return;
+        }
+        closed = true;
+        if (dataChannel != null)
+        {
+            dataChannel.close().syncUninterruptibly();
+        }
+        if (admin != null)
+        {
+            admin.close();
+        }
+        connections.close().awaitUninterruptibly(5, TimeUnit.SECONDS);
+        if (workerGroup != null)
+        {
+            workerGroup.shutdownGracefully(0, 2, TimeUnit.SECONDS).syncUninterruptibly();
+            bossGroup.shutdownGracefully(0, 2, TimeUnit.SECONDS).syncUninterruptibly();
+        }
+        shards.forEach(Shard::stop);
+        LOG.info("limiter store stopped");
+    }
+}

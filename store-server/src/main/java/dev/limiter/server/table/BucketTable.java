@@ -1,0 +1,321 @@
+package dev.limiter.server.table;
+
+import dev.limiter.protocol.ReasonCode;
+import dev.limiter.protocol.ResultCodec;
+import dev.limiter.protocol.TokenBucket;
+import org.agrona.BufferUtil;
+import org.agrona.DirectBuffer;
+import org.agrona.concurrent.UnsafeBuffer;
+
+import java.util.function.IntFunction;
+
+/**
+ * One shard's token buckets: off-heap, fixed-stride slots with open addressing (linear probing)
+ * on a 64-bit key hash and full key comparison, so a hash collision can never merge two buckets.
+ * Owned by exactly one thread: nothing here is synchronised and the decision path allocates
+ * nothing.
+ *
+ * <pre>
+ * slot (32 bytes): i64 key hash | i64 tokens (units, see TokenBucket) | i64 last update (ns)
+ *                  | i32 key offset in the arena | u16 policy ordinal | u16 key length (0 = empty)
+ * </pre>
+ *
+ * A full bucket is the same as an absent one, so full buckets are never stored and idle buckets
+ * that have refilled are evicted deterministically (a cursor sweep, driven by inserts) when the
+ * table or its key arena runs out of room. Deletion shifts the probe chain back: no tombstones.
+ */
+public final class BucketTable
+{
+    public static final int SLOT_LENGTH = 32;
+    /** Largest fraction of slots in use; beyond it inserts first evict full buckets. */
+    public static final double MAX_LOAD_FACTOR = 0.7;
+    /** Largest key the table stores, in bytes. */
+    public static final int MAX_KEY_LENGTH = KeyArena.MAX_KEY_LENGTH;
+
+    private static final int HASH_OFFSET = 0;
+    private static final int TOKENS_OFFSET = 8;
+    private static final int LAST_NANOS_OFFSET = 16;
+    private static final int KEY_OFFSET_OFFSET = 24;
+    private static final int POLICY_OFFSET = 28;
+    private static final int KEY_LENGTH_OFFSET = 30;
+    /** Slots examined per eviction sweep before an insert gives up. */
+    private static final int SWEEP_SLOTS = 1024;
+
+    private final UnsafeBuffer slots;
+    private final int slotCount;
+    private final int mask;
+    private final int maxBuckets;
+    private final KeyArena arena;
+    private final IntFunction<TokenBucket.Rate> rateByPolicy;
+    private int size;
+    private int sweepCursor;
+    private long evictions;
+    private long storeFullRejections;
+
+    /**
+     * @param maxBuckets   most buckets held at once; the slot array is the next power of two at
+     *                     or above {@code maxBuckets / MAX_LOAD_FACTOR}
+     * @param keyArenaBytes bytes for keys (each key takes its length rounded up to 16, 32, ... 256)
+     * @param rateByPolicy the rate of a policy ordinal, used to decide whether an idle bucket is full
+     */
+    public BucketTable(final int maxBuckets, final int keyArenaBytes, final IntFunction<TokenBucket.Rate> rateByPolicy)
+    {
+        if (maxBuckets < 1)
+        {
+            throw new IllegalArgumentException("maxBuckets must be at least 1, was " + maxBuckets);
+        }
+        final long wanted = (long)Math.ceil(maxBuckets / MAX_LOAD_FACTOR);
+        if (wanted > (1 << 26))
+        {
+            throw new IllegalArgumentException("maxBuckets " + maxBuckets + " per shard is too many (at most " +
+                (int)((1 << 26) * MAX_LOAD_FACTOR) + "); use more shards");
+        }
+        if (keyArenaBytes < KeyArena.MAX_KEY_LENGTH)
+        {
+            throw new IllegalArgumentException("keyArenaBytes must be at least " + KeyArena.MAX_KEY_LENGTH + ", was " + keyArenaBytes);
+        }
+        this.slotCount = Math.max(16, Integer.highestOneBit((int)wanted - 1) << 1);
+        this.mask = slotCount - 1;
+        this.maxBuckets = maxBuckets;
+        this.slots = new UnsafeBuffer(BufferUtil.allocateDirectAligned(slotCount * SLOT_LENGTH, 64));
+        this.arena = new KeyArena(keyArenaBytes);
+        this.rateByPolicy = rateByPolicy;
+    }
+
+    /**
+     * The atomic token-bucket step for one request at time {@code nowNanos}: load (or start
+     * full), refill, allow iff enough tokens, charge, store.
+     *
+     * @param key       key bytes; {@code keyLength} in [1, {@link #MAX_KEY_LENGTH}]
+     * @param hash      {@link KeyHash#hash} of the key
+     * @param policy    ordinal of the policy the key belongs to (part of the key, too)
+     * @param rate      that policy's rate
+     * @param cost      tokens asked for, at least 1
+     * @param out       receives the outcome
+     */
+    public void acquire(
+        final DirectBuffer key,
+        final int keyOffset,
+        final int keyLength,
+        final long hash,
+        final int policy,
+        final TokenBucket.Rate rate,
+        final long cost,
+        final long nowNanos,
+        final Decision out)
+    {
+        final int slot = find(key, keyOffset, keyLength, hash);
+        long tokens = rate.burstUnits();
+        long last = nowNanos;
+        if (slot >= 0)
+        {
+            final int base = slot * SLOT_LENGTH;
+            last = slots.getLong(base + LAST_NANOS_OFFSET);
+            tokens = rate.refill(slots.getLong(base + TOKENS_OFFSET), last, nowNanos);
+        }
+        if (cost > rate.burstTokens())
+        {
+            // Never satisfiable: report and change nothing.
+            out.set(false, ReasonCode.COST_EXCEEDS_BURST, rate.wholeTokens(tokens), ResultCodec.NEVER,
+                rate.nanosUntilFull(tokens));
+            return;
+        }
+        final long costUnits = rate.costUnits(cost);
+        final boolean allowed = tokens >= costUnits;
+        if (allowed)
+        {
+            tokens -= costUnits;
+        }
+        // Never move a bucket's time backwards: elapsed is clamped at zero, so the old stamp stays.
+        final long stamp = Math.max(last, nowNanos);
+        if (slot >= 0)
+        {
+            final int base = slot * SLOT_LENGTH;
+            slots.putLong(base + TOKENS_OFFSET, tokens);
+            slots.putLong(base + LAST_NANOS_OFFSET, stamp);
+        }
+        else if (allowed && !insert(key, keyOffset, keyLength, hash, policy, tokens, stamp, nowNanos))
+        {
+            storeFullRejections++;
+            out.set(false, ReasonCode.STORE_FULL, rate.burstTokens(), 0, 0);
+            return;
+        }
+        out.set(allowed, allowed ? ReasonCode.ALLOWED : ReasonCode.RATE_LIMITED, rate.wholeTokens(tokens),
+            allowed ? 0 : rate.nanosUntil(tokens, costUnits), rate.nanosUntilFull(tokens));
+    }
+
+    /** Slot index holding the key, or -1. */
+    private int find(final DirectBuffer key, final int keyOffset, final int keyLength, final long hash)
+    {
+        int slot = (int)hash & mask;
+        while (true)
+        {
+            final int base = slot * SLOT_LENGTH;
+            final int length = slots.getShort(base + KEY_LENGTH_OFFSET) & 0xFFFF;
+            if (length == 0)
+            {
+                return -1;
+            }
+            if (length == keyLength && slots.getLong(base + HASH_OFFSET) == hash &&
+                arena.equals(slots.getInt(base + KEY_OFFSET_OFFSET), key, keyOffset, keyLength))
+            {
+                return slot;
+            }
+            slot = (slot + 1) & mask;
+        }
+    }
+
+    private boolean insert(
+        final DirectBuffer key, final int keyOffset, final int keyLength, final long hash, final int policy,
+        final long tokens, final long stamp, final long nowNanos)
+    {
+        if (keyLength < 1 || keyLength > MAX_KEY_LENGTH)
+        {
+            throw new IllegalArgumentException("key length " + keyLength + " outside [1, " + MAX_KEY_LENGTH + "]");
+        }
+        if (size >= maxBuckets)
+        {
+            sweep(nowNanos, SWEEP_SLOTS);
+            if (size >= maxBuckets)
+            {
+                return false;
+            }
+        }
+        int keyAt = arena.store(key, keyOffset, keyLength);
+        if (keyAt < 0)
+        {
+            sweep(nowNanos, SWEEP_SLOTS);
+            keyAt = arena.store(key, keyOffset, keyLength);
+            if (keyAt < 0)
+            {
+                return false;
+            }
+        }
+        // Sweeps may have shifted chains: probe again for the first empty slot.
+        int slot = (int)hash & mask;
+        while ((slots.getShort(slot * SLOT_LENGTH + KEY_LENGTH_OFFSET) & 0xFFFF) != 0)
+        {
+            slot = (slot + 1) & mask;
+        }
+        final int base = slot * SLOT_LENGTH;
+        slots.putLong(base + HASH_OFFSET, hash);
+        slots.putLong(base + TOKENS_OFFSET, tokens);
+        slots.putLong(base + LAST_NANOS_OFFSET, stamp);
+        slots.putInt(base + KEY_OFFSET_OFFSET, keyAt);
+        slots.putShort(base + POLICY_OFFSET, (short)policy);
+        slots.putShort(base + KEY_LENGTH_OFFSET, (short)keyLength);
+        size++;
+        return true;
+    }
+
+    /**
+     * Evicts buckets that have refilled to full by {@code nowNanos}, examining up to {@code limit}
+     * slots from where the previous sweep stopped. Deterministic: the same operations at the same
+     * times evict the same buckets.
+     *
+     * @return buckets evicted
+     */
+    public int sweep(final long nowNanos, final int limit)
+    {
+        int evicted = 0;
+        int examined = 0;
+        int slot = sweepCursor;
+        final int max = Math.min(limit, slotCount);
+        while (examined < max)
+        {
+            final int base = slot * SLOT_LENGTH;
+            final int length = slots.getShort(base + KEY_LENGTH_OFFSET) & 0xFFFF;
+            if (length != 0 && isFull(base, nowNanos))
+            {
+                delete(slot);
+                evicted++;
+                examined++;
+                continue; // a later entry may have shifted into this slot
+            }
+            slot = (slot + 1) & mask;
+            examined++;
+        }
+        sweepCursor = slot;
+        evictions += evicted;
+        return evicted;
+    }
+
+    private boolean isFull(final int base, final long nowNanos)
+    {
+        final TokenBucket.Rate rate = rateByPolicy.apply(slots.getShort(base + POLICY_OFFSET) & 0xFFFF);
+        final long tokens = rate.refill(slots.getLong(base + TOKENS_OFFSET), slots.getLong(base + LAST_NANOS_OFFSET), nowNanos);
+        return tokens >= rate.burstUnits();
+    }
+
+    private void delete(final int slotToDelete)
+    {
+        int hole = slotToDelete;
+        final int holeBase = hole * SLOT_LENGTH;
+        arena.free(slots.getInt(holeBase + KEY_OFFSET_OFFSET), slots.getShort(holeBase + KEY_LENGTH_OFFSET) & 0xFFFF);
+        size--;
+        int slot = (hole + 1) & mask;
+        while (true)
+        {
+            final int base = slot * SLOT_LENGTH;
+            if ((slots.getShort(base + KEY_LENGTH_OFFSET) & 0xFFFF) == 0)
+            {
+                break;
+            }
+            final int home = (int)slots.getLong(base + HASH_OFFSET) & mask;
+            // Move the entry back into the hole unless its home lies cyclically in (hole, slot].
+            final boolean homeBetween = hole <= slot ? (home > hole && home <= slot) : (home > hole || home <= slot);
+            if (!homeBetween)
+            {
+                slots.putBytes(hole * SLOT_LENGTH, slots, base, SLOT_LENGTH);
+                hole = slot;
+            }
+            slot = (slot + 1) & mask;
+        }
+        slots.setMemory(hole * SLOT_LENGTH, SLOT_LENGTH, (byte)0);
+    }
+
+    /** Buckets held now. */
+    public int size()
+    {
+        return size;
+    }
+
+    public int maxBuckets()
+    {
+        return maxBuckets;
+    }
+
+    public int slotCount()
+    {
+        return slotCount;
+    }
+
+    /** Off-heap bytes reserved for slots and keys. */
+    public long reservedBytes()
+    {
+        return (long)slotCount * SLOT_LENGTH + arena.capacity();
+    }
+
+    /** Key bytes in use (rounded to chunk sizes). */
+    public long keyBytesInUse()
+    {
+        return arena.bytesInUse();
+    }
+
+    public long evictions()
+    {
+        return evictions;
+    }
+
+    public long storeFullRejections()
+    {
+        return storeFullRejections;
+    }
+
+    /** Tokens (units) of the bucket for a key as stored, or -1 when absent (a full bucket). For tests and tools. */
+    public long storedUnits(final DirectBuffer key, final int keyOffset, final int keyLength)
+    {
+        final int slot = find(key, keyOffset, keyLength, KeyHash.hash(key, keyOffset, keyLength));
+        return slot < 0 ? -1 : slots.getLong(slot * SLOT_LENGTH + TOKENS_OFFSET);
+    }
+}
