@@ -1,0 +1,110 @@
+package dev.limiter.bench;
+
+import dev.limiter.client.Decision;
+import dev.limiter.client.Descriptor;
+import dev.limiter.client.LimiterClient;
+import dev.limiter.client.LimiterException;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.Callable;
+
+/** {@code ./limiter acquire}: one decision, printed as one JSON line. */
+@Command(
+    name = "acquire",
+    mixinStandardHelpOptions = true,
+    description = {
+        "Asks a store node for one decision and prints it as one JSON line:",
+        "{\"allowed\":..,\"remaining\":..,\"limit\":..,\"retryAfterMs\":..,\"resetAfterMs\":..,\"policy\":..,\"version\":..,\"reason\":..}",
+        "retryAfterMs is -1 when retrying can never succeed. Exit status: 0 when a decision was made",
+        "(allowed or denied), 1 when no node answered, 2 for invalid input."},
+    sortOptions = false)
+public final class AcquireCommand implements Callable<Integer>
+{
+    @Option(names = "--server", split = ",", paramLabel = "HOST:PORT", description = "Store node(s) (default: 127.0.0.1:7400).")
+    List<String> servers = List.of("127.0.0.1:7400");
+
+    @Option(names = "--tenant", required = true, description = "Tenant id.")
+    String tenant;
+
+    @Option(names = "--route", required = true, description = "Request path, e.g. /v1/orders/42.")
+    String route;
+
+    @Option(names = "--method", description = "HTTP method or RPC verb.")
+    String method = "";
+
+    @Option(names = "--user", description = "Principal (user) within the tenant.")
+    String user = "";
+
+    @Option(names = "--ip", description = "Client IP.")
+    String ip = "";
+
+    @Option(names = "--region", description = "Region.")
+    String region = "";
+
+    @Option(names = "--cost", description = "Tokens to take (default: ${DEFAULT-VALUE}).")
+    int cost = 1;
+
+    @Option(names = "--deadline-ms", description = "Give up after this many milliseconds (default: ${DEFAULT-VALUE}).")
+    long deadlineMs = 2000;
+
+    @Override
+    public Integer call()
+    {
+        final Descriptor descriptor;
+        final LimiterClient.Builder builder;
+        try
+        {
+            descriptor = Descriptor.builder().tenant(tenant).route(route).method(method).principal(user).clientIp(ip)
+                .region(region).build();
+            if (cost < 1)
+            {
+                throw new IllegalArgumentException("--cost must be at least 1, was " + cost);
+            }
+            builder = LimiterClient.builder().endpoints(servers.toArray(new String[0]))
+                .deadline(Duration.ofMillis(deadlineMs)).connections(1);
+        }
+        catch (final IllegalArgumentException e)
+        {
+            System.err.println("limiter acquire: " + e.getMessage());
+            return 2;
+        }
+        try (LimiterClient client = builder.build())
+        {
+            final Decision d = client.acquireBlocking(descriptor, cost);
+            System.out.println(toJson(d));
+            return 0;
+        }
+        catch (final LimiterException e)
+        {
+            System.err.println("limiter acquire: " + e.getMessage());
+            return 1;
+        }
+    }
+
+    static String toJson(final Decision d)
+    {
+        return String.format(Locale.ROOT,
+            "{\"allowed\":%s,\"remaining\":%d,\"limit\":%d,\"retryAfterMs\":%s,\"resetAfterMs\":%s,\"policy\":\"%s\",\"version\":%d,\"reason\":\"%s\"}",
+            d.allowed(), d.remaining(), d.limit(), millis(d.retryAfterNanos()), millis(d.resetAfterNanos()),
+            d.policyId(), d.policyVersion(), d.reason());
+    }
+
+    private static String millis(final long nanos)
+    {
+        if (nanos < 0)
+        {
+            return "-1";
+        }
+        return new java.math.BigDecimal(nanos).movePointLeft(6).stripTrailingZeros().toPlainString();
+    }
+
+    public static void main(final String[] args)
+    {
+        System.exit(new CommandLine(new AcquireCommand()).execute(args));
+    }
+}

@@ -1,0 +1,289 @@
+package dev.limiter.bench;
+
+import dev.limiter.client.Decision;
+import dev.limiter.client.Descriptor;
+import dev.limiter.client.LimiterClient;
+import org.HdrHistogram.Histogram;
+import org.HdrHistogram.Recorder;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * {@code ./limiter bench}: drives a store through the SDK and reports throughput and latency.
+ *
+ * <p>Closed loop (default): {@code connections x pipeline} lanes each keep one acquire in flight and
+ * send the next when the answer arrives. Latency is recorded per decision from the caller's side
+ * with HdrHistogram's coordinated-omission correction, using the mean interval measured during
+ * warm-up as the expected interval. Open loop ({@code --rate R}): acquires are issued on a fixed
+ * schedule of R per second and each latency is measured from its intended start, so a stall is
+ * charged to every request it delayed.
+ */
+@Command(
+    name = "bench",
+    mixinStandardHelpOptions = true,
+    description = {
+        "Load-generates against store node(s) through the SDK. Prints a progress line per second and,",
+        "as its last line, one JSON object: decisionsPerSec, p50Us, p99Us, p999Us, maxUs, allowed,",
+        "denied, errors (plus the settings used). Runs for --duration seconds after --warmup, then stops."},
+    sortOptions = false)
+public final class LoadGenerator implements Callable<Integer>
+{
+    @Option(names = "--server", split = ",", paramLabel = "HOST:PORT", description = "Store node(s) (default: 127.0.0.1:7400).")
+    List<String> servers = List.of("127.0.0.1:7400");
+
+    @Option(names = "--connections", description = "SDK connections (default: ${DEFAULT-VALUE}).")
+    int connections = 8;
+
+    @Option(names = "--duration", description = "Measured seconds (default: ${DEFAULT-VALUE}).")
+    int durationSeconds = 10;
+
+    @Option(names = "--warmup", description = "Warm-up seconds, not measured (default: ${DEFAULT-VALUE}).")
+    int warmupSeconds = 3;
+
+    @Option(names = "--keys", description = "Distinct tenants (one bucket each) (default: ${DEFAULT-VALUE}).")
+    int keys = 10_000;
+
+    @Option(names = "--pipeline", description = "Acquires in flight per connection in closed loop (default: ${DEFAULT-VALUE}).")
+    int pipeline = 64;
+
+    @Option(names = "--rate", description = "Open loop: target acquires per second (0 = closed loop) (default: ${DEFAULT-VALUE}).")
+    long rate = 0;
+
+    @Option(names = "--cost", description = "Tokens per acquire (default: ${DEFAULT-VALUE}).")
+    int cost = 1;
+
+    @Option(names = "--route", description = "Route prefix; acquires go to PREFIX/<n> (default: ${DEFAULT-VALUE}).")
+    String routePrefix = "/bench";
+
+    @Option(names = "--io-threads", description = "SDK I/O threads (default: ${DEFAULT-VALUE}).")
+    int ioThreads = 1;
+
+    @Option(names = "--max-batch", description = "Most acquires per frame (default: ${DEFAULT-VALUE}).")
+    int maxBatch = LimiterClient.DEFAULT_MAX_BATCH;
+
+    @Option(names = "--deadline-ms", description = "Per-call deadline in ms (default: ${DEFAULT-VALUE}).")
+    long deadlineMs = 1000;
+
+    private final Recorder recorder = new Recorder(TimeUnit.SECONDS.toNanos(60), 3);
+    private final LongAdder allowed = new LongAdder();
+    private final LongAdder denied = new LongAdder();
+    private final LongAdder errors = new LongAdder();
+    private final Map<String, LongAdder> errorKinds = new ConcurrentHashMap<>();
+    private final AtomicBoolean measuring = new AtomicBoolean();
+    private final AtomicBoolean running = new AtomicBoolean(true);
+    private final AtomicLong expectedIntervalNanos = new AtomicLong();
+    private Descriptor[] descriptors;
+    private final java.util.concurrent.ScheduledExecutorService retries =
+        java.util.concurrent.Executors.newSingleThreadScheduledExecutor(r ->
+        {
+            final Thread t = new Thread(r, "bench-retry");
+            t.setDaemon(true);
+            return t;
+        });
+
+    @Override
+    public Integer call() throws Exception
+    {
+        if (connections < 1 || durationSeconds < 1 || warmupSeconds < 0 || keys < 1 || pipeline < 1 || rate < 0 || cost < 1)
+        {
+            System.err.println("limiter bench: --connections, --duration, --keys, --pipeline and --cost must be at least 1; " +
+                "--warmup and --rate at least 0");
+            return 2;
+        }
+        descriptors = new Descriptor[keys];
+        for (int i = 0; i < keys; i++)
+        {
+            descriptors[i] = Descriptor.builder().tenant("tenant-" + i).route(routePrefix + "/" + i).method("GET").build();
+        }
+        final LimiterClient client;
+        try
+        {
+            client = LimiterClient.builder().endpoints(servers.toArray(new String[0])).connections(connections)
+                .ioThreads(ioThreads).maxBatch(maxBatch).deadline(Duration.ofMillis(deadlineMs)).build();
+        }
+        catch (final IllegalArgumentException e)
+        {
+            System.err.println("limiter bench: " + e.getMessage());
+            return 2;
+        }
+        try (client)
+        {
+            if (client.openConnections() == 0 && !client.awaitConnected(Duration.ofSeconds(2)))
+            {
+                System.err.println("limiter bench: cannot connect to " + servers + "; is a node running? (./limiter server)");
+                return 1;
+            }
+            return rate > 0 ? openLoop(client) : closedLoop(client);
+        }
+    }
+
+    private int closedLoop(final LimiterClient client) throws InterruptedException
+    {
+        final int lanes = connections * pipeline;
+        for (int lane = 0; lane < lanes; lane++)
+        {
+            issue(client, lane, lane % keys);
+        }
+        final long warmupStart = System.nanoTime();
+        final long warmupDone = warmup();
+        // Expected interval per lane = lanes / throughput, from the warm-up.
+        final long warmupNanos = Math.max(1, System.nanoTime() - warmupStart);
+        expectedIntervalNanos.set(warmupDone > 0 ? lanes * warmupNanos / warmupDone : 0);
+        return measure("closed-loop", lanes);
+    }
+
+    private long warmup() throws InterruptedException
+    {
+        final long before = allowed.sum() + denied.sum();
+        Thread.sleep(TimeUnit.SECONDS.toMillis(warmupSeconds));
+        return allowed.sum() + denied.sum() - before;
+    }
+
+    private void issue(final LimiterClient client, final int lane, final int key)
+    {
+        if (!running.get())
+        {
+            return;
+        }
+        final long start = System.nanoTime();
+        client.acquire(descriptors[key], cost).whenComplete((decision, failure) ->
+        {
+            record(decision, failure, start);
+            if (failure == null)
+            {
+                issue(client, lane, (key + 7919) % keys);
+            }
+            else
+            {
+                // A failed call may have completed synchronously: re-issue later, never recursively.
+                retries.schedule(() -> issue(client, lane, (key + 7919) % keys), 1, TimeUnit.MILLISECONDS);
+            }
+        });
+    }
+
+    private void record(final Decision decision, final Throwable failure, final long intendedStart)
+    {
+        final long latency = System.nanoTime() - intendedStart;
+        if (failure != null)
+        {
+            errors.increment();
+            final Throwable cause = failure.getCause() != null && failure instanceof java.util.concurrent.CompletionException ?
+                failure.getCause() : failure;
+            errorKinds.computeIfAbsent(cause.getClass().getSimpleName() + ": " + cause.getMessage(), k -> new LongAdder()).increment();
+        }
+        else if (decision.allowed())
+        {
+            allowed.increment();
+        }
+        else
+        {
+            denied.increment();
+        }
+        if (measuring.get())
+        {
+            final long expected = expectedIntervalNanos.get();
+            if (expected > 0)
+            {
+                recorder.recordValueWithExpectedInterval(latency, expected);
+            }
+            else
+            {
+                recorder.recordValue(latency);
+            }
+        }
+    }
+
+    private int openLoop(final LimiterClient client) throws InterruptedException
+    {
+        final Thread driver = new Thread(() ->
+        {
+            final long start = System.nanoTime();
+            final double nanosPerRequest = 1e9 / rate;
+            long issued = 0;
+            int key = 0;
+            while (running.get())
+            {
+                final long due = (long)((System.nanoTime() - start) / nanosPerRequest);
+                if (issued >= due)
+                {
+                    LockSupport.parkNanos(20_000);
+                    continue;
+                }
+                for (; issued < due && running.get(); issued++)
+                {
+                    final long intended = start + (long)(issued * nanosPerRequest);
+                    client.acquire(descriptors[key], cost).whenComplete((d, f) -> record(d, f, intended));
+                    key = (key + 7919) % keys;
+                }
+            }
+        }, "bench-open-loop");
+        driver.setDaemon(true);
+        driver.start();
+        warmup();
+        final int status = measure("open-loop", 0);
+        driver.join(2000);
+        return status;
+    }
+
+    private int measure(final String mode, final int lanes) throws InterruptedException
+    {
+        recorder.reset();
+        final long allowed0 = allowed.sum();
+        final long denied0 = denied.sum();
+        final long errors0 = errors.sum();
+        measuring.set(true);
+        final long start = System.nanoTime();
+        final Histogram total = new Histogram(TimeUnit.SECONDS.toNanos(60), 3);
+        Histogram interval = null;
+        long lastDecisions = 0;
+        for (int s = 1; s <= durationSeconds; s++)
+        {
+            Thread.sleep(1000);
+            interval = recorder.getIntervalHistogram(interval);
+            total.add(interval);
+            final long decisions = allowed.sum() - allowed0 + denied.sum() - denied0;
+            System.out.printf(Locale.ROOT, "t=%ds decisions/s=%d p50Us=%.1f p99Us=%.1f errors=%d%n", s,
+                decisions - lastDecisions, interval.getValueAtPercentile(50) / 1e3, interval.getValueAtPercentile(99) / 1e3,
+                errors.sum() - errors0);
+            lastDecisions = decisions;
+        }
+        measuring.set(false);
+        final double seconds = (System.nanoTime() - start) / 1e9;
+        running.set(false);
+        interval = recorder.getIntervalHistogram(interval);
+        total.add(interval);
+        final long a = allowed.sum() - allowed0;
+        final long d = denied.sum() - denied0;
+        final long e = errors.sum() - errors0;
+        if (!errorKinds.isEmpty())
+        {
+            errorKinds.forEach((kind, n) -> System.err.println("errors: " + n.sum() + " x " + kind));
+        }
+        System.out.printf(Locale.ROOT,
+            "{\"decisionsPerSec\":%.0f,\"p50Us\":%.1f,\"p99Us\":%.1f,\"p999Us\":%.1f,\"maxUs\":%.1f,\"allowed\":%d,\"denied\":%d," +
+            "\"errors\":%d,\"mode\":\"%s\",\"connections\":%d,\"pipeline\":%d,\"lanes\":%d,\"rate\":%d,\"keys\":%d," +
+            "\"durationSec\":%.1f,\"coCorrectionIntervalUs\":%.1f}%n",
+            (a + d) / seconds, total.getValueAtPercentile(50) / 1e3, total.getValueAtPercentile(99) / 1e3,
+            total.getValueAtPercentile(99.9) / 1e3, total.getMaxValue() / 1e3, a, d, e, mode, connections,
+            rate > 0 ? 0 : pipeline, lanes, rate, keys, seconds, expectedIntervalNanos.get() / 1e3);
+        return 0;
+    }
+
+    public static void main(final String[] args)
+    {
+        System.exit(new CommandLine(new LoadGenerator()).execute(args));
+    }
+}

@@ -1,0 +1,94 @@
+package dev.limiter.bench.jmh;
+
+import dev.limiter.protocol.TokenBucket;
+import dev.limiter.server.table.BucketTable;
+import dev.limiter.server.table.Decision;
+import dev.limiter.server.table.KeyHash;
+import org.agrona.concurrent.UnsafeBuffer;
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Fork;
+import org.openjdk.jmh.annotations.Measurement;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Param;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.Setup;
+import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.Warmup;
+
+import java.nio.charset.StandardCharsets;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * One token-bucket decision in the off-heap table: hash lookup with full key comparison, refill,
+ * charge, store. Time advances 1 us per decision, keys cycle through {@code keys} buckets.
+ *
+ * <pre>./limiter jmh BucketTableBenchmark -prof gc</pre>
+ */
+@State(Scope.Thread)
+@BenchmarkMode(Mode.AverageTime)
+@OutputTimeUnit(TimeUnit.NANOSECONDS)
+@Warmup(iterations = 3, time = 1)
+@Measurement(iterations = 5, time = 1)
+@Fork(value = 1, jvmArgsAppend = "--add-exports=java.base/jdk.internal.misc=ALL-UNNAMED")
+public class BucketTableBenchmark
+{
+    @Param({ "10000", "1000000" })
+    int keys;
+
+    private BucketTable table;
+    private TokenBucket.Rate rate;
+    private UnsafeBuffer keyBuffer;
+    private int[] keyOffsets;
+    private int[] keyLengths;
+    private long[] hashes;
+    private final Decision decision = new Decision();
+    private long now;
+    private int next;
+
+    @Setup
+    public void setUp()
+    {
+        rate = TokenBucket.rate(1000, 1_000_000_000L, 1000);
+        table = new BucketTable(keys + keys / 2, (keys + keys / 2) * 32, ordinal -> rate);
+        final byte[] bytes = new byte[keys * 24];
+        keyBuffer = new UnsafeBuffer(bytes);
+        keyOffsets = new int[keys];
+        keyLengths = new int[keys];
+        hashes = new long[keys];
+        int at = 0;
+        for (int i = 0; i < keys; i++)
+        {
+            final byte[] key = ("\u0000\u0001tenant-" + i).getBytes(StandardCharsets.UTF_8);
+            keyBuffer.putBytes(at, key);
+            keyOffsets[i] = at;
+            keyLengths[i] = key.length;
+            hashes[i] = KeyHash.hash(keyBuffer, at, key.length);
+            at += key.length;
+        }
+        now = 1_000_000_000L;
+        for (int i = 0; i < keys; i++)
+        {
+            table.acquire(keyBuffer, keyOffsets[i], keyLengths[i], hashes[i], 0, rate, 1, now, decision);
+        }
+    }
+
+    @Benchmark
+    public boolean decide()
+    {
+        final int i = next;
+        next = i + 1 == keys ? 0 : i + 1;
+        now += 1_000;
+        table.acquire(keyBuffer, keyOffsets[i], keyLengths[i], hashes[i], 0, rate, 1, now, decision);
+        return decision.allowed();
+    }
+
+    @Benchmark
+    public long hashOnly()
+    {
+        final int i = next;
+        next = i + 1 == keys ? 0 : i + 1;
+        return KeyHash.hash(keyBuffer, keyOffsets[i], keyLengths[i]);
+    }
+}
