@@ -1,6 +1,5 @@
 package dev.limiter.server;
 
-import dev.limiter.protocol.Frame;
 import dev.limiter.protocol.PolicySetIndex;
 import dev.limiter.protocol.PolicyValidationException;
 import io.netty.bootstrap.ServerBootstrap;
@@ -20,7 +19,6 @@ import io.netty.channel.group.DefaultChannelGroup;
 import io.netty.channel.nio.NioIoHandler;
 import io.netty.channel.socket.SocketChannel;
 import io.netty.channel.socket.nio.NioServerSocketChannel;
-import io.netty.handler.codec.LengthFieldBasedFrameDecoder;
 import io.netty.handler.flush.FlushConsolidationHandler;
 import io.netty.util.concurrent.FastThreadLocal;
 import io.netty.util.concurrent.GlobalEventExecutor;
@@ -127,8 +125,7 @@ public final class StoreServer implements AutoCloseable
                     connections.add(ch);
                     ch.pipeline()
                         .addLast("flush", new FlushConsolidationHandler(256, true))
-                        .addLast("frames", new LengthFieldBasedFrameDecoder(
-                            config.maxFrameBytes(), 0, Frame.LENGTH_FIELD_LENGTH, 0, 0, true))
+                        .addLast("frames", new FrameDecoder(config.maxFrameBytes()))
                         .addLast("data-plane", new DataPlaneHandler(() -> policies, shards, metrics, loopState));
                 }
             });

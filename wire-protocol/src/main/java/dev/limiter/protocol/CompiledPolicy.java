@@ -159,7 +159,7 @@ public final class CompiledPolicy
     String selectorKey()
     {
         return str(tenant) + '\u0000' + str(principal) + '\u0000' + str(method) + '\u0000' +
-            (route == null ? "" : route.canonical()) + '\u0000' + str(clientIp) + '\u0000' + str(region);
+            (route == null ? "" : route.shape()) + '\u0000' + str(clientIp) + '\u0000' + str(region);
     }
 
     private static String str(final byte[] b)

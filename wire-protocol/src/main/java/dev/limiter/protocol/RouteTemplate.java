@@ -95,6 +95,12 @@ public final class RouteTemplate
         return canonical;
     }
 
+    /** The template with parameter names erased: equal for two templates that match the same paths. */
+    public String shape()
+    {
+        return canonical.replaceAll("\\{[^/}]*}", "{}");
+    }
+
     /** Number of literal (non-parameter) segments; more literals is more specific. */
     public int literalCount()
     {

@@ -1,0 +1,154 @@
+package dev.limiter.server;
+
+import dev.limiter.client.Decision;
+import dev.limiter.client.Descriptor;
+import dev.limiter.client.LimiterClient;
+import dev.limiter.client.LimiterUnavailableException;
+import dev.limiter.client.RateLimitHeaders;
+import dev.limiter.protocol.ReasonCode;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+
+import static dev.limiter.server.TestNode.SECOND;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** The SDK against a real node over loopback. */
+@Timeout(60)
+class EndToEndTest
+{
+    @TempDir
+    Path dir;
+
+    private final ManualClock clock = new ManualClock(1_000 * SECOND);
+    private StoreServer server;
+    private LimiterClient client;
+
+    @BeforeEach
+    void start() throws Exception
+    {
+        server = TestNode.start(dir, clock, 2);
+        client = LimiterClient.builder().endpoints("127.0.0.1:" + server.port()).deadline(Duration.ofSeconds(5)).build();
+    }
+
+    @AfterEach
+    void stop()
+    {
+        client.close();
+        server.close();
+    }
+
+    @Test
+    void shouldAllowTheBurstThenDenyWithAnExactRetryAfter()
+    {
+        final Descriptor orders = Descriptor.builder().tenant("acme").route("/v1/orders/17?expand=1").method("get").build();
+        for (int i = 0; i < 5; i++)
+        {
+            final Decision d = client.acquireBlocking(orders, 1);
+            assertTrue(d.allowed(), "token " + i);
+            assertEquals(4 - i, d.remaining());
+            assertEquals("orders", d.policyId());
+            assertEquals(1, d.policyVersion());
+        }
+        final Decision denied = client.acquireBlocking(orders, 1);
+        assertFalse(denied.allowed());
+        assertEquals(ReasonCode.RATE_LIMITED, denied.reason());
+        assertEquals(5, denied.limit());
+        assertEquals(Duration.ofMillis(100), denied.retryAfter(), "10 tokens per second: 100 ms per token");
+        assertEquals(Duration.ofMillis(500), denied.resetAfter());
+        assertEquals(429, RateLimitHeaders.status(denied));
+        assertEquals(Map.of("RateLimit-Policy", "\"orders\";q=5;w=1", "RateLimit", "\"orders\";r=0;t=1", "Retry-After", "1"),
+            RateLimitHeaders.of(denied));
+
+        clock.advance(SECOND / 10);
+        assertTrue(client.acquireBlocking(orders, 1).allowed(), "one token back after exactly retry-after");
+        final Decision tooBig = client.acquireBlocking(orders, 6);
+        assertEquals(ReasonCode.COST_EXCEEDS_BURST, tooBig.reason());
+        assertFalse(tooBig.retryable());
+    }
+
+    @Test
+    void shouldMapConcreteRoutesToTheirTemplateAndUnknownRoutesToTheBaseline()
+    {
+        final Decision a = client.acquireBlocking(Descriptor.of("acme", "/v1/orders/1"), 5);
+        assertTrue(a.allowed());
+        final Decision b = client.acquireBlocking(Descriptor.of("acme", "/v1/orders/2"), 1);
+        assertFalse(b.allowed(), "/v1/orders/1 and /v1/orders/2 share the tenant's orders bucket");
+        final Decision baseline = client.acquireBlocking(Descriptor.of("acme", "/v9/unknown"), 1);
+        assertEquals("baseline", baseline.policyId());
+        assertEquals(2, baseline.limit());
+    }
+
+    @Test
+    void shouldKeepScopesApart()
+    {
+        assertTrue(client.acquireBlocking(Descriptor.builder().tenant("t").principal("alice").route("/u").build(), 1).allowed());
+        assertTrue(client.acquireBlocking(Descriptor.builder().tenant("t").principal("bob").route("/u").build(), 1).allowed());
+        assertFalse(client.acquireBlocking(Descriptor.builder().tenant("t").principal("alice").route("/u").build(), 1).allowed());
+        assertTrue(client.acquireBlocking(Descriptor.builder().tenant("x").principal("alice").route("/u").build(), 1).allowed(),
+            "the same principal in another tenant is another bucket");
+        assertTrue(client.acquireBlocking(Descriptor.builder().tenant("t1").clientIp("10.0.0.1").route("/ip").build(), 1).allowed());
+        assertFalse(client.acquireBlocking(Descriptor.builder().tenant("t2").clientIp("10.0.0.1").route("/ip").build(), 1).allowed(),
+            "per-IP buckets span tenants");
+    }
+
+    @Test
+    void shouldAnswerEveryCallOfAConcurrentBurstAndShareAGlobalBudgetExactly() throws Exception
+    {
+        final List<CompletableFuture<Decision>> ownBuckets = new ArrayList<>();
+        final List<CompletableFuture<Decision>> shared = new ArrayList<>();
+        for (int i = 0; i < 1000; i++)
+        {
+            ownBuckets.add(client.acquire(Descriptor.of("tenant-" + i, "/v1/orders/" + i), 1));
+            shared.add(client.acquire(Descriptor.of("tenant-" + i, "/hot"), 1));
+        }
+        int allowedOwn = 0;
+        int allowedShared = 0;
+        for (int i = 0; i < 1000; i++)
+        {
+            allowedOwn += ownBuckets.get(i).get().allowed() ? 1 : 0;
+            allowedShared += shared.get(i).get().allowed() ? 1 : 0;
+        }
+        assertEquals(1000, allowedOwn, "every tenant has its own orders bucket");
+        assertEquals(50, allowedShared, "the global hot budget is one bucket of 50, across shards and connections");
+    }
+
+    @Test
+    void shouldSurviveAServerRestart() throws Exception
+    {
+        final int port = server.port();
+        assertTrue(client.acquireBlocking(Descriptor.of("acme", "/v1/orders/1"), 1).allowed());
+        server.close();
+        final ExecutionException down = assertThrows(ExecutionException.class,
+            () -> client.acquire(Descriptor.of("acme", "/v1/orders/1"), 1).get());
+        assertTrue(down.getCause() instanceof LimiterUnavailableException, String.valueOf(down.getCause()));
+
+        server = TestNode.start(dir, clock, 2, port);
+        assertTrue(client.awaitConnected(Duration.ofSeconds(10)), "the SDK reconnects to the restarted node");
+        final Decision after = client.acquireBlocking(Descriptor.of("acme", "/v1/orders/1"), 1);
+        assertTrue(after.allowed());
+        assertEquals(4, after.remaining(), "a restarted single node starts with fresh buckets (replication keeps them)");
+    }
+
+    @Test
+    void shouldRejectBadInputInTheSdkBeforeSendingIt()
+    {
+        assertThrows(IllegalArgumentException.class, () -> client.acquire(Descriptor.of("acme", "/x"), 0));
+        final IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+            () -> Descriptor.builder().tenant("").route("/x").build());
+        assertTrue(e.getMessage().contains("tenant is required"));
+    }
+}

@@ -1,0 +1,173 @@
+package dev.limiter.server.table;
+
+import dev.limiter.protocol.ReasonCode;
+import dev.limiter.protocol.ResultCodec;
+import dev.limiter.protocol.TokenBucket;
+import org.agrona.concurrent.UnsafeBuffer;
+import org.junit.jupiter.api.Test;
+
+import java.nio.charset.StandardCharsets;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+class BucketTableTest
+{
+    private static final long SECOND = 1_000_000_000L;
+    private static final long T0 = 5 * SECOND;
+
+    private final TokenBucket.Rate tenPerSecondBurstFive = TokenBucket.rate(10, SECOND, 5);
+    private final Decision decision = new Decision();
+
+    private static UnsafeBuffer key(final String text)
+    {
+        return new UnsafeBuffer(text.getBytes(StandardCharsets.UTF_8));
+    }
+
+    private boolean acquire(final BucketTable table, final String key, final TokenBucket.Rate rate, final long cost, final long now)
+    {
+        final UnsafeBuffer k = key(key);
+        table.acquire(k, 0, k.capacity(), KeyHash.hash(k, 0, k.capacity()), 0, rate, cost, now, decision);
+        return decision.allowed();
+    }
+
+    private BucketTable table(final int maxBuckets, final TokenBucket.Rate rate)
+    {
+        return new BucketTable(maxBuckets, maxBuckets * 64, ordinal -> rate);
+    }
+
+    @Test
+    void shouldStartFullAndAllowExactlyTheBurst()
+    {
+        final BucketTable table = table(100, tenPerSecondBurstFive);
+        for (int i = 0; i < 5; i++)
+        {
+            assertTrue(acquire(table, "a", tenPerSecondBurstFive, 1, T0), "token " + i);
+            assertEquals(4 - i, decision.remainingTokens());
+        }
+        assertFalse(acquire(table, "a", tenPerSecondBurstFive, 1, T0));
+        assertEquals(ReasonCode.RATE_LIMITED, decision.reason());
+        assertEquals(SECOND / 10, decision.retryAfterNanos(), "exactly one token interval");
+        assertEquals(SECOND / 2, decision.resetAfterNanos(), "five tokens to refill");
+    }
+
+    @Test
+    void shouldRefillAtTheRateAndNeverAboveTheBurst()
+    {
+        final BucketTable table = table(100, tenPerSecondBurstFive);
+        assertTrue(acquire(table, "a", tenPerSecondBurstFive, 5, T0));
+        assertFalse(acquire(table, "a", tenPerSecondBurstFive, 1, T0 + SECOND / 10 - 1));
+        assertTrue(acquire(table, "a", tenPerSecondBurstFive, 1, T0 + SECOND / 10));
+        assertFalse(acquire(table, "a", tenPerSecondBurstFive, 6, T0 + 100 * SECOND), "long idle still caps at burst");
+        assertEquals(ReasonCode.COST_EXCEEDS_BURST, decision.reason());
+        assertTrue(acquire(table, "a", tenPerSecondBurstFive, 5, T0 + 100 * SECOND));
+        assertFalse(acquire(table, "a", tenPerSecondBurstFive, 1, T0 + 100 * SECOND));
+    }
+
+    @Test
+    void retryAfterShouldBeExact()
+    {
+        final TokenBucket.Rate threePerSevenSeconds = TokenBucket.rate(3, 7 * SECOND, 4);
+        final BucketTable table = table(100, threePerSevenSeconds);
+        assertTrue(acquire(table, "k", threePerSevenSeconds, 4, T0));
+        assertFalse(acquire(table, "k", threePerSevenSeconds, 2, T0 + SECOND));
+        final long retryAt = T0 + SECOND + decision.retryAfterNanos();
+        assertFalse(acquire(table, "k", threePerSevenSeconds, 2, retryAt - 1), "one nanosecond early");
+        assertTrue(acquire(table, "k", threePerSevenSeconds, 2, retryAt), "exactly at retry-after");
+    }
+
+    @Test
+    void shouldClampTimeGoingBackwardsAndNeverRewindTheBucket()
+    {
+        final BucketTable table = table(100, tenPerSecondBurstFive);
+        assertTrue(acquire(table, "a", tenPerSecondBurstFive, 5, T0));
+        assertFalse(acquire(table, "a", tenPerSecondBurstFive, 1, T0 - SECOND), "earlier time refills nothing");
+        assertFalse(acquire(table, "a", tenPerSecondBurstFive, 1, T0 + SECOND / 20), "and does not move the stamp back");
+        assertTrue(acquire(table, "a", tenPerSecondBurstFive, 1, T0 + SECOND / 10));
+    }
+
+    @Test
+    void shouldNeverAllowACostAboveTheBurstNorChangeState()
+    {
+        final BucketTable table = table(100, tenPerSecondBurstFive);
+        assertFalse(acquire(table, "a", tenPerSecondBurstFive, 6, T0));
+        assertEquals(ReasonCode.COST_EXCEEDS_BURST, decision.reason());
+        assertEquals(ResultCodec.NEVER, decision.retryAfterNanos());
+        assertEquals(5, decision.remainingTokens());
+        assertEquals(0, table.size(), "a full bucket is not stored");
+    }
+
+    @Test
+    void shouldKeepBucketsApartWhenTheirHashesCollide()
+    {
+        final BucketTable table = table(100, tenPerSecondBurstFive);
+        final UnsafeBuffer a = key("tenant-a");
+        final UnsafeBuffer b = key("tenant-b");
+        final long sameHash = 42;
+        table.acquire(a, 0, a.capacity(), sameHash, 0, tenPerSecondBurstFive, 5, T0, decision);
+        assertTrue(decision.allowed());
+        table.acquire(b, 0, b.capacity(), sameHash, 0, tenPerSecondBurstFive, 5, T0, decision);
+        assertTrue(decision.allowed(), "b has its own bucket despite the equal hash");
+        table.acquire(a, 0, a.capacity(), sameHash, 0, tenPerSecondBurstFive, 1, T0, decision);
+        assertFalse(decision.allowed());
+        assertEquals(2, table.size());
+    }
+
+    @Test
+    void shouldEvictRefilledBucketsDeterministicallyWhenFull()
+    {
+        final BucketTable table = table(4, tenPerSecondBurstFive);
+        for (int i = 0; i < 4; i++)
+        {
+            assertTrue(acquire(table, "k" + i, tenPerSecondBurstFive, 1, T0));
+        }
+        assertEquals(4, table.size());
+        assertFalse(acquire(table, "k4", tenPerSecondBurstFive, 1, T0), "full table, nothing refilled yet");
+        assertEquals(ReasonCode.STORE_FULL, decision.reason());
+        assertEquals(1, table.storeFullRejections());
+        // A tenth of a second later every bucket is full again, so they can go.
+        assertTrue(acquire(table, "k4", tenPerSecondBurstFive, 1, T0 + SECOND / 10));
+        assertEquals(1, table.size(), "the four refilled buckets were evicted");
+        assertEquals(4, table.evictions());
+    }
+
+    @Test
+    void shouldSurviveChurnWithLinearProbingAndBackwardShiftDeletion()
+    {
+        final BucketTable table = table(1000, tenPerSecondBurstFive);
+        long now = T0;
+        for (int round = 0; round < 50; round++)
+        {
+            for (int i = 0; i < 1000; i++)
+            {
+                assertTrue(acquire(table, "round" + round + "-key" + i, tenPerSecondBurstFive, 5, now), "round " + round);
+            }
+            // Every key of this round is still drained.
+            for (int i = 0; i < 1000; i += 97)
+            {
+                assertFalse(acquire(table, "round" + round + "-key" + i, tenPerSecondBurstFive, 1, now));
+            }
+            now += SECOND;
+        }
+        assertEquals(1000, table.size());
+        assertTrue(table.keyBytesInUse() <= 1000 * 32L);
+    }
+
+    @Test
+    void shouldRejectImpossibleSizes()
+    {
+        assertThrows(IllegalArgumentException.class, () -> new BucketTable(0, 1024, o -> tenPerSecondBurstFive));
+        assertThrows(IllegalArgumentException.class, () -> new BucketTable(100_000_000, 1024, o -> tenPerSecondBurstFive));
+        assertThrows(IllegalArgumentException.class, () -> new BucketTable(10, 10, o -> tenPerSecondBurstFive));
+    }
+
+    @Test
+    void shouldUseThirtyTwoBytesOfStatePerSlot()
+    {
+        final BucketTable table = table(734_003, tenPerSecondBurstFive);
+        assertEquals(1 << 20, table.slotCount());
+        assertEquals(32, BucketTable.SLOT_LENGTH);
+    }
+}

@@ -1,0 +1,128 @@
+package dev.limiter.protocol;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import org.junit.jupiter.api.Test;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+class PolicySetIndexTest
+{
+    private static final String SET = "{\"policies\":[" +
+        "{\"id\":\"orders\",\"selector\":{\"route\":\"/v1/orders/{id}\"},\"rate\":100,\"owner\":\"o\"}," +
+        "{\"id\":\"orders-post\",\"selector\":{\"route\":\"/v1/orders/{id}\",\"method\":\"post\"},\"rate\":10,\"owner\":\"o\"}," +
+        "{\"id\":\"orders-literal\",\"selector\":{\"route\":\"/v1/orders/export\"},\"rate\":1,\"owner\":\"o\"}," +
+        "{\"id\":\"acme\",\"selector\":{\"tenant\":\"acme\"},\"rate\":1000,\"owner\":\"o\"}," +
+        "{\"id\":\"low\",\"selector\":{\"region\":\"EU\"},\"rate\":5,\"owner\":\"o\",\"priority\":1}," +
+        "{\"id\":\"high\",\"selector\":{\"clientIp\":\"::1\"},\"rate\":5,\"owner\":\"o\",\"priority\":1}" +
+        "],\"defaultPolicy\":{\"id\":\"baseline\",\"rate\":3,\"burst\":6,\"owner\":\"o\"}}";
+
+    /** Runs the matcher on a descriptor encoded exactly as the wire carries it. */
+    private static String match(final PolicySetIndex index, final String tenant, final String method, final String route,
+        final String ip, final String region)
+    {
+        final ByteBuf buf = Unpooled.buffer();
+        try
+        {
+            final int start = AcquireCodec.beginBatch(buf, MessageType.ACQUIRE, 1);
+            AcquireCodec.appendEntry(buf, 1, AcquireCodec.encodeFields(tenant, "", method, route, ip, region));
+            AcquireCodec.finishBatch(buf, start, 1);
+            final AcquireDecoder decoder = new AcquireDecoder();
+            decoder.wrap(buf, Frame.HEADER_LENGTH, buf.writerIndex(), true);
+            assertTrue(decoder.next(), decoder.errorMessage());
+            return index.match(decoder).id();
+        }
+        finally
+        {
+            buf.release();
+        }
+    }
+
+    @Test
+    void shouldPickTheMostSpecificMatchingPolicy()
+    {
+        final PolicySetIndex index = PolicySetIndex.fromJson(SET);
+        assertEquals("orders", match(index, "globex", "GET", "/v1/orders/42", "", ""));
+        assertEquals("orders-post", match(index, "globex", "POST", "/v1/orders/42", "", ""));
+        assertEquals("orders-post", match(index, "globex", "post", "/v1/orders/42?x=1", "", ""), "method is case-insensitive");
+        assertEquals("orders-literal", match(index, "globex", "GET", "/v1/orders/export", "", ""), "literal beats parameter");
+        assertEquals("acme", match(index, "acme", "POST", "/v1/orders/42", "", ""), "tenant is the most specific field");
+        assertEquals("baseline", match(index, "globex", "GET", "/v2/unknown", "", ""));
+        assertEquals("high", match(index, "globex", "GET", "/x", "::1", "eu"), "client IP ranks above region");
+    }
+
+    @Test
+    void shouldUseTheBuiltInBaselineWhenTheSetHasNoDefault()
+    {
+        final PolicySetIndex index = PolicySetIndex.fromJson("{\"policies\":[]}");
+        assertEquals("default", index.defaultPolicy().id());
+        assertEquals(20, index.defaultPolicy().rate().burstTokens());
+        assertEquals(1, index.size());
+    }
+
+    @Test
+    void shouldDefaultBurstToRateAndPeriodToOneSecond()
+    {
+        final CompiledPolicy p = PolicySetIndex.fromJson(SET).policies().get(0);
+        assertEquals(100, p.rate().burstTokens());
+        assertEquals(1, p.windowSeconds());
+    }
+
+    private static PolicyValidationException reject(final String json)
+    {
+        return assertThrows(PolicyValidationException.class, () -> PolicySetIndex.fromJson(json));
+    }
+
+    @Test
+    void shouldReportEveryFieldLevelProblemAtOnce()
+    {
+        final PolicyValidationException e = reject("{\"policies\":[" +
+            "{\"id\":\"Bad Id\",\"rate\":0,\"owner\":\"\"}," +
+            "{\"id\":\"ok\",\"rate\":5,\"period\":\"-1s\",\"owner\":\"o\",\"selector\":{\"route\":\"no-slash\",\"method\":\"G T\"}}]}");
+        final String all = String.join("\n", e.errors());
+        assertTrue(all.contains("policies[0] (Bad Id).id: 'Bad Id' must match"), all);
+        assertTrue(all.contains("policies[0] (Bad Id).rate: must be a positive number"), all);
+        assertTrue(all.contains("policies[0] (Bad Id).owner: required"), all);
+        assertTrue(all.contains("policies[1] (ok).period"), all);
+        assertTrue(all.contains("policies[1] (ok).selector.route"), all);
+        assertTrue(all.contains("policies[1] (ok).selector.method contains a character"), all);
+    }
+
+    @Test
+    void shouldRejectUnknownFieldsConflictsAndDuplicates()
+    {
+        assertTrue(reject("{\"policies\":[{\"id\":\"a\",\"rate\":1,\"owner\":\"o\",\"selector\":{\"tenantt\":\"x\"}}]}")
+            .getMessage().contains("tenantt"));
+        assertTrue(reject("{\"policies\":[" +
+            "{\"id\":\"a\",\"rate\":1,\"owner\":\"o\",\"selector\":{\"route\":\"/x/{id}\"}}," +
+            "{\"id\":\"b\",\"rate\":2,\"owner\":\"o\",\"selector\":{\"route\":\"/x//{other}/\"}}]}")
+            .getMessage().contains("conflicts with policy 'a'"));
+        assertTrue(reject("{\"policies\":[{\"id\":\"a\",\"rate\":1,\"owner\":\"o\"},{\"id\":\"a\",\"rate\":1,\"owner\":\"o\",\"selector\":{\"tenant\":\"t\"}}]}")
+            .getMessage().contains("duplicate id 'a'"));
+        assertTrue(reject("{\"policies\":[{\"id\":\"a\",\"rate\":-3,\"owner\":\"o\"}]}").getMessage().contains("invalid"));
+        assertTrue(reject("not json").getMessage().contains("policy JSON is invalid"));
+        assertTrue(reject("{\"defaultPolicy\":{\"id\":\"d\",\"rate\":1,\"owner\":\"o\",\"selector\":{\"tenant\":\"x\"}}}")
+            .getMessage().contains("defaultPolicy.selector: must be empty"));
+        assertTrue(reject("{\"policies\":[{\"id\":\"s\",\"rate\":1,\"owner\":\"o\",\"mode\":\"SHADOW\"}]}")
+            .getMessage().contains("SHADOW"));
+    }
+
+    @Test
+    void shouldLoadTheSamplePolicyFileShippedWithTheRepository() throws Exception
+    {
+        final PolicySetIndex index = PolicySetIndex.fromJson(Files.readString(Path.of("../config/policies.json")));
+        assertEquals("default", index.defaultPolicy().id());
+        assertEquals("orders-read", match(index, "globex", "GET", "/v1/orders/7", "", ""));
+        assertEquals("login-per-ip", match(index, "globex", "POST", "/v1/login", "10.0.0.1", ""));
+        assertEquals(index.policies().size(), PolicySetIndex.fromJson(
+            PolicySetIndex.toJson(index.policies().get(0).source() == null ? null :
+                dev.limiter.protocol.policy.PolicySet.newBuilder()
+                    .addAllPolicies(index.policies().subList(0, index.size() - 1).stream().map(CompiledPolicy::source).toList())
+                    .setDefaultPolicy(index.defaultPolicy().source()).build())).size(), "JSON round trip");
+    }
+}
