@@ -26,8 +26,9 @@ import java.util.concurrent.locks.LockSupport;
  *
  * <p>Closed loop (default): {@code connections x pipeline} lanes each keep one acquire in flight and
  * send the next when the answer arrives. Latency is recorded per decision from the caller's side
- * with HdrHistogram's coordinated-omission correction, using the mean interval measured during
- * warm-up as the expected interval. Open loop ({@code --rate R}): acquires are issued on a fixed
+ * with HdrHistogram's coordinated-omission correction ({@code copyCorrectedForCoordinatedOmission})
+ * applied to the whole run, using the mean per-lane interval measured during warm-up as the expected
+ * interval. Open loop ({@code --rate R}): acquires are issued on a fixed
  * schedule of R per second and each latency is measured from its intended start, so a stall is
  * charged to every request it delayed.
  */
@@ -77,7 +78,8 @@ public final class LoadGenerator implements Callable<Integer>
     @Option(names = "--deadline-ms", description = "Per-call deadline in ms (default: ${DEFAULT-VALUE}).")
     long deadlineMs = 1000;
 
-    private final Recorder recorder = new Recorder(TimeUnit.SECONDS.toNanos(60), 3);
+    private static final long MAX_LATENCY_NANOS = TimeUnit.SECONDS.toNanos(60);
+    private final Recorder recorder = new Recorder(MAX_LATENCY_NANOS, 3);
     private final LongAdder allowed = new LongAdder();
     private final LongAdder denied = new LongAdder();
     private final LongAdder errors = new LongAdder();
@@ -194,15 +196,8 @@ public final class LoadGenerator implements Callable<Integer>
         }
         if (measuring.get())
         {
-            final long expected = expectedIntervalNanos.get();
-            if (expected > 0)
-            {
-                recorder.recordValueWithExpectedInterval(latency, expected);
-            }
-            else
-            {
-                recorder.recordValue(latency);
-            }
+            // Raw here; the closed-loop correction for coordinated omission is applied once at the end.
+            recorder.recordValue(Math.min(latency, MAX_LATENCY_NANOS));
         }
     }
 
@@ -265,6 +260,8 @@ public final class LoadGenerator implements Callable<Integer>
         running.set(false);
         interval = recorder.getIntervalHistogram(interval);
         total.add(interval);
+        final Histogram reported = expectedIntervalNanos.get() > 0 ?
+            total.copyCorrectedForCoordinatedOmission(expectedIntervalNanos.get()) : total;
         final long a = allowed.sum() - allowed0;
         final long d = denied.sum() - denied0;
         final long e = errors.sum() - errors0;
@@ -276,8 +273,8 @@ public final class LoadGenerator implements Callable<Integer>
             "{\"decisionsPerSec\":%.0f,\"p50Us\":%.1f,\"p99Us\":%.1f,\"p999Us\":%.1f,\"maxUs\":%.1f,\"allowed\":%d,\"denied\":%d," +
             "\"errors\":%d,\"mode\":\"%s\",\"connections\":%d,\"pipeline\":%d,\"lanes\":%d,\"rate\":%d,\"keys\":%d," +
             "\"durationSec\":%.1f,\"coCorrectionIntervalUs\":%.1f}%n",
-            (a + d) / seconds, total.getValueAtPercentile(50) / 1e3, total.getValueAtPercentile(99) / 1e3,
-            total.getValueAtPercentile(99.9) / 1e3, total.getMaxValue() / 1e3, a, d, e, mode, connections,
+            (a + d) / seconds, reported.getValueAtPercentile(50) / 1e3, reported.getValueAtPercentile(99) / 1e3,
+            reported.getValueAtPercentile(99.9) / 1e3, reported.getMaxValue() / 1e3, a, d, e, mode, connections,
             rate > 0 ? 0 : pipeline, lanes, rate, keys, seconds, expectedIntervalNanos.get() / 1e3);
         return 0;
     }

@@ -63,6 +63,7 @@ final class Connection
     private long nextCorrelationId = 1;
     private int reconnectAttempt;
     private volatile Channel channel;
+    private volatile boolean active;
     private volatile boolean closed;
     private volatile String lastError = "not connected yet";
 
@@ -146,10 +147,10 @@ final class Connection
         return address;
     }
 
+    /** Cheap enough to ask on every call (a volatile read, no syscall state lookup). */
     boolean isActive()
     {
-        final Channel ch = channel;
-        return ch != null && ch.isActive();
+        return active;
     }
 
     String lastError()
@@ -196,6 +197,7 @@ final class Connection
             {
                 reconnectAttempt = 0;
                 channel = future.channel();
+                active = true;
                 lastError = "none";
                 if (closed)
                 {
@@ -399,6 +401,7 @@ final class Connection
         loop.execute(() ->
         {
             final Channel ch = channel;
+            active = false;
             if (ch != null)
             {
                 ch.close();
@@ -457,6 +460,7 @@ final class Connection
         {
             if (channel == ctx.channel())
             {
+                active = false;
                 channel = null;
             }
             if (!closed)

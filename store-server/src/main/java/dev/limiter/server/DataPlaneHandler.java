@@ -167,12 +167,13 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
         work.frameStart = ResultCodec.beginBatch(response,
             single ? MessageType.RESULT : MessageType.BATCH_RESULT, correlationId, count);
         work.pendingShards.set(Long.bitCount(shardMask));
-        for (int s = 0; s < shardCount; s++)
+        // Do not touch the work after the last submit: an inline shard may complete and recycle it.
+        long remaining = shardMask;
+        while (remaining != 0)
         {
-            if ((shardMask & (1L << s)) != 0)
-            {
-                shards.get(s).submit(work);
-            }
+            final int s = Long.numberOfTrailingZeros(remaining);
+            remaining &= remaining - 1;
+            shards.get(s).submit(work);
         }
     }
 

@@ -41,6 +41,8 @@ final class FrameWork implements Runnable
 
     private final Pool pool;
     private final ServerMetrics metrics;
+    /** One reusable task per shard, for handing this frame to a shard owned by another event loop. */
+    private Runnable[] shardTasks = new Runnable[0];
 
     FrameWork(final Pool pool, final ServerMetrics metrics)
     {
@@ -75,6 +77,46 @@ final class FrameWork implements Runnable
             final byte[] bigger = new byte[Math.max(keys.capacity() * 2, keyCursor + length)];
             keys.getBytes(0, bigger, 0, keyCursor);
             keys.wrap(bigger);
+        }
+    }
+
+    /** A task that runs this frame on {@code shard}'s owner; allocated once per shard per pooled frame. */
+    Runnable taskFor(final Shard shard)
+    {
+        if (shard.id() >= shardTasks.length)
+        {
+            shardTasks = java.util.Arrays.copyOf(shardTasks, shard.id() + 1);
+        }
+        Runnable task = shardTasks[shard.id()];
+        if (task == null)
+        {
+            task = () -> shard.process(this);
+            shardTasks[shard.id()] = task;
+        }
+        return task;
+    }
+
+    /** Called by each shard when its entries are done; the last one completes the frame. */
+    void shardDone()
+    {
+        if (pendingShards.decrementAndGet() != 0)
+        {
+            return;
+        }
+        final io.netty.channel.EventLoop home = ctx.channel().eventLoop();
+        if (home.inEventLoop())
+        {
+            run();
+            return;
+        }
+        try
+        {
+            home.execute(this);
+        }
+        catch (final java.util.concurrent.RejectedExecutionException e)
+        {
+            // The event loop is shutting down: nobody will read this response.
+            response.release();
         }
     }
 

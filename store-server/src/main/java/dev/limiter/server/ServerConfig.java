@@ -13,9 +13,13 @@ public final class ServerConfig
     public static final String DEFAULT_HOST = "127.0.0.1";
     public static final int DEFAULT_PORT = 7400;
     public static final int DEFAULT_ADMIN_PORT = 7480;
-    /** Default shard count: one per two cores, at least 1 (event loops need the other cores). */
-    public static final int DEFAULT_SHARDS = Math.max(1, Runtime.getRuntime().availableProcessors() / 2);
+    /**
+     * Default event loops and shards: one per two cores, at least 1. Each shard is owned by one
+     * event loop, so a frame whose keys live on its connection's loop is decided with no hand-off;
+     * the other half of the cores is left to the clients and the OS.
+     */
     public static final int DEFAULT_IO_THREADS = Math.max(1, Runtime.getRuntime().availableProcessors() / 2);
+    public static final int DEFAULT_SHARDS = DEFAULT_IO_THREADS;
     /** 2^20 slots of 32 bytes (32 MiB) per shard at the 0.7 load factor. */
     public static final int DEFAULT_MAX_BUCKETS_PER_SHARD = 734_003;
     /** Average 32 bytes of key per bucket. */
@@ -31,6 +35,7 @@ public final class ServerConfig
     private int keyArenaBytesPerShard = DEFAULT_KEY_ARENA_BYTES_PER_SHARD;
     private int maxFrameBytes = Frame.DEFAULT_MAX_FRAME_BYTES;
     private boolean preferEpoll = true;
+    private boolean shardThreads;
 
     /** Checks every setting; throws naming the setting, its value and the accepted range. */
     public ServerConfig validate()
@@ -154,6 +159,18 @@ public final class ServerConfig
     public ServerConfig maxFrameBytes(final int maxFrameBytes)
     {
         this.maxFrameBytes = maxFrameBytes;
+        return this;
+    }
+
+    public boolean shardThreads()
+    {
+        return shardThreads;
+    }
+
+    /** Give every shard a dedicated thread instead of an event loop (default false). */
+    public ServerConfig shardThreads(final boolean shardThreads)
+    {
+        this.shardThreads = shardThreads;
         return this;
     }
 

@@ -30,7 +30,7 @@ public final class ServerMain implements Callable<Integer>
         description = "Policy file (protobuf JSON of a PolicySet). Without it only the default baseline applies.")
     Path policies;
 
-    @Option(names = "--shards", description = "Shards, each owned by one thread (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--shards", description = "Shards, each owned by one thread: an event loop, or its own with --shard-threads (default: ${DEFAULT-VALUE}).")
     int shards = ServerConfig.DEFAULT_SHARDS;
 
     @Option(names = "--io-threads", description = "Netty event loops for connections (default: ${DEFAULT-VALUE}).")
@@ -45,6 +45,9 @@ public final class ServerMain implements Callable<Integer>
     @Option(names = "--max-frame-bytes", description = "Largest frame accepted; larger ones close the connection (default: ${DEFAULT-VALUE}).")
     int maxFrameBytes = dev.limiter.protocol.Frame.DEFAULT_MAX_FRAME_BYTES;
 
+    @Option(names = "--shard-threads", description = "Give each shard a dedicated thread instead of an event loop (for machines with cores to spare).")
+    boolean shardThreads;
+
     @Option(names = "--nio", description = "Use the NIO transport even where epoll is available.")
     boolean nio;
 
@@ -54,7 +57,7 @@ public final class ServerMain implements Callable<Integer>
         final ServerConfig config = new ServerConfig()
             .host(host).port(port).adminPort(adminPort).policiesFile(policies).shards(shards).ioThreads(ioThreads)
             .maxBucketsPerShard(maxBuckets).keyArenaBytesPerShard(keyArenaBytes).maxFrameBytes(maxFrameBytes)
-            .preferEpoll(!nio);
+            .preferEpoll(!nio).shardThreads(shardThreads);
         final StoreServer server;
         try
         {

@@ -5,6 +5,7 @@ import dev.limiter.protocol.PolicySetIndex;
 import dev.limiter.protocol.ResultCodec;
 import dev.limiter.server.table.BucketTable;
 import dev.limiter.server.table.Decision;
+import io.netty.channel.EventLoop;
 import org.agrona.concurrent.ManyToOneConcurrentArrayQueue;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -16,11 +17,14 @@ import java.util.concurrent.locks.LockSupport;
 import java.util.function.Supplier;
 
 /**
- * One shard: a bucket table and the single thread that owns it. Event loops hand it frames through
- * a bounded many-to-one queue; it decides every entry that belongs to it, writes the result
- * records in place, and passes the frame on when it is the last shard to finish. No locks.
+ * One shard: a bucket table and the single thread that owns it, so the decision path needs no
+ * lock. The owner is either one of the node's event loops (the default: a frame whose keys all
+ * live on the connection's own event loop is decided inline, with no hand-off at all) or a
+ * dedicated thread fed through a bounded many-to-one queue ({@code --shard-threads}, for machines
+ * with cores to spare). Either way it decides every entry of a frame that belongs to it, writes
+ * the result records in place, and completes the frame when it is the last shard to finish.
  */
-final class Shard implements Runnable
+final class Shard
 {
     private static final Logger LOG = LoggerFactory.getLogger(Shard.class);
     private static final int QUEUE_CAPACITY = 4096;
@@ -30,37 +34,67 @@ final class Shard implements Runnable
     private final int id;
     private final BucketTable table;
     private final MonotonicClock clock;
-    private final ManyToOneConcurrentArrayQueue<FrameWork> queue = new ManyToOneConcurrentArrayQueue<>(QUEUE_CAPACITY);
     private final Decision decision = new Decision();
+
+    /** Owner when the shard lives on an event loop; null in dedicated-thread mode. */
+    private final EventLoop loop;
+    /** Dedicated-thread mode only. */
+    private final ManyToOneConcurrentArrayQueue<FrameWork> queue;
     private final Thread thread;
     private volatile boolean running = true;
     private volatile boolean sleeping;
 
-    /** Decisions by policy ordinal, allowed and denied; written only by this shard's thread. */
+    /** Decisions by policy ordinal, allowed and denied; written only by the owner thread. */
     private final AtomicLongArray allowedByPolicy;
     private final AtomicLongArray deniedByPolicy;
 
-    Shard(final int id, final ServerConfig config, final MonotonicClock clock, final Supplier<PolicySetIndex> policies)
+    /**
+     * @param loop the event loop that owns this shard, or null for a dedicated thread
+     */
+    Shard(final int id, final ServerConfig config, final MonotonicClock clock, final Supplier<PolicySetIndex> policies,
+        final EventLoop loop)
     {
         this.id = id;
         this.clock = clock;
+        this.loop = loop;
         final PolicySetIndex initial = policies.get();
         this.table = new BucketTable(config.maxBucketsPerShard(), config.keyArenaBytesPerShard(),
             ordinal -> policies.get().policy(ordinal).rate());
         this.allowedByPolicy = new AtomicLongArray(initial.size());
         this.deniedByPolicy = new AtomicLongArray(initial.size());
-        this.thread = new Thread(this, "limiter-shard-" + id);
-        this.thread.setDaemon(true);
+        if (loop == null)
+        {
+            this.queue = new ManyToOneConcurrentArrayQueue<>(QUEUE_CAPACITY);
+            this.thread = new Thread(this::runDedicated, "limiter-shard-" + id);
+            this.thread.setDaemon(true);
+            this.thread.start();
+        }
+        else
+        {
+            this.queue = null;
+            this.thread = null;
+        }
     }
 
-    void start()
-    {
-        thread.start();
-    }
-
-    /** Queues a frame for this shard; spins (back-pressure on the event loop) while the queue is full. */
+    /**
+     * Hands a frame to this shard. Called on the connection's event loop: runs inline when that
+     * loop owns the shard, otherwise queues it for the owner.
+     */
     void submit(final FrameWork work)
     {
+        if (loop != null)
+        {
+            if (loop.inEventLoop())
+            {
+                process(work);
+            }
+            else
+            {
+                loop.execute(work.taskFor(this));
+            }
+            return;
+        }
+        // Dedicated thread: spin (back-pressure on the event loop) while its queue is full.
         while (!queue.offer(work))
         {
             if (!running)
@@ -75,8 +109,7 @@ final class Shard implements Runnable
         }
     }
 
-    @Override
-    public void run()
+    private void runDedicated()
     {
         int idle = 0;
         while (running)
@@ -100,15 +133,16 @@ final class Shard implements Runnable
             }
             sleeping = false;
         }
-        // Fail whatever is still queued rather than leave connections waiting forever.
+        // Answer whatever is still queued rather than leave connections waiting forever.
         FrameWork leftover;
         while ((leftover = queue.poll()) != null)
         {
-            finish(leftover);
+            leftover.shardDone();
         }
     }
 
-    private void process(final FrameWork work)
+    /** Decides this shard's entries of a frame. Runs on the owner thread only. */
+    void process(final FrameWork work)
     {
         try
         {
@@ -134,29 +168,17 @@ final class Shard implements Runnable
         }
         catch (final RuntimeException e)
         {
-            LOG.error("shard {} failed on a frame; its records are left as zeros (denied)", id, e);
+            LOG.error("shard {} failed on a frame; its records are left as denials", id, e);
         }
-        finish(work);
-    }
-
-    private void finish(final FrameWork work)
-    {
-        if (work.pendingShards.decrementAndGet() == 0)
-        {
-            try
-            {
-                work.ctx.channel().eventLoop().execute(work);
-            }
-            catch (final RejectedExecutionException e)
-            {
-                // The event loop is shutting down: nobody will read this response.
-                work.response.release();
-            }
-        }
+        work.shardDone();
     }
 
     void stop()
     {
+        if (thread == null)
+        {
+            return;
+        }
         running = false;
         LockSupport.unpark(thread);
         try
@@ -189,8 +211,9 @@ final class Shard implements Runnable
         return ordinal < deniedByPolicy.length() ? deniedByPolicy.get(ordinal) : 0;
     }
 
+    /** Frames waiting for a dedicated shard thread (0 for event-loop shards). */
     int queueDepth()
     {
-        return queue.size();
+        return queue == null ? 0 : queue.size();
     }
 }

@@ -6,6 +6,7 @@ import io.netty.bootstrap.ServerBootstrap;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
+import io.netty.channel.EventLoop;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.IoHandlerFactory;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
@@ -91,18 +92,19 @@ public final class StoreServer implements AutoCloseable
     /** Binds the ports and starts the shards. */
     public StoreServer start() throws InterruptedException
     {
-        for (int i = 0; i < config.shards(); i++)
-        {
-            shards.add(new Shard(i, config, clock, () -> policies));
-        }
-        shards.forEach(Shard::start);
-        metrics.bind(policies, shards, connections::size);
-
         epoll = config.preferEpoll() && Epoll.isAvailable();
         final IoHandlerFactory ioFactory = epoll ? EpollIoHandler.newFactory() : NioIoHandler.newFactory();
         final Class<? extends ServerChannel> channelType = epoll ? EpollServerSocketChannel.class : NioServerSocketChannel.class;
         bossGroup = new MultiThreadIoEventLoopGroup(1, ioFactory);
         workerGroup = new MultiThreadIoEventLoopGroup(config.ioThreads(), ioFactory);
+        final List<EventLoop> loops = new ArrayList<>();
+        workerGroup.forEach(executor -> loops.add((EventLoop)executor));
+        for (int i = 0; i < config.shards(); i++)
+        {
+            // Shard i belongs to event loop i mod n, unless shards get threads of their own.
+            shards.add(new Shard(i, config, clock, () -> policies, config.shardThreads() ? null : loops.get(i % loops.size())));
+        }
+        metrics.bind(policies, shards, connections::size);
         final FastThreadLocal<DataPlaneHandler.LoopState> loopState = new FastThreadLocal<>()
         {
             @Override
@@ -135,8 +137,9 @@ public final class StoreServer implements AutoCloseable
             admin = new AdminServer(config.host(), config.adminPort(), metrics, this, bossGroup, workerGroup, epoll);
             admin.start();
         }
-        LOG.info("limiter store serving on {}:{} ({} transport, {} shards, {} io threads, {} policies), admin on {}",
-            config.host(), port(), epoll ? "epoll" : "nio", shards.size(), config.ioThreads(), policies.size(),
+        LOG.info("limiter store serving on {}:{} ({} transport, {} shards on {}, {} io threads, {} policies), admin on {}",
+            config.host(), port(), epoll ? "epoll" : "nio", shards.size(), config.shardThreads() ? "their own threads" : "the event loops",
+            config.ioThreads(), policies.size(),
             admin == null ? "off" : config.host() + ":" + admin.port());
         return this;
     }

@@ -46,4 +46,10 @@ final class TestNode
     {
         return new StoreServer(config(dir, port, shards), clock).start();
     }
+
+    /** A node whose shards run on dedicated threads rather than on the event loops. */
+    static StoreServer startWithShardThreads(final Path dir, final MonotonicClock clock, final int shards) throws InterruptedException
+    {
+        return new StoreServer(config(dir, 0, shards).shardThreads(true), clock).start();
+    }
 }
