@@ -16,8 +16,6 @@ import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoop;
-import io.netty.channel.socket.SocketChannel;
-import io.netty.channel.socket.nio.NioSocketChannel;
 import io.netty.handler.codec.LengthFieldBasedFrameDecoder;
 import io.netty.util.collection.LongObjectHashMap;
 import io.netty.util.concurrent.ScheduledFuture;
@@ -52,6 +50,7 @@ final class Connection
     private final InetSocketAddress address;
     private final EventLoop loop;
     private final int maxBatch;
+    private final Class<? extends Channel> channelType;
     private final long connectTimeoutMillis;
     private final Queue<PendingCall> queue = PlatformDependent.newMpscQueue();
     private final AtomicBoolean drainScheduled = new AtomicBoolean();
@@ -134,8 +133,10 @@ final class Connection
         }
     }
 
-    Connection(final InetSocketAddress address, final EventLoop loop, final int maxBatch, final long connectTimeoutMillis)
+    Connection(final InetSocketAddress address, final EventLoop loop, final int maxBatch, final long connectTimeoutMillis,
+        final Class<? extends Channel> channelType)
     {
+        this.channelType = channelType;
         this.address = address;
         this.loop = loop;
         this.maxBatch = maxBatch;
@@ -176,14 +177,14 @@ final class Connection
         }
         final Bootstrap bootstrap = new Bootstrap()
             .group(loop)
-            .channel(NioSocketChannel.class)
+            .channel(channelType)
             .option(ChannelOption.TCP_NODELAY, true)
             .option(ChannelOption.SO_KEEPALIVE, true)
             .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int)connectTimeoutMillis)
-            .handler(new ChannelInitializer<SocketChannel>()
+            .handler(new ChannelInitializer<Channel>()
             {
                 @Override
-                protected void initChannel(final SocketChannel ch)
+                protected void initChannel(final Channel ch)
                 {
                     ch.pipeline()
                         .addLast(new LengthFieldBasedFrameDecoder(MAX_RESPONSE_FRAME_BYTES, 0, Frame.LENGTH_FIELD_LENGTH, 0, 0, true))

@@ -2,7 +2,10 @@ package dev.limiter.client;
 
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.epoll.EpollIoHandler;
+import io.netty.channel.epoll.EpollSocketChannel;
 import io.netty.channel.nio.NioIoHandler;
+import io.netty.channel.socket.nio.NioSocketChannel;
 import io.netty.util.concurrent.DefaultThreadFactory;
 
 import java.net.InetSocketAddress;
@@ -43,6 +46,7 @@ public final class LimiterClient implements AutoCloseable
     public static final Duration DEFAULT_CONNECT_TIMEOUT = Duration.ofSeconds(1);
 
     private final EventLoopGroup group;
+    private final boolean epoll;
     private final Connection[] connections;
     private final long deadlineNanos;
     private final AtomicInteger roundRobin = new AtomicInteger();
@@ -51,14 +55,16 @@ public final class LimiterClient implements AutoCloseable
     private LimiterClient(final Builder builder)
     {
         this.deadlineNanos = builder.deadline.toNanos();
+        this.epoll = builder.preferEpoll && Transport.epollAvailable();
         this.group = new MultiThreadIoEventLoopGroup(builder.ioThreads,
-            new DefaultThreadFactory("limiter-client", true), NioIoHandler.newFactory());
+            new DefaultThreadFactory("limiter-client", true), epoll ? EpollIoHandler.newFactory() : NioIoHandler.newFactory());
         final List<Connection> list = new ArrayList<>();
         for (final InetSocketAddress endpoint : builder.endpoints)
         {
             for (int i = 0; i < builder.connectionsPerEndpoint; i++)
             {
-                list.add(new Connection(endpoint, group.next(), builder.maxBatch, builder.connectTimeout.toMillis()));
+                list.add(new Connection(endpoint, group.next(), builder.maxBatch, builder.connectTimeout.toMillis(),
+                    epoll ? EpollSocketChannel.class : NioSocketChannel.class));
             }
         }
         this.connections = list.toArray(new Connection[0]);
@@ -195,6 +201,12 @@ public final class LimiterClient implements AutoCloseable
         return true;
     }
 
+    /** Whether the native epoll transport is in use (else NIO). */
+    public boolean usesEpoll()
+    {
+        return epoll;
+    }
+
     /** Number of connections open now. */
     public int openConnections()
     {
@@ -261,6 +273,7 @@ public final class LimiterClient implements AutoCloseable
         private int maxBatch = DEFAULT_MAX_BATCH;
         private int ioThreads = 1;
         private Duration connectTimeout = DEFAULT_CONNECT_TIMEOUT;
+        private boolean preferEpoll = true;
 
         /**
          * Store nodes as {@code host:port} (comma-separated lists are accepted).
@@ -327,6 +340,16 @@ public final class LimiterClient implements AutoCloseable
                 throw new IllegalArgumentException("ioThreads must be 1 to 64, was " + ioThreads);
             }
             this.ioThreads = ioThreads;
+            return this;
+        }
+
+        /**
+         * Use Netty's native epoll transport when netty-transport-native-epoll is on the classpath
+         * (default true); NIO otherwise or when false.
+         */
+        public Builder preferEpoll(final boolean preferEpoll)
+        {
+            this.preferEpoll = preferEpoll;
             return this;
         }
 

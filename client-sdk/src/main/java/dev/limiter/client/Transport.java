@@ -1,0 +1,21 @@
+package dev.limiter.client;
+
+/** Picks Netty's transport without making the native epoll library a hard dependency. */
+final class Transport
+{
+    private Transport()
+    {
+    }
+
+    static boolean epollAvailable()
+    {
+        try
+        {
+            return io.netty.channel.epoll.Epoll.isAvailable();
+        }
+        catch (final Throwable e)
+        {
+            return false; // classes or native library missing: NIO it is
+        }
+    }
+}
