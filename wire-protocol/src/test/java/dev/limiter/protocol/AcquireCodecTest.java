@@ -73,6 +73,17 @@ class AcquireCodecTest
     }
 
     @Test
+    void shouldEncodeTheExampleInDocsProtocolByteForByte()
+    {
+        final int start = AcquireCodec.beginBatch(buf, MessageType.ACQUIRE, 7);
+        AcquireCodec.appendEntry(buf, 1, AcquireCodec.encodeFields("acme", "", "GET", "/v1/orders/42", "", ""));
+        AcquireCodec.finishBatch(buf, start, 1);
+        final String expected = "0000002f 01010000 0000000000000007 00010000 00000001 0461636d65 00 03474554 " +
+            "000d2f76312f6f72646572732f3432 00 00";
+        assertEquals(expected.replace(" ", ""), io.netty.buffer.ByteBufUtil.hexDump(buf));
+    }
+
+    @Test
     void shouldTrimWhitespaceAndDropTheQueryFromTheRoute()
     {
         frame(1, AcquireCodec.encodeFields("  acme\t", "", " get ", " /v1/orders/9?expand=1#x ", "", ""));
