@@ -272,10 +272,11 @@ public final class LoadGenerator implements Callable<Integer>
         System.out.printf(Locale.ROOT,
             "{\"decisionsPerSec\":%.0f,\"p50Us\":%.1f,\"p99Us\":%.1f,\"p999Us\":%.1f,\"maxUs\":%.1f,\"allowed\":%d,\"denied\":%d," +
             "\"errors\":%d,\"mode\":\"%s\",\"connections\":%d,\"pipeline\":%d,\"lanes\":%d,\"rate\":%d,\"keys\":%d," +
-            "\"durationSec\":%.1f,\"coCorrectionIntervalUs\":%.1f}%n",
+            "\"durationSec\":%.1f,\"coCorrectionIntervalUs\":%.1f,\"rawP50Us\":%.1f,\"rawP99Us\":%.1f,\"rawP999Us\":%.1f}%n",
             (a + d) / seconds, reported.getValueAtPercentile(50) / 1e3, reported.getValueAtPercentile(99) / 1e3,
             reported.getValueAtPercentile(99.9) / 1e3, reported.getMaxValue() / 1e3, a, d, e, mode, connections,
-            rate > 0 ? 0 : pipeline, lanes, rate, keys, seconds, expectedIntervalNanos.get() / 1e3);
+            rate > 0 ? 0 : pipeline, lanes, rate, keys, seconds, expectedIntervalNanos.get() / 1e3,
+            total.getValueAtPercentile(50) / 1e3, total.getValueAtPercentile(99) / 1e3, total.getValueAtPercentile(99.9) / 1e3);
         return 0;
     }
 

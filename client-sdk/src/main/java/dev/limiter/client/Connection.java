@@ -50,6 +50,7 @@ final class Connection
     private final InetSocketAddress address;
     private final EventLoop loop;
     private final int maxBatch;
+    private final int maxFrameBytes;
     private final Class<? extends Channel> channelType;
     private final long connectTimeoutMillis;
     private final Queue<PendingCall> queue = PlatformDependent.newMpscQueue();
@@ -86,33 +87,34 @@ final class Connection
         public void run()
         {
             final long now = System.nanoTime();
-            long nextDeadline = Long.MAX_VALUE;
+            long nextWait = Long.MAX_VALUE;
             for (final PendingCall call : calls)
             {
                 if (call.isDone())
                 {
                     continue;
                 }
-                if (call.deadlineNanos - now <= 0)
+                final long wait = call.deadlineNanos - now;
+                if (wait <= 0)
                 {
                     call.completeExceptionally(timeout(call));
                 }
                 else
                 {
-                    nextDeadline = Math.min(nextDeadline, call.deadlineNanos);
+                    nextWait = Math.min(nextWait, wait);
                 }
             }
             if (ping != null && !ping.isDone())
             {
                 ping.completeExceptionally(new LimiterTimeoutException("no PONG from " + address));
             }
-            if (nextDeadline == Long.MAX_VALUE)
+            if (nextWait == Long.MAX_VALUE)
             {
                 inFlight.remove(correlationId);
             }
             else
             {
-                timeout = loop.schedule(this, nextDeadline - now, TimeUnit.NANOSECONDS);
+                timeout = loop.schedule(this, nextWait, TimeUnit.NANOSECONDS);
             }
         }
 
@@ -133,9 +135,10 @@ final class Connection
         }
     }
 
-    Connection(final InetSocketAddress address, final EventLoop loop, final int maxBatch, final long connectTimeoutMillis,
-        final Class<? extends Channel> channelType)
+    Connection(final InetSocketAddress address, final EventLoop loop, final int maxBatch, final int maxFrameBytes,
+        final long connectTimeoutMillis, final Class<? extends Channel> channelType)
     {
+        this.maxFrameBytes = maxFrameBytes;
         this.channelType = channelType;
         this.address = address;
         this.loop = loop;
@@ -196,7 +199,6 @@ final class Connection
         {
             if (f.isSuccess())
             {
-                reconnectAttempt = 0;
                 channel = future.channel();
                 active = true;
                 lastError = "none";
@@ -236,7 +238,20 @@ final class Connection
         queue.offer(call);
         if (drainScheduled.compareAndSet(false, true))
         {
-            loop.execute(drain);
+            try
+            {
+                loop.execute(drain);
+            }
+            catch (final java.util.concurrent.RejectedExecutionException e)
+            {
+                // The client is closing: fail what is queued instead of throwing at the caller.
+                drainScheduled.set(false);
+                PendingCall queued;
+                while ((queued = queue.poll()) != null)
+                {
+                    queued.completeExceptionally(new LimiterUnavailableException("limiter client closed"));
+                }
+            }
         }
     }
 
@@ -284,10 +299,14 @@ final class Connection
             final ByteBuf buf = ch.alloc().directBuffer(64 + batch.length * 48);
             final long correlationId = nextCorrelationId++;
             final int frameStart = AcquireCodec.beginBatch(buf, MessageType.BATCH_ACQUIRE, correlationId);
-            long earliestDeadline = Long.MAX_VALUE;
+            long earliestDeadline = 0;
             final long now = System.nanoTime();
             while (call != null && count < batch.length)
             {
+                if (count > 0 && buf.writerIndex() - frameStart + 4 + call.descriptor.encoded().length > maxFrameBytes)
+                {
+                    break; // this call starts the next frame: the node would refuse a larger one
+                }
                 if (call.deadlineNanos - now <= 0)
                 {
                     call.completeExceptionally(timeout(call));
@@ -296,7 +315,10 @@ final class Connection
                 {
                     AcquireCodec.appendEntry(buf, call.cost, call.descriptor.encoded());
                     batch[count++] = call;
-                    earliestDeadline = Math.min(earliestDeadline, call.deadlineNanos);
+                    if (call.deadlineNanos - earliestDeadline < 0 || count == 1)
+                    {
+                        earliestDeadline = call.deadlineNanos; // compared as differences: nanoTime may wrap
+                    }
                 }
                 call = queue.poll();
             }
@@ -337,6 +359,7 @@ final class Connection
 
     private void onResult(final ByteBuf frame, final long correlationId)
     {
+        reconnectAttempt = 0; // the node answers: a later drop starts the backoff from the beginning
         final InFlight entry = inFlight.remove(correlationId);
         if (entry == null)
         {

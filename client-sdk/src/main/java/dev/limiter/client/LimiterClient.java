@@ -63,7 +63,7 @@ public final class LimiterClient implements AutoCloseable
         {
             for (int i = 0; i < builder.connectionsPerEndpoint; i++)
             {
-                list.add(new Connection(endpoint, group.next(), builder.maxBatch, builder.connectTimeout.toMillis(),
+                list.add(new Connection(endpoint, group.next(), builder.maxBatch, builder.maxFrameBytes, builder.connectTimeout.toMillis(),
                     epoll ? EpollSocketChannel.class : NioSocketChannel.class));
             }
         }
@@ -106,10 +106,14 @@ public final class LimiterClient implements AutoCloseable
         return acquire(descriptor, cost, deadlineNanos);
     }
 
-    /** As {@link #acquire(Descriptor, int)} with a deadline for this call. */
+    /**
+     * As {@link #acquire(Descriptor, int)} with a deadline for this call.
+     *
+     * @throws IllegalArgumentException when the deadline is not positive or longer than an hour
+     */
     public CompletableFuture<Decision> acquire(final Descriptor descriptor, final int cost, final Duration deadline)
     {
-        return acquire(descriptor, cost, deadline.toNanos());
+        return acquire(descriptor, cost, Builder.checkDeadline(deadline).toNanos());
     }
 
     private CompletableFuture<Decision> acquire(final Descriptor descriptor, final int cost, final long deadline)
@@ -274,6 +278,7 @@ public final class LimiterClient implements AutoCloseable
         private int ioThreads = 1;
         private Duration connectTimeout = DEFAULT_CONNECT_TIMEOUT;
         private boolean preferEpoll = true;
+        private int maxFrameBytes = dev.limiter.protocol.Frame.DEFAULT_MAX_FRAME_BYTES;
 
         /**
          * Store nodes as {@code host:port} (comma-separated lists are accepted).
@@ -298,14 +303,34 @@ public final class LimiterClient implements AutoCloseable
             return this;
         }
 
-        /** Per-call deadline (default 100 ms). */
+        /** Per-call deadline (default 100 ms, at most 1 hour). */
         public Builder deadline(final Duration deadline)
         {
-            if (deadline.isNegative() || deadline.isZero())
+            this.deadline = checkDeadline(deadline);
+            return this;
+        }
+
+        static Duration checkDeadline(final Duration deadline)
+        {
+            if (deadline.isNegative() || deadline.isZero() || deadline.compareTo(Duration.ofHours(1)) > 0)
             {
-                throw new IllegalArgumentException("deadline must be positive, was " + deadline);
+                throw new IllegalArgumentException("deadline must be positive and at most 1 hour, was " + deadline);
             }
-            this.deadline = deadline;
+            return deadline;
+        }
+
+        /**
+         * Largest frame the SDK sends, in bytes (default 1 MiB, the node's default limit); a batch
+         * that would be larger is split. Lower it to match a node started with a smaller
+         * {@code --max-frame-bytes}.
+         */
+        public Builder maxFrameBytes(final int maxFrameBytes)
+        {
+            if (maxFrameBytes < 4096 || maxFrameBytes > 64 << 20)
+            {
+                throw new IllegalArgumentException("maxFrameBytes must be 4096 to 64 MiB, was " + maxFrameBytes);
+            }
+            this.maxFrameBytes = maxFrameBytes;
             return this;
         }
 

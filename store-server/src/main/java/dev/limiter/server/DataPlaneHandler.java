@@ -3,7 +3,7 @@ package dev.limiter.server;
 import dev.limiter.protocol.AcquireDecoder;
 import dev.limiter.protocol.CompiledPolicy;
 import dev.limiter.protocol.DescriptorField;
-import dev.limiter.protocol.DescriptorRules;
+import dev.limiter.protocol.IpAddresses;
 import dev.limiter.protocol.ErrorCode;
 import dev.limiter.protocol.ErrorCodec;
 import dev.limiter.protocol.Frame;
@@ -40,6 +40,10 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
     private final List<Shard> shards;
     private final ServerMetrics metrics;
     private final FastThreadLocal<LoopState> loopState;
+    /** Frames of this connection being decided; above the cap, reading pauses (event loop only). */
+    private int framesInFlight;
+    private boolean pausedForFrames;
+    static final int MAX_FRAMES_IN_FLIGHT = 256;
 
     /** Per-event-loop reusable state: decoder and frame-work pool. */
     static final class LoopState
@@ -131,13 +135,20 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
         }
         final PolicySetIndex index = policies.get();
         final FrameWork work = state.pool.acquire();
-        work.reset(ctx, index, decoder.count(), start);
+        work.reset(ctx, this, index, decoder.count(), correlationId, start);
         final int shardCount = shards.size();
         long shardMask = 0;
         while (decoder.next())
         {
             final int i = work.count;
             final CompiledPolicy policy = index.match(decoder);
+            final String missing = missingScopeField(policy, decoder);
+            if (missing != null)
+            {
+                work.recycle();
+                error(ctx, correlationId, ErrorCode.INVALID_DESCRIPTOR, "entry " + i + ": " + missing);
+                return;
+            }
             final int keyStart = work.keyCursor;
             work.ensureKeyRoom(BucketTable.MAX_KEY_LENGTH);
             final long tenantHash = buildKey(work, decoder, policy);
@@ -167,21 +178,69 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
         work.frameStart = ResultCodec.beginBatch(response,
             single ? MessageType.RESULT : MessageType.BATCH_RESULT, correlationId, count);
         work.pendingShards.set(Long.bitCount(shardMask));
+        if (++framesInFlight >= MAX_FRAMES_IN_FLIGHT && !pausedForFrames)
+        {
+            pausedForFrames = true;
+            updateAutoRead(ctx);
+        }
         // Do not touch the work after the last submit: an inline shard may complete and recycle it.
         long remaining = shardMask;
         while (remaining != 0)
         {
             final int s = Long.numberOfTrailingZeros(remaining);
             remaining &= remaining - 1;
-            shards.get(s).submit(work);
+            try
+            {
+                shards.get(s).submit(work);
+            }
+            catch (final RuntimeException e)
+            {
+                // Stopping: this shard and those not yet handed the frame will never report back.
+                LOG.warn("could not hand a frame to shard {}: {}", s, e.toString());
+                work.failed = true;
+                work.shardsDone(1 + Long.bitCount(remaining));
+                return;
+            }
+        }
+    }
+
+    /** The frame's answer was written (or dropped); called on this connection's event loop. */
+    void frameCompleted(final ChannelHandlerContext ctx)
+    {
+        if (--framesInFlight <= MAX_FRAMES_IN_FLIGHT / 2 && pausedForFrames)
+        {
+            pausedForFrames = false;
+            updateAutoRead(ctx);
+        }
+    }
+
+    private void updateAutoRead(final ChannelHandlerContext ctx)
+    {
+        // Read while the peer reads its answers and not too many of its frames are being decided.
+        ctx.channel().config().setAutoRead(ctx.channel().isWritable() && !pausedForFrames);
+    }
+
+    /** Why a scope-keyed policy cannot key this entry (its scope's field is empty), or null. */
+    private static String missingScopeField(final CompiledPolicy policy, final AcquireDecoder d)
+    {
+        switch (policy.scope())
+        {
+            case PRINCIPAL:
+                return d.length(DescriptorField.PRINCIPAL) == 0 ?
+                    "principal is required by policy '" + policy.id() + "', which limits each principal within a tenant" : null;
+            case CLIENT_IP:
+                return d.length(DescriptorField.CLIENT_IP) == 0 ?
+                    "clientIp is required by policy '" + policy.id() + "', which limits each client IP" : null;
+            default:
+                return null;
         }
     }
 
     /**
      * Writes the bucket key for the current entry at the work's key cursor:
      * {@code u16 policy ordinal | scope part}, where the scope part is nothing (GLOBAL), the tenant
-     * (TENANT), {@code u8 tenant length | tenant | principal} (PRINCIPAL) or the lower-cased client
-     * IP (CLIENT_IP).
+     * (TENANT), {@code u8 tenant length | tenant | principal} (PRINCIPAL) or the client IP's 16-byte
+     * value (CLIENT_IP).
      *
      * @return the tenant's hash for tenant-scoped keys (never 0), else 0
      */
@@ -198,12 +257,10 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
                 break;
             case CLIENT_IP:
             {
-                final int off = d.offset(DescriptorField.CLIENT_IP);
-                final int len = d.length(DescriptorField.CLIENT_IP);
-                for (int k = 0; k < len; k++)
-                {
-                    work.keys.putByte(at++, DescriptorRules.lower(buf.getByte(off + k)));
-                }
+                // The address's 16-byte value, so every spelling of one address is one bucket.
+                IpAddresses.parse(buf, d.offset(DescriptorField.CLIENT_IP), d.length(DescriptorField.CLIENT_IP),
+                    work.keys.byteArray(), at);
+                at += IpAddresses.LENGTH;
                 break;
             }
             case PRINCIPAL:
@@ -237,7 +294,7 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
         return hash == 0 ? 1 : hash;
     }
 
-    private void error(final ChannelHandlerContext ctx, final long correlationId, final ErrorCode code, final String message)
+    void error(final ChannelHandlerContext ctx, final long correlationId, final ErrorCode code, final String message)
     {
         metrics.protocolError();
         final ByteBuf out = ctx.alloc().buffer(64 + message.length());
@@ -257,7 +314,7 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
     public void channelWritabilityChanged(final ChannelHandlerContext ctx) throws Exception
     {
         // A peer that does not read its answers stops being read from: memory stays bounded.
-        ctx.channel().config().setAutoRead(ctx.channel().isWritable());
+        updateAutoRead(ctx);
         super.channelWritabilityChanged(ctx);
     }
 

@@ -1,6 +1,7 @@
 package dev.limiter.server;
 
 import dev.limiter.protocol.CompiledPolicy;
+import dev.limiter.protocol.ErrorCode;
 import dev.limiter.protocol.Frame;
 import dev.limiter.protocol.PolicySetIndex;
 import dev.limiter.protocol.ResultCodec;
@@ -34,10 +35,14 @@ final class FrameWork implements Runnable
     int keyCursor;
 
     ChannelHandlerContext ctx;
+    DataPlaneHandler connection;
     PolicySetIndex policies;
     ByteBuf response;
     int frameStart;
+    long correlationId;
     long startNanos;
+    /** Set by a shard that could not decide its entries: the frame is then answered with an ERROR. */
+    volatile boolean failed;
 
     private final Pool pool;
     private final ServerMetrics metrics;
@@ -50,9 +55,13 @@ final class FrameWork implements Runnable
         this.metrics = metrics;
     }
 
-    void reset(final ChannelHandlerContext ctx, final PolicySetIndex policies, final int entries, final long startNanos)
+    void reset(final ChannelHandlerContext ctx, final DataPlaneHandler connection, final PolicySetIndex policies,
+        final int entries, final long correlationId, final long startNanos)
     {
         this.ctx = ctx;
+        this.connection = connection;
+        this.correlationId = correlationId;
+        this.failed = false;
         this.policies = policies;
         this.count = 0;
         this.keyCursor = 0;
@@ -99,7 +108,13 @@ final class FrameWork implements Runnable
     /** Called by each shard when its entries are done; the last one completes the frame. */
     void shardDone()
     {
-        if (pendingShards.decrementAndGet() != 0)
+        shardsDone(1);
+    }
+
+    /** Counts {@code n} shards as finished (or abandoned); the last one completes the frame. */
+    void shardsDone(final int n)
+    {
+        if (pendingShards.addAndGet(-n) != 0)
         {
             return;
         }
@@ -126,7 +141,14 @@ final class FrameWork implements Runnable
     {
         try
         {
-            if (ctx.channel().isActive())
+            if (failed)
+            {
+                // Never send records a shard did not fill: the caller must not read them as answers.
+                response.release();
+                connection.error(ctx, correlationId, ErrorCode.INTERNAL,
+                    "the node failed while deciding this frame; no entry in it was answered (see the node's log)");
+            }
+            else if (ctx.channel().isActive())
             {
                 appendPolicyDictionary();
                 Frame.finish(response, frameStart);
@@ -141,6 +163,7 @@ final class FrameWork implements Runnable
         finally
         {
             response = null;
+            connection.frameCompleted(ctx);
             recycle();
         }
     }
@@ -168,6 +191,7 @@ final class FrameWork implements Runnable
     void recycle()
     {
         ctx = null;
+        connection = null;
         policies = null;
         java.util.Arrays.fill(policy, 0, count, null);
         pool.release(this);

@@ -1,6 +1,7 @@
 package dev.limiter.server;
 
 import dev.limiter.protocol.Frame;
+import dev.limiter.server.table.BucketTable;
 
 import java.nio.file.Path;
 
@@ -45,8 +46,10 @@ public final class ServerConfig
         require(adminPort >= -1 && adminPort <= 65535, "admin port must be -1 (off), 0 (any free port) or up to 65535, was " + adminPort);
         require(shards >= 1 && shards <= 64, "shards must be 1 to 64, was " + shards);
         require(ioThreads >= 1 && ioThreads <= 256, "io threads must be 1 to 256, was " + ioThreads);
-        require(maxBucketsPerShard >= 1, "max buckets per shard must be at least 1, was " + maxBucketsPerShard);
-        require(keyArenaBytesPerShard >= 256, "key arena bytes per shard must be at least 256, was " + keyArenaBytesPerShard);
+        require(maxBucketsPerShard >= 1 && maxBucketsPerShard <= BucketTable.MAX_BUCKETS,
+            "max buckets per shard must be 1 to " + BucketTable.MAX_BUCKETS + " (use more shards beyond that), was " + maxBucketsPerShard);
+        require(keyArenaBytesPerShard >= BucketTable.MAX_KEY_LENGTH,
+            "key arena bytes per shard must be at least " + BucketTable.MAX_KEY_LENGTH + ", was " + keyArenaBytesPerShard);
         require(maxFrameBytes >= 1024 && maxFrameBytes <= 64 << 20,
             "max frame bytes must be 1024 to 64 MiB, was " + maxFrameBytes);
         return this;

@@ -81,8 +81,15 @@ public final class ServerMain implements Callable<Integer>
         catch (final Exception e)
         {
             server.close();
-            System.err.println("limiter server: cannot start: " + e.getMessage() +
-                " (is another node already using port " + port + " or " + adminPort + "?)");
+            if (e instanceof java.net.BindException) // thrown undeclared by Netty's bind().sync()
+            {
+                System.err.println("limiter server: cannot bind " + host + ":" + port + " or admin port " + adminPort + ": " +
+                    e.getMessage() + " (is another node already running? stop it or pick other ports)");
+            }
+            else
+            {
+                System.err.println("limiter server: cannot start: " + e);
+            }
             return 1;
         }
         final CountDownLatch stopped = new CountDownLatch(1);

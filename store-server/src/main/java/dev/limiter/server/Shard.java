@@ -111,6 +111,25 @@ final class Shard
 
     private void runDedicated()
     {
+        try
+        {
+            loop();
+        }
+        finally
+        {
+            running = false;
+            // Answer whatever is still queued rather than leave connections waiting forever.
+            FrameWork leftover;
+            while ((leftover = queue.poll()) != null)
+            {
+                leftover.failed = true;
+                leftover.shardDone();
+            }
+        }
+    }
+
+    private void loop()
+    {
         int idle = 0;
         while (running)
         {
@@ -132,12 +151,6 @@ final class Shard
                 LockSupport.parkNanos(this, MAX_PARK_NANOS);
             }
             sleeping = false;
-        }
-        // Answer whatever is still queued rather than leave connections waiting forever.
-        FrameWork leftover;
-        while ((leftover = queue.poll()) != null)
-        {
-            leftover.shardDone();
         }
     }
 
@@ -166,9 +179,10 @@ final class Shard
                 }
             }
         }
-        catch (final RuntimeException e)
+        catch (final Throwable e)
         {
-            LOG.error("shard {} failed on a frame; its records are left as denials", id, e);
+            work.failed = true;
+            LOG.error("shard {} failed on a frame; the frame is answered with an ERROR", id, e);
         }
         work.shardDone();
     }

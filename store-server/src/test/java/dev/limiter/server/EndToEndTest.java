@@ -3,7 +3,9 @@ package dev.limiter.server;
 import dev.limiter.client.Decision;
 import dev.limiter.client.Descriptor;
 import dev.limiter.client.LimiterClient;
+import dev.limiter.client.LimiterRequestException;
 import dev.limiter.client.LimiterUnavailableException;
+import dev.limiter.protocol.ErrorCode;
 import dev.limiter.client.RateLimitHeaders;
 import dev.limiter.protocol.ReasonCode;
 import org.junit.jupiter.api.AfterEach;
@@ -103,6 +105,43 @@ class EndToEndTest
         assertTrue(client.acquireBlocking(Descriptor.builder().tenant("t1").clientIp("10.0.0.1").route("/ip").build(), 1).allowed());
         assertFalse(client.acquireBlocking(Descriptor.builder().tenant("t2").clientIp("10.0.0.1").route("/ip").build(), 1).allowed(),
             "per-IP buckets span tenants");
+        assertFalse(client.acquireBlocking(Descriptor.builder().tenant("t3").clientIp("::ffff:10.0.0.1").route("/ip").build(), 1).allowed(),
+            "another spelling of the same address is the same bucket");
+        assertTrue(client.acquireBlocking(Descriptor.builder().tenant("t1").clientIp("0:0::1").route("/ip").build(), 1).allowed());
+        assertFalse(client.acquireBlocking(Descriptor.builder().tenant("t1").clientIp("::1").route("/ip").build(), 1).allowed());
+    }
+
+    @Test
+    void shouldRefuseAScopedPolicyWhoseFieldIsMissingRatherThanShareOneBucket()
+    {
+        final LimiterRequestException noIp = assertThrows(LimiterRequestException.class,
+            () -> client.acquireBlocking(Descriptor.of("t1", "/ip"), 1));
+        assertEquals(ErrorCode.INVALID_DESCRIPTOR, noIp.code());
+        assertTrue(noIp.getMessage().contains("clientIp is required by policy 'per-ip'"), noIp.getMessage());
+        final LimiterRequestException noPrincipal = assertThrows(LimiterRequestException.class,
+            () -> client.acquireBlocking(Descriptor.of("t1", "/u"), 1));
+        assertTrue(noPrincipal.getMessage().contains("principal is required by policy 'per-user'"), noPrincipal.getMessage());
+    }
+
+    @Test
+    void shouldSplitBatchesThatWouldExceedTheFrameLimit() throws Exception
+    {
+        server.close();
+        server = new StoreServer(TestNode.config(dir, 0, 2).maxFrameBytes(4096), clock).start();
+        try (LimiterClient small = LimiterClient.builder().endpoints("127.0.0.1:" + server.port()).maxFrameBytes(4096)
+            .maxBatch(4096).connections(1).deadline(Duration.ofSeconds(5)).build())
+        {
+            final String longRoute = "/v1/orders/" + "x".repeat(400);
+            final List<CompletableFuture<Decision>> calls = new ArrayList<>();
+            for (int i = 0; i < 500; i++)
+            {
+                calls.add(small.acquire(Descriptor.of("tenant-" + i, longRoute), 1));
+            }
+            for (final CompletableFuture<Decision> call : calls)
+            {
+                assertTrue(call.get().allowed(), "every call answered although 500 of them fill ~210 KB");
+            }
+        }
     }
 
     @Test

@@ -36,12 +36,13 @@ public final class CompiledPolicy
         this.rate = rate;
         this.scope = effectiveScope(source);
         this.windowSeconds = ResultCodec.windowSeconds(rate);
-        this.tenant = bytesOrNull(source.getSelector().getTenant().strip());
-        this.principal = bytesOrNull(source.getSelector().getPrincipal().strip());
-        this.method = bytesOrNull(source.getSelector().getMethod().strip().toUpperCase(Locale.ROOT));
+        // Selectors are trimmed by exactly the rule requests are (ASCII whitespace only).
+        this.tenant = bytesOrNull(DescriptorRules.trim(source.getSelector().getTenant()));
+        this.principal = bytesOrNull(DescriptorRules.trim(source.getSelector().getPrincipal()));
+        this.method = bytesOrNull(DescriptorRules.trim(source.getSelector().getMethod()).toUpperCase(Locale.ROOT));
         this.route = route;
-        this.clientIp = bytesOrNull(source.getSelector().getClientIp().strip().toLowerCase(Locale.ROOT));
-        this.region = bytesOrNull(source.getSelector().getRegion().strip().toLowerCase(Locale.ROOT));
+        this.clientIp = ipOrNull(DescriptorRules.trim(source.getSelector().getClientIp()));
+        this.region = bytesOrNull(DescriptorRules.trim(source.getSelector().getRegion()).toLowerCase(Locale.ROOT));
         // Lexicographic: tenant, principal, route literals, method, client IP, region.
         this.specificity = (tenant != null ? 1L << 40 : 0) |
             (principal != null ? 1L << 39 : 0) |
@@ -62,6 +63,30 @@ public final class CompiledPolicy
         return value.isEmpty() ? null : value.getBytes(StandardCharsets.UTF_8);
     }
 
+    /** The 16-byte form of a validated IP literal, or null when the selector has none. */
+    private static byte[] ipOrNull(final String value)
+    {
+        if (value.isEmpty())
+        {
+            return null;
+        }
+        final byte[] text = value.getBytes(StandardCharsets.UTF_8);
+        final byte[] ip = new byte[IpAddresses.LENGTH];
+        if (!IpAddresses.parse(io.netty.buffer.Unpooled.wrappedBuffer(text), 0, text.length, ip, 0))
+        {
+            throw new IllegalArgumentException("not an IP address: " + value); // validation rejects it first
+        }
+        return ip;
+    }
+
+    private static final ThreadLocal<byte[]> IP_SCRATCH = ThreadLocal.withInitial(() -> new byte[IpAddresses.LENGTH]);
+
+    private static boolean sameIp(final ByteBuf buf, final int offset, final int length, final byte[] expected)
+    {
+        final byte[] ip = IP_SCRATCH.get();
+        return length > 0 && IpAddresses.parse(buf, offset, length, ip, 0) && java.util.Arrays.equals(ip, expected);
+    }
+
     /** Whether every selector field this policy sets matches the descriptor. Allocates nothing. */
     public boolean matches(final DescriptorView d)
     {
@@ -70,7 +95,7 @@ public final class CompiledPolicy
             (principal == null || RouteTemplate.equalBytes(buf, d.offset(DescriptorField.PRINCIPAL), d.length(DescriptorField.PRINCIPAL), principal)) &&
             (method == null || equalsIgnoreAsciiCase(buf, d.offset(DescriptorField.METHOD), d.length(DescriptorField.METHOD), method)) &&
             (route == null || route.matches(buf, d.offset(DescriptorField.ROUTE), d.length(DescriptorField.ROUTE))) &&
-            (clientIp == null || equalsIgnoreAsciiCase(buf, d.offset(DescriptorField.CLIENT_IP), d.length(DescriptorField.CLIENT_IP), clientIp)) &&
+            (clientIp == null || sameIp(buf, d.offset(DescriptorField.CLIENT_IP), d.length(DescriptorField.CLIENT_IP), clientIp)) &&
             (region == null || equalsIgnoreAsciiCase(buf, d.offset(DescriptorField.REGION), d.length(DescriptorField.REGION), region));
     }
 
@@ -159,7 +184,7 @@ public final class CompiledPolicy
     String selectorKey()
     {
         return str(tenant) + '\u0000' + str(principal) + '\u0000' + str(method) + '\u0000' +
-            (route == null ? "" : route.shape()) + '\u0000' + str(clientIp) + '\u0000' + str(region);
+            (route == null ? "" : route.shape()) + '\u0000' + (clientIp == null ? "" : java.util.HexFormat.of().formatHex(clientIp)) + '\u0000' + str(region);
     }
 
     private static String str(final byte[] b)

@@ -14,14 +14,34 @@ import io.netty.buffer.ByteBuf;
  *   keyed case-insensitively (canonical form: upper case).</li>
  *   <li>route: must start with '/'; the query string and fragment are dropped; empty segments
  *   ({@code //}, a trailing '/') are ignored; '.' and '..' segments and spaces are rejected.</li>
- *   <li>clientIp: hex digits, '.', ':' only (an IPv4 or IPv6 literal); canonical form lower case.</li>
+ *   <li>clientIp: an IPv4 or IPv6 literal; keyed by its 16-byte value, so every spelling of one
+ *   address is one key (see {@link IpAddresses}).</li>
  *   <li>region: {@code A-Z a-z 0-9 - _}; canonical form lower case.</li>
  * </ul>
  */
 public final class DescriptorRules
 {
+    /** Validation only needs to know whether an address parses; the bytes go nowhere. */
+    private static final ThreadLocal<byte[]> IP_SCRATCH = ThreadLocal.withInitial(() -> new byte[IpAddresses.LENGTH]);
+
     private DescriptorRules()
     {
+    }
+
+    /** ASCII-whitespace trim of a string, the same rule as {@link #trimStart}/{@link #trimEnd}. */
+    public static String trim(final String value)
+    {
+        int start = 0;
+        int end = value.length();
+        while (start < end && isAsciiSpace((byte)value.charAt(start)) && value.charAt(start) < 0x80)
+        {
+            start++;
+        }
+        while (end > start && isAsciiSpace((byte)value.charAt(end - 1)) && value.charAt(end - 1) < 0x80)
+        {
+            end--;
+        }
+        return value.substring(start, end);
     }
 
     /** Index of the first byte after leading ASCII whitespace in {@code [offset, offset+length)}. */
@@ -66,9 +86,14 @@ public final class DescriptorRules
         switch (field)
         {
             case METHOD:
-            case CLIENT_IP:
             case REGION:
                 return length > field.maxBytes() ? FieldProblem.TOO_LONG : checkChars(buf, offset, length, field);
+            case CLIENT_IP:
+                if (length > field.maxBytes())
+                {
+                    return FieldProblem.TOO_LONG;
+                }
+                return IpAddresses.parse(buf, offset, length, IP_SCRATCH.get(), 0) ? FieldProblem.NONE : FieldProblem.NOT_AN_IP;
             case ROUTE:
                 return checkRoute(buf, offset, length);
             default:

@@ -10,7 +10,8 @@ public enum FieldProblem
     CONTROL_CHARACTER("contains a control character"),
     INVALID_CHARACTER("contains a character this field does not allow"),
     NOT_ABSOLUTE("must start with '/'"),
-    DOT_SEGMENT("must not contain '.' or '..' segments");
+    DOT_SEGMENT("must not contain '.' or '..' segments"),
+    NOT_AN_IP("is not an IPv4 or IPv6 address (e.g. 203.0.113.7 or 2001:db8::1)");
 
     private final String text;
 

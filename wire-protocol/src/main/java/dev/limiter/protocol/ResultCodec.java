@@ -52,7 +52,7 @@ public final class ResultCodec
         final int start = Frame.begin(out, type, correlationId);
         out.writeShort(count);
         out.writeShort(0);
-        out.writerIndex(start + recordsEnd(count));
+        out.writeZero(count * RECORD_LENGTH); // no stale bytes from a pooled buffer, ever
         return start;
     }
 

@@ -142,7 +142,8 @@ class AcquireCodecTest
         assertInvalid("route must start with '/'", AcquireCodec.encodeFields("a", "", "", "r/x", "", ""));
         assertInvalid("route must not contain '.' or '..' segments", AcquireCodec.encodeFields("a", "", "", "/a/../admin", "", ""));
         assertInvalid("method contains a character", AcquireCodec.encodeFields("a", "", "GE T", "/r", "", ""));
-        assertInvalid("clientIp contains a character", AcquireCodec.encodeFields("a", "", "", "/r", "10.0.0.1; DROP", ""));
+        assertInvalid("clientIp is not an IPv4 or IPv6 address", AcquireCodec.encodeFields("a", "", "", "/r", "10.0.0.1; DROP", ""));
+        assertInvalid("clientIp is not an IPv4 or IPv6 address", AcquireCodec.encodeFields("a", "", "", "/r", "abc", ""));
         assertInvalid("region contains a character", AcquireCodec.encodeFields("a", "", "", "/r", "", "eu west"));
     }
 

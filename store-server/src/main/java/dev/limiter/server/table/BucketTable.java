@@ -17,12 +17,16 @@ import java.util.function.IntFunction;
  *
  * <pre>
  * slot (32 bytes): i64 key hash | i64 tokens (units, see TokenBucket) | i64 last update (ns)
- *                  | i32 key offset in the arena | u16 policy ordinal | u16 key length (0 = empty)
+ *                  | i32 key offset in the arena | u16 policy ordinal
+ *                  | u16 key length (bits 0-8; 0 = empty) and arena chunk class (bits 12-14)
  * </pre>
  *
  * A full bucket is the same as an absent one, so full buckets are never stored and idle buckets
  * that have refilled are evicted deterministically (a cursor sweep, driven by inserts) when the
- * table or its key arena runs out of room. Deletion shifts the probe chain back: no tombstones.
+ * table or its key arena runs out of room: an insert into a full table examines up to 1024 slots
+ * from where the last sweep stopped, and every insert into a table over 7/8 full examines 16, so
+ * refilled buckets are cleared steadily rather than all at once. Deletion shifts the probe chain
+ * back: no tombstones.
  */
 public final class BucketTable
 {
@@ -38,8 +42,16 @@ public final class BucketTable
     private static final int KEY_OFFSET_OFFSET = 24;
     private static final int POLICY_OFFSET = 28;
     private static final int KEY_LENGTH_OFFSET = 30;
-    /** Slots examined per eviction sweep before an insert gives up. */
+    /** The key-length field holds the length in its low bits and the key's arena chunk class above. */
+    private static final int KEY_LENGTH_MASK = 0x1FF;
+    private static final int CHUNK_CLASS_SHIFT = 12;
+    /** Slots examined by the sweep of an insert that finds the table full, before it refuses. */
     private static final int SWEEP_SLOTS = 1024;
+    /** Slots examined by every insert once the table is 7/8 full, so full buckets rarely pile up. */
+    private static final int BACKGROUND_SWEEP_SLOTS = 16;
+    private static final int MAX_SLOTS = 1 << 25;
+    /** Most buckets one table can hold (2^25 slots, 1 GiB, at the maximum load factor). */
+    public static final int MAX_BUCKETS = (int)(MAX_SLOTS * MAX_LOAD_FACTOR);
 
     private final UnsafeBuffer slots;
     private final int slotCount;
@@ -64,12 +76,12 @@ public final class BucketTable
         {
             throw new IllegalArgumentException("maxBuckets must be at least 1, was " + maxBuckets);
         }
-        final long wanted = (long)Math.ceil(maxBuckets / MAX_LOAD_FACTOR);
-        if (wanted > (1 << 26))
+        if (maxBuckets > MAX_BUCKETS)
         {
             throw new IllegalArgumentException("maxBuckets " + maxBuckets + " per shard is too many (at most " +
-                (int)((1 << 26) * MAX_LOAD_FACTOR) + "); use more shards");
+                MAX_BUCKETS + "); use more shards");
         }
+        final long wanted = (long)Math.ceil(maxBuckets / MAX_LOAD_FACTOR);
         if (keyArenaBytes < KeyArena.MAX_KEY_LENGTH)
         {
             throw new IllegalArgumentException("keyArenaBytes must be at least " + KeyArena.MAX_KEY_LENGTH + ", was " + keyArenaBytes);
@@ -77,7 +89,7 @@ public final class BucketTable
         this.slotCount = Math.max(16, Integer.highestOneBit((int)wanted - 1) << 1);
         this.mask = slotCount - 1;
         this.maxBuckets = maxBuckets;
-        this.slots = new UnsafeBuffer(BufferUtil.allocateDirectAligned(slotCount * SLOT_LENGTH, 64));
+        this.slots = new UnsafeBuffer(BufferUtil.allocateDirectAligned(Math.toIntExact((long)slotCount * SLOT_LENGTH), 64));
         this.arena = new KeyArena(keyArenaBytes);
         this.rateByPolicy = rateByPolicy;
     }
@@ -151,7 +163,7 @@ public final class BucketTable
         while (true)
         {
             final int base = slot * SLOT_LENGTH;
-            final int length = slots.getShort(base + KEY_LENGTH_OFFSET) & 0xFFFF;
+            final int length = slots.getShort(base + KEY_LENGTH_OFFSET) & KEY_LENGTH_MASK;
             if (length == 0)
             {
                 return -1;
@@ -181,6 +193,10 @@ public final class BucketTable
                 return false;
             }
         }
+        else if (size >= maxBuckets - (maxBuckets >> 3))
+        {
+            sweep(nowNanos, BACKGROUND_SWEEP_SLOTS);
+        }
         int keyAt = arena.store(key, keyOffset, keyLength);
         if (keyAt < 0)
         {
@@ -203,7 +219,7 @@ public final class BucketTable
         slots.putLong(base + LAST_NANOS_OFFSET, stamp);
         slots.putInt(base + KEY_OFFSET_OFFSET, keyAt);
         slots.putShort(base + POLICY_OFFSET, (short)policy);
-        slots.putShort(base + KEY_LENGTH_OFFSET, (short)keyLength);
+        slots.putShort(base + KEY_LENGTH_OFFSET, (short)(keyLength | arena.lastSizeClass() << CHUNK_CLASS_SHIFT));
         size++;
         return true;
     }
@@ -251,7 +267,7 @@ public final class BucketTable
     {
         int hole = slotToDelete;
         final int holeBase = hole * SLOT_LENGTH;
-        arena.free(slots.getInt(holeBase + KEY_OFFSET_OFFSET), slots.getShort(holeBase + KEY_LENGTH_OFFSET) & 0xFFFF);
+        arena.free(slots.getInt(holeBase + KEY_OFFSET_OFFSET), (slots.getShort(holeBase + KEY_LENGTH_OFFSET) & 0xFFFF) >>> CHUNK_CLASS_SHIFT);
         size--;
         int slot = (hole + 1) & mask;
         while (true)

@@ -21,12 +21,17 @@ final class KeyArena
     private final int[] freeHeads = new int[MAX_CHUNK_SHIFT - MIN_CHUNK_SHIFT + 1];
     private int bumpOffset;
     private long bytesInUse;
+    private int lastSizeClass;
 
     KeyArena(final int capacityBytes)
     {
         this.capacity = capacityBytes;
         this.buffer = new UnsafeBuffer(BufferUtil.allocateDirectAligned(align(capacityBytes, 64), 64));
         java.util.Arrays.fill(freeHeads, NONE);
+        if (capacityBytes < MAX_KEY_LENGTH)
+        {
+            throw new IllegalArgumentException("key arena must hold at least one " + MAX_KEY_LENGTH + "-byte key");
+        }
     }
 
     private static int align(final int value, final int alignment)
@@ -45,33 +50,64 @@ final class KeyArena
         return 1 << (sizeClass(length) + MIN_CHUNK_SHIFT);
     }
 
-    /** Copies a key in; returns its offset, or -1 when there is no room. */
+    /**
+     * Copies a key in: a free chunk of its class, else fresh space, else a free chunk of a larger
+     * class (so small keys are never refused while bigger chunks sit free). The class of the
+     * chunk used is left in {@link #lastSizeClass()} for the caller to store.
+     *
+     * @return the key's offset, or -1 when there is no room
+     */
     int store(final DirectBuffer key, final int keyOffset, final int length)
     {
-        final int sizeClass = sizeClass(length);
-        final int chunk = 1 << (sizeClass + MIN_CHUNK_SHIFT);
-        int offset = freeHeads[sizeClass];
-        if (offset != NONE)
+        final int wanted = sizeClass(length);
+        final int offset;
+        final int sizeClass;
+        if (freeHeads[wanted] != NONE)
         {
-            freeHeads[sizeClass] = buffer.getInt(offset);
+            sizeClass = wanted;
+            offset = popFree(sizeClass);
         }
-        else if (bumpOffset + chunk <= capacity)
+        else if (bumpOffset + (1 << (wanted + MIN_CHUNK_SHIFT)) <= capacity)
         {
+            sizeClass = wanted;
             offset = bumpOffset;
-            bumpOffset += chunk;
+            bumpOffset += 1 << (wanted + MIN_CHUNK_SHIFT);
         }
         else
         {
-            return NONE;
+            int larger = wanted + 1;
+            while (larger < freeHeads.length && freeHeads[larger] == NONE)
+            {
+                larger++;
+            }
+            if (larger == freeHeads.length)
+            {
+                return NONE;
+            }
+            sizeClass = larger;
+            offset = popFree(sizeClass);
         }
         buffer.putBytes(offset, key, keyOffset, length);
-        bytesInUse += chunk;
+        bytesInUse += 1 << (sizeClass + MIN_CHUNK_SHIFT);
+        lastSizeClass = sizeClass;
         return offset;
     }
 
-    void free(final int offset, final int length)
+    private int popFree(final int sizeClass)
     {
-        final int sizeClass = sizeClass(length);
+        final int offset = freeHeads[sizeClass];
+        freeHeads[sizeClass] = buffer.getInt(offset);
+        return offset;
+    }
+
+    /** Size class of the chunk the last successful {@link #store} used. */
+    int lastSizeClass()
+    {
+        return lastSizeClass;
+    }
+
+    void free(final int offset, final int sizeClass)
+    {
         buffer.putInt(offset, freeHeads[sizeClass]);
         freeHeads[sizeClass] = offset;
         bytesInUse -= 1 << (sizeClass + MIN_CHUNK_SHIFT);

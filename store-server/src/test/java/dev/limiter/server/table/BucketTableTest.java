@@ -156,10 +156,30 @@ class BucketTableTest
     }
 
     @Test
+    void shouldServeSmallKeysFromLargerFreeChunksWhenTheArenaIsOtherwiseUsedUp()
+    {
+        // Arena of exactly 4 x 64 bytes: fill it with long keys, let them refill, then only short keys arrive.
+        final BucketTable table = new BucketTable(8, 256, ordinal -> tenPerSecondBurstFive);
+        for (int i = 0; i < 4; i++)
+        {
+            assertTrue(acquire(table, "a-long-key-that-needs-a-64-byte-chunk-" + i + "-".repeat(10), tenPerSecondBurstFive, 1, T0));
+        }
+        assertFalse(acquire(table, "short", tenPerSecondBurstFive, 1, T0), "no room yet");
+        assertEquals(ReasonCode.STORE_FULL, decision.reason());
+        for (int i = 0; i < 4; i++)
+        {
+            // Later: the long keys have refilled and are swept; short keys reuse their 64-byte chunks.
+            assertTrue(acquire(table, "s" + i, tenPerSecondBurstFive, 1, T0 + SECOND), "short key " + i);
+        }
+        assertEquals(4, table.size());
+        assertFalse(acquire(table, "s4", tenPerSecondBurstFive, 1, T0 + SECOND), "every chunk is in use again");
+    }
+
+    @Test
     void shouldRejectImpossibleSizes()
     {
         assertThrows(IllegalArgumentException.class, () -> new BucketTable(0, 1024, o -> tenPerSecondBurstFive));
-        assertThrows(IllegalArgumentException.class, () -> new BucketTable(100_000_000, 1024, o -> tenPerSecondBurstFive));
+        assertThrows(IllegalArgumentException.class, () -> new BucketTable(BucketTable.MAX_BUCKETS + 1, 1024, o -> tenPerSecondBurstFive));
         assertThrows(IllegalArgumentException.class, () -> new BucketTable(10, 10, o -> tenPerSecondBurstFive));
     }
 
