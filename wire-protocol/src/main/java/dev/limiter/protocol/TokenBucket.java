@@ -91,19 +91,25 @@ public final class TokenBucket
             {
                 return burstUnits;
             }
-            // Clamp before multiplying: past the time to fill, the answer is the burst.
-            if (elapsed >= ceilDiv(missing, unitsPerNano))
+            // Past the time to fill the answer is the burst; the 128-bit product rules out overflow
+            // without a division on the hot path.
+            final long added = elapsed * unitsPerNano;
+            if (Math.multiplyHigh(elapsed, unitsPerNano) != 0 || added < 0 || added >= missing)
             {
                 return burstUnits;
             }
-            return units + elapsed * unitsPerNano;
+            return units + added;
         }
 
         /** Exact nanoseconds until a bucket holding {@code units} holds {@code targetUnits}; 0 if it already does. */
         public long nanosUntil(final long units, final long targetUnits)
         {
             final long deficit = targetUnits - units;
-            return deficit <= 0 ? 0 : ceilDiv(deficit, unitsPerNano);
+            if (deficit <= 0)
+            {
+                return 0;
+            }
+            return unitsPerNano == 1 ? deficit : ceilDiv(deficit, unitsPerNano); // 1 is the common case
         }
 
         /** Exact nanoseconds until a bucket holding {@code units} is full. */

@@ -22,7 +22,8 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * One token-bucket decision in the off-heap table: hash lookup with full key comparison, refill,
- * charge, store. Time advances 1 us per decision, keys cycle through {@code keys} buckets.
+ * charge, store. Time advances 1 us per decision, keys cycle through {@code keys} buckets. Runs
+ * with the flags {@code ./limiter server} uses (Agrona bounds checks off).
  *
  * <pre>./limiter jmh BucketTableBenchmark -prof gc</pre>
  */
@@ -31,7 +32,7 @@ import java.util.concurrent.TimeUnit;
 @OutputTimeUnit(TimeUnit.NANOSECONDS)
 @Warmup(iterations = 3, time = 1)
 @Measurement(iterations = 5, time = 1)
-@Fork(value = 1, jvmArgsAppend = "--add-exports=java.base/jdk.internal.misc=ALL-UNNAMED")
+@Fork(value = 1, jvmArgsAppend = { "--add-exports=java.base/jdk.internal.misc=ALL-UNNAMED", "-Dagrona.disable.bounds.checks=true" })
 public class BucketTableBenchmark
 {
     @Param({ "10000", "1000000" })

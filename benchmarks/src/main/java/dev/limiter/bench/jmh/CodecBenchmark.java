@@ -33,7 +33,8 @@ import java.util.concurrent.TimeUnit;
 /**
  * Frame encode/decode, per acquire, in batches of {@value #BATCH}: the SDK's encode, the node's
  * decode with validation, normalisation and policy match, the node's result encode, the SDK's
- * result decode. Reported per entry; {@code -prof gc} shows the allocation per entry.
+ * result decode. Reported per entry; {@code -prof gc} shows the allocation per entry. Runs with the
+ * Netty flags {@code ./limiter server} uses.
  *
  * <pre>./limiter jmh CodecBenchmark -prof gc</pre>
  */
@@ -42,7 +43,7 @@ import java.util.concurrent.TimeUnit;
 @OutputTimeUnit(TimeUnit.NANOSECONDS)
 @Warmup(iterations = 3, time = 1)
 @Measurement(iterations = 5, time = 1)
-@Fork(1)
+@Fork(value = 1, jvmArgsAppend = { "-Dio.netty.buffer.checkAccessible=false", "-Dio.netty.buffer.checkBounds=false" })
 public class CodecBenchmark
 {
     static final int BATCH = 64;
