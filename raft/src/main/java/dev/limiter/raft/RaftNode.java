@@ -1,0 +1,268 @@
+package dev.limiter.raft;
+
+import org.apache.ratis.conf.Parameters;
+import org.apache.ratis.conf.RaftProperties;
+import org.apache.ratis.grpc.GrpcConfigKeys;
+import org.apache.ratis.protocol.ClientId;
+import org.apache.ratis.protocol.Message;
+import org.apache.ratis.protocol.RaftClientReply;
+import org.apache.ratis.protocol.RaftClientRequest;
+import org.apache.ratis.protocol.RaftGroup;
+import org.apache.ratis.protocol.RaftGroupId;
+import org.apache.ratis.protocol.RaftPeer;
+import org.apache.ratis.protocol.RaftPeerId;
+import org.apache.ratis.protocol.SetConfigurationRequest;
+import org.apache.ratis.protocol.SnapshotManagementRequest;
+import org.apache.ratis.server.DivisionInfo;
+import org.apache.ratis.server.RaftServer;
+import org.apache.ratis.server.RaftServerConfigKeys;
+import org.apache.ratis.thirdparty.com.google.protobuf.UnsafeByteOperations;
+import org.apache.ratis.util.SizeInBytes;
+import org.apache.ratis.util.TimeDuration;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * One member of a replicated group, on Apache Ratis (gRPC transport). The application submits
+ * payloads on the leader ({@link #submit}); they are stamped with the cluster clock, replicated,
+ * committed on a quorum and applied, in log order, on every member by its
+ * {@link ReplicatedStateMachine}. Snapshots are taken automatically every
+ * {@link RaftNodeConfig#snapshotEveryEntries()} entries, after which the log is purged; a member
+ * that falls behind the purged log receives a snapshot. A restarted member recovers from its
+ * latest snapshot plus its log.
+ */
+public final class RaftNode implements AutoCloseable
+{
+    private final RaftNodeConfig config;
+    private final StampedStateMachine stateMachine;
+    private final RaftGroup group;
+    private final RaftPeerId selfId;
+    private final ClientId clientId = ClientId.randomId();
+    private final AtomicLong callIds = new AtomicLong();
+    private RaftServer server;
+
+    public RaftNode(final RaftNodeConfig config, final ReplicatedStateMachine application)
+    {
+        this.config = config.validate();
+        this.stateMachine = new StampedStateMachine(application, config.nodeId());
+        this.selfId = RaftPeerId.valueOf(config.nodeId());
+        this.group = RaftGroup.valueOf(groupId(config.groupName()), peers(config.peers()));
+    }
+
+    /** The group id every member derives from the group name. */
+    static RaftGroupId groupId(final String groupName)
+    {
+        return RaftGroupId.valueOf(UUID.nameUUIDFromBytes(("limiter-group:" + groupName).getBytes(StandardCharsets.UTF_8)));
+    }
+
+    private static List<RaftPeer> peers(final Map<String, InetSocketAddress> peers)
+    {
+        final List<RaftPeer> list = new ArrayList<>();
+        peers.forEach((id, address) -> list.add(RaftPeer.newBuilder().setId(id)
+            .setAddress(address.getHostString() + ":" + address.getPort()).build()));
+        return list;
+    }
+
+    /** Opens the storage (recovering from it), binds the Raft port and joins the group. */
+    public RaftNode start() throws IOException
+    {
+        final RaftProperties properties = new RaftProperties();
+        RaftServerConfigKeys.setStorageDir(properties, List.of(config.storageDir().toFile()));
+        final InetSocketAddress self = config.peers().get(config.nodeId());
+        GrpcConfigKeys.Server.setHost(properties, self.getHostString());
+        GrpcConfigKeys.Server.setPort(properties, self.getPort());
+        RaftServerConfigKeys.Rpc.setTimeoutMin(properties, millis(config.electionTimeoutMin().toMillis()));
+        RaftServerConfigKeys.Rpc.setTimeoutMax(properties, millis(config.electionTimeoutMax().toMillis()));
+        RaftServerConfigKeys.Rpc.setFirstElectionTimeoutMin(properties, millis(config.electionTimeoutMin().toMillis()));
+        RaftServerConfigKeys.Rpc.setFirstElectionTimeoutMax(properties, millis(config.electionTimeoutMax().toMillis()));
+        RaftServerConfigKeys.Snapshot.setAutoTriggerEnabled(properties, true);
+        RaftServerConfigKeys.Snapshot.setAutoTriggerThreshold(properties, config.snapshotEveryEntries());
+        RaftServerConfigKeys.Snapshot.setRetentionFileNum(properties, 2);
+        RaftServerConfigKeys.Log.setSegmentSizeMax(properties, SizeInBytes.valueOf(config.logSegmentBytes()));
+        RaftServerConfigKeys.Log.setPurgeUptoSnapshotIndex(properties, true);
+        RaftServerConfigKeys.Log.setPurgeGap(properties, 1);
+        server = RaftServer.newBuilder()
+            .setServerId(selfId)
+            .setGroup(group)
+            .setProperties(properties)
+            .setParameters(new Parameters())
+            .setStateMachine(stateMachine)
+            .setOption(storageExists() ? org.apache.ratis.server.storage.RaftStorage.StartupOption.RECOVER :
+                org.apache.ratis.server.storage.RaftStorage.StartupOption.FORMAT)
+            .build();
+        server.start();
+        return this;
+    }
+
+    private boolean storageExists()
+    {
+        final java.io.File dir = config.storageDir().resolve(group.getGroupId().getUuid().toString()).toFile();
+        return dir.isDirectory();
+    }
+
+    private static TimeDuration millis(final long ms)
+    {
+        return TimeDuration.valueOf(ms, TimeUnit.MILLISECONDS);
+    }
+
+    /**
+     * Replicates {@code payload}; completes with the application's reply once the entry is
+     * committed and applied on this node, or exceptionally with {@link NotLeaderException} when
+     * this node is not the leader.
+     */
+    public CompletableFuture<ByteBuffer> submit(final ByteBuffer payload)
+    {
+        final RaftClientRequest request = RaftClientRequest.newBuilder()
+            .setClientId(clientId)
+            .setServerId(selfId)
+            .setGroupId(group.getGroupId())
+            .setCallId(callIds.incrementAndGet())
+            .setMessage(Message.valueOf(UnsafeByteOperations.unsafeWrap(payload.duplicate())))
+            .setType(RaftClientRequest.writeRequestType())
+            .build();
+        try
+        {
+            return server.submitClientRequestAsync(request).thenApply(this::unwrap);
+        }
+        catch (final IOException e)
+        {
+            return CompletableFuture.failedFuture(e);
+        }
+    }
+
+    private ByteBuffer unwrap(final RaftClientReply reply)
+    {
+        if (reply.isSuccess())
+        {
+            return reply.getMessage().getContent().asReadOnlyByteBuffer();
+        }
+        if (reply.getNotLeaderException() != null)
+        {
+            final RaftPeer suggested = reply.getNotLeaderException().getSuggestedLeader();
+            throw new NotLeaderException(config.nodeId(), suggested == null ? null : suggested.getId().toString());
+        }
+        throw new IllegalStateException("entry not committed: " + reply.getException());
+    }
+
+    private DivisionInfo info()
+    {
+        try
+        {
+            return server.getDivision(group.getGroupId()).getInfo();
+        }
+        catch (final IOException e)
+        {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    public String nodeId()
+    {
+        return config.nodeId();
+    }
+
+    /** Whether this node is the leader and has committed an entry of its term (ready to serve). */
+    public boolean isLeader()
+    {
+        final DivisionInfo info = info();
+        return info.isLeader() && info.isLeaderReady();
+    }
+
+    /** The leader this node knows of, or null. */
+    public String leaderId()
+    {
+        final RaftPeerId leader = info().getLeaderId();
+        return leader == null ? null : leader.toString();
+    }
+
+    public long term()
+    {
+        return info().getCurrentTerm();
+    }
+
+    public long lastAppliedIndex()
+    {
+        return info().getLastAppliedIndex();
+    }
+
+    /** Cluster time of the latest applied entry, in nanoseconds (Long.MIN_VALUE before the first). */
+    public long lastAppliedClusterNanos()
+    {
+        return stateMachine.lastAppliedStamp();
+    }
+
+    /** Snapshots this node received from a leader because it had fallen behind the purged log. */
+    public long snapshotsInstalled()
+    {
+        return stateMachine.snapshotsInstalled();
+    }
+
+    public void addLeaderListener(final LeaderListener listener)
+    {
+        stateMachine.addListener(listener);
+    }
+
+    /** Takes a snapshot now (normally automatic); completes with its log index. */
+    public CompletableFuture<Long> snapshot()
+    {
+        return server.snapshotManagementAsync(SnapshotManagementRequest.newCreate(clientId, selfId, group.getGroupId(),
+            callIds.incrementAndGet(), 10_000)).thenApply(reply ->
+        {
+            if (!reply.isSuccess())
+            {
+                throw new IllegalStateException("snapshot failed: " + reply.getException());
+            }
+            return reply.getLogIndex();
+        });
+    }
+
+    /**
+     * Changes the group's members (run on the leader): nodes added catch up from the log or a
+     * snapshot; nodes removed stop taking part.
+     */
+    public CompletableFuture<Void> setMembers(final Map<String, InetSocketAddress> members)
+    {
+        try
+        {
+            return server.setConfigurationAsync(new SetConfigurationRequest(clientId, selfId, group.getGroupId(),
+                callIds.incrementAndGet(), peers(members))).thenApply(reply ->
+            {
+                if (reply.getNotLeaderException() != null)
+                {
+                    final RaftPeer suggested = reply.getNotLeaderException().getSuggestedLeader();
+                    throw new NotLeaderException(config.nodeId(), suggested == null ? null : suggested.getId().toString());
+                }
+                if (!reply.isSuccess())
+                {
+                    throw new IllegalStateException("membership change failed: " + reply.getException());
+                }
+                return null;
+            });
+        }
+        catch (final IOException e)
+        {
+            return CompletableFuture.failedFuture(e);
+        }
+    }
+
+    @Override
+    public void close() throws IOException
+    {
+        if (server != null)
+        {
+            server.close();
+            server = null;
+        }
+    }
+}

@@ -1,0 +1,253 @@
+package dev.limiter.raft;
+
+import org.apache.ratis.proto.RaftProtos.LogEntryProto;
+import org.apache.ratis.protocol.Message;
+import org.apache.ratis.protocol.RaftClientRequest;
+import org.apache.ratis.protocol.RaftGroupId;
+import org.apache.ratis.protocol.RaftGroupMemberId;
+import org.apache.ratis.protocol.RaftPeerId;
+import org.apache.ratis.server.RaftServer;
+import org.apache.ratis.server.protocol.TermIndex;
+import org.apache.ratis.server.raftlog.RaftLog;
+import org.apache.ratis.server.storage.FileInfo;
+import org.apache.ratis.server.storage.RaftStorage;
+import org.apache.ratis.statemachine.TransactionContext;
+import org.apache.ratis.statemachine.impl.BaseStateMachine;
+import org.apache.ratis.statemachine.impl.SimpleStateMachineStorage;
+import org.apache.ratis.statemachine.impl.SingleFileSnapshotInfo;
+import org.apache.ratis.thirdparty.com.google.protobuf.ByteString;
+import org.apache.ratis.thirdparty.com.google.protobuf.UnsafeByteOperations;
+import org.apache.ratis.util.LifeCycle;
+import org.apache.ratis.util.MD5FileUtil;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.BufferedInputStream;
+import java.io.BufferedOutputStream;
+import java.io.DataInputStream;
+import java.io.DataOutputStream;
+import java.io.File;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
+
+/**
+ * Adapts a {@link ReplicatedStateMachine} to Ratis, and owns the cluster clock.
+ *
+ * <p>Entry format: {@code u8 format (1) | i64 cluster nanos | payload}. Only the leader stamps (in
+ * {@link #startTransaction}); every replica applies exactly the stamped bytes and never reads its
+ * own clock. A leader's first stamp in a term continues just after the latest stamp it has seen,
+ * so the time an election took is not credited as elapsed cluster time. Stamps are clamped to be
+ * non-decreasing in log order when applied (old-term entries committed by a new leader may carry
+ * later stamps than its first ones); the clamp depends only on the log, so replicas agree.
+ *
+ * <p>Lifecycle: Ratis's updater asserts PAUSED before reloading a snapshot a follower received,
+ * which {@link BaseStateMachine} never reaches by itself; this class moves through
+ * STARTING/RUNNING on initialise, PAUSING/PAUSED on pause and back on reinitialise.
+ */
+final class StampedStateMachine extends BaseStateMachine
+{
+    private static final Logger LOG = LoggerFactory.getLogger(StampedStateMachine.class);
+    static final byte FORMAT = 1;
+    static final int HEADER = 9;
+
+    private final ReplicatedStateMachine application;
+    private final SimpleStateMachineStorage storage = new SimpleStateMachineStorage();
+    private final List<LeaderListener> listeners = new CopyOnWriteArrayList<>();
+    private final String nodeId;
+    private final java.util.concurrent.atomic.AtomicLong snapshotsInstalled = new java.util.concurrent.atomic.AtomicLong();
+
+    /** Latest stamp applied (after clamping); read by the leader when it starts a term. */
+    private volatile long lastAppliedStamp = Long.MIN_VALUE;
+    /** Leader side, guarded by this: latest stamp issued and the term its clock offset belongs to. */
+    private long lastIssuedStamp = Long.MIN_VALUE;
+    private long clockTerm = -1;
+    private long clockOffset;
+
+    StampedStateMachine(final ReplicatedStateMachine application, final String nodeId)
+    {
+        this.application = application;
+        this.nodeId = nodeId;
+    }
+
+    void addListener(final LeaderListener listener)
+    {
+        listeners.add(listener);
+    }
+
+    long snapshotsInstalled()
+    {
+        return snapshotsInstalled.get();
+    }
+
+    long lastAppliedStamp()
+    {
+        return lastAppliedStamp;
+    }
+
+    @Override
+    public void initialize(final RaftServer server, final RaftGroupId groupId, final RaftStorage raftStorage) throws IOException
+    {
+        getLifeCycle().startAndTransition(() ->
+        {
+            super.initialize(server, groupId, raftStorage);
+            storage.init(raftStorage);
+            loadLatestSnapshot();
+        });
+    }
+
+    @Override
+    public void pause()
+    {
+        getLifeCycle().transition(LifeCycle.State.PAUSING);
+        getLifeCycle().transition(LifeCycle.State.PAUSED);
+    }
+
+    @Override
+    public void reinitialize() throws IOException
+    {
+        // A follower received a snapshot from the leader: load it, then run again.
+        loadLatestSnapshot();
+        snapshotsInstalled.incrementAndGet();
+        getLifeCycle().transition(LifeCycle.State.STARTING);
+        getLifeCycle().transition(LifeCycle.State.RUNNING);
+    }
+
+    @Override
+    public SimpleStateMachineStorage getStateMachineStorage()
+    {
+        return storage;
+    }
+
+    private void loadLatestSnapshot() throws IOException
+    {
+        final SingleFileSnapshotInfo snapshot = storage.loadLatestSnapshot();
+        if (snapshot == null)
+        {
+            return;
+        }
+        final Path file = snapshot.getFile().getPath();
+        if (snapshot.getFile().getFileDigest() != null)
+        {
+            MD5FileUtil.verifySavedMD5(file.toFile(), snapshot.getFile().getFileDigest());
+        }
+        try (DataInputStream in = new DataInputStream(new BufferedInputStream(Files.newInputStream(file))))
+        {
+            final long stamp = in.readLong();
+            application.reset();
+            application.restoreSnapshot(in);
+            lastAppliedStamp = stamp;
+        }
+        updateLastAppliedTermIndex(snapshot.getTermIndex());
+        LOG.info("{}: restored snapshot {} (cluster time {} ns)", nodeId, snapshot.getTermIndex(), lastAppliedStamp);
+    }
+
+    @Override
+    public long takeSnapshot() throws IOException
+    {
+        final TermIndex applied = getLastAppliedTermIndex();
+        if (applied == null || applied.getIndex() < 0)
+        {
+            return RaftLog.INVALID_LOG_INDEX;
+        }
+        final File target = storage.getSnapshotFile(applied.getTerm(), applied.getIndex());
+        final Path temp = target.toPath().resolveSibling(target.getName() + ".tmp");
+        try (OutputStream raw = Files.newOutputStream(temp);
+             DataOutputStream out = new DataOutputStream(new BufferedOutputStream(raw)))
+        {
+            out.writeLong(lastAppliedStamp);
+            application.writeSnapshot(out);
+        }
+        // Written aside and renamed: a crash mid-write never leaves a torn snapshot under a valid name.
+        Files.move(temp, target.toPath(), StandardCopyOption.ATOMIC_MOVE);
+        final FileInfo info = new FileInfo(target.toPath(), MD5FileUtil.computeAndSaveMd5ForFile(target));
+        storage.updateLatestSnapshot(new SingleFileSnapshotInfo(info, applied));
+        return applied.getIndex();
+    }
+
+    @Override
+    public TransactionContext startTransaction(final RaftClientRequest request) throws IOException
+    {
+        final ByteString payload = request.getMessage().getContent();
+        final long stamp = stamp(currentTerm());
+        final byte[] header = new byte[HEADER];
+        ByteBuffer.wrap(header).put(FORMAT).putLong(stamp);
+        return TransactionContext.newBuilder()
+            .setStateMachine(this)
+            .setClientRequest(request)
+            .setLogData(UnsafeByteOperations.unsafeWrap(header).concat(payload))
+            .build();
+    }
+
+    private long currentTerm() throws IOException
+    {
+        return getServer().join().getDivision(getGroupId()).getInfo().getCurrentTerm();
+    }
+
+    /** The leader's cluster clock: monotonic nanos plus an offset chosen at the first stamp of a term. */
+    synchronized long stamp(final long term)
+    {
+        final long now = System.nanoTime();
+        if (term != clockTerm)
+        {
+            // Continue just after the latest time this node knows of: the election gap is not credited.
+            final long latest = Math.max(lastAppliedStamp, lastIssuedStamp);
+            clockOffset = (latest == Long.MIN_VALUE ? 0 : latest + 1) - now;
+            clockTerm = term;
+        }
+        final long stamp = Math.max(now + clockOffset, lastIssuedStamp == Long.MIN_VALUE ? Long.MIN_VALUE : lastIssuedStamp + 1);
+        lastIssuedStamp = stamp;
+        return stamp;
+    }
+
+    @Override
+    public CompletableFuture<Message> applyTransaction(final TransactionContext trx)
+    {
+        final LogEntryProto entry = trx.getLogEntry();
+        final ByteBuffer data = entry.getStateMachineLogEntry().getLogData().asReadOnlyByteBuffer();
+        if (data.remaining() < HEADER || data.get(data.position()) != FORMAT)
+        {
+            // Not ours: refuse loudly rather than guess (this is corruption or a version mismatch).
+            return CompletableFuture.failedFuture(new IllegalStateException(
+                "log entry " + entry.getIndex() + " is not in format " + FORMAT));
+        }
+        final long stamp = Math.max(data.getLong(data.position() + 1), lastAppliedStamp);
+        data.position(data.position() + HEADER);
+        final ByteBuffer reply = application.apply(entry.getIndex(), stamp, data.slice().asReadOnlyBuffer());
+        lastAppliedStamp = stamp;
+        updateLastAppliedTermIndex(entry.getTerm(), entry.getIndex());
+        return CompletableFuture.completedFuture(
+            Message.valueOf(reply == null || !reply.hasRemaining() ? ByteString.EMPTY : ByteString.copyFrom(reply)));
+    }
+
+    @Override
+    public void notifyLeaderChanged(final RaftGroupMemberId groupMemberId, final RaftPeerId newLeaderId)
+    {
+        final String leader = newLeaderId == null ? null : newLeaderId.toString();
+        final boolean self = nodeId.equals(leader);
+        for (final LeaderListener listener : listeners)
+        {
+            try
+            {
+                listener.onLeaderChanged(leader, self);
+            }
+            catch (final RuntimeException e)
+            {
+                LOG.warn("{}: a leader listener failed", nodeId, e);
+            }
+        }
+    }
+
+    /** Reads a snapshot written by {@link #takeSnapshot()} into a fresh application, for tools and tests. */
+    static long readStamp(final InputStream in) throws IOException
+    {
+        return new DataInputStream(in).readLong();
+    }
+}

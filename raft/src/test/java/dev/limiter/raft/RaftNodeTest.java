@@ -1,0 +1,256 @@
+package dev.limiter.raft;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.nio.ByteBuffer;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** Three real Ratis members on loopback, in one JVM, with storage in temp directories. */
+@Timeout(120)
+class RaftNodeTest
+{
+    @TempDir
+    Path dir;
+
+    private final Map<String, InetSocketAddress> peers = new LinkedHashMap<>();
+    private final Map<String, RaftNode> nodes = new LinkedHashMap<>();
+    private final Map<String, RecordingStateMachine> machines = new LinkedHashMap<>();
+    private long snapshotEvery = 10_000;
+
+    @AfterEach
+    void stopAll() throws IOException
+    {
+        for (final RaftNode node : nodes.values())
+        {
+            node.close();
+        }
+    }
+
+    private static int freePort() throws IOException
+    {
+        try (ServerSocket socket = new ServerSocket(0, 1, InetAddress.getLoopbackAddress()))
+        {
+            return socket.getLocalPort();
+        }
+    }
+
+    private void startCluster() throws IOException
+    {
+        for (final String id : List.of("n1", "n2", "n3"))
+        {
+            peers.put(id, new InetSocketAddress("127.0.0.1", freePort()));
+        }
+        for (final String id : peers.keySet())
+        {
+            start(id);
+        }
+    }
+
+    private RaftNode start(final String id) throws IOException
+    {
+        final RecordingStateMachine machine = new RecordingStateMachine();
+        final RaftNode node = new RaftNode(new RaftNodeConfig().nodeId(id).peers(peers).storageDir(dir.resolve(id))
+            .snapshotEveryEntries(snapshotEvery).logSegmentBytes(4096), machine).start();
+        nodes.put(id, node);
+        machines.put(id, machine);
+        return node;
+    }
+
+    private void stop(final String id) throws IOException
+    {
+        nodes.remove(id).close();
+    }
+
+    private static void await(final String what, final Duration timeout, final BooleanSupplier condition) throws InterruptedException
+    {
+        final long end = System.nanoTime() + timeout.toNanos();
+        while (!condition.getAsBoolean())
+        {
+            if (System.nanoTime() > end)
+            {
+                throw new AssertionError("timed out waiting for " + what);
+            }
+            Thread.sleep(10);
+        }
+    }
+
+    private RaftNode leader() throws InterruptedException
+    {
+        final RaftNode[] found = new RaftNode[1];
+        await("a leader", Duration.ofSeconds(15), () ->
+        {
+            for (final RaftNode node : nodes.values())
+            {
+                if (node.isLeader())
+                {
+                    found[0] = node;
+                    return true;
+                }
+            }
+            return false;
+        });
+        return found[0];
+    }
+
+    private static long submit(final RaftNode node, final int value)
+    {
+        return node.submit(ByteBuffer.allocate(4).putInt(0, value)).join().getLong(0);
+    }
+
+    private List<CompletableFuture<ByteBuffer>> submitMany(final RaftNode node, final int from, final int count)
+    {
+        final List<CompletableFuture<ByteBuffer>> futures = new ArrayList<>();
+        for (int i = from; i < from + count; i++)
+        {
+            futures.add(node.submit(ByteBuffer.allocate(4).putInt(0, i)));
+        }
+        return futures;
+    }
+
+    private void awaitConverged(final long entries) throws InterruptedException
+    {
+        await("every member to apply " + entries + " entries", Duration.ofSeconds(30), () ->
+            machines.entrySet().stream().filter(e -> nodes.containsKey(e.getKey()))
+                .allMatch(e -> e.getValue().applied >= entries));
+        final long digest = machines.get(nodes.keySet().iterator().next()).digest;
+        for (final String id : nodes.keySet())
+        {
+            assertEquals(digest, machines.get(id).digest, "digest of " + id);
+        }
+    }
+
+    @Test
+    void everyMemberAppliesTheSameEntriesInTheSameOrderWithNonDecreasingClusterTime() throws Exception
+    {
+        startCluster();
+        final RaftNode leader = leader();
+        submitMany(leader, 0, 300).forEach(CompletableFuture::join);
+        awaitConverged(300);
+        for (final RecordingStateMachine machine : machines.values())
+        {
+            final List<Long> stamps = new ArrayList<>(machine.stamps);
+            for (int i = 1; i < stamps.size(); i++)
+            {
+                assertTrue(stamps.get(i) >= stamps.get(i - 1), "cluster time went backwards at entry " + i);
+            }
+        }
+    }
+
+    @Test
+    void aFollowerRefusesToDecideAndNamesTheLeader() throws Exception
+    {
+        startCluster();
+        final RaftNode leader = leader();
+        submit(leader, 1); // the followers learn who leads
+        final RaftNode follower = nodes.values().stream().filter(n -> n != leader).findFirst().orElseThrow();
+        await("the follower to know the leader", Duration.ofSeconds(10), () -> leader.nodeId().equals(follower.leaderId()));
+        final CompletionException e = assertThrows(CompletionException.class,
+            () -> follower.submit(ByteBuffer.allocate(4)).join());
+        assertTrue(e.getCause() instanceof NotLeaderException, String.valueOf(e.getCause()));
+        assertEquals(leader.nodeId(), ((NotLeaderException)e.getCause()).leaderHint());
+    }
+
+    @Test
+    void aNewLeaderContinuesTheClusterClockWithoutCreditingTheElectionGap() throws Exception
+    {
+        startCluster();
+        final RaftNode first = leader();
+        final long before = submit(first, 1);
+        awaitConverged(1);
+        final long killedAt = System.nanoTime();
+        stop(first.nodeId());
+        final RaftNode second = leader();
+        assertNotEquals(first.nodeId(), second.nodeId());
+        Thread.sleep(500); // more wall time passes before anyone asks
+        final long after = submit(second, 2);
+        final long wallGap = System.nanoTime() - killedAt;
+        assertTrue(after > before, "cluster time moves forward across a failover");
+        assertTrue(after - before < TimeUnit.MILLISECONDS.toNanos(100),
+            "the new leader's clock continues from the last stamp: +" + (after - before) / 1_000_000 + " ms of cluster time for " +
+            wallGap / 1_000_000 + " ms of wall time");
+    }
+
+    @Test
+    void aStoppedFollowerCatchesUpByReplayAndAfterCompactionBySnapshot() throws Exception
+    {
+        snapshotEvery = 50;
+        startCluster();
+        final RaftNode leader = leader();
+        submitMany(leader, 0, 20).forEach(CompletableFuture::join);
+        final String followerId = nodes.keySet().stream().filter(id -> !id.equals(leader.nodeId())).findFirst().orElseThrow();
+
+        // Short absence: the log still holds what it missed.
+        stop(followerId);
+        submitMany(leader, 20, 10).forEach(CompletableFuture::join);
+        RaftNode follower = start(followerId);
+        awaitConverged(30);
+        assertEquals(0, follower.snapshotsInstalled(), "caught up by log replay, not a snapshot");
+
+        // Long absence: the leader snapshots and purges the log past what the follower has.
+        stop(followerId);
+        submitMany(leader, 30, 400).forEach(CompletableFuture::join);
+        assertTrue(leader.snapshot().join() >= 400);
+        follower = start(followerId);
+        final RaftNode rejoined = follower;
+        await("the follower to receive a snapshot", Duration.ofSeconds(30), () -> rejoined.snapshotsInstalled() > 0);
+        awaitConverged(430);
+    }
+
+    @Test
+    void aWholeClusterRestartRecoversTheStateFromDisk() throws Exception
+    {
+        snapshotEvery = 100;
+        startCluster();
+        RaftNode leader = leader();
+        submitMany(leader, 0, 250).forEach(CompletableFuture::join);
+        awaitConverged(250);
+        final long digest = machines.get(leader.nodeId()).digest;
+        final long lastStamp = leader.lastAppliedClusterNanos();
+        for (final String id : new ArrayList<>(nodes.keySet()))
+        {
+            stop(id);
+        }
+        for (final String id : peers.keySet())
+        {
+            start(id);
+        }
+        leader = leader();
+        final RaftNode restarted = leader;
+        await("the restarted leader to re-apply its state", Duration.ofSeconds(30),
+            () -> restarted.lastAppliedClusterNanos() >= lastStamp);
+        final long next = submit(leader, 9999);
+        assertTrue(next > lastStamp, "cluster time after a restart continues after the last stamp");
+        assertTrue(next - lastStamp < TimeUnit.MILLISECONDS.toNanos(100), "and does not credit the downtime");
+        await("every member to apply the new entry", Duration.ofSeconds(30), () ->
+            nodes.values().stream().allMatch(n -> n.lastAppliedClusterNanos() >= next));
+        assertNotNull(leader.leaderId());
+        final long restoredDigest = machines.get(leader.nodeId()).digest;
+        for (final RecordingStateMachine machine : machines.values())
+        {
+            assertEquals(restoredDigest, machine.digest, "replicas agree after a restart");
+        }
+        assertNotEquals(digest, restoredDigest, "the new entry was applied on top of the recovered state");
+    }
+}

@@ -1,0 +1,60 @@
+package dev.limiter.raft;
+
+import java.io.DataInputStream;
+import java.io.DataOutputStream;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+
+/** A test application: a running digest over (index, stamp, payload), plus the stamps it saw. */
+final class RecordingStateMachine implements ReplicatedStateMachine
+{
+    volatile long digest = 17;
+    volatile long applied;
+    final List<Long> stamps = Collections.synchronizedList(new ArrayList<>());
+    volatile int restores;
+
+    @Override
+    public ByteBuffer apply(final long index, final long clusterNanos, final ByteBuffer payload)
+    {
+        long h = digest * 31 + clusterNanos;
+        while (payload.hasRemaining())
+        {
+            h = h * 131 + payload.get();
+        }
+        digest = h;
+        applied++;
+        stamps.add(clusterNanos);
+        return ByteBuffer.allocate(8).putLong(0, clusterNanos);
+    }
+
+    @Override
+    public void writeSnapshot(final OutputStream out) throws IOException
+    {
+        final DataOutputStream data = new DataOutputStream(out);
+        data.writeLong(digest);
+        data.writeLong(applied);
+        data.flush();
+    }
+
+    @Override
+    public void restoreSnapshot(final InputStream in) throws IOException
+    {
+        final DataInputStream data = new DataInputStream(in);
+        digest = data.readLong();
+        applied = data.readLong();
+        restores++;
+    }
+
+    @Override
+    public void reset()
+    {
+        digest = 17;
+        applied = 0;
+        stamps.clear();
+    }
+}
