@@ -51,6 +51,7 @@ final class Connection
     private final EventLoop loop;
     private final int maxBatch;
     private final int maxFrameBytes;
+    private final Rerouter rerouter;
     private final Class<? extends Channel> channelType;
     private final long connectTimeoutMillis;
     private final Queue<PendingCall> queue = PlatformDependent.newMpscQueue();
@@ -135,9 +136,17 @@ final class Connection
         }
     }
 
-    Connection(final InetSocketAddress address, final EventLoop loop, final int maxBatch, final int maxFrameBytes,
-        final long connectTimeoutMillis, final Class<? extends Channel> channelType)
+    /** Where calls go that a node refused because it does not lead. */
+    interface Rerouter
     {
+        /** @param leaderHint the leader's {@code host:port} as the node told it, or "" when unknown */
+        void reroute(Connection from, PendingCall[] calls, String leaderHint);
+    }
+
+    Connection(final InetSocketAddress address, final EventLoop loop, final int maxBatch, final int maxFrameBytes,
+        final long connectTimeoutMillis, final Class<? extends Channel> channelType, final Rerouter rerouter)
+    {
+        this.rerouter = rerouter;
         this.maxFrameBytes = maxFrameBytes;
         this.channelType = channelType;
         this.address = address;
@@ -149,6 +158,17 @@ final class Connection
     InetSocketAddress address()
     {
         return address;
+    }
+
+    /** {@code host:port} as nodes name each other in NOT_LEADER hints. */
+    String hostPort()
+    {
+        return address.getHostString() + ":" + address.getPort();
+    }
+
+    EventLoop loop()
+    {
+        return loop;
     }
 
     /** Cheap enough to ask on every call (a volatile read, no syscall state lookup). */
@@ -397,7 +417,17 @@ final class Connection
         final ErrorCode code = end - body >= 2 ? ErrorCode.ofOrNull(ErrorCodec.code(frame, body)) : null;
         final String message = ErrorCodec.message(frame, body, end);
         final InFlight entry = inFlight.remove(correlationId);
-        if (entry != null)
+        if (entry != null && code == ErrorCode.NOT_LEADER && entry.ping == null)
+        {
+            // Nothing was decided: the calls go to the leader instead, within their deadlines.
+            if (entry.timeout != null)
+            {
+                entry.timeout.cancel(false);
+            }
+            reconnectAttempt = 0;
+            rerouter.reroute(this, entry.calls, message);
+        }
+        else if (entry != null)
         {
             entry.fail(new LimiterRequestException(code, message));
         }

@@ -50,6 +50,8 @@ public final class LimiterClient implements AutoCloseable
     private final Connection[] connections;
     private final long deadlineNanos;
     private final AtomicInteger roundRobin = new AtomicInteger();
+    /** The endpoint believed to lead (from NOT_LEADER hints), or null: calls go there first. */
+    private volatile String preferredEndpoint;
     private volatile boolean closed;
 
     private LimiterClient(final Builder builder)
@@ -64,7 +66,7 @@ public final class LimiterClient implements AutoCloseable
             for (int i = 0; i < builder.connectionsPerEndpoint; i++)
             {
                 list.add(new Connection(endpoint, group.next(), builder.maxBatch, builder.maxFrameBytes, builder.connectTimeout.toMillis(),
-                    epoll ? EpollSocketChannel.class : NioSocketChannel.class));
+                    epoll ? EpollSocketChannel.class : NioSocketChannel.class, this::reroute));
             }
         }
         this.connections = list.toArray(new Connection[0]);
@@ -226,6 +228,18 @@ public final class LimiterClient implements AutoCloseable
     {
         final int n = connections.length;
         final int start = roundRobin.getAndIncrement() & Integer.MAX_VALUE;
+        final String preferred = preferredEndpoint;
+        if (preferred != null)
+        {
+            for (int i = 0; i < n; i++)
+            {
+                final Connection c = connections[(start + i) % n];
+                if (c.isActive() && c.hostPort().equals(preferred))
+                {
+                    return c;
+                }
+            }
+        }
         for (int i = 0; i < n; i++)
         {
             final Connection c = connections[(start + i) % n];
@@ -235,6 +249,60 @@ public final class LimiterClient implements AutoCloseable
             }
         }
         return null;
+    }
+
+    /**
+     * A node refused calls because it does not lead: send them to the leader it named, or, during
+     * an election, to another node shortly after. Calls keep their deadlines.
+     */
+    private void reroute(final Connection from, final PendingCall[] calls, final String leaderHint)
+    {
+        final boolean known = leaderHint != null && !leaderHint.isEmpty() && !leaderHint.equals(from.hostPort());
+        if (known)
+        {
+            preferredEndpoint = leaderHint;
+        }
+        else if (from.hostPort().equals(preferredEndpoint))
+        {
+            preferredEndpoint = null;
+        }
+        for (final PendingCall call : calls)
+        {
+            if (call.isDone())
+            {
+                continue;
+            }
+            if (known)
+            {
+                resubmit(call);
+            }
+            else
+            {
+                // No leader yet: try again a little later (jittered), on any node.
+                final long delay = 5_000_000L + java.util.concurrent.ThreadLocalRandom.current().nextLong(20_000_000L);
+                from.loop().schedule(() -> resubmit(call), delay, TimeUnit.NANOSECONDS);
+            }
+        }
+    }
+
+    private void resubmit(final PendingCall call)
+    {
+        if (call.isDone())
+        {
+            return;
+        }
+        if (call.deadlineNanos - System.nanoTime() <= 0)
+        {
+            call.completeExceptionally(new LimiterTimeoutException("no leader answered within the call's deadline"));
+            return;
+        }
+        final Connection connection = closed ? null : pick();
+        if (connection == null)
+        {
+            call.completeExceptionally(new LimiterUnavailableException("no open connection to any limiter node " + endpoints()));
+            return;
+        }
+        connection.submit(call);
     }
 
     private String endpoints()

@@ -196,6 +196,15 @@ public final class RaftNode implements AutoCloseable
         return info().getLastAppliedIndex();
     }
 
+    /**
+     * The leader's cluster clock, for deciding now: non-decreasing, continuing just after the
+     * latest stamp this node knows when its term began. Only meaningful on the leader.
+     */
+    public long leaderClockNanos()
+    {
+        return stateMachine.stamp(term());
+    }
+
     /** Cluster time of the latest applied entry, in nanoseconds (Long.MIN_VALUE before the first). */
     public long lastAppliedClusterNanos()
     {

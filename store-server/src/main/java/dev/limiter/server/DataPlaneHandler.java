@@ -40,6 +40,8 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
     private final List<Shard> shards;
     private final ServerMetrics metrics;
     private final FastThreadLocal<LoopState> loopState;
+    /** Cluster mode only (else null): who may decide, and where the leader is. */
+    private final dev.limiter.server.cluster.Replication replication;
     /** Frames of this connection being decided; above the cap, reading pauses (event loop only). */
     private int framesInFlight;
     private boolean pausedForFrames;
@@ -61,8 +63,10 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
         final Supplier<PolicySetIndex> policies,
         final List<Shard> shards,
         final ServerMetrics metrics,
-        final FastThreadLocal<LoopState> loopState)
+        final FastThreadLocal<LoopState> loopState,
+        final dev.limiter.server.cluster.Replication replication)
     {
+        this.replication = replication;
         this.policies = policies;
         this.shards = shards;
         this.metrics = metrics;
@@ -131,6 +135,11 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
         if (malformed != null)
         {
             error(ctx, correlationId, decoder.errorCode(), malformed);
+            return;
+        }
+        if (replication != null && !replication.canDecide())
+        {
+            notLeader(ctx, correlationId); // a follower never decides: send the caller to the leader
             return;
         }
         final PolicySetIndex index = policies.get();
@@ -202,6 +211,14 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
                 return;
             }
         }
+    }
+
+    /** Answers NOT_LEADER with the leader's data address (empty while there is none). */
+    void notLeader(final ChannelHandlerContext ctx, final long correlationId)
+    {
+        final ByteBuf out = ctx.alloc().buffer(64);
+        ErrorCodec.encode(out, correlationId, ErrorCode.NOT_LEADER, replication == null ? "" : replication.leaderAddress());
+        ctx.writeAndFlush(out, ctx.voidPromise());
     }
 
     /** The frame's answer was written (or dropped); called on this connection's event loop. */

@@ -43,6 +43,8 @@ final class FrameWork implements Runnable
     long startNanos;
     /** Set by a shard that could not decide its entries: the frame is then answered with an ERROR. */
     volatile boolean failed;
+    /** Set when this node may not decide (cluster mode): the frame is answered with NOT_LEADER. */
+    volatile boolean notLeader;
 
     private final Pool pool;
     private final ServerMetrics metrics;
@@ -62,6 +64,7 @@ final class FrameWork implements Runnable
         this.connection = connection;
         this.correlationId = correlationId;
         this.failed = false;
+        this.notLeader = false;
         this.policies = policies;
         this.count = 0;
         this.keyCursor = 0;
@@ -141,7 +144,12 @@ final class FrameWork implements Runnable
     {
         try
         {
-            if (failed)
+            if (notLeader && !failed)
+            {
+                response.release();
+                connection.notLeader(ctx, correlationId);
+            }
+            else if (failed)
             {
                 // Never send records a shard did not fill: the caller must not read them as answers.
                 response.release();

@@ -26,6 +26,9 @@ public final class ServerConfig
     /** Average 32 bytes of key per bucket. */
     public static final int DEFAULT_KEY_ARENA_BYTES_PER_SHARD = DEFAULT_MAX_BUCKETS_PER_SHARD * 32;
 
+    /** A member's Raft port is its data port plus this. */
+    public static final int DEFAULT_RAFT_PORT_OFFSET = 100;
+
     private String host = DEFAULT_HOST;
     private int port = DEFAULT_PORT;
     private int adminPort = DEFAULT_ADMIN_PORT;
@@ -37,6 +40,10 @@ public final class ServerConfig
     private int maxFrameBytes = Frame.DEFAULT_MAX_FRAME_BYTES;
     private boolean preferEpoll = true;
     private boolean shardThreads;
+    private String nodeId;
+    private final java.util.Map<String, java.net.InetSocketAddress> peers = new java.util.LinkedHashMap<>();
+    private int raftPortOffset = DEFAULT_RAFT_PORT_OFFSET;
+    private Path dataDir;
 
     /** Checks every setting; throws naming the setting, its value and the accepted range. */
     public ServerConfig validate()
@@ -52,6 +59,22 @@ public final class ServerConfig
             "key arena bytes per shard must be at least " + BucketTable.MAX_KEY_LENGTH + ", was " + keyArenaBytesPerShard);
         require(maxFrameBytes >= 1024 && maxFrameBytes <= 64 << 20,
             "max frame bytes must be 1024 to 64 MiB, was " + maxFrameBytes);
+        if (clustered())
+        {
+            require(nodeId != null && peers.containsKey(nodeId),
+                "--node-id must be one of the ids in --peers (" + peers.keySet() + "), was " + nodeId);
+            require(!shardThreads, "--shard-threads is not supported in a cluster: shards live on the event loops");
+            require(raftPortOffset > 0 && raftPortOffset < 10000, "raft port offset must be 1 to 9999, was " + raftPortOffset);
+            for (final java.util.Map.Entry<String, java.net.InetSocketAddress> peer : peers.entrySet())
+            {
+                require(peer.getValue().getPort() + raftPortOffset <= 65535,
+                    "peer " + peer.getKey() + ": port " + peer.getValue().getPort() + " + raft offset " + raftPortOffset + " exceeds 65535");
+            }
+        }
+        else
+        {
+            require(nodeId == null, "--node-id needs --peers (the members of the cluster, this node included)");
+        }
         return this;
     }
 
@@ -162,6 +185,59 @@ public final class ServerConfig
     public ServerConfig maxFrameBytes(final int maxFrameBytes)
     {
         this.maxFrameBytes = maxFrameBytes;
+        return this;
+    }
+
+    /** Whether this node is a member of a replicated cluster (peers given). */
+    public boolean clustered()
+    {
+        return !peers.isEmpty();
+    }
+
+    public String nodeId()
+    {
+        return nodeId;
+    }
+
+    public ServerConfig nodeId(final String nodeId)
+    {
+        this.nodeId = nodeId;
+        return this;
+    }
+
+    /** Every member's data-plane address by node id, this node included. */
+    public java.util.Map<String, java.net.InetSocketAddress> peers()
+    {
+        return peers;
+    }
+
+    public ServerConfig peers(final java.util.Map<String, java.net.InetSocketAddress> peers)
+    {
+        this.peers.clear();
+        this.peers.putAll(peers);
+        return this;
+    }
+
+    public int raftPortOffset()
+    {
+        return raftPortOffset;
+    }
+
+    public ServerConfig raftPortOffset(final int offset)
+    {
+        this.raftPortOffset = offset;
+        return this;
+    }
+
+    /** Where the Raft log and snapshots live (default {@code data/<node id>}). */
+    public Path dataDir()
+    {
+        return dataDir != null ? dataDir : Path.of("data", nodeId == null ? "node" : nodeId);
+    }
+
+    public ServerConfig dataDir(final Path dataDir)
+    {
+        this.dataDir = dataDir;
         return this;
     }
 

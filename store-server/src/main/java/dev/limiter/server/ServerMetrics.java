@@ -69,6 +69,48 @@ public final class ServerMetrics
         Gauge.builder("limiter.policy.set.version", policies, PolicySetIndex::version).register(registry);
     }
 
+    private Timer commitLatency;
+    private io.micrometer.core.instrument.DistributionSummary decisionsPerEntry;
+
+    /** Cluster mode: replication meters. */
+    void bindReplication(final dev.limiter.server.cluster.Replication replication)
+    {
+        commitLatency = Timer.builder("limiter.replication.commit.latency")
+            .description("From handing a batch of decisions to the log to its commit and apply on the leader")
+            .publishPercentiles(0.5, 0.95, 0.99).distributionStatisticExpiry(Duration.ofMinutes(1)).register(registry);
+        decisionsPerEntry = io.micrometer.core.instrument.DistributionSummary.builder("limiter.replication.decisions.per.entry")
+            .description("Decisions carried by one log entry (group commit)").register(registry);
+        Gauge.builder("limiter.raft.term", replication, r -> safe(() -> r.node().term())).register(registry);
+        Gauge.builder("limiter.raft.leader", replication, r -> r.isLeader() ? 1 : 0)
+            .description("1 while this node leads").register(registry);
+        Gauge.builder("limiter.raft.applied.index", replication, r -> safe(() -> r.node().lastAppliedIndex())).register(registry);
+        FunctionCounter.builder("limiter.raft.leader.changes", replication, r -> r.leaderChanges()).register(registry);
+        FunctionCounter.builder("limiter.raft.snapshots.installed", replication, r -> r.node().snapshotsInstalled()).register(registry);
+        FunctionCounter.builder("limiter.replication.decisions.applied", replication, r -> r.buckets().appliedDecisions())
+            .description("Decisions applied from the log on this replica").register(registry);
+    }
+
+    private static double safe(final java.util.function.LongSupplier value)
+    {
+        try
+        {
+            return value.getAsLong();
+        }
+        catch (final RuntimeException e)
+        {
+            return Double.NaN;
+        }
+    }
+
+    void recordCommit(final int decisions, final long nanos)
+    {
+        if (commitLatency != null)
+        {
+            commitLatency.record(nanos, TimeUnit.NANOSECONDS);
+            decisionsPerEntry.record(decisions);
+        }
+    }
+
     void recordFrameLatency(final long nanos)
     {
         frameLatency.record(nanos, TimeUnit.NANOSECONDS);

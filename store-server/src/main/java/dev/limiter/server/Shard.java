@@ -24,7 +24,7 @@ import java.util.function.Supplier;
  * with cores to spare). Either way it decides every entry of a frame that belongs to it, writes
  * the result records in place, and completes the frame when it is the last shard to finish.
  */
-final class Shard
+final class Shard implements dev.limiter.server.cluster.Replication.DecidingShard
 {
     private static final Logger LOG = LoggerFactory.getLogger(Shard.class);
     private static final int QUEUE_CAPACITY = 4096;
@@ -43,6 +43,10 @@ final class Shard
     private final Thread thread;
     private volatile boolean running = true;
     private volatile boolean sleeping;
+
+    /** Cluster mode only: the replication state and this shard's group commit. */
+    private dev.limiter.server.cluster.Replication replication;
+    private ShardLog log;
 
     /** Decisions by policy ordinal, allowed and denied; written only by the owner thread. */
     private final AtomicLongArray allowedByPolicy;
@@ -74,6 +78,30 @@ final class Shard
             this.queue = null;
             this.thread = null;
         }
+    }
+
+    /** Cluster mode: decide only as the ready leader, record every decision for the log. */
+    void replicate(final dev.limiter.server.cluster.Replication replication, final ServerMetrics metrics)
+    {
+        if (loop == null)
+        {
+            throw new IllegalStateException("cluster mode needs shards on event loops (drop --shard-threads)");
+        }
+        this.replication = replication;
+        this.log = new ShardLog(id, loop, replication, metrics);
+    }
+
+    @Override
+    public java.util.concurrent.Executor owner()
+    {
+        return loop;
+    }
+
+    @Override
+    public void resyncFrom(final BucketTable committed)
+    {
+        table.copyFrom(committed);
+        log.dropPending();
     }
 
     /**
@@ -157,9 +185,16 @@ final class Shard
     /** Decides this shard's entries of a frame. Runs on the owner thread only. */
     void process(final FrameWork work)
     {
+        boolean strict = false;
         try
         {
-            final long now = clock.nanoTime();
+            if (replication != null && !replication.canDecide())
+            {
+                work.notLeader = true;
+                work.shardDone();
+                return;
+            }
+            final long now = replication != null ? replication.clusterNanos() : clock.nanoTime();
             for (int i = 0; i < work.count; i++)
             {
                 if (work.shard[i] != id)
@@ -169,6 +204,11 @@ final class Shard
                 final CompiledPolicy policy = work.policy[i];
                 table.acquire(work.keys, work.keyOffset[i], work.keyLength[i], work.keyHash[i], policy.ordinal(),
                     policy.rate(), work.cost[i], now, decision);
+                if (log != null)
+                {
+                    log.append(work.keys, work.keyOffset[i], work.keyLength[i], policy.ordinal(), work.cost[i], now);
+                    strict |= policy.strict();
+                }
                 ResultCodec.putRecord(work.response, ResultCodec.recordOffset(work.frameStart, i), decision.allowed(),
                     decision.reason(), policy.ordinal(), decision.remainingTokens(), policy.rate().burstTokens(),
                     decision.retryAfterNanos(), decision.resetAfterNanos(), policy.version(), policy.windowSeconds());
@@ -183,6 +223,16 @@ final class Shard
         {
             work.failed = true;
             LOG.error("shard {} failed on a frame; the frame is answered with an ERROR", id, e);
+        }
+        if (log != null)
+        {
+            if (strict && !work.failed)
+            {
+                log.completeAfterCommit(work); // STRICT: answer only once the decisions are committed
+                log.scheduleFlush();
+                return;
+            }
+            log.scheduleFlush();
         }
         work.shardDone();
     }
@@ -205,7 +255,8 @@ final class Shard
         }
     }
 
-    int id()
+    @Override
+    public int id()
     {
         return id;
     }

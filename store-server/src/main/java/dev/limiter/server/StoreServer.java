@@ -2,6 +2,11 @@ package dev.limiter.server;
 
 import dev.limiter.protocol.PolicySetIndex;
 import dev.limiter.protocol.PolicyValidationException;
+import dev.limiter.raft.RaftNode;
+import dev.limiter.raft.RaftNodeConfig;
+import dev.limiter.server.cluster.ReplicatedBuckets;
+import dev.limiter.server.cluster.Replication;
+import dev.limiter.server.table.BucketTable;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelInitializer;
@@ -27,11 +32,14 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -52,6 +60,7 @@ public final class StoreServer implements AutoCloseable
     private EventLoopGroup workerGroup;
     private Channel dataChannel;
     private AdminServer admin;
+    private Replication replication;
     private boolean epoll;
     private volatile boolean closed;
 
@@ -105,6 +114,10 @@ public final class StoreServer implements AutoCloseable
             shards.add(new Shard(i, config, clock, () -> policies, config.shardThreads() ? null : loops.get(i % loops.size())));
         }
         metrics.bind(policies, shards, connections::size);
+        if (config.clustered())
+        {
+            startReplication();
+        }
         final FastThreadLocal<DataPlaneHandler.LoopState> loopState = new FastThreadLocal<>()
         {
             @Override
@@ -128,7 +141,7 @@ public final class StoreServer implements AutoCloseable
                     ch.pipeline()
                         .addLast("flush", new FlushConsolidationHandler(256, true))
                         .addLast("frames", new FrameDecoder(config.maxFrameBytes()))
-                        .addLast("data-plane", new DataPlaneHandler(() -> policies, shards, metrics, loopState));
+                        .addLast("data-plane", new DataPlaneHandler(() -> policies, shards, metrics, loopState, replication));
                 }
             });
         dataChannel = bootstrap.bind(new InetSocketAddress(config.host(), config.port())).sync().channel();
@@ -142,6 +155,43 @@ public final class StoreServer implements AutoCloseable
             config.ioThreads(), policies.size(),
             admin == null ? "off" : config.host() + ":" + admin.port());
         return this;
+    }
+
+    private void startReplication()
+    {
+        final BucketTable[] committed = new BucketTable[shards.size()];
+        for (int i = 0; i < committed.length; i++)
+        {
+            committed[i] = new BucketTable(config.maxBucketsPerShard(), config.keyArenaBytesPerShard(),
+                ordinal -> policies.policy(ordinal).rate());
+        }
+        final ReplicatedBuckets buckets = new ReplicatedBuckets(committed, () -> policies, config.nodeId());
+        final Map<String, InetSocketAddress> raftAddresses = new LinkedHashMap<>();
+        config.peers().forEach((id, address) -> raftAddresses.put(id,
+            new InetSocketAddress(address.getHostString(), address.getPort() + config.raftPortOffset())));
+        final RaftNode node = new RaftNode(new RaftNodeConfig()
+            .nodeId(config.nodeId())
+            .peers(raftAddresses)
+            .storageDir(config.dataDir().resolve("raft"))
+            .groupName("buckets"), buckets);
+        replication = new Replication(node, buckets, config.peers());
+        shards.forEach(shard -> shard.replicate(replication, metrics));
+        replication.shards(shards);
+        metrics.bindReplication(replication);
+        try
+        {
+            replication.start();
+        }
+        catch (final IOException e)
+        {
+            throw new UncheckedIOException("cannot start replication in " + config.dataDir() + ": " + e.getMessage(), e);
+        }
+    }
+
+    /** Cluster mode: the replication state, or null on a single node. */
+    public Replication replication()
+    {
+        return replication;
     }
 
     /** The bound data-plane port. */
@@ -210,6 +260,17 @@ public final class StoreServer implements AutoCloseable
             bossGroup.shutdownGracefully(0, 2, TimeUnit.SECONDS).syncUninterruptibly();
         }
         shards.forEach(Shard::stop);
+        if (replication != null)
+        {
+            try
+            {
+                replication.close();
+            }
+            catch (final IOException e)
+            {
+                LOG.warn("closing replication: {}", e.toString());
+            }
+        }
         LOG.info("limiter store stopped");
     }
 }

@@ -27,6 +27,7 @@ public final class CompiledPolicy
     private final byte[] region;
     private final long specificity;
     private final long windowSeconds;
+    private final boolean strict;
 
     CompiledPolicy(final Policy source, final int ordinal, final TokenBucket.Rate rate, final RouteTemplate route)
     {
@@ -36,6 +37,7 @@ public final class CompiledPolicy
         this.rate = rate;
         this.scope = effectiveScope(source);
         this.windowSeconds = ResultCodec.windowSeconds(rate);
+        this.strict = source.getConsistency() == dev.limiter.protocol.policy.Consistency.STRICT;
         // Selectors are trimmed by exactly the rule requests are (ASCII whitespace only).
         this.tenant = bytesOrNull(DescriptorRules.trim(source.getSelector().getTenant()));
         this.principal = bytesOrNull(DescriptorRules.trim(source.getSelector().getPrincipal()));
@@ -151,6 +153,12 @@ public final class CompiledPolicy
     public Scope scope()
     {
         return scope;
+    }
+
+    /** Whether decisions under this policy are answered only after quorum commit. */
+    public boolean strict()
+    {
+        return strict;
     }
 
     public boolean shadow()

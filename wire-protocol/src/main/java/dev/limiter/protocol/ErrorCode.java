@@ -20,7 +20,12 @@ public enum ErrorCode
     /** The node could not take the request now; retry after a short backoff. */
     OVERLOADED(8),
     /** A bug on the node; the message says what happened. */
-    INTERNAL(9);
+    INTERNAL(9),
+    /**
+     * This node does not lead the cluster now; the message is the leader's data address
+     * ({@code host:port}), or empty while an election is under way. Nothing was decided.
+     */
+    NOT_LEADER(10);
 
     private final int code;
 

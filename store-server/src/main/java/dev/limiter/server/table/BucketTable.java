@@ -328,6 +328,87 @@ public final class BucketTable
         return storeFullRejections;
     }
 
+    /**
+     * Makes this table an exact copy of {@code other}, which must have the same sizes: slot for slot,
+     * so that both evolve identically from here on.
+     */
+    public void copyFrom(final BucketTable other)
+    {
+        if (other.slotCount != slotCount || other.maxBuckets != maxBuckets)
+        {
+            throw new IllegalArgumentException("tables differ in size");
+        }
+        slots.putBytes(0, other.slots, 0, slotCount * SLOT_LENGTH);
+        arena.copyFrom(other.arena);
+        size = other.size;
+        sweepCursor = other.sweepCursor;
+        evictions = other.evictions;
+        storeFullRejections = other.storeFullRejections;
+    }
+
+    /** Forgets every bucket. */
+    public void clear()
+    {
+        slots.setMemory(0, slotCount * SLOT_LENGTH, (byte)0);
+        arena.clear();
+        size = 0;
+        sweepCursor = 0;
+    }
+
+    /** Receives buckets from {@link #forEach}. */
+    @FunctionalInterface
+    public interface BucketVisitor
+    {
+        void visit(DirectBuffer keyBuffer, int keyOffset, int keyLength, int policy, long tokensUnits, long lastNanos);
+    }
+
+    /** Visits every stored bucket in slot order (deterministic: equal tables visit equally). */
+    public void forEach(final BucketVisitor visitor)
+    {
+        for (int slot = 0; slot < slotCount; slot++)
+        {
+            final int base = slot * SLOT_LENGTH;
+            final int length = slots.getShort(base + KEY_LENGTH_OFFSET) & KEY_LENGTH_MASK;
+            if (length != 0)
+            {
+                visitor.visit(arena.buffer(), slots.getInt(base + KEY_OFFSET_OFFSET), length,
+                    slots.getShort(base + POLICY_OFFSET) & 0xFFFF, slots.getLong(base + TOKENS_OFFSET),
+                    slots.getLong(base + LAST_NANOS_OFFSET));
+            }
+        }
+    }
+
+    /**
+     * Stores a bucket as given (restoring a snapshot).
+     *
+     * @return false when there is no room
+     */
+    public boolean restore(final DirectBuffer key, final int keyOffset, final int keyLength, final int policy,
+        final long tokensUnits, final long lastNanos)
+    {
+        final long hash = KeyHash.hash(key, keyOffset, keyLength);
+        final int slot = find(key, keyOffset, keyLength, hash);
+        if (slot >= 0)
+        {
+            slots.putLong(slot * SLOT_LENGTH + TOKENS_OFFSET, tokensUnits);
+            slots.putLong(slot * SLOT_LENGTH + LAST_NANOS_OFFSET, lastNanos);
+            return true;
+        }
+        return insert(key, keyOffset, keyLength, hash, policy, tokensUnits, lastNanos, Long.MIN_VALUE);
+    }
+
+    /**
+     * A digest of the content (keys, policies, tokens, times), independent of slot layout: equal on
+     * two replicas that hold the same buckets.
+     */
+    public long digest()
+    {
+        final long[] sum = new long[1];
+        forEach((keyBuffer, keyOffset, keyLength, policy, tokens, last) ->
+            sum[0] += KeyHash.mix(KeyHash.hash(keyBuffer, keyOffset, keyLength) ^ KeyHash.mix(tokens * 31 + last) ^ policy));
+        return sum[0];
+    }
+
     /** Tokens (units) of the bucket for a key as stored, or -1 when absent (a full bucket). For tests and tools. */
     public long storedUnits(final DirectBuffer key, final int keyOffset, final int keyLength)
     {

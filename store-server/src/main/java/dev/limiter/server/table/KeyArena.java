@@ -138,6 +138,28 @@ final class KeyArena
         return buffer;
     }
 
+    /** Makes this arena an exact copy of {@code other} (same capacity): chunks, free lists, counters. */
+    void copyFrom(final KeyArena other)
+    {
+        if (other.capacity != capacity)
+        {
+            throw new IllegalArgumentException("arena capacities differ: " + other.capacity + " vs " + capacity);
+        }
+        buffer.putBytes(0, other.buffer, 0, Math.max(other.bumpOffset, bumpOffset));
+        System.arraycopy(other.freeHeads, 0, freeHeads, 0, freeHeads.length);
+        bumpOffset = other.bumpOffset;
+        bytesInUse = other.bytesInUse;
+        lastSizeClass = other.lastSizeClass;
+    }
+
+    /** Forgets every key. */
+    void clear()
+    {
+        java.util.Arrays.fill(freeHeads, NONE);
+        bumpOffset = 0;
+        bytesInUse = 0;
+    }
+
     long bytesInUse()
     {
         return bytesInUse;

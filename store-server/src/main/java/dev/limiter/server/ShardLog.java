@@ -1,0 +1,147 @@
+package dev.limiter.server;
+
+import dev.limiter.server.cluster.Replication;
+import io.netty.channel.EventLoop;
+import org.agrona.DirectBuffer;
+
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Group commit for one shard: the decisions its leader makes are appended here and travel to the
+ * log as one entry per batch. A batch is sent as soon as fewer than {@value #MAX_IN_FLIGHT} are in
+ * flight, so under load decisions pile up while the previous entries commit and the batch size
+ * follows the commit latency; a batch is also cut at {@value #MAX_BATCH_BYTES} bytes. Frames that
+ * hold STRICT decisions wait for the commit of their batch. Owned by the shard's event loop.
+ */
+final class ShardLog
+{
+    static final int MAX_IN_FLIGHT = 2;
+    static final int MAX_BATCH_BYTES = 512 * 1024;
+    private static final int HEADER = 7;
+
+    private final int shard;
+    private final EventLoop loop;
+    private final Replication replication;
+    private final ServerMetrics metrics;
+    private final Runnable flushTask = this::flush;
+    private byte[] buffer = new byte[64 * 1024];
+    private ByteBuffer view = ByteBuffer.wrap(buffer);
+    private int position = HEADER;
+    private int count;
+    private List<FrameWork> waiters = new ArrayList<>();
+    private int inFlight;
+    private boolean flushScheduled;
+    /** Bumped on every resync: completions of batches from before it are not this term's business. */
+    private long epoch;
+
+    ShardLog(final int shard, final EventLoop loop, final Replication replication, final ServerMetrics metrics)
+    {
+        this.shard = shard;
+        this.loop = loop;
+        this.replication = replication;
+        this.metrics = metrics;
+    }
+
+    /** Records one decision: key, policy, cost and the cluster time it was made at. */
+    void append(final DirectBuffer key, final int keyOffset, final int keyLength, final int policy, final int cost, final long time)
+    {
+        final int needed = 16 + keyLength;
+        if (position + needed > buffer.length)
+        {
+            buffer = java.util.Arrays.copyOf(buffer, Math.max(buffer.length * 2, position + needed));
+            view = ByteBuffer.wrap(buffer);
+        }
+        view.putShort(position, (short)policy);
+        view.putInt(position + 2, cost);
+        view.putLong(position + 6, time);
+        view.putShort(position + 14, (short)keyLength);
+        key.getBytes(keyOffset, buffer, position + 16, keyLength);
+        position += needed;
+        count++;
+        if (position >= MAX_BATCH_BYTES)
+        {
+            flush();
+        }
+    }
+
+    /** The frame completes for this shard when the batch holding its decisions commits. */
+    void completeAfterCommit(final FrameWork work)
+    {
+        waiters.add(work);
+    }
+
+    /** Sends the batch soon (after the frames of this event-loop turn have added to it). */
+    void scheduleFlush()
+    {
+        if (!flushScheduled && count > 0)
+        {
+            flushScheduled = true;
+            loop.execute(flushTask);
+        }
+    }
+
+    private void flush()
+    {
+        flushScheduled = false;
+        if (count == 0 || inFlight >= MAX_IN_FLIGHT)
+        {
+            return; // a commit completing will send it
+        }
+        view.put(0, dev.limiter.server.cluster.ReplicatedBuckets.DECISIONS);
+        view.putShort(1, (short)shard);
+        view.putInt(3, count);
+        final ByteBuffer entry = ByteBuffer.wrap(java.util.Arrays.copyOf(buffer, position));
+        final List<FrameWork> batchWaiters = waiters;
+        final int decisions = count;
+        final long batchEpoch = epoch;
+        final long start = System.nanoTime();
+        waiters = new ArrayList<>();
+        position = HEADER;
+        count = 0;
+        inFlight++;
+        replication.append(entry).whenComplete((reply, failure) -> loop.execute(() ->
+        {
+            inFlight--;
+            if (failure == null)
+            {
+                metrics.recordCommit(decisions, System.nanoTime() - start);
+            }
+            for (final FrameWork work : batchWaiters)
+            {
+                if (failure != null || batchEpoch != epoch)
+                {
+                    work.notLeader = true; // not known to be committed: the caller must not count on it
+                }
+                work.shardDone();
+            }
+            flush();
+        }));
+    }
+
+    /** A new term: pending decisions of the old one are dropped and their STRICT frames refused. */
+    void dropPending()
+    {
+        epoch++;
+        for (final FrameWork work : waiters)
+        {
+            work.notLeader = true;
+            work.shardDone();
+        }
+        waiters = new ArrayList<>();
+        position = HEADER;
+        count = 0;
+    }
+
+    int inFlight()
+    {
+        return inFlight;
+    }
+
+    static long nanos(final long millis)
+    {
+        return TimeUnit.MILLISECONDS.toNanos(millis);
+    }
+}

@@ -1,0 +1,218 @@
+package dev.limiter.server.cluster;
+
+import dev.limiter.protocol.CompiledPolicy;
+import dev.limiter.protocol.PolicySetIndex;
+import dev.limiter.raft.ReplicatedStateMachine;
+import dev.limiter.server.table.BucketTable;
+import dev.limiter.server.table.Decision;
+import dev.limiter.server.table.KeyHash;
+import org.agrona.concurrent.UnsafeBuffer;
+
+import java.io.DataInputStream;
+import java.io.DataOutputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.util.function.Supplier;
+
+/**
+ * The committed bucket tables of every shard, driven only by applied log entries (the Ratis apply
+ * thread is their single writer). Entries:
+ *
+ * <pre>
+ * DECISIONS: u8 1 | u16 shard | u32 count | count x (u16 policy | i32 cost | i64 decision time (ns) | u16 key length | key)
+ * SYNC:      u8 2 | i64 term | u16 id length | id       (a new leader's marker: copy committed into its deciding tables)
+ * </pre>
+ *
+ * Applying a decision repeats exactly what the leader did (same key, policy, cost and cluster time,
+ * in the same order), so every replica's tables equal the leader's. Nothing here reads a clock.
+ */
+public final class ReplicatedBuckets implements ReplicatedStateMachine
+{
+    public static final byte DECISIONS = 1;
+    static final byte SYNC = 2;
+
+    /** Runs a sync of the leader's deciding tables from the committed ones, on their owner threads. */
+    public interface SyncTarget
+    {
+        /** Called on the apply thread with the committed tables frozen; returns when the copy is done. */
+        void syncFrom(BucketTable[] committed, long term);
+    }
+
+    private final BucketTable[] committed;
+    private final Supplier<PolicySetIndex> policies;
+    private final String selfId;
+    private final Decision scratch = new Decision();
+    private final UnsafeBuffer keyView = new UnsafeBuffer(new byte[0]);
+    private volatile SyncTarget syncTarget;
+    private volatile long appliedDecisions;
+
+    public ReplicatedBuckets(final BucketTable[] committed, final Supplier<PolicySetIndex> policies, final String selfId)
+    {
+        this.committed = committed;
+        this.policies = policies;
+        this.selfId = selfId;
+    }
+
+    public void syncTarget(final SyncTarget target)
+    {
+        this.syncTarget = target;
+    }
+
+    @Override
+    public ByteBuffer apply(final long index, final long clusterNanos, final ByteBuffer payload)
+    {
+        final byte type = payload.get(payload.position());
+        if (type == DECISIONS)
+        {
+            applyDecisions(payload);
+        }
+        else if (type == SYNC)
+        {
+            final long term = payload.getLong(payload.position() + 1);
+            final int idLength = payload.getShort(payload.position() + 9) & 0xFFFF;
+            final byte[] id = new byte[idLength];
+            payload.get(payload.position() + 11, id);
+            final SyncTarget target = syncTarget;
+            if (target != null && selfId.equals(new String(id, StandardCharsets.UTF_8)))
+            {
+                target.syncFrom(committed, term);
+            }
+        }
+        else
+        {
+            throw new IllegalStateException("unknown entry type " + type + " at index " + index);
+        }
+        return null;
+    }
+
+    private void applyDecisions(final ByteBuffer payload)
+    {
+        int at = payload.position() + 1;
+        final int shard = payload.getShort(at) & 0xFFFF;
+        final int count = payload.getInt(at + 2);
+        at += 6;
+        final PolicySetIndex index = policies.get();
+        final BucketTable table = committed[shard];
+        for (int i = 0; i < count; i++)
+        {
+            final int policy = payload.getShort(at) & 0xFFFF;
+            final int cost = payload.getInt(at + 2);
+            final long time = payload.getLong(at + 6);
+            final int keyLength = payload.getShort(at + 14) & 0xFFFF;
+            at += 16;
+            keyView.wrap(payload, at, keyLength);
+            final CompiledPolicy compiled = index.policy(policy);
+            table.acquire(keyView, 0, keyLength, KeyHash.hash(keyView, 0, keyLength), policy, compiled.rate(), cost, time, scratch);
+            at += keyLength;
+        }
+        appliedDecisions += count;
+    }
+
+    /** Decisions applied so far on this replica. */
+    public long appliedDecisions()
+    {
+        return appliedDecisions;
+    }
+
+    /** Digest of every committed table: equal on replicas that applied the same log. */
+    public long digest()
+    {
+        long digest = 0;
+        for (int s = 0; s < committed.length; s++)
+        {
+            digest = digest * 1_000_003 + committed[s].digest();
+        }
+        return digest;
+    }
+
+    public BucketTable committed(final int shard)
+    {
+        return committed[shard];
+    }
+
+    @Override
+    public void writeSnapshot(final OutputStream out) throws IOException
+    {
+        final DataOutputStream data = new DataOutputStream(out);
+        data.writeInt(committed.length);
+        data.writeLong(appliedDecisions);
+        for (final BucketTable table : committed)
+        {
+            data.writeInt(table.size());
+            final IOException[] failure = new IOException[1];
+            table.forEach((keyBuffer, keyOffset, keyLength, policy, tokens, last) ->
+            {
+                try
+                {
+                    data.writeShort(keyLength);
+                    final byte[] key = new byte[keyLength];
+                    keyBuffer.getBytes(keyOffset, key);
+                    data.write(key);
+                    data.writeShort(policy);
+                    data.writeLong(tokens);
+                    data.writeLong(last);
+                }
+                catch (final IOException e)
+                {
+                    failure[0] = e;
+                }
+            });
+            if (failure[0] != null)
+            {
+                throw failure[0];
+            }
+        }
+        data.flush();
+    }
+
+    @Override
+    public void restoreSnapshot(final InputStream in) throws IOException
+    {
+        final DataInputStream data = new DataInputStream(in);
+        final int shards = data.readInt();
+        if (shards != committed.length)
+        {
+            throw new IOException("snapshot has " + shards + " shards, this node " + committed.length +
+                "; every member of a cluster must run the same --shards");
+        }
+        appliedDecisions = data.readLong();
+        for (final BucketTable table : committed)
+        {
+            table.clear();
+            final int count = data.readInt();
+            for (int i = 0; i < count; i++)
+            {
+                final byte[] key = new byte[data.readUnsignedShort()];
+                data.readFully(key);
+                final int policy = data.readUnsignedShort();
+                final long tokens = data.readLong();
+                final long last = data.readLong();
+                if (!table.restore(new UnsafeBuffer(key), 0, key.length, policy, tokens, last))
+                {
+                    throw new IOException("snapshot holds more buckets than --max-buckets-per-shard allows");
+                }
+            }
+        }
+    }
+
+    @Override
+    public void reset()
+    {
+        for (final BucketTable table : committed)
+        {
+            table.clear();
+        }
+        appliedDecisions = 0;
+    }
+
+    static ByteBuffer syncEntry(final long term, final String nodeId)
+    {
+        final byte[] id = nodeId.getBytes(StandardCharsets.UTF_8);
+        final ByteBuffer entry = ByteBuffer.allocate(11 + id.length);
+        entry.put(SYNC).putLong(term).putShort((short)id.length).put(id);
+        return entry.flip();
+    }
+}
