@@ -102,23 +102,41 @@ final class ShardLog
         position = HEADER;
         count = 0;
         inFlight++;
-        replication.append(entry).whenComplete((reply, failure) -> loop.execute(() ->
+        replication.append(entry).whenComplete((reply, failure) ->
         {
-            inFlight--;
-            if (failure == null)
+            try
             {
-                metrics.recordCommit(decisions, System.nanoTime() - start);
+                loop.execute(() -> committed(batchWaiters, decisions, batchEpoch, start, failure));
             }
-            for (final FrameWork work : batchWaiters)
+            catch (final java.util.concurrent.RejectedExecutionException stopping)
             {
-                if (failure != null || batchEpoch != epoch)
+                // The node is stopping: release the waiting frames here (they answer nobody now).
+                for (final FrameWork work : batchWaiters)
                 {
-                    work.notLeader = true; // not known to be committed: the caller must not count on it
+                    work.notLeader = true;
+                    work.shardDone();
                 }
-                work.shardDone();
             }
-            flush();
-        }));
+        });
+    }
+
+    private void committed(final List<FrameWork> batchWaiters, final int decisions, final long batchEpoch, final long start,
+        final Throwable failure)
+    {
+        inFlight--;
+        if (failure == null)
+        {
+            metrics.recordCommit(decisions, System.nanoTime() - start);
+        }
+        for (final FrameWork work : batchWaiters)
+        {
+            if (failure != null || batchEpoch != epoch)
+            {
+                work.notLeader = true; // not known to be committed: the caller must not count on it
+            }
+            work.shardDone();
+        }
+        flush();
     }
 
     /** A new term: pending decisions of the old one are dropped and their STRICT frames refused. */

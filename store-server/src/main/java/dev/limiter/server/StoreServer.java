@@ -254,14 +254,10 @@ public final class StoreServer implements AutoCloseable
             admin.close();
         }
         connections.close().awaitUninterruptibly(5, TimeUnit.SECONDS);
-        if (workerGroup != null)
-        {
-            workerGroup.shutdownGracefully(0, 2, TimeUnit.SECONDS).syncUninterruptibly();
-            bossGroup.shutdownGracefully(0, 2, TimeUnit.SECONDS).syncUninterruptibly();
-        }
-        shards.forEach(Shard::stop);
         if (replication != null)
         {
+            // Before the event loops stop: batches still in the log fail and their frames are
+            // released on the loops, which then run every task left before they terminate.
             try
             {
                 replication.close();
@@ -271,6 +267,12 @@ public final class StoreServer implements AutoCloseable
                 LOG.warn("closing replication: {}", e.toString());
             }
         }
+        if (workerGroup != null)
+        {
+            workerGroup.shutdownGracefully(0, 2, TimeUnit.SECONDS).syncUninterruptibly();
+            bossGroup.shutdownGracefully(0, 2, TimeUnit.SECONDS).syncUninterruptibly();
+        }
+        shards.forEach(Shard::stop);
         LOG.info("limiter store stopped");
     }
 }
