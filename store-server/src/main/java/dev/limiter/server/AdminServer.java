@@ -107,6 +107,10 @@ final class AdminServer implements AutoCloseable
             {
                 response = text(HttpResponseStatus.OK, PROMETHEUS_TYPE, metrics.scrape());
             }
+            else if (path.equals("/status"))
+            {
+                response = text(HttpResponseStatus.OK, "application/json", server.statusJson() + "\n");
+            }
             else if (path.equals("/health"))
             {
                 final boolean healthy = server.healthy();
@@ -120,7 +124,7 @@ final class AdminServer implements AutoCloseable
             else
             {
                 response = text(HttpResponseStatus.NOT_FOUND, "text/plain; charset=utf-8",
-                    "no such endpoint: " + path + " (try /metrics or /health)\n");
+                    "no such endpoint: " + path + " (try /metrics, /health or /status)\n");
             }
             final boolean keepAlive = HttpUtil.isKeepAlive(request);
             if (keepAlive)

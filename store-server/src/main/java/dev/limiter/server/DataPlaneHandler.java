@@ -42,6 +42,7 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
     private final FastThreadLocal<LoopState> loopState;
     /** Cluster mode only (else null): who may decide, and where the leader is. */
     private final dev.limiter.server.cluster.Replication replication;
+    private final Supplier<String> statusJson;
     /** Frames of this connection being decided; above the cap, reading pauses (event loop only). */
     private int framesInFlight;
     private boolean pausedForFrames;
@@ -64,9 +65,11 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
         final List<Shard> shards,
         final ServerMetrics metrics,
         final FastThreadLocal<LoopState> loopState,
-        final dev.limiter.server.cluster.Replication replication)
+        final dev.limiter.server.cluster.Replication replication,
+        final Supplier<String> statusJson)
     {
         this.replication = replication;
+        this.statusJson = statusJson;
         this.policies = policies;
         this.shards = shards;
         this.metrics = metrics;
@@ -109,6 +112,13 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
                 case MessageType.BATCH_ACQUIRE:
                     acquire(ctx, frame, correlationId, type == MessageType.ACQUIRE);
                     break;
+                case MessageType.STATUS:
+                    final ByteBuf status = ctx.alloc().buffer(512);
+                    final int start = Frame.begin(status, MessageType.STATUS_RESULT, correlationId);
+                    status.writeCharSequence(statusJson.get(), java.nio.charset.StandardCharsets.UTF_8);
+                    Frame.finish(status, start);
+                    ctx.writeAndFlush(status, ctx.voidPromise());
+                    break;
                 case MessageType.PING:
                     final ByteBuf pong = ctx.alloc().buffer(Frame.HEADER_LENGTH);
                     Frame.finish(pong, Frame.begin(pong, MessageType.PONG, correlationId));
@@ -116,7 +126,7 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
                     break;
                 default:
                     error(ctx, correlationId, ErrorCode.UNKNOWN_TYPE, "message type " + MessageType.name(type) +
-                        " is not a request this node serves (ACQUIRE=1, BATCH_ACQUIRE=3, PING=5)");
+                        " is not a request this node serves (ACQUIRE=1, BATCH_ACQUIRE=3, PING=5, STATUS=8)");
                     break;
             }
         }

@@ -13,7 +13,8 @@ import java.util.concurrent.CountDownLatch;
 @Command(
     name = "server",
     mixinStandardHelpOptions = true,
-    description = "Runs one limiter store node. With no flags it serves on 127.0.0.1:7400, admin HTTP on 7480.",
+    description = {"Runs one limiter store node. With no flags it serves on 127.0.0.1:7400, admin HTTP on 7480.",
+        "With --node-id and --peers it is a member of a replicated cluster (Raft port = data port + offset)."},
     sortOptions = false)
 public final class ServerMain implements Callable<Integer>
 {
@@ -48,6 +49,19 @@ public final class ServerMain implements Callable<Integer>
     @Option(names = "--shard-threads", description = "Give each shard a dedicated thread instead of an event loop (for machines with cores to spare).")
     boolean shardThreads;
 
+    @Option(names = "--node-id", description = "This node's id in the cluster (one of the ids in --peers).")
+    String nodeId;
+
+    @Option(names = "--peers", paramLabel = "ID=HOST:PORT,...",
+        description = "Every member's data-plane address, this node included, e.g. n1=127.0.0.1:7401,n2=127.0.0.1:7402,n3=127.0.0.1:7403. Turns on replication.")
+    String peers;
+
+    @Option(names = "--raft-port-offset", description = "A member's Raft port is its data port plus this (default: ${DEFAULT-VALUE}).")
+    int raftPortOffset = ServerConfig.DEFAULT_RAFT_PORT_OFFSET;
+
+    @Option(names = "--data-dir", paramLabel = "DIR", description = "Raft log and snapshots (default: data/<node id>).")
+    Path dataDir;
+
     @Option(names = "--nio", description = "Use the NIO transport even where epoll is available.")
     boolean nio;
 
@@ -57,10 +71,18 @@ public final class ServerMain implements Callable<Integer>
         final ServerConfig config = new ServerConfig()
             .host(host).port(port).adminPort(adminPort).policiesFile(policies).shards(shards).ioThreads(ioThreads)
             .maxBucketsPerShard(maxBuckets).keyArenaBytesPerShard(keyArenaBytes).maxFrameBytes(maxFrameBytes)
-            .preferEpoll(!nio).shardThreads(shardThreads);
+            .preferEpoll(!nio).shardThreads(shardThreads).nodeId(nodeId).raftPortOffset(raftPortOffset).dataDir(dataDir);
         final StoreServer server;
         try
         {
+            if (peers != null)
+            {
+                config.peers(dev.limiter.raft.RaftNodeConfig.parsePeers(peers));
+                if (config.peers().containsKey(nodeId))
+                {
+                    config.port(config.peers().get(nodeId).getPort()); // the data port is the one the peers know
+                }
+            }
             server = new StoreServer(config);
         }
         catch (final PolicyValidationException e)

@@ -141,7 +141,8 @@ public final class StoreServer implements AutoCloseable
                     ch.pipeline()
                         .addLast("flush", new FlushConsolidationHandler(256, true))
                         .addLast("frames", new FrameDecoder(config.maxFrameBytes()))
-                        .addLast("data-plane", new DataPlaneHandler(() -> policies, shards, metrics, loopState, replication));
+                        .addLast("data-plane", new DataPlaneHandler(() -> policies, shards, metrics, loopState, replication,
+                            StoreServer.this::statusJson));
                 }
             });
         dataChannel = bootstrap.bind(new InetSocketAddress(config.host(), config.port())).sync().channel();
@@ -192,6 +193,85 @@ public final class StoreServer implements AutoCloseable
     public Replication replication()
     {
         return replication;
+    }
+
+    /**
+     * This node's standing as one JSON object: node id, address, role, leader, term, applied index,
+     * members, shards (each with this node's role for it), buckets. Served by STATUS and /status.
+     */
+    public String statusJson()
+    {
+        final StringBuilder json = new StringBuilder(512).append('{');
+        final String address = config.host() + ":" + (dataChannel == null ? config.port() : port());
+        field(json, "id", config.clustered() ? config.nodeId() : "single").append(',');
+        field(json, "address", address).append(',');
+        json.append("\"clustered\":").append(config.clustered()).append(',');
+        String role = "LEADER";
+        if (replication != null)
+        {
+            final boolean leads = replication.isLeader();
+            role = leads ? (replication.canDecide() ? "LEADER" : "LEADER_STARTING") : "FOLLOWER";
+            field(json, "leader", String.valueOf(replication.leaderId())).append(',');
+            field(json, "leaderAddress", replication.leaderAddress()).append(',');
+            long term = -1;
+            long applied = -1;
+            try
+            {
+                term = replication.node().term();
+                applied = replication.node().lastAppliedIndex();
+            }
+            catch (final RuntimeException e)
+            {
+                // stopping
+            }
+            json.append("\"term\":").append(term).append(',');
+            json.append("\"appliedIndex\":").append(applied).append(',');
+            json.append("\"appliedDecisions\":").append(replication.buckets().appliedDecisions()).append(',');
+            json.append("\"digest\":").append(replication.buckets().digest()).append(',');
+        }
+        field(json, "role", role).append(',');
+        json.append("\"members\":[");
+        if (config.clustered())
+        {
+            boolean first = true;
+            for (final Map.Entry<String, InetSocketAddress> peer : config.peers().entrySet())
+            {
+                json.append(first ? "" : ",").append('{');
+                field(json, "id", peer.getKey()).append(',');
+                field(json, "address", peer.getValue().getHostString() + ":" + peer.getValue().getPort()).append('}');
+                first = false;
+            }
+        }
+        else
+        {
+            json.append('{');
+            field(json, "id", "single").append(',');
+            field(json, "address", address).append('}');
+        }
+        json.append("],\"shards\":[");
+        for (int i = 0; i < shards.size(); i++)
+        {
+            // A member's buckets are its committed tables (the leader's deciding tables run ahead of them).
+            final int buckets = replication != null ? replication.buckets().committed(i).size() : shards.get(i).table().size();
+            json.append(i == 0 ? "" : ",").append("{\"shard\":").append(i).append(",\"role\":\"").append(role)
+                .append("\",\"buckets\":").append(buckets).append('}');
+        }
+        return json.append("]}").toString();
+    }
+
+    private static StringBuilder field(final StringBuilder json, final String name, final String value)
+    {
+        json.append('"').append(name).append("\":\"");
+        for (int i = 0; i < value.length(); i++)
+        {
+            final char c = value.charAt(i);
+            if (c == '"' || c == '\\')
+            {
+                json.append('\\');
+            }
+            json.append(c < 0x20 ? ' ' : c);
+        }
+        return json.append('"');
     }
 
     /** The bound data-plane port. */

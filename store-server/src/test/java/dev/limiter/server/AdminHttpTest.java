@@ -84,7 +84,7 @@ class AdminHttpTest
         try (StoreServer server = new StoreServer(new ServerConfig().port(0).adminPort(-1)
             .policiesFile(Path.of("../config/policies.json"))).start())
         {
-            assertEquals(8, server.policies().size());
+            assertEquals(9, server.policies().size());
         }
     }
 }

@@ -17,6 +17,10 @@ public final class MessageType
     public static final int PONG = 6;
     /** A request could not be served: error code and message. */
     public static final int ERROR = 7;
+    /** Asks a node how it stands (role, term, indexes, members); empty body. */
+    public static final int STATUS = 8;
+    /** The answer to {@link #STATUS}: a UTF-8 JSON object as the whole body. */
+    public static final int STATUS_RESULT = 9;
 
     private MessageType()
     {
@@ -33,6 +37,8 @@ public final class MessageType
             case PING: return "PING";
             case PONG: return "PONG";
             case ERROR: return "ERROR";
+            case STATUS: return "STATUS";
+            case STATUS_RESULT: return "STATUS_RESULT";
             default: return "UNKNOWN(" + type + ")";
         }
     }

@@ -1,0 +1,179 @@
+package dev.limiter.bench;
+
+import dev.limiter.protocol.Frame;
+import dev.limiter.protocol.MessageType;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+import java.io.DataInputStream;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Locale;
+import java.util.Set;
+import java.util.concurrent.Callable;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/** {@code ./limiter status}: members, leader, term, applied index and lag, from every member. */
+@Command(
+    name = "status",
+    mixinStandardHelpOptions = true,
+    description = {
+        "Asks a node (and through it every member it knows) how the cluster stands: members, role per",
+        "shard, leader, term, applied index and lag behind the most advanced member.",
+        "--json prints one JSON object: {\"members\":[{\"id\":..,\"address\":..,\"role\":..,\"shards\":[..],...}]}.",
+        "Exit status: 0 when every member answered, 1 otherwise."},
+    sortOptions = false)
+public final class StatusCommand implements Callable<Integer>
+{
+    @Option(names = "--server", split = ",", paramLabel = "HOST:PORT", description = "Node(s) to ask (default: 127.0.0.1:7401).")
+    List<String> servers = List.of("127.0.0.1:7401");
+
+    @Option(names = "--json", description = "Print one JSON object instead of a table.")
+    boolean json;
+
+    @Option(names = "--timeout-ms", description = "Per-node timeout (default: ${DEFAULT-VALUE}).")
+    int timeoutMs = 2000;
+
+    private static final Pattern MEMBER = Pattern.compile("\\{\"id\":\"([^\"]*)\",\"address\":\"([^\"]*)\"}");
+
+    @Override
+    public Integer call()
+    {
+        final Set<String> addresses = new LinkedHashSet<>(servers);
+        for (final String server : servers)
+        {
+            final String answer = ask(server);
+            if (answer != null && answer.startsWith("{"))
+            {
+                final String membersPart = answer.substring(answer.indexOf("\"members\":"));
+                final Matcher m = MEMBER.matcher(membersPart);
+                while (m.find())
+                {
+                    addresses.add(m.group(2));
+                }
+                break;
+            }
+        }
+        final List<String> answers = new ArrayList<>();
+        boolean allAnswered = true;
+        long maxApplied = Long.MIN_VALUE;
+        for (final String address : addresses)
+        {
+            final String answer = ask(address);
+            answers.add(answer);
+            allAnswered &= answer != null && answer.startsWith("{");
+            if (answer != null && answer.startsWith("{"))
+            {
+                maxApplied = Math.max(maxApplied, number(answer, "appliedIndex"));
+            }
+        }
+        if (json)
+        {
+            final StringBuilder out = new StringBuilder("{\"members\":[");
+            int i = 0;
+            for (final String address : addresses)
+            {
+                final String answer = answers.get(i);
+                out.append(i++ == 0 ? "" : ",");
+                if (answer != null && answer.startsWith("{"))
+                {
+                    out.append(answer, 0, answer.length() - 1).append(",\"lag\":")
+                        .append(Math.max(0, maxApplied - number(answer, "appliedIndex"))).append('}');
+                }
+                else
+                {
+                    out.append("{\"address\":\"").append(address).append("\",\"role\":\"UNREACHABLE\",\"error\":\"")
+                        .append(answer == null ? "no answer" : answer.replace("\"", "'")).append("\"}");
+                }
+            }
+            System.out.println(out.append("]}"));
+        }
+        else
+        {
+            System.out.printf(Locale.ROOT, "%-8s %-22s %-16s %-8s %-6s %-12s %-6s %s%n", "ID", "ADDRESS", "ROLE", "LEADER", "TERM",
+                "APPLIED", "LAG", "BUCKETS(by shard)");
+            int i = 0;
+            for (final String address : addresses)
+            {
+                final String answer = answers.get(i++);
+                if (answer == null || !answer.startsWith("{"))
+                {
+                    System.out.printf(Locale.ROOT, "%-8s %-22s %-16s %s%n", "?", address, "UNREACHABLE", answer == null ? "" : answer);
+                    continue;
+                }
+                final long applied = number(answer, "appliedIndex");
+                System.out.printf(Locale.ROOT, "%-8s %-22s %-16s %-8s %-6s %-12s %-6s %s%n", text(answer, "id"), address,
+                    text(answer, "role"), text(answer, "leader"), answer.contains("\"term\"") ? number(answer, "term") : "-",
+                    answer.contains("\"appliedIndex\"") ? applied : "-",
+                    answer.contains("\"appliedIndex\"") ? Math.max(0, maxApplied - applied) : "-", buckets(answer));
+            }
+        }
+        return allAnswered ? 0 : 1;
+    }
+
+    private String ask(final String hostPort)
+    {
+        final int colon = hostPort.lastIndexOf(':');
+        if (colon <= 0)
+        {
+            return "not host:port: " + hostPort;
+        }
+        try (Socket socket = new Socket())
+        {
+            socket.connect(new InetSocketAddress(hostPort.substring(0, colon), Integer.parseInt(hostPort.substring(colon + 1))), timeoutMs);
+            socket.setSoTimeout(timeoutMs);
+            final ByteBuffer request = ByteBuffer.allocate(Frame.HEADER_LENGTH)
+                .putInt(Frame.MIN_LENGTH_FIELD).put((byte)Frame.VERSION).put((byte)MessageType.STATUS).putShort((short)0).putLong(1);
+            socket.getOutputStream().write(request.array());
+            final DataInputStream in = new DataInputStream(socket.getInputStream());
+            final byte[] rest = new byte[in.readInt()];
+            in.readFully(rest);
+            if (rest[1] != MessageType.STATUS_RESULT)
+            {
+                return "unexpected answer type " + MessageType.name(rest[1]);
+            }
+            return new String(rest, Frame.HEADER_LENGTH - Frame.LENGTH_FIELD_LENGTH,
+                rest.length - (Frame.HEADER_LENGTH - Frame.LENGTH_FIELD_LENGTH), StandardCharsets.UTF_8);
+        }
+        catch (final IOException | NumberFormatException e)
+        {
+            return e.getClass().getSimpleName() + ": " + e.getMessage();
+        }
+    }
+
+    private static long number(final String json, final String name)
+    {
+        final Matcher m = Pattern.compile("\"" + name + "\":(-?\\d+)").matcher(json);
+        return m.find() ? Long.parseLong(m.group(1)) : -1;
+    }
+
+    private static String text(final String json, final String name)
+    {
+        final Matcher m = Pattern.compile("\"" + name + "\":\"([^\"]*)\"").matcher(json);
+        return m.find() ? m.group(1) : "-";
+    }
+
+    private static String buckets(final String json)
+    {
+        final Matcher m = Pattern.compile("\"buckets\":(\\d+)").matcher(json);
+        final StringBuilder sb = new StringBuilder();
+        while (m.find())
+        {
+            sb.append(sb.length() == 0 ? "" : "/").append(m.group(1));
+        }
+        return sb.toString();
+    }
+
+    public static void main(final String[] args)
+    {
+        System.exit(new CommandLine(new StatusCommand()).execute(args));
+    }
+}
