@@ -86,6 +86,8 @@ public final class RaftNode implements AutoCloseable
         RaftServerConfigKeys.Rpc.setTimeoutMax(properties, millis(config.electionTimeoutMax().toMillis()));
         RaftServerConfigKeys.Rpc.setFirstElectionTimeoutMin(properties, millis(config.electionTimeoutMin().toMillis()));
         RaftServerConfigKeys.Rpc.setFirstElectionTimeoutMax(properties, millis(config.electionTimeoutMax().toMillis()));
+        // A leader cut off from the majority steps down quickly: it must stop deciding.
+        RaftServerConfigKeys.LeaderElection.setLeaderStepDownWaitTime(properties, millis(config.leaderStepDownMillis()));
         RaftServerConfigKeys.Snapshot.setAutoTriggerEnabled(properties, true);
         RaftServerConfigKeys.Snapshot.setAutoTriggerThreshold(properties, config.snapshotEveryEntries());
         RaftServerConfigKeys.Snapshot.setRetentionFileNum(properties, 2);
@@ -177,6 +179,12 @@ public final class RaftNode implements AutoCloseable
     {
         final DivisionInfo info = info();
         return info.isLeader() && info.isLeaderReady();
+    }
+
+    /** Whether Ratis holds this node as leader of its group now (ready or not). */
+    public boolean isRaftLeader()
+    {
+        return info().isLeader();
     }
 
     /** The leader this node knows of, or null. */

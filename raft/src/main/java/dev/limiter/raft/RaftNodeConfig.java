@@ -15,6 +15,8 @@ public final class RaftNodeConfig
     public static final Duration DEFAULT_ELECTION_TIMEOUT_MAX = Duration.ofMillis(300);
     /** Entries between automatic snapshots (after which the log up to the snapshot is purged). */
     public static final long DEFAULT_SNAPSHOT_EVERY_ENTRIES = 10_000;
+    /** A leader that hears from no majority for this long steps down (Ratis' default is 10 s). */
+    public static final long DEFAULT_LEADER_STEP_DOWN_MILLIS = 1000;
     private static final Pattern ID = Pattern.compile("[A-Za-z0-9_-]{1,32}");
 
     private String nodeId;
@@ -25,6 +27,7 @@ public final class RaftNodeConfig
     private Duration electionTimeoutMax = DEFAULT_ELECTION_TIMEOUT_MAX;
     private long snapshotEveryEntries = DEFAULT_SNAPSHOT_EVERY_ENTRIES;
     private int logSegmentBytes = 8 << 20;
+    private long leaderStepDownMillis = DEFAULT_LEADER_STEP_DOWN_MILLIS;
 
     public RaftNodeConfig validate()
     {
@@ -153,6 +156,17 @@ public final class RaftNodeConfig
     public RaftNodeConfig snapshotEveryEntries(final long entries)
     {
         this.snapshotEveryEntries = entries;
+        return this;
+    }
+
+    public long leaderStepDownMillis()
+    {
+        return leaderStepDownMillis;
+    }
+
+    public RaftNodeConfig leaderStepDownMillis(final long millis)
+    {
+        this.leaderStepDownMillis = millis;
         return this;
     }
 

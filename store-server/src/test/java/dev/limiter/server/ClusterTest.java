@@ -29,6 +29,7 @@ import java.util.function.BooleanSupplier;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** Three replicated nodes in one JVM on loopback, storage in a temp directory, real Ratis. */
@@ -260,5 +261,32 @@ class ClusterTest
             assertFalse(after.allowed() && after.remaining() > 5,
                 "the bucket was drained before the restart; the downtime is not credited as refill: " + after);
         }
+    }
+
+    @Test
+    void aMemberCutOffFromTheMajorityStopsDecidingAndALoneNodeNeverStarts() throws Exception
+    {
+        startCluster();
+        final StoreServer leader = leader();
+        final String survivor = leader.replication().node().nodeId();
+        for (final String id : new ArrayList<>(nodes.keySet()))
+        {
+            if (!id.equals(survivor))
+            {
+                nodes.remove(id).close();
+            }
+        }
+        // The old leader hears from nobody: within its step-down time it must stop deciding.
+        await("the isolated leader to stop deciding", Duration.ofSeconds(10), () -> !leader.replication().canDecide());
+        try (LimiterClient client = LimiterClient.builder().endpoints("127.0.0.1:" + peers.get(survivor).getPort())
+            .deadline(Duration.ofMillis(500)).build())
+        {
+            final long start = System.nanoTime();
+            assertThrows(LimiterException.class, () -> client.acquireBlocking(Descriptor.of("t", "/v1/orders/1"), 1),
+                "a minority never decides");
+            assertTrue(System.nanoTime() - start < 2_000_000_000L, "and the caller is not held past its deadline");
+        }
+        Thread.sleep(1000);
+        assertFalse(leader.replication().canDecide(), "still not deciding alone");
     }
 }

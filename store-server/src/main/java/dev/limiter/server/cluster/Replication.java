@@ -87,7 +87,34 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, AutoClos
     public void start() throws IOException
     {
         node.start();
+        // Ratis does not always announce losing leadership (a leader that steps down for want of a
+        // majority has no successor to name), so leadership and term are also checked every 20 ms.
+        watchdog = RETRIES.scheduleWithFixedDelay(this::checkLeadership, 20, 20, TimeUnit.MILLISECONDS);
     }
+
+    private void checkLeadership()
+    {
+        if (!leader || closed)
+        {
+            return;
+        }
+        try
+        {
+            if (!node.isRaftLeader() || (readyTerm >= 0 && node.term() != readyTerm))
+            {
+                leader = false;
+                readyTerm = -1;
+                LOG.info("{}: no longer leading; not deciding", node.nodeId());
+            }
+        }
+        catch (final RuntimeException e)
+        {
+            leader = false;
+            readyTerm = -1;
+        }
+    }
+
+    private java.util.concurrent.ScheduledFuture<?> watchdog;
 
     private void appendSyncMarker()
     {
@@ -247,6 +274,10 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, AutoClos
     {
         closed = true;
         leader = false;
+        if (watchdog != null)
+        {
+            watchdog.cancel(false);
+        }
         readyTerm = -1;
         node.close();
     }
