@@ -84,8 +84,11 @@ public final class RaftNode implements AutoCloseable
         GrpcConfigKeys.Server.setPort(properties, self.getPort());
         RaftServerConfigKeys.Rpc.setTimeoutMin(properties, millis(config.electionTimeoutMin().toMillis()));
         RaftServerConfigKeys.Rpc.setTimeoutMax(properties, millis(config.electionTimeoutMax().toMillis()));
-        RaftServerConfigKeys.Rpc.setFirstElectionTimeoutMin(properties, millis(config.electionTimeoutMin().toMillis()));
-        RaftServerConfigKeys.Rpc.setFirstElectionTimeoutMax(properties, millis(config.electionTimeoutMax().toMillis()));
+        // A joining member waits (a day) for the leader's first append instead of campaigning.
+        final long firstMin = config.joining() ? 86_400_000L : config.electionTimeoutMin().toMillis();
+        final long firstMax = config.joining() ? 86_400_001L : config.electionTimeoutMax().toMillis();
+        RaftServerConfigKeys.Rpc.setFirstElectionTimeoutMin(properties, millis(firstMin));
+        RaftServerConfigKeys.Rpc.setFirstElectionTimeoutMax(properties, millis(firstMax));
         // A leader cut off from the majority steps down quickly: it must stop deciding.
         RaftServerConfigKeys.LeaderElection.setLeaderStepDownWaitTime(properties, millis(config.leaderStepDownMillis()));
         RaftServerConfigKeys.Snapshot.setAutoTriggerEnabled(properties, true);
@@ -179,6 +182,22 @@ public final class RaftNode implements AutoCloseable
     {
         final DivisionInfo info = info();
         return info.isLeader() && info.isLeaderReady();
+    }
+
+    /** The members of the group now in force (from the committed configuration): id to Raft address. */
+    public Map<String, String> members()
+    {
+        try
+        {
+            final Map<String, String> members = new java.util.LinkedHashMap<>();
+            server.getDivision(group.getGroupId()).getRaftConf().getCurrentPeers()
+                .forEach(peer -> members.put(peer.getId().toString(), peer.getAddress()));
+            return members;
+        }
+        catch (final IOException e)
+        {
+            throw new UncheckedIOException(e);
+        }
     }
 
     /** Whether Ratis holds this node as leader of its group now (ready or not). */

@@ -28,6 +28,7 @@ public final class RaftNodeConfig
     private long snapshotEveryEntries = DEFAULT_SNAPSHOT_EVERY_ENTRIES;
     private int logSegmentBytes = 8 << 20;
     private long leaderStepDownMillis = DEFAULT_LEADER_STEP_DOWN_MILLIS;
+    private boolean joining;
 
     public RaftNodeConfig validate()
     {
@@ -156,6 +157,21 @@ public final class RaftNodeConfig
     public RaftNodeConfig snapshotEveryEntries(final long entries)
     {
         this.snapshotEveryEntries = entries;
+        return this;
+    }
+
+    public boolean joining()
+    {
+        return joining;
+    }
+
+    /**
+     * A new member joining a running group: it does not campaign until the leader has added it
+     * (a candidate the leader does not know is told to shut down).
+     */
+    public RaftNodeConfig joining(final boolean joining)
+    {
+        this.joining = joining;
         return this;
     }
 

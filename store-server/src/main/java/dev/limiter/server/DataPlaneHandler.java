@@ -119,6 +119,10 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
                     Frame.finish(status, start);
                     ctx.writeAndFlush(status, ctx.voidPromise());
                     break;
+                case MessageType.MEMBERS:
+                    changeMembers(ctx, correlationId, frame.toString(Frame.bodyOffset(frame),
+                        Frame.frameEnd(frame) - Frame.bodyOffset(frame), java.nio.charset.StandardCharsets.UTF_8));
+                    break;
                 case MessageType.PING:
                     final ByteBuf pong = ctx.alloc().buffer(Frame.HEADER_LENGTH);
                     Frame.finish(pong, Frame.begin(pong, MessageType.PONG, correlationId));
@@ -126,7 +130,7 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
                     break;
                 default:
                     error(ctx, correlationId, ErrorCode.UNKNOWN_TYPE, "message type " + MessageType.name(type) +
-                        " is not a request this node serves (ACQUIRE=1, BATCH_ACQUIRE=3, PING=5, STATUS=8)");
+                        " is not a request this node serves (ACQUIRE=1, BATCH_ACQUIRE=3, PING=5, STATUS=8, MEMBERS=10)");
                     break;
             }
         }
@@ -221,6 +225,61 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
                 return;
             }
         }
+    }
+
+    private void changeMembers(final ChannelHandlerContext ctx, final long correlationId, final String list)
+    {
+        if (replication == null)
+        {
+            error(ctx, correlationId, ErrorCode.UNKNOWN_TYPE, "this node is not a member of a cluster (start it with --node-id and --peers)");
+            return;
+        }
+        if (!replication.isLeader())
+        {
+            notLeader(ctx, correlationId);
+            return;
+        }
+        final java.util.Map<String, java.net.InetSocketAddress> members;
+        try
+        {
+            members = dev.limiter.raft.RaftNodeConfig.parsePeers(list);
+        }
+        catch (final IllegalArgumentException e)
+        {
+            error(ctx, correlationId, ErrorCode.MALFORMED_FRAME, "member list: " + e.getMessage());
+            return;
+        }
+        if (members.size() < 1)
+        {
+            error(ctx, correlationId, ErrorCode.MALFORMED_FRAME, "a cluster needs at least one member");
+            return;
+        }
+        replication.changeMembers(members).whenComplete((done, failure) ->
+        {
+            if (failure == null)
+            {
+                final ByteBuf out = ctx.alloc().buffer(256);
+                final int start = Frame.begin(out, MessageType.MEMBERS_RESULT, correlationId);
+                final StringBuilder now = new StringBuilder();
+                replication.members().forEach((id, address) -> now.append(now.length() == 0 ? "" : ",").append(id).append('=').append(address));
+                out.writeCharSequence(now, java.nio.charset.StandardCharsets.UTF_8);
+                Frame.finish(out, start);
+                ctx.writeAndFlush(out);
+            }
+            else
+            {
+                final Throwable cause = failure.getCause() != null ? failure.getCause() : failure;
+                if (cause instanceof dev.limiter.raft.NotLeaderException)
+                {
+                    notLeader(ctx, correlationId);
+                }
+                else
+                {
+                    error(ctx, correlationId, ErrorCode.INTERNAL, "membership change failed: " + cause.getMessage() +
+                        " (is every new member running with --join and reachable on its Raft port?)");
+                }
+            }
+        });
     }
 
     /** Answers NOT_LEADER with the leader's data address (empty while there is none). */

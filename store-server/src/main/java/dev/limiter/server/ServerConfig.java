@@ -44,6 +44,7 @@ public final class ServerConfig
     private final java.util.Map<String, java.net.InetSocketAddress> peers = new java.util.LinkedHashMap<>();
     private int raftPortOffset = DEFAULT_RAFT_PORT_OFFSET;
     private Path dataDir;
+    private boolean joining;
 
     /** Checks every setting; throws naming the setting, its value and the accepted range. */
     public ServerConfig validate()
@@ -238,6 +239,18 @@ public final class ServerConfig
     public ServerConfig dataDir(final Path dataDir)
     {
         this.dataDir = dataDir;
+        return this;
+    }
+
+    public boolean joining()
+    {
+        return joining;
+    }
+
+    /** This node joins a running cluster and waits to be added ({@code ./limiter cluster add}). */
+    public ServerConfig joining(final boolean joining)
+    {
+        this.joining = joining;
         return this;
     }
 

@@ -62,6 +62,9 @@ public final class ServerMain implements Callable<Integer>
     @Option(names = "--data-dir", paramLabel = "DIR", description = "Raft log and snapshots (default: data/<node id>).")
     Path dataDir;
 
+    @Option(names = "--join", description = "Join a running cluster: wait to be added (./limiter cluster add) instead of campaigning.")
+    boolean join;
+
     @Option(names = "--nio", description = "Use the NIO transport even where epoll is available.")
     boolean nio;
 
@@ -71,7 +74,7 @@ public final class ServerMain implements Callable<Integer>
         final ServerConfig config = new ServerConfig()
             .host(host).port(port).adminPort(adminPort).policiesFile(policies).shards(shards).ioThreads(ioThreads)
             .maxBucketsPerShard(maxBuckets).keyArenaBytesPerShard(keyArenaBytes).maxFrameBytes(maxFrameBytes)
-            .preferEpoll(!nio).shardThreads(shardThreads).nodeId(nodeId).raftPortOffset(raftPortOffset).dataDir(dataDir);
+            .preferEpoll(!nio).shardThreads(shardThreads).nodeId(nodeId).raftPortOffset(raftPortOffset).dataDir(dataDir).joining(join);
         final StoreServer server;
         try
         {

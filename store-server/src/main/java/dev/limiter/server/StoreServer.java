@@ -174,8 +174,9 @@ public final class StoreServer implements AutoCloseable
             .nodeId(config.nodeId())
             .peers(raftAddresses)
             .storageDir(config.dataDir().resolve("raft"))
-            .groupName("buckets"), buckets);
-        replication = new Replication(node, buckets, config.peers());
+            .groupName("buckets")
+            .joining(config.joining()), buckets);
+        replication = new Replication(node, buckets, config.peers(), config.raftPortOffset());
         shards.forEach(shard -> shard.replicate(replication, metrics));
         replication.shards(shards);
         metrics.bindReplication(replication);
@@ -231,14 +232,14 @@ public final class StoreServer implements AutoCloseable
         }
         field(json, "role", role).append(',');
         json.append("\"members\":[");
-        if (config.clustered())
+        if (replication != null)
         {
             boolean first = true;
-            for (final Map.Entry<String, InetSocketAddress> peer : config.peers().entrySet())
+            for (final Map.Entry<String, String> member : replication.members().entrySet())
             {
                 json.append(first ? "" : ",").append('{');
-                field(json, "id", peer.getKey()).append(',');
-                field(json, "address", peer.getValue().getHostString() + ":" + peer.getValue().getPort()).append('}');
+                field(json, "id", member.getKey()).append(',');
+                field(json, "address", member.getValue()).append('}');
                 first = false;
             }
         }

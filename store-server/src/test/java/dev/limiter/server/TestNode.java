@@ -16,6 +16,7 @@ final class TestNode
         "{\"id\":\"hot\",\"selector\":{\"route\":\"/hot\"},\"rate\":100,\"period\":\"1s\",\"burst\":50,\"scope\":\"GLOBAL\",\"owner\":\"test\"}," +
         "{\"id\":\"per-user\",\"selector\":{\"route\":\"/u\"},\"rate\":1,\"period\":\"1s\",\"burst\":1,\"scope\":\"PRINCIPAL\",\"owner\":\"test\"}," +
         "{\"id\":\"per-ip\",\"selector\":{\"route\":\"/ip\"},\"rate\":1,\"period\":\"1s\",\"burst\":1,\"scope\":\"CLIENT_IP\",\"owner\":\"test\"}," +
+        "{\"id\":\"fast\",\"selector\":{\"route\":\"/fast\"},\"rate\":20,\"period\":\"1s\",\"burst\":20,\"scope\":\"GLOBAL\",\"owner\":\"test\"}," +
         "{\"id\":\"strict\",\"selector\":{\"route\":\"/strict\"},\"rate\":20,\"period\":\"1s\",\"burst\":20,\"scope\":\"GLOBAL\",\"consistency\":\"STRICT\",\"owner\":\"test\"}" +
         "],\"defaultPolicy\":{\"id\":\"baseline\",\"rate\":2,\"burst\":2,\"owner\":\"test\"}}";
 

@@ -21,6 +21,14 @@ public final class MessageType
     public static final int STATUS = 8;
     /** The answer to {@link #STATUS}: a UTF-8 JSON object as the whole body. */
     public static final int STATUS_RESULT = 9;
+    /**
+     * Changes the cluster's members (sent to the leader): the body is the complete new member list
+     * as UTF-8 text {@code id=host:port,...} (data-plane addresses). Answered by
+     * {@link #MEMBERS_RESULT} once the change is committed, or ERROR (NOT_LEADER, MALFORMED_FRAME, INTERNAL).
+     */
+    public static final int MEMBERS = 10;
+    /** The answer to {@link #MEMBERS}: the members now in force, as UTF-8 text {@code id=host:port,...}. */
+    public static final int MEMBERS_RESULT = 11;
 
     private MessageType()
     {
@@ -39,6 +47,8 @@ public final class MessageType
             case ERROR: return "ERROR";
             case STATUS: return "STATUS";
             case STATUS_RESULT: return "STATUS_RESULT";
+            case MEMBERS: return "MEMBERS";
+            case MEMBERS_RESULT: return "MEMBERS_RESULT";
             default: return "UNKNOWN(" + type + ")";
         }
     }

@@ -44,6 +44,7 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, AutoClos
     private final RaftNode node;
     private final ReplicatedBuckets buckets;
     private final Map<String, InetSocketAddress> dataAddresses;
+    private final int raftPortOffset;
     private List<? extends DecidingShard> shards = List.of();
     private volatile boolean leader;
     private volatile long readyTerm = -1;
@@ -51,8 +52,10 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, AutoClos
     private volatile long leaderChanges;
     private Consumer<String> leaderObserver = id -> { };
 
-    public Replication(final RaftNode node, final ReplicatedBuckets buckets, final Map<String, InetSocketAddress> dataAddresses)
+    public Replication(final RaftNode node, final ReplicatedBuckets buckets, final Map<String, InetSocketAddress> dataAddresses,
+        final int raftPortOffset)
     {
+        this.raftPortOffset = raftPortOffset;
         this.node = node;
         this.buckets = buckets;
         this.dataAddresses = dataAddresses;
@@ -240,8 +243,40 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, AutoClos
     public String leaderAddress()
     {
         final String id = leaderId;
-        final InetSocketAddress address = id == null ? null : dataAddresses.get(id);
-        return address == null ? "" : address.getHostString() + ":" + address.getPort();
+        return id == null ? "" : members().getOrDefault(id, "");
+    }
+
+    /**
+     * The members in force, by id, with their data-plane addresses (a member's Raft port is its
+     * data port plus the offset), so that members added at run time are known too.
+     */
+    public Map<String, String> members()
+    {
+        final Map<String, String> members = new java.util.LinkedHashMap<>();
+        try
+        {
+            node.members().forEach((id, raftAddress) ->
+            {
+                final int colon = raftAddress.lastIndexOf(':');
+                members.put(id, raftAddress.substring(0, colon) + ":" + (Integer.parseInt(raftAddress.substring(colon + 1)) - raftPortOffset));
+            });
+        }
+        catch (final RuntimeException e)
+        {
+            dataAddresses.forEach((id, a) -> members.put(id, a.getHostString() + ":" + a.getPort()));
+        }
+        return members;
+    }
+
+    /**
+     * Makes {@code dataAddresses} (id to data-plane address, the complete new list) the members;
+     * run on the leader. Added members catch up from the log or a snapshot.
+     */
+    public CompletableFuture<Void> changeMembers(final Map<String, InetSocketAddress> newMembers)
+    {
+        final Map<String, InetSocketAddress> raft = new java.util.LinkedHashMap<>();
+        newMembers.forEach((id, a) -> raft.put(id, new InetSocketAddress(a.getHostString(), a.getPort() + raftPortOffset)));
+        return node.setMembers(raft);
     }
 
     public String leaderId()
