@@ -233,11 +233,22 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, AutoClos
         return node.leaderClockNanos();
     }
 
-    /** Appends a batch of decisions to the log; completes when it is committed and applied here. */
+    /**
+     * Appends a batch of decisions to the log; completes when it is committed and applied here.
+     * Handing the entry to Ratis takes its locks (shared with its RPC threads), so that happens on
+     * a thread of its own: an event loop never waits for Ratis.
+     */
     public CompletableFuture<ByteBuffer> append(final ByteBuffer batch)
     {
-        return node.submit(batch);
+        return CompletableFuture.supplyAsync(() -> node.submit(batch), submitter).thenCompose(f -> f);
     }
+
+    private final java.util.concurrent.ExecutorService submitter = java.util.concurrent.Executors.newSingleThreadExecutor(r ->
+    {
+        final Thread thread = new Thread(r, "limiter-log-submit");
+        thread.setDaemon(true);
+        return thread;
+    });
 
     /** The leader's data-plane address ({@code host:port}), or "" when none is known. */
     public String leaderAddress()
@@ -313,6 +324,7 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, AutoClos
         {
             watchdog.cancel(false);
         }
+        submitter.shutdown();
         readyTerm = -1;
         node.close();
     }
