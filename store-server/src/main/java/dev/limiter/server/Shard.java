@@ -91,6 +91,15 @@ final class Shard implements dev.limiter.server.cluster.Replication.DecidingShar
         this.log = new ShardLog(id, loop, replication, metrics);
     }
 
+    /** Stopping: release every frame waiting on the log (runs on the owner loop; waits for it). */
+    void abandonLog()
+    {
+        if (log != null && !loop.isShuttingDown())
+        {
+            loop.submit(log::abandon).awaitUninterruptibly(5, java.util.concurrent.TimeUnit.SECONDS);
+        }
+    }
+
     @Override
     public java.util.concurrent.Executor owner()
     {

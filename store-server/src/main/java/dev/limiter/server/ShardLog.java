@@ -36,6 +36,9 @@ final class ShardLog
     private boolean flushScheduled;
     /** Bumped on every resync: completions of batches from before it are not this term's business. */
     private long epoch;
+    /** Waiters of batches handed to the log and not yet answered, so that stopping can release them. */
+    private final java.util.Set<List<FrameWork>> inFlightWaiters = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+    private boolean abandoned;
 
     ShardLog(final int shard, final EventLoop loop, final Replication replication, final ServerMetrics metrics)
     {
@@ -86,7 +89,7 @@ final class ShardLog
     private void flush()
     {
         flushScheduled = false;
-        if (count == 0 || inFlight >= MAX_IN_FLIGHT)
+        if (count == 0 || inFlight >= MAX_IN_FLIGHT || abandoned)
         {
             return; // a commit completing will send it
         }
@@ -102,6 +105,7 @@ final class ShardLog
         position = HEADER;
         count = 0;
         inFlight++;
+        inFlightWaiters.add(batchWaiters);
         replication.append(entry).whenComplete((reply, failure) ->
         {
             try
@@ -110,12 +114,7 @@ final class ShardLog
             }
             catch (final java.util.concurrent.RejectedExecutionException stopping)
             {
-                // The node is stopping: release the waiting frames here (they answer nobody now).
-                for (final FrameWork work : batchWaiters)
-                {
-                    work.notLeader = true;
-                    work.shardDone();
-                }
+                // The loop is gone: abandon() already released these frames before it stopped.
             }
         });
     }
@@ -123,6 +122,10 @@ final class ShardLog
     private void committed(final List<FrameWork> batchWaiters, final int decisions, final long batchEpoch, final long start,
         final Throwable failure)
     {
+        if (!inFlightWaiters.remove(batchWaiters))
+        {
+            return; // released by abandon() when the node began to stop
+        }
         inFlight--;
         if (failure == null)
         {
@@ -151,6 +154,25 @@ final class ShardLog
         waiters = new ArrayList<>();
         position = HEADER;
         count = 0;
+    }
+
+    /**
+     * The node is stopping (on the owner loop): every frame still waiting for a commit is answered
+     * NOT_LEADER now, exactly once, and nothing more is sent to the log.
+     */
+    void abandon()
+    {
+        abandoned = true;
+        dropPending();
+        for (final List<FrameWork> batch : inFlightWaiters)
+        {
+            for (final FrameWork work : batch)
+            {
+                work.notLeader = true;
+                work.shardDone();
+            }
+        }
+        inFlightWaiters.clear();
     }
 
     int inFlight()

@@ -337,8 +337,9 @@ public final class StoreServer implements AutoCloseable
         connections.close().awaitUninterruptibly(5, TimeUnit.SECONDS);
         if (replication != null)
         {
-            // Before the event loops stop: batches still in the log fail and their frames are
-            // released on the loops, which then run every task left before they terminate.
+            // Before the event loops stop: frames waiting on the log are released on their loops,
+            // then the log closes (its late answers find nothing left to complete).
+            shards.forEach(Shard::abandonLog);
             try
             {
                 replication.close();

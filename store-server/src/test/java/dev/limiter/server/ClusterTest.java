@@ -50,6 +50,14 @@ class ClusterTest
         nodes.values().forEach(StoreServer::close);
     }
 
+    @org.junit.jupiter.api.AfterAll
+    static void noBufferLeaked() throws InterruptedException
+    {
+        // Nodes stopped mid-traffic (killed leaders, STRICT frames waiting on the log) must release every frame.
+        final List<String> leaks = RecordingLeakDetector.collectLeaks();
+        assertTrue(leaks.isEmpty(), "Netty buffers leaked:\n" + String.join("\n", leaks));
+    }
+
     private static boolean bindable(final int port)
     {
         try (ServerSocket socket = new ServerSocket(port, 1, InetAddress.getLoopbackAddress()))

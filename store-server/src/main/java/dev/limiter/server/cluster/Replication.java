@@ -240,7 +240,14 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, AutoClos
      */
     public CompletableFuture<ByteBuffer> append(final ByteBuffer batch)
     {
-        return CompletableFuture.supplyAsync(() -> node.submit(batch), submitter).thenCompose(f -> f);
+        try
+        {
+            return CompletableFuture.supplyAsync(() -> node.submit(batch), submitter).thenCompose(f -> f);
+        }
+        catch (final java.util.concurrent.RejectedExecutionException stopping)
+        {
+            return CompletableFuture.failedFuture(stopping);
+        }
     }
 
     private final java.util.concurrent.ExecutorService submitter = java.util.concurrent.Executors.newSingleThreadExecutor(r ->
