@@ -238,6 +238,24 @@ public final class RaftNode implements AutoCloseable
         return stateMachine.lastAppliedStamp();
     }
 
+    /** Size in bytes of the latest snapshot this node wrote (0 before the first). */
+    public long lastSnapshotBytes()
+    {
+        return stateMachine.lastSnapshotBytes();
+    }
+
+    /** How long writing the latest snapshot took, in nanoseconds. */
+    public long lastSnapshotNanos()
+    {
+        return stateMachine.lastSnapshotNanos();
+    }
+
+    /** Snapshots this node has written. */
+    public long snapshotsTaken()
+    {
+        return stateMachine.snapshotsTaken();
+    }
+
     /** Snapshots this node received from a leader because it had fallen behind the purged log. */
     public long snapshotsInstalled()
     {

@@ -82,6 +82,25 @@ final class StampedStateMachine extends BaseStateMachine
         listeners.add(listener);
     }
 
+    private volatile long lastSnapshotBytes;
+    private volatile long lastSnapshotNanos;
+    private final java.util.concurrent.atomic.AtomicLong snapshotsTaken = new java.util.concurrent.atomic.AtomicLong();
+
+    long lastSnapshotBytes()
+    {
+        return lastSnapshotBytes;
+    }
+
+    long lastSnapshotNanos()
+    {
+        return lastSnapshotNanos;
+    }
+
+    long snapshotsTaken()
+    {
+        return snapshotsTaken.get();
+    }
+
     long snapshotsInstalled()
     {
         return snapshotsInstalled.get();
@@ -157,6 +176,7 @@ final class StampedStateMachine extends BaseStateMachine
         {
             return RaftLog.INVALID_LOG_INDEX;
         }
+        final long start = System.nanoTime();
         final File target = storage.getSnapshotFile(applied.getTerm(), applied.getIndex());
         final Path temp = target.toPath().resolveSibling(target.getName() + ".tmp");
         try (OutputStream raw = Files.newOutputStream(temp);
@@ -169,6 +189,9 @@ final class StampedStateMachine extends BaseStateMachine
         Files.move(temp, target.toPath(), StandardCopyOption.ATOMIC_MOVE);
         final FileInfo info = new FileInfo(target.toPath(), MD5FileUtil.computeAndSaveMd5ForFile(target));
         storage.updateLatestSnapshot(new SingleFileSnapshotInfo(info, applied));
+        lastSnapshotBytes = Files.size(target.toPath());
+        lastSnapshotNanos = System.nanoTime() - start;
+        snapshotsTaken.incrementAndGet();
         return applied.getIndex();
     }
 

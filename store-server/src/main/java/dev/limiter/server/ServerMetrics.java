@@ -86,6 +86,11 @@ public final class ServerMetrics
         Gauge.builder("limiter.raft.applied.index", replication, r -> safe(() -> r.node().lastAppliedIndex())).register(registry);
         FunctionCounter.builder("limiter.raft.leader.changes", replication, r -> r.leaderChanges()).register(registry);
         FunctionCounter.builder("limiter.raft.snapshots.installed", replication, r -> r.node().snapshotsInstalled()).register(registry);
+        FunctionCounter.builder("limiter.raft.snapshots.taken", replication, r -> r.node().snapshotsTaken()).register(registry);
+        Gauge.builder("limiter.raft.snapshot.size", replication, r -> r.node().lastSnapshotBytes()).baseUnit("bytes")
+            .description("Size of the latest snapshot written").register(registry);
+        Gauge.builder("limiter.raft.snapshot.duration", replication, r -> r.node().lastSnapshotNanos() / 1e9).baseUnit("seconds")
+            .description("Time the latest snapshot took to write").register(registry);
         FunctionCounter.builder("limiter.replication.decisions.applied", replication, r -> r.buckets().appliedDecisions())
             .description("Decisions applied from the log on this replica").register(registry);
     }

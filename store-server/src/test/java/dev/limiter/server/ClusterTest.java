@@ -255,6 +255,14 @@ class ClusterTest
                 thread.join(10_000);
             }
         }
+        // No committed decision is lost: the survivors converge to equal tables.
+        await("the survivors to apply the same decisions", Duration.ofSeconds(30), () ->
+        {
+            final long max = nodes.values().stream().mapToLong(n -> n.replication().buckets().appliedDecisions()).max().orElse(0);
+            return nodes.values().stream().allMatch(n -> n.replication().buckets().appliedDecisions() == max);
+        });
+        final long digest = nodes.values().iterator().next().replication().buckets().digest();
+        nodes.values().forEach(n -> assertEquals(digest, n.replication().buckets().digest(), "survivors' tables are equal"));
         return new long[] { granted.sum(), System.nanoTime() - start, longestGapNanos.get() };
     }
 
