@@ -96,6 +96,9 @@ public final class RaftNode implements AutoCloseable
         RaftServerConfigKeys.Snapshot.setRetentionFileNum(properties, 2);
         RaftServerConfigKeys.Log.setSegmentSizeMax(properties, SizeInBytes.valueOf(config.logSegmentBytes()));
         RaftServerConfigKeys.Log.setPurgeUptoSnapshotIndex(properties, true);
+        // Entries carry thousands of decisions (up to ~1 MiB): keep few closed segments on the heap,
+        // or they survive young collections and every pause copies them.
+        RaftServerConfigKeys.Log.setSegmentCacheNumMax(properties, 2);
         RaftServerConfigKeys.Log.setPurgeGap(properties, 1);
         server = RaftServer.newBuilder()
             .setServerId(selfId)

@@ -26,7 +26,7 @@ public final class RaftNodeConfig
     private Duration electionTimeoutMin = DEFAULT_ELECTION_TIMEOUT_MIN;
     private Duration electionTimeoutMax = DEFAULT_ELECTION_TIMEOUT_MAX;
     private long snapshotEveryEntries = DEFAULT_SNAPSHOT_EVERY_ENTRIES;
-    private int logSegmentBytes = 8 << 20;
+    private int logSegmentBytes = 1 << 20;
     private long leaderStepDownMillis = DEFAULT_LEADER_STEP_DOWN_MILLIS;
     private boolean joining;
 

@@ -13,13 +13,17 @@ import java.util.concurrent.TimeUnit;
  * Group commit for one shard: the decisions its leader makes are appended here and travel to the
  * log as one entry per batch. A batch is sent as soon as fewer than {@value #MAX_IN_FLIGHT} are in
  * flight, so under load decisions pile up while the previous entries commit and the batch size
- * follows the commit latency; a batch is also cut at {@value #MAX_BATCH_BYTES} bytes. Frames that
+ * follows the commit latency; a batch is cut at {@value #MAX_BATCH_BYTES} bytes (kept small enough
+ * that neither it nor Ratis' copies are humongous objects for G1), and full batches may go out with
+ * up to {@value #MAX_IN_FLIGHT_FULL} in flight. Frames that
  * hold STRICT decisions wait for the commit of their batch. Owned by the shard's event loop.
  */
 final class ShardLog
 {
     static final int MAX_IN_FLIGHT = 2;
-    static final int MAX_BATCH_BYTES = 512 * 1024;
+    static final int MAX_BATCH_BYTES = 256 * 1024;
+    /** Full batches may go out beyond {@link #MAX_IN_FLIGHT}, up to this many in flight. */
+    static final int MAX_IN_FLIGHT_FULL = 8;
     private static final int HEADER = 7;
 
     private final int shard;
@@ -89,7 +93,8 @@ final class ShardLog
     private void flush()
     {
         flushScheduled = false;
-        if (count == 0 || inFlight >= MAX_IN_FLIGHT || abandoned)
+        final boolean full = position >= MAX_BATCH_BYTES;
+        if (count == 0 || abandoned || inFlight >= (full ? MAX_IN_FLIGHT_FULL : MAX_IN_FLIGHT))
         {
             return; // a commit completing will send it
         }
