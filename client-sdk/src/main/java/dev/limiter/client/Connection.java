@@ -419,7 +419,8 @@ final class Connection
         final InFlight entry = inFlight.remove(correlationId);
         if (entry != null && code == ErrorCode.NOT_LEADER && entry.ping == null)
         {
-            // Nothing was decided: the calls go to the leader instead, within their deadlines.
+            // The node did not answer these calls (a STRICT batch it could not confirm may still have
+            // charged tokens: a retry can only under-admit): they go to the leader, within their deadlines.
             if (entry.timeout != null)
             {
                 entry.timeout.cancel(false);

@@ -257,7 +257,16 @@ public final class LimiterClient implements AutoCloseable
      */
     private void reroute(final Connection from, final PendingCall[] calls, final String leaderHint)
     {
-        final boolean known = leaderHint != null && !leaderHint.isEmpty() && !leaderHint.equals(from.hostPort());
+        // A hint is only worth following to a node this client has an open connection to; otherwise
+        // (an election, a dead node still named, an address spelt differently) back off and retry.
+        boolean known = false;
+        if (leaderHint != null && !leaderHint.isEmpty() && !leaderHint.equals(from.hostPort()))
+        {
+            for (final Connection c : connections)
+            {
+                known |= c.isActive() && c.hostPort().equals(leaderHint);
+            }
+        }
         if (known)
         {
             preferredEndpoint = leaderHint;

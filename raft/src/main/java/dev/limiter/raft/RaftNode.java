@@ -99,6 +99,7 @@ public final class RaftNode implements AutoCloseable
         // Entries carry thousands of decisions (up to ~1 MiB): keep few closed segments on the heap,
         // or they survive young collections and every pause copies them.
         RaftServerConfigKeys.Log.setSegmentCacheNumMax(properties, 2);
+        RaftServerConfigKeys.Log.Appender.setSnapshotChunkSizeMax(properties, SizeInBytes.valueOf(config.snapshotChunkBytes()));
         RaftServerConfigKeys.Log.setPurgeGap(properties, 1);
         server = RaftServer.newBuilder()
             .setServerId(selfId)
@@ -233,6 +234,12 @@ public final class RaftNode implements AutoCloseable
     public long leaderClockNanos()
     {
         return stateMachine.stamp(term());
+    }
+
+    /** Re-bases the leader clock on the latest applied stamp at the next stamp (see the class doc). */
+    public void rebaseLeaderClock()
+    {
+        stateMachine.rebaseClock();
     }
 
     /** Cluster time of the latest applied entry, in nanoseconds (Long.MIN_VALUE before the first). */

@@ -29,6 +29,7 @@ public final class RaftNodeConfig
     private int logSegmentBytes = 1 << 20;
     private long leaderStepDownMillis = DEFAULT_LEADER_STEP_DOWN_MILLIS;
     private boolean joining;
+    private int snapshotChunkBytes = 16 << 20;
 
     public RaftNodeConfig validate()
     {
@@ -157,6 +158,18 @@ public final class RaftNodeConfig
     public RaftNodeConfig snapshotEveryEntries(final long entries)
     {
         this.snapshotEveryEntries = entries;
+        return this;
+    }
+
+    public int snapshotChunkBytes()
+    {
+        return snapshotChunkBytes;
+    }
+
+    /** Largest piece of a snapshot sent to a follower at once (Ratis' default 16 MiB). */
+    public RaftNodeConfig snapshotChunkBytes(final int bytes)
+    {
+        this.snapshotChunkBytes = bytes;
         return this;
     }
 

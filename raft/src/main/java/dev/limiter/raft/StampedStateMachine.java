@@ -29,7 +29,6 @@ import java.io.DataOutputStream;
 import java.io.File;
 import java.io.IOException;
 import java.io.InputStream;
-import java.io.OutputStream;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -125,8 +124,12 @@ final class StampedStateMachine extends BaseStateMachine
     @Override
     public void pause()
     {
-        getLifeCycle().transition(LifeCycle.State.PAUSING);
-        getLifeCycle().transition(LifeCycle.State.PAUSED);
+        // Ratis pauses once per snapshot chunk: only the first call moves the state.
+        if (getLifeCycle().getCurrentState() == LifeCycle.State.RUNNING)
+        {
+            getLifeCycle().transition(LifeCycle.State.PAUSING);
+            getLifeCycle().transition(LifeCycle.State.PAUSED);
+        }
     }
 
     @Override
@@ -135,7 +138,7 @@ final class StampedStateMachine extends BaseStateMachine
         // A follower received a snapshot from the leader: load it, then run again.
         loadLatestSnapshot();
         snapshotsInstalled.incrementAndGet();
-        getLifeCycle().transition(LifeCycle.State.STARTING);
+        getLifeCycle().transitionIfNotEqual(LifeCycle.State.STARTING);
         getLifeCycle().transition(LifeCycle.State.RUNNING);
     }
 
@@ -179,11 +182,13 @@ final class StampedStateMachine extends BaseStateMachine
         final long start = System.nanoTime();
         final File target = storage.getSnapshotFile(applied.getTerm(), applied.getIndex());
         final Path temp = target.toPath().resolveSibling(target.getName() + ".tmp");
-        try (OutputStream raw = Files.newOutputStream(temp);
+        try (java.io.FileOutputStream raw = new java.io.FileOutputStream(temp.toFile());
              DataOutputStream out = new DataOutputStream(new BufferedOutputStream(raw)))
         {
             out.writeLong(lastAppliedStamp);
             application.writeSnapshot(out);
+            out.flush();
+            raw.getFD().sync(); // on disk before the rename: the log is purged up to this snapshot
         }
         // Written aside and renamed: a crash mid-write never leaves a torn snapshot under a valid name.
         Files.move(temp, target.toPath(), StandardCopyOption.ATOMIC_MOVE);
@@ -212,6 +217,15 @@ final class StampedStateMachine extends BaseStateMachine
     private long currentTerm() throws IOException
     {
         return getServer().join().getDivision(getGroupId()).getInfo().getCurrentTerm();
+    }
+
+    /**
+     * Makes the next stamp choose its offset again (from everything applied by then), so a leader
+     * that started stamping before its log replay finished does not keep a clock behind the log.
+     */
+    synchronized void rebaseClock()
+    {
+        clockTerm = -1;
     }
 
     /** The leader's cluster clock: monotonic nanos plus an offset chosen at the first stamp of a term. */

@@ -72,7 +72,7 @@ class RaftNodeTest
     {
         final RecordingStateMachine machine = new RecordingStateMachine();
         final RaftNode node = new RaftNode(new RaftNodeConfig().nodeId(id).peers(peers).storageDir(dir.resolve(id))
-            .snapshotEveryEntries(snapshotEvery).logSegmentBytes(4096), machine).start();
+            .snapshotEveryEntries(snapshotEvery).logSegmentBytes(4096).snapshotChunkBytes(1024), machine).start();
         nodes.put(id, node);
         machines.put(id, machine);
         return node;
@@ -193,7 +193,7 @@ class RaftNodeTest
     }
 
     @Test
-    void aStoppedFollowerCatchesUpByReplayAndAfterCompactionBySnapshot() throws Exception
+    void aStoppedFollowerCatchesUpByReplayAndAfterCompactionByASnapshotSentInManyChunks() throws Exception
     {
         snapshotEvery = 50;
         startCluster();

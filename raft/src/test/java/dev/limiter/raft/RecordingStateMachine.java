@@ -17,6 +17,7 @@ final class RecordingStateMachine implements ReplicatedStateMachine
     volatile long applied;
     final List<Long> stamps = Collections.synchronizedList(new ArrayList<>());
     volatile int restores;
+    static final int SNAPSHOT_PADDING = 20_000;
 
     @Override
     public ByteBuffer apply(final long index, final long clusterNanos, final ByteBuffer payload)
@@ -38,6 +39,7 @@ final class RecordingStateMachine implements ReplicatedStateMachine
         final DataOutputStream data = new DataOutputStream(out);
         data.writeLong(digest);
         data.writeLong(applied);
+        data.write(new byte[SNAPSHOT_PADDING]); // big enough to travel in many chunks when chunks are small
         data.flush();
     }
 
@@ -47,6 +49,7 @@ final class RecordingStateMachine implements ReplicatedStateMachine
         final DataInputStream data = new DataInputStream(in);
         digest = data.readLong();
         applied = data.readLong();
+        data.readFully(new byte[SNAPSHOT_PADDING]);
         restores++;
     }
 

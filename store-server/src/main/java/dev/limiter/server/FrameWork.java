@@ -45,6 +45,8 @@ final class FrameWork implements Runnable
     volatile boolean failed;
     /** Set when this node may not decide (cluster mode): the frame is answered with NOT_LEADER. */
     volatile boolean notLeader;
+    /** Set when the replication log is too far behind to take more decisions now. */
+    volatile boolean overloaded;
 
     private final Pool pool;
     private final ServerMetrics metrics;
@@ -65,6 +67,7 @@ final class FrameWork implements Runnable
         this.correlationId = correlationId;
         this.failed = false;
         this.notLeader = false;
+        this.overloaded = false;
         this.policies = policies;
         this.count = 0;
         this.keyCursor = 0;
@@ -144,7 +147,13 @@ final class FrameWork implements Runnable
     {
         try
         {
-            if (notLeader && !failed)
+            if (overloaded && !failed && !notLeader)
+            {
+                response.release();
+                connection.error(ctx, correlationId, ErrorCode.OVERLOADED,
+                    "the replication log is behind; nothing in this frame was decided; retry after a short backoff");
+            }
+            else if (notLeader && !failed)
             {
                 response.release();
                 connection.notLeader(ctx, correlationId);

@@ -81,14 +81,14 @@ final class Shard implements dev.limiter.server.cluster.Replication.DecidingShar
     }
 
     /** Cluster mode: decide only as the ready leader, record every decision for the log. */
-    void replicate(final dev.limiter.server.cluster.Replication replication, final ServerMetrics metrics)
+    void replicate(final dev.limiter.server.cluster.Replication replication, final ServerMetrics metrics, final long policyFingerprint)
     {
         if (loop == null)
         {
             throw new IllegalStateException("cluster mode needs shards on event loops (drop --shard-threads)");
         }
         this.replication = replication;
-        this.log = new ShardLog(id, loop, replication, metrics);
+        this.log = new ShardLog(id, loop, replication, metrics, policyFingerprint);
     }
 
     /** Stopping: release every frame waiting on the log (runs on the owner loop; waits for it). */
@@ -200,6 +200,12 @@ final class Shard implements dev.limiter.server.cluster.Replication.DecidingShar
             if (replication != null && !replication.canDecide())
             {
                 work.notLeader = true;
+                work.shardDone();
+                return;
+            }
+            if (log != null && log.saturated())
+            {
+                work.overloaded = true; // the log is behind: refuse rather than decide beyond it
                 work.shardDone();
                 return;
             }

@@ -24,9 +24,10 @@ final class ShardLog
     static final int MAX_BATCH_BYTES = 256 * 1024;
     /** Full batches may go out beyond {@link #MAX_IN_FLIGHT}, up to this many in flight. */
     static final int MAX_IN_FLIGHT_FULL = 8;
-    private static final int HEADER = 7;
+    private static final int HEADER = dev.limiter.server.cluster.ReplicatedBuckets.DECISIONS_HEADER;
 
     private final int shard;
+    private final long fingerprint;
     private final EventLoop loop;
     private final Replication replication;
     private final ServerMetrics metrics;
@@ -44,8 +45,10 @@ final class ShardLog
     private final java.util.Set<List<FrameWork>> inFlightWaiters = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
     private boolean abandoned;
 
-    ShardLog(final int shard, final EventLoop loop, final Replication replication, final ServerMetrics metrics)
+    ShardLog(final int shard, final EventLoop loop, final Replication replication, final ServerMetrics metrics,
+        final long fingerprint)
     {
+        this.fingerprint = fingerprint;
         this.shard = shard;
         this.loop = loop;
         this.replication = replication;
@@ -72,6 +75,16 @@ final class ShardLog
         {
             flush();
         }
+    }
+
+    /**
+     * Whether this shard must stop deciding for now: the batch being filled is full and the most
+     * batches allowed are already waiting for the log. Keeps every batch far below Ratis' entry
+     * size limit and the memory of a slow log bounded.
+     */
+    boolean saturated()
+    {
+        return position >= MAX_BATCH_BYTES && inFlight >= MAX_IN_FLIGHT_FULL;
     }
 
     /** The frame completes for this shard when the batch holding its decisions commits. */
@@ -101,6 +114,7 @@ final class ShardLog
         view.put(0, dev.limiter.server.cluster.ReplicatedBuckets.DECISIONS);
         view.putShort(1, (short)shard);
         view.putInt(3, count);
+        view.putLong(7, fingerprint);
         final ByteBuffer entry = ByteBuffer.wrap(java.util.Arrays.copyOf(buffer, position));
         final List<FrameWork> batchWaiters = waiters;
         final int decisions = count;
@@ -135,6 +149,12 @@ final class ShardLog
         if (failure == null)
         {
             metrics.recordCommit(decisions, System.nanoTime() - start);
+        }
+        else if (batchEpoch == epoch)
+        {
+            // Decided here but not in the log: the deciding table is ahead of what was committed.
+            // Stop deciding until a new SYNC marker copies the committed tables back.
+            replication.batchLost();
         }
         for (final FrameWork work : batchWaiters)
         {

@@ -177,7 +177,7 @@ public final class StoreServer implements AutoCloseable
             .groupName("buckets")
             .joining(config.joining()), buckets);
         replication = new Replication(node, buckets, config.peers(), config.raftPortOffset());
-        shards.forEach(shard -> shard.replicate(replication, metrics));
+        shards.forEach(shard -> shard.replicate(replication, metrics, policies.fingerprint()));
         replication.shards(shards);
         metrics.bindReplication(replication);
         try

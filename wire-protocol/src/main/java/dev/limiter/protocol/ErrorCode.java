@@ -17,7 +17,7 @@ public enum ErrorCode
     BATCH_TOO_LARGE(6),
     /** A frame longer than the receiver's maximum frame size; the connection is then closed. */
     FRAME_TOO_LARGE(7),
-    /** The node could not take the request now; retry after a short backoff. */
+    /** The node could not take the request now (in a cluster: its log is behind); retry after a short backoff. */
     OVERLOADED(8),
     /** A bug on the node; the message says what happened. */
     INTERNAL(9),

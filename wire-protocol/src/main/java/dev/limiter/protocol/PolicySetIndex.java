@@ -51,12 +51,32 @@ public final class PolicySetIndex
     private final CompiledPolicy[] bySpecificity;
     private final CompiledPolicy defaultPolicy;
     private final long version;
+    private final long fingerprint;
 
     private PolicySetIndex(final CompiledPolicy[] byOrdinal, final CompiledPolicy defaultPolicy, final long version)
     {
         this.byOrdinal = byOrdinal;
         this.defaultPolicy = defaultPolicy;
         this.version = version;
+        long hash = 1125899906842597L;
+        for (final CompiledPolicy policy : byOrdinal)
+        {
+            final String json;
+            try
+            {
+                json = JsonFormat.printer().print(policy.source());
+            }
+            catch (final InvalidProtocolBufferException e)
+            {
+                throw new IllegalStateException(e);
+            }
+            for (int i = 0; i < json.length(); i++)
+            {
+                hash = 31 * hash + json.charAt(i);
+            }
+            hash = 31 * hash + policy.ordinal();
+        }
+        this.fingerprint = hash;
         this.bySpecificity = Arrays.stream(byOrdinal)
             .filter(p -> p != defaultPolicy)
             .sorted(Comparator.comparingLong(CompiledPolicy::specificity).reversed()
@@ -297,6 +317,15 @@ public final class PolicySetIndex
     public CompiledPolicy defaultPolicy()
     {
         return defaultPolicy;
+    }
+
+    /**
+     * A hash of every policy in ordinal order: equal on two nodes exactly when their policy sets
+     * would decide alike (replicas refuse to apply decisions made under another set).
+     */
+    public long fingerprint()
+    {
+        return fingerprint;
     }
 
     /** Version of the whole set (from the file; at least 1). */

@@ -22,7 +22,8 @@ import java.util.function.Supplier;
  * thread is their single writer). Entries:
  *
  * <pre>
- * DECISIONS: u8 1 | u16 shard | u32 count | count x (u16 policy | i32 cost | i64 decision time (ns) | u16 key length | key)
+ * DECISIONS: u8 1 | u16 shard | u32 count | i64 policy-set fingerprint
+ *            | count x (u16 policy | i32 cost | i64 decision time (ns) | u16 key length | key)
  * SYNC:      u8 2 | i64 term | u16 id length | id       (a new leader's marker: copy committed into its deciding tables)
  * </pre>
  *
@@ -32,6 +33,8 @@ import java.util.function.Supplier;
 public final class ReplicatedBuckets implements ReplicatedStateMachine
 {
     public static final byte DECISIONS = 1;
+    /** Bytes before the first record of a DECISIONS entry. */
+    public static final int DECISIONS_HEADER = 15;
     static final byte SYNC = 2;
 
     /** Runs a sync of the leader's deciding tables from the committed ones, on their owner threads. */
@@ -93,8 +96,15 @@ public final class ReplicatedBuckets implements ReplicatedStateMachine
         int at = payload.position() + 1;
         final int shard = payload.getShort(at) & 0xFFFF;
         final int count = payload.getInt(at + 2);
-        at += 6;
+        final long fingerprint = payload.getLong(at + 6);
+        at += 14;
         final PolicySetIndex index = policies.get();
+        if (fingerprint != index.fingerprint())
+        {
+            // Replaying decisions under other policies would silently fork the tables: stop instead.
+            throw new IllegalStateException("decisions were made under a different policy set (fingerprint " + fingerprint +
+                ", this node " + index.fingerprint() + "): every member must run the same policy file");
+        }
         final BucketTable table = committed[shard];
         for (int i = 0; i < count; i++)
         {

@@ -48,7 +48,6 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, AutoClos
     private List<? extends DecidingShard> shards = List.of();
     private volatile boolean leader;
     private volatile long readyTerm = -1;
-    private volatile String leaderId;
     private volatile long leaderChanges;
     private Consumer<String> leaderObserver = id -> { };
 
@@ -62,18 +61,9 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, AutoClos
         buckets.syncTarget(this);
         node.addLeaderListener((id, self) ->
         {
-            leaderId = id;
             leaderChanges++;
-            leader = self;
-            if (!self)
-            {
-                readyTerm = -1;
-            }
-            else
-            {
-                appendSyncMarker();
-            }
             leaderObserver.accept(id);
+            checkLeadership(); // act at once; the watchdog repeats the same check every 20 ms
         });
     }
 
@@ -90,84 +80,87 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, AutoClos
     public void start() throws IOException
     {
         node.start();
-        // Ratis does not always announce losing leadership (a leader that steps down for want of a
-        // majority has no successor to name), so leadership and term are also checked every 20 ms.
+        // Ratis does not always announce a change (a leader that steps down for want of a majority
+        // has no successor to name), so leadership is also checked every 20 ms.
         watchdog = RETRIES.scheduleWithFixedDelay(this::checkLeadership, 20, 20, TimeUnit.MILLISECONDS);
     }
 
-    private void checkLeadership()
+    /**
+     * Reconciles this node's view with Ratis: on becoming leader of a term it stops deciding, appends
+     * a SYNC marker for that term and decides only once that very marker is applied; on losing the
+     * lead, or on a new term, it stops deciding at once. A marker that did not commit is re-sent.
+     */
+    private synchronized void checkLeadership()
     {
-        if (!leader || closed)
+        if (closed)
         {
             return;
         }
+        boolean raftLeader;
+        long term;
         try
         {
-            if (!node.isRaftLeader() || (readyTerm >= 0 && node.term() != readyTerm))
-            {
-                leader = false;
-                readyTerm = -1;
-                LOG.info("{}: no longer leading; not deciding", node.nodeId());
-            }
-        }
-        catch (final RuntimeException e)
-        {
-            leader = false;
-            readyTerm = -1;
-        }
-    }
-
-    private java.util.concurrent.ScheduledFuture<?> watchdog;
-
-    private void appendSyncMarker()
-    {
-        final long term;
-        try
-        {
+            raftLeader = node.isRaftLeader();
             term = node.term();
         }
         catch (final RuntimeException e)
         {
-            return; // stopping
+            raftLeader = false;
+            term = -1;
         }
-        appendSyncMarker(term, 0);
-    }
-
-    /**
-     * A leader is told of its election before it can append (its first entry of the term must
-     * commit first), so the marker is retried every 10 ms while this node still leads that term.
-     */
-    private void appendSyncMarker(final long term, final int attempt)
-    {
-        if (!leader || closed)
+        if (!raftLeader)
         {
+            if (leader)
+            {
+                LOG.info("{}: no longer leading; not deciding", node.nodeId());
+            }
+            leader = false;
+            readyTerm = -1;
             return;
         }
+        if (!leader || term != electedTerm)
+        {
+            leader = true;
+            electedTerm = term;
+            readyTerm = -1;
+            syncSentAt = 0;
+        }
+        if (readyTerm != electedTerm && System.nanoTime() - syncSentAt > TimeUnit.MILLISECONDS.toNanos(500))
+        {
+            syncSentAt = System.nanoTime();
+            appendSyncMarker(term);
+        }
+    }
+
+    private java.util.concurrent.ScheduledFuture<?> watchdog;
+    /** The term this node leads (valid while {@link #leader}); guarded by this for writes. */
+    private volatile long electedTerm = -1;
+    private long syncSentAt;
+
+    private void appendSyncMarker(final long term)
+    {
         node.submit(ReplicatedBuckets.syncEntry(term, node.nodeId())).whenComplete((reply, failure) ->
         {
-            if (failure == null)
+            if (failure != null)
             {
-                return;
-            }
-            long current = -1;
-            try
-            {
-                current = node.term();
-            }
-            catch (final RuntimeException e)
-            {
-                return; // stopping
-            }
-            if (leader && current == term && attempt < 3000)
-            {
-                RETRIES.schedule(() -> appendSyncMarker(term, attempt + 1), 10, TimeUnit.MILLISECONDS);
-            }
-            else
-            {
-                LOG.info("{}: sync marker for term {} not committed ({}); not deciding in that term", node.nodeId(), term,
-                    failure.getCause() != null ? failure.getCause().getMessage() : failure.getMessage());
+                // Not leader-ready yet, or lost the lead: the watchdog re-sends while this node still leads the term.
+                synchronized (this)
+                {
+                    syncSentAt = 0;
+                }
             }
         });
+    }
+
+    /** A batch of decisions did not reach the log while this node decides: resync before deciding again. */
+    public synchronized void batchLost()
+    {
+        if (readyTerm >= 0)
+        {
+            LOG.warn("{}: a batch of decisions was not committed; re-syncing from the committed tables", node.nodeId());
+        }
+        readyTerm = -1;
+        syncSentAt = 0;
     }
 
     private static final java.util.concurrent.ScheduledExecutorService RETRIES =
@@ -182,9 +175,9 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, AutoClos
     @Override
     public void syncFrom(final BucketTable[] committed, final long term)
     {
-        if (!leader)
+        if (!leader || term != electedTerm)
         {
-            return;
+            return; // a marker of another term (replayed after a restart, or superseded): not ours to act on
         }
         final CountDownLatch copied = new CountDownLatch(shards.size());
         for (final DecidingShard shard : shards)
@@ -214,8 +207,9 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, AutoClos
             Thread.currentThread().interrupt();
             return;
         }
-        if (leader)
+        if (leader && term == electedTerm)
         {
+            node.rebaseLeaderClock(); // every entry before the marker is applied: continue after its last stamp
             readyTerm = term;
             LOG.info("{}: leading term {}, deciding from {} committed decisions", node.nodeId(), term, buckets.appliedDecisions());
         }
@@ -224,7 +218,8 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, AutoClos
     /** Whether this node may decide now. A volatile read: cheap enough for every frame. */
     public boolean canDecide()
     {
-        return leader && readyTerm >= 0;
+        final long ready = readyTerm;
+        return leader && ready >= 0 && ready == electedTerm;
     }
 
     /** Cluster time to decide at (leader only). */
@@ -260,7 +255,7 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, AutoClos
     /** The leader's data-plane address ({@code host:port}), or "" when none is known. */
     public String leaderAddress()
     {
-        final String id = leaderId;
+        final String id = leaderId();
         return id == null ? "" : members().getOrDefault(id, "");
     }
 
@@ -297,9 +292,17 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, AutoClos
         return node.setMembers(raft);
     }
 
+    /** The leader Ratis knows of now (null during an election), read live so it is never stale. */
     public String leaderId()
     {
-        return leaderId;
+        try
+        {
+            return node.leaderId();
+        }
+        catch (final RuntimeException e)
+        {
+            return null;
+        }
     }
 
     public boolean isLeader()
