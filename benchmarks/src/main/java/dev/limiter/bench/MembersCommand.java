@@ -1,17 +1,14 @@
 package dev.limiter.bench;
 
-import dev.limiter.protocol.Frame;
+import dev.limiter.protocol.BlockingRequest;
+import dev.limiter.protocol.ErrorCode;
 import dev.limiter.protocol.MessageType;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 
-import java.io.DataInputStream;
 import java.io.IOException;
-import java.net.InetSocketAddress;
-import java.net.Socket;
-import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -61,7 +58,7 @@ public final class MembersCommand implements Callable<Integer>
         }
         try
         {
-            final String status = new String(request(server, MessageType.STATUS, new byte[0])[1], StandardCharsets.UTF_8);
+            final String status = BlockingRequest.send(server, MessageType.STATUS, new byte[0], 5000).text();
             final Map<String, String> members = new LinkedHashMap<>();
             final Matcher m = MEMBER.matcher(status.substring(status.indexOf("\"members\":")));
             while (m.find())
@@ -87,24 +84,20 @@ public final class MembersCommand implements Callable<Integer>
             String target = server;
             for (int hop = 0; hop < 3; hop++)
             {
-                final byte[][] answer = request(target, MessageType.MEMBERS, list.toString().getBytes(StandardCharsets.UTF_8));
-                final int type = answer[0][0];
-                if (type == MessageType.MEMBERS_RESULT)
+                final BlockingRequest.Answer answer = BlockingRequest.send(target, MessageType.MEMBERS,
+                    list.toString().getBytes(StandardCharsets.UTF_8), 30_000);
+                if (answer.type() == MessageType.MEMBERS_RESULT)
                 {
-                    System.out.println("members now: " + new String(answer[1], StandardCharsets.UTF_8));
+                    System.out.println("members now: " + answer.text());
                     return 0;
                 }
-                final ByteBuffer error = ByteBuffer.wrap(answer[1]);
-                final int code = error.getShort() & 0xFFFF;
-                final byte[] text = new byte[error.getShort() & 0xFFFF];
-                error.get(text);
-                final String message = new String(text, StandardCharsets.UTF_8);
-                if (code == dev.limiter.protocol.ErrorCode.NOT_LEADER.code() && !message.isEmpty())
+                final String message = answer.isError() ? answer.errorMessage() : "unexpected answer " + MessageType.name(answer.type());
+                if (answer.errorCode() == ErrorCode.NOT_LEADER && !message.isEmpty())
                 {
                     target = message; // ask the leader
                     continue;
                 }
-                System.err.println("limiter cluster " + action + ": " + dev.limiter.protocol.ErrorCode.ofOrNull(code) + ": " +
+                System.err.println("limiter cluster " + action + ": " + answer.errorCode() + ": " +
                     (message.isEmpty() ? "no leader right now; try again" : message));
                 return 1;
             }
@@ -115,26 +108,6 @@ public final class MembersCommand implements Callable<Integer>
         {
             System.err.println("limiter cluster " + action + ": " + e.getMessage());
             return 1;
-        }
-    }
-
-    /** Sends one frame; returns {type byte, body}. */
-    private static byte[][] request(final String hostPort, final int type, final byte[] body) throws IOException
-    {
-        final int colon = hostPort.lastIndexOf(':');
-        try (Socket socket = new Socket())
-        {
-            socket.connect(new InetSocketAddress(hostPort.substring(0, colon), Integer.parseInt(hostPort.substring(colon + 1))), 2000);
-            socket.setSoTimeout(30_000);
-            socket.getOutputStream().write(ByteBuffer.allocate(Frame.HEADER_LENGTH + body.length)
-                .putInt(Frame.MIN_LENGTH_FIELD + body.length).put((byte)Frame.VERSION).put((byte)type).putShort((short)0)
-                .putLong(1).put(body).array());
-            final DataInputStream in = new DataInputStream(socket.getInputStream());
-            final byte[] rest = new byte[in.readInt()];
-            in.readFully(rest);
-            final byte[] answerBody = new byte[rest.length - 12];
-            System.arraycopy(rest, 12, answerBody, 0, answerBody.length);
-            return new byte[][] { { rest[1] }, answerBody };
         }
     }
 

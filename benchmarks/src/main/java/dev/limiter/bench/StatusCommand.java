@@ -1,17 +1,12 @@
 package dev.limiter.bench;
 
-import dev.limiter.protocol.Frame;
+import dev.limiter.protocol.BlockingRequest;
 import dev.limiter.protocol.MessageType;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
-import java.io.DataInputStream;
 import java.io.IOException;
-import java.net.InetSocketAddress;
-import java.net.Socket;
-import java.nio.ByteBuffer;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -121,29 +116,12 @@ public final class StatusCommand implements Callable<Integer>
 
     private String ask(final String hostPort)
     {
-        final int colon = hostPort.lastIndexOf(':');
-        if (colon <= 0)
+        try
         {
-            return "not host:port: " + hostPort;
+            final BlockingRequest.Answer answer = BlockingRequest.send(hostPort, MessageType.STATUS, new byte[0], timeoutMs);
+            return answer.type() == MessageType.STATUS_RESULT ? answer.text() : "unexpected answer " + MessageType.name(answer.type());
         }
-        try (Socket socket = new Socket())
-        {
-            socket.connect(new InetSocketAddress(hostPort.substring(0, colon), Integer.parseInt(hostPort.substring(colon + 1))), timeoutMs);
-            socket.setSoTimeout(timeoutMs);
-            final ByteBuffer request = ByteBuffer.allocate(Frame.HEADER_LENGTH)
-                .putInt(Frame.MIN_LENGTH_FIELD).put((byte)Frame.VERSION).put((byte)MessageType.STATUS).putShort((short)0).putLong(1);
-            socket.getOutputStream().write(request.array());
-            final DataInputStream in = new DataInputStream(socket.getInputStream());
-            final byte[] rest = new byte[in.readInt()];
-            in.readFully(rest);
-            if (rest[1] != MessageType.STATUS_RESULT)
-            {
-                return "unexpected answer type " + MessageType.name(rest[1]);
-            }
-            return new String(rest, Frame.HEADER_LENGTH - Frame.LENGTH_FIELD_LENGTH,
-                rest.length - (Frame.HEADER_LENGTH - Frame.LENGTH_FIELD_LENGTH), StandardCharsets.UTF_8);
-        }
-        catch (final IOException | NumberFormatException e)
+        catch (final IOException | IllegalArgumentException e)
         {
             return e.getClass().getSimpleName() + ": " + e.getMessage();
         }

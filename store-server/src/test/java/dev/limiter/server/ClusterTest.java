@@ -326,24 +326,12 @@ class ClusterTest
         assertFalse(leader.replication().canDecide(), "still not deciding alone");
     }
 
-    /** Sends MEMBERS to a node; returns "TYPE:body". */
+    /** Sends MEMBERS to a node; returns "TYPE:body" (for an ERROR, its message). */
     private static String members(final int port, final String list) throws IOException
     {
-        try (java.net.Socket socket = new java.net.Socket("127.0.0.1", port))
-        {
-            socket.setSoTimeout(15_000);
-            final byte[] body = list.getBytes(java.nio.charset.StandardCharsets.UTF_8);
-            socket.getOutputStream().write(java.nio.ByteBuffer.allocate(dev.limiter.protocol.Frame.HEADER_LENGTH + body.length)
-                .putInt(dev.limiter.protocol.Frame.MIN_LENGTH_FIELD + body.length).put((byte)1)
-                .put((byte)dev.limiter.protocol.MessageType.MEMBERS).putShort((short)0).putLong(9).put(body).array());
-            final java.io.DataInputStream in = new java.io.DataInputStream(socket.getInputStream());
-            final byte[] rest = new byte[in.readInt()];
-            in.readFully(rest);
-            final int type = rest[1];
-            final int offset = type == dev.limiter.protocol.MessageType.ERROR ? 16 : 12;
-            return dev.limiter.protocol.MessageType.name(type) + ":" +
-                new String(rest, offset, rest.length - offset, java.nio.charset.StandardCharsets.UTF_8);
-        }
+        final dev.limiter.protocol.BlockingRequest.Answer answer = dev.limiter.protocol.BlockingRequest.send("127.0.0.1:" + port,
+            dev.limiter.protocol.MessageType.MEMBERS, list.getBytes(java.nio.charset.StandardCharsets.UTF_8), 15_000);
+        return dev.limiter.protocol.MessageType.name(answer.type()) + ":" + (answer.isError() ? answer.errorMessage() : answer.text());
     }
 
     private static String list(final Map<String, InetSocketAddress> members)

@@ -4,21 +4,16 @@ import dev.limiter.client.Decision;
 import dev.limiter.client.Descriptor;
 import dev.limiter.client.LimiterClient;
 import dev.limiter.client.LimiterException;
-import dev.limiter.protocol.Frame;
+import dev.limiter.protocol.BlockingRequest;
 import dev.limiter.protocol.MessageType;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
-import java.io.DataInputStream;
 import java.io.IOException;
 import java.net.InetAddress;
-import java.net.InetSocketAddress;
 import java.net.ServerSocket;
-import java.net.Socket;
-import java.nio.ByteBuffer;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -104,18 +99,11 @@ class ProcessKillDrillTest
     /** The node's role from a STATUS request, or null when it does not answer. */
     private String role(final String id)
     {
-        try (Socket socket = new Socket())
+        try
         {
-            socket.connect(new InetSocketAddress("127.0.0.1", ports.get(id)), 500);
-            socket.setSoTimeout(1000);
-            socket.getOutputStream().write(ByteBuffer.allocate(Frame.HEADER_LENGTH).putInt(Frame.MIN_LENGTH_FIELD)
-                .put((byte)Frame.VERSION).put((byte)MessageType.STATUS).putShort((short)0).putLong(1).array());
-            final DataInputStream in = new DataInputStream(socket.getInputStream());
-            final byte[] rest = new byte[in.readInt()];
-            in.readFully(rest);
-            final String json = new String(rest, 12, rest.length - 12, StandardCharsets.UTF_8);
+            final String json = BlockingRequest.send("127.0.0.1:" + ports.get(id), MessageType.STATUS, new byte[0], 1000).text();
             final int at = json.indexOf("\"role\":\"");
-            return json.substring(at + 8, json.indexOf('"', at + 8));
+            return at < 0 ? null : json.substring(at + 8, json.indexOf('"', at + 8));
         }
         catch (final IOException e)
         {
