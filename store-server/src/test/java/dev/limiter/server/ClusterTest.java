@@ -394,4 +394,47 @@ class ClusterTest
         await("the remaining members to converge on the later decisions", Duration.ofSeconds(30), () ->
             nodes.get("n4").replication().buckets().appliedDecisions() >= removedApplied + 50 && converged());
     }
+
+    @Test
+    void aMemberWithADifferentPolicyFileRefusesTheDecisionsInsteadOfDiverging() throws Exception
+    {
+        choosePorts();
+        for (final String id : peers.keySet())
+        {
+            final Path configDir = dir.resolve(id + "-config");
+            java.nio.file.Files.createDirectories(configDir);
+            ServerConfig config = TestNode.config(configDir, peers.get(id).getPort(), 2)
+                .adminPort(-1).nodeId(id).peers(peers).raftPortOffset(RAFT_OFFSET).dataDir(dir.resolve(id));
+            if (id.equals("n3"))
+            {
+                // Same policies but one rate changed: the same decisions would come out differently here.
+                java.nio.file.Files.writeString(configDir.resolve("policies.json"), TestNode.POLICIES.replace("\"rate\":10,", "\"rate\":11,"));
+            }
+            nodes.put(id, new StoreServer(config).start());
+        }
+        StoreServer leader = leader();
+        if (leader == nodes.get("n3"))
+        {
+            nodes.remove("n3").close(); // let a member with the common policy set lead
+            leader = leader();
+        }
+        final StoreServer deciding = leader;
+        try (LimiterClient client = client())
+        {
+            for (int i = 0; i < 20; i++)
+            {
+                client.acquireBlocking(Descriptor.of("tenant-" + i, "/v1/orders/1"), 1);
+            }
+        }
+        await("the members with the common policy set to apply the decisions", Duration.ofSeconds(20), () ->
+            nodes.values().stream().filter(n -> n != nodes.get("n3"))
+                .allMatch(n -> n.replication().buckets().appliedDecisions() >= 20));
+        if (nodes.containsKey("n3"))
+        {
+            Thread.sleep(500);
+            assertEquals(0, nodes.get("n3").replication().buckets().appliedDecisions(),
+                "the member with another policy set applied none of the decisions");
+        }
+        assertTrue(deciding.replication().buckets().appliedDecisions() >= 20);
+    }
 }
