@@ -28,7 +28,6 @@ import java.io.DataInputStream;
 import java.io.DataOutputStream;
 import java.io.File;
 import java.io.IOException;
-import java.io.InputStream;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -280,11 +279,5 @@ final class StampedStateMachine extends BaseStateMachine
                 LOG.warn("{}: a leader listener failed", nodeId, e);
             }
         }
-    }
-
-    /** Reads a snapshot written by {@link #takeSnapshot()} into a fresh application, for tools and tests. */
-    static long readStamp(final InputStream in) throws IOException
-    {
-        return new DataInputStream(in).readLong();
     }
 }

@@ -7,7 +7,6 @@ import org.agrona.DirectBuffer;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 
 /**
  * Group commit for one shard: the decisions its leader makes are appended here and travel to the
@@ -203,10 +202,5 @@ final class ShardLog
     int inFlight()
     {
         return inFlight;
-    }
-
-    static long nanos(final long millis)
-    {
-        return TimeUnit.MILLISECONDS.toNanos(millis);
     }
 }

@@ -14,7 +14,6 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
-import java.util.function.Consumer;
 
 /**
  * A node's part in the cluster: whether it may decide (it leads and its deciding tables have been
@@ -49,7 +48,6 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, AutoClos
     private volatile boolean leader;
     private volatile long readyTerm = -1;
     private volatile long leaderChanges;
-    private Consumer<String> leaderObserver = id -> { };
 
     public Replication(final RaftNode node, final ReplicatedBuckets buckets, final Map<String, InetSocketAddress> dataAddresses,
         final int raftPortOffset)
@@ -62,7 +60,6 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, AutoClos
         node.addLeaderListener((id, self) ->
         {
             leaderChanges++;
-            leaderObserver.accept(id);
             checkLeadership(); // act at once; the watchdog repeats the same check every 20 ms
         });
     }
@@ -70,11 +67,6 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, AutoClos
     public void shards(final List<? extends DecidingShard> shards)
     {
         this.shards = shards;
-    }
-
-    public void onLeaderChange(final Consumer<String> observer)
-    {
-        this.leaderObserver = observer;
     }
 
     public void start() throws IOException
