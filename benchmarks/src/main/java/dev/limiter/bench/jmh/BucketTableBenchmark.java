@@ -38,6 +38,10 @@ public class BucketTableBenchmark
     @Param({ "10000", "1000000" })
     int keys;
 
+    /** Table capacity in buckets; 0 sizes it for the keys (1.5x), otherwise e.g. the server default 734003. */
+    @Param({ "0", "734003" })
+    int tableBuckets;
+
     private BucketTable table;
     private TokenBucket.Rate rate;
     private UnsafeBuffer keyBuffer;
@@ -52,7 +56,8 @@ public class BucketTableBenchmark
     public void setUp()
     {
         rate = TokenBucket.rate(1000, 1_000_000_000L, 1000);
-        table = new BucketTable(keys + keys / 2, (keys + keys / 2) * 32, ordinal -> rate);
+        final int capacity = tableBuckets == 0 ? keys + keys / 2 : Math.max(tableBuckets, keys + keys / 2);
+        table = new BucketTable(capacity, capacity * 32, ordinal -> rate);
         final byte[] bytes = new byte[keys * 24];
         keyBuffer = new UnsafeBuffer(bytes);
         keyOffsets = new int[keys];

@@ -7,6 +7,7 @@ import org.agrona.BufferUtil;
 import org.agrona.DirectBuffer;
 import org.agrona.concurrent.UnsafeBuffer;
 
+import java.nio.ByteBuffer;
 import java.util.function.IntFunction;
 
 /**
@@ -27,6 +28,12 @@ import java.util.function.IntFunction;
  * from where the last sweep stopped, and every insert into a table over 7/8 full examines 16, so
  * refilled buckets are cleared steadily rather than all at once. Deletion shifts the probe chain
  * back: no tombstones.
+ * <p>
+ * The slot array starts small ({@link #INITIAL_SLOTS}) and doubles whenever the next insert would
+ * pass {@link #MAX_LOAD_FACTOR}, up to the slot count {@code maxBuckets} needs: a shard holding ten
+ * thousand buckets then touches half a megabyte of slots rather than the full reservation, so its
+ * lookups stay in the CPU caches and TLB. Growth re-inserts every bucket in slot order, so the same
+ * operations give the same layout on every replica.
  */
 public final class BucketTable
 {
@@ -53,9 +60,17 @@ public final class BucketTable
     /** Most buckets one table can hold (2^25 slots, 1 GiB, at the maximum load factor). */
     public static final int MAX_BUCKETS = (int)(MAX_SLOTS * MAX_LOAD_FACTOR);
 
-    private final UnsafeBuffer slots;
-    private final int slotCount;
-    private final int mask;
+    /** Slots a new table starts with (512 KiB). */
+    public static final int INITIAL_SLOTS = 1 << 14;
+
+    private static final int CACHE_LINE = 64;
+
+    private final UnsafeBuffer slots = new UnsafeBuffer(0, 0);
+    private ByteBuffer slotMemory;
+    private int slotCount;
+    private int mask;
+    private int growAt;
+    private final int maxSlotCount;
     private final int maxBuckets;
     private final KeyArena arena;
     private final IntFunction<TokenBucket.Rate> rateByPolicy;
@@ -86,12 +101,53 @@ public final class BucketTable
         {
             throw new IllegalArgumentException("keyArenaBytes must be at least " + KeyArena.MAX_KEY_LENGTH + ", was " + keyArenaBytes);
         }
-        this.slotCount = Math.max(16, Integer.highestOneBit((int)wanted - 1) << 1);
-        this.mask = slotCount - 1;
+        this.maxSlotCount = Math.max(16, Integer.highestOneBit((int)wanted - 1) << 1);
         this.maxBuckets = maxBuckets;
-        this.slots = new UnsafeBuffer(BufferUtil.allocateDirectAligned(Math.toIntExact((long)slotCount * SLOT_LENGTH), 64));
+        allocateSlots(Math.min(INITIAL_SLOTS, maxSlotCount));
         this.arena = new KeyArena(keyArenaBytes);
         this.rateByPolicy = rateByPolicy;
+    }
+
+    private void allocateSlots(final int count)
+    {
+        final ByteBuffer previous = slotMemory;
+        // Allocated by us (not as an aligned slice) so that growth can free it at once.
+        final int bytes = Math.toIntExact((long)count * SLOT_LENGTH);
+        slotMemory = ByteBuffer.allocateDirect(bytes + CACHE_LINE);
+        final int misalignment = (int)(BufferUtil.address(slotMemory) & (CACHE_LINE - 1));
+        slots.wrap(slotMemory, misalignment == 0 ? 0 : CACHE_LINE - misalignment, bytes);
+        slotCount = count;
+        mask = count - 1;
+        growAt = count == maxSlotCount ? Integer.MAX_VALUE : (int)(count * MAX_LOAD_FACTOR);
+        if (previous != null)
+        {
+            BufferUtil.free(previous);
+        }
+    }
+
+    /** Doubles the slot array and re-inserts every bucket, visiting the old slots in order. */
+    private void grow()
+    {
+        final ByteBuffer oldMemory = slotMemory;
+        final UnsafeBuffer old = new UnsafeBuffer(slots.addressOffset(), slots.capacity());
+        final int oldCount = slotCount;
+        slotMemory = null; // keep the old memory alive until the copy is done
+        allocateSlots(oldCount << 1);
+        for (int from = 0; from < oldCount; from++)
+        {
+            final int fromBase = from * SLOT_LENGTH;
+            if ((old.getShort(fromBase + KEY_LENGTH_OFFSET) & 0xFFFF) != 0)
+            {
+                int slot = (int)old.getLong(fromBase + HASH_OFFSET) & mask;
+                while ((slots.getShort(slot * SLOT_LENGTH + KEY_LENGTH_OFFSET) & 0xFFFF) != 0)
+                {
+                    slot = (slot + 1) & mask;
+                }
+                slots.putBytes(slot * SLOT_LENGTH, old, fromBase, SLOT_LENGTH);
+            }
+        }
+        sweepCursor = 0;
+        BufferUtil.free(oldMemory);
     }
 
     /**
@@ -197,6 +253,10 @@ public final class BucketTable
         {
             sweep(nowNanos, BACKGROUND_SWEEP_SLOTS);
         }
+        if (size >= growAt)
+        {
+            grow();
+        }
         int keyAt = arena.store(key, keyOffset, keyLength);
         if (keyAt < 0)
         {
@@ -301,12 +361,19 @@ public final class BucketTable
         return maxBuckets;
     }
 
+    /** Slots allocated now (a power of two; grows up to {@link #maxSlotCount()}). */
     public int slotCount()
     {
         return slotCount;
     }
 
-    /** Off-heap bytes reserved for slots and keys. */
+    /** Slots the table grows to at most, as sized for {@code maxBuckets}. */
+    public int maxSlotCount()
+    {
+        return maxSlotCount;
+    }
+
+    /** Off-heap bytes allocated for slots and keys now. */
     public long reservedBytes()
     {
         return (long)slotCount * SLOT_LENGTH + arena.capacity();
@@ -334,9 +401,13 @@ public final class BucketTable
      */
     public void copyFrom(final BucketTable other)
     {
-        if (other.slotCount != slotCount || other.maxBuckets != maxBuckets)
+        if (other.maxSlotCount != maxSlotCount || other.maxBuckets != maxBuckets)
         {
             throw new IllegalArgumentException("tables differ in size");
+        }
+        if (other.slotCount != slotCount)
+        {
+            allocateSlots(other.slotCount);
         }
         slots.putBytes(0, other.slots, 0, slotCount * SLOT_LENGTH);
         arena.copyFrom(other.arena);
@@ -346,10 +417,17 @@ public final class BucketTable
         storeFullRejections = other.storeFullRejections;
     }
 
-    /** Forgets every bucket. */
+    /** Forgets every bucket and returns to the initial slot count, so what follows lays out as in a new table. */
     public void clear()
     {
-        slots.setMemory(0, slotCount * SLOT_LENGTH, (byte)0);
+        if (slotCount != Math.min(INITIAL_SLOTS, maxSlotCount))
+        {
+            allocateSlots(Math.min(INITIAL_SLOTS, maxSlotCount));
+        }
+        else
+        {
+            slots.setMemory(0, slotCount * SLOT_LENGTH, (byte)0);
+        }
         arena.clear();
         size = 0;
         sweepCursor = 0;

@@ -184,10 +184,86 @@ class BucketTableTest
     }
 
     @Test
-    void shouldUseThirtyTwoBytesOfStatePerSlot()
+    void shouldUseThirtyTwoBytesOfStatePerSlotAndStartSmall()
     {
         final BucketTable table = table(734_003, tenPerSecondBurstFive);
-        assertEquals(1 << 20, table.slotCount());
+        assertEquals(1 << 20, table.maxSlotCount());
+        assertEquals(BucketTable.INITIAL_SLOTS, table.slotCount(), "slots are allocated as buckets arrive");
         assertEquals(32, BucketTable.SLOT_LENGTH);
+    }
+
+    @Test
+    void shouldKeepEveryBucketAndItsTokensWhileGrowing()
+    {
+        final int keys = 50_000;
+        final BucketTable table = table(100_000, tenPerSecondBurstFive);
+        for (int i = 0; i < keys; i++)
+        {
+            assertTrue(acquire(table, "user-" + i, tenPerSecondBurstFive, 1 + i % 5, T0));
+        }
+        assertEquals(keys, table.size());
+        assertEquals(1 << 17, table.slotCount(), "doubled from 2^14 while staying under the load factor");
+        for (int i = 0; i < keys; i++)
+        {
+            final UnsafeBuffer k = key("user-" + i);
+            final long expectedUnits = (5 - (1 + i % 5)) * tenPerSecondBurstFive.unitsPerToken();
+            assertEquals(expectedUnits, table.storedUnits(k, 0, k.capacity()), "user-" + i);
+        }
+    }
+
+    @Test
+    void shouldNeverGrowPastTheSlotsMaxBucketsNeeds()
+    {
+        final BucketTable table = table(20_000, tenPerSecondBurstFive);
+        for (int i = 0; i < 20_000; i++)
+        {
+            assertTrue(acquire(table, "k" + i, tenPerSecondBurstFive, 5, T0));
+        }
+        assertEquals(table.maxSlotCount(), table.slotCount());
+        assertFalse(acquire(table, "one-more", tenPerSecondBurstFive, 1, T0), "full, nothing refilled");
+        assertEquals(ReasonCode.STORE_FULL, decision.reason());
+        assertTrue(acquire(table, "one-more", tenPerSecondBurstFive, 1, T0 + SECOND), "refilled buckets make room");
+        assertEquals(table.maxSlotCount(), table.slotCount());
+    }
+
+    @Test
+    void shouldLayOutIdenticallyOnTablesFedTheSameOperations()
+    {
+        final BucketTable a = table(100_000, tenPerSecondBurstFive);
+        final BucketTable b = table(100_000, tenPerSecondBurstFive);
+        long now = T0;
+        for (int i = 0; i < 30_000; i++)
+        {
+            now += 1_000;
+            acquire(a, "k" + (i * 7 % 40_000), tenPerSecondBurstFive, 1, now);
+            acquire(b, "k" + (i * 7 % 40_000), tenPerSecondBurstFive, 1, now);
+        }
+        assertEquals(a.slotCount(), b.slotCount());
+        assertEquals(a.digest(), b.digest());
+        final StringBuilder orderA = new StringBuilder();
+        final StringBuilder orderB = new StringBuilder();
+        a.forEach((buffer, offset, length, policy, tokens, last) -> orderA.append(buffer.getStringWithoutLengthAscii(offset, length)).append(','));
+        b.forEach((buffer, offset, length, policy, tokens, last) -> orderB.append(buffer.getStringWithoutLengthAscii(offset, length)).append(','));
+        assertEquals(orderA.toString(), orderB.toString(), "same slot order");
+    }
+
+    @Test
+    void shouldCopyFromATableOfAnotherCurrentSizeAndShrinkOnClear()
+    {
+        final BucketTable big = table(100_000, tenPerSecondBurstFive);
+        for (int i = 0; i < 40_000; i++)
+        {
+            acquire(big, "k" + i, tenPerSecondBurstFive, 2, T0);
+        }
+        final BucketTable copy = table(100_000, tenPerSecondBurstFive);
+        copy.copyFrom(big);
+        assertEquals(big.slotCount(), copy.slotCount());
+        assertEquals(big.digest(), copy.digest());
+        assertFalse(acquire(copy, "k123", tenPerSecondBurstFive, 4, T0), "the copy holds the drained bucket");
+        copy.clear();
+        assertEquals(0, copy.size());
+        assertEquals(BucketTable.INITIAL_SLOTS, copy.slotCount());
+        assertTrue(acquire(copy, "k123", tenPerSecondBurstFive, 5, T0));
+        assertThrows(IllegalArgumentException.class, () -> copy.copyFrom(table(50_000, tenPerSecondBurstFive)));
     }
 }
