@@ -10,8 +10,9 @@ import java.util.List;
 
 /**
  * Group commit for one shard: the decisions its leader makes are appended here and travel to the
- * log as one entry per batch. A batch is sent as soon as fewer than {@value #MAX_IN_FLIGHT} are in
- * flight, so under load decisions pile up while the previous entries commit and the batch size
+ * log as one entry per batch. A batch holding a STRICT decision is sent as soon as fewer than
+ * {@value #MAX_IN_FLIGHT} are in flight, one of FAST decisions only when none is, so under load
+ * decisions pile up while the previous entries commit and the batch size
  * follows the commit latency; a batch is cut at {@value #MAX_BATCH_BYTES} bytes (kept small enough
  * that neither it nor Ratis' copies are humongous objects for G1), and full batches may go out with
  * up to {@value #MAX_IN_FLIGHT_FULL} in flight. Frames that
@@ -106,7 +107,11 @@ final class ShardLog
     {
         flushScheduled = false;
         final boolean full = position >= MAX_BATCH_BYTES;
-        if (count == 0 || abandoned || inFlight >= (full ? MAX_IN_FLIGHT_FULL : MAX_IN_FLIGHT))
+        // Nobody waits for a batch of FAST decisions only: it goes out when nothing is in flight,
+        // so light load makes fewer, fuller entries (Ratis costs about a millisecond of CPU per
+        // entry across the cluster here). A STRICT waiter lets a second batch overlap the first.
+        final int maxInFlight = full ? MAX_IN_FLIGHT_FULL : waiters.isEmpty() ? 1 : MAX_IN_FLIGHT;
+        if (count == 0 || abandoned || inFlight >= maxInFlight)
         {
             return; // a commit completing will send it
         }
