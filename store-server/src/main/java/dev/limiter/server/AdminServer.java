@@ -28,7 +28,11 @@ import io.netty.handler.codec.http.QueryStringDecoder;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 
-/** The admin HTTP endpoint: {@code GET /metrics} (Prometheus text) and {@code GET /health} (JSON). */
+/**
+ * The admin HTTP endpoint: {@code GET /metrics} (Prometheus text), {@code /health} and {@code /status}
+ * (JSON), open to anyone who can reach the port; and the control plane under {@code /v1/}, which
+ * needs {@code Authorization: Bearer <token>} (see docs/control-plane.md and {@link AdminApi}).
+ */
 final class AdminServer implements AutoCloseable
 {
     private static final String PROMETHEUS_TYPE = "text/plain; version=0.0.4; charset=utf-8";
@@ -40,11 +44,16 @@ final class AdminServer implements AutoCloseable
     private final EventLoopGroup boss;
     private final EventLoopGroup workers;
     private final boolean epoll;
+    private final dev.limiter.server.control.PolicyControl control;
+    private final String token;
     private Channel channel;
 
     AdminServer(final String host, final int port, final ServerMetrics metrics, final StoreServer server,
-        final EventLoopGroup boss, final EventLoopGroup workers, final boolean epoll)
+        final EventLoopGroup boss, final EventLoopGroup workers, final boolean epoll,
+        final dev.limiter.server.control.PolicyControl control, final String token)
     {
+        this.control = control;
+        this.token = token;
         this.host = host;
         this.port = port;
         this.metrics = metrics;
@@ -89,11 +98,19 @@ final class AdminServer implements AutoCloseable
 
     private final class Handler extends SimpleChannelInboundHandler<FullHttpRequest>
     {
+        private final AdminApi api = new AdminApi(control, token);
+
         @Override
         protected void channelRead0(final ChannelHandlerContext ctx, final FullHttpRequest request)
         {
             final String path = new QueryStringDecoder(request.uri()).path();
             final FullHttpResponse response;
+            if (request.decoderResult().isSuccess() && (path.equals("/v1") || path.startsWith("/v1/")))
+            {
+                final boolean keepAlive = HttpUtil.isKeepAlive(request);
+                api.handle(request, path, answer -> ctx.executor().execute(() -> send(ctx, answer, keepAlive)));
+                return;
+            }
             if (!request.decoderResult().isSuccess())
             {
                 response = text(HttpResponseStatus.BAD_REQUEST, "text/plain; charset=utf-8", "malformed HTTP request\n");
@@ -126,7 +143,11 @@ final class AdminServer implements AutoCloseable
                 response = text(HttpResponseStatus.NOT_FOUND, "text/plain; charset=utf-8",
                     "no such endpoint: " + path + " (try /metrics, /health or /status)\n");
             }
-            final boolean keepAlive = HttpUtil.isKeepAlive(request);
+            send(ctx, response, HttpUtil.isKeepAlive(request));
+        }
+
+        private void send(final ChannelHandlerContext ctx, final FullHttpResponse response, final boolean keepAlive)
+        {
             if (keepAlive)
             {
                 response.headers().set(HttpHeaderNames.CONNECTION, HttpHeaderValues.KEEP_ALIVE);

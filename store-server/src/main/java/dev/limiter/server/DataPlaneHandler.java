@@ -324,17 +324,22 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
 
     /**
      * Writes the bucket key for the current entry at the work's key cursor:
-     * {@code u16 policy ordinal | scope part}, where the scope part is nothing (GLOBAL), the tenant
+     * {@code u16 policy ordinal | u32 policy version | scope part} (a new version starts new buckets,
+     * and a replica replays a decision with the version it was made under), where the scope part is nothing (GLOBAL), the tenant
      * (TENANT), {@code u8 tenant length | tenant | principal} (PRINCIPAL) or the client IP's 16-byte
      * value (CLIENT_IP).
      *
      * @return the tenant's hash for tenant-scoped keys (never 0), else 0
      */
+    /** Bytes before a bucket key's scope part: u16 policy ordinal, u32 policy version. */
+    public static final int KEY_PREFIX_LENGTH = 6;
+
     private static long buildKey(final FrameWork work, final AcquireDecoder d, final CompiledPolicy policy)
     {
         int at = work.keyCursor;
         work.keys.putShort(at, (short)policy.ordinal(), java.nio.ByteOrder.BIG_ENDIAN);
-        at += 2;
+        work.keys.putInt(at + 2, (int)policy.version(), java.nio.ByteOrder.BIG_ENDIAN);
+        at += KEY_PREFIX_LENGTH;
         final ByteBuf buf = d.buffer();
         long tenantHash = 0;
         switch (policy.scope())

@@ -187,7 +187,7 @@ final class FrameWork implements Runnable
 
     private void appendPolicyDictionary()
     {
-        final int stamp = pool.nextStamp(policies.size());
+        final int stamp = pool.nextStamp(policies.ordinalLimit());
         final int[] seen = pool.seen;
         final int countIndex = response.writerIndex();
         response.writeShort(0);

@@ -44,6 +44,7 @@ public final class ServerConfig
     private final java.util.Map<String, java.net.InetSocketAddress> peers = new java.util.LinkedHashMap<>();
     private int raftPortOffset = DEFAULT_RAFT_PORT_OFFSET;
     private Path dataDir;
+    private String adminToken;
     private boolean joining;
 
     /** Checks every setting; throws naming the setting, its value and the accepted range. */
@@ -239,6 +240,18 @@ public final class ServerConfig
     public ServerConfig dataDir(final Path dataDir)
     {
         this.dataDir = dataDir;
+        return this;
+    }
+
+    /** Bearer token of the admin API; null: the environment's LIMITER_ADMIN_TOKEN, else one generated in the data directory. */
+    public String adminToken()
+    {
+        return adminToken;
+    }
+
+    public ServerConfig adminToken(final String token)
+    {
+        this.adminToken = token;
         return this;
     }
 

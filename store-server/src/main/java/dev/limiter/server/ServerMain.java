@@ -24,7 +24,7 @@ public final class ServerMain implements Callable<Integer>
     @Option(names = "--port", description = "Data-plane port, 0 for any free port (default: ${DEFAULT-VALUE}).")
     int port = ServerConfig.DEFAULT_PORT;
 
-    @Option(names = "--admin-port", description = "Admin HTTP port for /metrics and /health; -1 turns it off (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--admin-port", description = "Admin HTTP port for /metrics, /health, /status and the /v1 admin API; -1 turns it off (default: ${DEFAULT-VALUE}).")
     int adminPort = ServerConfig.DEFAULT_ADMIN_PORT;
 
     @Option(names = "--policies", paramLabel = "FILE",
@@ -59,6 +59,10 @@ public final class ServerMain implements Callable<Integer>
     @Option(names = "--raft-port-offset", description = "A member's Raft port is its data port plus this (default: ${DEFAULT-VALUE}).")
     int raftPortOffset = ServerConfig.DEFAULT_RAFT_PORT_OFFSET;
 
+    @Option(names = "--admin-token", paramLabel = "TOKEN",
+        description = "Bearer token the admin API (/v1/...) requires (default: $LIMITER_ADMIN_TOKEN, else one generated into <data dir>/admin-token, readable only by its owner).")
+    String adminToken;
+
     @Option(names = "--data-dir", paramLabel = "DIR", description = "Raft log and snapshots (default: data/<node id>).")
     Path dataDir;
 
@@ -74,7 +78,7 @@ public final class ServerMain implements Callable<Integer>
         final ServerConfig config = new ServerConfig()
             .host(host).port(port).adminPort(adminPort).policiesFile(policies).shards(shards).ioThreads(ioThreads)
             .maxBucketsPerShard(maxBuckets).keyArenaBytesPerShard(keyArenaBytes).maxFrameBytes(maxFrameBytes)
-            .preferEpoll(!nio).shardThreads(shardThreads).nodeId(nodeId).raftPortOffset(raftPortOffset).dataDir(dataDir).joining(join);
+            .preferEpoll(!nio).shardThreads(shardThreads).nodeId(nodeId).raftPortOffset(raftPortOffset).dataDir(dataDir).joining(join).adminToken(adminToken);
         final StoreServer server;
         try
         {

@@ -37,20 +37,11 @@ public final class ServerMetrics
         connectionsOpened = Counter.builder("limiter.connections.opened").register(registry);
     }
 
-    void bind(final PolicySetIndex policies, final List<Shard> shards, final java.util.function.IntSupplier openConnections)
+    void bind(final dev.limiter.server.control.PolicyState policies, final List<Shard> shards,
+        final java.util.function.IntSupplier openConnections)
     {
-        for (final CompiledPolicy policy : policies.policies())
-        {
-            final int ordinal = policy.ordinal();
-            FunctionCounter.builder("limiter.decisions", shards, s -> s.stream().mapToLong(x -> x.allowed(ordinal)).sum())
-                .description("Decisions by policy and outcome")
-                .tags("policy", policy.id(), "version", Long.toString(policy.version()), "outcome", "allowed")
-                .register(registry);
-            FunctionCounter.builder("limiter.decisions", shards, s -> s.stream().mapToLong(x -> x.denied(ordinal)).sum())
-                .description("Decisions by policy and outcome")
-                .tags("policy", policy.id(), "version", Long.toString(policy.version()), "outcome", "denied")
-                .register(registry);
-        }
+        registerPolicyMeters(policies, shards);
+        policies.onChange(() -> registerPolicyMeters(policies, shards));
         for (final Shard shard : shards)
         {
             final String id = Integer.toString(shard.id());
@@ -65,8 +56,42 @@ public final class ServerMetrics
             Gauge.builder("limiter.shard.queue.depth", shard, Shard::queueDepth).tag("shard", id).register(registry);
         }
         Gauge.builder("limiter.connections.open", openConnections, s -> s.getAsInt()).register(registry);
-        Gauge.builder("limiter.policies", policies, PolicySetIndex::size).register(registry);
-        Gauge.builder("limiter.policy.set.version", policies, PolicySetIndex::version).register(registry);
+        Gauge.builder("limiter.policies", policies, p -> p.index().size())
+            .description("Policies in force, the default included").register(registry);
+        Gauge.builder("limiter.policy.set.version", policies, dev.limiter.server.control.PolicyState::setVersion)
+            .description("Version of the policy set in force (every change adds one)").register(registry);
+    }
+
+    private final java.util.Set<String> meteredPolicies = java.util.concurrent.ConcurrentHashMap.newKeySet();
+
+    /** Meters for every policy id not yet metered (ids keep their ordinal, so a meter stays valid across versions). */
+    private void registerPolicyMeters(final dev.limiter.server.control.PolicyState policies, final List<Shard> shards)
+    {
+        for (final CompiledPolicy policy : policies.index().policies())
+        {
+            final String id = policy.id();
+            if (!meteredPolicies.add(id))
+            {
+                continue;
+            }
+            final int ordinal = policy.ordinal();
+            FunctionCounter.builder("limiter.decisions", shards, s -> s.stream().mapToLong(x -> x.allowed(ordinal)).sum())
+                .description("Decisions by policy and outcome")
+                .tags("policy", id, "outcome", "allowed")
+                .register(registry);
+            FunctionCounter.builder("limiter.decisions", shards, s -> s.stream().mapToLong(x -> x.denied(ordinal)).sum())
+                .description("Decisions by policy and outcome")
+                .tags("policy", id, "outcome", "denied")
+                .register(registry);
+            Gauge.builder("limiter.policy.version", policies, p ->
+                {
+                    final dev.limiter.protocol.policy.Policy current = p.current(id);
+                    return current == null ? 0 : current.getVersion();
+                })
+                .description("Version in force of each policy (0: deleted)")
+                .tags("policy", id)
+                .register(registry);
+        }
     }
 
     private Timer commitLatency;

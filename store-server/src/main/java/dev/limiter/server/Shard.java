@@ -1,7 +1,7 @@
 package dev.limiter.server;
 
 import dev.limiter.protocol.CompiledPolicy;
-import dev.limiter.protocol.PolicySetIndex;
+import dev.limiter.protocol.TokenBucket;
 import dev.limiter.protocol.ResultCodec;
 import dev.limiter.server.table.BucketTable;
 import dev.limiter.server.table.Decision;
@@ -14,7 +14,7 @@ import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.concurrent.locks.LockSupport;
-import java.util.function.Supplier;
+import java.util.function.IntFunction;
 
 /**
  * One shard: a bucket table and the single thread that owns it, so the decision path needs no
@@ -49,23 +49,19 @@ final class Shard implements dev.limiter.server.cluster.Replication.DecidingShar
     private ShardLog log;
 
     /** Decisions by policy ordinal, allowed and denied; written only by the owner thread. */
-    private final AtomicLongArray allowedByPolicy;
-    private final AtomicLongArray deniedByPolicy;
+    private volatile AtomicLongArray allowedByPolicy = new AtomicLongArray(16);
+    private volatile AtomicLongArray deniedByPolicy = new AtomicLongArray(16);
 
     /**
      * @param loop the event loop that owns this shard, or null for a dedicated thread
      */
-    Shard(final int id, final ServerConfig config, final MonotonicClock clock, final Supplier<PolicySetIndex> policies,
+    Shard(final int id, final ServerConfig config, final MonotonicClock clock, final IntFunction<TokenBucket.Rate> rateByOrdinal,
         final EventLoop loop)
     {
         this.id = id;
         this.clock = clock;
         this.loop = loop;
-        final PolicySetIndex initial = policies.get();
-        this.table = new BucketTable(config.maxBucketsPerShard(), config.keyArenaBytesPerShard(),
-            ordinal -> policies.get().policy(ordinal).rate());
-        this.allowedByPolicy = new AtomicLongArray(initial.size());
-        this.deniedByPolicy = new AtomicLongArray(initial.size());
+        this.table = new BucketTable(config.maxBucketsPerShard(), config.keyArenaBytesPerShard(), rateByOrdinal);
         if (loop == null)
         {
             this.queue = new ManyToOneConcurrentArrayQueue<>(QUEUE_CAPACITY);
@@ -81,14 +77,14 @@ final class Shard implements dev.limiter.server.cluster.Replication.DecidingShar
     }
 
     /** Cluster mode: decide only as the ready leader, record every decision for the log. */
-    void replicate(final dev.limiter.server.cluster.Replication replication, final ServerMetrics metrics, final long policyFingerprint)
+    void replicate(final dev.limiter.server.cluster.Replication replication, final ServerMetrics metrics)
     {
         if (loop == null)
         {
             throw new IllegalStateException("cluster mode needs shards on event loops (drop --shard-threads)");
         }
         this.replication = replication;
-        this.log = new ShardLog(id, loop, replication, metrics, policyFingerprint);
+        this.log = new ShardLog(id, loop, replication, metrics);
     }
 
     /** Stopping: release every frame waiting on the log (runs on the owner loop; waits for it). */
@@ -227,11 +223,12 @@ final class Shard implements dev.limiter.server.cluster.Replication.DecidingShar
                 ResultCodec.putRecord(work.response, ResultCodec.recordOffset(work.frameStart, i), decision.allowed(),
                     decision.reason(), policy.ordinal(), decision.remainingTokens(), policy.rate().burstTokens(),
                     decision.retryAfterNanos(), decision.resetAfterNanos(), policy.version(), policy.windowSeconds());
-                final AtomicLongArray counter = decision.allowed() ? allowedByPolicy : deniedByPolicy;
-                if (policy.ordinal() < counter.length())
+                if (policy.ordinal() >= allowedByPolicy.length())
                 {
-                    counter.lazySet(policy.ordinal(), counter.get(policy.ordinal()) + 1);
+                    growCounters(policy.ordinal());
                 }
+                final AtomicLongArray counter = decision.allowed() ? allowedByPolicy : deniedByPolicy;
+                counter.lazySet(policy.ordinal(), counter.get(policy.ordinal()) + 1);
             }
         }
         catch (final Throwable e)
@@ -279,6 +276,24 @@ final class Shard implements dev.limiter.server.cluster.Replication.DecidingShar
     BucketTable table()
     {
         return table;
+    }
+
+    /** Owner thread only (the only writer), so no count is lost in the copy. */
+    private void growCounters(final int ordinal)
+    {
+        final int length = Math.max(ordinal + 1, allowedByPolicy.length() * 2);
+        allowedByPolicy = copy(allowedByPolicy, length);
+        deniedByPolicy = copy(deniedByPolicy, length);
+    }
+
+    private static AtomicLongArray copy(final AtomicLongArray from, final int length)
+    {
+        final AtomicLongArray to = new AtomicLongArray(length);
+        for (int i = 0; i < from.length(); i++)
+        {
+            to.lazySet(i, from.get(i));
+        }
+        return to;
     }
 
     long allowed(final int ordinal)

@@ -27,7 +27,6 @@ final class ShardLog
     private static final int HEADER = dev.limiter.server.cluster.ReplicatedBuckets.DECISIONS_HEADER;
 
     private final int shard;
-    private final long fingerprint;
     private final EventLoop loop;
     private final Replication replication;
     private final ServerMetrics metrics;
@@ -45,10 +44,8 @@ final class ShardLog
     private final java.util.Set<List<FrameWork>> inFlightWaiters = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
     private boolean abandoned;
 
-    ShardLog(final int shard, final EventLoop loop, final Replication replication, final ServerMetrics metrics,
-        final long fingerprint)
+    ShardLog(final int shard, final EventLoop loop, final Replication replication, final ServerMetrics metrics)
     {
-        this.fingerprint = fingerprint;
         this.shard = shard;
         this.loop = loop;
         this.replication = replication;
@@ -118,7 +115,7 @@ final class ShardLog
         view.put(0, dev.limiter.server.cluster.ReplicatedBuckets.DECISIONS);
         view.putShort(1, (short)shard);
         view.putInt(3, count);
-        view.putLong(7, fingerprint);
+        view.putLong(7, 0L); // reserved
         final ByteBuffer entry = ByteBuffer.wrap(java.util.Arrays.copyOf(buffer, position));
         final List<FrameWork> batchWaiters = waiters;
         final int decisions = count;

@@ -52,7 +52,9 @@ public final class StoreServer implements AutoCloseable
 
     private final ServerConfig config;
     private final MonotonicClock clock;
-    private final PolicySetIndex policies;
+    private final PolicySetIndex seed;
+    private final dev.limiter.server.control.PolicyState policyState = new dev.limiter.server.control.PolicyState();
+    private final String adminToken;
     private final ServerMetrics metrics = new ServerMetrics();
     private final List<Shard> shards = new ArrayList<>();
     private final ChannelGroup connections = new DefaultChannelGroup("limiter-connections", GlobalEventExecutor.INSTANCE);
@@ -72,7 +74,28 @@ public final class StoreServer implements AutoCloseable
     {
         this.config = config.validate();
         this.clock = clock;
-        this.policies = loadPolicies(config);
+        this.seed = loadPolicies(config);
+        this.adminToken = AdminToken.resolve(config);
+        if (!config.clustered())
+        {
+            // A single node is its own log: the file is the first version of every policy.
+            policyState.apply(seedCommand());
+        }
+    }
+
+    private dev.limiter.protocol.policy.PolicyCommand seedCommand()
+    {
+        final dev.limiter.protocol.policy.PolicySet.Builder set = dev.limiter.protocol.policy.PolicySet.newBuilder().setVersion(seed.version());
+        for (final dev.limiter.protocol.CompiledPolicy policy : seed.policies())
+        {
+            if (policy != seed.defaultPolicy())
+            {
+                set.addPolicies(policy.source());
+            }
+        }
+        set.setDefaultPolicy(seed.defaultPolicy().source());
+        return dev.limiter.server.control.PolicyState.command(config.clustered() ? config.nodeId() : "single", System.currentTimeMillis())
+            .setBootstrap(set).build();
     }
 
     public StoreServer(final ServerConfig config)
@@ -111,9 +134,9 @@ public final class StoreServer implements AutoCloseable
         for (int i = 0; i < config.shards(); i++)
         {
             // Shard i belongs to event loop i mod n, unless shards get threads of their own.
-            shards.add(new Shard(i, config, clock, () -> policies, config.shardThreads() ? null : loops.get(i % loops.size())));
+            shards.add(new Shard(i, config, clock, policyState::latestRate, config.shardThreads() ? null : loops.get(i % loops.size())));
         }
-        metrics.bind(policies, shards, connections::size);
+        metrics.bind(policyState, shards, connections::size);
         if (config.clustered())
         {
             startReplication();
@@ -141,19 +164,20 @@ public final class StoreServer implements AutoCloseable
                     ch.pipeline()
                         .addLast("flush", new FlushConsolidationHandler(256, true))
                         .addLast("frames", new FrameDecoder(config.maxFrameBytes()))
-                        .addLast("data-plane", new DataPlaneHandler(() -> policies, shards, metrics, loopState, replication,
+                        .addLast("data-plane", new DataPlaneHandler(policyState::index, shards, metrics, loopState, replication,
                             StoreServer.this::statusJson));
                 }
             });
         dataChannel = bootstrap.bind(new InetSocketAddress(config.host(), config.port())).sync().channel();
         if (config.adminPort() >= 0)
         {
-            admin = new AdminServer(config.host(), config.adminPort(), metrics, this, bossGroup, workerGroup, epoll);
+            admin = new AdminServer(config.host(), config.adminPort(), metrics, this, bossGroup, workerGroup, epoll,
+                new dev.limiter.server.control.PolicyControl(policyState, replication), adminToken);
             admin.start();
         }
         LOG.info("limiter store serving on {}:{} ({} transport, {} shards on {}, {} io threads, {} policies), admin on {}",
             config.host(), port(), epoll ? "epoll" : "nio", shards.size(), config.shardThreads() ? "their own threads" : "the event loops",
-            config.ioThreads(), policies.size(),
+            config.ioThreads(), policyState.index().size(),
             admin == null ? "off" : config.host() + ":" + admin.port());
         return this;
     }
@@ -164,9 +188,9 @@ public final class StoreServer implements AutoCloseable
         for (int i = 0; i < committed.length; i++)
         {
             committed[i] = new BucketTable(config.maxBucketsPerShard(), config.keyArenaBytesPerShard(),
-                ordinal -> policies.policy(ordinal).rate());
+                policyState::latestRate);
         }
-        final ReplicatedBuckets buckets = new ReplicatedBuckets(committed, () -> policies, config.nodeId());
+        final ReplicatedBuckets buckets = new ReplicatedBuckets(committed, policyState, config.nodeId());
         final Map<String, InetSocketAddress> raftAddresses = new LinkedHashMap<>();
         config.peers().forEach((id, address) -> raftAddresses.put(id,
             new InetSocketAddress(address.getHostString(), address.getPort() + config.raftPortOffset())));
@@ -177,7 +201,8 @@ public final class StoreServer implements AutoCloseable
             .groupName("buckets")
             .joining(config.joining()), buckets);
         replication = new Replication(node, buckets, config.peers(), config.raftPortOffset());
-        shards.forEach(shard -> shard.replicate(replication, metrics, policies.fingerprint()));
+        replication.bootstrapWith(seedCommand());
+        shards.forEach(shard -> shard.replicate(replication, metrics));
         replication.shards(shards);
         metrics.bindReplication(replication);
         try
@@ -292,9 +317,16 @@ public final class StoreServer implements AutoCloseable
         return metrics;
     }
 
+    /** The policy set in force now. */
     public PolicySetIndex policies()
     {
-        return policies;
+        return policyState.index();
+    }
+
+    /** The control plane's replicated state (policies, versions, audit). */
+    public dev.limiter.server.control.PolicyState policyState()
+    {
+        return policyState;
     }
 
     public boolean epoll()

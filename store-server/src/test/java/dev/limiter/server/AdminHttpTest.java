@@ -43,8 +43,9 @@ class AdminHttpTest
                 client.acquireBlocking(Descriptor.of("acme", "/v1/orders/1"), 1);
             }
             final String metrics = get(server.adminPort(), "/metrics", "GET").body();
-            assertTrue(metrics.contains("limiter_decisions_total{outcome=\"allowed\",policy=\"orders\",version=\"1\"} 5.0"), metrics);
-            assertTrue(metrics.contains("limiter_decisions_total{outcome=\"denied\",policy=\"orders\",version=\"1\"} 2.0"), metrics);
+            assertTrue(metrics.contains("limiter_decisions_total{outcome=\"allowed\",policy=\"orders\"} 5.0"), metrics);
+            assertTrue(metrics.contains("limiter_decisions_total{outcome=\"denied\",policy=\"orders\"} 2.0"), metrics);
+            assertTrue(metrics.contains("limiter_policy_version{policy=\"orders\"} 1.0"), metrics);
             assertTrue(metrics.contains("limiter_decision_latency_seconds{quantile=\"0.99\"}"), metrics);
             assertTrue(metrics.contains("limiter_buckets{shard=\"0\"} 1.0"), metrics);
 

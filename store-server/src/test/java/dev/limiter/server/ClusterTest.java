@@ -282,6 +282,15 @@ class ClusterTest
             }
             assertTrue(allowed >= 20);
         }
+        // A policy change made through the log survives the restart too (the file still says rate 10).
+        final StoreServer leader = leader();
+        final dev.limiter.server.control.PolicyState.Outcome changed = new dev.limiter.server.control.PolicyControl(
+            leader.policyState(), leader.replication()).submit(dev.limiter.server.control.PolicyState.command("ops", 0)
+            .setPut(leader.policyState().current("orders").toBuilder().setRate(7).setBurst(7).setReason("restart drill")).build())
+            .get(10, java.util.concurrent.TimeUnit.SECONDS);
+        assertEquals(dev.limiter.server.control.PolicyState.Status.OK, changed.status(), String.valueOf(changed.error()));
+        await("every node to apply the change", Duration.ofSeconds(5), () -> nodes.values().stream()
+            .allMatch(n -> n.policyState().current("orders").getVersion() == 2));
         for (final String id : new ArrayList<>(nodes.keySet()))
         {
             nodes.remove(id).close();
@@ -296,6 +305,11 @@ class ClusterTest
             final Decision after = client.acquireBlocking(key, 1);
             assertFalse(after.allowed() && after.remaining() > 5,
                 "the bucket was drained before the restart; the downtime is not credited as refill: " + after);
+            assertEquals(7, client.acquireBlocking(Descriptor.of("acme", "/v1/orders/1"), 1).limit(), "version 2 is still in force");
+        }
+        for (final StoreServer node : nodes.values())
+        {
+            assertEquals(2, node.policyState().history("orders").getVersionsCount());
         }
     }
 
@@ -396,29 +410,23 @@ class ClusterTest
     }
 
     @Test
-    void aMemberWithADifferentPolicyFileRefusesTheDecisionsInsteadOfDiverging() throws Exception
+    void aMemberWithADifferentPolicyFileAdoptsTheReplicatedPoliciesInsteadOfDiverging() throws Exception
     {
         choosePorts();
         for (final String id : peers.keySet())
         {
             final Path configDir = dir.resolve(id + "-config");
             java.nio.file.Files.createDirectories(configDir);
-            ServerConfig config = TestNode.config(configDir, peers.get(id).getPort(), 2)
+            final ServerConfig config = TestNode.config(configDir, peers.get(id).getPort(), 2)
                 .adminPort(-1).nodeId(id).peers(peers).raftPortOffset(RAFT_OFFSET).dataDir(dir.resolve(id));
             if (id.equals("n3"))
             {
-                // Same policies but one rate changed: the same decisions would come out differently here.
+                // Same policies but one rate changed: only the first leader's file seeds the cluster.
                 java.nio.file.Files.writeString(configDir.resolve("policies.json"), TestNode.POLICIES.replace("\"rate\":10,", "\"rate\":11,"));
             }
             nodes.put(id, new StoreServer(config).start());
         }
-        StoreServer leader = leader();
-        if (leader == nodes.get("n3"))
-        {
-            nodes.remove("n3").close(); // let a member with the common policy set lead
-            leader = leader();
-        }
-        final StoreServer deciding = leader;
+        final StoreServer leader = leader();
         try (LimiterClient client = client())
         {
             for (int i = 0; i < 20; i++)
@@ -426,15 +434,67 @@ class ClusterTest
                 client.acquireBlocking(Descriptor.of("tenant-" + i, "/v1/orders/1"), 1);
             }
         }
-        await("the members with the common policy set to apply the decisions", Duration.ofSeconds(20), () ->
-            nodes.values().stream().filter(n -> n != nodes.get("n3"))
-                .allMatch(n -> n.replication().buckets().appliedDecisions() >= 20));
-        if (nodes.containsKey("n3"))
+        await("every member to apply the decisions and converge", Duration.ofSeconds(20), () ->
+            nodes.values().stream().allMatch(n -> n.replication().buckets().appliedDecisions() >= 20) && converged());
+        for (final StoreServer node : nodes.values())
         {
-            Thread.sleep(500);
-            assertEquals(0, nodes.get("n3").replication().buckets().appliedDecisions(),
-                "the member with another policy set applied none of the decisions");
+            assertEquals(leader.policies().fingerprint(), node.policies().fingerprint(), "every member decides with the replicated set");
+            assertEquals(1, node.policyState().audit(r -> r.getAction().equals("POLICIES_BOOTSTRAPPED"), 10).size(),
+                "exactly one seed was applied");
         }
-        assertTrue(deciding.replication().buckets().appliedDecisions() >= 20);
+    }
+
+    @Test
+    void aBadPolicyVersionRolledBackIsOutOfForceOnEveryNodeWithinOneSecond() throws Exception
+    {
+        final String token = "drill-token-0123456789abcdef";
+        choosePorts();
+        for (final String id : peers.keySet())
+        {
+            final Path configDir = dir.resolve(id + "-config");
+            java.nio.file.Files.createDirectories(configDir);
+            nodes.put(id, new StoreServer(TestNode.config(configDir, peers.get(id).getPort(), 2).adminToken(token)
+                .nodeId(id).peers(peers).raftPortOffset(RAFT_OFFSET).dataDir(dir.resolve(id))).start());
+        }
+        final StoreServer leader = leader();
+        final StoreServer follower = nodes.values().stream().filter(n -> n != leader).findFirst().orElseThrow();
+        final java.net.http.HttpClient http = java.net.http.HttpClient.newHttpClient();
+        final String bad = "{\"selector\":{\"route\":\"/v1/orders/{id}\"},\"rate\":1,\"burst\":1,\"owner\":\"team-orders\"," +
+            "\"reason\":\"a typo: meant 100\"}";
+
+        final java.net.http.HttpResponse<String> misdirected = AdminApiTest.call(http, follower.adminPort(), "PUT", "/v1/policies/orders", bad, token);
+        assertEquals(421, misdirected.statusCode(), misdirected.body());
+        assertTrue(misdirected.body().contains("\"leader\": \"" + leader.replication().node().nodeId() + "\""), misdirected.body());
+
+        try (LimiterClient client = client())
+        {
+            assertEquals(5, client.acquireBlocking(Descriptor.of("acme", "/v1/orders/1"), 1).limit());
+            final java.net.http.HttpResponse<String> put = AdminApiTest.call(http, leader.adminPort(), "PUT", "/v1/policies/orders", bad, token);
+            assertEquals(200, put.statusCode(), put.body());
+            await("version 2 on every node", Duration.ofSeconds(1), () -> allAtVersion(2));
+            assertEquals(1, client.acquireBlocking(Descriptor.of("globex", "/v1/orders/1"), 1).limit());
+
+            final long start = System.nanoTime();
+            final java.net.http.HttpResponse<String> rollback = AdminApiTest.call(http, leader.adminPort(), "POST",
+                "/v1/policies/orders/rollback", "{\"toVersion\":1,\"reason\":\"v2 denied real traffic\"}", token);
+            assertEquals(200, rollback.statusCode(), rollback.body());
+            await("the rollback on every node", Duration.ofSeconds(1), () -> allAtVersion(3));
+            final long elapsedMillis = (System.nanoTime() - start) / 1_000_000;
+            assertTrue(elapsedMillis < 1000, "in force everywhere after " + elapsedMillis + " ms");
+            assertEquals(5, client.acquireBlocking(Descriptor.of("initech", "/v1/orders/1"), 1).limit(), "the old limit decides again");
+        }
+        for (final StoreServer node : nodes.values())
+        {
+            final java.util.List<String> actions = node.policyState().audit(r -> r.getPolicyId().equals("orders"), 10).stream()
+                .map(dev.limiter.protocol.policy.AuditRecord::getAction).toList();
+            assertEquals(java.util.List.of("POLICY_UPDATED", "POLICY_ROLLED_BACK"), actions);
+        }
+        await("replicas to converge", Duration.ofSeconds(10), this::converged);
+    }
+
+    private boolean allAtVersion(final long version)
+    {
+        return nodes.values().stream().allMatch(n -> n.policies().policies().stream()
+            .anyMatch(p -> p.id().equals("orders") && p.version() == version));
     }
 }

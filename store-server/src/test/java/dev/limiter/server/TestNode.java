@@ -31,7 +31,7 @@ final class TestNode
             final Path policies = dir.resolve("policies.json");
             Files.writeString(policies, POLICIES);
             return new ServerConfig().host("127.0.0.1").port(port).adminPort(0).shards(shards).ioThreads(2)
-                .policiesFile(policies).maxBucketsPerShard(10_000).keyArenaBytesPerShard(10_000 * 64);
+                .policiesFile(policies).dataDir(dir).maxBucketsPerShard(10_000).keyArenaBytesPerShard(10_000 * 64);
         }
         catch (final IOException e)
         {

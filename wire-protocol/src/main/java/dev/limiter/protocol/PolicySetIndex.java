@@ -52,6 +52,7 @@ public final class PolicySetIndex
     private final CompiledPolicy defaultPolicy;
     private final long version;
     private final long fingerprint;
+    private final int size;
 
     private PolicySetIndex(final CompiledPolicy[] byOrdinal, final CompiledPolicy defaultPolicy, final long version)
     {
@@ -61,6 +62,10 @@ public final class PolicySetIndex
         long hash = 1125899906842597L;
         for (final CompiledPolicy policy : byOrdinal)
         {
+            if (policy == null)
+            {
+                continue; // an ordinal of a deleted policy
+            }
             final String json;
             try
             {
@@ -77,8 +82,9 @@ public final class PolicySetIndex
             hash = 31 * hash + policy.ordinal();
         }
         this.fingerprint = hash;
+        this.size = (int)Arrays.stream(byOrdinal).filter(p -> p != null).count();
         this.bySpecificity = Arrays.stream(byOrdinal)
-            .filter(p -> p != defaultPolicy)
+            .filter(p -> p != null && p != defaultPolicy)
             .sorted(Comparator.comparingLong(CompiledPolicy::specificity).reversed()
                 .thenComparing(Comparator.comparingInt(CompiledPolicy::priority).reversed())
                 .thenComparing(CompiledPolicy::id))
@@ -125,6 +131,19 @@ public final class PolicySetIndex
      */
     public static PolicySetIndex compile(final PolicySet set)
     {
+        return compile(set, null);
+    }
+
+    /**
+     * Validates and compiles a set whose policies keep the ordinals {@code ordinals} gives their
+     * ids (the control plane's: an id keeps its ordinal across versions, and buckets carry it).
+     * Ordinals must be distinct and below {@link #MAX_POLICIES}; null numbers them in file order,
+     * the default last.
+     *
+     * @throws PolicyValidationException listing every problem, field by field
+     */
+    public static PolicySetIndex compile(final PolicySet set, final java.util.function.ToIntFunction<String> ordinals)
+    {
         final List<String> errors = new ArrayList<>();
         if (set.getPoliciesCount() + 1 > MAX_POLICIES)
         {
@@ -138,7 +157,7 @@ public final class PolicySetIndex
         {
             final Policy policy = set.getPolicies(i);
             final String where = "policies[" + i + "]" + (policy.getId().isEmpty() ? "" : " (" + policy.getId() + ")");
-            final CompiledPolicy c = compileOne(policy, compiled.size(), where, errors);
+            final CompiledPolicy c = compileOne(policy, ordinals == null ? compiled.size() : ordinals.applyAsInt(policy.getId()), where, errors);
             if (c == null)
             {
                 continue;
@@ -167,13 +186,50 @@ public final class PolicySetIndex
         {
             errors.add("defaultPolicy.id: '" + defaultPolicy.getId() + "' is also the id of a policy");
         }
-        final CompiledPolicy compiledDefault = compileOne(defaultPolicy, compiled.size(), "defaultPolicy", errors);
+        final CompiledPolicy compiledDefault = compileOne(defaultPolicy,
+            ordinals == null ? compiled.size() : ordinals.applyAsInt(defaultPolicy.getId()), "defaultPolicy", errors);
         if (!errors.isEmpty())
         {
             throw new PolicyValidationException(errors);
         }
         compiled.add(compiledDefault);
-        return new PolicySetIndex(compiled.toArray(new CompiledPolicy[0]), compiledDefault, Math.max(1, set.getVersion()));
+        int limit = 0;
+        for (final CompiledPolicy c : compiled)
+        {
+            if (c.ordinal() < 0 || c.ordinal() >= MAX_POLICIES)
+            {
+                throw new IllegalArgumentException("ordinal " + c.ordinal() + " of " + c.id() + " outside [0, " + MAX_POLICIES + ")");
+            }
+            limit = Math.max(limit, c.ordinal() + 1);
+        }
+        final CompiledPolicy[] byOrdinal = new CompiledPolicy[limit];
+        for (final CompiledPolicy c : compiled)
+        {
+            if (byOrdinal[c.ordinal()] != null)
+            {
+                throw new IllegalArgumentException("ordinal " + c.ordinal() + " given to both " + byOrdinal[c.ordinal()].id() + " and " + c.id());
+            }
+            byOrdinal[c.ordinal()] = c;
+        }
+        return new PolicySetIndex(byOrdinal, compiledDefault, Math.max(1, set.getVersion()));
+    }
+
+    /**
+     * Checks one policy on its own (what a change of it must pass before the whole set is
+     * compiled): errors name the field, e.g. {@code "policy.rate: must be a positive number..."}.
+     */
+    public static List<String> validatePolicy(final Policy policy)
+    {
+        final List<String> errors = new ArrayList<>();
+        compileOne(policy, 0, "policy", errors);
+        return errors;
+    }
+
+    /** Compiles one validated policy's rate (for buckets of a version no longer in force). */
+    public static TokenBucket.Rate rateOf(final Policy policy)
+    {
+        final long burst = policy.getBurst() == 0 ? policy.getRate() : policy.getBurst();
+        return TokenBucket.rate(policy.getRate(), periodNanos(policy), burst);
     }
 
     private static CompiledPolicy compileOne(final Policy p, final int ordinal, final String where, final List<String> errors)
@@ -207,12 +263,11 @@ public final class PolicySetIndex
         }
         if (p.getMode() == Mode.SHADOW)
         {
-            errors.add(where + ".mode: SHADOW policies need the control plane (they are evaluated beside the enforced " +
-                "policy); remove the policy or set mode ENFORCE");
+            errors.add(where + ".mode: SHADOW is not supported by this version yet; set mode ENFORCE or remove the policy");
         }
         if (p.hasEffectiveFrom())
         {
-            errors.add(where + ".effectiveFrom: scheduled versions need the control plane; omit it for a policy in force now");
+            errors.add(where + ".effectiveFrom: scheduled versions are not supported by this version yet; omit it for a version in force at once");
         }
         if (p.getOwner().isBlank())
         {
@@ -302,7 +357,7 @@ public final class PolicySetIndex
         return defaultPolicy;
     }
 
-    /** Policy by its ordinal (the ref carried in results). */
+    /** Policy by its ordinal (the ref carried in results); null for an ordinal no policy in force holds. */
     public CompiledPolicy policy(final int ordinal)
     {
         return byOrdinal[ordinal];
@@ -310,6 +365,12 @@ public final class PolicySetIndex
 
     /** Number of policies including the default. */
     public int size()
+    {
+        return size;
+    }
+
+    /** One more than the highest ordinal in use: arrays indexed by ordinal need this length. */
+    public int ordinalLimit()
     {
         return byOrdinal.length;
     }
@@ -334,9 +395,9 @@ public final class PolicySetIndex
         return version;
     }
 
-    /** Policies in ordinal order, the default last. */
+    /** Policies in ordinal order (from a file: the default last). */
     public List<CompiledPolicy> policies()
     {
-        return List.of(byOrdinal);
+        return Arrays.stream(byOrdinal).filter(p -> p != null).toList();
     }
 }

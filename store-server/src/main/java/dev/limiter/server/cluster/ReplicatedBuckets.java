@@ -1,8 +1,9 @@
 package dev.limiter.server.cluster;
 
-import dev.limiter.protocol.CompiledPolicy;
-import dev.limiter.protocol.PolicySetIndex;
+import dev.limiter.protocol.policy.PolicyCommand;
+import dev.limiter.protocol.policy.PolicyStateSnapshot;
 import dev.limiter.raft.ReplicatedStateMachine;
+import dev.limiter.server.control.PolicyState;
 import dev.limiter.server.table.BucketTable;
 import dev.limiter.server.table.Decision;
 import dev.limiter.server.table.KeyHash;
@@ -15,17 +16,19 @@ import java.io.InputStream;
 import java.io.OutputStream;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
-import java.util.function.Supplier;
 
 /**
  * The committed bucket tables of every shard, driven only by applied log entries (the Ratis apply
  * thread is their single writer). Entries:
  *
  * <pre>
- * DECISIONS: u8 1 | u16 shard | u32 count | i64 policy-set fingerprint
+ * DECISIONS: u8 1 | u16 shard | u32 count | i64 reserved (0)
  *            | count x (u16 policy | i32 cost | i64 decision time (ns) | u16 key length | key)
  * SYNC:      u8 2 | i64 term | u16 id length | id       (a new leader's marker: copy committed into its deciding tables)
+ * POLICY:    u8 3 | PolicyCommand (protobuf)           (a control-plane change; the reply is PolicyState.Outcome)
  * </pre>
+ * A key starts with its policy's ordinal and version (u16, u32): a decision is replayed with the
+ * rate of the version it was made under, even when a later version was applied before it.
  *
  * Applying a decision repeats exactly what the leader did (same key, policy, cost and cluster time,
  * in the same order), so every replica's tables equal the leader's. Nothing here reads a clock.
@@ -36,6 +39,9 @@ public final class ReplicatedBuckets implements ReplicatedStateMachine
     /** Bytes before the first record of a DECISIONS entry. */
     public static final int DECISIONS_HEADER = 15;
     static final byte SYNC = 2;
+    public static final byte POLICY = 3;
+    /** First int of a snapshot of this format. */
+    private static final int SNAPSHOT_MAGIC = 0x4C494D32;
 
     /** Runs a sync of the leader's deciding tables from the committed ones, on their owner threads. */
     public interface SyncTarget
@@ -45,14 +51,14 @@ public final class ReplicatedBuckets implements ReplicatedStateMachine
     }
 
     private final BucketTable[] committed;
-    private final Supplier<PolicySetIndex> policies;
+    private final PolicyState policies;
     private final String selfId;
     private final Decision scratch = new Decision();
     private final UnsafeBuffer keyView = new UnsafeBuffer(new byte[0]);
     private volatile SyncTarget syncTarget;
     private volatile long appliedDecisions;
 
-    public ReplicatedBuckets(final BucketTable[] committed, final Supplier<PolicySetIndex> policies, final String selfId)
+    public ReplicatedBuckets(final BucketTable[] committed, final PolicyState policies, final String selfId)
     {
         this.committed = committed;
         this.policies = policies;
@@ -84,6 +90,19 @@ public final class ReplicatedBuckets implements ReplicatedStateMachine
                 target.syncFrom(committed, term);
             }
         }
+        else if (type == POLICY)
+        {
+            final PolicyCommand command;
+            try
+            {
+                command = PolicyCommand.parseFrom(payload.duplicate().position(payload.position() + 1));
+            }
+            catch (final com.google.protobuf.InvalidProtocolBufferException e)
+            {
+                throw new IllegalStateException("malformed policy command at index " + index, e);
+            }
+            return policies.apply(command).encode();
+        }
         else
         {
             throw new IllegalStateException("unknown entry type " + type + " at index " + index);
@@ -96,15 +115,7 @@ public final class ReplicatedBuckets implements ReplicatedStateMachine
         int at = payload.position() + 1;
         final int shard = payload.getShort(at) & 0xFFFF;
         final int count = payload.getInt(at + 2);
-        final long fingerprint = payload.getLong(at + 6);
         at += 14;
-        final PolicySetIndex index = policies.get();
-        if (fingerprint != index.fingerprint())
-        {
-            // Replaying decisions under other policies would silently fork the tables: stop instead.
-            throw new IllegalStateException("decisions were made under a different policy set (fingerprint " + fingerprint +
-                ", this node " + index.fingerprint() + "): every member must run the same policy file");
-        }
         final BucketTable table = committed[shard];
         for (int i = 0; i < count; i++)
         {
@@ -114,8 +125,9 @@ public final class ReplicatedBuckets implements ReplicatedStateMachine
             final int keyLength = payload.getShort(at + 14) & 0xFFFF;
             at += 16;
             keyView.wrap(payload, at, keyLength);
-            final CompiledPolicy compiled = index.policy(policy);
-            table.acquire(keyView, 0, keyLength, KeyHash.hash(keyView, 0, keyLength), policy, compiled.rate(), cost, time, scratch);
+            final long version = keyView.getInt(2, java.nio.ByteOrder.BIG_ENDIAN) & 0xFFFF_FFFFL;
+            table.acquire(keyView, 0, keyLength, KeyHash.hash(keyView, 0, keyLength), policy, policies.rate(policy, version), cost,
+                time, scratch);
             at += keyLength;
         }
         appliedDecisions += count;
@@ -147,6 +159,10 @@ public final class ReplicatedBuckets implements ReplicatedStateMachine
     public void writeSnapshot(final OutputStream out) throws IOException
     {
         final DataOutputStream data = new DataOutputStream(out);
+        data.writeInt(SNAPSHOT_MAGIC);
+        final byte[] control = policies.snapshot().toByteArray();
+        data.writeInt(control.length);
+        data.write(control);
         data.writeInt(committed.length);
         data.writeLong(appliedDecisions);
         for (final BucketTable table : committed)
@@ -182,6 +198,13 @@ public final class ReplicatedBuckets implements ReplicatedStateMachine
     public void restoreSnapshot(final InputStream in) throws IOException
     {
         final DataInputStream data = new DataInputStream(in);
+        if (data.readInt() != SNAPSHOT_MAGIC)
+        {
+            throw new IOException("snapshot written by an older version of the store; remove the node's data directory and let it catch up");
+        }
+        final byte[] control = new byte[data.readInt()];
+        data.readFully(control);
+        policies.restore(PolicyStateSnapshot.parseFrom(control));
         final int shards = data.readInt();
         if (shards != committed.length)
         {
@@ -216,6 +239,19 @@ public final class ReplicatedBuckets implements ReplicatedStateMachine
             table.clear();
         }
         appliedDecisions = 0;
+        policies.reset();
+    }
+
+    /** A control-plane change as a log entry. */
+    public static ByteBuffer policyEntry(final PolicyCommand command)
+    {
+        final byte[] body = command.toByteArray();
+        return ByteBuffer.allocate(1 + body.length).put(POLICY).put(body).flip();
+    }
+
+    public PolicyState policies()
+    {
+        return policies;
     }
 
     static ByteBuffer syncEntry(final long term, final String nodeId)

@@ -117,7 +117,9 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, AutoClos
             readyTerm = -1;
             syncSentAt = 0;
         }
-        if (readyTerm != electedTerm && System.nanoTime() - syncSentAt > TimeUnit.MILLISECONDS.toNanos(500))
+        // Re-sent also while the seed has not applied: a leader decides only with policies in place.
+        if ((readyTerm != electedTerm || !buckets.policies().bootstrapped()) &&
+            System.nanoTime() - syncSentAt > TimeUnit.MILLISECONDS.toNanos(500))
         {
             syncSentAt = System.nanoTime();
             appendSyncMarker(term);
@@ -129,8 +131,24 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, AutoClos
     private volatile long electedTerm = -1;
     private long syncSentAt;
 
+    private volatile dev.limiter.protocol.policy.PolicyCommand bootstrap;
+
+    /**
+     * The policy file this node seeds a new cluster with: proposed, before its SYNC marker, by a
+     * leader whose replicated policy state is still empty (ignored once any seed was applied).
+     */
+    public void bootstrapWith(final dev.limiter.protocol.policy.PolicyCommand seed)
+    {
+        this.bootstrap = seed;
+    }
+
     private void appendSyncMarker(final long term)
     {
+        final dev.limiter.protocol.policy.PolicyCommand seed = bootstrap;
+        if (seed != null && !buckets.policies().bootstrapped())
+        {
+            node.submit(ReplicatedBuckets.policyEntry(seed)); // its failure shows as a SYNC failure too
+        }
         node.submit(ReplicatedBuckets.syncEntry(term, node.nodeId())).whenComplete((reply, failure) ->
         {
             if (failure != null)
@@ -211,7 +229,7 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, AutoClos
     public boolean canDecide()
     {
         final long ready = readyTerm;
-        return leader && ready >= 0 && ready == electedTerm;
+        return leader && ready >= 0 && ready == electedTerm && buckets.policies().bootstrapped();
     }
 
     /** Cluster time to decide at (leader only). */

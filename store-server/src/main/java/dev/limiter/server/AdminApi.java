@@ -1,0 +1,336 @@
+package dev.limiter.server;
+
+import com.google.protobuf.InvalidProtocolBufferException;
+import com.google.protobuf.Message;
+import com.google.protobuf.util.JsonFormat;
+import com.google.protobuf.util.Timestamps;
+import dev.limiter.protocol.policy.AdminError;
+import dev.limiter.protocol.policy.AuditPage;
+import dev.limiter.protocol.policy.AuditRecord;
+import dev.limiter.protocol.policy.DeleteCommand;
+import dev.limiter.protocol.policy.Policy;
+import dev.limiter.protocol.policy.PolicyCommand;
+import dev.limiter.protocol.policy.PolicyHistory;
+import dev.limiter.protocol.policy.RollbackCommand;
+import dev.limiter.protocol.policy.RollbackRequest;
+import dev.limiter.raft.NotLeaderException;
+import dev.limiter.server.control.PolicyControl;
+import dev.limiter.server.control.PolicyState;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.handler.codec.http.DefaultFullHttpResponse;
+import io.netty.handler.codec.http.FullHttpRequest;
+import io.netty.handler.codec.http.FullHttpResponse;
+import io.netty.handler.codec.http.HttpHeaderNames;
+import io.netty.handler.codec.http.HttpMethod;
+import io.netty.handler.codec.http.HttpResponseStatus;
+import io.netty.handler.codec.http.HttpVersion;
+import io.netty.handler.codec.http.QueryStringDecoder;
+
+import java.nio.charset.StandardCharsets;
+import java.text.ParseException;
+import java.util.List;
+import java.util.concurrent.CompletionException;
+import java.util.function.Consumer;
+import java.util.function.Predicate;
+
+/**
+ * The control-plane routes of the admin port, JSON in and out (protobuf's JSON mapping of the
+ * messages in {@code policy.proto}):
+ *
+ * <pre>
+ * GET    /v1/policies                      PolicySet in force
+ * GET    /v1/policies/{id}                 Policy (version in force)
+ * GET    /v1/policies/{id}/history         PolicyHistory
+ * PUT    /v1/policies/{id}                 Policy body; a new version          -> ChangeResult
+ * POST   /v1/policies/{id}/rollback        RollbackRequest body                -> ChangeResult
+ * DELETE /v1/policies/{id}?reason=...      a deletion (tombstone version)      -> ChangeResult
+ * GET    /v1/audit?since=&policy=&owner=&limit=                               -> AuditPage
+ * </pre>
+ *
+ * Every route needs {@code Authorization: Bearer <token>}; {@code X-Limiter-Actor} names who acts.
+ * Errors are an AdminError: 400 invalid (nothing changed), 401 no or wrong token, 404 unknown,
+ * 421 a change sent to a follower (its {@code leader} says where to go), 503 not committed.
+ */
+final class AdminApi
+{
+    static final String ACTOR_HEADER = "X-Limiter-Actor";
+    private static final String JSON_TYPE = "application/json";
+    private static final int MAX_AUDIT_PAGE = 10_000;
+
+    private final PolicyControl control;
+    private final String token;
+
+    AdminApi(final PolicyControl control, final String token)
+    {
+        this.control = control;
+        this.token = token;
+    }
+
+    /** Answers the request through {@code reply}, at once or when a change has committed. */
+    void handle(final FullHttpRequest request, final String path, final Consumer<FullHttpResponse> reply)
+    {
+        if (!AdminToken.accepts(token, request.headers().get(HttpHeaderNames.AUTHORIZATION)))
+        {
+            final FullHttpResponse refused = error(HttpResponseStatus.UNAUTHORIZED,
+                "missing or wrong bearer token: send 'Authorization: Bearer <token>' (./limiter takes --token, " +
+                    "LIMITER_ADMIN_TOKEN or data/admin-token); nothing was changed");
+            refused.headers().set(HttpHeaderNames.WWW_AUTHENTICATE, "Bearer realm=\"limiter\"");
+            reply.accept(refused);
+            return;
+        }
+        try
+        {
+            route(request, path, reply);
+        }
+        catch (final BadRequest e)
+        {
+            reply.accept(error(HttpResponseStatus.BAD_REQUEST, e.getMessage()));
+        }
+    }
+
+    private void route(final FullHttpRequest request, final String path, final Consumer<FullHttpResponse> reply)
+    {
+        final String[] parts = path.substring(1).split("/", -1);
+        final HttpMethod method = request.method();
+        final QueryStringDecoder query = new QueryStringDecoder(request.uri());
+        final String actor = actor(request);
+        if (parts.length == 2 && parts[1].equals("policies"))
+        {
+            requireMethod(method, HttpMethod.GET, reply);
+            if (method.equals(HttpMethod.GET))
+            {
+                reply.accept(json(HttpResponseStatus.OK, control.state().inForce()));
+            }
+            return;
+        }
+        if (parts.length == 2 && parts[1].equals("audit"))
+        {
+            requireMethod(method, HttpMethod.GET, reply);
+            if (method.equals(HttpMethod.GET))
+            {
+                reply.accept(json(HttpResponseStatus.OK, AuditPage.newBuilder().addAllRecords(audit(query)).build()));
+            }
+            return;
+        }
+        if (parts.length == 3 && parts[1].equals("policies") && !parts[2].isEmpty())
+        {
+            final String id = parts[2];
+            if (method.equals(HttpMethod.GET))
+            {
+                final Policy current = control.state().current(id);
+                reply.accept(current == null ? error(HttpResponseStatus.NOT_FOUND, "no policy " + id + " in force (see GET /v1/policies)") :
+                    json(HttpResponseStatus.OK, current));
+            }
+            else if (method.equals(HttpMethod.PUT))
+            {
+                final Policy.Builder policy = Policy.newBuilder();
+                parse(request, policy, "a Policy");
+                if (!policy.getId().isEmpty() && !policy.getId().equals(id))
+                {
+                    throw new BadRequest("the body's id '" + policy.getId() + "' differs from the path's '" + id + "'; nothing changed");
+                }
+                submit(PolicyState.command(actor, System.currentTimeMillis()).setPut(policy.setId(id).setVersion(0)).build(), reply);
+            }
+            else if (method.equals(HttpMethod.DELETE))
+            {
+                final String reason = first(query, "reason");
+                submit(PolicyState.command(actor, System.currentTimeMillis())
+                    .setDelete(DeleteCommand.newBuilder().setId(id).setReason(reason == null ? "" : reason)).build(), reply);
+            }
+            else
+            {
+                reply.accept(methodNotAllowed("GET, PUT, DELETE"));
+            }
+            return;
+        }
+        if (parts.length == 4 && parts[1].equals("policies") && parts[3].equals("history"))
+        {
+            requireMethod(method, HttpMethod.GET, reply);
+            if (method.equals(HttpMethod.GET))
+            {
+                final PolicyHistory history = control.state().history(parts[2]);
+                reply.accept(history == null ? error(HttpResponseStatus.NOT_FOUND, "no policy " + parts[2] + " was ever created") :
+                    json(HttpResponseStatus.OK, history));
+            }
+            return;
+        }
+        if (parts.length == 4 && parts[1].equals("policies") && parts[3].equals("rollback"))
+        {
+            requireMethod(method, HttpMethod.POST, reply);
+            if (method.equals(HttpMethod.POST))
+            {
+                final RollbackRequest.Builder body = RollbackRequest.newBuilder();
+                parse(request, body, "a RollbackRequest ({\"toVersion\":N,\"reason\":\"...\"})");
+                submit(PolicyState.command(actor, System.currentTimeMillis()).setRollback(RollbackCommand.newBuilder()
+                    .setId(parts[2]).setToVersion(body.getToVersion()).setReason(body.getReason())).build(), reply);
+            }
+            return;
+        }
+        reply.accept(error(HttpResponseStatus.NOT_FOUND, "no such endpoint: " + request.method() + " " + path +
+            " (see docs/control-plane.md: /v1/policies, /v1/policies/{id}, /v1/policies/{id}/history, /v1/policies/{id}/rollback, /v1/audit)"));
+    }
+
+    private void submit(final PolicyCommand command, final Consumer<FullHttpResponse> reply)
+    {
+        control.submit(command).whenComplete((outcome, failure) ->
+        {
+            if (failure == null)
+            {
+                reply.accept(switch (outcome.status())
+                {
+                    case OK, IGNORED -> json(HttpResponseStatus.OK, outcome.result());
+                    case NOT_FOUND -> json(HttpResponseStatus.NOT_FOUND, outcome.error());
+                    case INVALID -> json(HttpResponseStatus.BAD_REQUEST, outcome.error());
+                });
+                return;
+            }
+            final Throwable cause = failure instanceof CompletionException && failure.getCause() != null ? failure.getCause() : failure;
+            if (cause instanceof NotLeaderException notLeader)
+            {
+                final String leader = notLeader.leaderHint();
+                reply.accept(json(HttpResponseStatus.MISDIRECTED_REQUEST, AdminError.newBuilder()
+                    .setError("this node is not the leader; send changes to " + (leader == null ? "the leader (none known yet; retry)" : leader) +
+                        "; nothing was changed")
+                    .setLeader(leader == null ? "" : leader).build()));
+            }
+            else
+            {
+                reply.accept(error(HttpResponseStatus.SERVICE_UNAVAILABLE, "the change was not committed (" + cause.getMessage() +
+                    "); check ./limiter status and retry"));
+            }
+        });
+    }
+
+    private List<AuditRecord> audit(final QueryStringDecoder query)
+    {
+        final String since = first(query, "since");
+        final String policy = first(query, "policy");
+        final String owner = first(query, "owner");
+        final String limitText = first(query, "limit");
+        Predicate<AuditRecord> filter = record -> true;
+        if (since != null)
+        {
+            final com.google.protobuf.Timestamp from;
+            try
+            {
+                from = Timestamps.parse(since);
+            }
+            catch (final ParseException e)
+            {
+                throw new BadRequest("since: '" + since + "' is not an RFC 3339 time such as 2026-12-03T09:00:00Z");
+            }
+            filter = filter.and(record -> Timestamps.compare(record.getAt(), from) >= 0);
+        }
+        if (policy != null)
+        {
+            filter = filter.and(record -> record.getPolicyId().equals(policy));
+        }
+        if (owner != null)
+        {
+            filter = filter.and(record -> record.getOwner().equals(owner));
+        }
+        int limit = 1000;
+        if (limitText != null)
+        {
+            try
+            {
+                limit = Integer.parseInt(limitText);
+            }
+            catch (final NumberFormatException e)
+            {
+                limit = -1;
+            }
+            if (limit < 1 || limit > MAX_AUDIT_PAGE)
+            {
+                throw new BadRequest("limit: must be a number from 1 to " + MAX_AUDIT_PAGE + ", was '" + limitText + "'");
+            }
+        }
+        return control.state().audit(filter, limit);
+    }
+
+    private static String actor(final FullHttpRequest request)
+    {
+        final String actor = request.headers().get(ACTOR_HEADER);
+        if (actor == null || actor.isBlank())
+        {
+            return "unknown";
+        }
+        final String trimmed = actor.strip();
+        if (trimmed.length() > 128 || !trimmed.chars().allMatch(c -> c >= 0x20 && c < 0x7F))
+        {
+            throw new BadRequest(ACTOR_HEADER + ": at most 128 printable ASCII characters");
+        }
+        return trimmed;
+    }
+
+    private static void parse(final FullHttpRequest request, final Message.Builder into, final String what)
+    {
+        final String body = request.content().toString(StandardCharsets.UTF_8);
+        if (body.isBlank())
+        {
+            throw new BadRequest("the request body must be " + what + " as JSON; it was empty; nothing changed");
+        }
+        try
+        {
+            JsonFormat.parser().merge(body, into);
+        }
+        catch (final InvalidProtocolBufferException | RuntimeException e)
+        {
+            throw new BadRequest("the request body is not " + what + ": " + e.getMessage() + "; nothing changed");
+        }
+    }
+
+    private static String first(final QueryStringDecoder query, final String name)
+    {
+        final List<String> values = query.parameters().get(name);
+        return values == null || values.isEmpty() || values.get(0).isEmpty() ? null : values.get(0);
+    }
+
+    private static void requireMethod(final HttpMethod method, final HttpMethod allowed, final Consumer<FullHttpResponse> reply)
+    {
+        if (!method.equals(allowed))
+        {
+            reply.accept(methodNotAllowed(allowed.name()));
+        }
+    }
+
+    private static FullHttpResponse methodNotAllowed(final String allow)
+    {
+        final FullHttpResponse response = error(HttpResponseStatus.METHOD_NOT_ALLOWED, "method not allowed here; use " + allow);
+        response.headers().set(HttpHeaderNames.ALLOW, allow);
+        return response;
+    }
+
+    private static FullHttpResponse error(final HttpResponseStatus status, final String message)
+    {
+        return json(status, AdminError.newBuilder().setError(message).build());
+    }
+
+    static FullHttpResponse json(final HttpResponseStatus status, final Message message)
+    {
+        final String body;
+        try
+        {
+            body = JsonFormat.printer().print(message) + "\n";
+        }
+        catch (final InvalidProtocolBufferException e)
+        {
+            throw new IllegalStateException(e);
+        }
+        final ByteBuf content = Unpooled.copiedBuffer(body, StandardCharsets.UTF_8);
+        final FullHttpResponse response = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1, status, content);
+        response.headers().set(HttpHeaderNames.CONTENT_TYPE, JSON_TYPE);
+        response.headers().setInt(HttpHeaderNames.CONTENT_LENGTH, content.readableBytes());
+        return response;
+    }
+
+    /** A request the API cannot act on: answered 400 with this message. */
+    private static final class BadRequest extends RuntimeException
+    {
+        BadRequest(final String message)
+        {
+            super(message, null, false, false);
+        }
+    }
+}

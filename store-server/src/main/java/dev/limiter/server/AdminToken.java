@@ -1,0 +1,107 @@
+package dev.limiter.server;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.FileAlreadyExistsException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.security.MessageDigest;
+import java.security.SecureRandom;
+import java.util.HexFormat;
+import java.util.regex.Pattern;
+
+/**
+ * The admin API's bearer token: {@code --admin-token}, else the environment variable
+ * {@value #ENVIRONMENT}, else the one in {@code <data dir>/admin-token}, generated there (readable
+ * only by its owner) the first time.
+ */
+final class AdminToken
+{
+    static final String ENVIRONMENT = "LIMITER_ADMIN_TOKEN";
+    static final String FILE_NAME = "admin-token";
+    private static final Logger LOG = LoggerFactory.getLogger(AdminToken.class);
+    private static final Pattern ALLOWED = Pattern.compile("[A-Za-z0-9._~+/=-]{16,256}");
+
+    private AdminToken()
+    {
+    }
+
+    /** The token to require, or null when the admin port is off. */
+    static String resolve(final ServerConfig config)
+    {
+        if (config.adminPort() < 0)
+        {
+            return null;
+        }
+        if (config.adminToken() != null)
+        {
+            return check(config.adminToken(), "--admin-token");
+        }
+        final String fromEnvironment = System.getenv(ENVIRONMENT);
+        if (fromEnvironment != null && !fromEnvironment.isBlank())
+        {
+            return check(fromEnvironment.strip(), ENVIRONMENT);
+        }
+        return fromFile(config.dataDir().resolve(FILE_NAME));
+    }
+
+    private static String check(final String token, final String source)
+    {
+        if (!ALLOWED.matcher(token).matches())
+        {
+            throw new IllegalArgumentException(source + ": an admin token must be 16 to 256 characters of A-Z a-z 0-9 . _ ~ + / = -");
+        }
+        return token;
+    }
+
+    private static String fromFile(final Path file)
+    {
+        try
+        {
+            if (Files.exists(file))
+            {
+                return check(Files.readString(file, StandardCharsets.US_ASCII).strip(), file.toString());
+            }
+            Files.createDirectories(file.getParent());
+            final byte[] random = new byte[32];
+            new SecureRandom().nextBytes(random);
+            final String token = HexFormat.of().formatHex(random);
+            try
+            {
+                Files.createFile(file, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
+            }
+            catch (final UnsupportedOperationException notPosix)
+            {
+                Files.createFile(file);
+            }
+            Files.writeString(file, token + "\n", StandardCharsets.US_ASCII);
+            LOG.info("admin API token generated in {} (readable only by its owner); ./limiter policy reads it from there", file);
+            return token;
+        }
+        catch (final FileAlreadyExistsException raced)
+        {
+            return fromFile(file);
+        }
+        catch (final IOException e)
+        {
+            throw new UncheckedIOException("cannot read or create the admin token " + file + ": " + e.getMessage() +
+                " (or pass --admin-token / set " + ENVIRONMENT + ")", e);
+        }
+    }
+
+    /** Constant-time comparison of an {@code Authorization} header with the token. */
+    static boolean accepts(final String token, final String authorization)
+    {
+        if (token == null || authorization == null || !authorization.regionMatches(true, 0, "Bearer ", 0, 7))
+        {
+            return false;
+        }
+        return MessageDigest.isEqual(token.getBytes(StandardCharsets.US_ASCII),
+            authorization.substring(7).strip().getBytes(StandardCharsets.US_ASCII));
+    }
+}

@@ -1,0 +1,636 @@
+package dev.limiter.server.control;
+
+import com.google.protobuf.InvalidProtocolBufferException;
+import com.google.protobuf.Timestamp;
+import dev.limiter.protocol.PolicySetIndex;
+import dev.limiter.protocol.PolicyValidationException;
+import dev.limiter.protocol.TokenBucket;
+import dev.limiter.protocol.policy.AdminError;
+import dev.limiter.protocol.policy.AuditRecord;
+import dev.limiter.protocol.policy.ChangeResult;
+import dev.limiter.protocol.policy.Policy;
+import dev.limiter.protocol.policy.PolicyCommand;
+import dev.limiter.protocol.policy.PolicyHistory;
+import dev.limiter.protocol.policy.PolicySet;
+import dev.limiter.protocol.policy.PolicyStateSnapshot;
+import dev.limiter.protocol.policy.PolicyVersion;
+
+import java.nio.ByteBuffer;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.function.Predicate;
+
+/**
+ * The control plane's replicated state: every version of every policy, the set in force, and the
+ * audit trail. It changes only through {@link #apply(PolicyCommand)}, which the Raft apply thread
+ * (or, on a single node, the admin API) calls with commands that carry their own time and actor,
+ * so every replica reaches the same state. Versions are immutable: a change, a rollback or a
+ * deletion appends one.
+ * <p>
+ * A policy id keeps one ordinal for the life of the cluster; bucket keys carry the ordinal and
+ * the version they were decided under, so a new version starts new buckets and a replica replays
+ * a decision with the rate it was made under ({@link #rate(int, long)}), even when the entry is
+ * applied after a later version.
+ * <p>
+ * Reads from other threads go through the volatile {@link #index()} and {@link #latestRate(int)};
+ * everything else is synchronized (admin calls are rare).
+ */
+public final class PolicyState
+{
+    /** Audit records kept; older ones are dropped (and the drop is itself counted). */
+    public static final int MAX_AUDIT_RECORDS = 100_000;
+
+    /** Result of applying a command. */
+    public enum Status
+    {
+        OK, INVALID, NOT_FOUND, IGNORED
+    }
+
+    /** What {@link #apply} did: a change result, or an error saying why nothing changed. */
+    public record Outcome(Status status, ChangeResult result, AdminError error)
+    {
+        static Outcome ok(final ChangeResult result)
+        {
+            return new Outcome(Status.OK, result, null);
+        }
+
+        static Outcome invalid(final String error, final List<String> errors)
+        {
+            return new Outcome(Status.INVALID, null, AdminError.newBuilder().setError(error).addAllErrors(errors).build());
+        }
+
+        static Outcome notFound(final String error)
+        {
+            return new Outcome(Status.NOT_FOUND, null, AdminError.newBuilder().setError(error).build());
+        }
+
+        /** {@code u8 status | protobuf (ChangeResult or AdminError)}: the reply of a log entry. */
+        public ByteBuffer encode()
+        {
+            final byte[] body = status == Status.OK || status == Status.IGNORED ?
+                (result == null ? new byte[0] : result.toByteArray()) : error.toByteArray();
+            final ByteBuffer out = ByteBuffer.allocate(1 + body.length);
+            out.put((byte)status.ordinal()).put(body);
+            return out.flip();
+        }
+
+        public static Outcome decode(final ByteBuffer reply)
+        {
+            final ByteBuffer in = reply.duplicate();
+            final Status status = Status.values()[in.get()];
+            final byte[] body = new byte[in.remaining()];
+            in.get(body);
+            try
+            {
+                return status == Status.OK || status == Status.IGNORED ?
+                    new Outcome(status, ChangeResult.parseFrom(body), null) :
+                    new Outcome(status, null, AdminError.parseFrom(body));
+            }
+            catch (final InvalidProtocolBufferException e)
+            {
+                throw new IllegalStateException("malformed policy change reply", e);
+            }
+        }
+    }
+
+    private static final class History
+    {
+        final String id;
+        final int ordinal;
+        final List<PolicyVersion> versions = new ArrayList<>();
+        final List<TokenBucket.Rate> rates = new ArrayList<>();
+
+        History(final String id, final int ordinal)
+        {
+            this.id = id;
+            this.ordinal = ordinal;
+        }
+
+        PolicyVersion latest()
+        {
+            return versions.get(versions.size() - 1);
+        }
+
+        boolean inForce()
+        {
+            return !versions.isEmpty() && !latest().getDeleted();
+        }
+
+        void add(final PolicyVersion version)
+        {
+            versions.add(version);
+            // A tombstone keeps the rate of what it deleted: buckets of that version still refill.
+            rates.add(version.getDeleted() && !rates.isEmpty() ? rates.get(rates.size() - 1) : PolicySetIndex.rateOf(version.getPolicy()));
+        }
+    }
+
+    private final List<History> byOrdinal = new ArrayList<>();
+    private final Map<String, History> byId = new HashMap<>();
+    private final ArrayDeque<AuditRecord> audit = new ArrayDeque<>();
+    private String defaultId = "";
+    private long setVersion;
+    private long nextAuditSequence = 1;
+    private volatile boolean bootstrapped;
+    private volatile PolicySetIndex index = PolicySetIndex.compile(PolicySet.getDefaultInstance());
+    private volatile TokenBucket.Rate[] latestRates = new TokenBucket.Rate[0];
+    private final List<Runnable> listeners = new java.util.concurrent.CopyOnWriteArrayList<>();
+
+    /** The policy set in force: read on every frame. */
+    public PolicySetIndex index()
+    {
+        return index;
+    }
+
+    /** Whether the first policy set has been installed (until then the cluster does not decide). */
+    public boolean bootstrapped()
+    {
+        return bootstrapped;
+    }
+
+    /**
+     * Rate of the newest version of the policy with this ordinal, in force or deleted (what a sweep
+     * asks of a stored bucket); the built-in default for an ordinal never assigned.
+     */
+    public TokenBucket.Rate latestRate(final int ordinal)
+    {
+        final TokenBucket.Rate[] rates = latestRates;
+        return ordinal < rates.length ? rates[ordinal] : PolicySetIndex.rateOf(PolicySetIndex.BUILT_IN_DEFAULT);
+    }
+
+    /**
+     * Rate of one version of a policy (replaying a decision made under it).
+     *
+     * @throws IllegalStateException when no such version exists: the log and this state disagree
+     */
+    public synchronized TokenBucket.Rate rate(final int ordinal, final long version)
+    {
+        if (ordinal >= byOrdinal.size() || version < 1 || version > byOrdinal.get(ordinal).rates.size())
+        {
+            throw new IllegalStateException("a decision names policy ordinal " + ordinal + " version " + version +
+                ", which this replica does not have");
+        }
+        return byOrdinal.get(ordinal).rates.get((int)(version - 1));
+    }
+
+    /** Runs after every change, on the thread that applied it. */
+    public void onChange(final Runnable listener)
+    {
+        listeners.add(listener);
+    }
+
+    /**
+     * Applies one command. A command that is invalid against the current state changes nothing
+     * and says why. Deterministic: the same commands in the same order give the same state.
+     */
+    public Outcome apply(final PolicyCommand command)
+    {
+        final Outcome outcome;
+        synchronized (this)
+        {
+            outcome = switch (command.getChangeCase())
+            {
+                case BOOTSTRAP -> bootstrap(command);
+                case PUT -> put(command);
+                case ROLLBACK -> rollback(command);
+                case DELETE -> delete(command);
+                default -> Outcome.invalid("empty policy command", List.of());
+            };
+        }
+        if (outcome.status() == Status.OK)
+        {
+            listeners.forEach(Runnable::run);
+        }
+        return outcome;
+    }
+
+    /**
+     * What {@link #apply} would answer, without changing anything (the leader checks a change
+     * before it goes to the log, so a bad one is refused at once).
+     */
+    public synchronized Outcome check(final PolicyCommand command)
+    {
+        final PolicyStateSnapshot before = snapshot();
+        final PolicySetIndex indexBefore = index;
+        final TokenBucket.Rate[] ratesBefore = latestRates;
+        final boolean bootstrappedBefore = bootstrapped;
+        try
+        {
+            return switch (command.getChangeCase())
+            {
+                case BOOTSTRAP -> bootstrap(command);
+                case PUT -> put(command);
+                case ROLLBACK -> rollback(command);
+                case DELETE -> delete(command);
+                default -> Outcome.invalid("empty policy command", List.of());
+            };
+        }
+        finally
+        {
+            restoreQuietly(before);
+            index = indexBefore;
+            latestRates = ratesBefore;
+            bootstrapped = bootstrappedBefore;
+        }
+    }
+
+    private Outcome bootstrap(final PolicyCommand command)
+    {
+        if (bootstrapped)
+        {
+            return new Outcome(Status.IGNORED, ChangeResult.newBuilder().setSetVersion(setVersion).build(), null);
+        }
+        final PolicySet file = command.getBootstrap();
+        final PolicySetIndex compiled;
+        try
+        {
+            compiled = PolicySetIndex.compile(file);
+        }
+        catch (final PolicyValidationException e)
+        {
+            return Outcome.invalid("the policy file is invalid", e.errors());
+        }
+        // The file's order becomes the ordinals: policies first, the default last (as compile numbers them).
+        for (final dev.limiter.protocol.CompiledPolicy policy : compiled.policies())
+        {
+            final History history = new History(policy.id(), byOrdinal.size());
+            history.add(PolicyVersion.newBuilder()
+                .setPolicy(policy.source().toBuilder().setVersion(1).build())
+                .setActor(command.getActor())
+                .setCreatedAt(command.getAt())
+                .build());
+            byOrdinal.add(history);
+            byId.put(history.id, history);
+        }
+        defaultId = compiled.defaultPolicy().id();
+        setVersion = Math.max(1, file.getVersion());
+        bootstrapped = true;
+        install();
+        record(command, "POLICIES_BOOTSTRAPPED", "", 0, "", "seed of a new cluster",
+            compiled.size() + " policies from the policy file");
+        return Outcome.ok(ChangeResult.newBuilder().setSetVersion(setVersion).build());
+    }
+
+    private Outcome put(final PolicyCommand command)
+    {
+        final Policy wanted = command.getPut();
+        final List<String> errors = new ArrayList<>(PolicySetIndex.validatePolicy(wanted));
+        if (wanted.getReason().isBlank())
+        {
+            errors.add("policy.reason: required (why this version exists)");
+        }
+        if (!errors.isEmpty())
+        {
+            return Outcome.invalid("policy " + wanted.getId() + " is invalid; nothing changed", errors);
+        }
+        final History existing = byId.get(wanted.getId());
+        if (existing != null && existing.inForce() && samePolicy(existing.latest().getPolicy(), wanted))
+        {
+            return Outcome.invalid("policy " + wanted.getId() + " version " + existing.versions.size() +
+                " already says exactly this; nothing changed", List.of());
+        }
+        final long version = existing == null ? 1 : existing.versions.size() + 1;
+        final PolicyVersion made = PolicyVersion.newBuilder()
+            .setPolicy(wanted.toBuilder().setVersion(version).build())
+            .setActor(command.getActor())
+            .setCreatedAt(command.getAt())
+            .build();
+        final String detail = existing == null || !existing.inForce() ? describe(wanted) : diff(existing.latest().getPolicy(), wanted);
+        return commit(command, existing, wanted.getId(), made, existing == null || !existing.inForce() ? "POLICY_CREATED" : "POLICY_UPDATED",
+            wanted.getReason(), detail);
+    }
+
+    private Outcome rollback(final PolicyCommand command)
+    {
+        final dev.limiter.protocol.policy.RollbackCommand rollback = command.getRollback();
+        final History history = byId.get(rollback.getId());
+        if (history == null)
+        {
+            return Outcome.notFound("no policy " + rollback.getId() + " (see ./limiter policy list)");
+        }
+        final List<String> errors = new ArrayList<>();
+        if (rollback.getReason().isBlank())
+        {
+            errors.add("reason: required (why roll back)");
+        }
+        final int count = history.versions.size();
+        if (rollback.getToVersion() < 1 || rollback.getToVersion() > count)
+        {
+            errors.add("toVersion: " + rollback.getToVersion() + " is not a version of " + history.id + " (1.." + count + ")");
+        }
+        else if (history.versions.get((int)rollback.getToVersion() - 1).getDeleted())
+        {
+            errors.add("toVersion: version " + rollback.getToVersion() + " is a deletion; roll back to a version before it");
+        }
+        if (!errors.isEmpty())
+        {
+            return Outcome.invalid("cannot roll back " + history.id + "; nothing changed", errors);
+        }
+        final Policy target = history.versions.get((int)rollback.getToVersion() - 1).getPolicy();
+        final long version = count + 1;
+        final Policy restored = target.toBuilder().setVersion(version).setReason(rollback.getReason()).build();
+        final PolicyVersion made = PolicyVersion.newBuilder()
+            .setPolicy(restored)
+            .setActor(command.getActor())
+            .setCreatedAt(command.getAt())
+            .setRolledBackFrom(rollback.getToVersion())
+            .build();
+        final String detail = "to version " + rollback.getToVersion() +
+            (history.inForce() ? ": " + diff(history.latest().getPolicy(), target) : " (re-creates the deleted policy)");
+        return commit(command, history, history.id, made, "POLICY_ROLLED_BACK", rollback.getReason(), detail);
+    }
+
+    private Outcome delete(final PolicyCommand command)
+    {
+        final dev.limiter.protocol.policy.DeleteCommand delete = command.getDelete();
+        final History history = byId.get(delete.getId());
+        if (history == null || !history.inForce())
+        {
+            return Outcome.notFound("no policy " + delete.getId() + " in force (see ./limiter policy list)");
+        }
+        if (history.id.equals(defaultId))
+        {
+            return Outcome.invalid("the default policy cannot be deleted; change it with put instead", List.of());
+        }
+        if (delete.getReason().isBlank())
+        {
+            return Outcome.invalid("cannot delete " + history.id + "; nothing changed", List.of("reason: required (why delete it)"));
+        }
+        final PolicyVersion made = PolicyVersion.newBuilder()
+            .setPolicy(history.latest().getPolicy().toBuilder().setVersion(history.versions.size() + 1).setReason(delete.getReason()))
+            .setActor(command.getActor())
+            .setCreatedAt(command.getAt())
+            .setDeleted(true)
+            .build();
+        return commit(command, history, history.id, made, "POLICY_DELETED", delete.getReason(), "no longer in force");
+    }
+
+    /** Compiles the set as it would be with {@code made}; installs it only if it is valid. */
+    private Outcome commit(final PolicyCommand command, final History existing, final String id, final PolicyVersion made,
+        final String action, final String reason, final String detail)
+    {
+        final int ordinal = existing != null ? existing.ordinal : byOrdinal.size();
+        if (ordinal >= PolicySetIndex.MAX_POLICIES)
+        {
+            return Outcome.invalid("the cluster has used all " + PolicySetIndex.MAX_POLICIES + " policy ids", List.of());
+        }
+        final PolicySet candidate = inForceSet(id, made);
+        try
+        {
+            PolicySetIndex.compile(candidate, this::ordinalForCompile);
+        }
+        catch (final PolicyValidationException e)
+        {
+            return Outcome.invalid("the policy set would be invalid with this change; nothing changed", e.errors());
+        }
+        final History history = existing != null ? existing : new History(id, ordinal);
+        if (existing == null)
+        {
+            byOrdinal.add(history);
+            byId.put(id, history);
+        }
+        history.add(made);
+        setVersion++;
+        install();
+        record(command, action, id, made.getPolicy().getVersion(), made.getPolicy().getOwner(), reason, detail);
+        return Outcome.ok(ChangeResult.newBuilder().setVersion(made).setSetVersion(setVersion).build());
+    }
+
+    private int ordinalForCompile(final String id)
+    {
+        final History history = byId.get(id);
+        return history != null ? history.ordinal : byOrdinal.size();
+    }
+
+    /** The set in force, with {@code replacement} (a new version of its id) in place of the current one. */
+    private PolicySet inForceSet(final String replacedId, final PolicyVersion replacement)
+    {
+        final PolicySet.Builder set = PolicySet.newBuilder().setVersion(setVersion + 1);
+        boolean placed = false;
+        for (final History history : byOrdinal)
+        {
+            PolicyVersion version = history.inForce() ? history.latest() : null;
+            if (history.id.equals(replacedId))
+            {
+                version = replacement;
+                placed = true;
+            }
+            add(set, version);
+        }
+        if (!placed)
+        {
+            add(set, replacement);
+        }
+        return set.build();
+    }
+
+    private void add(final PolicySet.Builder set, final PolicyVersion version)
+    {
+        if (version == null || version.getDeleted())
+        {
+            return;
+        }
+        if (version.getPolicy().getId().equals(defaultId))
+        {
+            set.setDefaultPolicy(version.getPolicy());
+        }
+        else
+        {
+            set.addPolicies(version.getPolicy());
+        }
+    }
+
+    private void install()
+    {
+        index = PolicySetIndex.compile(inForceSet("", null).toBuilder().setVersion(setVersion).build(), this::ordinalForCompile);
+        final TokenBucket.Rate[] rates = new TokenBucket.Rate[byOrdinal.size()];
+        for (final History history : byOrdinal)
+        {
+            rates[history.ordinal] = history.rates.get(history.rates.size() - 1);
+        }
+        latestRates = rates;
+    }
+
+    private void record(final PolicyCommand command, final String action, final String id, final long version, final String owner,
+        final String reason, final String detail)
+    {
+        audit.addLast(AuditRecord.newBuilder()
+            .setSequence(nextAuditSequence++)
+            .setAt(command.getAt())
+            .setActor(command.getActor())
+            .setAction(action)
+            .setPolicyId(id)
+            .setVersion(version)
+            .setOwner(owner)
+            .setReason(reason)
+            .setDetail(detail)
+            .build());
+        while (audit.size() > MAX_AUDIT_RECORDS)
+        {
+            audit.removeFirst();
+        }
+    }
+
+    private static boolean samePolicy(final Policy a, final Policy b)
+    {
+        return a.toBuilder().clearVersion().clearReason().build().equals(b.toBuilder().clearVersion().clearReason().build());
+    }
+
+    private static String describe(final Policy p)
+    {
+        return "rate " + p.getRate() + " per " + period(p) + ", burst " + burst(p) + ", scope " + p.getScope() +
+            ", " + p.getConsistency() + ", selector " + p.getSelector().toString().replace('\n', ' ').trim();
+    }
+
+    /** Field by field, what differs from {@code before} to {@code after}. */
+    static String diff(final Policy before, final Policy after)
+    {
+        final List<String> changes = new ArrayList<>();
+        change(changes, "rate", before.getRate(), after.getRate());
+        change(changes, "period", period(before), period(after));
+        change(changes, "burst", burst(before), burst(after));
+        change(changes, "scope", before.getScope(), after.getScope());
+        change(changes, "consistency", before.getConsistency(), after.getConsistency());
+        change(changes, "failureMode", before.getFailureMode(), after.getFailureMode());
+        change(changes, "mode", before.getMode(), after.getMode());
+        change(changes, "priority", before.getPriority(), after.getPriority());
+        change(changes, "owner", before.getOwner(), after.getOwner());
+        change(changes, "selector", before.getSelector().toString().replace('\n', ' ').trim(),
+            after.getSelector().toString().replace('\n', ' ').trim());
+        return changes.isEmpty() ? "no change of limits" : String.join("; ", changes);
+    }
+
+    private static void change(final List<String> changes, final String field, final Object before, final Object after)
+    {
+        if (!Objects.equals(before, after))
+        {
+            changes.add(field + " " + before + " -> " + after);
+        }
+    }
+
+    private static String period(final Policy p)
+    {
+        return p.hasPeriod() ? p.getPeriod().getSeconds() + (p.getPeriod().getNanos() == 0 ? "" : "." + p.getPeriod().getNanos()) + "s" : "1s";
+    }
+
+    private static long burst(final Policy p)
+    {
+        return p.getBurst() == 0 ? p.getRate() : p.getBurst();
+    }
+
+    // ---- Reads (admin API) ----
+
+    /** Version of the whole set: bumped by every change. */
+    public synchronized long setVersion()
+    {
+        return setVersion;
+    }
+
+    /** The set in force, each policy with its version, owner and reason. */
+    public synchronized PolicySet inForce()
+    {
+        return inForceSet("", null).toBuilder().setVersion(setVersion).build();
+    }
+
+    /** The version in force of one policy, or null. */
+    public synchronized Policy current(final String id)
+    {
+        final History history = byId.get(id);
+        return history == null || !history.inForce() ? null : history.latest().getPolicy();
+    }
+
+    /** Every version of one policy, oldest first, or null when the id was never used. */
+    public synchronized PolicyHistory history(final String id)
+    {
+        final History history = byId.get(id);
+        return history == null ? null : PolicyHistory.newBuilder().setId(id).addAllVersions(history.versions).build();
+    }
+
+    /** Audit records matching {@code filter}, oldest first, at most {@code limit} (the newest ones). */
+    public synchronized List<AuditRecord> audit(final Predicate<AuditRecord> filter, final int limit)
+    {
+        final ArrayDeque<AuditRecord> matched = new ArrayDeque<>();
+        for (final AuditRecord record : audit)
+        {
+            if (filter.test(record))
+            {
+                matched.addLast(record);
+                if (matched.size() > limit)
+                {
+                    matched.removeFirst();
+                }
+            }
+        }
+        return List.copyOf(matched);
+    }
+
+    // ---- Snapshots ----
+
+    public synchronized PolicyStateSnapshot snapshot()
+    {
+        final PolicyStateSnapshot.Builder out = PolicyStateSnapshot.newBuilder()
+            .setDefaultId(defaultId)
+            .setSetVersion(setVersion)
+            .setBootstrapped(bootstrapped)
+            .addAllAudit(audit);
+        for (final History history : byOrdinal)
+        {
+            out.addHistories(PolicyHistory.newBuilder().setId(history.id).addAllVersions(history.versions));
+        }
+        return out.build();
+    }
+
+    public void restore(final PolicyStateSnapshot snapshot)
+    {
+        synchronized (this)
+        {
+            restoreQuietly(snapshot);
+            if (bootstrapped)
+            {
+                install();
+            }
+            else
+            {
+                index = PolicySetIndex.compile(PolicySet.getDefaultInstance());
+                latestRates = new TokenBucket.Rate[0];
+            }
+        }
+        listeners.forEach(Runnable::run);
+    }
+
+    private void restoreQuietly(final PolicyStateSnapshot snapshot)
+    {
+        byOrdinal.clear();
+        byId.clear();
+        audit.clear();
+        for (final PolicyHistory stored : snapshot.getHistoriesList())
+        {
+            final History history = new History(stored.getId(), byOrdinal.size());
+            stored.getVersionsList().forEach(history::add);
+            byOrdinal.add(history);
+            byId.put(history.id, history);
+        }
+        defaultId = snapshot.getDefaultId();
+        setVersion = snapshot.getSetVersion();
+        bootstrapped = snapshot.getBootstrapped();
+        audit.addAll(snapshot.getAuditList());
+        nextAuditSequence = audit.isEmpty() ? 1 : audit.getLast().getSequence() + 1;
+    }
+
+    /** Back to nothing (a replica about to replay its log from the start). */
+    public void reset()
+    {
+        restore(PolicyStateSnapshot.getDefaultInstance());
+    }
+
+    /** A command stamped with the caller's wall clock (taken once, on the node that accepts it). */
+    public static PolicyCommand.Builder command(final String actor, final long wallMillis)
+    {
+        return PolicyCommand.newBuilder()
+            .setActor(actor)
+            .setAt(Timestamp.newBuilder().setSeconds(Math.floorDiv(wallMillis, 1000)).setNanos((int)Math.floorMod(wallMillis, 1000) * 1_000_000));
+    }
+}

@@ -1,0 +1,177 @@
+package dev.limiter.server;
+
+import dev.limiter.client.Decision;
+import dev.limiter.client.Descriptor;
+import dev.limiter.client.LimiterClient;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermission;
+import java.time.Duration;
+import java.util.Set;
+
+import static dev.limiter.server.TestNode.SECOND;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+@Timeout(60)
+class AdminApiTest
+{
+    private static final String TOKEN = "test-token-0123456789abcdef";
+    private static final String ORDERS_V2 = "{\"id\":\"orders\",\"selector\":{\"route\":\"/v1/orders/{id}\"},\"rate\":1,\"period\":\"1s\"," +
+        "\"burst\":1,\"owner\":\"team-orders\",\"reason\":\"tighten during the incident\"}";
+
+    @TempDir
+    Path dir;
+
+    private final HttpClient http = HttpClient.newHttpClient();
+
+    static HttpResponse<String> call(final HttpClient http, final int port, final String method, final String path, final String body,
+        final String token) throws Exception
+    {
+        final HttpRequest.Builder request = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path))
+            .method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(body))
+            .header("X-Limiter-Actor", "alice");
+        if (token != null)
+        {
+            request.header("Authorization", "Bearer " + token);
+        }
+        return http.send(request.build(), HttpResponse.BodyHandlers.ofString());
+    }
+
+    private HttpResponse<String> call(final StoreServer server, final String method, final String path, final String body) throws Exception
+    {
+        return call(http, server.adminPort(), method, path, body, TOKEN);
+    }
+
+    private StoreServer start(final ServerConfig config) throws InterruptedException
+    {
+        return new StoreServer(config, new ManualClock(SECOND)).start();
+    }
+
+    private static int burstOf(final LimiterClient client)
+    {
+        final Decision decision = client.acquireBlocking(Descriptor.of("acme-" + System.nanoTime(), "/v1/orders/1"), 1);
+        return (int)decision.limit();
+    }
+
+    @Test
+    void aChangeIsInForceAtOnceAndARollbackRestoresTheOldLimitWithAuditRecords() throws Exception
+    {
+        try (StoreServer server = start(TestNode.config(dir, 0, 1).adminToken(TOKEN));
+             LimiterClient client = LimiterClient.builder().endpoints("127.0.0.1:" + server.port()).deadline(Duration.ofSeconds(5)).build())
+        {
+            assertEquals(5, burstOf(client));
+            final HttpResponse<String> put = call(server, "PUT", "/v1/policies/orders", ORDERS_V2);
+            assertEquals(200, put.statusCode(), put.body());
+            assertTrue(put.body().contains("\"version\": \"2\""), put.body());
+            assertEquals(1, burstOf(client), "version 2 decides the next request");
+
+            final HttpResponse<String> rollback = call(server, "POST", "/v1/policies/orders/rollback",
+                "{\"toVersion\":1,\"reason\":\"v2 starved checkout\"}");
+            assertEquals(200, rollback.statusCode(), rollback.body());
+            assertEquals(5, burstOf(client), "version 3 (= 1) decides again");
+
+            final HttpResponse<String> history = call(server, "GET", "/v1/policies/orders/history", null);
+            assertEquals(200, history.statusCode());
+            assertTrue(history.body().contains("\"rolledBackFrom\": \"1\""), history.body());
+            final HttpResponse<String> audit = call(server, "GET", "/v1/audit?policy=orders", null);
+            assertTrue(audit.body().contains("POLICY_UPDATED") && audit.body().contains("POLICY_ROLLED_BACK"), audit.body());
+            assertTrue(audit.body().contains("\"actor\": \"alice\"") && audit.body().contains("v2 starved checkout"), audit.body());
+            assertEquals(200, call(server, "GET", "/v1/audit?since=2020-01-01T00:00:00Z&limit=1", null).statusCode());
+
+            final HttpResponse<String> one = call(server, "GET", "/v1/policies/orders", null);
+            assertTrue(one.body().contains("\"version\": \"3\""), one.body());
+            final HttpResponse<String> all = call(server, "GET", "/v1/policies", null);
+            assertTrue(all.body().contains("\"id\": \"hot\"") && all.body().contains("\"defaultPolicy\""), all.body());
+        }
+    }
+
+    @Test
+    void aCallWithoutTheRightTokenIsRefusedAndChangesNothing() throws Exception
+    {
+        try (StoreServer server = start(TestNode.config(dir, 0, 1).adminToken(TOKEN)))
+        {
+            final long before = server.policyState().setVersion();
+            for (final String token : new String[] {null, "wrong-token-0123456789", TOKEN + "x"})
+            {
+                final HttpResponse<String> put = call(http, server.adminPort(), "PUT", "/v1/policies/orders", ORDERS_V2, token);
+                assertEquals(401, put.statusCode());
+                assertTrue(put.body().contains("bearer token"), put.body());
+                assertTrue(put.headers().firstValue("WWW-Authenticate").orElse("").startsWith("Bearer"));
+                assertEquals(401, call(http, server.adminPort(), "GET", "/v1/policies", null, token).statusCode());
+            }
+            assertEquals(before, server.policyState().setVersion());
+            assertEquals(1, server.policyState().current("orders").getVersion());
+            // The open endpoints stay open.
+            assertEquals(200, call(http, server.adminPort(), "GET", "/health", null, null).statusCode());
+        }
+    }
+
+    @Test
+    void badChangesAreRefusedWithFieldErrorsAndChangeNothing() throws Exception
+    {
+        try (StoreServer server = start(TestNode.config(dir, 0, 1).adminToken(TOKEN)))
+        {
+            final HttpResponse<String> invalid = call(server, "PUT", "/v1/policies/orders",
+                "{\"rate\":0,\"burst\":1,\"selector\":{\"route\":\"/v1/orders/{id}\"},\"owner\":\"\"}");
+            assertEquals(400, invalid.statusCode());
+            assertTrue(invalid.body().contains("policy.rate:") && invalid.body().contains("policy.owner:") &&
+                invalid.body().contains("policy.reason:"), invalid.body());
+
+            final HttpResponse<String> unknownField = call(server, "PUT", "/v1/policies/orders",
+                ORDERS_V2.replace("\"selector\":{", "\"selector\":{\"colour\":\"red\","));
+            assertEquals(400, unknownField.statusCode());
+            assertTrue(unknownField.body().contains("colour"), unknownField.body());
+
+            assertEquals(400, call(server, "PUT", "/v1/policies/orders", "{not json").statusCode());
+            assertEquals(400, call(server, "PUT", "/v1/policies/other", ORDERS_V2).statusCode(), "id in body differs from path");
+            assertEquals(400, call(server, "PUT", "/v1/policies/orders", "").statusCode());
+            assertEquals(400, call(server, "PUT", "/v1/policies/orders", ORDERS_V2.replace("\"rate\":1,", "\"rate\":-5,")).statusCode());
+            assertEquals(400, call(server, "POST", "/v1/policies/orders/rollback", "{\"toVersion\":7,\"reason\":\"x\"}").statusCode());
+            assertEquals(404, call(server, "POST", "/v1/policies/none/rollback", "{\"toVersion\":1,\"reason\":\"x\"}").statusCode());
+            assertEquals(404, call(server, "GET", "/v1/policies/none", null).statusCode());
+            assertEquals(404, call(server, "DELETE", "/v1/policies/none?reason=x", null).statusCode());
+            assertEquals(400, call(server, "DELETE", "/v1/policies/orders", null).statusCode(), "a reason is required");
+            assertEquals(400, call(server, "GET", "/v1/audit?since=yesterday", null).statusCode());
+            assertEquals(400, call(server, "GET", "/v1/audit?limit=0", null).statusCode());
+            assertEquals(405, call(server, "POST", "/v1/policies", "{}").statusCode());
+            assertEquals(404, call(server, "GET", "/v1/nothing", null).statusCode());
+
+            assertEquals(1, server.policyState().current("orders").getVersion(), "nothing changed");
+            assertEquals(1, server.policyState().audit(r -> true, 100).size(), "only the seed is audited");
+        }
+    }
+
+    @Test
+    void withoutAConfiguredTokenOneIsGeneratedReadableOnlyByItsOwner() throws Exception
+    {
+        final Path data = dir.resolve("data");
+        try (StoreServer server = start(TestNode.config(dir, 0, 1).dataDir(data)))
+        {
+            final Path file = data.resolve("admin-token");
+            assertTrue(Files.exists(file));
+            assertEquals(Set.of(PosixFilePermission.OWNER_READ, PosixFilePermission.OWNER_WRITE), Files.getPosixFilePermissions(file));
+            final String token = Files.readString(file).strip();
+            assertTrue(token.length() >= 32);
+            assertEquals(200, call(http, server.adminPort(), "GET", "/v1/policies", null, token).statusCode());
+        }
+        // A restart reuses it.
+        final String first = Files.readString(data.resolve("admin-token"));
+        try (StoreServer server = start(TestNode.config(dir, 0, 1).dataDir(data)))
+        {
+            assertEquals(first, Files.readString(data.resolve("admin-token")));
+        }
+        assertThrows(IllegalArgumentException.class, () -> new StoreServer(TestNode.config(dir, 0, 1).adminToken("short")));
+        assertFalse(Files.exists(dir.resolve("admin-token")), "nothing written outside the data directory");
+    }
+}
