@@ -396,9 +396,11 @@ final class Connection
         for (int i = 0; i < entry.calls.length; i++)
         {
             final int reason = decoder.reasonCode(i);
+            final boolean allowed = decoder.allowed(i);
+            // A code from a newer node is read by its allowed flag rather than failing the call.
             final Decision decision = new Decision(
-                decoder.allowed(i),
-                reason <= ReasonCode.STORE_FULL.code() ? ReasonCode.of(reason) : ReasonCode.RATE_LIMITED,
+                allowed,
+                ReasonCode.known(reason) ? ReasonCode.of(reason) : allowed ? ReasonCode.ALLOWED : ReasonCode.RATE_LIMITED,
                 decoder.remaining(i),
                 decoder.limit(i),
                 decoder.retryAfterNanos(i),

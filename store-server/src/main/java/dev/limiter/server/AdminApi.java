@@ -8,9 +8,12 @@ import dev.limiter.protocol.policy.AdminError;
 import dev.limiter.protocol.policy.AuditPage;
 import dev.limiter.protocol.policy.AuditRecord;
 import dev.limiter.protocol.policy.DeleteCommand;
+import dev.limiter.protocol.policy.Exemption;
+import dev.limiter.protocol.policy.ExemptionList;
 import dev.limiter.protocol.policy.Policy;
 import dev.limiter.protocol.policy.PolicyCommand;
 import dev.limiter.protocol.policy.PolicyHistory;
+import dev.limiter.protocol.policy.RemoveExemption;
 import dev.limiter.protocol.policy.RollbackCommand;
 import dev.limiter.protocol.policy.RollbackRequest;
 import dev.limiter.raft.NotLeaderException;
@@ -46,6 +49,9 @@ import java.util.function.Predicate;
  * POST   /v1/policies/{id}/rollback        RollbackRequest body                -> ChangeResult
  * DELETE /v1/policies/{id}?reason=...      a deletion (tombstone version)      -> ChangeResult
  * GET    /v1/audit?since=&policy=&owner=&limit=                               -> AuditPage
+ * GET    /v1/exemptions                    ExemptionList (active)
+ * PUT    /v1/exemptions/{id}               Exemption body                      -> ChangeResult
+ * DELETE /v1/exemptions/{id}?reason=...    end it before its expiry            -> ChangeResult
  * </pre>
  *
  * Every route needs {@code Authorization: Bearer <token>}; {@code X-Limiter-Actor} names who acts.
@@ -101,6 +107,42 @@ final class AdminApi
             if (method.equals(HttpMethod.GET))
             {
                 reply.accept(json(HttpResponseStatus.OK, control.state().inForce()));
+            }
+            return;
+        }
+        if (parts.length == 2 && parts[1].equals("exemptions"))
+        {
+            requireMethod(method, HttpMethod.GET, reply);
+            if (method.equals(HttpMethod.GET))
+            {
+                reply.accept(json(HttpResponseStatus.OK, ExemptionList.newBuilder().addAllExemptions(control.state().exemptions()).build()));
+            }
+            return;
+        }
+        if (parts.length == 3 && parts[1].equals("exemptions") && !parts[2].isEmpty())
+        {
+            final String id = parts[2];
+            if (method.equals(HttpMethod.PUT))
+            {
+                final Exemption.Builder exemption = Exemption.newBuilder();
+                parse(request, exemption, "an Exemption");
+                if (!exemption.getId().isEmpty() && !exemption.getId().equals(id))
+                {
+                    throw new BadRequest("the body's id '" + exemption.getId() + "' differs from the path's '" + id + "'; nothing changed");
+                }
+                // What the cluster sets is not the caller's to choose.
+                exemption.setId(id).clearCreatedAt().clearActor().clearBypassed();
+                submit(PolicyState.command(actor, System.currentTimeMillis()).setExempt(exemption).build(), reply);
+            }
+            else if (method.equals(HttpMethod.DELETE))
+            {
+                final String reason = first(query, "reason");
+                submit(PolicyState.command(actor, System.currentTimeMillis()).setUnexempt(
+                    RemoveExemption.newBuilder().setId(id).setReason(reason == null ? "" : reason)).build(), reply);
+            }
+            else
+            {
+                reply.accept(methodNotAllowed("PUT, DELETE"));
             }
             return;
         }
@@ -168,7 +210,7 @@ final class AdminApi
             return;
         }
         reply.accept(error(HttpResponseStatus.NOT_FOUND, "no such endpoint: " + request.method() + " " + path +
-            " (see docs/control-plane.md: /v1/policies, /v1/policies/{id}, /v1/policies/{id}/history, /v1/policies/{id}/rollback, /v1/audit)"));
+            " (see docs/control-plane.md: /v1/policies, /v1/policies/{id}, /v1/policies/{id}/history, /v1/policies/{id}/rollback, /v1/exemptions, /v1/exemptions/{id}, /v1/audit)"));
     }
 
     private void submit(final PolicyCommand command, final Consumer<FullHttpResponse> reply)

@@ -9,6 +9,7 @@ import dev.limiter.protocol.ErrorCodec;
 import dev.limiter.protocol.Frame;
 import dev.limiter.protocol.MessageType;
 import dev.limiter.protocol.PolicySetIndex;
+import dev.limiter.protocol.ReasonCode;
 import dev.limiter.protocol.ResultCodec;
 import dev.limiter.server.table.BucketTable;
 import dev.limiter.server.table.KeyHash;
@@ -37,6 +38,7 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
     private static final Logger LOG = LoggerFactory.getLogger(DataPlaneHandler.class);
 
     private final Supplier<PolicySetIndex> policies;
+    private final Supplier<dev.limiter.server.control.ActiveExemptions> exemptions;
     private final List<Shard> shards;
     private final ServerMetrics metrics;
     private final FastThreadLocal<LoopState> loopState;
@@ -62,6 +64,7 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
 
     DataPlaneHandler(
         final Supplier<PolicySetIndex> policies,
+        final Supplier<dev.limiter.server.control.ActiveExemptions> exemptions,
         final List<Shard> shards,
         final ServerMetrics metrics,
         final FastThreadLocal<LoopState> loopState,
@@ -71,6 +74,7 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
         this.replication = replication;
         this.statusJson = statusJson;
         this.policies = policies;
+        this.exemptions = exemptions;
         this.shards = shards;
         this.metrics = metrics;
         this.loopState = loopState;
@@ -157,6 +161,9 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
             return;
         }
         final PolicySetIndex index = policies.get();
+        final dev.limiter.server.control.ActiveExemptions exempt = exemptions.get();
+        long nowMillis = 0;
+        boolean anyExempt = false;
         final FrameWork work = state.pool.acquire();
         work.reset(ctx, this, index, decoder.count(), correlationId, start);
         final int shardCount = shards.size();
@@ -171,6 +178,22 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
                 work.recycle();
                 error(ctx, correlationId, ErrorCode.INVALID_DESCRIPTOR, "entry " + i + ": " + missing);
                 return;
+            }
+            if (!exempt.isEmpty())
+            {
+                nowMillis = nowMillis == 0 ? System.currentTimeMillis() : nowMillis;
+                if (exempt.bypass(decoder, nowMillis))
+                {
+                    // Answered here, without a bucket: no shard sees it, nothing is logged.
+                    work.keyOffset[i] = 0;
+                    work.keyLength[i] = 0;
+                    work.cost[i] = decoder.cost();
+                    work.policy[i] = policy;
+                    work.shard[i] = FrameWork.EXEMPT;
+                    work.count++;
+                    anyExempt = true;
+                    continue;
+                }
             }
             final int keyStart = work.keyCursor;
             work.ensureKeyRoom(BucketTable.MAX_KEY_LENGTH);
@@ -200,11 +223,29 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
         work.response = response;
         work.frameStart = ResultCodec.beginBatch(response,
             single ? MessageType.RESULT : MessageType.BATCH_RESULT, correlationId, count);
+        if (anyExempt)
+        {
+            for (int i = 0; i < count; i++)
+            {
+                if (work.shard[i] == FrameWork.EXEMPT)
+                {
+                    final CompiledPolicy policy = work.policy[i];
+                    final long burst = policy.rate().burstTokens();
+                    ResultCodec.putRecord(response, ResultCodec.recordOffset(work.frameStart, i), true, ReasonCode.EXEMPT,
+                        policy.ordinal(), burst, burst, 0, 0, policy.version(), policy.windowSeconds());
+                }
+            }
+        }
         work.pendingShards.set(Long.bitCount(shardMask));
         if (++framesInFlight >= MAX_FRAMES_IN_FLIGHT && !pausedForFrames)
         {
             pausedForFrames = true;
             updateAutoRead(ctx);
+        }
+        if (shardMask == 0)
+        {
+            work.shardsDone(0); // every entry was exempt: complete now
+            return;
         }
         // Do not touch the work after the last submit: an inline shard may complete and recycle it.
         long remaining = shardMask;

@@ -24,6 +24,8 @@ final class FrameWork implements Runnable
     private static final int INITIAL_ENTRIES = 64;
 
     final AtomicInteger pendingShards = new AtomicInteger();
+    /** {@link #shard} of an entry answered on the event loop because an exemption covers it. */
+    static final int EXEMPT = -1;
     final UnsafeBuffer keys = new UnsafeBuffer(new byte[INITIAL_ENTRIES * 64]);
     int[] keyOffset = new int[INITIAL_ENTRIES];
     int[] keyLength = new int[INITIAL_ENTRIES];

@@ -42,6 +42,9 @@ public final class ServerMetrics
     {
         registerPolicyMeters(policies, shards);
         policies.onChange(() -> registerPolicyMeters(policies, shards));
+        policies.onChange(() -> registerExemptionMeters(policies));
+        Gauge.builder("limiter.exemptions.active", policies, p -> p.exemptions().size())
+            .description("Exemptions in force").register(registry);
         for (final Shard shard : shards)
         {
             final String id = Integer.toString(shard.id());
@@ -60,6 +63,23 @@ public final class ServerMetrics
             .description("Policies in force, the default included").register(registry);
         Gauge.builder("limiter.policy.set.version", policies, dev.limiter.server.control.PolicyState::setVersion)
             .description("Version of the policy set in force (every change adds one)").register(registry);
+    }
+
+    private final java.util.Set<String> meteredExemptions = java.util.concurrent.ConcurrentHashMap.newKeySet();
+
+    private void registerExemptionMeters(final dev.limiter.server.control.PolicyState policies)
+    {
+        for (final dev.limiter.protocol.policy.Exemption exemption : policies.exemptions())
+        {
+            final String id = exemption.getId();
+            if (meteredExemptions.add(id))
+            {
+                FunctionCounter.builder("limiter.exemption.bypasses", policies, p -> p.bypassesHere(id))
+                    .description("Decisions an exemption bypassed on this node (answered EXEMPT, no tokens spent)")
+                    .tags("exemption", id)
+                    .register(registry);
+            }
+        }
     }
 
     private final java.util.Set<String> meteredPolicies = java.util.concurrent.ConcurrentHashMap.newKeySet();

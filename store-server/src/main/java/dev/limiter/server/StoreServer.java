@@ -55,6 +55,13 @@ public final class StoreServer implements AutoCloseable
     private final PolicySetIndex seed;
     private final dev.limiter.server.control.PolicyState policyState = new dev.limiter.server.control.PolicyState();
     private final String adminToken;
+    private dev.limiter.server.control.PolicyControl control;
+    private java.util.concurrent.ScheduledExecutorService ticker;
+    /** Bypasses already carried into the log, by exemption id (ticker thread only). */
+    private final Map<String, Long> reportedBypasses = new java.util.HashMap<>();
+    private long lastBypassReportMillis;
+    /** How often bypass counts go to the audit log while an exemption is used. */
+    static final long BYPASS_REPORT_MILLIS = 60_000;
     private final ServerMetrics metrics = new ServerMetrics();
     private final List<Shard> shards = new ArrayList<>();
     private final ChannelGroup connections = new DefaultChannelGroup("limiter-connections", GlobalEventExecutor.INSTANCE);
@@ -164,15 +171,23 @@ public final class StoreServer implements AutoCloseable
                     ch.pipeline()
                         .addLast("flush", new FlushConsolidationHandler(256, true))
                         .addLast("frames", new FrameDecoder(config.maxFrameBytes()))
-                        .addLast("data-plane", new DataPlaneHandler(policyState::index, shards, metrics, loopState, replication,
+                        .addLast("data-plane", new DataPlaneHandler(policyState::index, policyState::activeExemptions, shards, metrics, loopState, replication,
                             StoreServer.this::statusJson));
                 }
             });
         dataChannel = bootstrap.bind(new InetSocketAddress(config.host(), config.port())).sync().channel();
+        control = new dev.limiter.server.control.PolicyControl(policyState, replication);
+        ticker = java.util.concurrent.Executors.newSingleThreadScheduledExecutor(r ->
+        {
+            final Thread thread = new Thread(r, "limiter-control-tick");
+            thread.setDaemon(true);
+            return thread;
+        });
+        ticker.scheduleWithFixedDelay(this::tick, 250, 250, TimeUnit.MILLISECONDS);
         if (config.adminPort() >= 0)
         {
             admin = new AdminServer(config.host(), config.adminPort(), metrics, this, bossGroup, workerGroup, epoll,
-                new dev.limiter.server.control.PolicyControl(policyState, replication), adminToken);
+                control, adminToken);
             admin.start();
         }
         LOG.info("limiter store serving on {}:{} ({} transport, {} shards on {}, {} io threads, {} policies), admin on {}",
@@ -212,6 +227,47 @@ public final class StoreServer implements AutoCloseable
         catch (final IOException e)
         {
             throw new UncheckedIOException("cannot start replication in " + config.dataDir() + ": " + e.getMessage(), e);
+        }
+    }
+
+    /**
+     * The deciding node's clock for the control plane: expires exemptions whose time has come
+     * (within a quarter of a second; the request path already stops honouring them at their
+     * expiry) and, once a minute, carries bypass counts into the audit log.
+     */
+    private void tick()
+    {
+        try
+        {
+            if (closed || (replication != null && !replication.canDecide()))
+            {
+                return;
+            }
+            final long now = System.currentTimeMillis();
+            final List<dev.limiter.protocol.policy.Exemption> active = policyState.exemptions();
+            if (active.isEmpty())
+            {
+                return;
+            }
+            final boolean expiryDue = active.stream().anyMatch(e -> com.google.protobuf.util.Timestamps.toMillis(e.getExpiresAt()) <= now);
+            final Map<String, Long> bypassed = policyState.bypassesSince(reportedBypasses);
+            if (!expiryDue && (bypassed.isEmpty() || now - lastBypassReportMillis < BYPASS_REPORT_MILLIS))
+            {
+                return;
+            }
+            final dev.limiter.server.control.PolicyState.Outcome outcome = control.submit(dev.limiter.server.control.PolicyState
+                .command(config.clustered() ? config.nodeId() : "single", now)
+                .setTick(dev.limiter.protocol.policy.Tick.newBuilder().putAllBypassed(bypassed)).build())
+                .get(5, TimeUnit.SECONDS);
+            if (outcome.status() == dev.limiter.server.control.PolicyState.Status.OK)
+            {
+                bypassed.forEach((id, n) -> reportedBypasses.merge(id, n, Long::sum));
+                lastBypassReportMillis = now;
+            }
+        }
+        catch (final Exception e)
+        {
+            LOG.debug("control-plane tick not committed (retried): {}", e.toString());
         }
     }
 
@@ -358,6 +414,10 @@ public final class StoreServer implements AutoCloseable
             return;
         }
         closed = true;
+        if (ticker != null)
+        {
+            ticker.shutdownNow();
+        }
         if (dataChannel != null)
         {
             dataChannel.close().syncUninterruptibly();

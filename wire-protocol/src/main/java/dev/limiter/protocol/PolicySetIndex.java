@@ -225,6 +225,22 @@ public final class PolicySetIndex
         return errors;
     }
 
+    /**
+     * Compiles one policy on its own, for its selector (exemptions match requests like policies).
+     *
+     * @throws PolicyValidationException naming every bad field, prefixed with {@code where}
+     */
+    public static CompiledPolicy compileOne(final Policy policy, final String where)
+    {
+        final List<String> errors = new ArrayList<>();
+        final CompiledPolicy compiled = compileOne(policy, 0, where, errors);
+        if (compiled == null)
+        {
+            throw new PolicyValidationException(errors);
+        }
+        return compiled;
+    }
+
     /** Compiles one validated policy's rate (for buckets of a version no longer in force). */
     public static TokenBucket.Rate rateOf(final Policy policy)
     {

@@ -10,7 +10,9 @@ public enum ReasonCode
     /** The cost is larger than the bucket can ever hold: retrying can never succeed. */
     COST_EXCEEDS_BURST(2),
     /** The store has no room for a new bucket and none could be evicted. Not a client fault. */
-    STORE_FULL(3);
+    STORE_FULL(3),
+    /** Allowed without spending tokens: an exemption (with an owner, reason and expiry) covers the request. */
+    EXEMPT(4);
 
     private static final ReasonCode[] BY_CODE = values();
 
@@ -24,6 +26,12 @@ public enum ReasonCode
     public int code()
     {
         return code;
+    }
+
+    /** Whether this version knows the code. */
+    public static boolean known(final int code)
+    {
+        return code >= 0 && code < BY_CODE.length;
     }
 
     /** @throws IllegalArgumentException for a code this version does not know */

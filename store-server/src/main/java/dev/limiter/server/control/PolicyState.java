@@ -8,6 +8,7 @@ import dev.limiter.protocol.TokenBucket;
 import dev.limiter.protocol.policy.AdminError;
 import dev.limiter.protocol.policy.AuditRecord;
 import dev.limiter.protocol.policy.ChangeResult;
+import dev.limiter.protocol.policy.Exemption;
 import dev.limiter.protocol.policy.Policy;
 import dev.limiter.protocol.policy.PolicyCommand;
 import dev.limiter.protocol.policy.PolicyHistory;
@@ -22,6 +23,8 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Predicate;
 
 /**
@@ -138,6 +141,16 @@ public final class PolicyState
     private volatile PolicySetIndex index = PolicySetIndex.compile(PolicySet.getDefaultInstance());
     private volatile TokenBucket.Rate[] latestRates = new TokenBucket.Rate[0];
     private final List<Runnable> listeners = new java.util.concurrent.CopyOnWriteArrayList<>();
+    /** Active exemptions by id, in creation order. */
+    private final Map<String, Exemption> exemptions = new java.util.LinkedHashMap<>();
+    /** The latest command time applied: the cluster's wall clock as the log has seen it. */
+    private Timestamp clock = Timestamp.getDefaultInstance();
+    private volatile ActiveExemptions activeExemptions = ActiveExemptions.NONE;
+    /** Bypasses counted on this node by exemption id (not replicated: a tick carries them into the log). */
+    private final Map<String, AtomicLong> bypassCounters = new ConcurrentHashMap<>();
+
+    /** Longest an exemption may last. */
+    public static final long MAX_EXEMPTION_MILLIS = 90L * 24 * 3600 * 1000;
 
     /** The policy set in force: read on every frame. */
     public PolicySetIndex index()
@@ -197,8 +210,12 @@ public final class PolicyState
                 case PUT -> put(command);
                 case ROLLBACK -> rollback(command);
                 case DELETE -> delete(command);
+                case EXEMPT -> exempt(command);
+                case UNEXEMPT -> unexempt(command);
+                case TICK -> tick(command);
                 default -> Outcome.invalid("empty policy command", List.of());
             };
+            advanceClock(command);
         }
         if (outcome.status() == Status.OK)
         {
@@ -217,6 +234,7 @@ public final class PolicyState
         final PolicySetIndex indexBefore = index;
         final TokenBucket.Rate[] ratesBefore = latestRates;
         final boolean bootstrappedBefore = bootstrapped;
+        final ActiveExemptions exemptionsBefore = activeExemptions;
         try
         {
             return switch (command.getChangeCase())
@@ -225,6 +243,9 @@ public final class PolicyState
                 case PUT -> put(command);
                 case ROLLBACK -> rollback(command);
                 case DELETE -> delete(command);
+                case EXEMPT -> exempt(command);
+                case UNEXEMPT -> unexempt(command);
+                case TICK -> tick(command);
                 default -> Outcome.invalid("empty policy command", List.of());
             };
         }
@@ -234,6 +255,7 @@ public final class PolicyState
             index = indexBefore;
             latestRates = ratesBefore;
             bootstrapped = bootstrappedBefore;
+            activeExemptions = exemptionsBefore;
         }
     }
 
@@ -521,6 +543,235 @@ public final class PolicyState
         return p.getBurst() == 0 ? p.getRate() : p.getBurst();
     }
 
+    // ---- Exemptions ----
+
+    private static final java.util.regex.Pattern EXEMPTION_ID = java.util.regex.Pattern.compile("[a-z0-9][a-z0-9._-]{0,62}");
+
+    private Outcome exempt(final PolicyCommand command)
+    {
+        final Exemption wanted = command.getExempt();
+        final List<String> errors = new ArrayList<>();
+        if (!EXEMPTION_ID.matcher(wanted.getId()).matches())
+        {
+            errors.add("exemption.id: '" + wanted.getId() + "' must match [a-z0-9][a-z0-9._-]{0,62}");
+        }
+        if (wanted.getTenant().isBlank() && wanted.getPrincipal().isBlank() && wanted.getRoute().isBlank())
+        {
+            errors.add("exemption: set at least one of tenant, principal (with its tenant) or route; an exemption for everything is not allowed");
+        }
+        if (!wanted.getPrincipal().isBlank() && wanted.getTenant().isBlank())
+        {
+            errors.add("exemption.principal: needs the tenant too (a principal is unique only within its tenant)");
+        }
+        if (wanted.getOwner().isBlank())
+        {
+            errors.add("exemption.owner: required (the team or person answerable for it)");
+        }
+        if (wanted.getReason().isBlank())
+        {
+            errors.add("exemption.reason: required (why these requests may bypass their limits)");
+        }
+        final long at = millis(command.getAt());
+        final long expires = millis(wanted.getExpiresAt());
+        if (!wanted.hasExpiresAt() || expires <= at)
+        {
+            errors.add("exemption.expiresAt: required, and in the future (was " +
+                (wanted.hasExpiresAt() ? com.google.protobuf.util.Timestamps.toString(wanted.getExpiresAt()) : "absent") + ")");
+        }
+        else if (expires - at > MAX_EXEMPTION_MILLIS)
+        {
+            errors.add("exemption.expiresAt: at most 90 days ahead; renew it later instead");
+        }
+        if (errors.isEmpty())
+        {
+            try
+            {
+                selectorOf(wanted);
+            }
+            catch (final PolicyValidationException e)
+            {
+                errors.addAll(e.errors());
+            }
+        }
+        if (exemptions.containsKey(wanted.getId()))
+        {
+            errors.add("exemption.id: '" + wanted.getId() + "' is active; remove it first or choose another id");
+        }
+        for (final Exemption other : exemptions.values())
+        {
+            if (other.getTenant().equals(wanted.getTenant()) && other.getPrincipal().equals(wanted.getPrincipal()) &&
+                other.getRoute().equals(wanted.getRoute()) && !other.getId().equals(wanted.getId()))
+            {
+                errors.add("exemption: '" + other.getId() + "' already covers exactly these requests");
+            }
+        }
+        if (!errors.isEmpty())
+        {
+            return Outcome.invalid("exemption " + wanted.getId() + " is invalid; nothing changed", errors);
+        }
+        final Exemption made = wanted.toBuilder().setCreatedAt(command.getAt()).setActor(command.getActor()).setBypassed(0).build();
+        exemptions.put(made.getId(), made);
+        compileExemptions();
+        record(command, "EXEMPTION_CREATED", "exemption:" + made.getId(), 0, made.getOwner(), made.getReason(),
+            describe(made) + " until " + com.google.protobuf.util.Timestamps.toString(made.getExpiresAt()));
+        return Outcome.ok(ChangeResult.newBuilder().setSetVersion(setVersion).build());
+    }
+
+    private Outcome unexempt(final PolicyCommand command)
+    {
+        final dev.limiter.protocol.policy.RemoveExemption remove = command.getUnexempt();
+        final Exemption existing = exemptions.get(remove.getId());
+        if (existing == null)
+        {
+            return Outcome.notFound("no active exemption " + remove.getId() + " (see ./limiter exempt list)");
+        }
+        if (remove.getReason().isBlank())
+        {
+            return Outcome.invalid("cannot remove exemption " + remove.getId() + "; nothing changed",
+                List.of("reason: required (why end it early)"));
+        }
+        exemptions.remove(remove.getId());
+        compileExemptions();
+        record(command, "EXEMPTION_REMOVED", "exemption:" + existing.getId(), 0, existing.getOwner(), remove.getReason(),
+            describe(existing) + "; " + existing.getBypassed() + " decisions bypassed in all");
+        return Outcome.ok(ChangeResult.newBuilder().setSetVersion(setVersion).build());
+    }
+
+    /** The cluster's clock moved: record bypasses and expire what is due, both by the entry's time. */
+    private Outcome tick(final PolicyCommand command)
+    {
+        final long at = millis(command.getAt());
+        boolean changed = false;
+        for (final Map.Entry<String, Long> used : new java.util.TreeMap<>(command.getTick().getBypassedMap()).entrySet())
+        {
+            final Exemption exemption = exemptions.get(used.getKey());
+            if (exemption != null && used.getValue() > 0)
+            {
+                exemptions.put(exemption.getId(), exemption.toBuilder().setBypassed(exemption.getBypassed() + used.getValue()).build());
+                record(command, "EXEMPTION_USED", "exemption:" + exemption.getId(), 0, exemption.getOwner(), exemption.getReason(),
+                    used.getValue() + " decisions bypassed since the previous report");
+                changed = true;
+            }
+        }
+        for (final Exemption exemption : List.copyOf(exemptions.values()))
+        {
+            if (millis(exemption.getExpiresAt()) <= at)
+            {
+                exemptions.remove(exemption.getId());
+                record(command, "EXEMPTION_EXPIRED", "exemption:" + exemption.getId(), 0, exemption.getOwner(), exemption.getReason(),
+                    describe(exemption) + "; " + exemption.getBypassed() + " decisions bypassed in all");
+                changed = true;
+            }
+        }
+        if (changed)
+        {
+            compileExemptions();
+        }
+        return changed ? Outcome.ok(ChangeResult.newBuilder().setSetVersion(setVersion).build()) :
+            new Outcome(Status.IGNORED, ChangeResult.newBuilder().setSetVersion(setVersion).build(), null);
+    }
+
+    private void advanceClock(final PolicyCommand command)
+    {
+        if (com.google.protobuf.util.Timestamps.compare(command.getAt(), clock) > 0)
+        {
+            clock = command.getAt();
+        }
+    }
+
+    /** An exemption's selector, compiled as a policy's is (so it matches requests exactly alike). */
+    private static dev.limiter.protocol.CompiledPolicy selectorOf(final Exemption exemption)
+    {
+        return PolicySetIndex.compileOne(Policy.newBuilder()
+            .setId(exemption.getId().isEmpty() ? "x" : exemption.getId())
+            .setSelector(dev.limiter.protocol.policy.Selector.newBuilder()
+                .setTenant(exemption.getTenant()).setPrincipal(exemption.getPrincipal()).setRoute(exemption.getRoute()))
+            .setRate(1)
+            .setScope(dev.limiter.protocol.policy.Scope.GLOBAL)
+            .setOwner(exemption.getOwner().isBlank() ? "-" : exemption.getOwner())
+            .build(), "exemption");
+    }
+
+    private void compileExemptions()
+    {
+        final int n = exemptions.size();
+        final String[] ids = new String[n];
+        final dev.limiter.protocol.CompiledPolicy[] selectors = new dev.limiter.protocol.CompiledPolicy[n];
+        final long[] expires = new long[n];
+        final AtomicLong[] counters = new AtomicLong[n];
+        int i = 0;
+        for (final Exemption exemption : exemptions.values())
+        {
+            ids[i] = exemption.getId();
+            selectors[i] = selectorOf(exemption);
+            expires[i] = millis(exemption.getExpiresAt());
+            counters[i] = bypassCounters.computeIfAbsent(exemption.getId(), id -> new AtomicLong());
+            i++;
+        }
+        bypassCounters.keySet().retainAll(exemptions.keySet());
+        activeExemptions = n == 0 ? ActiveExemptions.NONE : new ActiveExemptions(ids, selectors, expires, counters);
+    }
+
+    private static String describe(final Exemption e)
+    {
+        final StringBuilder out = new StringBuilder();
+        if (!e.getTenant().isEmpty())
+        {
+            out.append("tenant=").append(e.getTenant()).append(' ');
+        }
+        if (!e.getPrincipal().isEmpty())
+        {
+            out.append("principal=").append(e.getPrincipal()).append(' ');
+        }
+        if (!e.getRoute().isEmpty())
+        {
+            out.append("route=").append(e.getRoute()).append(' ');
+        }
+        return out.toString().trim();
+    }
+
+    private static long millis(final Timestamp t)
+    {
+        return t.getSeconds() * 1000 + t.getNanos() / 1_000_000;
+    }
+
+    /** The exemptions in force, for the request path. */
+    public ActiveExemptions activeExemptions()
+    {
+        return activeExemptions;
+    }
+
+    /** Active exemptions, in creation order. */
+    public synchronized List<Exemption> exemptions()
+    {
+        return List.copyOf(exemptions.values());
+    }
+
+    /**
+     * What the leader's next tick reports: decisions bypassed on this node since {@code reported}
+     * (which the caller advances once the tick has committed).
+     */
+    public Map<String, Long> bypassesSince(final Map<String, Long> reported)
+    {
+        final Map<String, Long> delta = new HashMap<>();
+        bypassCounters.forEach((id, counter) ->
+        {
+            final long n = counter.get() - reported.getOrDefault(id, 0L);
+            if (n > 0)
+            {
+                delta.put(id, n);
+            }
+        });
+        return delta;
+    }
+
+    /** Bypasses counted on this node for one exemption (0 when unknown). */
+    public long bypassesHere(final String id)
+    {
+        final AtomicLong counter = bypassCounters.get(id);
+        return counter == null ? 0 : counter.get();
+    }
+
     // ---- Reads (admin API) ----
 
     /** Version of the whole set: bumped by every change. */
@@ -572,6 +823,8 @@ public final class PolicyState
     public synchronized PolicyStateSnapshot snapshot()
     {
         final PolicyStateSnapshot.Builder out = PolicyStateSnapshot.newBuilder()
+            .addAllExemptions(exemptions.values())
+            .setClock(clock)
             .setDefaultId(defaultId)
             .setSetVersion(setVersion)
             .setBootstrapped(bootstrapped)
@@ -588,6 +841,7 @@ public final class PolicyState
         synchronized (this)
         {
             restoreQuietly(snapshot);
+            compileExemptions();
             if (bootstrapped)
             {
                 install();
@@ -617,6 +871,9 @@ public final class PolicyState
         setVersion = snapshot.getSetVersion();
         bootstrapped = snapshot.getBootstrapped();
         audit.addAll(snapshot.getAuditList());
+        exemptions.clear();
+        snapshot.getExemptionsList().forEach(e -> exemptions.put(e.getId(), e));
+        clock = snapshot.getClock();
         nextAuditSequence = audit.isEmpty() ? 1 : audit.getLast().getSequence() + 1;
     }
 

@@ -193,4 +193,96 @@ class PolicyStateTest
         assertEquals("POLICY_UPDATED", orders.get(1).getAction());
         assertTrue(orders.get(0).getSequence() < orders.get(1).getSequence());
     }
+
+    private static dev.limiter.protocol.policy.Exemption.Builder exemption(final String id, final long expiresAtMillis)
+    {
+        return dev.limiter.protocol.policy.Exemption.newBuilder().setId(id).setTenant("acme").setRoute("/v1/orders/{id}")
+            .setOwner("sales").setReason("load test").setExpiresAt(com.google.protobuf.util.Timestamps.fromMillis(expiresAtMillis));
+    }
+
+    private PolicyState.Outcome exempt(final dev.limiter.protocol.policy.Exemption.Builder exemption, final long at)
+    {
+        return state.apply(PolicyState.command("carol", at).setExempt(exemption).build());
+    }
+
+    private PolicyState.Outcome tick(final long at, final java.util.Map<String, Long> bypassed)
+    {
+        return state.apply(PolicyState.command("n1", at).setTick(dev.limiter.protocol.policy.Tick.newBuilder().putAllBypassed(bypassed)).build());
+    }
+
+    @Test
+    void anExemptionNeedsASelectorAnOwnerAReasonAndAnExpiryAheadAndChangesNothingOtherwise()
+    {
+        final long hour = 3_600_000L;
+        final java.util.Map<String, String> cases = new java.util.LinkedHashMap<>();
+        cases.put("no selector", "at least one of tenant");
+        cases.put("principal without tenant", "exemption.principal: needs the tenant");
+        cases.put("no owner", "exemption.owner: required");
+        cases.put("no reason", "exemption.reason: required");
+        cases.put("expired", "exemption.expiresAt: required, and in the future");
+        cases.put("too long", "at most 90 days");
+        cases.put("bad route", "exemption.selector.route");
+        cases.put("bad id", "exemption.id");
+        for (final java.util.Map.Entry<String, String> c : cases.entrySet())
+        {
+            final dev.limiter.protocol.policy.Exemption.Builder e = exemption("e1", T0 + hour);
+            switch (c.getKey())
+            {
+                case "no selector" -> e.clearTenant().clearRoute();
+                case "principal without tenant" -> e.clearTenant().setPrincipal("bob");
+                case "no owner" -> e.clearOwner();
+                case "no reason" -> e.clearReason();
+                case "expired" -> e.setExpiresAt(com.google.protobuf.util.Timestamps.fromMillis(T0 - 1));
+                case "too long" -> e.setExpiresAt(com.google.protobuf.util.Timestamps.fromMillis(T0 + 91 * 24 * hour));
+                case "bad route" -> e.setRoute("no-slash");
+                case "bad id" -> e.setId("Not Valid");
+                default -> throw new IllegalStateException();
+            }
+            final PolicyState.Outcome outcome = exempt(e, T0);
+            assertEquals(PolicyState.Status.INVALID, outcome.status(), c.getKey());
+            assertTrue(outcome.error().getErrorsList().stream().anyMatch(m -> m.contains(c.getValue())),
+                c.getKey() + ": " + outcome.error().getErrorsList());
+        }
+        assertTrue(state.exemptions().isEmpty());
+        assertTrue(state.activeExemptions().isEmpty());
+        assertEquals(PolicyState.Status.OK, exempt(exemption("e1", T0 + hour), T0).status());
+        assertEquals(PolicyState.Status.INVALID, exempt(exemption("e1", T0 + hour), T0).status(), "the id is active");
+        final PolicyState.Outcome same = exempt(exemption("e2", T0 + hour), T0);
+        assertTrue(same.error().getErrorsList().stream().anyMatch(m -> m.contains("'e1' already covers exactly these requests")),
+            same.error().toString());
+    }
+
+    @Test
+    void aTickExpiresExemptionsByItsOwnTimeAndRecordsBypasses()
+    {
+        exempt(exemption("e1", T0 + 10_000), T0);
+        assertFalse(state.activeExemptions().isEmpty());
+        assertEquals(PolicyState.Status.IGNORED, tick(T0 + 5_000, java.util.Map.of()).status(), "not yet due");
+        assertEquals(PolicyState.Status.OK, tick(T0 + 6_000, java.util.Map.of("e1", 42L, "gone", 7L)).status());
+        assertEquals(42, state.exemptions().get(0).getBypassed());
+        assertEquals(PolicyState.Status.OK, tick(T0 + 10_000, java.util.Map.of("e1", 8L)).status());
+        assertTrue(state.exemptions().isEmpty());
+        assertTrue(state.activeExemptions().isEmpty());
+        final List<String> actions = state.audit(r -> r.getPolicyId().equals("exemption:e1"), 10).stream().map(AuditRecord::getAction).toList();
+        assertEquals(List.of("EXEMPTION_CREATED", "EXEMPTION_USED", "EXEMPTION_USED", "EXEMPTION_EXPIRED"), actions);
+        assertTrue(state.audit(r -> r.getAction().equals("EXEMPTION_EXPIRED"), 1).get(0).getDetail().contains("50 decisions bypassed in all"));
+    }
+
+    @Test
+    void anExemptionCanBeRemovedEarlyWithAReasonAndTravelsInSnapshots()
+    {
+        exempt(exemption("e1", T0 + 10_000), T0);
+        final PolicyState replica = new PolicyState();
+        replica.restore(state.snapshot());
+        assertEquals(state.exemptions(), replica.exemptions());
+        assertFalse(replica.activeExemptions().isEmpty());
+        assertEquals(PolicyState.Status.INVALID, state.apply(PolicyState.command("carol", T0 + 1)
+            .setUnexempt(dev.limiter.protocol.policy.RemoveExemption.newBuilder().setId("e1")).build()).status());
+        assertEquals(PolicyState.Status.NOT_FOUND, state.apply(PolicyState.command("carol", T0 + 1)
+            .setUnexempt(dev.limiter.protocol.policy.RemoveExemption.newBuilder().setId("nope").setReason("x")).build()).status());
+        assertEquals(PolicyState.Status.OK, state.apply(PolicyState.command("carol", T0 + 1)
+            .setUnexempt(dev.limiter.protocol.policy.RemoveExemption.newBuilder().setId("e1").setReason("test over")).build()).status());
+        assertTrue(state.activeExemptions().isEmpty());
+        assertEquals("EXEMPTION_REMOVED", state.audit(r -> true, 1).get(0).getAction());
+    }
 }
