@@ -327,7 +327,7 @@ public final class PolicyCommand implements Callable<Integer>
         name = "history",
         mixinStandardHelpOptions = true,
         description = {"Lists every version of one policy: who made it, when and why.",
-            "Oldest first; NOTE marks rollbacks, the deletion and the current version. --json prints the PolicyHistory."},
+            "Oldest first; NOTE marks rollbacks, deletions, the version enforced (current) and one in shadow. --json prints the PolicyHistory."},
         sortOptions = false)
     static final class History implements Callable<Integer>
     {
@@ -354,6 +354,28 @@ public final class PolicyCommand implements Callable<Integer>
             }
             final List<List<String>> rows = new ArrayList<>();
             final int count = history.getVersionsCount();
+            // Enforced: the newest ENFORCE version after the last deletion; a newest SHADOW version runs beside it.
+            // Scheduled versions count once their time has passed (by this machine's clock); blocked ones never.
+            final long now = System.currentTimeMillis();
+            int enforced = -1;
+            for (int i = count - 1; i >= 0; i--)
+            {
+                final PolicyVersion candidate = history.getVersions(i);
+                if (candidate.getBlocked() || (candidate.getPolicy().hasEffectiveFrom() &&
+                    com.google.protobuf.util.Timestamps.toMillis(candidate.getPolicy().getEffectiveFrom()) > now))
+                {
+                    continue;
+                }
+                if (candidate.getDeleted())
+                {
+                    break;
+                }
+                if (candidate.getPolicy().getMode() != dev.limiter.protocol.policy.Mode.SHADOW)
+                {
+                    enforced = i;
+                    break;
+                }
+            }
             for (int i = 0; i < count; i++)
             {
                 final PolicyVersion version = history.getVersions(i);
@@ -363,13 +385,25 @@ public final class PolicyCommand implements Callable<Integer>
                 {
                     notes.add("rollback of v" + AdminClient.number(version.getRolledBackFrom()));
                 }
+                if (policy.hasEffectiveFrom())
+                {
+                    notes.add("from " + AdminClient.time(true, policy.getEffectiveFrom()));
+                }
+                if (version.getBlocked())
+                {
+                    notes.add("blocked");
+                }
                 if (version.getDeleted())
                 {
                     notes.add("deleted");
                 }
-                else if (i == count - 1)
+                else if (i == enforced)
                 {
                     notes.add("current");
+                }
+                else if (i == count - 1 && policy.getMode() == dev.limiter.protocol.policy.Mode.SHADOW)
+                {
+                    notes.add("shadow");
                 }
                 rows.add(List.of(AdminClient.number(policy.getVersion()), AdminClient.time(version.hasCreatedAt(), version.getCreatedAt()),
                     version.getActor(), policy.getOwner(), version.getDeleted() ? "-" : AdminClient.rate(policy),

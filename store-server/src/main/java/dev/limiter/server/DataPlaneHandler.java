@@ -211,6 +211,10 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
             work.shard[i] = shard;
             shardMask |= 1L << shard;
             work.count++;
+            if (index.hasShadow())
+            {
+                shardMask |= addShadow(work, decoder, index.matchShadow(decoder), shardCount);
+            }
         }
         if (decoder.failed())
         {
@@ -372,6 +376,35 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
      *
      * @return the tenant's hash for tenant-scoped keys (never 0), else 0
      */
+    /**
+     * Queues the SHADOW policy's evaluation of the current entry, if one matches and the entry has
+     * what its scope needs (else it is skipped: a shadow never refuses a request).
+     *
+     * @return the bit of the shard that will evaluate it, or 0
+     */
+    private static long addShadow(final FrameWork work, final AcquireDecoder decoder, final CompiledPolicy shadow, final int shardCount)
+    {
+        if (shadow == null || missingScopeField(shadow, decoder) != null)
+        {
+            return 0;
+        }
+        final int j = work.shadowCount;
+        final int keyStart = work.keyCursor;
+        work.ensureKeyRoom(BucketTable.MAX_KEY_LENGTH);
+        final long tenantHash = buildKey(work, decoder, shadow);
+        final int keyLength = work.keyCursor - keyStart;
+        final long keyHash = KeyHash.hash(work.keys, keyStart, keyLength);
+        work.shadowKeyOffset[j] = keyStart;
+        work.shadowKeyLength[j] = keyLength;
+        work.shadowKeyHash[j] = keyHash;
+        work.shadowCost[j] = decoder.cost();
+        work.shadowPolicy[j] = shadow;
+        final int shard = (int)Long.remainderUnsigned((tenantHash != 0 ? tenantHash : keyHash) >>> 32, shardCount);
+        work.shadowShard[j] = shard;
+        work.shadowCount++;
+        return 1L << shard;
+    }
+
     /** Bytes before a bucket key's scope part: u16 policy ordinal, u32 policy version. */
     public static final int KEY_PREFIX_LENGTH = 6;
 

@@ -34,6 +34,17 @@ final class FrameWork implements Runnable
     int[] shard = new int[INITIAL_ENTRIES];
     CompiledPolicy[] policy = new CompiledPolicy[INITIAL_ENTRIES];
     int count;
+    /**
+     * SHADOW evaluations of this frame's entries: each spends its own bucket on its shard and is
+     * counted, but writes no record (the answer is the enforced policy's).
+     */
+    int[] shadowKeyOffset = new int[INITIAL_ENTRIES];
+    int[] shadowKeyLength = new int[INITIAL_ENTRIES];
+    long[] shadowKeyHash = new long[INITIAL_ENTRIES];
+    int[] shadowCost = new int[INITIAL_ENTRIES];
+    int[] shadowShard = new int[INITIAL_ENTRIES];
+    CompiledPolicy[] shadowPolicy = new CompiledPolicy[INITIAL_ENTRIES];
+    int shadowCount;
     int keyCursor;
 
     ChannelHandlerContext ctx;
@@ -72,6 +83,7 @@ final class FrameWork implements Runnable
         this.overloaded = false;
         this.policies = policies;
         this.count = 0;
+        this.shadowCount = 0;
         this.keyCursor = 0;
         this.startNanos = startNanos;
         if (keyOffset.length < entries)
@@ -83,6 +95,16 @@ final class FrameWork implements Runnable
             cost = new int[n];
             shard = new int[n];
             policy = new CompiledPolicy[n];
+        }
+        if (policies.hasShadow() && shadowKeyOffset.length < entries)
+        {
+            final int n = Integer.highestOneBit(entries - 1) << 1;
+            shadowKeyOffset = new int[n];
+            shadowKeyLength = new int[n];
+            shadowKeyHash = new long[n];
+            shadowCost = new int[n];
+            shadowShard = new int[n];
+            shadowPolicy = new CompiledPolicy[n];
         }
     }
 
@@ -213,6 +235,7 @@ final class FrameWork implements Runnable
         connection = null;
         policies = null;
         java.util.Arrays.fill(policy, 0, count, null);
+        java.util.Arrays.fill(shadowPolicy, 0, shadowCount, null);
         pool.release(this);
     }
 

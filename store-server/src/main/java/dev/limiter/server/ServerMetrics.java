@@ -90,11 +90,27 @@ public final class ServerMetrics
         for (final CompiledPolicy policy : policies.index().policies())
         {
             final String id = policy.id();
+            final int ordinal = policy.ordinal();
+            if (policy.shadow())
+            {
+                // Ordinals are per id and mode: a shadow's counts are what it would have decided.
+                if (meteredPolicies.add(id + "/shadow"))
+                {
+                    FunctionCounter.builder("limiter.shadow.decisions", shards, s -> s.stream().mapToLong(x -> x.allowed(ordinal)).sum())
+                        .description("What SHADOW policies would have decided (they never deny)")
+                        .tags("policy", id, "outcome", "would_allow")
+                        .register(registry);
+                    FunctionCounter.builder("limiter.shadow.decisions", shards, s -> s.stream().mapToLong(x -> x.denied(ordinal)).sum())
+                        .description("What SHADOW policies would have decided (they never deny)")
+                        .tags("policy", id, "outcome", "would_deny")
+                        .register(registry);
+                }
+                continue;
+            }
             if (!meteredPolicies.add(id))
             {
                 continue;
             }
-            final int ordinal = policy.ordinal();
             FunctionCounter.builder("limiter.decisions", shards, s -> s.stream().mapToLong(x -> x.allowed(ordinal)).sum())
                 .description("Decisions by policy and outcome")
                 .tags("policy", id, "outcome", "allowed")

@@ -230,6 +230,27 @@ final class Shard implements dev.limiter.server.cluster.Replication.DecidingShar
                 final AtomicLongArray counter = decision.allowed() ? allowedByPolicy : deniedByPolicy;
                 counter.lazySet(policy.ordinal(), counter.get(policy.ordinal()) + 1);
             }
+            for (int j = 0; j < work.shadowCount; j++)
+            {
+                if (work.shadowShard[j] != id)
+                {
+                    continue;
+                }
+                // A shadow spends its own bucket (replicated like any other) and is only counted.
+                final CompiledPolicy shadow = work.shadowPolicy[j];
+                table.acquire(work.keys, work.shadowKeyOffset[j], work.shadowKeyLength[j], work.shadowKeyHash[j], shadow.ordinal(),
+                    shadow.rate(), work.shadowCost[j], now, decision);
+                if (log != null)
+                {
+                    log.append(work.keys, work.shadowKeyOffset[j], work.shadowKeyLength[j], shadow.ordinal(), work.shadowCost[j], now);
+                }
+                if (shadow.ordinal() >= allowedByPolicy.length())
+                {
+                    growCounters(shadow.ordinal());
+                }
+                final AtomicLongArray counter = decision.allowed() ? allowedByPolicy : deniedByPolicy;
+                counter.lazySet(shadow.ordinal(), counter.get(shadow.ordinal()) + 1);
+            }
         }
         catch (final Throwable e)
         {

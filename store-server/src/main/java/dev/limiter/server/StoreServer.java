@@ -231,9 +231,10 @@ public final class StoreServer implements AutoCloseable
     }
 
     /**
-     * The deciding node's clock for the control plane: expires exemptions whose time has come
-     * (within a quarter of a second; the request path already stops honouring them at their
-     * expiry) and, once a minute, carries bypass counts into the audit log.
+     * The deciding node's clock for the control plane: brings scheduled versions into force and
+     * expires exemptions whose time has come (within a quarter of a second plus a commit; the
+     * request path already stops honouring an exemption at its expiry) and, once a minute, carries
+     * bypass counts into the audit log.
      */
     private void tick()
     {
@@ -244,14 +245,15 @@ public final class StoreServer implements AutoCloseable
                 return;
             }
             final long now = System.currentTimeMillis();
+            final boolean scheduleDue = policyState.scheduledDue(now);
             final List<dev.limiter.protocol.policy.Exemption> active = policyState.exemptions();
-            if (active.isEmpty())
+            if (active.isEmpty() && !scheduleDue)
             {
                 return;
             }
             final boolean expiryDue = active.stream().anyMatch(e -> com.google.protobuf.util.Timestamps.toMillis(e.getExpiresAt()) <= now);
             final Map<String, Long> bypassed = policyState.bypassesSince(reportedBypasses);
-            if (!expiryDue && (bypassed.isEmpty() || now - lastBypassReportMillis < BYPASS_REPORT_MILLIS))
+            if (!scheduleDue && !expiryDue && (bypassed.isEmpty() || now - lastBypassReportMillis < BYPASS_REPORT_MILLIS))
             {
                 return;
             }

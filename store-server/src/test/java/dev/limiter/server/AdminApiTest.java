@@ -239,4 +239,84 @@ class AdminApiTest
             assertEquals(404, call(server, "DELETE", "/v1/exemptions/none?reason=x", null).statusCode());
         }
     }
+
+    private static long metric(final String metrics, final String series)
+    {
+        for (final String line : metrics.split("\n"))
+        {
+            if (line.startsWith(series + " "))
+            {
+                return (long)Double.parseDouble(line.substring(series.length() + 1));
+            }
+        }
+        return 0;
+    }
+
+    /** Three tenants, each asking once every 100 ms for 2 s of (manual) time; returns the denials. */
+    private static int drive(final LimiterClient client, final ManualClock clock, final String round)
+    {
+        int denied = 0;
+        for (int step = 0; step < 20; step++)
+        {
+            for (int tenant = 0; tenant < 3; tenant++)
+            {
+                final Decision decision = client.acquireBlocking(Descriptor.of("tenant-" + tenant, "/v1/orders/" + round), 1);
+                denied += decision.allowed() ? 0 : 1;
+            }
+            clock.advance(SECOND / 10);
+        }
+        return denied;
+    }
+
+    @Test
+    void aShadowVersionsWouldDenyCountMatchesWhatEnforcingItDeniesOnTheSameTraffic() throws Exception
+    {
+        final ManualClock clock = new ManualClock(SECOND);
+        try (StoreServer server = new StoreServer(TestNode.config(dir, 0, 2).adminToken(TOKEN), clock).start();
+             LimiterClient client = LimiterClient.builder().endpoints("127.0.0.1:" + server.port()).deadline(Duration.ofSeconds(5)).build())
+        {
+            final String tight = "{\"selector\":{\"route\":\"/v1/orders/{id}\"},\"rate\":3,\"period\":\"1s\",\"burst\":2," +
+                "\"owner\":\"team-orders\",\"reason\":\"try 3/s\",\"mode\":\"%s\"}";
+            final HttpResponse<String> shadow = call(server, "PUT", "/v1/policies/orders", String.format(tight, "SHADOW"));
+            assertEquals(200, shadow.statusCode(), shadow.body());
+            assertEquals(1, server.policyState().current("orders").getVersion(), "version 1 stays enforced beside the shadow");
+
+            assertEquals(0, drive(client, clock, "1"), "a shadow never denies, and version 1 (10/s, burst 5) allows all of it");
+            final String metrics = call(http, server.adminPort(), "GET", "/metrics", null, null).body();
+            final long wouldDeny = metric(metrics, "limiter_shadow_decisions_total{outcome=\"would_deny\",policy=\"orders\"}");
+            final long wouldAllow = metric(metrics, "limiter_shadow_decisions_total{outcome=\"would_allow\",policy=\"orders\"}");
+            assertEquals(60, wouldDeny + wouldAllow, metrics);
+            assertTrue(wouldDeny > 20, "3/s with a burst of 2 against 10/s of traffic: " + wouldDeny);
+
+            // Promote the shadow: the same limits, enforced (a new version, so new buckets), on the same traffic.
+            assertEquals(200, call(server, "PUT", "/v1/policies/orders", String.format(tight, "ENFORCE")).statusCode());
+            assertEquals(3, server.policyState().current("orders").getVersion());
+            assertEquals(wouldDeny, drive(client, clock, "1"), "enforcing denies exactly what the shadow would have");
+            assertFalse(server.policyState().index().hasShadow(), "promoting ends the shadow");
+        }
+    }
+
+    @Test
+    void aScheduledVersionDecidesFromItsEffectiveTimeOn() throws Exception
+    {
+        try (StoreServer server = start(TestNode.config(dir, 0, 1).adminToken(TOKEN));
+             LimiterClient client = LimiterClient.builder().endpoints("127.0.0.1:" + server.port()).deadline(Duration.ofSeconds(5)).build())
+        {
+            final long from = System.currentTimeMillis() + 1000;
+            final HttpResponse<String> put = call(server, "PUT", "/v1/policies/orders",
+                ORDERS_V2.replace("\"owner\"", "\"effectiveFrom\":\"" + java.time.Instant.ofEpochMilli(from) + "\",\"owner\""));
+            assertEquals(200, put.statusCode(), put.body());
+            assertEquals(5, burstOf(client), "version 1 until the effective time");
+            final long deadline = from + 3000;
+            int burst = 5;
+            while (burst == 5 && System.currentTimeMillis() < deadline)
+            {
+                Thread.sleep(20);
+                burst = burstOf(client);
+            }
+            assertEquals(1, burst, "version 2 decides once its time has come");
+            assertTrue(System.currentTimeMillis() >= from, "not before");
+            assertTrue(call(server, "GET", "/v1/audit?policy=orders", null).body().contains("POLICY_IN_FORCE"));
+        }
+    }
 }

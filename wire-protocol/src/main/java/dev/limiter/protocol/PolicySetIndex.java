@@ -49,6 +49,7 @@ public final class PolicySetIndex
 
     private final CompiledPolicy[] byOrdinal;
     private final CompiledPolicy[] bySpecificity;
+    private final CompiledPolicy[] shadowBySpecificity;
     private final CompiledPolicy defaultPolicy;
     private final long version;
     private final long fingerprint;
@@ -83,11 +84,16 @@ public final class PolicySetIndex
         }
         this.fingerprint = hash;
         this.size = (int)Arrays.stream(byOrdinal).filter(p -> p != null).count();
+        final Comparator<CompiledPolicy> mostSpecificFirst = Comparator.comparingLong(CompiledPolicy::specificity).reversed()
+            .thenComparing(Comparator.comparingInt(CompiledPolicy::priority).reversed())
+            .thenComparing(CompiledPolicy::id);
         this.bySpecificity = Arrays.stream(byOrdinal)
-            .filter(p -> p != null && p != defaultPolicy)
-            .sorted(Comparator.comparingLong(CompiledPolicy::specificity).reversed()
-                .thenComparing(Comparator.comparingInt(CompiledPolicy::priority).reversed())
-                .thenComparing(CompiledPolicy::id))
+            .filter(p -> p != null && p != defaultPolicy && !p.shadow())
+            .sorted(mostSpecificFirst)
+            .toArray(CompiledPolicy[]::new);
+        this.shadowBySpecificity = Arrays.stream(byOrdinal)
+            .filter(p -> p != null && p.shadow())
+            .sorted(mostSpecificFirst)
             .toArray(CompiledPolicy[]::new);
     }
 
@@ -135,14 +141,15 @@ public final class PolicySetIndex
     }
 
     /**
-     * Validates and compiles a set whose policies keep the ordinals {@code ordinals} gives their
-     * ids (the control plane's: an id keeps its ordinal across versions, and buckets carry it).
+     * Validates and compiles a set whose policies keep the ordinals {@code ordinals} gives them
+     * (the control plane's: an id keeps one ordinal per mode across versions, and buckets carry
+     * it). With ordinals, an id may appear twice: its enforced version and its shadow version.
      * Ordinals must be distinct and below {@link #MAX_POLICIES}; null numbers them in file order,
      * the default last.
      *
      * @throws PolicyValidationException listing every problem, field by field
      */
-    public static PolicySetIndex compile(final PolicySet set, final java.util.function.ToIntFunction<String> ordinals)
+    public static PolicySetIndex compile(final PolicySet set, final java.util.function.ToIntFunction<Policy> ordinals)
     {
         final List<String> errors = new ArrayList<>();
         if (set.getPoliciesCount() + 1 > MAX_POLICIES)
@@ -157,17 +164,18 @@ public final class PolicySetIndex
         {
             final Policy policy = set.getPolicies(i);
             final String where = "policies[" + i + "]" + (policy.getId().isEmpty() ? "" : " (" + policy.getId() + ")");
-            final CompiledPolicy c = compileOne(policy, ordinals == null ? compiled.size() : ordinals.applyAsInt(policy.getId()), where, errors);
+            final CompiledPolicy c = compileOne(policy, ordinals == null ? compiled.size() : ordinals.applyAsInt(policy), where, errors);
             if (c == null)
             {
                 continue;
             }
-            if (!ids.add(c.id()))
+            if (!ids.add(ordinals == null ? c.id() : c.id() + (c.shadow() ? "/shadow" : "")))
             {
                 errors.add(where + ".id: duplicate id '" + c.id() + "'");
                 continue;
             }
-            final String previous = selectors.putIfAbsent(c.selectorKey(), c.id());
+            // Shadow policies are matched apart from enforced ones: a shadow may select what an enforced policy does.
+            final String previous = selectors.putIfAbsent(c.selectorKey() + (c.shadow() ? "/shadow" : ""), c.id());
             if (previous != null)
             {
                 errors.add(where + ".selector: conflicts with policy '" + previous +
@@ -187,7 +195,11 @@ public final class PolicySetIndex
             errors.add("defaultPolicy.id: '" + defaultPolicy.getId() + "' is also the id of a policy");
         }
         final CompiledPolicy compiledDefault = compileOne(defaultPolicy,
-            ordinals == null ? compiled.size() : ordinals.applyAsInt(defaultPolicy.getId()), "defaultPolicy", errors);
+            ordinals == null ? compiled.size() : ordinals.applyAsInt(defaultPolicy), "defaultPolicy", errors);
+        if (defaultPolicy.getMode() == Mode.SHADOW)
+        {
+            errors.add("defaultPolicy.mode: must be ENFORCE (the default decides whatever no policy matches)");
+        }
         if (!errors.isEmpty())
         {
             throw new PolicyValidationException(errors);
@@ -277,13 +289,9 @@ public final class PolicySetIndex
         {
             errors.add(where + ".scope: unknown scope");
         }
-        if (p.getMode() == Mode.SHADOW)
+        if (p.getMode() == Mode.UNRECOGNIZED)
         {
-            errors.add(where + ".mode: SHADOW is not supported by this version yet; set mode ENFORCE or remove the policy");
-        }
-        if (p.hasEffectiveFrom())
-        {
-            errors.add(where + ".effectiveFrom: scheduled versions are not supported by this version yet; omit it for a version in force at once");
+            errors.add(where + ".mode: unknown mode; ENFORCE or SHADOW");
         }
         if (p.getOwner().isBlank())
         {
@@ -371,6 +379,28 @@ public final class PolicySetIndex
             }
         }
         return defaultPolicy;
+    }
+
+    /**
+     * The most specific SHADOW policy matching a descriptor, or null. A shadow policy spends its
+     * own buckets and is counted, but never decides. Allocates nothing.
+     */
+    public CompiledPolicy matchShadow(final DescriptorView descriptor)
+    {
+        for (final CompiledPolicy policy : shadowBySpecificity)
+        {
+            if (policy.matches(descriptor))
+            {
+                return policy;
+            }
+        }
+        return null;
+    }
+
+    /** Whether any SHADOW policy is in the set. */
+    public boolean hasShadow()
+    {
+        return shadowBySpecificity.length > 0;
     }
 
     /** Policy by its ordinal (the ref carried in results); null for an ordinal no policy in force holds. */

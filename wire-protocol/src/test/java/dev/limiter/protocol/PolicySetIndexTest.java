@@ -8,6 +8,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -21,6 +22,25 @@ class PolicySetIndexTest
         "{\"id\":\"low\",\"selector\":{\"region\":\"EU\"},\"rate\":5,\"owner\":\"o\",\"priority\":1}," +
         "{\"id\":\"high\",\"selector\":{\"clientIp\":\"::1\"},\"rate\":5,\"owner\":\"o\",\"priority\":1}" +
         "],\"defaultPolicy\":{\"id\":\"baseline\",\"rate\":3,\"burst\":6,\"owner\":\"o\"}}";
+
+    private static String onDecoder(final String tenant, final String route, final java.util.function.Function<AcquireDecoder, String> use)
+    {
+        final ByteBuf buf = Unpooled.buffer();
+        try
+        {
+            final int start = AcquireCodec.beginBatch(buf, MessageType.ACQUIRE, 1);
+            AcquireCodec.appendEntry(buf, 1, AcquireCodec.encodeFields(tenant, "", "GET", route, "", ""));
+            AcquireCodec.finishBatch(buf, start, 1);
+            final AcquireDecoder decoder = new AcquireDecoder();
+            decoder.wrap(buf, Frame.HEADER_LENGTH, buf.writerIndex(), true);
+            assertTrue(decoder.next(), decoder.errorMessage());
+            return use.apply(decoder);
+        }
+        finally
+        {
+            buf.release();
+        }
+    }
 
     /** Runs the matcher on a descriptor encoded exactly as the wire carries it. */
     private static String match(final PolicySetIndex index, final String tenant, final String method, final String route,
@@ -108,8 +128,21 @@ class PolicySetIndexTest
         assertTrue(reject("not json").getMessage().contains("policy JSON is invalid"));
         assertTrue(reject("{\"defaultPolicy\":{\"id\":\"d\",\"rate\":1,\"owner\":\"o\",\"selector\":{\"tenant\":\"x\"}}}")
             .getMessage().contains("defaultPolicy.selector: must be empty"));
-        assertTrue(reject("{\"policies\":[{\"id\":\"s\",\"rate\":1,\"owner\":\"o\",\"mode\":\"SHADOW\"}]}")
-            .getMessage().contains("SHADOW"));
+        assertTrue(reject("{\"defaultPolicy\":{\"id\":\"d\",\"rate\":1,\"owner\":\"o\",\"mode\":\"SHADOW\"}}")
+            .getMessage().contains("defaultPolicy.mode: must be ENFORCE"));
+    }
+
+    @Test
+    void shadowPoliciesAreMatchedApartAndNeverDecide()
+    {
+        final PolicySetIndex index = PolicySetIndex.fromJson("{\"policies\":[" +
+            "{\"id\":\"orders\",\"rate\":10,\"owner\":\"o\",\"selector\":{\"route\":\"/v1/orders/{id}\"}}," +
+            "{\"id\":\"orders-tight\",\"rate\":2,\"owner\":\"o\",\"mode\":\"SHADOW\",\"selector\":{\"route\":\"/v1/orders/{id}\"}}]}");
+        assertTrue(index.hasShadow());
+        assertEquals("orders", match(index, "acme", "GET", "/v1/orders/7", "", ""), "a shadow with the same selector does not conflict, nor decide");
+        assertEquals("orders-tight", onDecoder("acme", "/v1/orders/7", d -> index.matchShadow(d).id()));
+        assertEquals("none", onDecoder("acme", "/v1/users/7", d -> index.matchShadow(d) == null ? "none" : "some"));
+        assertFalse(PolicySetIndex.fromJson("{\"policies\":[]}").hasShadow());
     }
 
     @Test

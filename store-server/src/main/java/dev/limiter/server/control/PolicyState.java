@@ -34,7 +34,8 @@ import java.util.function.Predicate;
  * so every replica reaches the same state. Versions are immutable: a change, a rollback or a
  * deletion appends one.
  * <p>
- * A policy id keeps one ordinal for the life of the cluster; bucket keys carry the ordinal and
+ * A policy id keeps one ordinal per mode (enforced, shadow) for the life of the cluster; bucket
+ * keys carry the ordinal and
  * the version they were decided under, so a new version starts new buckets and a replica replays
  * a decision with the rate it was made under ({@link #rate(int, long)}), even when the entry is
  * applied after a later version.
@@ -103,14 +104,14 @@ public final class PolicyState
     private static final class History
     {
         final String id;
-        final int ordinal;
         final List<PolicyVersion> versions = new ArrayList<>();
         final List<TokenBucket.Rate> rates = new ArrayList<>();
+        int enforceOrdinal = -1;
+        int shadowOrdinal = -1;
 
-        History(final String id, final int ordinal)
+        History(final String id)
         {
             this.id = id;
-            this.ordinal = ordinal;
         }
 
         PolicyVersion latest()
@@ -120,7 +121,7 @@ public final class PolicyState
 
         boolean inForce()
         {
-            return !versions.isEmpty() && !latest().getDeleted();
+            return enforced(versions, Long.MAX_VALUE - 1) != null || shadowed(versions, Long.MAX_VALUE - 1) != null;
         }
 
         void add(final PolicyVersion version)
@@ -131,8 +132,16 @@ public final class PolicyState
         }
     }
 
-    private final List<History> byOrdinal = new ArrayList<>();
-    private final Map<String, History> byId = new HashMap<>();
+    /** Whose ordinal is whose: ordinal i belongs to one policy id in one mode. */
+    private record Slot(History history, boolean shadow)
+    {
+    }
+
+    private final List<Slot> byOrdinal = new ArrayList<>();
+    /** In creation order (the order the set is built in, the same on every replica). */
+    private final Map<String, History> byId = new java.util.LinkedHashMap<>();
+    /** Ordinals a candidate set would give ids that have none yet (while compiling it). */
+    private final Map<String, Integer> provisional = new HashMap<>();
     private final ArrayDeque<AuditRecord> audit = new ArrayDeque<>();
     private String defaultId = "";
     private long setVersion;
@@ -148,6 +157,9 @@ public final class PolicyState
     private volatile ActiveExemptions activeExemptions = ActiveExemptions.NONE;
     /** Bypasses counted on this node by exemption id (not replicated: a tick carries them into the log). */
     private final Map<String, AtomicLong> bypassCounters = new ConcurrentHashMap<>();
+
+    /** Furthest ahead a version may be scheduled. */
+    public static final long MAX_SCHEDULE_MILLIS = 366L * 24 * 3600 * 1000;
 
     /** Longest an exemption may last. */
     public static final long MAX_EXEMPTION_MILLIS = 90L * 24 * 3600 * 1000;
@@ -181,12 +193,12 @@ public final class PolicyState
      */
     public synchronized TokenBucket.Rate rate(final int ordinal, final long version)
     {
-        if (ordinal >= byOrdinal.size() || version < 1 || version > byOrdinal.get(ordinal).rates.size())
+        if (ordinal >= byOrdinal.size() || version < 1 || version > byOrdinal.get(ordinal).history().rates.size())
         {
             throw new IllegalStateException("a decision names policy ordinal " + ordinal + " version " + version +
                 ", which this replica does not have");
         }
-        return byOrdinal.get(ordinal).rates.get((int)(version - 1));
+        return byOrdinal.get(ordinal).history().rates.get((int)(version - 1));
     }
 
     /** Runs after every change, on the thread that applied it. */
@@ -204,18 +216,7 @@ public final class PolicyState
         final Outcome outcome;
         synchronized (this)
         {
-            outcome = switch (command.getChangeCase())
-            {
-                case BOOTSTRAP -> bootstrap(command);
-                case PUT -> put(command);
-                case ROLLBACK -> rollback(command);
-                case DELETE -> delete(command);
-                case EXEMPT -> exempt(command);
-                case UNEXEMPT -> unexempt(command);
-                case TICK -> tick(command);
-                default -> Outcome.invalid("empty policy command", List.of());
-            };
-            advanceClock(command);
+            outcome = dispatch(command);
         }
         if (outcome.status() == Status.OK)
         {
@@ -237,17 +238,7 @@ public final class PolicyState
         final ActiveExemptions exemptionsBefore = activeExemptions;
         try
         {
-            return switch (command.getChangeCase())
-            {
-                case BOOTSTRAP -> bootstrap(command);
-                case PUT -> put(command);
-                case ROLLBACK -> rollback(command);
-                case DELETE -> delete(command);
-                case EXEMPT -> exempt(command);
-                case UNEXEMPT -> unexempt(command);
-                case TICK -> tick(command);
-                default -> Outcome.invalid("empty policy command", List.of());
-            };
+            return dispatch(command);
         }
         finally
         {
@@ -257,6 +248,105 @@ public final class PolicyState
             bootstrapped = bootstrappedBefore;
             activeExemptions = exemptionsBefore;
         }
+    }
+
+    /**
+     * The clock first (a command is judged at its own time), then the change, then whatever
+     * scheduled versions that time brought into force.
+     */
+    private Outcome dispatch(final PolicyCommand command)
+    {
+        final long before = clockMillis();
+        advanceClock(command);
+        final Outcome outcome = switch (command.getChangeCase())
+        {
+            case BOOTSTRAP -> bootstrap(command);
+            case PUT -> put(command);
+            case ROLLBACK -> rollback(command);
+            case DELETE -> delete(command);
+            case EXEMPT -> exempt(command);
+            case UNEXEMPT -> unexempt(command);
+            case TICK -> tick(command);
+            default -> Outcome.invalid("empty policy command", List.of());
+        };
+        final boolean activated = bootstrapped && activateScheduled(command, before);
+        return activated && outcome.status() == Status.IGNORED ?
+            Outcome.ok(ChangeResult.newBuilder().setSetVersion(setVersion).build()) : outcome;
+    }
+
+    /** Scheduled versions whose time came between {@code before} and now: in force from this command on. */
+    private boolean activateScheduled(final PolicyCommand command, final long before)
+    {
+        final long now = clockMillis();
+        final List<String[]> due = new ArrayList<>();
+        for (final History history : byId.values())
+        {
+            for (final PolicyVersion version : history.versions)
+            {
+                final long from = effectiveFromMillis(version);
+                if (from > before && from <= now && !version.getBlocked())
+                {
+                    due.add(new String[] {history.id, Long.toString(version.getPolicy().getVersion())});
+                }
+            }
+        }
+        if (due.isEmpty())
+        {
+            return false;
+        }
+        // In version order within a policy, policies in creation order: the same on every replica.
+        for (final String[] entry : due)
+        {
+            final History history = byId.get(entry[0]);
+            final int at = Integer.parseInt(entry[1]) - 1;
+            final PolicyVersion version = history.versions.get(at);
+            try
+            {
+                provisional.clear();
+                PolicySetIndex.compile(inForceSet("", null, now), this::ordinalForCompile);
+                assignOrdinal(history, isShadow(version));
+                setVersion++;
+                record(command, "POLICY_IN_FORCE", history.id, version.getPolicy().getVersion(), version.getPolicy().getOwner(),
+                    version.getPolicy().getReason(), "scheduled version took effect");
+            }
+            catch (final PolicyValidationException e)
+            {
+                // Another change since it was scheduled would make the set invalid with it: it never takes effect.
+                history.versions.set(at, version.toBuilder().setBlocked(true).build());
+                record(command, "POLICY_SCHEDULE_BLOCKED", history.id, version.getPolicy().getVersion(), version.getPolicy().getOwner(),
+                    version.getPolicy().getReason(), "not in force: " + String.join("; ", e.errors()));
+            }
+        }
+        install();
+        return true;
+    }
+
+    private static long effectiveFromMillis(final PolicyVersion version)
+    {
+        return version.getPolicy().hasEffectiveFrom() ? millis(version.getPolicy().getEffectiveFrom()) : Long.MIN_VALUE;
+    }
+
+    private long clockMillis()
+    {
+        return millis(clock);
+    }
+
+    /** Whether a scheduled version's time has come by {@code nowMillis} (the leader then ticks). */
+    public synchronized boolean scheduledDue(final long nowMillis)
+    {
+        final long applied = clockMillis();
+        for (final History history : byId.values())
+        {
+            for (final PolicyVersion version : history.versions)
+            {
+                final long from = effectiveFromMillis(version);
+                if (from > applied && from <= nowMillis && !version.getBlocked())
+                {
+                    return true;
+                }
+            }
+        }
+        return false;
     }
 
     private Outcome bootstrap(final PolicyCommand command)
@@ -278,14 +368,14 @@ public final class PolicyState
         // The file's order becomes the ordinals: policies first, the default last (as compile numbers them).
         for (final dev.limiter.protocol.CompiledPolicy policy : compiled.policies())
         {
-            final History history = new History(policy.id(), byOrdinal.size());
+            final History history = new History(policy.id());
             history.add(PolicyVersion.newBuilder()
                 .setPolicy(policy.source().toBuilder().setVersion(1).build())
                 .setActor(command.getActor())
                 .setCreatedAt(command.getAt())
                 .build());
-            byOrdinal.add(history);
             byId.put(history.id, history);
+            assignOrdinal(history, policy.shadow());
         }
         defaultId = compiled.defaultPolicy().id();
         setVersion = Math.max(1, file.getVersion());
@@ -298,11 +388,21 @@ public final class PolicyState
 
     private Outcome put(final PolicyCommand command)
     {
-        final Policy wanted = command.getPut();
+        final long at = millis(command.getAt());
+        final Policy wanted = command.getPut().hasEffectiveFrom() && millis(command.getPut().getEffectiveFrom()) <= at ?
+            command.getPut().toBuilder().clearEffectiveFrom().build() : command.getPut(); // a time already passed means now
         final List<String> errors = new ArrayList<>(PolicySetIndex.validatePolicy(wanted));
         if (wanted.getReason().isBlank())
         {
             errors.add("policy.reason: required (why this version exists)");
+        }
+        if (wanted.hasEffectiveFrom() && millis(wanted.getEffectiveFrom()) - at > MAX_SCHEDULE_MILLIS)
+        {
+            errors.add("policy.effectiveFrom: at most 366 days ahead");
+        }
+        if (wanted.getMode() == dev.limiter.protocol.policy.Mode.SHADOW && wanted.getId().equals(defaultId))
+        {
+            errors.add("policy.mode: the default policy cannot be shadowed; shadow a policy with a selector instead");
         }
         if (!errors.isEmpty())
         {
@@ -320,7 +420,8 @@ public final class PolicyState
             .setActor(command.getActor())
             .setCreatedAt(command.getAt())
             .build();
-        final String detail = existing == null || !existing.inForce() ? describe(wanted) : diff(existing.latest().getPolicy(), wanted);
+        final String detail = (existing == null || !existing.inForce() ? describe(wanted) : diff(existing.latest().getPolicy(), wanted)) +
+            (wanted.hasEffectiveFrom() ? "; in force from " + com.google.protobuf.util.Timestamps.toString(wanted.getEffectiveFrom()) : "");
         return commit(command, existing, wanted.getId(), made, existing == null || !existing.inForce() ? "POLICY_CREATED" : "POLICY_UPDATED",
             wanted.getReason(), detail);
     }
@@ -353,7 +454,8 @@ public final class PolicyState
         }
         final Policy target = history.versions.get((int)rollback.getToVersion() - 1).getPolicy();
         final long version = count + 1;
-        final Policy restored = target.toBuilder().setVersion(version).setReason(rollback.getReason()).build();
+        // A rollback takes effect at once, whatever the copied version's schedule was.
+        final Policy restored = target.toBuilder().setVersion(version).setReason(rollback.getReason()).clearEffectiveFrom().build();
         final PolicyVersion made = PolicyVersion.newBuilder()
             .setPolicy(restored)
             .setActor(command.getActor())
@@ -394,57 +496,150 @@ public final class PolicyState
     private Outcome commit(final PolicyCommand command, final History existing, final String id, final PolicyVersion made,
         final String action, final String reason, final String detail)
     {
-        final int ordinal = existing != null ? existing.ordinal : byOrdinal.size();
-        if (ordinal >= PolicySetIndex.MAX_POLICIES)
-        {
-            return Outcome.invalid("the cluster has used all " + PolicySetIndex.MAX_POLICIES + " policy ids", List.of());
-        }
         final PolicySet candidate = inForceSet(id, made);
+        provisional.clear();
         try
         {
             PolicySetIndex.compile(candidate, this::ordinalForCompile);
+            // And as it will be once every scheduled version (this one included) has taken effect.
+            provisional.clear();
+            PolicySetIndex.compile(inForceSet(id, made, Long.MAX_VALUE - 1), this::ordinalForCompile);
         }
         catch (final PolicyValidationException e)
         {
             return Outcome.invalid("the policy set would be invalid with this change; nothing changed", e.errors());
         }
-        final History history = existing != null ? existing : new History(id, ordinal);
+        catch (final IllegalArgumentException e)
+        {
+            return Outcome.invalid("the cluster has used all " + PolicySetIndex.MAX_POLICIES + " policy ordinals", List.of());
+        }
+        final History history = existing != null ? existing : new History(id);
         if (existing == null)
         {
-            byOrdinal.add(history);
             byId.put(id, history);
         }
         history.add(made);
+        if (!made.getDeleted() && effective(made, clockMillis()))
+        {
+            assignOrdinal(history, made.getPolicy().getMode() == dev.limiter.protocol.policy.Mode.SHADOW);
+        }
         setVersion++;
         install();
         record(command, action, id, made.getPolicy().getVersion(), made.getPolicy().getOwner(), reason, detail);
         return Outcome.ok(ChangeResult.newBuilder().setVersion(made).setSetVersion(setVersion).build());
     }
 
-    private int ordinalForCompile(final String id)
+    private int ordinalForCompile(final Policy policy)
     {
-        final History history = byId.get(id);
-        return history != null ? history.ordinal : byOrdinal.size();
+        final boolean shadow = policy.getMode() == dev.limiter.protocol.policy.Mode.SHADOW;
+        final History history = byId.get(policy.getId());
+        final int assigned = history == null ? -1 : shadow ? history.shadowOrdinal : history.enforceOrdinal;
+        if (assigned >= 0)
+        {
+            return assigned;
+        }
+        final String key = policy.getId() + (shadow ? "/shadow" : "");
+        final Integer given = provisional.get(key);
+        if (given != null)
+        {
+            return given;
+        }
+        final int next = byOrdinal.size() + provisional.size();
+        provisional.put(key, next);
+        return next;
+    }
+
+    private void assignOrdinal(final History history, final boolean shadow)
+    {
+        if ((shadow ? history.shadowOrdinal : history.enforceOrdinal) >= 0)
+        {
+            return;
+        }
+        final int ordinal = byOrdinal.size();
+        byOrdinal.add(new Slot(history, shadow));
+        if (shadow)
+        {
+            history.shadowOrdinal = ordinal;
+        }
+        else
+        {
+            history.enforceOrdinal = ordinal;
+        }
+    }
+
+    private static boolean isShadow(final PolicyVersion version)
+    {
+        return version.getPolicy().getMode() == dev.limiter.protocol.policy.Mode.SHADOW;
+    }
+
+    /** Whether a version counts at {@code nowMillis}: its effective time has come and it was not blocked. */
+    private static boolean effective(final PolicyVersion version, final long nowMillis)
+    {
+        return !version.getBlocked() && effectiveFromMillis(version) <= nowMillis;
+    }
+
+    /** The version enforced at {@code nowMillis}: the newest effective ENFORCE version after the last deletion, or null. */
+    private static PolicyVersion enforced(final List<PolicyVersion> versions, final long nowMillis)
+    {
+        for (int i = versions.size() - 1; i >= 0; i--)
+        {
+            final PolicyVersion version = versions.get(i);
+            if (!effective(version, nowMillis))
+            {
+                continue;
+            }
+            if (version.getDeleted())
+            {
+                return null;
+            }
+            if (!isShadow(version))
+            {
+                return version;
+            }
+        }
+        return null;
+    }
+
+    /** The version shadowed beside it: the newest effective version, when it is a SHADOW one; else null. */
+    private static PolicyVersion shadowed(final List<PolicyVersion> versions, final long nowMillis)
+    {
+        for (int i = versions.size() - 1; i >= 0; i--)
+        {
+            final PolicyVersion version = versions.get(i);
+            if (effective(version, nowMillis))
+            {
+                return !version.getDeleted() && isShadow(version) ? version : null;
+            }
+        }
+        return null;
     }
 
     /** The set in force, with {@code replacement} (a new version of its id) in place of the current one. */
     private PolicySet inForceSet(final String replacedId, final PolicyVersion replacement)
     {
+        return inForceSet(replacedId, replacement, clockMillis());
+    }
+
+    private PolicySet inForceSet(final String replacedId, final PolicyVersion replacement, final long nowMillis)
+    {
         final PolicySet.Builder set = PolicySet.newBuilder().setVersion(setVersion + 1);
         boolean placed = false;
-        for (final History history : byOrdinal)
+        for (final History history : byId.values())
         {
-            PolicyVersion version = history.inForce() ? history.latest() : null;
+            List<PolicyVersion> versions = history.versions;
             if (history.id.equals(replacedId))
             {
-                version = replacement;
+                versions = new ArrayList<>(versions);
+                versions.add(replacement);
                 placed = true;
             }
-            add(set, version);
+            add(set, enforced(versions, nowMillis));
+            add(set, shadowed(versions, nowMillis));
         }
-        if (!placed)
+        if (!placed && replacement != null)
         {
-            add(set, replacement);
+            add(set, enforced(List.of(replacement), nowMillis));
+            add(set, shadowed(List.of(replacement), nowMillis));
         }
         return set.build();
     }
@@ -455,7 +650,7 @@ public final class PolicyState
         {
             return;
         }
-        if (version.getPolicy().getId().equals(defaultId))
+        if (version.getPolicy().getId().equals(defaultId) && !isShadow(version))
         {
             set.setDefaultPolicy(version.getPolicy());
         }
@@ -467,11 +662,24 @@ public final class PolicyState
 
     private void install()
     {
+        provisional.clear();
         index = PolicySetIndex.compile(inForceSet("", null).toBuilder().setVersion(setVersion).build(), this::ordinalForCompile);
         final TokenBucket.Rate[] rates = new TokenBucket.Rate[byOrdinal.size()];
-        for (final History history : byOrdinal)
+        for (int ordinal = 0; ordinal < rates.length; ordinal++)
         {
-            rates[history.ordinal] = history.rates.get(history.rates.size() - 1);
+            // A sweep asks of a bucket under this ordinal: the newest version of the ordinal's mode.
+            final Slot slot = byOrdinal.get(ordinal);
+            final History history = slot.history();
+            rates[ordinal] = history.rates.get(0);
+            for (int v = history.versions.size() - 1; v >= 0; v--)
+            {
+                final PolicyVersion version = history.versions.get(v);
+                if (!version.getDeleted() && isShadow(version) == slot.shadow())
+                {
+                    rates[ordinal] = history.rates.get(v);
+                    break;
+                }
+            }
         }
         latestRates = rates;
     }
@@ -790,7 +998,13 @@ public final class PolicyState
     public synchronized Policy current(final String id)
     {
         final History history = byId.get(id);
-        return history == null || !history.inForce() ? null : history.latest().getPolicy();
+        if (history == null)
+        {
+            return null;
+        }
+        final PolicyVersion enforced = enforced(history.versions, clockMillis());
+        final PolicyVersion version = enforced != null ? enforced : shadowed(history.versions, clockMillis());
+        return version == null ? null : version.getPolicy();
     }
 
     /** Every version of one policy, oldest first, or null when the id was never used. */
@@ -829,9 +1043,13 @@ public final class PolicyState
             .setSetVersion(setVersion)
             .setBootstrapped(bootstrapped)
             .addAllAudit(audit);
-        for (final History history : byOrdinal)
+        for (final History history : byId.values())
         {
             out.addHistories(PolicyHistory.newBuilder().setId(history.id).addAllVersions(history.versions));
+        }
+        for (final Slot slot : byOrdinal)
+        {
+            out.addOrdinals(dev.limiter.protocol.policy.OrdinalSlot.newBuilder().setId(slot.history().id).setShadow(slot.shadow()));
         }
         return out.build();
     }
@@ -862,10 +1080,13 @@ public final class PolicyState
         audit.clear();
         for (final PolicyHistory stored : snapshot.getHistoriesList())
         {
-            final History history = new History(stored.getId(), byOrdinal.size());
+            final History history = new History(stored.getId());
             stored.getVersionsList().forEach(history::add);
-            byOrdinal.add(history);
             byId.put(history.id, history);
+        }
+        for (final dev.limiter.protocol.policy.OrdinalSlot slot : snapshot.getOrdinalsList())
+        {
+            assignOrdinal(byId.get(slot.getId()), slot.getShadow());
         }
         defaultId = snapshot.getDefaultId();
         setVersion = snapshot.getSetVersion();

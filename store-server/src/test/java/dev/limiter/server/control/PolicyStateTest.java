@@ -285,4 +285,90 @@ class PolicyStateTest
         assertTrue(state.activeExemptions().isEmpty());
         assertEquals("EXEMPTION_REMOVED", state.audit(r -> true, 1).get(0).getAction());
     }
+
+    @Test
+    void aShadowVersionRunsBesideTheEnforcedOneUntilAnEnforcedVersionFollowsIt()
+    {
+        state.apply(put(orders(10), T0));
+        final Policy shadow = orders(3).toBuilder().setMode(dev.limiter.protocol.policy.Mode.SHADOW).build();
+        assertEquals(PolicyState.Status.OK, state.apply(put(shadow, T0 + 1)).status());
+        assertEquals(1, state.current("orders").getVersion(), "the enforced version stays in force");
+        assertTrue(state.index().hasShadow());
+        final long enforcedOrdinal = state.index().policies().stream().filter(p -> p.id().equals("orders") && !p.shadow()).findFirst().orElseThrow().ordinal();
+        final long shadowOrdinal = state.index().policies().stream().filter(p -> p.id().equals("orders") && p.shadow()).findFirst().orElseThrow().ordinal();
+        assertTrue(enforcedOrdinal != shadowOrdinal, "a shadow spends its own buckets");
+        assertEquals(3, state.rate((int)shadowOrdinal, 2).burstTokens());
+        assertEquals(3, state.latestRate((int)shadowOrdinal).burstTokens());
+        assertEquals(10, state.latestRate((int)enforcedOrdinal).burstTokens());
+
+        final PolicyState replica = new PolicyState();
+        replica.restore(state.snapshot());
+        assertEquals(state.index().fingerprint(), replica.index().fingerprint(), "ordinals per mode survive a snapshot");
+
+        assertEquals(PolicyState.Status.OK, state.apply(put(orders(3), T0 + 2)).status());
+        assertEquals(3, state.current("orders").getVersion());
+        assertFalse(state.index().hasShadow(), "an enforced version ends the shadow");
+        assertEquals(PolicyState.Status.INVALID, state.apply(put(Policy.newBuilder().setId("baseline").setRate(1).setOwner("o")
+            .setReason("r").setMode(dev.limiter.protocol.policy.Mode.SHADOW).build(), T0)).status(), "the default cannot be shadowed");
+    }
+
+    @Test
+    void aScheduledVersionTakesEffectWhenTheClusterClockReachesItsTime()
+    {
+        state.apply(put(orders(10), T0));
+        final Policy later = orders(50).toBuilder().setEffectiveFrom(com.google.protobuf.util.Timestamps.fromMillis(T0 + 60_000)).build();
+        final PolicyState.Outcome scheduled = state.apply(put(later, T0 + 1000));
+        assertEquals(PolicyState.Status.OK, scheduled.status());
+        assertEquals(2, scheduled.result().getVersion().getPolicy().getVersion());
+        assertEquals(1, state.current("orders").getVersion(), "not before its time");
+        assertFalse(state.scheduledDue(T0 + 59_999));
+        assertTrue(state.scheduledDue(T0 + 60_000), "the leader ticks once it is due");
+        assertEquals(PolicyState.Status.IGNORED, tick(T0 + 30_000, java.util.Map.of()).status());
+        assertEquals(1, state.current("orders").getVersion());
+
+        assertEquals(PolicyState.Status.OK, tick(T0 + 60_000, java.util.Map.of()).status());
+        assertEquals(2, state.current("orders").getVersion());
+        assertEquals(50, state.index().policies().stream().filter(p -> p.id().equals("orders")).findFirst().orElseThrow().rate().burstTokens());
+        assertEquals("POLICY_IN_FORCE", state.audit(r -> true, 1).get(0).getAction());
+        assertFalse(state.scheduledDue(T0 + 120_000), "taken effect once");
+
+        // A time already passed means now; more than 366 days ahead is refused.
+        final Policy past = orders(70).toBuilder().setEffectiveFrom(com.google.protobuf.util.Timestamps.fromMillis(T0)).build();
+        state.apply(put(past, T0 + 61_000));
+        assertEquals(3, state.current("orders").getVersion());
+        final Policy far = orders(80).toBuilder().setEffectiveFrom(com.google.protobuf.util.Timestamps.fromMillis(T0 + 400L * 86_400_000)).build();
+        assertEquals(PolicyState.Status.INVALID, state.apply(put(far, T0 + 62_000)).status());
+    }
+
+    @Test
+    void aScheduledVersionThatWouldConflictWhenItsTimeComesIsBlockedNotApplied()
+    {
+        // Scheduled: orders moves to /v2/orders at T0+60s. Meanwhile another policy takes /v2/orders now.
+        state.apply(put(orders(10), T0));
+        final Policy moved = orders(10).toBuilder().setSelector(Selector.newBuilder().setRoute("/v2/orders/{id}"))
+            .setEffectiveFrom(com.google.protobuf.util.Timestamps.fromMillis(T0 + 60_000)).build();
+        assertEquals(PolicyState.Status.OK, state.apply(put(moved, T0 + 1)).status());
+        final Policy other = orders(5).toBuilder().setId("orders-v2").setSelector(Selector.newBuilder().setRoute("/v2/orders/{id}")).build();
+        assertEquals(PolicyState.Status.INVALID, state.apply(put(other, T0 + 2)).status(),
+            "refused now: it would conflict once the scheduled version takes effect");
+        assertEquals(PolicyState.Status.OK, tick(T0 + 60_000, java.util.Map.of()).status());
+        assertEquals("/v2/orders/{id}", state.current("orders").getSelector().getRoute());
+
+        // B holds /v3 now and moves away at T0+200s; A is scheduled onto /v3 at T0+100s: fine now and
+        // once both have moved, but at T0+100s both would select /v3. A is blocked, not applied.
+        final Policy b = orders(5).toBuilder().setId("b").setSelector(Selector.newBuilder().setRoute("/v3/x")).build();
+        assertEquals(PolicyState.Status.OK, state.apply(put(b, T0 + 70_000)).status());
+        assertEquals(PolicyState.Status.OK, state.apply(put(b.toBuilder().setSelector(Selector.newBuilder().setRoute("/v4/x"))
+            .setEffectiveFrom(com.google.protobuf.util.Timestamps.fromMillis(T0 + 200_000)).build(), T0 + 70_001)).status());
+        final Policy a = orders(5).toBuilder().setId("a").setSelector(Selector.newBuilder().setRoute("/v3/x"))
+            .setEffectiveFrom(com.google.protobuf.util.Timestamps.fromMillis(T0 + 100_000)).build();
+        assertEquals(PolicyState.Status.OK, state.apply(put(a, T0 + 70_002)).status());
+        assertEquals(PolicyState.Status.OK, tick(T0 + 100_000, java.util.Map.of()).status());
+        assertNull(state.current("a"), "blocked: it would have conflicted with b at that moment");
+        assertTrue(state.history("a").getVersions(0).getBlocked());
+        assertEquals("POLICY_SCHEDULE_BLOCKED", state.audit(r -> true, 1).get(0).getAction());
+        assertEquals(PolicyState.Status.OK, tick(T0 + 200_000, java.util.Map.of()).status());
+        assertEquals("/v4/x", state.current("b").getSelector().getRoute());
+        assertNull(state.current("a"), "a blocked version never takes effect");
+    }
 }
