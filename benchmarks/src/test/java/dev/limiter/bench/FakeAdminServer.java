@@ -10,13 +10,18 @@ import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 
-/** A stand-in for one node's admin HTTP API: answers every call with one canned answer and keeps what it was sent. */
+/**
+ * A stand-in for one node's admin HTTP API: answers every call with one canned answer (or, for a method and
+ * path given one of its own, that one) and keeps what it was sent.
+ */
 final class FakeAdminServer implements AutoCloseable
 {
     /** One request as the fake received it. */
@@ -33,6 +38,12 @@ final class FakeAdminServer implements AutoCloseable
     private volatile int status = 200;
     private volatile String body = "{}";
     private volatile boolean slow;
+    // "METHOD /raw/path" -> the answer to such calls, taking precedence over the canned one.
+    private final Map<String, Canned> routes = new ConcurrentHashMap<>();
+
+    private record Canned(int status, String body)
+    {
+    }
 
     private FakeAdminServer() throws IOException
     {
@@ -52,6 +63,13 @@ final class FakeAdminServer implements AutoCloseable
     {
         this.status = status;
         this.body = body;
+        return this;
+    }
+
+    /** Answers later calls of this method to this raw path (no query) with this status and JSON body; others as before. */
+    FakeAdminServer answer(final String method, final String rawPath, final int status, final String body)
+    {
+        routes.put(method + " " + rawPath, new Canned(status, body));
         return this;
     }
 
@@ -94,9 +112,11 @@ final class FakeAdminServer implements AutoCloseable
                 released.await(30, TimeUnit.SECONDS);
                 return;
             }
-            final byte[] answer = body.getBytes(StandardCharsets.UTF_8);
+            final Canned route = routes.get(exchange.getRequestMethod() + " " + exchange.getRequestURI().getRawPath());
+            final int answerStatus = route == null ? status : route.status();
+            final byte[] answer = (route == null ? body : route.body()).getBytes(StandardCharsets.UTF_8);
             exchange.getResponseHeaders().set("Content-Type", "application/json");
-            exchange.sendResponseHeaders(status, answer.length == 0 ? -1 : answer.length);
+            exchange.sendResponseHeaders(answerStatus, answer.length == 0 ? -1 : answer.length);
             try (OutputStream out = exchange.getResponseBody())
             {
                 out.write(answer);

@@ -1,6 +1,7 @@
 package dev.limiter.bench;
 
 import com.google.gson.JsonElement;
+import com.google.gson.JsonObject;
 import com.google.gson.JsonParser;
 import com.google.protobuf.util.JsonFormat;
 import dev.limiter.protocol.policy.Policy;
@@ -422,7 +423,7 @@ class PolicyCommandTest
     @Test
     void shouldPrintHelpForEverySubcommand()
     {
-        for (final String command : List.of("put", "get", "list", "history", "rollback", "delete"))
+        for (final String command : List.of("put", "get", "list", "history", "rollout", "rollback", "delete"))
         {
             final Result result = policy(command, "--help");
             assertEquals(0, result.status(), result.toString());
@@ -430,6 +431,7 @@ class PolicyCommandTest
             assertTrue(result.out().contains("--token"), result.out());
         }
         assertTrue(policy("--help").out().contains("rollback"));
+        assertTrue(policy("--help").out().contains("rollout"));
     }
 
     @Test
@@ -465,6 +467,339 @@ class PolicyCommandTest
         assertFalse(node.last().rawQuery().contains(" "), node.last().rawQuery());
         assertEquals("50% & more+less", URLDecoder.decode(node.last().rawQuery().substring("reason=".length()), StandardCharsets.UTF_8));
         assertEquals("policy orders-api deleted at version 5 (set version 10)\n", result.out());
+    }
+
+    // ---- policy rollout: each step a new version that the listed tenants and a stable share of all get ----
+
+    /** v3 enforced before the rollout; v4 its first step: 10% plus two tenants, the others in shadow. */
+    static final String ROLLOUT_HISTORY = """
+        {"id":"orders-api","versions":[
+          {"policy":{"id":"orders-api","rate":"100","version":"3","owner":"team-orders","reason":"sale",
+                     "selector":{"route":"/v1/orders/{id}"}},"actor":"alice","createdAt":"2026-12-03T09:00:00Z"},
+          {"policy":{"id":"orders-api","rate":"50","burst":"80","version":"4","owner":"team-orders","reason":"canary",
+                     "selector":{"route":"/v1/orders/{id}"},"effectiveFrom":"2026-12-03T10:00:00Z",
+                     "rollout":{"tenants":["acme","globex"],"percent":10,"othersInShadow":true,
+                                "fallback":{"id":"orders-api","rate":"100","version":"3"}}},
+           "actor":"bob","createdAt":"2026-12-03T10:00:00Z"}]}""";
+
+    static final String ROLLOUT_CHANGE = """
+        {"version":{"policy":{"id":"orders-api","rate":"50","burst":"80","version":"5",
+                              "rollout":{"tenants":["acme","globex"],"percent":25,"othersInShadow":true,
+                                         "fallback":{"id":"orders-api","rate":"100","version":"3"}}},
+                    "actor":"carol"},
+         "setVersion":"12"}""";
+
+    private FakeAdminServer rolloutNode(final String history, final String change) throws Exception
+    {
+        return server(500, "{\"error\":\"unexpected call\"}")
+            .answer("GET", "/v1/policies/orders-api/history", 200, history)
+            .answer("PUT", "/v1/policies/orders-api", 200, change);
+    }
+
+    private static Policy sentPolicy(final FakeAdminServer.Seen seen) throws Exception
+    {
+        final Policy.Builder sent = Policy.newBuilder();
+        JsonFormat.parser().merge(seen.body(), sent);
+        return sent.build();
+    }
+
+    /** Neither the version (the cluster numbers it) nor the fallback (the cluster sets it) is ever sent. */
+    private static void assertNoVersionOrFallback(final FakeAdminServer.Seen seen)
+    {
+        final JsonObject body = JsonParser.parseString(seen.body()).getAsJsonObject();
+        assertFalse(body.has("version"), seen.body());
+        assertFalse(body.has("rollout") && body.getAsJsonObject("rollout").has("fallback"), seen.body());
+        assertFalse(seen.body().contains("fallback"), seen.body());
+    }
+
+    @Test
+    void shouldTakeTheNextRolloutStepFromTheHistoryKeepingTheLimitsAndTenantsAndChangingThePercent() throws Exception
+    {
+        final FakeAdminServer node = rolloutNode(ROLLOUT_HISTORY, ROLLOUT_CHANGE);
+
+        final Result result = policy("rollout", "orders-api", "--percent", "25", "--reason", "step 2", "--admin", node.address());
+
+        assertEquals(0, result.status(), result.toString());
+        assertEquals(2, node.requests.size());
+        assertEquals("GET", node.requests.get(0).method());
+        assertEquals("/v1/policies/orders-api/history", node.requests.get(0).rawPath());
+        assertEquals("PUT", node.last().method());
+        assertEquals("/v1/policies/orders-api", node.last().rawPath());
+        final Policy sent = sentPolicy(node.last());
+        assertEquals("orders-api", sent.getId());
+        assertEquals(50, sent.getRate());
+        assertEquals(80, sent.getBurst());
+        assertEquals("/v1/orders/{id}", sent.getSelector().getRoute());
+        assertEquals("team-orders", sent.getOwner());
+        assertEquals("step 2", sent.getReason());
+        assertFalse(sent.hasEffectiveFrom(), "a step takes effect now: " + node.last().body());
+        assertEquals(List.of("acme", "globex"), sent.getRollout().getTenantsList());
+        assertEquals(25, sent.getRollout().getPercent());
+        assertTrue(sent.getRollout().getOthersInShadow(), "--others defaults to the previous step's");
+        assertNoVersionOrFallback(node.last());
+        assertEquals("policy orders-api version 5 rolling out: 25% of tenants + 2 listed (others on version 3, in shadow)\n",
+            result.out());
+        assertEquals("", result.err());
+    }
+
+    @Test
+    void shouldReplaceTheTenantsAndTheShadowSettingOfTheLastStepWhenGiven() throws Exception
+    {
+        final FakeAdminServer node = rolloutNode(ROLLOUT_HISTORY, """
+            {"version":{"policy":{"id":"orders-api","rate":"50","version":"5",
+                                  "rollout":{"tenants":["initech"],"percent":50,"fallback":{"version":"3"}}}},"setVersion":"12"}""");
+
+        final Result result = policy("rollout", "orders-api", "--percent", "50", "--tenant", "initech", "--others", "previous",
+            "--reason", "step 3", "--owner", "team-checkout", "--admin", node.address());
+
+        assertEquals(0, result.status(), result.toString());
+        final Policy sent = sentPolicy(node.last());
+        assertEquals(List.of("initech"), sent.getRollout().getTenantsList());
+        assertFalse(sent.getRollout().getOthersInShadow());
+        assertEquals("team-checkout", sent.getOwner());
+        assertEquals("policy orders-api version 5 rolling out: 50% of tenants + 1 listed (others on version 3)\n", result.out());
+    }
+
+    @Test
+    void shouldStartARolloutWithTheLimitsOfTheFile() throws Exception
+    {
+        final FakeAdminServer node = rolloutNode(ROLLOUT_HISTORY, """
+            {"version":{"policy":{"id":"orders-api","rate":"40","version":"4",
+                                  "rollout":{"tenants":["acme"],"percent":10,"othersInShadow":true}}},"setVersion":"11"}""");
+        final Path policyFile = file("orders.json", """
+            {"rate":40,"burst":60,"owner":"team-orders","reason":"file reason","selector":{"route":"/v1/orders/{id}"}}""");
+
+        final Result result = policy("rollout", "orders-api", "--file", policyFile.toString(), "--percent", "10", "--tenant", "acme",
+            "--others", "shadow", "--reason", "canary the new burst", "--admin", node.address());
+
+        assertEquals(0, result.status(), result.toString());
+        assertEquals(1, node.requests.size(), "a first step needs no history: " + node.requests);
+        assertEquals("PUT", node.last().method());
+        assertEquals("/v1/policies/orders-api", node.last().rawPath());
+        final Policy sent = sentPolicy(node.last());
+        assertEquals("orders-api", sent.getId());
+        assertEquals(40, sent.getRate());
+        assertEquals(60, sent.getBurst());
+        assertEquals("/v1/orders/{id}", sent.getSelector().getRoute());
+        assertEquals("team-orders", sent.getOwner());
+        assertEquals("canary the new burst", sent.getReason());
+        assertEquals(List.of("acme"), sent.getRollout().getTenantsList());
+        assertEquals(10, sent.getRollout().getPercent());
+        assertTrue(sent.getRollout().getOthersInShadow());
+        // No fallback in the answer: that part is left out.
+        assertEquals("policy orders-api version 4 rolling out: 10% of tenants + 1 listed (others in shadow)\n", result.out());
+    }
+
+    @Test
+    void shouldStartARolloutWithTheOthersOnThePreviousVersionByDefault() throws Exception
+    {
+        final FakeAdminServer node = rolloutNode(ROLLOUT_HISTORY, """
+            {"version":{"policy":{"id":"orders-api","rate":"40","version":"4","rollout":{"percent":5}}},"setVersion":"11"}""");
+        final Path policyFile = file("orders.json", "{\"id\":\"orders-api\",\"rate\":40}");
+
+        final Result result = policy("rollout", "orders-api", "--file", policyFile.toString(), "--percent", "5", "--reason", "r",
+            "--admin", node.address());
+
+        assertEquals(0, result.status(), result.toString());
+        final Policy sent = sentPolicy(node.last());
+        assertTrue(sent.hasRollout());
+        assertEquals(0, sent.getRollout().getTenantsCount());
+        assertFalse(sent.getRollout().getOthersInShadow());
+        assertEquals("policy orders-api version 4 rolling out: 5% of tenants\n", result.out());
+    }
+
+    @Test
+    void shouldSendNoRolloutAtOneHundredPercentWithoutTenants() throws Exception
+    {
+        final FakeAdminServer node = rolloutNode(ROLLOUT_HISTORY, """
+            {"version":{"policy":{"id":"orders-api","rate":"50","burst":"80","version":"6"}},"setVersion":"13"}""");
+
+        final Result result = policy("rollout", "orders-api", "--percent", "100", "--reason", "all good", "--admin", node.address());
+
+        assertEquals(0, result.status(), result.toString());
+        final Policy sent = sentPolicy(node.last());
+        assertFalse(sent.hasRollout(), node.last().body());
+        assertFalse(node.last().body().contains("rollout"), node.last().body());
+        assertEquals(50, sent.getRate());
+        assertEquals(80, sent.getBurst());
+        assertEquals("/v1/orders/{id}", sent.getSelector().getRoute());
+        assertNoVersionOrFallback(node.last());
+        assertEquals("policy orders-api version 6 in force for every tenant (rollout complete)\n", result.out());
+    }
+
+    @Test
+    void shouldNeverSendTheVersionOrTheFallback() throws Exception
+    {
+        final FakeAdminServer node = rolloutNode(ROLLOUT_HISTORY, ROLLOUT_CHANGE);
+        // As ./limiter policy get --json prints a version being rolled out: with its number and fallback.
+        final Path policyFile = file("orders.json", """
+            {"id":"orders-api","rate":40,"version":"9",
+             "rollout":{"tenants":["acme"],"percent":5,"othersInShadow":true,"fallback":{"id":"orders-api","rate":"100","version":"3"}}}""");
+
+        final Result fromFile = policy("rollout", "orders-api", "--file", policyFile.toString(), "--percent", "20", "--reason", "r",
+            "--admin", node.address());
+        final FakeAdminServer.Seen first = node.last();
+        final Result fromHistory = policy("rollout", "orders-api", "--percent", "30", "--tenant", "acme", "--reason", "r",
+            "--admin", node.address());
+        final FakeAdminServer.Seen second = node.last();
+
+        assertEquals(0, fromFile.status(), fromFile.toString());
+        assertEquals(0, fromHistory.status(), fromHistory.toString());
+        assertEquals("PUT", first.method());
+        assertEquals("PUT", second.method());
+        assertNoVersionOrFallback(first);
+        assertNoVersionOrFallback(second);
+        // The options make the file's rollout: the file's tenants and shadow setting are not kept.
+        assertEquals(20, sentPolicy(first).getRollout().getPercent());
+        assertEquals(0, sentPolicy(first).getRollout().getTenantsCount());
+        assertFalse(sentPolicy(first).getRollout().getOthersInShadow());
+        assertEquals(30, sentPolicy(second).getRollout().getPercent());
+    }
+
+    @Test
+    void shouldPrintTheRolloutChangeResultAsJsonWithJson() throws Exception
+    {
+        final FakeAdminServer node = rolloutNode(ROLLOUT_HISTORY, ROLLOUT_CHANGE);
+
+        final Result result = policy("rollout", "orders-api", "--percent", "25", "--reason", "r", "--json", "--admin", node.address());
+
+        assertEquals(0, result.status(), result.toString());
+        final JsonObject printed = JsonParser.parseString(result.out()).getAsJsonObject();
+        assertEquals("12", printed.get("setVersion").getAsString());
+        assertEquals(25, printed.getAsJsonObject("version").getAsJsonObject("policy").getAsJsonObject("rollout").get("percent").getAsInt());
+    }
+
+    @Test
+    void shouldRejectBadRolloutOptionsWithoutAnyRequest() throws Exception
+    {
+        final FakeAdminServer node = rolloutNode(ROLLOUT_HISTORY, ROLLOUT_CHANGE);
+        final Path otherPolicy = file("other.json", "{\"id\":\"payments-api\",\"rate\":5}");
+        final Path typo = file("typo.json", "{\"id\":\"orders-api\",\"brust\":5}");
+
+        final Result tooMuch = policy("rollout", "orders-api", "--percent", "101", "--reason", "r", "--admin", node.address());
+        final Result negative = policy("rollout", "orders-api", "--percent", "-1", "--reason", "r", "--admin", node.address());
+        final Result notANumber = policy("rollout", "orders-api", "--percent", "half", "--reason", "r", "--admin", node.address());
+        final Result noPercent = policy("rollout", "orders-api", "--reason", "r", "--admin", node.address());
+        final Result noReason = policy("rollout", "orders-api", "--percent", "25", "--admin", node.address());
+        final Result blankReason = policy("rollout", "orders-api", "--percent", "25", "--reason", " ", "--admin", node.address());
+        final Result badOthers = policy("rollout", "orders-api", "--percent", "25", "--others", "sideways", "--reason", "r",
+            "--admin", node.address());
+        final Result blankTenant = policy("rollout", "orders-api", "--percent", "25", "--tenant", " ", "--reason", "r",
+            "--admin", node.address());
+        final Result wrongId = policy("rollout", "orders-api", "--file", otherPolicy.toString(), "--percent", "25", "--reason", "r",
+            "--admin", node.address());
+        final Result typoFile = policy("rollout", "orders-api", "--file", typo.toString(), "--percent", "25", "--reason", "r",
+            "--admin", node.address());
+
+        assertOneLineFailure(tooMuch, "limiter policy: --percent must be 0 to 100, was 101");
+        assertOneLineFailure(negative, "limiter policy: --percent must be 0 to 100, was -1");
+        assertOneLineFailure(notANumber, "limiter policy: ");
+        assertOneLineFailure(noPercent, "limiter policy: Missing required option: '--percent=N'");
+        assertOneLineFailure(noReason, "limiter policy: Missing required option: '--reason=R'");
+        assertOneLineFailure(blankReason, "limiter policy: --reason is empty");
+        assertOneLineFailure(badOthers, "limiter policy: --others must be shadow or previous, was 'sideways'");
+        assertOneLineFailure(blankTenant, "limiter policy: --tenant is empty");
+        assertOneLineFailure(wrongId, "limiter policy: " + otherPolicy + " holds policy 'payments-api', not 'orders-api'");
+        assertOneLineFailure(typoFile, "limiter policy: " + typo + " is not one policy in protobuf JSON");
+        for (final Result result : List.of(tooMuch, negative, notANumber, noPercent, noReason, blankReason, badOthers, blankTenant,
+            wrongId, typoFile))
+        {
+            assertEquals(2, result.status(), result.toString());
+        }
+        assertEquals(0, node.requests.size(), "nothing may be sent: " + node.requests);
+    }
+
+    @Test
+    void shouldFailWithOneLineWhenThePolicyIsNotBeingRolledOutAndNoFileIsGiven() throws Exception
+    {
+        final FakeAdminServer node = rolloutNode("""
+            {"id":"orders-api","versions":[
+              {"policy":{"id":"orders-api","rate":"100","version":"3","reason":"sale"},"actor":"alice"}]}""", ROLLOUT_CHANGE);
+
+        final Result result = policy("rollout", "orders-api", "--percent", "25", "--reason", "r", "--admin", node.address());
+
+        assertOneLineFailure(result, "limiter policy: policy orders-api is not being rolled out");
+        assertEquals(1, result.status());
+        assertTrue(result.err().contains("start a rollout with --file"), result.err());
+        assertEquals(1, node.requests.size());
+        assertEquals("GET", node.last().method());
+    }
+
+    @Test
+    void shouldTakeTheStepAfterTheNewestVersionThatIsNotADeletion() throws Exception
+    {
+        final FakeAdminServer node = rolloutNode("""
+            {"id":"orders-api","versions":[
+              {"policy":{"id":"orders-api","rate":"50","version":"4","rollout":{"tenants":["acme"],"percent":10}}},
+              {"policy":{"id":"orders-api","version":"5","reason":"retired"},"deleted":true}]}""", ROLLOUT_CHANGE);
+
+        final Result result = policy("rollout", "orders-api", "--percent", "20", "--reason", "r", "--admin", node.address());
+
+        assertEquals(0, result.status(), result.toString());
+        final Policy sent = sentPolicy(node.last());
+        assertEquals(50, sent.getRate());
+        assertEquals(List.of("acme"), sent.getRollout().getTenantsList());
+    }
+
+    @Test
+    void shouldNotPassARolloutStepOnAfterANodeTookItButDidNotAnswerInTime() throws Exception
+    {
+        final FakeAdminServer hung = server(200, ROLLOUT_CHANGE).hang();
+        final FakeAdminServer node = rolloutNode(ROLLOUT_HISTORY, ROLLOUT_CHANGE);
+        final Path policyFile = file("orders.json", "{\"id\":\"orders-api\",\"rate\":40}");
+
+        final Result result = policy("rollout", "orders-api", "--file", policyFile.toString(), "--percent", "10", "--reason", "r",
+            "--timeout-ms", "300", "--admin", hung.address() + "," + node.address());
+
+        assertOneLineFailure(result, "limiter policy: ");
+        assertEquals(1, result.status());
+        assertTrue(result.err().contains("may or may not have been applied"), result.err());
+        assertEquals(0, node.requests.size(), "a step sent twice would make two versions");
+    }
+
+    @Test
+    void shouldPrintTheRolloutHelpWithItsPercentSignsAndNoFormatWarning()
+    {
+        // picocli formats descriptions: a bare '%' makes it warn on the process's stderr and skip the formatting.
+        final PrintStream processErr = System.err;
+        final ByteArrayOutputStream warnings = new ByteArrayOutputStream();
+        final Result rollout;
+        final Result list;
+        System.setErr(new PrintStream(warnings, true, StandardCharsets.UTF_8));
+        try
+        {
+            rollout = policy("rollout", "--help");
+            list = policy("list", "--help");
+        }
+        finally
+        {
+            System.setErr(processErr);
+        }
+
+        assertEquals(0, rollout.status(), rollout.toString());
+        assertTrue(rollout.out().contains("25% of tenants"), rollout.out());
+        assertTrue(list.out().contains("rollout=N%"), list.out());
+        assertEquals("", warnings.toString(StandardCharsets.UTF_8));
+    }
+
+    @Test
+    void shouldShowARolloutInTheList() throws Exception
+    {
+        final FakeAdminServer node = server(200, """
+            {"version":"12",
+             "policies":[{"id":"orders-api","selector":{"route":"/v1/orders/{id}"},"rate":"50","version":"5",
+                          "rollout":{"tenants":["acme","globex"],"percent":25,"fallback":{"id":"orders-api","rate":"100","version":"3"}}},
+                         {"id":"search","rate":"10","version":"2","rollout":{"percent":5}},
+                         {"id":"static","rate":"10","version":"1"}]}""");
+
+        final Result result = policy("list", "--admin", node.address());
+
+        assertEquals(0, result.status(), result.toString());
+        final String[] lines = result.out().split("\n");
+        assertTrue(lines[0].endsWith("SELECTOR"), lines[0]);
+        assertTrue(lines[1].matches("orders-api +5 .* +route=/v1/orders/\\{id} rollout=25% \\+2 tenants"), lines[1]);
+        assertTrue(lines[2].matches("search +2 .* +\\* rollout=5%"), lines[2]);
+        assertTrue(lines[3].matches("static +1 .* +\\*"), lines[3]);
     }
 
     // ---- Token resolution: --token, then LIMITER_ADMIN_TOKEN, then data/admin-token, then data/node/admin-token ----

@@ -171,7 +171,9 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
         while (decoder.next())
         {
             final int i = work.count;
-            final CompiledPolicy policy = index.match(decoder);
+            final CompiledPolicy matched = index.match(decoder);
+            // A version being rolled out decides for its tenants; the others stay on the previous one.
+            final CompiledPolicy policy = matched.forRequest(decoder);
             final String missing = missingScopeField(policy, decoder);
             if (missing != null)
             {
@@ -213,7 +215,8 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
             work.count++;
             if (index.hasShadow())
             {
-                shardMask |= addShadow(work, decoder, index.matchShadow(decoder), shardCount);
+                final CompiledPolicy shadow = policy != matched && matched.rolloutShadowsOthers() ? matched : index.matchShadow(decoder);
+                shardMask |= addShadow(work, decoder, shadow, shardCount);
             }
         }
         if (decoder.failed())

@@ -91,20 +91,22 @@ public final class ServerMetrics
         {
             final String id = policy.id();
             final int ordinal = policy.ordinal();
+            if ((policy.shadow() || policy.rolloutShadowsOthers()) && meteredPolicies.add(id + "/shadow"))
+            {
+                // Shadow evaluations of the id: of its SHADOW version and of a rollout for the tenants it leaves out.
+                FunctionCounter.builder("limiter.shadow.decisions", shards,
+                        s -> java.util.Arrays.stream(policies.ordinalsOf(id)).mapToLong(o -> s.stream().mapToLong(x -> x.shadowAllowed(o)).sum()).sum())
+                    .description("What shadow evaluations would have decided (they never deny)")
+                    .tags("policy", id, "outcome", "would_allow")
+                    .register(registry);
+                FunctionCounter.builder("limiter.shadow.decisions", shards,
+                        s -> java.util.Arrays.stream(policies.ordinalsOf(id)).mapToLong(o -> s.stream().mapToLong(x -> x.shadowDenied(o)).sum()).sum())
+                    .description("What shadow evaluations would have decided (they never deny)")
+                    .tags("policy", id, "outcome", "would_deny")
+                    .register(registry);
+            }
             if (policy.shadow())
             {
-                // Ordinals are per id and mode: a shadow's counts are what it would have decided.
-                if (meteredPolicies.add(id + "/shadow"))
-                {
-                    FunctionCounter.builder("limiter.shadow.decisions", shards, s -> s.stream().mapToLong(x -> x.allowed(ordinal)).sum())
-                        .description("What SHADOW policies would have decided (they never deny)")
-                        .tags("policy", id, "outcome", "would_allow")
-                        .register(registry);
-                    FunctionCounter.builder("limiter.shadow.decisions", shards, s -> s.stream().mapToLong(x -> x.denied(ordinal)).sum())
-                        .description("What SHADOW policies would have decided (they never deny)")
-                        .tags("policy", id, "outcome", "would_deny")
-                        .register(registry);
-                }
                 continue;
             }
             if (!meteredPolicies.add(id))
@@ -118,6 +120,14 @@ public final class ServerMetrics
             FunctionCounter.builder("limiter.decisions", shards, s -> s.stream().mapToLong(x -> x.denied(ordinal)).sum())
                 .description("Decisions by policy and outcome")
                 .tags("policy", id, "outcome", "denied")
+                .register(registry);
+            Gauge.builder("limiter.policy.rollout.percent", policies, p ->
+                {
+                    final dev.limiter.protocol.policy.Policy current = p.current(id);
+                    return current == null || !current.hasRollout() ? 100 : current.getRollout().getPercent();
+                })
+                .description("Share of tenants the newest version of each policy decides for (100: no rollout in progress)")
+                .tags("policy", id)
                 .register(registry);
             Gauge.builder("limiter.policy.version", policies, p ->
                 {

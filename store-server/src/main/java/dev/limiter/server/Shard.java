@@ -51,6 +51,9 @@ final class Shard implements dev.limiter.server.cluster.Replication.DecidingShar
     /** Decisions by policy ordinal, allowed and denied; written only by the owner thread. */
     private volatile AtomicLongArray allowedByPolicy = new AtomicLongArray(16);
     private volatile AtomicLongArray deniedByPolicy = new AtomicLongArray(16);
+    /** What shadow evaluations would have decided, by the ordinal they spent. */
+    private volatile AtomicLongArray shadowAllowedByPolicy = new AtomicLongArray(16);
+    private volatile AtomicLongArray shadowDeniedByPolicy = new AtomicLongArray(16);
 
     /**
      * @param loop the event loop that owns this shard, or null for a dedicated thread
@@ -248,7 +251,7 @@ final class Shard implements dev.limiter.server.cluster.Replication.DecidingShar
                 {
                     growCounters(shadow.ordinal());
                 }
-                final AtomicLongArray counter = decision.allowed() ? allowedByPolicy : deniedByPolicy;
+                final AtomicLongArray counter = decision.allowed() ? shadowAllowedByPolicy : shadowDeniedByPolicy;
                 counter.lazySet(shadow.ordinal(), counter.get(shadow.ordinal()) + 1);
             }
         }
@@ -305,6 +308,8 @@ final class Shard implements dev.limiter.server.cluster.Replication.DecidingShar
         final int length = Math.max(ordinal + 1, allowedByPolicy.length() * 2);
         allowedByPolicy = copy(allowedByPolicy, length);
         deniedByPolicy = copy(deniedByPolicy, length);
+        shadowAllowedByPolicy = copy(shadowAllowedByPolicy, length);
+        shadowDeniedByPolicy = copy(shadowDeniedByPolicy, length);
     }
 
     private static AtomicLongArray copy(final AtomicLongArray from, final int length)
@@ -315,6 +320,18 @@ final class Shard implements dev.limiter.server.cluster.Replication.DecidingShar
             to.lazySet(i, from.get(i));
         }
         return to;
+    }
+
+    long shadowAllowed(final int ordinal)
+    {
+        final AtomicLongArray counts = shadowAllowedByPolicy;
+        return ordinal >= 0 && ordinal < counts.length() ? counts.get(ordinal) : 0;
+    }
+
+    long shadowDenied(final int ordinal)
+    {
+        final AtomicLongArray counts = shadowDeniedByPolicy;
+        return ordinal >= 0 && ordinal < counts.length() ? counts.get(ordinal) : 0;
     }
 
     long allowed(final int ordinal)

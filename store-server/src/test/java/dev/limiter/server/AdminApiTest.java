@@ -319,4 +319,55 @@ class AdminApiTest
             assertTrue(call(server, "GET", "/v1/audit?policy=orders", null).body().contains("POLICY_IN_FORCE"));
         }
     }
+
+    private static long versionFor(final LimiterClient client, final String tenant)
+    {
+        return client.acquireBlocking(Descriptor.of(tenant, "/v1/orders/1"), 1).policyVersion();
+    }
+
+    @Test
+    void aRolloutDecidesListedTenantsAndAStableShareWhileTheOthersStayOnThePreviousVersion() throws Exception
+    {
+        try (StoreServer server = start(TestNode.config(dir, 0, 2).adminToken(TOKEN));
+             LimiterClient client = LimiterClient.builder().endpoints("127.0.0.1:" + server.port()).deadline(Duration.ofSeconds(5)).build())
+        {
+            final String step = ORDERS_V2.replace("\"reason\"", "\"rollout\":{\"tenants\":[\"vip\"],\"percent\":%d,\"othersInShadow\":true},\"reason\"");
+            final HttpResponse<String> first = call(server, "PUT", "/v1/policies/orders", String.format(step, 0));
+            assertEquals(200, first.statusCode(), first.body());
+            assertTrue(first.body().contains("\"fallback\""), "the cluster names the version the others stay on: " + first.body());
+            assertEquals(2, versionFor(client, "vip"), "listed");
+            assertEquals(1, versionFor(client, "tenant-a"), "0%: everyone else on version 1");
+
+            assertEquals(200, call(server, "PUT", "/v1/policies/orders", String.format(step, 50)).statusCode());
+            final java.util.Set<String> onNew = new java.util.HashSet<>();
+            for (int t = 0; t < 200; t++)
+            {
+                final long version = versionFor(client, "t" + t);
+                assertTrue(version == 3 || version == 1, "the newest step (3) or the version before the rollout (1): " + version);
+                if (version == 3)
+                {
+                    onNew.add("t" + t);
+                }
+            }
+            assertTrue(onNew.size() > 60 && onNew.size() < 140, "about half of 200 tenants: " + onNew.size());
+            for (int t = 0; t < 200; t += 7)
+            {
+                assertEquals(onNew.contains("t" + t) ? 3 : 1, versionFor(client, "t" + t), "stable per tenant");
+            }
+            final String metrics = call(http, server.adminPort(), "GET", "/metrics", null, null).body();
+            assertTrue(metrics.contains("limiter_policy_rollout_percent{policy=\"orders\"} 50.0"), metrics);
+            assertTrue(metric(metrics, "limiter_shadow_decisions_total{outcome=\"would_allow\",policy=\"orders\"}") +
+                metric(metrics, "limiter_shadow_decisions_total{outcome=\"would_deny\",policy=\"orders\"}") > 0,
+                "the tenants left out were evaluated against the new version in shadow");
+
+            final HttpResponse<String> moved = call(server, "PUT", "/v1/policies/orders",
+                String.format(step, 10).replace("/v1/orders/{id}", "/v1/orders/{order}/x"));
+            assertEquals(400, moved.statusCode(), "the selector stays during a rollout: " + moved.body());
+
+            assertEquals(200, call(server, "PUT", "/v1/policies/orders", ORDERS_V2.replace("incident", "incident, rolled out")).statusCode());
+            assertEquals(4, versionFor(client, "tenant-a"), "complete: every tenant on the new version");
+            final String audit = call(server, "GET", "/v1/audit?policy=orders", null).body();
+            assertTrue(audit.contains("POLICY_ROLLOUT") && audit.contains("others on version 1"), audit);
+        }
+    }
 }

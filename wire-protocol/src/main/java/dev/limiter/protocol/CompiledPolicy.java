@@ -166,6 +166,73 @@ public final class CompiledPolicy
         return source.getMode() == Mode.SHADOW;
     }
 
+    private byte[][] rolloutTenants;
+    private int rolloutPercent = -1;
+    private boolean rolloutShadowsOthers;
+    private CompiledPolicy fallback;
+
+    /** Staged rollout: who gets this version; the others get {@code fallback}. Set once, while compiling. */
+    void rollout(final byte[][] tenants, final int percent, final boolean othersInShadow, final CompiledPolicy fallback)
+    {
+        this.rolloutTenants = tenants;
+        this.rolloutPercent = percent;
+        this.rolloutShadowsOthers = othersInShadow;
+        this.fallback = fallback;
+    }
+
+    /** Whether this version is being rolled out to some tenants only. */
+    public boolean rollingOut()
+    {
+        return fallback != null;
+    }
+
+    /** Share of tenants (by hash) this version decides for, 0-100; 100 when not rolling out. */
+    public int rolloutPercent()
+    {
+        return fallback == null ? 100 : rolloutPercent;
+    }
+
+    /** Whether tenants left on the previous version are also evaluated against this one in shadow. */
+    public boolean rolloutShadowsOthers()
+    {
+        return rolloutShadowsOthers;
+    }
+
+    /**
+     * The version that decides this request: this one, unless it is being rolled out and the
+     * request's tenant is neither listed nor in the hashed share. Allocates nothing.
+     */
+    public CompiledPolicy forRequest(final DescriptorView d)
+    {
+        if (fallback == null)
+        {
+            return this;
+        }
+        final ByteBuf buf = d.buffer();
+        final int offset = d.offset(DescriptorField.TENANT);
+        final int length = d.length(DescriptorField.TENANT);
+        for (final byte[] tenant : rolloutTenants)
+        {
+            if (RouteTemplate.equalBytes(buf, offset, length, tenant))
+            {
+                return this;
+            }
+        }
+        return Integer.remainderUnsigned(tenantHash(buf, offset, length), 100) < rolloutPercent ? this : fallback;
+    }
+
+    /** FNV-1a over the tenant's bytes: stable across nodes, versions and restarts. */
+    static int tenantHash(final ByteBuf buf, final int offset, final int length)
+    {
+        int hash = 0x811C9DC5;
+        for (int i = 0; i < length; i++)
+        {
+            hash ^= buf.getByte(offset + i) & 0xFF;
+            hash *= 0x01000193;
+        }
+        return hash;
+    }
+
     /** Larger is more specific; see docs/policies.md for the order. */
     public long specificity()
     {

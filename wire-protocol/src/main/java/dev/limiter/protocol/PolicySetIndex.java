@@ -50,6 +50,7 @@ public final class PolicySetIndex
     private final CompiledPolicy[] byOrdinal;
     private final CompiledPolicy[] bySpecificity;
     private final CompiledPolicy[] shadowBySpecificity;
+    private final boolean rolloutShadows;
     private final CompiledPolicy defaultPolicy;
     private final long version;
     private final long fingerprint;
@@ -95,6 +96,7 @@ public final class PolicySetIndex
             .filter(p -> p != null && p.shadow())
             .sorted(mostSpecificFirst)
             .toArray(CompiledPolicy[]::new);
+        this.rolloutShadows = Arrays.stream(byOrdinal).anyMatch(p -> p != null && p.rolloutShadowsOthers());
     }
 
     /**
@@ -325,10 +327,59 @@ public final class PolicySetIndex
         {
             return null;
         }
+        CompiledPolicy fallback = null;
+        if (p.hasRollout())
+        {
+            final dev.limiter.protocol.policy.Rollout rollout = p.getRollout();
+            if (rollout.getPercent() > 100)
+            {
+                errors.add(where + ".rollout.percent: must be 0 to 100, was " + rollout.getPercent());
+            }
+            for (int t = 0; t < rollout.getTenantsCount(); t++)
+            {
+                if (rollout.getTenants(t).isBlank())
+                {
+                    errors.add(where + ".rollout.tenants[" + t + "]: empty");
+                }
+                checkSelectorField(where + ".rollout.tenants[" + t + "]", DescriptorField.TENANT, rollout.getTenants(t), errors);
+            }
+            if (p.getMode() == Mode.SHADOW)
+            {
+                errors.add(where + ".rollout: a SHADOW version is not rolled out (it never decides); roll out an ENFORCE version");
+            }
+            if (!rollout.hasFallback())
+            {
+                errors.add(where + ".rollout: needs the version the other tenants stay on; start a rollout through the admin API " +
+                    "(./limiter policy rollout), on a policy that is already enforced");
+            }
+            else if (errors.size() == before)
+            {
+                final Policy previous = rollout.getFallback();
+                if (previous.hasRollout() || !previous.getSelector().equals(p.getSelector()) || previous.getMode() == Mode.SHADOW)
+                {
+                    errors.add(where + ".rollout.fallback: must be an enforced version with the same selector and no rollout of its own");
+                }
+                else
+                {
+                    fallback = compileOne(previous, ordinal, where + ".rollout.fallback", errors);
+                }
+            }
+            if (errors.size() != before)
+            {
+                return null;
+            }
+        }
         final long burst = p.getBurst() == 0 ? p.getRate() : p.getBurst();
         try
         {
-            return new CompiledPolicy(p, ordinal, TokenBucket.rate(p.getRate(), periodNanos, burst), route);
+            final CompiledPolicy compiled = new CompiledPolicy(p, ordinal, TokenBucket.rate(p.getRate(), periodNanos, burst), route);
+            if (fallback != null)
+            {
+                final byte[][] tenants = p.getRollout().getTenantsList().stream()
+                    .map(t -> DescriptorRules.trim(t).getBytes(StandardCharsets.UTF_8)).toArray(byte[][]::new);
+                compiled.rollout(tenants, p.getRollout().getPercent(), p.getRollout().getOthersInShadow(), fallback);
+            }
+            return compiled;
         }
         catch (final IllegalArgumentException e)
         {
@@ -397,10 +448,10 @@ public final class PolicySetIndex
         return null;
     }
 
-    /** Whether any SHADOW policy is in the set. */
+    /** Whether any request may be evaluated in shadow: a SHADOW policy, or a rollout shadowing the tenants it leaves out. */
     public boolean hasShadow()
     {
-        return shadowBySpecificity.length > 0;
+        return shadowBySpecificity.length > 0 || rolloutShadows;
     }
 
     /** Policy by its ordinal (the ref carried in results); null for an ordinal no policy in force holds. */

@@ -389,9 +389,31 @@ public final class PolicyState
     private Outcome put(final PolicyCommand command)
     {
         final long at = millis(command.getAt());
-        final Policy wanted = command.getPut().hasEffectiveFrom() && millis(command.getPut().getEffectiveFrom()) <= at ?
+        Policy wanted = command.getPut().hasEffectiveFrom() && millis(command.getPut().getEffectiveFrom()) <= at ?
             command.getPut().toBuilder().clearEffectiveFrom().build() : command.getPut(); // a time already passed means now
-        final List<String> errors = new ArrayList<>(PolicySetIndex.validatePolicy(wanted));
+        final List<String> rolloutErrors = new ArrayList<>();
+        if (wanted.hasRollout())
+        {
+            // The tenants left out stay on what was enforced before the rollout began.
+            final History current = byId.get(wanted.getId());
+            final PolicyVersion enforcedNow = current == null ? null : enforced(current.versions, clockMillis());
+            if (enforcedNow == null)
+            {
+                rolloutErrors.add("policy.rollout: needs a version of this policy in force to start from; put one without a rollout first");
+                wanted = wanted.toBuilder().clearRollout().build();
+            }
+            else
+            {
+                final Policy base = enforcedNow.getPolicy().hasRollout() ? enforcedNow.getPolicy().getRollout().getFallback() : enforcedNow.getPolicy();
+                if (!base.getSelector().equals(wanted.getSelector()))
+                {
+                    rolloutErrors.add("policy.selector: must stay as in version " + base.getVersion() +
+                        " during a rollout (the tenants left out stay on it); finish or roll back the rollout first");
+                }
+                wanted = wanted.toBuilder().setRollout(wanted.getRollout().toBuilder().setFallback(base)).build();
+            }
+        }
+        final List<String> errors = new ArrayList<>(rolloutErrors.isEmpty() ? PolicySetIndex.validatePolicy(wanted) : rolloutErrors);
         if (wanted.getReason().isBlank())
         {
             errors.add("policy.reason: required (why this version exists)");
@@ -422,8 +444,9 @@ public final class PolicyState
             .build();
         final String detail = (existing == null || !existing.inForce() ? describe(wanted) : diff(existing.latest().getPolicy(), wanted)) +
             (wanted.hasEffectiveFrom() ? "; in force from " + com.google.protobuf.util.Timestamps.toString(wanted.getEffectiveFrom()) : "");
-        return commit(command, existing, wanted.getId(), made, existing == null || !existing.inForce() ? "POLICY_CREATED" : "POLICY_UPDATED",
-            wanted.getReason(), detail);
+        final String action = wanted.hasRollout() ? "POLICY_ROLLOUT" :
+            existing == null || !existing.inForce() ? "POLICY_CREATED" : "POLICY_UPDATED";
+        return commit(command, existing, wanted.getId(), made, action, wanted.getReason(), wanted.hasRollout() ? rolloutDetail(wanted) + "; " + detail : detail);
     }
 
     private Outcome rollback(final PolicyCommand command)
@@ -713,6 +736,13 @@ public final class PolicyState
     {
         return "rate " + p.getRate() + " per " + period(p) + ", burst " + burst(p) + ", scope " + p.getScope() +
             ", " + p.getConsistency() + ", selector " + p.getSelector().toString().replace('\n', ' ').trim();
+    }
+
+    private static String rolloutDetail(final Policy p)
+    {
+        final dev.limiter.protocol.policy.Rollout r = p.getRollout();
+        return "rollout to " + r.getPercent() + "% of tenants" + (r.getTenantsCount() > 0 ? " + " + String.join(",", r.getTenantsList()) : "") +
+            ", others on version " + r.getFallback().getVersion() + (r.getOthersInShadow() ? " with this one in shadow" : "");
     }
 
     /** Field by field, what differs from {@code before} to {@code after}. */
@@ -1005,6 +1035,17 @@ public final class PolicyState
         final PolicyVersion enforced = enforced(history.versions, clockMillis());
         final PolicyVersion version = enforced != null ? enforced : shadowed(history.versions, clockMillis());
         return version == null ? null : version.getPolicy();
+    }
+
+    /** The ordinals an id holds (enforced, shadow), those assigned; empty when none. */
+    public synchronized int[] ordinalsOf(final String id)
+    {
+        final History history = byId.get(id);
+        if (history == null)
+        {
+            return new int[0];
+        }
+        return java.util.stream.IntStream.of(history.enforceOrdinal, history.shadowOrdinal).filter(o -> o >= 0).toArray();
     }
 
     /** Every version of one policy, oldest first, or null when the id was never used. */

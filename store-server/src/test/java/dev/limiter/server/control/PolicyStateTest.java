@@ -371,4 +371,29 @@ class PolicyStateTest
         assertEquals("/v4/x", state.current("b").getSelector().getRoute());
         assertNull(state.current("a"), "a blocked version never takes effect");
     }
+
+    @Test
+    void aRolloutNeedsAnEnforcedVersionAndKeepsTheOthersOnTheOneBeforeItAcrossSteps()
+    {
+        final dev.limiter.protocol.policy.Rollout tenPercent = dev.limiter.protocol.policy.Rollout.newBuilder().setPercent(10).build();
+        final PolicyState.Outcome tooEarly = state.apply(put(orders(5).toBuilder().setRollout(tenPercent).build(), T0));
+        assertEquals(PolicyState.Status.INVALID, tooEarly.status());
+        assertTrue(tooEarly.error().getErrorsList().get(0).contains("needs a version of this policy in force"), tooEarly.error().toString());
+
+        state.apply(put(orders(10), T0));
+        assertEquals(PolicyState.Status.OK, state.apply(put(orders(5).toBuilder().setRollout(tenPercent).build(), T0 + 1)).status());
+        assertEquals(PolicyState.Status.OK, state.apply(put(orders(5).toBuilder().setRollout(tenPercent.toBuilder().setPercent(50)).build(), T0 + 2)).status());
+        final Policy step = state.current("orders");
+        assertEquals(3, step.getVersion());
+        assertEquals(1, step.getRollout().getFallback().getVersion(), "the others stay on the version before the rollout, not on the previous step");
+        assertEquals(50, state.index().policies().stream().filter(p -> p.id().equals("orders")).findFirst().orElseThrow().rolloutPercent());
+        assertEquals("POLICY_ROLLOUT", state.audit(r -> true, 1).get(0).getAction());
+
+        final PolicyState.Outcome percent = state.apply(put(orders(5).toBuilder().setRollout(tenPercent.toBuilder().setPercent(101)).build(), T0 + 3));
+        assertTrue(percent.error().getErrorsList().stream().anyMatch(e -> e.contains("rollout.percent")), percent.error().toString());
+        final PolicyState.Outcome shadowed = state.apply(put(orders(5).toBuilder().setMode(dev.limiter.protocol.policy.Mode.SHADOW)
+            .setRollout(tenPercent).build(), T0 + 3));
+        assertEquals(PolicyState.Status.INVALID, shadowed.status());
+        assertEquals(3, state.current("orders").getVersion(), "nothing changed");
+    }
 }
