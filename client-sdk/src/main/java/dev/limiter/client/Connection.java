@@ -61,6 +61,10 @@ final class Connection
     private final ResultDecoder decoder = new ResultDecoder();
     private final PolicyIdCache policyIds = new PolicyIdCache();
     private final List<Runnable> connectWaiters = new ArrayList<>();
+    /** Null when this client does not follow policies. */
+    private final PolicyCache policies;
+    private final long policyRefreshNanos;
+    private io.netty.util.concurrent.ScheduledFuture<?> policyRefresh;
     private long nextCorrelationId = 1;
     private int reconnectAttempt;
     private volatile Channel channel;
@@ -144,8 +148,11 @@ final class Connection
     }
 
     Connection(final InetSocketAddress address, final EventLoop loop, final int maxBatch, final int maxFrameBytes,
-        final long connectTimeoutMillis, final Class<? extends Channel> channelType, final Rerouter rerouter)
+        final long connectTimeoutMillis, final Class<? extends Channel> channelType, final Rerouter rerouter,
+        final PolicyCache policies, final long policyRefreshNanos)
     {
+        this.policies = policies;
+        this.policyRefreshNanos = policyRefreshNanos;
         this.rerouter = rerouter;
         this.maxFrameBytes = maxFrameBytes;
         this.channelType = channelType;
@@ -226,6 +233,10 @@ final class Connection
                 {
                     channel.close();
                 }
+                else if (policies != null)
+                {
+                    subscribePolicies(channel);
+                }
                 else if (!queue.isEmpty())
                 {
                     drainQueue();
@@ -239,6 +250,30 @@ final class Connection
             connectWaiters.forEach(Runnable::run);
             connectWaiters.clear();
         });
+    }
+
+    /**
+     * Asks for the policy set and for every later one; asked again now and then so that the cache
+     * knows a node still stands behind it (its TTL counts from the last answer).
+     */
+    private void subscribePolicies(final Channel ch)
+    {
+        final ByteBuf request = ch.alloc().buffer(Frame.HEADER_LENGTH + 1);
+        final int start = Frame.begin(request, MessageType.POLICIES, 0);
+        request.writeByte(1);
+        Frame.finish(request, start);
+        ch.writeAndFlush(request, ch.voidPromise());
+        if (policyRefresh == null)
+        {
+            policyRefresh = loop.scheduleWithFixedDelay(() ->
+            {
+                final Channel current = channel;
+                if (current != null && active && !closed)
+                {
+                    subscribePolicies(current);
+                }
+            }, policyRefreshNanos, policyRefreshNanos, TimeUnit.NANOSECONDS);
+        }
     }
 
     private void scheduleReconnect()
@@ -457,6 +492,10 @@ final class Connection
         closed = true;
         loop.execute(() ->
         {
+            if (policyRefresh != null)
+            {
+                policyRefresh.cancel(false);
+            }
             final Channel ch = channel;
             active = false;
             if (ch != null)
@@ -491,7 +530,22 @@ final class Connection
                         onResult(frame, correlationId);
                         break;
                     case MessageType.ERROR:
+                        if (correlationId == 0 && policies != null)
+                        {
+                            // The answer to a policy subscription (an older node, or a set too large): calls are unaffected.
+                            LOG.debug("{} did not serve the policy set", address);
+                            break;
+                        }
                         onError(frame, correlationId);
+                        break;
+                    case MessageType.POLICIES_RESULT:
+                        if (policies != null && Frame.frameEnd(frame) - Frame.bodyOffset(frame) >= 8)
+                        {
+                            final int body = Frame.bodyOffset(frame);
+                            final byte[] set = new byte[Frame.frameEnd(frame) - body - 8];
+                            frame.getBytes(body + 8, set);
+                            policies.received(frame.getLong(body), set);
+                        }
                         break;
                     case MessageType.PONG:
                         final InFlight entry = inFlight.remove(correlationId);

@@ -53,9 +53,14 @@ public final class LimiterClient implements AutoCloseable
     /** The endpoint believed to lead (from NOT_LEADER hints), or null: calls go there first. */
     private volatile String preferredEndpoint;
     private volatile boolean closed;
+    private final PolicyCache policies;
+
+    /** Default time a policy set stays usable without a node confirming it. */
+    public static final Duration DEFAULT_POLICY_TTL = Duration.ofMinutes(5);
 
     private LimiterClient(final Builder builder)
     {
+        this.policies = new PolicyCache(builder.policyTtl, System::nanoTime);
         this.deadlineNanos = builder.deadline.toNanos();
         this.epoll = builder.preferEpoll && Transport.epollAvailable();
         this.group = new MultiThreadIoEventLoopGroup(builder.ioThreads,
@@ -66,7 +71,8 @@ public final class LimiterClient implements AutoCloseable
             for (int i = 0; i < builder.connectionsPerEndpoint; i++)
             {
                 list.add(new Connection(endpoint, group.next(), builder.maxBatch, builder.maxFrameBytes, builder.connectTimeout.toMillis(),
-                    epoll ? EpollSocketChannel.class : NioSocketChannel.class, this::reroute));
+                    epoll ? EpollSocketChannel.class : NioSocketChannel.class, this::reroute,
+                    builder.followPolicies ? policies : null, Math.max(1, builder.policyTtl.toNanos() / 3)));
             }
         }
         this.connections = list.toArray(new Connection[0]);
@@ -89,6 +95,17 @@ public final class LimiterClient implements AutoCloseable
     public static Builder builder()
     {
         return new Builder();
+    }
+
+    /**
+     * The cluster's policy set as this client holds it: fetched when a connection opens, pushed
+     * by the node within moments of every change, usable for the TTL after a node last confirmed
+     * it (see {@link Builder#policyTtl}). Empty until the first set arrives, and when following
+     * policies is off.
+     */
+    public PolicyCache policies()
+    {
+        return policies;
     }
 
     /** Asks for one token with the default deadline. */
@@ -356,6 +373,8 @@ public final class LimiterClient implements AutoCloseable
         private Duration connectTimeout = DEFAULT_CONNECT_TIMEOUT;
         private boolean preferEpoll = true;
         private int maxFrameBytes = dev.limiter.protocol.Frame.DEFAULT_MAX_FRAME_BYTES;
+        private boolean followPolicies = true;
+        private Duration policyTtl = DEFAULT_POLICY_TTL;
 
         /**
          * Store nodes as {@code host:port} (comma-separated lists are accepted).
@@ -468,6 +487,32 @@ public final class LimiterClient implements AutoCloseable
          *
          * @throws IllegalArgumentException when no endpoint was given
          */
+        /**
+         * Whether to fetch the cluster's policy set and follow its changes ({@link LimiterClient#policies()});
+         * on by default. Off, no POLICIES request is sent.
+         */
+        public Builder followPolicies(final boolean follow)
+        {
+            this.followPolicies = follow;
+            return this;
+        }
+
+        /**
+         * How long a policy set stays usable after a node last confirmed it (default 5 minutes; the
+         * client re-asks every third of it while connected). At least 1 second.
+         *
+         * @throws IllegalArgumentException when shorter than a second
+         */
+        public Builder policyTtl(final Duration ttl)
+        {
+            if (ttl == null || ttl.compareTo(Duration.ofSeconds(1)) < 0)
+            {
+                throw new IllegalArgumentException("policy TTL must be at least 1 second, was " + ttl);
+            }
+            this.policyTtl = ttl;
+            return this;
+        }
+
         public LimiterClient build()
         {
             if (endpoints.isEmpty())

@@ -39,6 +39,7 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
 
     private final Supplier<PolicySetIndex> policies;
     private final Supplier<dev.limiter.server.control.ActiveExemptions> exemptions;
+    private final PolicyPublisher publisher;
     private final List<Shard> shards;
     private final ServerMetrics metrics;
     private final FastThreadLocal<LoopState> loopState;
@@ -65,6 +66,7 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
     DataPlaneHandler(
         final Supplier<PolicySetIndex> policies,
         final Supplier<dev.limiter.server.control.ActiveExemptions> exemptions,
+        final PolicyPublisher publisher,
         final List<Shard> shards,
         final ServerMetrics metrics,
         final FastThreadLocal<LoopState> loopState,
@@ -75,6 +77,7 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
         this.statusJson = statusJson;
         this.policies = policies;
         this.exemptions = exemptions;
+        this.publisher = publisher;
         this.shards = shards;
         this.metrics = metrics;
         this.loopState = loopState;
@@ -127,6 +130,9 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
                     changeMembers(ctx, correlationId, frame.toString(Frame.bodyOffset(frame),
                         Frame.frameEnd(frame) - Frame.bodyOffset(frame), java.nio.charset.StandardCharsets.UTF_8));
                     break;
+                case MessageType.POLICIES:
+                    policies(ctx, frame, correlationId);
+                    break;
                 case MessageType.PING:
                     final ByteBuf pong = ctx.alloc().buffer(Frame.HEADER_LENGTH);
                     Frame.finish(pong, Frame.begin(pong, MessageType.PONG, correlationId));
@@ -134,7 +140,7 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
                     break;
                 default:
                     error(ctx, correlationId, ErrorCode.UNKNOWN_TYPE, "message type " + MessageType.name(type) +
-                        " is not a request this node serves (ACQUIRE=1, BATCH_ACQUIRE=3, PING=5, STATUS=8, MEMBERS=10)");
+                        " is not a request this node serves (ACQUIRE=1, BATCH_ACQUIRE=3, PING=5, STATUS=8, MEMBERS=10, POLICIES=12)");
                     break;
             }
         }
@@ -272,6 +278,30 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
                 work.shardsDone(1 + Long.bitCount(remaining));
                 return;
             }
+        }
+    }
+
+    /** POLICIES: the set in force now; with the subscribe flag, every later one too (see PolicyPublisher). */
+    private void policies(final ChannelHandlerContext ctx, final ByteBuf frame, final long correlationId)
+    {
+        final int bodyLength = Frame.frameEnd(frame) - Frame.bodyOffset(frame);
+        if (bodyLength != 1)
+        {
+            error(ctx, correlationId, ErrorCode.MALFORMED_FRAME, "POLICIES body is one byte of flags (bit 0: subscribe), was " +
+                bodyLength + " bytes");
+            return;
+        }
+        final boolean subscribe = (frame.getByte(Frame.bodyOffset(frame)) & 1) != 0;
+        final ByteBuf answer = publisher.encode(ctx.alloc(), correlationId);
+        if (answer == null)
+        {
+            error(ctx, correlationId, ErrorCode.INTERNAL, "the policy set does not fit in one frame; read it from the admin API");
+            return;
+        }
+        ctx.writeAndFlush(answer, ctx.voidPromise());
+        if (subscribe)
+        {
+            publisher.subscribe(ctx.channel());
         }
     }
 

@@ -56,6 +56,7 @@ public final class StoreServer implements AutoCloseable
     private final dev.limiter.server.control.PolicyState policyState = new dev.limiter.server.control.PolicyState();
     private final String adminToken;
     private dev.limiter.server.control.PolicyControl control;
+    private PolicyPublisher publisher;
     private java.util.concurrent.ScheduledExecutorService ticker;
     /** Bypasses already carried into the log, by exemption id (ticker thread only). */
     private final Map<String, Long> reportedBypasses = new java.util.HashMap<>();
@@ -148,6 +149,7 @@ public final class StoreServer implements AutoCloseable
         {
             startReplication();
         }
+        publisher = new PolicyPublisher(policyState, 16 << 20); // what an SDK reads in one frame
         final FastThreadLocal<DataPlaneHandler.LoopState> loopState = new FastThreadLocal<>()
         {
             @Override
@@ -171,7 +173,7 @@ public final class StoreServer implements AutoCloseable
                     ch.pipeline()
                         .addLast("flush", new FlushConsolidationHandler(256, true))
                         .addLast("frames", new FrameDecoder(config.maxFrameBytes()))
-                        .addLast("data-plane", new DataPlaneHandler(policyState::index, policyState::activeExemptions, shards, metrics, loopState, replication,
+                        .addLast("data-plane", new DataPlaneHandler(policyState::index, policyState::activeExemptions, publisher, shards, metrics, loopState, replication,
                             StoreServer.this::statusJson));
                 }
             });

@@ -370,4 +370,41 @@ class AdminApiTest
             assertTrue(audit.contains("POLICY_ROLLOUT") && audit.contains("others on version 1"), audit);
         }
     }
+
+    @Test
+    void connectedSdksHoldTheSetAndArePushedEveryChangeWithinOneSecond() throws Exception
+    {
+        try (StoreServer server = start(TestNode.config(dir, 0, 1).adminToken(TOKEN));
+             LimiterClient client = LimiterClient.builder().endpoints("127.0.0.1:" + server.port()).deadline(Duration.ofSeconds(5)).build())
+        {
+            final long deadline = System.currentTimeMillis() + 2000;
+            while (client.policies().version() == 0 && System.currentTimeMillis() < deadline)
+            {
+                Thread.sleep(5);
+            }
+            assertEquals(3, client.policies().version(), "the file's set version, fetched on connect");
+            assertTrue(client.policies().current().orElseThrow().policies().getPoliciesList().stream().anyMatch(p -> p.getId().equals("orders")));
+
+            final long changedAt = System.nanoTime();
+            assertEquals(200, call(server, "PUT", "/v1/policies/orders", ORDERS_V2).statusCode());
+            while (client.policies().version() != 4 && System.nanoTime() - changedAt < 1_000_000_000L)
+            {
+                Thread.sleep(2);
+            }
+            assertEquals(4, client.policies().version(), "pushed within a second");
+            assertEquals(1, client.policies().current().orElseThrow().policies().getPoliciesList().stream()
+                .filter(p -> p.getId().equals("orders")).findFirst().orElseThrow().getRate());
+
+            final dev.limiter.protocol.BlockingRequest.Answer malformed = dev.limiter.protocol.BlockingRequest.send(
+                "127.0.0.1:" + server.port(), dev.limiter.protocol.MessageType.POLICIES, new byte[0], 2000);
+            assertTrue(malformed.isError() && malformed.errorMessage().contains("one byte of flags"), malformed.toString());
+        }
+        try (StoreServer server = start(TestNode.config(dir, 0, 1).adminToken(TOKEN));
+             LimiterClient quiet = LimiterClient.builder().endpoints("127.0.0.1:" + server.port()).followPolicies(false).build())
+        {
+            Thread.sleep(200);
+            assertEquals(0, quiet.policies().version(), "following policies is optional");
+        }
+        assertThrows(IllegalArgumentException.class, () -> LimiterClient.builder().policyTtl(Duration.ofMillis(10)));
+    }
 }

@@ -478,9 +478,13 @@ class ClusterTest
             final java.net.http.HttpResponse<String> rollback = AdminApiTest.call(http, leader.adminPort(), "POST",
                 "/v1/policies/orders/rollback", "{\"toVersion\":1,\"reason\":\"v2 denied real traffic\"}", token);
             assertEquals(200, rollback.statusCode(), rollback.body());
-            await("the rollback on every node", Duration.ofSeconds(1), () -> allAtVersion(3));
+            final long setVersion = leader.policyState().setVersion();
+            await("the rollback on every node and in the connected SDK", Duration.ofSeconds(1), () -> allAtVersion(3) &&
+                client.policies().version() == setVersion);
             final long elapsedMillis = (System.nanoTime() - start) / 1_000_000;
             assertTrue(elapsedMillis < 1000, "in force everywhere after " + elapsedMillis + " ms");
+            assertEquals(10, client.policies().current().orElseThrow().policies().getPoliciesList().stream()
+                .filter(p -> p.getId().equals("orders")).findFirst().orElseThrow().getRate(), "the SDK holds the old limits again");
             assertEquals(5, client.acquireBlocking(Descriptor.of("initech", "/v1/orders/1"), 1).limit(), "the old limit decides again");
         }
         for (final StoreServer node : nodes.values())

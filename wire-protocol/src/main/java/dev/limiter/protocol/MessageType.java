@@ -29,6 +29,14 @@ public final class MessageType
     public static final int MEMBERS = 10;
     /** The answer to {@link #MEMBERS}: the members now in force, as UTF-8 text {@code id=host:port,...}. */
     public static final int MEMBERS_RESULT = 11;
+    /**
+     * Asks for the policy set in force. Body: {@code u8 flags}, bit 0 = subscribe: the node then
+     * also pushes every later set on this connection (a {@link #POLICIES_RESULT} with correlation
+     * id 0) until the connection closes. Any member answers, followers included.
+     */
+    public static final int POLICIES = 12;
+    /** The answer to {@link #POLICIES} (and each push): {@code u64 set version | PolicySet (protobuf)}. */
+    public static final int POLICIES_RESULT = 13;
 
     private MessageType()
     {
@@ -49,6 +57,8 @@ public final class MessageType
             case STATUS_RESULT: return "STATUS_RESULT";
             case MEMBERS: return "MEMBERS";
             case MEMBERS_RESULT: return "MEMBERS_RESULT";
+            case POLICIES: return "POLICIES";
+            case POLICIES_RESULT: return "POLICIES_RESULT";
             default: return "UNKNOWN(" + type + ")";
         }
     }

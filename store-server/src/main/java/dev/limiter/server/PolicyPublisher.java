@@ -1,0 +1,95 @@
+package dev.limiter.server;
+
+import dev.limiter.protocol.Frame;
+import dev.limiter.protocol.MessageType;
+import dev.limiter.server.control.PolicyState;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufAllocator;
+import io.netty.channel.Channel;
+import io.netty.channel.group.ChannelGroup;
+import io.netty.channel.group.DefaultChannelGroup;
+import io.netty.util.concurrent.GlobalEventExecutor;
+
+/**
+ * Serves the policy set in force to SDKs (POLICIES) and pushes every new set to the connections
+ * that subscribed, as soon as this node has applied it. The encoded set is cached per set version.
+ */
+final class PolicyPublisher
+{
+    private final PolicyState state;
+    private final int maxFrameBytes;
+    private final ChannelGroup subscribers = new DefaultChannelGroup("limiter-policy-subscribers", GlobalEventExecutor.INSTANCE);
+    private volatile Encoded encoded;
+    private long pushedVersion = -1;
+
+    private record Encoded(long version, byte[] body)
+    {
+    }
+
+    PolicyPublisher(final PolicyState state, final int maxFrameBytes)
+    {
+        this.state = state;
+        this.maxFrameBytes = maxFrameBytes;
+        state.onChange(this::changed);
+    }
+
+    void subscribe(final Channel channel)
+    {
+        subscribers.add(channel); // removed by the group when the channel closes
+    }
+
+    int subscriberCount()
+    {
+        return subscribers.size();
+    }
+
+    /** {@code POLICIES_RESULT} with the set in force, or null when it does not fit in a frame. */
+    ByteBuf encode(final ByteBufAllocator alloc, final long correlationId)
+    {
+        final Encoded current = current();
+        if (Frame.HEADER_LENGTH + current.body().length > maxFrameBytes)
+        {
+            return null;
+        }
+        final ByteBuf out = alloc.buffer(Frame.HEADER_LENGTH + current.body().length);
+        final int start = Frame.begin(out, MessageType.POLICIES_RESULT, correlationId);
+        out.writeBytes(current.body());
+        Frame.finish(out, start);
+        return out;
+    }
+
+    private Encoded current()
+    {
+        final Encoded cached = encoded;
+        final long version = state.setVersion();
+        if (cached != null && cached.version() == version)
+        {
+            return cached;
+        }
+        final byte[] set = state.inForce().toByteArray();
+        final byte[] body = java.nio.ByteBuffer.allocate(8 + set.length).putLong(version).put(set).array();
+        final Encoded fresh = new Encoded(version, body);
+        encoded = fresh;
+        return fresh;
+    }
+
+    /** On the thread that applied a change: push a new set version to every subscriber. */
+    private synchronized void changed()
+    {
+        final long version = state.setVersion();
+        if (version == pushedVersion || subscribers.isEmpty())
+        {
+            pushedVersion = version;
+            return;
+        }
+        pushedVersion = version;
+        for (final Channel channel : subscribers)
+        {
+            final ByteBuf push = encode(channel.alloc(), 0);
+            if (push != null)
+            {
+                channel.writeAndFlush(push, channel.voidPromise());
+            }
+        }
+    }
+}
