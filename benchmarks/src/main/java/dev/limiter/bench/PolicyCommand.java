@@ -531,19 +531,27 @@ public final class PolicyCommand implements Callable<Integer>
             final AdminClient client = admin.connect(parent.io);
             final Rollout previous;
             final Policy.Builder body;
+            final long basedOn;
             if (policy != null)
             {
                 body = policy;
                 previous = null;
+                basedOn = policy.getVersion();
             }
             else
             {
                 final Policy newest = newest(client, policyId);
                 previous = newest.getRollout();
+                basedOn = newest.getVersion();
                 // The next step of the same version: its limits and selector; it takes effect now.
                 body = newest.toBuilder().setId(policyId).clearEffectiveFrom();
             }
             body.clearVersion().clearRollout().setReason(why);
+            if (basedOn != 0)
+            {
+                // The version this step was read from: the node refuses it (409) if the policy changed since.
+                body.setVersion(basedOn);
+            }
             if (owner != null)
             {
                 body.setOwner(owner.strip());

@@ -503,11 +503,14 @@ class PolicyCommandTest
         return sent.build();
     }
 
-    /** Neither the version (the cluster numbers it) nor the fallback (the cluster sets it) is ever sent. */
-    private static void assertNoVersionOrFallback(final FakeAdminServer.Seen seen)
+    /**
+     * The version sent is the one the step was read from (the node refuses the step with 409 if the
+     * policy changed since); the fallback (the cluster sets it) is never sent.
+     */
+    private static void assertBasedOnAndNoFallback(final FakeAdminServer.Seen seen, final String basedOn)
     {
         final JsonObject body = JsonParser.parseString(seen.body()).getAsJsonObject();
-        assertFalse(body.has("version"), seen.body());
+        assertEquals(basedOn, body.has("version") ? body.get("version").getAsString() : null, seen.body());
         assertFalse(body.has("rollout") && body.getAsJsonObject("rollout").has("fallback"), seen.body());
         assertFalse(seen.body().contains("fallback"), seen.body());
     }
@@ -536,7 +539,7 @@ class PolicyCommandTest
         assertEquals(List.of("acme", "globex"), sent.getRollout().getTenantsList());
         assertEquals(25, sent.getRollout().getPercent());
         assertTrue(sent.getRollout().getOthersInShadow(), "--others defaults to the previous step's");
-        assertNoVersionOrFallback(node.last());
+        assertBasedOnAndNoFallback(node.last(), "4");
         assertEquals("policy orders-api version 5 rolling out: 25% of tenants + 2 listed (others on version 3, in shadow)\n",
             result.out());
         assertEquals("", result.err());
@@ -623,12 +626,12 @@ class PolicyCommandTest
         assertEquals(50, sent.getRate());
         assertEquals(80, sent.getBurst());
         assertEquals("/v1/orders/{id}", sent.getSelector().getRoute());
-        assertNoVersionOrFallback(node.last());
+        assertBasedOnAndNoFallback(node.last(), "4");
         assertEquals("policy orders-api version 6 in force for every tenant (rollout complete)\n", result.out());
     }
 
     @Test
-    void shouldNeverSendTheVersionOrTheFallback() throws Exception
+    void shouldSendTheVersionItWasBasedOnButNeverTheFallback() throws Exception
     {
         final FakeAdminServer node = rolloutNode(ROLLOUT_HISTORY, ROLLOUT_CHANGE);
         // As ./limiter policy get --json prints a version being rolled out: with its number and fallback.
@@ -647,8 +650,8 @@ class PolicyCommandTest
         assertEquals(0, fromHistory.status(), fromHistory.toString());
         assertEquals("PUT", first.method());
         assertEquals("PUT", second.method());
-        assertNoVersionOrFallback(first);
-        assertNoVersionOrFallback(second);
+        assertBasedOnAndNoFallback(first, "9");
+        assertBasedOnAndNoFallback(second, "4");
         // The options make the file's rollout: the file's tenants and shadow setting are not kept.
         assertEquals(20, sentPolicy(first).getRollout().getPercent());
         assertEquals(0, sentPolicy(first).getRollout().getTenantsCount());

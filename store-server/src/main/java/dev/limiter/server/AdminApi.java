@@ -56,6 +56,7 @@ import java.util.function.Predicate;
  *
  * Every route needs {@code Authorization: Bearer <token>}; {@code X-Limiter-Actor} names who acts.
  * Errors are an AdminError: 400 invalid (nothing changed), 401 no or wrong token, 404 unknown,
+ * 409 a PUT whose {@code version} is not the policy's newest (changed since it was read),
  * 421 a change sent to a follower (its {@code leader} says where to go), 503 not committed.
  */
 final class AdminApi
@@ -172,7 +173,10 @@ final class AdminApi
                 {
                     throw new BadRequest("the body's id '" + policy.getId() + "' differs from the path's '" + id + "'; nothing changed");
                 }
-                submit(PolicyState.command(actor, System.currentTimeMillis()).setPut(policy.setId(id).setVersion(0)).build(), reply);
+                // A body's version is the one its author read: the change applies only on top of it.
+                final long expected = policy.getVersion();
+                submit(PolicyState.command(actor, System.currentTimeMillis()).setExpectedVersion(expected)
+                    .setPut(policy.setId(id).setVersion(0)).build(), reply);
             }
             else if (method.equals(HttpMethod.DELETE))
             {
@@ -224,6 +228,7 @@ final class AdminApi
                     case OK, IGNORED -> json(HttpResponseStatus.OK, outcome.result());
                     case NOT_FOUND -> json(HttpResponseStatus.NOT_FOUND, outcome.error());
                     case INVALID -> json(HttpResponseStatus.BAD_REQUEST, outcome.error());
+                    case CONFLICT -> json(HttpResponseStatus.CONFLICT, outcome.error());
                 });
                 return;
             }

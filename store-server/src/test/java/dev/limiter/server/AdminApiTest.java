@@ -407,4 +407,20 @@ class AdminApiTest
         }
         assertThrows(IllegalArgumentException.class, () -> LimiterClient.builder().policyTtl(Duration.ofMillis(10)));
     }
+
+    @Test
+    void aChangeBasedOnAnOlderVersionIsRefusedWithAConflict() throws Exception
+    {
+        try (StoreServer server = start(TestNode.config(dir, 0, 1).adminToken(TOKEN)))
+        {
+            final String basedOnOne = ORDERS_V2.replace("\"owner\"", "\"version\":\"1\",\"owner\"");
+            assertEquals(200, call(server, "PUT", "/v1/policies/orders", basedOnOne).statusCode(), "version 1 is the newest: accepted");
+            final HttpResponse<String> stale = call(server, "PUT", "/v1/policies/orders", basedOnOne.replace("\"rate\":1,", "\"rate\":2,"));
+            assertEquals(409, stale.statusCode(), stale.body());
+            assertTrue(stale.body().contains("is at version 2, not 1"), stale.body());
+            assertEquals(2, server.policyState().current("orders").getVersion(), "nothing changed");
+            assertEquals(200, call(server, "PUT", "/v1/policies/orders", ORDERS_V2.replace("\"rate\":1,", "\"rate\":2,")).statusCode(),
+                "without a version there is no check");
+        }
+    }
 }

@@ -51,7 +51,7 @@ public final class PolicyState
     /** Result of applying a command. */
     public enum Status
     {
-        OK, INVALID, NOT_FOUND, IGNORED
+        OK, INVALID, NOT_FOUND, IGNORED, CONFLICT
     }
 
     /** What {@link #apply} did: a change result, or an error saying why nothing changed. */
@@ -431,6 +431,13 @@ public final class PolicyState
             return Outcome.invalid("policy " + wanted.getId() + " is invalid; nothing changed", errors);
         }
         final History existing = byId.get(wanted.getId());
+        final long newest = existing == null ? 0 : existing.versions.size();
+        if (command.getExpectedVersion() != 0 && command.getExpectedVersion() != newest)
+        {
+            return new Outcome(Status.CONFLICT, null, AdminError.newBuilder()
+                .setError("policy " + wanted.getId() + " is at version " + newest + ", not " + command.getExpectedVersion() +
+                    ": it changed since you read it; read it again and redo the change (nothing changed)").build());
+        }
         if (existing != null && existing.inForce() && samePolicy(existing.latest().getPolicy(), wanted))
         {
             return Outcome.invalid("policy " + wanted.getId() + " version " + existing.versions.size() +
