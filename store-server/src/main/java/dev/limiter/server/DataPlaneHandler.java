@@ -56,6 +56,7 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
     {
         final AcquireDecoder decoder = new AcquireDecoder();
         final FrameWork.Pool pool;
+        final CompiledPolicy[] stacked = new CompiledPolicy[PolicySetIndex.MAX_STACKED_PER_REQUEST];
 
         LoopState(final ServerMetrics metrics)
         {
@@ -219,6 +220,16 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
             work.shard[i] = shard;
             shardMask |= 1L << shard;
             work.count++;
+            if (work.stacked)
+            {
+                final String problem = addStacked(work, decoder, state.stacked, index, i, shardCount);
+                if (problem != null)
+                {
+                    work.recycle();
+                    error(ctx, correlationId, ErrorCode.INVALID_DESCRIPTOR, "entry " + i + ": " + problem);
+                    return;
+                }
+            }
             if (index.hasShadow())
             {
                 final CompiledPolicy shadow = policy != matched && matched.rolloutShadowsOthers() ? matched : index.matchShadow(decoder);
@@ -409,6 +420,50 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
      *
      * @return the tenant's hash for tenant-scoped keys (never 0), else 0
      */
+    /**
+     * Adds the stacked policies matching the current entry as parts it is charged against too (on
+     * the same shard: the shard checks every part, then charges all of them or none).
+     *
+     * @return why the entry cannot be decided, or null
+     */
+    private static String addStacked(final FrameWork work, final AcquireDecoder decoder, final CompiledPolicy[] scratch,
+        final PolicySetIndex index, final int entry, final int shardCount)
+    {
+        final int matched = index.matchStacked(decoder, scratch);
+        work.stackFrom[entry] = work.partCount;
+        work.stackCount[entry] = 0;
+        if (matched == 0)
+        {
+            return null;
+        }
+        if (shardCount > 1)
+        {
+            // Checked when policies change; kept here so a misconfigured node refuses rather than half-charges.
+            return "stacked policies need a node with one shard (--shards 1) in this version";
+        }
+        for (int k = 0; k < matched; k++)
+        {
+            final CompiledPolicy part = scratch[k].forRequest(decoder);
+            scratch[k] = null;
+            final String missing = missingScopeField(part, decoder);
+            if (missing != null)
+            {
+                return missing;
+            }
+            final int p = work.partCount;
+            final int keyStart = work.keyCursor;
+            work.ensureKeyRoom(BucketTable.MAX_KEY_LENGTH);
+            buildKey(work, decoder, part);
+            work.partKeyOffset[p] = keyStart;
+            work.partKeyLength[p] = work.keyCursor - keyStart;
+            work.partKeyHash[p] = KeyHash.hash(work.keys, keyStart, work.keyCursor - keyStart);
+            work.partPolicy[p] = part;
+            work.partCount++;
+            work.stackCount[entry]++;
+        }
+        return null;
+    }
+
     /**
      * Queues the SHADOW policy's evaluation of the current entry, if one matches and the entry has
      * what its scope needs (else it is skipped: a shadow never refuses a request).

@@ -45,6 +45,18 @@ final class FrameWork implements Runnable
     int[] shadowShard = new int[INITIAL_ENTRIES];
     CompiledPolicy[] shadowPolicy = new CompiledPolicy[INITIAL_ENTRIES];
     int shadowCount;
+    /**
+     * Stacked (hierarchical) scopes of this frame's entries: entry i is also charged against parts
+     * {@code stackFrom[i] .. stackFrom[i] + stackCount[i] - 1}, all or none. Valid while {@link #stacked}.
+     */
+    boolean stacked;
+    int[] stackFrom = new int[INITIAL_ENTRIES];
+    int[] stackCount = new int[INITIAL_ENTRIES];
+    int[] partKeyOffset = new int[0];
+    int[] partKeyLength = new int[0];
+    long[] partKeyHash = new long[0];
+    CompiledPolicy[] partPolicy = new CompiledPolicy[0];
+    int partCount;
     int keyCursor;
 
     ChannelHandlerContext ctx;
@@ -84,6 +96,8 @@ final class FrameWork implements Runnable
         this.policies = policies;
         this.count = 0;
         this.shadowCount = 0;
+        this.partCount = 0;
+        this.stacked = policies.hasStacked();
         this.keyCursor = 0;
         this.startNanos = startNanos;
         if (keyOffset.length < entries)
@@ -95,6 +109,17 @@ final class FrameWork implements Runnable
             cost = new int[n];
             shard = new int[n];
             policy = new CompiledPolicy[n];
+        }
+        if (stacked && (stackFrom.length < entries || partKeyOffset.length < entries * PolicySetIndex.MAX_STACKED_PER_REQUEST))
+        {
+            final int n = Math.max(INITIAL_ENTRIES, Integer.highestOneBit(Math.max(2, entries) - 1) << 1);
+            stackFrom = new int[Math.max(n, stackFrom.length)];
+            stackCount = new int[Math.max(n, stackCount.length)];
+            final int parts = n * PolicySetIndex.MAX_STACKED_PER_REQUEST;
+            partKeyOffset = new int[parts];
+            partKeyLength = new int[parts];
+            partKeyHash = new long[parts];
+            partPolicy = new CompiledPolicy[parts];
         }
         if (policies.hasShadow() && shadowKeyOffset.length < entries)
         {
@@ -236,6 +261,7 @@ final class FrameWork implements Runnable
         policies = null;
         java.util.Arrays.fill(policy, 0, count, null);
         java.util.Arrays.fill(shadowPolicy, 0, shadowCount, null);
+        java.util.Arrays.fill(partPolicy, 0, partCount, null);
         pool.release(this);
     }
 

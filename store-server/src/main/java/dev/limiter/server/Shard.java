@@ -215,6 +215,11 @@ final class Shard implements dev.limiter.server.cluster.Replication.DecidingShar
                 {
                     continue;
                 }
+                if (work.stacked && work.stackCount[i] > 0)
+                {
+                    strict |= decideStacked(work, i, now);
+                    continue;
+                }
                 final CompiledPolicy policy = work.policy[i];
                 table.acquire(work.keys, work.keyOffset[i], work.keyLength[i], work.keyHash[i], policy.ordinal(),
                     policy.rate(), work.cost[i], now, decision);
@@ -300,6 +305,107 @@ final class Shard implements dev.limiter.server.cluster.Replication.DecidingShar
     BucketTable table()
     {
         return table;
+    }
+
+    /**
+     * Hierarchical limits: the entry's own policy and every stacked part are checked first; only if
+     * all would allow are all charged. Otherwise nothing is charged and the first scope that denies
+     * (its own policy, then the parts in order) is the decision the record names, replayed as an
+     * ordinary denied decision so the log and every replica agree. If the store is full when a part
+     * is charged, the parts already charged stay charged (an under-admission, never an over-one).
+     *
+     * @return whether any scope is STRICT (the frame then waits for the commit)
+     */
+    private boolean decideStacked(final FrameWork work, final int i, final long now)
+    {
+        final int from = work.stackFrom[i];
+        final int parts = work.stackCount[i];
+        final int cost = work.cost[i];
+        final CompiledPolicy own = work.policy[i];
+        boolean strict = own.strict();
+        int denying = table.peek(work.keys, work.keyOffset[i], work.keyLength[i], work.keyHash[i], own.rate(), cost, now, decision) ? -2 : -1;
+        for (int k = 0; k < parts && denying == -2; k++)
+        {
+            final CompiledPolicy part = work.partPolicy[from + k];
+            if (!table.peek(work.keys, work.partKeyOffset[from + k], work.partKeyLength[from + k], work.partKeyHash[from + k],
+                part.rate(), cost, now, decision))
+            {
+                denying = k;
+            }
+        }
+        for (int k = 0; k < parts; k++)
+        {
+            strict |= work.partPolicy[from + k].strict();
+        }
+        CompiledPolicy named;
+        final boolean answered;
+        if (denying != -2)
+        {
+            // One scope refuses: charge none; record that scope's (denied) decision.
+            named = denying == -1 ? own : work.partPolicy[from + denying];
+            final int offset = denying == -1 ? work.keyOffset[i] : work.partKeyOffset[from + denying];
+            final int length = denying == -1 ? work.keyLength[i] : work.partKeyLength[from + denying];
+            final long hash = denying == -1 ? work.keyHash[i] : work.partKeyHash[from + denying];
+            table.acquire(work.keys, offset, length, hash, named.ordinal(), named.rate(), cost, now, decision);
+            if (log != null)
+            {
+                log.append(work.keys, offset, length, named.ordinal(), cost, now);
+            }
+            answered = decision.allowed();
+            putRecord(work, i, named, answered, decision.reason(), decision.remainingTokens(), decision.retryAfterNanos(),
+                decision.resetAfterNanos());
+        }
+        else
+        {
+            // Every scope allows: charge all; the record names the tightest (fewest tokens left).
+            table.acquire(work.keys, work.keyOffset[i], work.keyLength[i], work.keyHash[i], own.ordinal(), own.rate(), cost, now, decision);
+            if (log != null)
+            {
+                log.append(work.keys, work.keyOffset[i], work.keyLength[i], own.ordinal(), cost, now);
+            }
+            named = own;
+            boolean allowed = decision.allowed();
+            dev.limiter.protocol.ReasonCode reason = decision.reason();
+            long remaining = decision.remainingTokens();
+            long retry = decision.retryAfterNanos();
+            long reset = decision.resetAfterNanos();
+            for (int k = 0; k < parts && allowed; k++)
+            {
+                final CompiledPolicy part = work.partPolicy[from + k];
+                table.acquire(work.keys, work.partKeyOffset[from + k], work.partKeyLength[from + k], work.partKeyHash[from + k],
+                    part.ordinal(), part.rate(), cost, now, decision);
+                if (log != null && decision.reason() != dev.limiter.protocol.ReasonCode.STORE_FULL)
+                {
+                    log.append(work.keys, work.partKeyOffset[from + k], work.partKeyLength[from + k], part.ordinal(), cost, now);
+                }
+                if (!decision.allowed() || decision.remainingTokens() < remaining)
+                {
+                    named = part;
+                    allowed = decision.allowed();
+                    reason = decision.reason();
+                    remaining = decision.remainingTokens();
+                    retry = decision.retryAfterNanos();
+                    reset = decision.resetAfterNanos();
+                }
+            }
+            answered = allowed;
+            putRecord(work, i, named, allowed, reason, remaining, retry, reset);
+        }
+        work.policy[i] = named; // the answer names the policy that limited it
+        if (named.ordinal() >= allowedByPolicy.length())
+        {
+            growCounters(named.ordinal());
+        }
+        final AtomicLongArray counter = answered ? allowedByPolicy : deniedByPolicy;
+        counter.lazySet(named.ordinal(), counter.get(named.ordinal()) + 1);
+        return strict;
+    }
+
+    private static void putRecord(final FrameWork work, final int i, final CompiledPolicy policy, final boolean allowed,
+        final dev.limiter.protocol.ReasonCode reason, final long remaining, final long retryAfter, final long resetAfter)
+    {
+        ResultCodec.putRecord(work.response, ResultCodec.recordOffset(work.frameStart, i), allowed, reason, policy.ordinal(), remaining,
+            policy.rate().burstTokens(), retryAfter, resetAfter, policy.version(), policy.windowSeconds());
     }
 
     /** Owner thread only (the only writer), so no count is lost in the copy. */

@@ -83,6 +83,11 @@ public final class StoreServer implements AutoCloseable
         this.config = config.validate();
         this.clock = clock;
         this.seed = loadPolicies(config);
+        if (config.shards() > 1 && seed.policies().stream().anyMatch(dev.limiter.protocol.CompiledPolicy::stacked))
+        {
+            throw new PolicyValidationException(List.of("stacked (hierarchical) policies need --shards 1 in this version; " +
+                "this node was started with --shards " + config.shards()));
+        }
         this.adminToken = AdminToken.resolve(config);
         if (!config.clustered())
         {
@@ -178,7 +183,7 @@ public final class StoreServer implements AutoCloseable
                 }
             });
         dataChannel = bootstrap.bind(new InetSocketAddress(config.host(), config.port())).sync().channel();
-        control = new dev.limiter.server.control.PolicyControl(policyState, replication);
+        control = new dev.limiter.server.control.PolicyControl(policyState, replication, config.shards());
         ticker = java.util.concurrent.Executors.newSingleThreadScheduledExecutor(r ->
         {
             final Thread thread = new Thread(r, "limiter-control-tick");

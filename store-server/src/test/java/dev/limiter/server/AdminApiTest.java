@@ -423,4 +423,58 @@ class AdminApiTest
                 "without a version there is no check");
         }
     }
+
+    @Test
+    void aRequestIsChargedAgainstEveryStackedScopeOrNoneAndTheAnswerNamesTheLimitingPolicy() throws Exception
+    {
+        final ManualClock clock = new ManualClock(SECOND);
+        try (StoreServer server = new StoreServer(TestNode.config(dir, 0, 1).adminToken(TOKEN), clock).start();
+             LimiterClient client = LimiterClient.builder().endpoints("127.0.0.1:" + server.port()).deadline(Duration.ofSeconds(5)).build())
+        {
+            // The route's global budget (3, refilled 1/s) stacked on the per-tenant orders policy (burst 5).
+            final String global = "{\"selector\":{\"route\":\"/v1/orders/{id}\"},\"rate\":1,\"burst\":%d,\"scope\":\"GLOBAL\"," +
+                "\"stacked\":true,\"owner\":\"platform\",\"reason\":\"route capacity\"}";
+            assertEquals(200, call(server, "PUT", "/v1/policies/orders-global", String.format(global, 3)).statusCode());
+
+            final Decision first = client.acquireBlocking(Descriptor.of("a", "/v1/orders/1"), 1);
+            assertTrue(first.allowed());
+            assertEquals("orders-global", first.policyId(), "allowed: the answer names the tightest scope");
+            assertEquals(2, first.remaining());
+            assertTrue(client.acquireBlocking(Descriptor.of("b", "/v1/orders/1"), 1).allowed());
+            assertTrue(client.acquireBlocking(Descriptor.of("c", "/v1/orders/1"), 1).allowed());
+            for (int i = 0; i < 3; i++)
+            {
+                final Decision refused = client.acquireBlocking(Descriptor.of("d", "/v1/orders/1"), 1);
+                assertFalse(refused.allowed());
+                assertEquals("orders-global", refused.policyId(), "denied: the answer names the scope that refused");
+                assertTrue(refused.retryAfter().toMillis() > 0);
+            }
+            // A roomier global budget (a new version, new bucket): d's own bucket was never charged above.
+            assertEquals(200, call(server, "PUT", "/v1/policies/orders-global", String.format(global, 1000)).statusCode());
+            int allowed = 0;
+            Decision last = null;
+            for (int i = 0; i < 6; i++)
+            {
+                last = client.acquireBlocking(Descriptor.of("d", "/v1/orders/1"), 1);
+                allowed += last.allowed() ? 1 : 0;
+            }
+            assertEquals(5, allowed, "d's tenant bucket was full: the refused requests charged none of its scopes");
+            assertEquals("orders", last.policyId(), "now the tenant's own policy is what refuses");
+            final String metrics = call(http, server.adminPort(), "GET", "/metrics", null, null).body();
+            assertTrue(metric(metrics, "limiter_decisions_total{outcome=\"denied\",policy=\"orders-global\"}") >= 3, metrics);
+        }
+    }
+
+    @Test
+    void stackedPoliciesAreRefusedOnANodeWithSeveralShards() throws Exception
+    {
+        try (StoreServer server = start(TestNode.config(dir, 0, 2).adminToken(TOKEN)))
+        {
+            final HttpResponse<String> refused = call(server, "PUT", "/v1/policies/orders-global",
+                "{\"selector\":{\"route\":\"/v1/orders/{id}\"},\"rate\":1,\"scope\":\"GLOBAL\",\"stacked\":true,\"owner\":\"p\",\"reason\":\"r\"}");
+            assertEquals(400, refused.statusCode());
+            assertTrue(refused.body().contains("--shards 1"), refused.body());
+            assertEquals(null, server.policyState().current("orders-global"));
+        }
+    }
 }

@@ -501,4 +501,42 @@ class ClusterTest
         return nodes.values().stream().allMatch(n -> n.policies().policies().stream()
             .anyMatch(p -> p.id().equals("orders") && p.version() == version));
     }
+
+    @Test
+    void hierarchicalDecisionsReplicateToEqualTables() throws Exception
+    {
+        final String token = "drill-token-0123456789abcdef";
+        choosePorts();
+        for (final String id : peers.keySet())
+        {
+            final Path configDir = dir.resolve(id + "-config");
+            java.nio.file.Files.createDirectories(configDir);
+            nodes.put(id, new StoreServer(TestNode.config(configDir, peers.get(id).getPort(), 1).adminToken(token)
+                .nodeId(id).peers(peers).raftPortOffset(RAFT_OFFSET).dataDir(dir.resolve(id))).start());
+        }
+        final StoreServer leader = leader();
+        final java.net.http.HttpResponse<String> put = AdminApiTest.call(java.net.http.HttpClient.newHttpClient(), leader.adminPort(), "PUT",
+            "/v1/policies/orders-global", "{\"selector\":{\"route\":\"/v1/orders/{id}\"},\"rate\":5,\"burst\":30,\"scope\":\"GLOBAL\"," +
+                "\"stacked\":true,\"owner\":\"platform\",\"reason\":\"route capacity\"}", token);
+        assertEquals(200, put.statusCode(), put.body());
+        int deniedByGlobal = 0;
+        int deniedByTenant = 0;
+        try (LimiterClient client = client())
+        {
+            // One tenant runs through its own burst of 5 (refused by orders), then 30 tenants twice each
+            // run through what is left of the route's 30 (refused by orders-global).
+            for (int i = 0; i < 90; i++)
+            {
+                final String tenant = i < 30 ? "heavy" : "tenant-" + (i % 30);
+                final Decision decision = client.acquireBlocking(Descriptor.of(tenant, "/v1/orders/1"), 1);
+                if (!decision.allowed())
+                {
+                    deniedByGlobal += decision.policyId().equals("orders-global") ? 1 : 0;
+                    deniedByTenant += decision.policyId().equals("orders") ? 1 : 0;
+                }
+            }
+        }
+        assertTrue(deniedByGlobal > 0 && deniedByTenant > 0, "both scopes refused some: global " + deniedByGlobal + ", tenant " + deniedByTenant);
+        await("replicas to converge on the hierarchical decisions", Duration.ofSeconds(10), this::converged);
+    }
 }

@@ -166,6 +166,12 @@ public final class CompiledPolicy
         return source.getMode() == Mode.SHADOW;
     }
 
+    /** Charged beside the most specific policy of every request it matches (hierarchical limits). */
+    public boolean stacked()
+    {
+        return source.getStacked();
+    }
+
     private byte[][] rolloutTenants;
     private int rolloutPercent = -1;
     private boolean rolloutShadowsOthers;

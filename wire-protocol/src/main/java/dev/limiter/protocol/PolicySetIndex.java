@@ -51,6 +51,10 @@ public final class PolicySetIndex
     private final CompiledPolicy[] bySpecificity;
     private final CompiledPolicy[] shadowBySpecificity;
     private final boolean rolloutShadows;
+    private final CompiledPolicy[] stacked;
+
+    /** Most stacked policies one request is charged against besides its own. */
+    public static final int MAX_STACKED_PER_REQUEST = 4;
     private final CompiledPolicy defaultPolicy;
     private final long version;
     private final long fingerprint;
@@ -89,7 +93,7 @@ public final class PolicySetIndex
             .thenComparing(Comparator.comparingInt(CompiledPolicy::priority).reversed())
             .thenComparing(CompiledPolicy::id);
         this.bySpecificity = Arrays.stream(byOrdinal)
-            .filter(p -> p != null && p != defaultPolicy && !p.shadow())
+            .filter(p -> p != null && p != defaultPolicy && !p.shadow() && !p.stacked())
             .sorted(mostSpecificFirst)
             .toArray(CompiledPolicy[]::new);
         this.shadowBySpecificity = Arrays.stream(byOrdinal)
@@ -97,6 +101,10 @@ public final class PolicySetIndex
             .sorted(mostSpecificFirst)
             .toArray(CompiledPolicy[]::new);
         this.rolloutShadows = Arrays.stream(byOrdinal).anyMatch(p -> p != null && p.rolloutShadowsOthers());
+        this.stacked = Arrays.stream(byOrdinal)
+            .filter(p -> p != null && p.stacked())
+            .sorted(mostSpecificFirst)
+            .toArray(CompiledPolicy[]::new);
     }
 
     /**
@@ -177,7 +185,7 @@ public final class PolicySetIndex
                 continue;
             }
             // Shadow policies are matched apart from enforced ones: a shadow may select what an enforced policy does.
-            final String previous = selectors.putIfAbsent(c.selectorKey() + (c.shadow() ? "/shadow" : ""), c.id());
+            final String previous = selectors.putIfAbsent(c.selectorKey() + (c.shadow() ? "/shadow" : "") + (c.stacked() ? "/stacked" : ""), c.id());
             if (previous != null)
             {
                 errors.add(where + ".selector: conflicts with policy '" + previous +
@@ -198,6 +206,10 @@ public final class PolicySetIndex
         }
         final CompiledPolicy compiledDefault = compileOne(defaultPolicy,
             ordinals == null ? compiled.size() : ordinals.applyAsInt(defaultPolicy), "defaultPolicy", errors);
+        if (defaultPolicy.getStacked())
+        {
+            errors.add("defaultPolicy.stacked: the default is what applies when nothing else does; it cannot be stacked");
+        }
         if (defaultPolicy.getMode() == Mode.SHADOW)
         {
             errors.add("defaultPolicy.mode: must be ENFORCE (the default decides whatever no policy matches)");
@@ -290,6 +302,10 @@ public final class PolicySetIndex
         if (p.getScope() == Scope.UNRECOGNIZED)
         {
             errors.add(where + ".scope: unknown scope");
+        }
+        if (p.getStacked() && p.getMode() == Mode.SHADOW)
+        {
+            errors.add(where + ".stacked: a SHADOW policy cannot be stacked (shadows never charge what decides)");
         }
         if (p.getMode() == Mode.UNRECOGNIZED)
         {
@@ -446,6 +462,31 @@ public final class PolicySetIndex
             }
         }
         return null;
+    }
+
+    /**
+     * The stacked policies matching a descriptor, most specific first, at most
+     * {@link #MAX_STACKED_PER_REQUEST}, written to {@code out}. Allocates nothing.
+     *
+     * @return how many
+     */
+    public int matchStacked(final DescriptorView descriptor, final CompiledPolicy[] out)
+    {
+        int found = 0;
+        for (int i = 0; i < stacked.length && found < MAX_STACKED_PER_REQUEST; i++)
+        {
+            if (stacked[i].matches(descriptor))
+            {
+                out[found++] = stacked[i];
+            }
+        }
+        return found;
+    }
+
+    /** Whether any stacked (hierarchical) policy is in the set. */
+    public boolean hasStacked()
+    {
+        return stacked.length > 0;
     }
 
     /** Whether any request may be evaluated in shadow: a SHADOW policy, or a rollout shadowing the tenants it leaves out. */

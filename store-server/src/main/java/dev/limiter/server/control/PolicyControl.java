@@ -23,8 +23,35 @@ public final class PolicyControl
      */
     public PolicyControl(final PolicyState state, final Replication replication)
     {
+        this(state, replication, 1);
+    }
+
+    /**
+     * @param shards the node's shard count: stacked (hierarchical) policies need one shard in this
+     * version, so with more they are refused here
+     */
+    public PolicyControl(final PolicyState state, final Replication replication, final int shards)
+    {
         this.state = state;
         this.replication = replication;
+        this.shards = shards;
+    }
+
+    private final int shards;
+
+    /** Why this node cannot take the change, or null. */
+    private String unsupported(final PolicyCommand command)
+    {
+        boolean stacked = command.hasPut() && command.getPut().getStacked();
+        if (command.hasRollback())
+        {
+            final dev.limiter.protocol.policy.PolicyHistory history = state.history(command.getRollback().getId());
+            final long to = command.getRollback().getToVersion();
+            stacked = history != null && to >= 1 && to <= history.getVersionsCount() &&
+                history.getVersions((int)to - 1).getPolicy().getStacked();
+        }
+        return stacked && shards > 1 ? "policy.stacked: hierarchical (stacked) policies need nodes with one shard (--shards 1) " +
+            "in this version; this node has " + shards : null;
     }
 
     public PolicyState state()
@@ -35,6 +62,12 @@ public final class PolicyControl
     /** Completes with what the change did (or why it did nothing); fails with NotLeaderException off the leader. */
     public CompletableFuture<PolicyState.Outcome> submit(final PolicyCommand command)
     {
+        final String unsupported = unsupported(command);
+        if (unsupported != null)
+        {
+            return CompletableFuture.completedFuture(new PolicyState.Outcome(PolicyState.Status.INVALID, null,
+                dev.limiter.protocol.policy.AdminError.newBuilder().setError("nothing changed").addErrors(unsupported).build()));
+        }
         if (replication == null)
         {
             return CompletableFuture.completedFuture(state.apply(command));

@@ -212,6 +212,42 @@ public final class BucketTable
             allowed ? 0 : rate.nanosUntil(tokens, costUnits), rate.nanosUntilFull(tokens));
     }
 
+    /**
+     * What {@link #acquire} would decide at {@code nowNanos}, changing nothing (hierarchical
+     * limits check every scope before charging any).
+     *
+     * @return whether it would allow; {@code out} holds the details either way
+     */
+    public boolean peek(
+        final DirectBuffer key,
+        final int keyOffset,
+        final int keyLength,
+        final long hash,
+        final TokenBucket.Rate rate,
+        final long cost,
+        final long nowNanos,
+        final Decision out)
+    {
+        final int slot = find(key, keyOffset, keyLength, hash);
+        long tokens = rate.burstUnits();
+        if (slot >= 0)
+        {
+            final int base = slot * SLOT_LENGTH;
+            tokens = rate.refill(slots.getLong(base + TOKENS_OFFSET), slots.getLong(base + LAST_NANOS_OFFSET), nowNanos);
+        }
+        if (cost > rate.burstTokens())
+        {
+            out.set(false, ReasonCode.COST_EXCEEDS_BURST, rate.wholeTokens(tokens), ResultCodec.NEVER, rate.nanosUntilFull(tokens));
+            return false;
+        }
+        final long costUnits = rate.costUnits(cost);
+        final boolean allowed = tokens >= costUnits;
+        final long after = allowed ? tokens - costUnits : tokens;
+        out.set(allowed, allowed ? ReasonCode.ALLOWED : ReasonCode.RATE_LIMITED, rate.wholeTokens(after),
+            allowed ? 0 : rate.nanosUntil(tokens, costUnits), rate.nanosUntilFull(after));
+        return allowed;
+    }
+
     /** Slot index holding the key, or -1. */
     private int find(final DirectBuffer key, final int keyOffset, final int keyLength, final long hash)
     {
