@@ -561,6 +561,22 @@ final class AdminClient
     }
 
     /** RFC 3339 in UTC to the second, "-" when unset. */
+    /** A required argument, stripped; a usage failure naming what is missing when it is blank. */
+    static String required(final String value, final String whenEmpty) throws Failure
+    {
+        if (value == null || value.isBlank())
+        {
+            throw usage(whenEmpty);
+        }
+        return value.strip();
+    }
+
+    /** The {@code --reason} every change needs. */
+    static String reason(final String reason) throws Failure
+    {
+        return required(reason, "--reason is empty: say why (the audit log keeps it)");
+    }
+
     static String time(final boolean present, final Timestamp timestamp)
     {
         return present ? Instant.ofEpochSecond(timestamp.getSeconds(), timestamp.getNanos()).truncatedTo(ChronoUnit.SECONDS).toString() : "-";

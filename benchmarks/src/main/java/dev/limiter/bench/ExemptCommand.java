@@ -91,20 +91,12 @@ public final class ExemptCommand implements Callable<Integer>
 
     private static String id(final String id) throws AdminClient.Failure
     {
-        if (id.isBlank())
-        {
-            throw AdminClient.usage("the exemption id is empty");
-        }
-        return id.strip();
+        return AdminClient.required(id, "the exemption id is empty");
     }
 
     private static String reason(final String reason) throws AdminClient.Failure
     {
-        if (reason == null || reason.isBlank())
-        {
-            throw AdminClient.usage("--reason is empty: say why (the audit log keeps it)");
-        }
-        return reason.strip();
+        return AdminClient.reason(reason);
     }
 
     private static String path(final String id)

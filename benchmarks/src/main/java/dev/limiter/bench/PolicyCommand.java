@@ -93,20 +93,12 @@ public final class PolicyCommand implements Callable<Integer>
 
     private static String id(final String id) throws AdminClient.Failure
     {
-        if (id.isBlank())
-        {
-            throw AdminClient.usage("the policy id is empty");
-        }
-        return id.strip();
+        return AdminClient.required(id, "the policy id is empty");
     }
 
     private static String reason(final String reason) throws AdminClient.Failure
     {
-        if (reason == null || reason.isBlank())
-        {
-            throw AdminClient.usage("--reason is empty: say why (the audit log keeps it)");
-        }
-        return reason.strip();
+        return AdminClient.reason(reason);
     }
 
     private static String path(final String id)
