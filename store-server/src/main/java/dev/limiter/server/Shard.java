@@ -308,10 +308,10 @@ final class Shard implements dev.limiter.server.cluster.Replication.DecidingShar
     }
 
     /**
-     * Hierarchical limits: the entry's own policy and every stacked part are checked first; only if
-     * all would allow are all charged. Otherwise nothing is charged and the first scope that denies
-     * (its own policy, then the parts in order) is the decision the record names, replayed as an
-     * ordinary denied decision so the log and every replica agree. If the store is full when a part
+     * Hierarchical limits: the entry's own policy and every stacked part are checked first (a
+     * part's reserve counting as a floor for requests that rank below it); only if all would allow
+     * are all charged, and logged. Otherwise nothing changes anywhere and the first scope that
+     * denies (its own policy, then the parts in order) is what the record names. If the store is full when a part
      * is charged, the parts already charged stay charged (an under-admission, never an over-one).
      *
      * @return whether any scope is STRICT (the frame then waits for the commit)
@@ -323,12 +323,13 @@ final class Shard implements dev.limiter.server.cluster.Replication.DecidingShar
         final int cost = work.cost[i];
         final CompiledPolicy own = work.policy[i];
         boolean strict = own.strict();
-        int denying = table.peek(work.keys, work.keyOffset[i], work.keyLength[i], work.keyHash[i], own.rate(), cost, now, decision) ? -2 : -1;
+        int denying = table.peek(work.keys, work.keyOffset[i], work.keyLength[i], work.keyHash[i], own.rate(), cost, 0, now, decision) ? -2 : -1;
         for (int k = 0; k < parts && denying == -2; k++)
         {
+            // A shared budget's reserve is a floor for requests whose own policy ranks below it.
             final CompiledPolicy part = work.partPolicy[from + k];
             if (!table.peek(work.keys, work.partKeyOffset[from + k], work.partKeyLength[from + k], work.partKeyHash[from + k],
-                part.rate(), cost, now, decision))
+                part.rate(), cost, part.floorFor(own), now, decision))
             {
                 denying = k;
             }
@@ -341,17 +342,10 @@ final class Shard implements dev.limiter.server.cluster.Replication.DecidingShar
         final boolean answered;
         if (denying != -2)
         {
-            // One scope refuses: charge none; record that scope's (denied) decision.
+            // One scope refuses: nothing is charged or stored anywhere (so nothing is logged either);
+            // the answer is that scope's view, which the peek that refused left in the decision.
             named = denying == -1 ? own : work.partPolicy[from + denying];
-            final int offset = denying == -1 ? work.keyOffset[i] : work.partKeyOffset[from + denying];
-            final int length = denying == -1 ? work.keyLength[i] : work.partKeyLength[from + denying];
-            final long hash = denying == -1 ? work.keyHash[i] : work.partKeyHash[from + denying];
-            table.acquire(work.keys, offset, length, hash, named.ordinal(), named.rate(), cost, now, decision);
-            if (log != null)
-            {
-                log.append(work.keys, offset, length, named.ordinal(), cost, now);
-            }
-            answered = decision.allowed();
+            answered = false;
             putRecord(work, i, named, answered, decision.reason(), decision.remainingTokens(), decision.retryAfterNanos(),
                 decision.resetAfterNanos());
         }

@@ -477,4 +477,46 @@ class AdminApiTest
             assertEquals(null, server.policyState().current("orders-global"));
         }
     }
+
+    @Test
+    void underSaturationLowerPrioritiesAreRefusedFirstWhileTheReserveServesHigherOnes() throws Exception
+    {
+        final ManualClock clock = new ManualClock(SECOND);
+        try (StoreServer server = new StoreServer(TestNode.config(dir, 0, 1).adminToken(TOKEN), clock).start();
+             LimiterClient client = LimiterClient.builder().endpoints("127.0.0.1:" + server.port()).deadline(Duration.ofSeconds(5)).build())
+        {
+            // Premium tenant acme: its own policy ranks 10. Everyone shares a route pool of 10, of which 4
+            // are kept for requests ranking 10 or more.
+            assertEquals(200, call(server, "PUT", "/v1/policies/acme-orders", "{\"selector\":{\"tenant\":\"acme\",\"route\":\"/v1/orders/{id}\"}," +
+                "\"rate\":100,\"priority\":10,\"owner\":\"sales\",\"reason\":\"premium\"}").statusCode());
+            final HttpResponse<String> pool = call(server, "PUT", "/v1/policies/orders-pool", "{\"selector\":{\"route\":\"/v1/orders/{id}\"}," +
+                "\"rate\":1,\"period\":\"60s\",\"burst\":10,\"scope\":\"GLOBAL\",\"stacked\":true,\"reserve\":{\"tokens\":4,\"minPriority\":10}," +
+                "\"owner\":\"platform\",\"reason\":\"shared capacity\"}");
+            assertEquals(200, pool.statusCode(), pool.body());
+
+            int standard = 0;
+            for (int t = 0; t < 10; t++)
+            {
+                final Decision d = client.acquireBlocking(Descriptor.of("tenant-" + t, "/v1/orders/1"), 1);
+                standard += d.allowed() ? 1 : 0;
+                if (!d.allowed())
+                {
+                    assertEquals("orders-pool", d.policyId(), "refused by the shared pool's reserve");
+                    assertTrue(d.retryAfter().toSeconds() > 0, d.toString());
+                }
+            }
+            assertEquals(6, standard, "standard tenants stop where the reserve begins");
+            int premium = 0;
+            for (int i = 0; i < 6; i++)
+            {
+                premium += client.acquireBlocking(Descriptor.of("acme", "/v1/orders/1"), 1).allowed() ? 1 : 0;
+            }
+            assertEquals(4, premium, "the premium tenant still gets the reserved 4, then the pool is empty for everyone");
+
+            final HttpResponse<String> bad = call(server, "PUT", "/v1/policies/orders-pool2", "{\"selector\":{\"route\":\"/v2\"}," +
+                "\"rate\":5,\"reserve\":{\"tokens\":5},\"owner\":\"p\",\"reason\":\"r\"}");
+            assertEquals(400, bad.statusCode());
+            assertTrue(bad.body().contains("set stacked: true") && bad.body().contains("below the burst"), bad.body());
+        }
+    }
 }

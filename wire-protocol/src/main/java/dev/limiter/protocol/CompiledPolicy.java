@@ -166,6 +166,26 @@ public final class CompiledPolicy
         return source.getMode() == Mode.SHADOW;
     }
 
+    /**
+     * Token units of this (stacked) budget kept for requests whose own policy has at least
+     * {@link #reserveMinPriority()}; 0 when nothing is reserved.
+     */
+    public long reserveUnits()
+    {
+        return source.hasReserve() ? rate.costUnits(source.getReserve().getTokens()) : 0;
+    }
+
+    public int reserveMinPriority()
+    {
+        return source.getReserve().getMinPriority();
+    }
+
+    /** Units a request whose own policy is {@code own} must leave in this budget: the reserve, unless it ranks high enough. */
+    public long floorFor(final CompiledPolicy own)
+    {
+        return source.hasReserve() && own.priority() < source.getReserve().getMinPriority() ? reserveUnits() : 0;
+    }
+
     /** Charged beside the most specific policy of every request it matches (hierarchical limits). */
     public boolean stacked()
     {

@@ -303,6 +303,19 @@ public final class PolicySetIndex
         {
             errors.add(where + ".scope: unknown scope");
         }
+        if (p.hasReserve())
+        {
+            final long burstTokens = p.getBurst() == 0 ? p.getRate() : p.getBurst();
+            if (!p.getStacked())
+            {
+                errors.add(where + ".reserve: only a stacked (shared) budget keeps a reserve; set stacked: true");
+            }
+            if (p.getReserve().getTokens() < 1 || p.getReserve().getTokens() >= burstTokens)
+            {
+                errors.add(where + ".reserve.tokens: must be at least 1 and below the burst (" + burstTokens + "), was " +
+                    p.getReserve().getTokens());
+            }
+        }
         if (p.getStacked() && p.getMode() == Mode.SHADOW)
         {
             errors.add(where + ".stacked: a SHADOW policy cannot be stacked (shadows never charge what decides)");

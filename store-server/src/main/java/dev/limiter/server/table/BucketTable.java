@@ -213,8 +213,9 @@ public final class BucketTable
     }
 
     /**
-     * What {@link #acquire} would decide at {@code nowNanos}, changing nothing (hierarchical
-     * limits check every scope before charging any).
+     * What {@link #acquire} would decide at {@code nowNanos} if the bucket had to keep
+     * {@code floorUnits} after the charge, changing nothing (hierarchical limits check every scope
+     * before charging any; a reserve is the floor a lower-priority request may not go below).
      *
      * @return whether it would allow; {@code out} holds the details either way
      */
@@ -225,6 +226,7 @@ public final class BucketTable
         final long hash,
         final TokenBucket.Rate rate,
         final long cost,
+        final long floorUnits,
         final long nowNanos,
         final Decision out)
     {
@@ -241,10 +243,10 @@ public final class BucketTable
             return false;
         }
         final long costUnits = rate.costUnits(cost);
-        final boolean allowed = tokens >= costUnits;
+        final boolean allowed = tokens - floorUnits >= costUnits;
         final long after = allowed ? tokens - costUnits : tokens;
-        out.set(allowed, allowed ? ReasonCode.ALLOWED : ReasonCode.RATE_LIMITED, rate.wholeTokens(after),
-            allowed ? 0 : rate.nanosUntil(tokens, costUnits), rate.nanosUntilFull(after));
+        out.set(allowed, allowed ? ReasonCode.ALLOWED : ReasonCode.RATE_LIMITED, rate.wholeTokens(Math.max(0, after - floorUnits)),
+            allowed ? 0 : rate.nanosUntil(tokens, costUnits + floorUnits), rate.nanosUntilFull(after));
         return allowed;
     }
 
