@@ -54,6 +54,7 @@ public final class LimiterClient implements AutoCloseable
     private volatile String preferredEndpoint;
     private volatile boolean closed;
     private final PolicyCache policies;
+    private final PolicyStore policyStore;
 
     /** Default time a policy set stays usable without a node confirming it. */
     public static final Duration DEFAULT_POLICY_TTL = Duration.ofMinutes(5);
@@ -61,6 +62,15 @@ public final class LimiterClient implements AutoCloseable
     private LimiterClient(final Builder builder)
     {
         this.policies = new PolicyCache(builder.policyTtl, System::nanoTime);
+        this.policyStore = builder.policyStore;
+        if (policyStore != null)
+        {
+            policyStore.load().ifPresent(stored -> policies.restored(stored,
+                TimeUnit.MILLISECONDS.toNanos(System.currentTimeMillis() - stored.confirmedAtMillis())));
+            // Every new set is written through (on an SDK I/O thread: a store must be quick).
+            policies.onChange(snapshot -> policyStore.save(new PolicyStore.Stored(snapshot.version(), System.currentTimeMillis(),
+                snapshot.policies().toByteArray())));
+        }
         this.deadlineNanos = builder.deadline.toNanos();
         this.epoll = builder.preferEpoll && Transport.epollAvailable();
         this.group = new MultiThreadIoEventLoopGroup(builder.ioThreads,
@@ -360,6 +370,17 @@ public final class LimiterClient implements AutoCloseable
             connection.close();
         }
         group.shutdownGracefully(0, 1, TimeUnit.SECONDS).syncUninterruptibly();
+        if (policyStore != null)
+        {
+            try
+            {
+                policyStore.close();
+            }
+            catch (final RuntimeException e)
+            {
+                // Closing must not fail the host's shutdown: the store is a cache.
+            }
+        }
     }
 
     /** Settings for a {@link LimiterClient}; every one has a default. */
@@ -375,6 +396,7 @@ public final class LimiterClient implements AutoCloseable
         private int maxFrameBytes = dev.limiter.protocol.Frame.DEFAULT_MAX_FRAME_BYTES;
         private boolean followPolicies = true;
         private Duration policyTtl = DEFAULT_POLICY_TTL;
+        private PolicyStore policyStore;
 
         /**
          * Store nodes as {@code host:port} (comma-separated lists are accepted).
@@ -510,6 +532,17 @@ public final class LimiterClient implements AutoCloseable
                 throw new IllegalArgumentException("policy TTL must be at least 1 second, was " + ttl);
             }
             this.policyTtl = ttl;
+            return this;
+        }
+
+        /**
+         * Keeps the last policy set across restarts of the host service (opt-in; none by default).
+         * The SDK closes it when it is closed. See {@code policy-store-chronicle} for a Chronicle
+         * Map file (which needs JVM flags; the SDK alone needs none).
+         */
+        public Builder policyStore(final PolicyStore store)
+        {
+            this.policyStore = store;
             return this;
         }
 

@@ -57,6 +57,26 @@ public final class PolicyCache
         listeners.add(listener);
     }
 
+    /**
+     * A set read back from a {@link PolicyStore} at start: held as confirmed when the store says it
+     * was (so the TTL keeps counting across the restart), unless a newer set already arrived.
+     */
+    void restored(final PolicyStore.Stored stored, final long ageNanos)
+    {
+        if (snapshot != null || stored.version() <= 0)
+        {
+            return;
+        }
+        try
+        {
+            snapshot = new Snapshot(stored.version(), PolicySet.parseFrom(stored.policySet()), nanoClock.getAsLong() - Math.max(0, ageNanos));
+        }
+        catch (final InvalidProtocolBufferException e)
+        {
+            LOG.warn("ignoring the stored policy set (version {}): {}", stored.version(), e.getMessage());
+        }
+    }
+
     /** A POLICIES_RESULT body: {@code u64 version | PolicySet}. */
     void received(final long version, final byte[] set)
     {
