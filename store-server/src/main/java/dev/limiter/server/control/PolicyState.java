@@ -149,6 +149,8 @@ public final class PolicyState
     private volatile boolean bootstrapped;
     private volatile PolicySetIndex index = PolicySetIndex.compile(PolicySet.getDefaultInstance());
     private volatile TokenBucket.Rate[] latestRates = new TokenBucket.Rate[0];
+    /** Rates by ordinal, then version - 1: every version a bucket may have been decided under. */
+    private volatile TokenBucket.Rate[][] versionRates = new TokenBucket.Rate[0][];
     private final List<Runnable> listeners = new java.util.concurrent.CopyOnWriteArrayList<>();
     /** Active exemptions by id, in creation order. */
     private final Map<String, Exemption> exemptions = new java.util.LinkedHashMap<>();
@@ -191,14 +193,16 @@ public final class PolicyState
      *
      * @throws IllegalStateException when no such version exists: the log and this state disagree
      */
-    public synchronized TokenBucket.Rate rate(final int ordinal, final long version)
+    public TokenBucket.Rate rate(final int ordinal, final long version)
     {
-        if (ordinal >= byOrdinal.size() || version < 1 || version > byOrdinal.get(ordinal).history().rates.size())
+        // Read for every replayed decision: a volatile read of an immutable table, no lock.
+        final TokenBucket.Rate[][] rates = versionRates;
+        if (ordinal >= rates.length || version < 1 || version > rates[ordinal].length)
         {
             throw new IllegalStateException("a decision names policy ordinal " + ordinal + " version " + version +
                 ", which this replica does not have");
         }
-        return byOrdinal.get(ordinal).history().rates.get((int)(version - 1));
+        return rates[ordinal][(int)(version - 1)];
     }
 
     /** Runs after every change, on the thread that applied it. */
@@ -234,6 +238,7 @@ public final class PolicyState
         final PolicyStateSnapshot before = snapshot();
         final PolicySetIndex indexBefore = index;
         final TokenBucket.Rate[] ratesBefore = latestRates;
+        final TokenBucket.Rate[][] versionRatesBefore = versionRates;
         final boolean bootstrappedBefore = bootstrapped;
         final ActiveExemptions exemptionsBefore = activeExemptions;
         try
@@ -245,6 +250,7 @@ public final class PolicyState
             restoreQuietly(before);
             index = indexBefore;
             latestRates = ratesBefore;
+            versionRates = versionRatesBefore;
             bootstrapped = bootstrappedBefore;
             activeExemptions = exemptionsBefore;
         }
@@ -712,6 +718,12 @@ public final class PolicyState
             }
         }
         latestRates = rates;
+        final TokenBucket.Rate[][] byVersion = new TokenBucket.Rate[byOrdinal.size()][];
+        for (int ordinal = 0; ordinal < byVersion.length; ordinal++)
+        {
+            byVersion[ordinal] = byOrdinal.get(ordinal).history().rates.toArray(new TokenBucket.Rate[0]);
+        }
+        versionRates = byVersion;
     }
 
     private void record(final PolicyCommand command, final String action, final String id, final long version, final String owner,
@@ -1116,6 +1128,7 @@ public final class PolicyState
             {
                 index = PolicySetIndex.compile(PolicySet.getDefaultInstance());
                 latestRates = new TokenBucket.Rate[0];
+                versionRates = new TokenBucket.Rate[0][];
             }
         }
         listeners.forEach(Runnable::run);
