@@ -315,8 +315,10 @@ public final class PolicyCommand implements Callable<Integer>
                 rows.add(row(set.getDefaultPolicy(), "(default: requests no policy matches)" + rollout(set.getDefaultPolicy())));
             }
             AdminClient.table(out, List.of("ID", "VERSION", "OWNER", "RATE", "BURST", "SCOPE", "MODE", "CONSISTENCY", "SELECTOR"), rows);
-            out.println("policy set version " + AdminClient.number(set.getVersion()) + ", " + set.getPoliciesCount() +
-                (set.getPoliciesCount() == 1 ? " policy" : " policies"));
+            // Counted as the node counts them (/health, limiter_policies): the default included.
+            final int count = set.getPoliciesCount() + (set.hasDefaultPolicy() ? 1 : 0);
+            out.println("policy set version " + AdminClient.number(set.getVersion()) + ", " + count +
+                (count == 1 ? " policy" : " policies") + (set.hasDefaultPolicy() ? " (the default included)" : ""));
             return 0;
         }
 

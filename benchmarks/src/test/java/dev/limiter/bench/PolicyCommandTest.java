@@ -108,7 +108,7 @@ class PolicyCommandTest
         assertTrue(lines[1].matches("orders-api +3 +team-orders +100/1s +200 +TENANT +ENFORCE +STRICT +tenant=acme route=/v1/orders/\\{id}"),
             lines[1]);
         assertTrue(lines[2].matches("default +1 +- +1000/1s +1000 +TENANT +ENFORCE +FAST +\\(default: .*\\)"), lines[2]);
-        assertEquals("policy set version 7, 1 policy", lines[3]);
+        assertEquals("policy set version 7, 2 policies (the default included)", lines[3]);
         assertEquals("", result.err());
     }
 
