@@ -38,7 +38,7 @@ import java.util.concurrent.locks.LockSupport;
     description = {
         "Load-generates against store node(s) through the SDK. Prints a progress line per second and,",
         "as its last line, one JSON object: decisionsPerSec, p50Us, p99Us, p999Us, maxUs, allowed,",
-        "denied, errors (plus the settings used). Runs for --duration seconds after --warmup, then stops."},
+        "denied, errors, degraded (decisions the SDK made on its own while no node answered; counted in allowed/denied too; plus the settings used). Runs for --duration seconds after --warmup, then stops."},
     sortOptions = false)
 public final class LoadGenerator implements Callable<Integer>
 {
@@ -83,6 +83,8 @@ public final class LoadGenerator implements Callable<Integer>
     private final LongAdder allowed = new LongAdder();
     private final LongAdder denied = new LongAdder();
     private final LongAdder errors = new LongAdder();
+    /** Decisions the SDK made on its own (no node answered): counted in allowed/denied too. */
+    private final LongAdder degraded = new LongAdder();
     private final Map<String, LongAdder> errorKinds = new ConcurrentHashMap<>();
     private final AtomicBoolean measuring = new AtomicBoolean();
     private final AtomicBoolean running = new AtomicBoolean(true);
@@ -189,10 +191,18 @@ public final class LoadGenerator implements Callable<Integer>
         else if (decision.allowed())
         {
             allowed.increment();
+            if (decision.degraded())
+            {
+                degraded.increment();
+            }
         }
         else
         {
             denied.increment();
+            if (decision.degraded())
+            {
+                degraded.increment();
+            }
         }
         if (measuring.get())
         {
@@ -239,6 +249,7 @@ public final class LoadGenerator implements Callable<Integer>
         final long allowed0 = allowed.sum();
         final long denied0 = denied.sum();
         final long errors0 = errors.sum();
+        final long degraded0 = degraded.sum();
         measuring.set(true);
         final long start = System.nanoTime();
         final Histogram total = new Histogram(TimeUnit.SECONDS.toNanos(60), 3);
@@ -271,10 +282,10 @@ public final class LoadGenerator implements Callable<Integer>
         }
         System.out.printf(Locale.ROOT,
             "{\"decisionsPerSec\":%.0f,\"p50Us\":%.1f,\"p99Us\":%.1f,\"p999Us\":%.1f,\"maxUs\":%.1f,\"allowed\":%d,\"denied\":%d," +
-            "\"errors\":%d,\"mode\":\"%s\",\"connections\":%d,\"pipeline\":%d,\"lanes\":%d,\"rate\":%d,\"keys\":%d," +
+            "\"errors\":%d,\"degraded\":%d,\"mode\":\"%s\",\"connections\":%d,\"pipeline\":%d,\"lanes\":%d,\"rate\":%d,\"keys\":%d," +
             "\"durationSec\":%.1f,\"coCorrectionIntervalUs\":%.1f,\"rawP50Us\":%.1f,\"rawP99Us\":%.1f,\"rawP999Us\":%.1f}%n",
             (a + d) / seconds, reported.getValueAtPercentile(50) / 1e3, reported.getValueAtPercentile(99) / 1e3,
-            reported.getValueAtPercentile(99.9) / 1e3, reported.getMaxValue() / 1e3, a, d, e, mode, connections,
+            reported.getValueAtPercentile(99.9) / 1e3, reported.getMaxValue() / 1e3, a, d, e, degraded.sum() - degraded0, mode, connections,
             rate > 0 ? 0 : pipeline, lanes, rate, keys, seconds, expectedIntervalNanos.get() / 1e3,
             total.getValueAtPercentile(50) / 1e3, total.getValueAtPercentile(99) / 1e3, total.getValueAtPercentile(99.9) / 1e3);
         return 0;

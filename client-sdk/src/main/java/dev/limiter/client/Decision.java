@@ -17,10 +17,19 @@ public final class Decision
     private final String policyId;
     private final long policyVersion;
     private final long windowSeconds;
+    private final boolean degraded;
 
     Decision(final boolean allowed, final ReasonCode reason, final long remaining, final long limit,
         final long retryAfterNanos, final long resetAfterNanos, final String policyId, final long policyVersion, final long windowSeconds)
     {
+        this(allowed, reason, remaining, limit, retryAfterNanos, resetAfterNanos, policyId, policyVersion, windowSeconds, false);
+    }
+
+    Decision(final boolean allowed, final ReasonCode reason, final long remaining, final long limit,
+        final long retryAfterNanos, final long resetAfterNanos, final String policyId, final long policyVersion, final long windowSeconds,
+        final boolean degraded)
+    {
+        this.degraded = degraded;
         this.allowed = allowed;
         this.reason = reason;
         this.remaining = remaining;
@@ -30,6 +39,15 @@ public final class Decision
         this.policyId = policyId;
         this.policyVersion = policyVersion;
         this.windowSeconds = windowSeconds;
+    }
+
+    /**
+     * Whether this SDK decided on its own because no node answered in time (fail-open from the
+     * policy's emergency budget, or fail-closed): the cluster's budgets were not consulted.
+     */
+    public boolean degraded()
+    {
+        return degraded;
     }
 
     /** Whether the request may go ahead (its cost has been charged). */
@@ -107,7 +125,7 @@ public final class Decision
     @Override
     public String toString()
     {
-        return "Decision{" + (allowed ? "allowed" : "denied") + ", reason=" + reason + ", remaining=" + remaining +
+        return "Decision{" + (allowed ? "allowed" : "denied") + (degraded ? " (degraded)" : "") + ", reason=" + reason + ", remaining=" + remaining +
             ", limit=" + limit + ", retryAfter=" + (retryAfterNanos < 0 ? "never" : Duration.ofNanos(retryAfterNanos)) +
             ", resetAfter=" + Duration.ofNanos(resetAfterNanos) + ", policy=" + policyId + " v" + policyVersion + '}';
     }

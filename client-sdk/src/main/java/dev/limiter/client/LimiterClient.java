@@ -54,6 +54,46 @@ public final class LimiterClient implements AutoCloseable
     private volatile String preferredEndpoint;
     private volatile boolean closed;
     private final PolicyCache policies;
+    /** Null when local decisions are off. */
+    private final LocalFallback local;
+    private final long circuitProbeNanos;
+    private final int circuitThreshold;
+    private final java.util.concurrent.atomic.AtomicInteger consecutiveFailures = new java.util.concurrent.atomic.AtomicInteger();
+    /** 0 while the circuit is closed; else until when calls are decided locally without trying a node. */
+    private volatile long circuitOpenUntilNanos;
+
+    private final PendingCall.Fallback callFallback = new PendingCall.Fallback()
+    {
+        @Override
+        public Decision onUnreachable(final PendingCall call, final LimiterException failure)
+        {
+            if (local == null || closed)
+            {
+                return null;
+            }
+            if (consecutiveFailures.incrementAndGet() >= circuitThreshold)
+            {
+                // Open (or keep open) with jitter, so many SDKs do not probe a recovering cluster in step.
+                final long jitter = (long)(circuitProbeNanos * 0.5 * java.util.concurrent.ThreadLocalRandom.current().nextDouble());
+                circuitOpenUntilNanos = System.nanoTime() + circuitProbeNanos + jitter;
+            }
+            return local.decide(call.descriptor, call.cost, failure.getMessage());
+        }
+
+        @Override
+        public void onAnswer()
+        {
+            if (consecutiveFailures.get() != 0)
+            {
+                consecutiveFailures.set(0);
+                if (circuitOpenUntilNanos != 0)
+                {
+                    circuitOpenUntilNanos = 0;
+                    local.recovered();
+                }
+            }
+        }
+    };
     private final PolicyStore policyStore;
 
     /** Default time a policy set stays usable without a node confirming it. */
@@ -62,6 +102,10 @@ public final class LimiterClient implements AutoCloseable
     private LimiterClient(final Builder builder)
     {
         this.policies = new PolicyCache(builder.policyTtl, System::nanoTime);
+        this.local = builder.followPolicies && builder.localFallback ?
+            new LocalFallback(policies, System::nanoTime, builder.circuitProbe.toNanos(), builder.outageListener) : null;
+        this.circuitProbeNanos = builder.circuitProbe.toNanos();
+        this.circuitThreshold = builder.circuitThreshold;
         this.policyStore = builder.policyStore;
         if (policyStore != null)
         {
@@ -105,6 +149,31 @@ public final class LimiterClient implements AutoCloseable
     public static Builder builder()
     {
         return new Builder();
+    }
+
+    /** Notified when the cluster is unreachable for a policy that pages (fail-closed ones always do). */
+    @FunctionalInterface
+    public interface OutageListener
+    {
+        /**
+         * @param policyId the policy decided locally
+         * @param mode     its failure mode (CLOSED: requests are being refused)
+         * @param message  one line for the page
+         */
+        void outage(String policyId, dev.limiter.protocol.policy.FailureMode mode, String message);
+    }
+
+    /** Whether calls are being decided locally right now, without trying a node. */
+    public boolean circuitOpen()
+    {
+        final long until = circuitOpenUntilNanos;
+        return until != 0 && System.nanoTime() < until;
+    }
+
+    /** Local (degraded) decisions so far: allowed, refused. */
+    public long[] degradedDecisions()
+    {
+        return local == null ? new long[2] : new long[] {local.degradedAllowed(), local.degradedDenied()};
     }
 
     /**
@@ -152,7 +221,16 @@ public final class LimiterClient implements AutoCloseable
         {
             throw new IllegalArgumentException("cost must be at least 1 token, was " + cost);
         }
-        final PendingCall call = new PendingCall(descriptor, cost, System.nanoTime() + deadline);
+        if (local != null && circuitOpenUntilNanos != 0 && System.nanoTime() < circuitOpenUntilNanos && !closed)
+        {
+            // The circuit is open: decide at once, without waiting on a dead cluster.
+            final Decision decided = local.decide(descriptor, cost, "circuit open after consecutive failures");
+            if (decided != null)
+            {
+                return CompletableFuture.completedFuture(decided);
+            }
+        }
+        final PendingCall call = new PendingCall(descriptor, cost, System.nanoTime() + deadline, callFallback);
         if (closed)
         {
             call.completeExceptionally(new LimiterUnavailableException("limiter client closed"));
@@ -397,6 +475,10 @@ public final class LimiterClient implements AutoCloseable
         private boolean followPolicies = true;
         private Duration policyTtl = DEFAULT_POLICY_TTL;
         private PolicyStore policyStore;
+        private boolean localFallback = true;
+        private int circuitThreshold = 3;
+        private Duration circuitProbe = Duration.ofMillis(500);
+        private OutageListener outageListener;
 
         /**
          * Store nodes as {@code host:port} (comma-separated lists are accepted).
@@ -543,6 +625,40 @@ public final class LimiterClient implements AutoCloseable
         public Builder policyStore(final PolicyStore store)
         {
             this.policyStore = store;
+            return this;
+        }
+
+        /**
+         * Whether the SDK decides on its own when no node answers in time: by the matched policy's
+         * failure mode, OPEN from an emergency budget, CLOSED by refusing (on by default; needs
+         * {@link #followPolicies}). Such decisions are {@link Decision#degraded()}.
+         */
+        public Builder localFallback(final boolean enabled)
+        {
+            this.localFallback = enabled;
+            return this;
+        }
+
+        /**
+         * The circuit: after {@code failures} consecutive calls no node answered, calls are decided
+         * locally at once for {@code probeAfter} (plus up to half of it, random), then a node is tried again.
+         */
+        public Builder circuit(final int failures, final Duration probeAfter)
+        {
+            if (failures < 1 || probeAfter == null || probeAfter.isNegative() || probeAfter.isZero())
+            {
+                throw new IllegalArgumentException("circuit needs at least 1 failure and a positive probe interval, was " +
+                    failures + ", " + probeAfter);
+            }
+            this.circuitThreshold = failures;
+            this.circuitProbe = probeAfter;
+            return this;
+        }
+
+        /** Told (once per policy and outage) when a fail-closed or paging policy is decided locally: wire it to alerting. */
+        public Builder onOutage(final OutageListener listener)
+        {
+            this.outageListener = listener;
             return this;
         }
 

@@ -5,14 +5,56 @@ import java.util.concurrent.CompletableFuture;
 /** One acquire in flight: it is its own future, so a call allocates one object plus its Decision. */
 final class PendingCall extends CompletableFuture<Decision>
 {
+    /** Turns a failure to reach the cluster into the SDK's own (degraded) decision, when it can. */
+    interface Fallback
+    {
+        /** @return the decision to complete with, or null to let the failure through */
+        Decision onUnreachable(PendingCall call, LimiterException failure);
+
+        /** A node answered. */
+        void onAnswer();
+    }
+
     final Descriptor descriptor;
     final int cost;
     final long deadlineNanos;
+    private final Fallback fallback;
 
     PendingCall(final Descriptor descriptor, final int cost, final long deadlineNanos)
+    {
+        this(descriptor, cost, deadlineNanos, null);
+    }
+
+    PendingCall(final Descriptor descriptor, final int cost, final long deadlineNanos, final Fallback fallback)
     {
         this.descriptor = descriptor;
         this.cost = cost;
         this.deadlineNanos = deadlineNanos;
+        this.fallback = fallback;
+    }
+
+    @Override
+    public boolean complete(final Decision decision)
+    {
+        if (fallback != null && !decision.degraded())
+        {
+            fallback.onAnswer();
+        }
+        return super.complete(decision);
+    }
+
+    @Override
+    public boolean completeExceptionally(final Throwable failure)
+    {
+        // No node answered in time (not: the node refused the request): decide locally if the policy says how.
+        if (fallback != null && (failure instanceof LimiterUnavailableException || failure instanceof LimiterTimeoutException))
+        {
+            final Decision local = fallback.onUnreachable(this, (LimiterException)failure);
+            if (local != null)
+            {
+                return super.complete(local);
+            }
+        }
+        return super.completeExceptionally(failure);
     }
 }

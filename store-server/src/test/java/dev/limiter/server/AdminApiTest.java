@@ -519,4 +519,55 @@ class AdminApiTest
             assertTrue(bad.body().contains("set stacked: true") && bad.body().contains("below the burst"), bad.body());
         }
     }
+
+    @Test
+    void withTheClusterGoneFailOpenPoliciesSpendTheirEmergencyBudgetAndFailClosedOnesRefuseWithinTheDeadline() throws Exception
+    {
+        final java.util.List<String> pages = new java.util.concurrent.CopyOnWriteArrayList<>();
+        final StoreServer server = start(TestNode.config(dir, 0, 1).adminToken(TOKEN));
+        try (LimiterClient client = LimiterClient.builder().endpoints("127.0.0.1:" + server.port()).deadline(Duration.ofMillis(50))
+            .circuit(3, Duration.ofMillis(300)).onOutage((policy, mode, message) -> pages.add(policy + " " + mode)).build())
+        {
+            assertEquals(200, call(server, "PUT", "/v1/policies/orders", "{\"selector\":{\"route\":\"/v1/orders/{id}\"},\"rate\":100," +
+                "\"burst\":100,\"failureMode\":\"OPEN\",\"emergency\":{\"percent\":10},\"owner\":\"o\",\"reason\":\"r\"}").statusCode());
+            assertEquals(200, call(server, "PUT", "/v1/policies/strict", "{\"selector\":{\"route\":\"/strict\"},\"rate\":20,\"scope\":\"GLOBAL\"," +
+                "\"failureMode\":\"CLOSED\",\"owner\":\"o\",\"reason\":\"r\"}").statusCode());
+            final long wanted = server.policyState().setVersion();
+            final long until = System.currentTimeMillis() + 3000;
+            while (client.policies().version() != wanted && System.currentTimeMillis() < until)
+            {
+                Thread.sleep(5);
+            }
+            assertEquals(wanted, client.policies().version());
+            final Decision healthy = client.acquireBlocking(Descriptor.of("acme", "/v1/orders/1"), 1);
+            assertFalse(healthy.degraded(), "the cluster decides while it answers");
+
+            server.close();
+            int allowed = 0;
+            long slowestNanos = 0;
+            for (int i = 0; i < 30; i++)
+            {
+                final long start = System.nanoTime();
+                final Decision d = client.acquireBlocking(Descriptor.of("acme", "/v1/orders/1"), 1);
+                slowestNanos = Math.max(slowestNanos, System.nanoTime() - start);
+                assertTrue(d.degraded(), d.toString());
+                assertEquals(dev.limiter.protocol.ReasonCode.LOCAL_EMERGENCY, d.reason());
+                allowed += d.allowed() ? 1 : 0;
+            }
+            assertTrue(allowed >= 10 && allowed <= 16, "10% of a burst of 100, plus 10/s of refill while the loop ran: " + allowed);
+            assertTrue(slowestNanos < 250_000_000L, "no call waits long past its 50 ms deadline: " + slowestNanos / 1_000_000 + " ms");
+            assertTrue(client.circuitOpen(), "consecutive failures opened the circuit");
+
+            final Decision closed = client.acquireBlocking(Descriptor.of("acme", "/strict"), 1);
+            assertFalse(closed.allowed());
+            assertTrue(closed.degraded());
+            assertEquals(dev.limiter.protocol.ReasonCode.CLUSTER_UNAVAILABLE, closed.reason());
+            assertEquals("strict", closed.policyId());
+            assertTrue(pages.contains("strict CLOSED"), pages.toString());
+        }
+        finally
+        {
+            server.close();
+        }
+    }
 }

@@ -332,9 +332,15 @@ class ClusterTest
             .deadline(Duration.ofMillis(500)).build())
         {
             final long start = System.nanoTime();
-            assertThrows(LimiterException.class, () -> client.acquireBlocking(Descriptor.of("t", "/v1/orders/1"), 1),
-                "a minority never decides");
+            final Decision answer = client.acquireBlocking(Descriptor.of("t", "/v1/orders/1"), 1);
+            assertTrue(answer.degraded(), "a minority never decides: the SDK decided on its own (fail-open): " + answer);
             assertTrue(System.nanoTime() - start < 2_000_000_000L, "and the caller is not held past its deadline");
+        }
+        try (LimiterClient client = LimiterClient.builder().endpoints("127.0.0.1:" + peers.get(survivor).getPort())
+            .deadline(Duration.ofMillis(500)).localFallback(false).build())
+        {
+            assertThrows(LimiterException.class, () -> client.acquireBlocking(Descriptor.of("t", "/v1/orders/1"), 1),
+                "without local decisions the call fails rather than wait");
         }
         Thread.sleep(1000);
         assertFalse(leader.replication().canDecide(), "still not deciding alone");

@@ -316,6 +316,10 @@ public final class PolicySetIndex
                     p.getReserve().getTokens());
             }
         }
+        if (p.hasEmergency() && (p.getEmergency().getPercent() > 100 || p.getEmergency().getRate() > Long.MAX_VALUE / 2))
+        {
+            errors.add(where + ".emergency.percent: must be 1 to 100 (0: the default 10), was " + p.getEmergency().getPercent());
+        }
         if (p.getStacked() && p.getMode() == Mode.SHADOW)
         {
             errors.add(where + ".stacked: a SHADOW policy cannot be stacked (shadows never charge what decides)");

@@ -12,7 +12,14 @@ public enum ReasonCode
     /** The store has no room for a new bucket and none could be evicted. Not a client fault. */
     STORE_FULL(3),
     /** Allowed without spending tokens: an exemption (with an owner, reason and expiry) covers the request. */
-    EXEMPT(4);
+    EXEMPT(4),
+    /**
+     * Decided by the SDK, not the cluster: no node answered in time and the policy fails CLOSED
+     * (the SDK's own answers while the cluster is unreachable are flagged degraded).
+     */
+    CLUSTER_UNAVAILABLE(5),
+    /** Decided by the SDK from its emergency budget while no node answered (allowed or not: see allowed). */
+    LOCAL_EMERGENCY(6);
 
     private static final ReasonCode[] BY_CODE = values();
 

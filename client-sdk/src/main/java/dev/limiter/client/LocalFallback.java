@@ -1,0 +1,239 @@
+package dev.limiter.client;
+
+import dev.limiter.protocol.AcquireCodec;
+import dev.limiter.protocol.AcquireDecoder;
+import dev.limiter.protocol.CompiledPolicy;
+import dev.limiter.protocol.Frame;
+import dev.limiter.protocol.MessageType;
+import dev.limiter.protocol.PolicySetIndex;
+import dev.limiter.protocol.ReasonCode;
+import dev.limiter.protocol.TokenBucket;
+import dev.limiter.protocol.policy.FailureMode;
+import dev.limiter.protocol.policy.Policy;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.LongSupplier;
+
+/**
+ * What the SDK decides on its own while no node answers: it matches the request against the
+ * policy set it holds, exactly as a node would, and then follows the policy's failure mode. OPEN
+ * grants from an emergency budget (one local bucket per policy, tenant and route; by default 10% of
+ * the policy's rate and burst); CLOSED refuses with {@link ReasonCode#CLUSTER_UNAVAILABLE}. Every
+ * such decision is flagged degraded. Without a policy set within its TTL, nothing is decided here
+ * and the caller gets the failure.
+ */
+final class LocalFallback
+{
+    private static final Logger LOG = LoggerFactory.getLogger(LocalFallback.class);
+    /** Local buckets kept at most; beyond that the table starts again (an outage of that many keys is rare). */
+    private static final int MAX_BUCKETS = 100_000;
+    private static final int DEFAULT_PERCENT = 10;
+
+    private final PolicyCache policies;
+    private final LongSupplier nanoClock;
+    private final long retryAfterNanos;
+    private final LimiterClient.OutageListener paging;
+    private final ConcurrentHashMap<String, LocalBucket> buckets = new ConcurrentHashMap<>();
+    private final AtomicLong degradedAllowed = new AtomicLong();
+    private final AtomicLong degradedDenied = new AtomicLong();
+    private volatile Compiled compiled;
+    /** Policies already paged for in this outage. */
+    private final java.util.Set<String> paged = ConcurrentHashMap.newKeySet();
+
+    private record Compiled(long version, PolicySetIndex index)
+    {
+    }
+
+    private static final class LocalBucket
+    {
+        final TokenBucket.Rate rate;
+        long units;
+        long last;
+
+        LocalBucket(final TokenBucket.Rate rate, final long now)
+        {
+            this.rate = rate;
+            this.units = rate.burstUnits();
+            this.last = now;
+        }
+
+        synchronized long[] take(final long cost, final long now)
+        {
+            units = rate.refill(units, last, now);
+            last = Math.max(last, now);
+            final long costUnits = rate.costUnits(cost);
+            final boolean allowed = cost <= rate.burstTokens() && units >= costUnits;
+            if (allowed)
+            {
+                units -= costUnits;
+            }
+            return new long[] {allowed ? 1 : 0, rate.wholeTokens(units), allowed ? 0 : rate.nanosUntil(units, costUnits)};
+        }
+    }
+
+    LocalFallback(final PolicyCache policies, final LongSupplier nanoClock, final long retryAfterNanos, final LimiterClient.OutageListener paging)
+    {
+        this.policies = policies;
+        this.nanoClock = nanoClock;
+        this.retryAfterNanos = retryAfterNanos;
+        this.paging = paging;
+    }
+
+    /** The local decision, or null when no usable policy set is held (the caller then gets the failure). */
+    Decision decide(final Descriptor descriptor, final int cost, final String why)
+    {
+        final PolicySetIndex index = index();
+        if (index == null)
+        {
+            return null;
+        }
+        final CompiledPolicy policy = match(index, descriptor);
+        final Policy source = policy.source();
+        if (source.getFailureMode() == FailureMode.CLOSED)
+        {
+            degradedDenied.incrementAndGet();
+            page(policy, FailureMode.CLOSED, "no node answered (" + why + "); fail-closed policy " + policy.id() + " refuses");
+            return new Decision(false, ReasonCode.CLUSTER_UNAVAILABLE, 0, policy.rate().burstTokens(), retryAfterNanos, retryAfterNanos,
+                policy.id(), policy.version(), policy.windowSeconds(), true);
+        }
+        if (source.getEmergency().getPage())
+        {
+            page(policy, FailureMode.OPEN, "no node answered (" + why + "); policy " + policy.id() + " runs on its emergency budget");
+        }
+        final long now = nanoClock.getAsLong();
+        if (buckets.size() > MAX_BUCKETS)
+        {
+            buckets.clear();
+        }
+        final String key = policy.id() + '\u0000' + policy.version() + '\u0000' + descriptor.tenant() + '\u0000' + descriptor.route();
+        final LocalBucket bucket = buckets.computeIfAbsent(key, k -> new LocalBucket(emergencyRate(source, policy.rate()), now));
+        final long[] taken = bucket.take(cost, now);
+        final boolean allowed = taken[0] == 1;
+        (allowed ? degradedAllowed : degradedDenied).incrementAndGet();
+        return new Decision(allowed, ReasonCode.LOCAL_EMERGENCY, taken[1], bucket.rate.burstTokens(), taken[2], 0, policy.id(),
+            policy.version(), policy.windowSeconds(), true);
+    }
+
+    /** Local decisions that allowed, and that refused, since the client started. */
+    long degradedAllowed()
+    {
+        return degradedAllowed.get();
+    }
+
+    long degradedDenied()
+    {
+        return degradedDenied.get();
+    }
+
+    /** The cluster answered again: local budgets start afresh at the next outage. */
+    void recovered()
+    {
+        buckets.clear();
+        paged.clear();
+    }
+
+    private void page(final CompiledPolicy policy, final FailureMode mode, final String message)
+    {
+        // Once per policy and outage: a page, not a log line per request.
+        if (!paged.add(policy.id()))
+        {
+            return;
+        }
+        LOG.error("limiter cluster unreachable: {}", message);
+        if (paging != null)
+        {
+            try
+            {
+                paging.outage(policy.id(), mode, message);
+            }
+            catch (final RuntimeException e)
+            {
+                LOG.warn("the paging listener failed: {}", e.toString());
+            }
+        }
+    }
+
+    /** Emergency budget: an absolute rate per the policy's period, or a share of rate and burst (at least 1 each). */
+    static TokenBucket.Rate emergencyRate(final Policy source, final TokenBucket.Rate policyRate)
+    {
+        final long periodNanos = source.hasPeriod() ? source.getPeriod().getSeconds() * 1_000_000_000L + source.getPeriod().getNanos() :
+            1_000_000_000L;
+        final long rate;
+        final long burst;
+        if (source.getEmergency().getRate() > 0)
+        {
+            rate = source.getEmergency().getRate();
+            burst = rate;
+        }
+        else
+        {
+            final int percent = source.getEmergency().getPercent() == 0 ? DEFAULT_PERCENT : source.getEmergency().getPercent();
+            rate = Math.max(1, source.getRate() * percent / 100);
+            burst = Math.max(1, policyRate.burstTokens() * percent / 100);
+        }
+        return TokenBucket.rate(rate, periodNanos, burst);
+    }
+
+    private PolicySetIndex index()
+    {
+        final java.util.Optional<PolicyCache.Snapshot> held = policies.current();
+        if (held.isEmpty())
+        {
+            return null;
+        }
+        final Compiled current = compiled;
+        if (current != null && current.version() == held.get().version())
+        {
+            return current.index();
+        }
+        try
+        {
+            // What decides locally: the enforced versions only (shadows never decide; stacked scopes
+            // are the cluster's to charge atomically).
+            final dev.limiter.protocol.policy.PolicySet.Builder enforced = held.get().policies().toBuilder().clearPolicies();
+            for (final Policy p : held.get().policies().getPoliciesList())
+            {
+                if (p.getMode() != dev.limiter.protocol.policy.Mode.SHADOW && !p.getStacked())
+                {
+                    enforced.addPolicies(p);
+                }
+            }
+            final PolicySetIndex index = PolicySetIndex.compile(enforced.build(), null);
+            compiled = new Compiled(held.get().version(), index);
+            return index;
+        }
+        catch (final IllegalArgumentException e) // PolicyValidationException included
+        {
+            LOG.warn("cannot decide locally: the held policy set (version {}) does not compile here: {}", held.get().version(), e.getMessage());
+            return null;
+        }
+    }
+
+    /** Matches as a node does: the descriptor goes through the same decoder and matcher. */
+    private static CompiledPolicy match(final PolicySetIndex index, final Descriptor descriptor)
+    {
+        final ByteBuf buf = Unpooled.buffer(Frame.HEADER_LENGTH + AcquireCodec.BATCH_HEADER_LENGTH + 4 + descriptor.encoded().length);
+        try
+        {
+            final int start = AcquireCodec.beginBatch(buf, MessageType.ACQUIRE, 0);
+            AcquireCodec.appendEntry(buf, 1, descriptor.encoded());
+            AcquireCodec.finishBatch(buf, start, 1);
+            final AcquireDecoder decoder = new AcquireDecoder();
+            decoder.wrap(buf, Frame.HEADER_LENGTH, buf.writerIndex(), true);
+            if (!decoder.next())
+            {
+                return index.defaultPolicy();
+            }
+            return index.match(decoder).forRequest(decoder);
+        }
+        finally
+        {
+            buf.release();
+        }
+    }
+}
