@@ -56,6 +56,8 @@ public final class LimiterClient implements AutoCloseable
     private final PolicyCache policies;
     /** Null when local decisions are off. */
     private final LocalFallback local;
+    /** Null unless fast local rejection is on. */
+    private final LocalRejections rejections;
     private final long circuitProbeNanos;
     private final int circuitThreshold;
     private final java.util.concurrent.atomic.AtomicInteger consecutiveFailures = new java.util.concurrent.atomic.AtomicInteger();
@@ -81,8 +83,12 @@ public final class LimiterClient implements AutoCloseable
         }
 
         @Override
-        public void onAnswer()
+        public void onAnswer(final PendingCall call, final Decision decision)
         {
+            if (rejections != null && !decision.allowed())
+            {
+                rejections.denied(call.descriptor, call.cost, decision, System.nanoTime());
+            }
             if (consecutiveFailures.get() != 0)
             {
                 consecutiveFailures.set(0);
@@ -105,6 +111,7 @@ public final class LimiterClient implements AutoCloseable
         this.local = builder.followPolicies && builder.localFallback ?
             new LocalFallback(policies, System::nanoTime, builder.circuitProbe.toNanos(), builder.outageListener) : null;
         this.circuitProbeNanos = builder.circuitProbe.toNanos();
+        this.rejections = builder.fastLocalRejection ? new LocalRejections() : null;
         this.circuitThreshold = builder.circuitThreshold;
         this.policyStore = builder.policyStore;
         if (policyStore != null)
@@ -170,6 +177,12 @@ public final class LimiterClient implements AutoCloseable
         return until != 0 && System.nanoTime() < until;
     }
 
+    /** Calls refused locally because the cluster had refused the same descriptor until a time not yet reached. */
+    public long fastRejections()
+    {
+        return rejections == null ? 0 : rejections.count();
+    }
+
     /** Local (degraded) decisions so far: allowed, refused. */
     public long[] degradedDecisions()
     {
@@ -220,6 +233,14 @@ public final class LimiterClient implements AutoCloseable
         if (cost < 1)
         {
             throw new IllegalArgumentException("cost must be at least 1 token, was " + cost);
+        }
+        if (rejections != null)
+        {
+            final Decision known = rejections.stillDenied(descriptor, cost, System.nanoTime());
+            if (known != null)
+            {
+                return CompletableFuture.completedFuture(known);
+            }
         }
         if (local != null && circuitOpenUntilNanos != 0 && System.nanoTime() < circuitOpenUntilNanos && !closed)
         {
@@ -479,6 +500,7 @@ public final class LimiterClient implements AutoCloseable
         private int circuitThreshold = 3;
         private Duration circuitProbe = Duration.ofMillis(500);
         private OutageListener outageListener;
+        private boolean fastLocalRejection;
 
         /**
          * Store nodes as {@code host:port} (comma-separated lists are accepted).
@@ -652,6 +674,17 @@ public final class LimiterClient implements AutoCloseable
             }
             this.circuitThreshold = failures;
             this.circuitProbe = probeAfter;
+            return this;
+        }
+
+        /**
+         * After the cluster refused a descriptor with "retry after T", refuse the same descriptor
+         * (for the same or a larger cost) locally until T, without a round trip (off by default).
+         * It only ever refuses locally, never allows; a policy change within T is seen at T.
+         */
+        public Builder fastLocalRejection(final boolean enabled)
+        {
+            this.fastLocalRejection = enabled;
             return this;
         }
 

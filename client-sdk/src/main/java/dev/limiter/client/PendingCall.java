@@ -11,8 +11,8 @@ final class PendingCall extends CompletableFuture<Decision>
         /** @return the decision to complete with, or null to let the failure through */
         Decision onUnreachable(PendingCall call, LimiterException failure);
 
-        /** A node answered. */
-        void onAnswer();
+        /** A node answered this call. */
+        void onAnswer(PendingCall call, Decision decision);
     }
 
     final Descriptor descriptor;
@@ -38,7 +38,7 @@ final class PendingCall extends CompletableFuture<Decision>
     {
         if (fallback != null && !decision.degraded())
         {
-            fallback.onAnswer();
+            fallback.onAnswer(this, decision);
         }
         return super.complete(decision);
     }

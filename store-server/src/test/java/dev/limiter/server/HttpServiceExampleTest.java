@@ -106,4 +106,26 @@ class HttpServiceExampleTest
             }
         }
     }
+
+    @Test
+    void withFastLocalRejectionARefusedDescriptorIsRefusedWithoutARoundTripUntilItsRetryAfter() throws Exception
+    {
+        try (StoreServer node = TestNode.start(dir, MonotonicClock.SYSTEM, 1);
+             LimiterClient limiter = LimiterClient.builder().endpoints("127.0.0.1:" + node.port()).fastLocalRejection(true).build())
+        {
+            final Descriptor items = Descriptor.of("acme", "/v2/items/7"); // the baseline: burst 2, 2/s
+            assertTrue(limiter.acquireBlocking(items, 1).allowed());
+            assertTrue(limiter.acquireBlocking(items, 1).allowed());
+            final Decision refused = limiter.acquireBlocking(items, 1);
+            assertTrue(!refused.allowed() && refused.retryAfter().toMillis() > 100, refused.toString());
+            final Decision again = limiter.acquireBlocking(items, 1);
+            assertTrue(!again.allowed() && again.retryAfterNanos() <= refused.retryAfterNanos(), again.toString());
+            assertEquals(1, limiter.fastRejections(), "answered by the SDK");
+            final String metrics = node.metrics().scrape();
+            assertTrue(metrics.contains("limiter_decisions_total{outcome=\"denied\",policy=\"baseline\"} 1.0"),
+                "the node saw one refusal, not two");
+            Thread.sleep(again.retryAfter().toMillis() + 50);
+            assertTrue(limiter.acquireBlocking(items, 1).allowed(), "after the Retry-After the cluster is asked, and allows");
+        }
+    }
 }
