@@ -63,6 +63,9 @@ public final class LimiterClient implements AutoCloseable
     private final java.util.concurrent.atomic.AtomicInteger consecutiveFailures = new java.util.concurrent.atomic.AtomicInteger();
     /** 0 while the circuit is closed; else until when calls are decided locally without trying a node. */
     private volatile long circuitOpenUntilNanos;
+    /** When the current outage (as this client saw it) began; 0 when none. */
+    private volatile long degradedSinceNanos;
+    private final java.util.concurrent.atomic.LongAdder degradedNanos = new java.util.concurrent.atomic.LongAdder();
 
     private final PendingCall.Fallback callFallback = new PendingCall.Fallback()
     {
@@ -77,7 +80,12 @@ public final class LimiterClient implements AutoCloseable
             {
                 // Open (or keep open) with jitter, so many SDKs do not probe a recovering cluster in step.
                 final long jitter = (long)(circuitProbeNanos * 0.5 * java.util.concurrent.ThreadLocalRandom.current().nextDouble());
-                circuitOpenUntilNanos = System.nanoTime() + circuitProbeNanos + jitter;
+                final long now = System.nanoTime();
+                if (degradedSinceNanos == 0)
+                {
+                    degradedSinceNanos = now;
+                }
+                circuitOpenUntilNanos = now + circuitProbeNanos + jitter;
             }
             return local.decide(call.descriptor, call.cost, failure.getMessage());
         }
@@ -96,6 +104,12 @@ public final class LimiterClient implements AutoCloseable
                 {
                     circuitOpenUntilNanos = 0;
                     local.recovered();
+                    final long since = degradedSinceNanos;
+                    if (since != 0)
+                    {
+                        degradedNanos.add(System.nanoTime() - since);
+                        degradedSinceNanos = 0;
+                    }
                 }
             }
         }
@@ -181,6 +195,19 @@ public final class LimiterClient implements AutoCloseable
     public long fastRejections()
     {
         return rejections == null ? 0 : rejections.count();
+    }
+
+    /** Time this client has spent with its circuit open (the current outage included). */
+    public Duration degradedTime()
+    {
+        final long since = degradedSinceNanos;
+        return Duration.ofNanos(degradedNanos.sum() + (since == 0 ? 0 : System.nanoTime() - since));
+    }
+
+    /** The local-decision counters, for {@link LimiterMetrics}; null when local decisions are off. */
+    LocalFallback localFallback()
+    {
+        return local;
     }
 
     /** Local (degraded) decisions so far: allowed, refused. */

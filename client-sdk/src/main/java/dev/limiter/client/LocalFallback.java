@@ -41,6 +41,9 @@ final class LocalFallback
     private final ConcurrentHashMap<String, LocalBucket> buckets = new ConcurrentHashMap<>();
     private final AtomicLong degradedAllowed = new AtomicLong();
     private final AtomicLong degradedDenied = new AtomicLong();
+    /** Local decisions by "policy id, failure mode, allowed|denied" (for metrics by route and mode). */
+    private final ConcurrentHashMap<String, java.util.concurrent.atomic.LongAdder> byPolicy = new ConcurrentHashMap<>();
+    private volatile java.util.function.Consumer<String> newKeyListener = key -> { };
     private volatile Compiled compiled;
     /** Policies already paged for in this outage. */
     private final java.util.Set<String> paged = ConcurrentHashMap.newKeySet();
@@ -97,6 +100,7 @@ final class LocalFallback
         if (source.getFailureMode() == FailureMode.CLOSED)
         {
             degradedDenied.incrementAndGet();
+            count(policy.id(), FailureMode.CLOSED, false);
             page(policy, FailureMode.CLOSED, "no node answered (" + why + "); fail-closed policy " + policy.id() + " refuses");
             return new Decision(false, ReasonCode.CLUSTER_UNAVAILABLE, 0, policy.rate().burstTokens(), retryAfterNanos, retryAfterNanos,
                 policy.id(), policy.version(), policy.windowSeconds(), true);
@@ -115,8 +119,34 @@ final class LocalFallback
         final long[] taken = bucket.take(cost, now);
         final boolean allowed = taken[0] == 1;
         (allowed ? degradedAllowed : degradedDenied).incrementAndGet();
+        count(policy.id(), FailureMode.OPEN, allowed);
         return new Decision(allowed, ReasonCode.LOCAL_EMERGENCY, taken[1], bucket.rate.burstTokens(), taken[2], 0, policy.id(),
             policy.version(), policy.windowSeconds(), true);
+    }
+
+    private void count(final String policyId, final FailureMode mode, final boolean allowed)
+    {
+        final String key = policyId + '|' + mode + '|' + (allowed ? "allowed" : "denied");
+        java.util.concurrent.atomic.LongAdder counter = byPolicy.get(key);
+        if (counter == null)
+        {
+            counter = byPolicy.computeIfAbsent(key, k -> new java.util.concurrent.atomic.LongAdder());
+            newKeyListener.accept(key);
+        }
+        counter.increment();
+    }
+
+    /** Called with each new "policy|MODE|outcome" key as local decisions first happen for it. */
+    void onNewKey(final java.util.function.Consumer<String> listener)
+    {
+        newKeyListener = listener;
+        byPolicy.keySet().forEach(listener);
+    }
+
+    long count(final String key)
+    {
+        final java.util.concurrent.atomic.LongAdder counter = byPolicy.get(key);
+        return counter == null ? 0 : counter.sum();
     }
 
     /** Local decisions that allowed, and that refused, since the client started. */

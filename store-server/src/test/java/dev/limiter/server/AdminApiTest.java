@@ -528,6 +528,8 @@ class AdminApiTest
         try (LimiterClient client = LimiterClient.builder().endpoints("127.0.0.1:" + server.port()).deadline(Duration.ofMillis(50))
             .circuit(3, Duration.ofMillis(300)).onOutage((policy, mode, message) -> pages.add(policy + " " + mode)).build())
         {
+            final io.micrometer.core.instrument.simple.SimpleMeterRegistry meters = new io.micrometer.core.instrument.simple.SimpleMeterRegistry();
+            dev.limiter.client.LimiterMetrics.bind(client, meters);
             assertEquals(200, call(server, "PUT", "/v1/policies/orders", "{\"selector\":{\"route\":\"/v1/orders/{id}\"},\"rate\":100," +
                 "\"burst\":100,\"failureMode\":\"OPEN\",\"emergency\":{\"percent\":10},\"owner\":\"o\",\"reason\":\"r\"}").statusCode());
             assertEquals(200, call(server, "PUT", "/v1/policies/strict", "{\"selector\":{\"route\":\"/strict\"},\"rate\":20,\"scope\":\"GLOBAL\"," +
@@ -564,6 +566,14 @@ class AdminApiTest
             assertEquals(dev.limiter.protocol.ReasonCode.CLUSTER_UNAVAILABLE, closed.reason());
             assertEquals("strict", closed.policyId());
             assertTrue(pages.contains("strict CLOSED"), pages.toString());
+
+            assertEquals(allowed, meters.get("limiter.sdk.local.decisions").tags("policy", "orders", "mode", "OPEN", "outcome", "allowed")
+                .functionCounter().count(), 0.0);
+            assertEquals(1, meters.get("limiter.sdk.local.decisions").tags("policy", "strict", "mode", "CLOSED", "outcome", "denied")
+                .functionCounter().count(), 0.0);
+            assertEquals(1, meters.get("limiter.sdk.circuit.open").gauge().value(), 0.0);
+            assertTrue(meters.get("limiter.sdk.degraded.seconds").functionCounter().count() > 0);
+            assertEquals(wanted, meters.get("limiter.sdk.policy.version").gauge().value(), 0.0);
         }
         finally
         {

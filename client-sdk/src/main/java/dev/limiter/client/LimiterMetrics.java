@@ -1,0 +1,48 @@
+package dev.limiter.client;
+
+import io.micrometer.core.instrument.FunctionCounter;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
+
+/**
+ * The SDK's meters, for hosts that run Micrometer (an optional dependency of the SDK: only this
+ * class needs it). {@code LimiterMetrics.bind(client, registry)} registers:
+ * <ul>
+ *   <li>{@code limiter.sdk.circuit.open}: 1 while calls are decided locally without trying a node;</li>
+ *   <li>{@code limiter.sdk.local.decisions{policy,mode,outcome}}: local decisions by the policy
+ *       (the route's) and its failure mode (OPEN, CLOSED), allowed or denied;</li>
+ *   <li>{@code limiter.sdk.fast.rejections}: refusals repeated locally until a Retry-After;</li>
+ *   <li>{@code limiter.sdk.degraded.seconds}: time spent with the circuit open;</li>
+ *   <li>{@code limiter.sdk.policy.version}: version of the policy set held.</li>
+ * </ul>
+ */
+public final class LimiterMetrics
+{
+    private LimiterMetrics()
+    {
+    }
+
+    public static void bind(final LimiterClient client, final MeterRegistry registry)
+    {
+        Gauge.builder("limiter.sdk.circuit.open", client, c -> c.circuitOpen() ? 1 : 0)
+            .description("1 while calls are decided locally without trying a node").register(registry);
+        FunctionCounter.builder("limiter.sdk.fast.rejections", client, LimiterClient::fastRejections)
+            .description("Calls refused locally until a Retry-After the cluster gave").register(registry);
+        FunctionCounter.builder("limiter.sdk.degraded.seconds", client, c -> c.degradedTime().toNanos() / 1e9)
+            .description("Time spent with the circuit open").baseUnit("seconds").register(registry);
+        Gauge.builder("limiter.sdk.policy.version", client, c -> c.policies().version())
+            .description("Version of the policy set this client holds (0: none yet)").register(registry);
+        final LocalFallback local = client.localFallback();
+        if (local != null)
+        {
+            local.onNewKey(key ->
+            {
+                final String[] parts = key.split("\\|", 3);
+                FunctionCounter.builder("limiter.sdk.local.decisions", local, l -> l.count(key))
+                    .description("Decisions this SDK made on its own while no node answered")
+                    .tags("policy", parts[0], "mode", parts[1], "outcome", parts[2])
+                    .register(registry);
+            });
+        }
+    }
+}
