@@ -312,6 +312,12 @@ final class Connection
 
     CompletableFuture<Void> ping(final long deadlineNanos)
     {
+        return request(MessageType.PING, null, deadlineNanos);
+    }
+
+    /** A request answered by an empty frame (PONG, DEGRADED_REPORT_RESULT) or an ERROR, within the deadline. */
+    CompletableFuture<Void> request(final int type, final byte[] body, final long deadlineNanos)
+    {
         final CompletableFuture<Void> result = new CompletableFuture<>();
         loop.execute(() ->
         {
@@ -325,8 +331,13 @@ final class Connection
             final InFlight frame = new InFlight(correlationId, new PendingCall[0], result);
             inFlight.put(correlationId, frame);
             frame.timeout = loop.schedule(frame, Math.max(0, deadlineNanos - System.nanoTime()), TimeUnit.NANOSECONDS);
-            final ByteBuf buf = ch.alloc().buffer(Frame.HEADER_LENGTH);
-            Frame.finish(buf, Frame.begin(buf, MessageType.PING, correlationId));
+            final ByteBuf buf = ch.alloc().buffer(Frame.HEADER_LENGTH + (body == null ? 0 : body.length));
+            final int start = Frame.begin(buf, type, correlationId);
+            if (body != null)
+            {
+                buf.writeBytes(body);
+            }
+            Frame.finish(buf, start);
             ch.writeAndFlush(buf, ch.voidPromise());
         });
         return result;
@@ -548,6 +559,7 @@ final class Connection
                         }
                         break;
                     case MessageType.PONG:
+                    case MessageType.DEGRADED_REPORT_RESULT:
                         final InFlight entry = inFlight.remove(correlationId);
                         if (entry != null && entry.ping != null)
                         {

@@ -65,6 +65,10 @@ public final class LimiterClient implements AutoCloseable
     private volatile long circuitOpenUntilNanos;
     /** When the current outage (as this client saw it) began; 0 when none. */
     private volatile long degradedSinceNanos;
+    private volatile long windowStartMillis;
+    private volatile java.util.Map<String, Long> windowStartCounts = java.util.Map.of();
+    private final java.util.concurrent.atomic.AtomicLong windowsReported = new java.util.concurrent.atomic.AtomicLong();
+    private static final String CLIENT_NAME = java.lang.management.ManagementFactory.getRuntimeMXBean().getName();
     private final java.util.concurrent.atomic.LongAdder degradedNanos = new java.util.concurrent.atomic.LongAdder();
 
     private final PendingCall.Fallback callFallback = new PendingCall.Fallback()
@@ -76,7 +80,14 @@ public final class LimiterClient implements AutoCloseable
             {
                 return null;
             }
-            if (consecutiveFailures.incrementAndGet() >= circuitThreshold)
+            final int failures = consecutiveFailures.incrementAndGet();
+            if (failures == 1)
+            {
+                // A possible outage begins: its window counts from this call's local decision on.
+                windowStartMillis = System.currentTimeMillis();
+                windowStartCounts = local.counts();
+            }
+            if (failures >= circuitThreshold)
             {
                 // Open (or keep open) with jitter, so many SDKs do not probe a recovering cluster in step.
                 final long jitter = (long)(circuitProbeNanos * 0.5 * java.util.concurrent.ThreadLocalRandom.current().nextDouble());
@@ -109,6 +120,7 @@ public final class LimiterClient implements AutoCloseable
                     {
                         degradedNanos.add(System.nanoTime() - since);
                         degradedSinceNanos = 0;
+                        reportWindow(windowStartMillis, System.currentTimeMillis(), windowStartCounts);
                     }
                 }
             }
@@ -195,6 +207,56 @@ public final class LimiterClient implements AutoCloseable
     public long fastRejections()
     {
         return rejections == null ? 0 : rejections.count();
+    }
+
+    /**
+     * Sends the outage window that just ended (start, end, local decisions by policy and mode) to
+     * the cluster's audit log, trying each connection until one (the leader's) takes it.
+     */
+    private void reportWindow(final long startMillis, final long endMillis, final java.util.Map<String, Long> before)
+    {
+        final dev.limiter.protocol.policy.DegradedWindow.Builder window = dev.limiter.protocol.policy.DegradedWindow.newBuilder()
+            .setClient(CLIENT_NAME)
+            .setStart(com.google.protobuf.Timestamp.newBuilder().setSeconds(startMillis / 1000).setNanos((int)(startMillis % 1000) * 1_000_000))
+            .setEnd(com.google.protobuf.Timestamp.newBuilder().setSeconds(endMillis / 1000).setNanos((int)(endMillis % 1000) * 1_000_000));
+        local.counts().forEach((key, n) ->
+        {
+            final long delta = n - before.getOrDefault(key, 0L);
+            if (delta > 0)
+            {
+                window.putDecisions(key, delta);
+            }
+        });
+        final byte[] body = window.build().toByteArray();
+        tryReport(body, 0, 0);
+    }
+
+    private void tryReport(final byte[] body, final int index, final int round)
+    {
+        if (closed || round >= 3)
+        {
+            return; // the window stays in this client's log and metrics only
+        }
+        final Connection connection = connections[index % connections.length];
+        connection.request(dev.limiter.protocol.MessageType.DEGRADED_REPORT, body, System.nanoTime() + TimeUnit.SECONDS.toNanos(2))
+            .whenComplete((done, failure) ->
+            {
+                if (failure == null)
+                {
+                    windowsReported.incrementAndGet();
+                }
+                else
+                {
+                    final int next = index + 1;
+                    tryReport(body, next, round + (next % connections.length == 0 ? 1 : 0));
+                }
+            });
+    }
+
+    /** Outage windows this client has reported to the cluster's audit log. */
+    public long degradedWindowsReported()
+    {
+        return windowsReported.get();
     }
 
     /** Time this client has spent with its circuit open (the current outage included). */

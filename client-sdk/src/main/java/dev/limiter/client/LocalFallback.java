@@ -143,6 +143,14 @@ final class LocalFallback
         byPolicy.keySet().forEach(listener);
     }
 
+    /** Every count so far, by "policy|MODE|outcome" (a copy). */
+    java.util.Map<String, Long> counts()
+    {
+        final java.util.Map<String, Long> copy = new java.util.HashMap<>();
+        byPolicy.forEach((key, counter) -> copy.put(key, counter.sum()));
+        return copy;
+    }
+
     long count(final String key)
     {
         final java.util.concurrent.atomic.LongAdder counter = byPolicy.get(key);

@@ -14,6 +14,7 @@ import dev.limiter.protocol.ResultCodec;
 import dev.limiter.server.table.BucketTable;
 import dev.limiter.server.table.KeyHash;
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufUtil;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.handler.codec.CorruptedFrameException;
@@ -40,6 +41,7 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
     private final Supplier<PolicySetIndex> policies;
     private final Supplier<dev.limiter.server.control.ActiveExemptions> exemptions;
     private final PolicyPublisher publisher;
+    private final Supplier<dev.limiter.server.control.PolicyControl> control;
     private final List<Shard> shards;
     private final ServerMetrics metrics;
     private final FastThreadLocal<LoopState> loopState;
@@ -68,6 +70,7 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
         final Supplier<PolicySetIndex> policies,
         final Supplier<dev.limiter.server.control.ActiveExemptions> exemptions,
         final PolicyPublisher publisher,
+        final Supplier<dev.limiter.server.control.PolicyControl> control,
         final List<Shard> shards,
         final ServerMetrics metrics,
         final FastThreadLocal<LoopState> loopState,
@@ -79,6 +82,7 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
         this.policies = policies;
         this.exemptions = exemptions;
         this.publisher = publisher;
+        this.control = control;
         this.shards = shards;
         this.metrics = metrics;
         this.loopState = loopState;
@@ -134,6 +138,9 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
                 case MessageType.POLICIES:
                     policies(ctx, frame, correlationId);
                     break;
+                case MessageType.DEGRADED_REPORT:
+                    degradedReport(ctx, frame, correlationId);
+                    break;
                 case MessageType.PING:
                     final ByteBuf pong = ctx.alloc().buffer(Frame.HEADER_LENGTH);
                     Frame.finish(pong, Frame.begin(pong, MessageType.PONG, correlationId));
@@ -141,7 +148,7 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
                     break;
                 default:
                     error(ctx, correlationId, ErrorCode.UNKNOWN_TYPE, "message type " + MessageType.name(type) +
-                        " is not a request this node serves (ACQUIRE=1, BATCH_ACQUIRE=3, PING=5, STATUS=8, MEMBERS=10, POLICIES=12)");
+                        " is not a request this node serves (ACQUIRE=1, BATCH_ACQUIRE=3, PING=5, STATUS=8, MEMBERS=10, POLICIES=12, DEGRADED_REPORT=14)");
                     break;
             }
         }
@@ -314,6 +321,40 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
         {
             publisher.subscribe(ctx.channel());
         }
+    }
+
+    /** DEGRADED_REPORT: an SDK's window of local decisions, into the audit log (through the leader). */
+    private void degradedReport(final ChannelHandlerContext ctx, final ByteBuf frame, final long correlationId)
+    {
+        final dev.limiter.protocol.policy.DegradedWindow window;
+        try
+        {
+            window = dev.limiter.protocol.policy.DegradedWindow.parseFrom(
+                java.nio.ByteBuffer.wrap(ByteBufUtil.getBytes(frame, Frame.bodyOffset(frame), Frame.frameEnd(frame) - Frame.bodyOffset(frame))));
+        }
+        catch (final com.google.protobuf.InvalidProtocolBufferException e)
+        {
+            error(ctx, correlationId, ErrorCode.MALFORMED_FRAME, "DEGRADED_REPORT body is not a DegradedWindow: " + e.getMessage());
+            return;
+        }
+        control.get().submit(dev.limiter.server.control.PolicyState.command(window.getClient(), System.currentTimeMillis())
+            .setDegraded(window).build()).whenComplete((outcome, failure) -> ctx.executor().execute(() ->
+            {
+                if (failure != null)
+                {
+                    notLeader(ctx, correlationId); // a follower, or leadership lost meanwhile: the SDK tries another node
+                }
+                else if (outcome.status() != dev.limiter.server.control.PolicyState.Status.OK)
+                {
+                    error(ctx, correlationId, ErrorCode.MALFORMED_FRAME, outcome.error().getError());
+                }
+                else
+                {
+                    final ByteBuf done = ctx.alloc().buffer(Frame.HEADER_LENGTH);
+                    Frame.finish(done, Frame.begin(done, MessageType.DEGRADED_REPORT_RESULT, correlationId));
+                    ctx.writeAndFlush(done, ctx.voidPromise());
+                }
+            }));
     }
 
     private void changeMembers(final ChannelHandlerContext ctx, final long correlationId, final String list)

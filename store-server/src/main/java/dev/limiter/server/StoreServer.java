@@ -155,6 +155,7 @@ public final class StoreServer implements AutoCloseable
             startReplication();
         }
         publisher = new PolicyPublisher(policyState, 16 << 20); // what an SDK reads in one frame
+        control = new dev.limiter.server.control.PolicyControl(policyState, replication, config.shards());
         final FastThreadLocal<DataPlaneHandler.LoopState> loopState = new FastThreadLocal<>()
         {
             @Override
@@ -178,12 +179,11 @@ public final class StoreServer implements AutoCloseable
                     ch.pipeline()
                         .addLast("flush", new FlushConsolidationHandler(256, true))
                         .addLast("frames", new FrameDecoder(config.maxFrameBytes()))
-                        .addLast("data-plane", new DataPlaneHandler(policyState::index, policyState::activeExemptions, publisher, shards, metrics, loopState, replication,
+                        .addLast("data-plane", new DataPlaneHandler(policyState::index, policyState::activeExemptions, publisher, () -> control, shards, metrics, loopState, replication,
                             StoreServer.this::statusJson));
                 }
             });
         dataChannel = bootstrap.bind(new InetSocketAddress(config.host(), config.port())).sync().channel();
-        control = new dev.limiter.server.control.PolicyControl(policyState, replication, config.shards());
         ticker = java.util.concurrent.Executors.newSingleThreadScheduledExecutor(r ->
         {
             final Thread thread = new Thread(r, "limiter-control-tick");

@@ -580,4 +580,45 @@ class AdminApiTest
             server.close();
         }
     }
+
+    @Test
+    void aDegradedWindowReachesTheAuditLogOnceTheClusterAnswersAgain() throws Exception
+    {
+        StoreServer server = TestNode.start(dir, MonotonicClock.SYSTEM, 1);
+        final int port = server.port();
+        try (LimiterClient client = LimiterClient.builder().endpoints("127.0.0.1:" + port).deadline(Duration.ofMillis(50))
+            .circuit(2, Duration.ofMillis(200)).build())
+        {
+            final long until = System.currentTimeMillis() + 3000;
+            while (client.policies().version() == 0 && System.currentTimeMillis() < until)
+            {
+                Thread.sleep(5);
+            }
+            server.close();
+            for (int i = 0; i < 5; i++)
+            {
+                assertTrue(client.acquireBlocking(Descriptor.of("acme", "/v1/orders/1"), 1).degraded());
+            }
+            server = TestNode.start(dir, MonotonicClock.SYSTEM, 1, port);
+            assertTrue(client.awaitConnected(Duration.ofSeconds(10)));
+            final long deadline = System.currentTimeMillis() + 5000;
+            while (client.degradedWindowsReported() == 0 && System.currentTimeMillis() < deadline)
+            {
+                client.acquireBlocking(Descriptor.of("acme", "/v1/orders/2"), 1); // the first answer closes the circuit
+                Thread.sleep(50);
+            }
+            assertEquals(1, client.degradedWindowsReported());
+            final java.util.List<dev.limiter.protocol.policy.AuditRecord> windows =
+                server.policyState().audit(r -> r.getAction().equals("SDK_DEGRADED_WINDOW"), 10);
+            assertEquals(1, windows.size());
+            // orders fails open with 10% of a burst of 5 (at least 1 per tenant and route): few allowed, the rest refused locally.
+            assertTrue(windows.get(0).getDetail().contains("orders|OPEN|allowed=") &&
+                windows.get(0).getDetail().contains("orders|OPEN|denied="), windows.get(0).getDetail());
+            assertTrue(windows.get(0).getPolicyId().startsWith("sdk:"), windows.get(0).toString());
+        }
+        finally
+        {
+            server.close();
+        }
+    }
 }

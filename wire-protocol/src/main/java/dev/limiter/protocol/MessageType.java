@@ -37,6 +37,14 @@ public final class MessageType
     public static final int POLICIES = 12;
     /** The answer to {@link #POLICIES} (and each push): {@code u64 set version | PolicySet (protobuf)}. */
     public static final int POLICIES_RESULT = 13;
+    /**
+     * An SDK reports a window in which it decided on its own (body: a {@code DegradedWindow},
+     * protobuf). Answered by {@link #DEGRADED_REPORT_RESULT} once it is in the audit log, or ERROR
+     * NOT_LEADER from a follower.
+     */
+    public static final int DEGRADED_REPORT = 14;
+    /** The answer to {@link #DEGRADED_REPORT}: empty body. */
+    public static final int DEGRADED_REPORT_RESULT = 15;
 
     private MessageType()
     {
@@ -59,6 +67,8 @@ public final class MessageType
             case MEMBERS_RESULT: return "MEMBERS_RESULT";
             case POLICIES: return "POLICIES";
             case POLICIES_RESULT: return "POLICIES_RESULT";
+            case DEGRADED_REPORT: return "DEGRADED_REPORT";
+            case DEGRADED_REPORT_RESULT: return "DEGRADED_REPORT_RESULT";
             default: return "UNKNOWN(" + type + ")";
         }
     }

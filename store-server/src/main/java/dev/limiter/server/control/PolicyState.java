@@ -273,6 +273,7 @@ public final class PolicyState
             case EXEMPT -> exempt(command);
             case UNEXEMPT -> unexempt(command);
             case TICK -> tick(command);
+            case DEGRADED -> degraded(command);
             default -> Outcome.invalid("empty policy command", List.of());
         };
         final boolean activated = bootstrapped && activateScheduled(command, before);
@@ -926,6 +927,23 @@ public final class PolicyState
         }
         return changed ? Outcome.ok(ChangeResult.newBuilder().setSetVersion(setVersion).build()) :
             new Outcome(Status.IGNORED, ChangeResult.newBuilder().setSetVersion(setVersion).build(), null);
+    }
+
+    /** An SDK's report of a time it decided on its own: an audit record, nothing else. */
+    private Outcome degraded(final PolicyCommand command)
+    {
+        final dev.limiter.protocol.policy.DegradedWindow window = command.getDegraded();
+        if (window.getClient().isBlank() || window.getDecisionsCount() > 1000 ||
+            com.google.protobuf.util.Timestamps.compare(window.getEnd(), window.getStart()) < 0)
+        {
+            return Outcome.invalid("a degraded window needs a client, an end not before its start and at most 1000 counts", List.of());
+        }
+        final StringBuilder detail = new StringBuilder()
+            .append(com.google.protobuf.util.Timestamps.toString(window.getStart())).append(" to ")
+            .append(com.google.protobuf.util.Timestamps.toString(window.getEnd())).append(':');
+        new java.util.TreeMap<>(window.getDecisionsMap()).forEach((key, n) -> detail.append(' ').append(key).append('=').append(n));
+        record(command, "SDK_DEGRADED_WINDOW", "sdk:" + window.getClient(), 0, "", "no node answered this SDK in time", detail.toString());
+        return Outcome.ok(ChangeResult.newBuilder().setSetVersion(setVersion).build());
     }
 
     private void advanceClock(final PolicyCommand command)
