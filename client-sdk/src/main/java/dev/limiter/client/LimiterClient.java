@@ -66,6 +66,9 @@ public final class LimiterClient implements AutoCloseable
     /** When the current outage (as this client saw it) began; 0 when none. */
     private volatile long degradedSinceNanos;
     private volatile long windowStartMillis;
+    /** 0, or until when calls pass the recovery ramp first. */
+    private volatile long rampUntilNanos;
+    private final long rampNanos;
     private volatile java.util.Map<String, Long> windowStartCounts = java.util.Map.of();
     private final java.util.concurrent.atomic.AtomicLong windowsReported = new java.util.concurrent.atomic.AtomicLong();
     private static final String CLIENT_NAME = java.lang.management.ManagementFactory.getRuntimeMXBean().getName();
@@ -115,6 +118,11 @@ public final class LimiterClient implements AutoCloseable
                 {
                     circuitOpenUntilNanos = 0;
                     local.recovered();
+                    if (rampNanos > 0)
+                    {
+                        local.startRamp();
+                        rampUntilNanos = System.nanoTime() + rampNanos;
+                    }
                     final long since = degradedSinceNanos;
                     if (since != 0)
                     {
@@ -139,6 +147,7 @@ public final class LimiterClient implements AutoCloseable
         this.circuitProbeNanos = builder.circuitProbe.toNanos();
         this.rejections = builder.fastLocalRejection ? new LocalRejections() : null;
         this.circuitThreshold = builder.circuitThreshold;
+        this.rampNanos = builder.recoveryRamp.toNanos();
         this.policyStore = builder.policyStore;
         if (policyStore != null)
         {
@@ -253,6 +262,12 @@ public final class LimiterClient implements AutoCloseable
             });
     }
 
+    /** Calls the recovery ramp refused locally. */
+    public long rampRefusals()
+    {
+        return local == null ? 0 : local.rampRefusals();
+    }
+
     /** Outage windows this client has reported to the cluster's audit log. */
     public long degradedWindowsReported()
     {
@@ -329,6 +344,21 @@ public final class LimiterClient implements AutoCloseable
             if (known != null)
             {
                 return CompletableFuture.completedFuture(known);
+            }
+        }
+        if (local != null && rampUntilNanos != 0)
+        {
+            if (System.nanoTime() < rampUntilNanos)
+            {
+                final Decision ramped = local.ramp(descriptor, cost);
+                if (ramped != null)
+                {
+                    return CompletableFuture.completedFuture(ramped);
+                }
+            }
+            else
+            {
+                rampUntilNanos = 0;
             }
         }
         if (local != null && circuitOpenUntilNanos != 0 && System.nanoTime() < circuitOpenUntilNanos && !closed)
@@ -590,6 +620,7 @@ public final class LimiterClient implements AutoCloseable
         private Duration circuitProbe = Duration.ofMillis(500);
         private OutageListener outageListener;
         private boolean fastLocalRejection;
+        private Duration recoveryRamp = Duration.ofSeconds(2);
 
         /**
          * Store nodes as {@code host:port} (comma-separated lists are accepted).
@@ -763,6 +794,22 @@ public final class LimiterClient implements AutoCloseable
             }
             this.circuitThreshold = failures;
             this.circuitProbe = probeAfter;
+            return this;
+        }
+
+        /**
+         * After an outage (the circuit opened, then a node answered), for this long what the SDK lets
+         * through to the cluster grows at each policy's rate from nothing, instead of releasing
+         * pent-up demand at once; calls over it are refused locally (degraded). Default 2 s; zero
+         * turns it off.
+         */
+        public Builder recoveryRamp(final Duration ramp)
+        {
+            if (ramp == null || ramp.isNegative())
+            {
+                throw new IllegalArgumentException("recovery ramp must be zero or more, was " + ramp);
+            }
+            this.recoveryRamp = ramp;
             return this;
         }
 

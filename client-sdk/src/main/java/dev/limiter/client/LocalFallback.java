@@ -60,8 +60,13 @@ final class LocalFallback
 
         LocalBucket(final TokenBucket.Rate rate, final long now)
         {
+            this(rate, now, false);
+        }
+
+        LocalBucket(final TokenBucket.Rate rate, final long now, final boolean empty)
+        {
             this.rate = rate;
-            this.units = rate.burstUnits();
+            this.units = empty ? 0 : rate.burstUnits();
             this.last = now;
         }
 
@@ -155,6 +160,52 @@ final class LocalFallback
     {
         final java.util.concurrent.atomic.LongAdder counter = byPolicy.get(key);
         return counter == null ? 0 : counter.sum();
+    }
+
+    private final ConcurrentHashMap<String, LocalBucket> rampBuckets = new ConcurrentHashMap<>();
+    private final AtomicLong rampRefusals = new AtomicLong();
+
+    /**
+     * Recovery ramp: right after an outage, a call first takes from a local bucket at the policy's
+     * rate that starts empty, so what this SDK lets through to the cluster grows at the policy's
+     * rate instead of releasing pent-up demand (and a fresh burst) at once.
+     *
+     * @return null to go on to the cluster, or the local refusal
+     */
+    Decision ramp(final Descriptor descriptor, final int cost)
+    {
+        final PolicySetIndex index = index();
+        if (index == null)
+        {
+            return null;
+        }
+        final CompiledPolicy policy = match(index, descriptor);
+        final long now = nanoClock.getAsLong();
+        if (rampBuckets.size() > MAX_BUCKETS)
+        {
+            rampBuckets.clear();
+        }
+        final String key = policy.id() + '\u0000' + policy.version() + '\u0000' + descriptor.tenant() + '\u0000' + descriptor.route();
+        final LocalBucket bucket = rampBuckets.computeIfAbsent(key, k -> new LocalBucket(policy.rate(), now, true));
+        final long[] taken = bucket.take(cost, now);
+        if (taken[0] == 1)
+        {
+            return null;
+        }
+        rampRefusals.incrementAndGet();
+        return new Decision(false, ReasonCode.RATE_LIMITED, 0, policy.rate().burstTokens(), taken[2], policy.rate().nanosUntilFull(0),
+            policy.id(), policy.version(), policy.windowSeconds(), true);
+    }
+
+    /** A new ramp begins: its buckets start empty. */
+    void startRamp()
+    {
+        rampBuckets.clear();
+    }
+
+    long rampRefusals()
+    {
+        return rampRefusals.get();
     }
 
     /** Local decisions that allowed, and that refused, since the client started. */

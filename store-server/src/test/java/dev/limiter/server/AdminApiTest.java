@@ -621,4 +621,45 @@ class AdminApiTest
             server.close();
         }
     }
+
+    @Test
+    void afterAnOutageTheAdmittedRateRampsUpInsteadOfReleasingPentUpDemand() throws Exception
+    {
+        StoreServer server = TestNode.start(dir, MonotonicClock.SYSTEM, 1);
+        final int port = server.port();
+        try (LimiterClient client = LimiterClient.builder().endpoints("127.0.0.1:" + port).deadline(Duration.ofMillis(50))
+            .circuit(2, Duration.ofMillis(100)).recoveryRamp(Duration.ofSeconds(2)).build())
+        {
+            final long until = System.currentTimeMillis() + 3000;
+            while (client.policies().version() == 0 && System.currentTimeMillis() < until)
+            {
+                Thread.sleep(5);
+            }
+            server.close();
+            for (int i = 0; i < 3; i++)
+            {
+                client.acquireBlocking(Descriptor.of("acme", "/v1/orders/1"), 1);
+            }
+            // The node comes back with a full bucket (orders: 10/s, burst 5): without a ramp the first
+            // second would admit 5 + 10.
+            server = TestNode.start(dir, MonotonicClock.SYSTEM, 1, port);
+            assertTrue(client.awaitConnected(Duration.ofSeconds(10)));
+            Thread.sleep(150); // past the circuit's probe time
+            final long start = System.nanoTime();
+            int admitted = 0;
+            while (System.nanoTime() - start < 1_000_000_000L)
+            {
+                final Decision d = client.acquireBlocking(Descriptor.of("acme", "/v1/orders/1"), 1);
+                admitted += d.allowed() ? 1 : 0;
+                Thread.sleep(2);
+            }
+            assertTrue(admitted <= 12, "at most 1.2 x the policy's 10/s in the first second back: " + admitted);
+            assertTrue(admitted >= 5, "but traffic flows: " + admitted);
+            assertTrue(client.rampRefusals() > 0, "the ramp held some back");
+        }
+        finally
+        {
+            server.close();
+        }
+    }
 }
