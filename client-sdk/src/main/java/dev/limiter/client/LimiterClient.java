@@ -274,6 +274,24 @@ public final class LimiterClient implements AutoCloseable
         return windowsReported.get();
     }
 
+    /**
+     * A decision made here, delivered on an SDK thread: callers chain their next call from the
+     * callback, and a future completed on their own stack would recurse.
+     */
+    private CompletableFuture<Decision> later(final Decision decision)
+    {
+        final CompletableFuture<Decision> result = new CompletableFuture<>();
+        try
+        {
+            group.next().execute(() -> result.complete(decision));
+        }
+        catch (final java.util.concurrent.RejectedExecutionException closing)
+        {
+            result.complete(decision);
+        }
+        return result;
+    }
+
     /** Time this client has spent with its circuit open (the current outage included). */
     public Duration degradedTime()
     {
@@ -343,7 +361,7 @@ public final class LimiterClient implements AutoCloseable
             final Decision known = rejections.stillDenied(descriptor, cost, System.nanoTime());
             if (known != null)
             {
-                return CompletableFuture.completedFuture(known);
+                return later(known);
             }
         }
         if (local != null && rampUntilNanos != 0)
@@ -353,7 +371,7 @@ public final class LimiterClient implements AutoCloseable
                 final Decision ramped = local.ramp(descriptor, cost);
                 if (ramped != null)
                 {
-                    return CompletableFuture.completedFuture(ramped);
+                    return later(ramped);
                 }
             }
             else
@@ -367,7 +385,7 @@ public final class LimiterClient implements AutoCloseable
             final Decision decided = local.decide(descriptor, cost, "circuit open after consecutive failures");
             if (decided != null)
             {
-                return CompletableFuture.completedFuture(decided);
+                return later(decided);
             }
         }
         final PendingCall call = new PendingCall(descriptor, cost, System.nanoTime() + deadline, callFallback);
@@ -379,8 +397,11 @@ public final class LimiterClient implements AutoCloseable
         final Connection connection = pick();
         if (connection == null)
         {
-            call.completeExceptionally(new LimiterUnavailableException("no open connection to any limiter node " +
-                endpoints() + " (reconnecting; last error: " + connections[0].lastError() + ")"));
+            final LimiterUnavailableException failure = new LimiterUnavailableException("no open connection to any limiter node " +
+                endpoints() + " (reconnecting; last error: " + connections[0].lastError() + ")");
+            // On an SDK thread: the fallback may turn it into a decision, and a caller that issues
+            // its next call from the callback must not recurse on its own stack.
+            group.next().execute(() -> call.completeExceptionally(failure));
             return call;
         }
         connection.submit(call);
