@@ -58,6 +58,17 @@ class AdminApiTest
         return new StoreServer(config, new ManualClock(SECOND)).start();
     }
 
+    /** Until the client holds a policy set (it asks when its connection opens). */
+    private static void awaitPolicies(final LimiterClient client) throws InterruptedException
+    {
+        final long until = System.currentTimeMillis() + 3000;
+        while (client.policies().version() == 0 && System.currentTimeMillis() < until)
+        {
+            Thread.sleep(5);
+        }
+        assertTrue(client.policies().version() > 0, "the client holds the policy set");
+    }
+
     private static int burstOf(final LimiterClient client)
     {
         final Decision decision = client.acquireBlocking(Descriptor.of("acme-" + System.nanoTime(), "/v1/orders/1"), 1);
@@ -589,11 +600,7 @@ class AdminApiTest
         try (LimiterClient client = LimiterClient.builder().endpoints("127.0.0.1:" + port).deadline(Duration.ofMillis(50))
             .circuit(2, Duration.ofMillis(200)).build())
         {
-            final long until = System.currentTimeMillis() + 3000;
-            while (client.policies().version() == 0 && System.currentTimeMillis() < until)
-            {
-                Thread.sleep(5);
-            }
+            awaitPolicies(client);
             server.close();
             for (int i = 0; i < 5; i++)
             {
@@ -630,11 +637,7 @@ class AdminApiTest
         try (LimiterClient client = LimiterClient.builder().endpoints("127.0.0.1:" + port).deadline(Duration.ofMillis(50))
             .circuit(2, Duration.ofMillis(100)).recoveryRamp(Duration.ofSeconds(2)).build())
         {
-            final long until = System.currentTimeMillis() + 3000;
-            while (client.policies().version() == 0 && System.currentTimeMillis() < until)
-            {
-                Thread.sleep(5);
-            }
+            awaitPolicies(client);
             server.close();
             for (int i = 0; i < 3; i++)
             {
