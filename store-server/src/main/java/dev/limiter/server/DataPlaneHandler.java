@@ -212,7 +212,6 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
                 }
             }
             final int keyStart = work.keyCursor;
-            work.ensureKeyRoom(BucketTable.MAX_KEY_LENGTH);
             final long tenantHash = buildKey(work, decoder, policy);
             final int keyLength = work.keyCursor - keyStart;
             final long keyHash = KeyHash.hash(work.keys, keyStart, keyLength);
@@ -493,7 +492,6 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
             }
             final int p = work.partCount;
             final int keyStart = work.keyCursor;
-            work.ensureKeyRoom(BucketTable.MAX_KEY_LENGTH);
             buildKey(work, decoder, part);
             work.partKeyOffset[p] = keyStart;
             work.partKeyLength[p] = work.keyCursor - keyStart;
@@ -519,7 +517,6 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
         }
         final int j = work.shadowCount;
         final int keyStart = work.keyCursor;
-        work.ensureKeyRoom(BucketTable.MAX_KEY_LENGTH);
         final long tenantHash = buildKey(work, decoder, shadow);
         final int keyLength = work.keyCursor - keyStart;
         final long keyHash = KeyHash.hash(work.keys, keyStart, keyLength);
@@ -539,6 +536,7 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
 
     private static long buildKey(final FrameWork work, final AcquireDecoder d, final CompiledPolicy policy)
     {
+        work.ensureKeyRoom(BucketTable.MAX_KEY_LENGTH);
         int at = work.keyCursor;
         work.keys.putShort(at, (short)policy.ordinal(), java.nio.ByteOrder.BIG_ENDIAN);
         work.keys.putInt(at + 2, (int)policy.version(), java.nio.ByteOrder.BIG_ENDIAN);

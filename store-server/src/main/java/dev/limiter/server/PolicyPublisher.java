@@ -38,11 +38,6 @@ final class PolicyPublisher
         subscribers.add(channel); // removed by the group when the channel closes
     }
 
-    int subscriberCount()
-    {
-        return subscribers.size();
-    }
-
     /** {@code POLICIES_RESULT} with the set in force, or null when it does not fit in a frame. */
     ByteBuf encode(final ByteBufAllocator alloc, final long correlationId)
     {

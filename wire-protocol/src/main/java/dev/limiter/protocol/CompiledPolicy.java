@@ -183,7 +183,7 @@ public final class CompiledPolicy
     /** Units a request whose own policy is {@code own} must leave in this budget: the reserve, unless it ranks high enough. */
     public long floorFor(final CompiledPolicy own)
     {
-        return source.hasReserve() && own.priority() < source.getReserve().getMinPriority() ? reserveUnits() : 0;
+        return source.hasReserve() && own.priority() < reserveMinPriority() ? reserveUnits() : 0;
     }
 
     /** Charged beside the most specific policy of every request it matches (hierarchical limits). */
