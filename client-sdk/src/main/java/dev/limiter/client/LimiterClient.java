@@ -63,6 +63,8 @@ public final class LimiterClient implements AutoCloseable
     private final java.util.concurrent.atomic.AtomicInteger consecutiveFailures = new java.util.concurrent.atomic.AtomicInteger();
     /** 0 while the circuit is closed; else until when calls are decided locally without trying a node. */
     private volatile long circuitOpenUntilNanos;
+    /** Past that time the circuit is half-open: one call at a time (this flag) tries the cluster. */
+    private final java.util.concurrent.atomic.AtomicBoolean probing = new java.util.concurrent.atomic.AtomicBoolean();
     /** When the current outage (as this client saw it) began; 0 when none. */
     private volatile long degradedSinceNanos;
     private volatile long windowStartMillis;
@@ -79,6 +81,10 @@ public final class LimiterClient implements AutoCloseable
         @Override
         public Decision onUnreachable(final PendingCall call, final LimiterException failure)
         {
+            if (call.probe)
+            {
+                probing.set(false);
+            }
             if (local == null || closed)
             {
                 return null;
@@ -107,6 +113,10 @@ public final class LimiterClient implements AutoCloseable
         @Override
         public void onAnswer(final PendingCall call, final Decision decision)
         {
+            if (call.probe)
+            {
+                probing.set(false);
+            }
             if (rejections != null && !decision.allowed())
             {
                 rejections.denied(call.descriptor, call.cost, decision, System.nanoTime());
@@ -205,11 +215,13 @@ public final class LimiterClient implements AutoCloseable
         void outage(String policyId, dev.limiter.protocol.policy.FailureMode mode, String message);
     }
 
-    /** Whether calls are being decided locally right now, without trying a node. */
+    /**
+     * Whether the circuit is open: since consecutive failures, calls are decided locally at once,
+     * except one probe at a time (after the probe interval) until a node answers again.
+     */
     public boolean circuitOpen()
     {
-        final long until = circuitOpenUntilNanos;
-        return until != 0 && System.nanoTime() < until;
+        return circuitOpenUntilNanos != 0;
     }
 
     /** Calls refused locally because the cluster had refused the same descriptor until a time not yet reached. */
@@ -379,16 +391,25 @@ public final class LimiterClient implements AutoCloseable
                 rampUntilNanos = 0;
             }
         }
-        if (local != null && circuitOpenUntilNanos != 0 && System.nanoTime() < circuitOpenUntilNanos && !closed)
+        boolean probe = false;
+        final long openUntil = circuitOpenUntilNanos;
+        if (local != null && openUntil != 0 && !closed)
         {
-            // The circuit is open: decide at once, without waiting on a dead cluster.
-            final Decision decided = local.decide(descriptor, cost, "circuit open after consecutive failures");
-            if (decided != null)
+            // The circuit is open: decide at once, without waiting on a dead cluster. Past the probe
+            // time it is half-open: one call at a time tries the cluster, the others still decide here,
+            // so a store that is still dead (or slow) holds up one caller per probe, not all of them.
+            probe = System.nanoTime() - openUntil >= 0 && probing.compareAndSet(false, true);
+            if (!probe)
             {
-                return later(decided);
+                final Decision decided = local.decide(descriptor, cost, "circuit open after consecutive failures");
+                if (decided != null)
+                {
+                    return later(decided);
+                }
             }
         }
         final PendingCall call = new PendingCall(descriptor, cost, System.nanoTime() + deadline, callFallback);
+        call.probe = probe;
         if (closed)
         {
             call.completeExceptionally(new LimiterUnavailableException("limiter client closed"));

@@ -8,7 +8,8 @@ import io.micrometer.core.instrument.MeterRegistry;
  * The SDK's meters, for hosts that run Micrometer (an optional dependency of the SDK: only this
  * class needs it). {@code LimiterMetrics.bind(client, registry)} registers:
  * <ul>
- *   <li>{@code limiter.sdk.circuit.open}: 1 while calls are decided locally without trying a node;</li>
+ *   <li>{@code limiter.sdk.circuit.open}: 1 from the failures that open the circuit until a node
+ *   answers again (calls are decided locally, bar one probe at a time);</li>
  *   <li>{@code limiter.sdk.local.decisions{policy,mode,outcome}}: local decisions by the policy
  *       (the route's) and its failure mode (OPEN, CLOSED), allowed or denied;</li>
  *   <li>{@code limiter.sdk.fast.rejections}: refusals repeated locally until a Retry-After;</li>
@@ -25,7 +26,7 @@ public final class LimiterMetrics
     public static void bind(final LimiterClient client, final MeterRegistry registry)
     {
         Gauge.builder("limiter.sdk.circuit.open", client, c -> c.circuitOpen() ? 1 : 0)
-            .description("1 while calls are decided locally without trying a node").register(registry);
+            .description("1 from the failures that open the circuit until a node answers again").register(registry);
         FunctionCounter.builder("limiter.sdk.fast.rejections", client, LimiterClient::fastRejections)
             .description("Calls refused locally until a Retry-After the cluster gave").register(registry);
         FunctionCounter.builder("limiter.sdk.degraded.seconds", client, c -> c.degradedTime().toNanos() / 1e9)

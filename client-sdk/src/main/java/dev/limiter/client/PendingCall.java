@@ -19,6 +19,8 @@ final class PendingCall extends CompletableFuture<Decision>
     final int cost;
     final long deadlineNanos;
     private final Fallback fallback;
+    /** This call is the half-open circuit's probe (set before it is sent). */
+    boolean probe;
 
     PendingCall(final Descriptor descriptor, final int cost, final long deadlineNanos)
     {
