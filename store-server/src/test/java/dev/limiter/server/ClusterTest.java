@@ -24,6 +24,7 @@ import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
+import java.util.concurrent.locks.LockSupport;
 import java.util.function.BooleanSupplier;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -93,8 +94,22 @@ class ClusterTest
 
     private StoreServer start(final String id) throws InterruptedException
     {
-        final ServerConfig config = TestNode.config(dir.resolve(id + "-config"), peers.get(id).getPort(), 2)
-            .adminPort(-1).nodeId(id).peers(peers).raftPortOffset(RAFT_OFFSET).dataDir(dir.resolve(id));
+        return start(id, 2, null);
+    }
+
+    /** One member; with a token it serves the admin API on an ephemeral port, else none. */
+    private StoreServer start(final String id, final int shards, final String adminToken) throws InterruptedException
+    {
+        final ServerConfig config = TestNode.config(dir.resolve(id + "-config"), peers.get(id).getPort(), shards)
+            .nodeId(id).peers(peers).raftPortOffset(RAFT_OFFSET).dataDir(dir.resolve(id));
+        if (adminToken == null)
+        {
+            config.adminPort(-1);
+        }
+        else
+        {
+            config.adminToken(adminToken);
+        }
         final StoreServer server = new StoreServer(config).start();
         nodes.put(id, server);
         return server;
@@ -102,11 +117,16 @@ class ClusterTest
 
     private void startCluster() throws Exception
     {
+        startCluster(2, null);
+    }
+
+    private void startCluster(final int shards, final String adminToken) throws Exception
+    {
         choosePorts();
         for (final String id : peers.keySet())
         {
             java.nio.file.Files.createDirectories(dir.resolve(id + "-config"));
-            start(id);
+            start(id, shards, adminToken);
         }
     }
 
@@ -454,14 +474,7 @@ class ClusterTest
     void aBadPolicyVersionRolledBackIsOutOfForceOnEveryNodeWithinOneSecond() throws Exception
     {
         final String token = "drill-token-0123456789abcdef";
-        choosePorts();
-        for (final String id : peers.keySet())
-        {
-            final Path configDir = dir.resolve(id + "-config");
-            java.nio.file.Files.createDirectories(configDir);
-            nodes.put(id, new StoreServer(TestNode.config(configDir, peers.get(id).getPort(), 2).adminToken(token)
-                .nodeId(id).peers(peers).raftPortOffset(RAFT_OFFSET).dataDir(dir.resolve(id))).start());
-        }
+        startCluster(2, token);
         final StoreServer leader = leader();
         final StoreServer follower = nodes.values().stream().filter(n -> n != leader).findFirst().orElseThrow();
         final java.net.http.HttpClient http = java.net.http.HttpClient.newHttpClient();
@@ -512,14 +525,7 @@ class ClusterTest
     void hierarchicalDecisionsReplicateToEqualTables() throws Exception
     {
         final String token = "drill-token-0123456789abcdef";
-        choosePorts();
-        for (final String id : peers.keySet())
-        {
-            final Path configDir = dir.resolve(id + "-config");
-            java.nio.file.Files.createDirectories(configDir);
-            nodes.put(id, new StoreServer(TestNode.config(configDir, peers.get(id).getPort(), 1).adminToken(token)
-                .nodeId(id).peers(peers).raftPortOffset(RAFT_OFFSET).dataDir(dir.resolve(id))).start());
-        }
+        startCluster(1, token);
         final StoreServer leader = leader();
         final java.net.http.HttpResponse<String> put = AdminApiTest.call(java.net.http.HttpClient.newHttpClient(), leader.adminPort(), "PUT",
             "/v1/policies/orders-global", "{\"selector\":{\"route\":\"/v1/orders/{id}\"},\"rate\":5,\"burst\":30,\"scope\":\"GLOBAL\"," +
@@ -544,5 +550,201 @@ class ClusterTest
         }
         assertTrue(deniedByGlobal > 0 && deniedByTenant > 0, "both scopes refused some: global " + deniedByGlobal + ", tenant " + deniedByTenant);
         await("replicas to converge on the hierarchical decisions", Duration.ofSeconds(10), this::converged);
+    }
+
+    /** One call made by the outage drill's load: when it started and ended (nanoTime), and what came back. */
+    private record Call(int tenant, boolean strict, long startNanos, long endNanos, Decision decision)
+    {
+    }
+
+    @Test
+    void withEveryNodeStoppedUnderLoadOpenRoutesSpendTheirEmergencyBudgetAndClosedOnesRefuseWithinTheDeadline() throws Exception
+    {
+        final String token = "drill-token-0123456789abcdef";
+        startCluster(2, token);
+        final StoreServer leader = leader();
+        final java.net.http.HttpClient http = java.net.http.HttpClient.newHttpClient();
+        final java.net.http.HttpResponse<String> open = AdminApiTest.call(http, leader.adminPort(), "PUT", "/v1/policies/orders",
+            "{\"selector\":{\"route\":\"/v1/orders/{id}\"},\"rate\":100,\"burst\":100,\"failureMode\":\"OPEN\"," +
+                "\"emergency\":{\"percent\":10},\"owner\":\"team-orders\",\"reason\":\"outage drill\"}", token);
+        assertEquals(200, open.statusCode(), open.body());
+        final java.net.http.HttpResponse<String> closed = AdminApiTest.call(http, leader.adminPort(), "PUT", "/v1/policies/strict",
+            "{\"selector\":{\"route\":\"/strict\"},\"rate\":20,\"burst\":20,\"scope\":\"GLOBAL\",\"consistency\":\"STRICT\"," +
+                "\"failureMode\":\"CLOSED\",\"owner\":\"team-payments\",\"reason\":\"outage drill\"}", token);
+        assertEquals(200, closed.statusCode(), closed.body());
+        final long setVersion = leader.policyState().setVersion();
+
+        final long deadlineMillis = 50;
+        final long marginMillis = 150; // scheduling on a shared 2-core machine running three nodes, not waiting on a store
+        final List<String> pages = new java.util.concurrent.CopyOnWriteArrayList<>();
+        final List<String> endpoints = new ArrayList<>();
+        peers.values().forEach(a -> endpoints.add("127.0.0.1:" + a.getPort()));
+        try (LimiterClient client = LimiterClient.builder().endpoints(String.join(",", endpoints)).connections(1)
+            .deadline(Duration.ofMillis(deadlineMillis)).circuit(3, Duration.ofMillis(300))
+            .onOutage((policy, mode, message) -> pages.add(policy + " " + mode)).build())
+        {
+            await("the SDK to hold the drill's policies", Duration.ofSeconds(5), () -> client.policies().version() == setVersion);
+
+            // Four tenants ask far more often than the emergency budget (10% of 100/s: 10/s, burst 10);
+            // every tenth call is on the fail-closed route.
+            final int tenants = 4;
+            final AtomicBoolean stop = new AtomicBoolean();
+            final List<List<Call>> calls = new ArrayList<>();
+            final List<Thread> load = new ArrayList<>();
+            for (int t = 0; t < tenants; t++)
+            {
+                final int tenant = t;
+                final List<Call> mine = new ArrayList<>();
+                calls.add(mine);
+                final Thread thread = new Thread(() ->
+                {
+                    for (int i = 0; !stop.get(); i++)
+                    {
+                        final boolean strict = i % 10 == 9;
+                        final Descriptor key = Descriptor.of("tenant-" + tenant, strict ? "/strict" : "/v1/orders/1");
+                        final long start = System.nanoTime();
+                        final Decision decision = client.acquireBlocking(key, 1);
+                        mine.add(new Call(tenant, strict, start, System.nanoTime(), decision));
+                        LockSupport.parkNanos(1_000_000);
+                    }
+                }, "drill-load-" + t);
+                thread.start();
+                load.add(thread);
+            }
+            Thread.sleep(1000);
+
+            // Every node at once (each close in its own thread), the leader among them.
+            final List<Thread> stoppers = new ArrayList<>();
+            for (final StoreServer node : new ArrayList<>(nodes.values()))
+            {
+                final Thread stopper = new Thread(node::close, "stop-node");
+                stopper.start();
+                stoppers.add(stopper);
+            }
+            for (final Thread stopper : stoppers)
+            {
+                stopper.join();
+            }
+            nodes.clear();
+            final long allStopped = System.nanoTime();
+            Thread.sleep(3000);
+            stop.set(true);
+            for (final Thread thread : load)
+            {
+                thread.join();
+            }
+
+            long lastClusterAnswer = 0;
+            long slowest = 0;
+            for (final List<Call> mine : calls)
+            {
+                for (final Call call : mine)
+                {
+                    slowest = Math.max(slowest, call.endNanos() - call.startNanos());
+                    if (!call.decision().degraded())
+                    {
+                        lastClusterAnswer = Math.max(lastClusterAnswer, call.endNanos());
+                    }
+                }
+            }
+            assertTrue(slowest / 1_000_000 < deadlineMillis + marginMillis, "slowest call " + slowest / 1_000_000 + " ms for a " +
+                deadlineMillis + " ms deadline");
+            assertTrue(lastClusterAnswer > 0 && lastClusterAnswer <= allStopped, "the cluster answered before it was stopped, never after");
+
+            long openAllowedAfterStop = 0;
+            long openAllowedDegraded = 0;
+            long closedRefusedAfterStop = 0;
+            final StringBuilder budgets = new StringBuilder();
+            for (final List<Call> mine : calls)
+            {
+                long firstLocal = 0;
+                long lastLocal = 0;
+                long allowedLocally = 0;
+                long allowedLocallyBefore = 0; // degraded grants before the cluster's last answer (a flap): taken from the same budget
+                for (final Call call : mine)
+                {
+                    final Decision d = call.decision();
+                    if (call.startNanos() > allStopped)
+                    {
+                        assertTrue(d.degraded(), "with every node stopped each decision is the SDK's own: " + d);
+                    }
+                    if (call.strict())
+                    {
+                        if (d.degraded())
+                        {
+                            assertFalse(d.allowed(), "a fail-closed route admits nothing locally: " + d);
+                            assertEquals(dev.limiter.protocol.ReasonCode.CLUSTER_UNAVAILABLE, d.reason(), d.toString());
+                            closedRefusedAfterStop += call.startNanos() > allStopped ? 1 : 0;
+                        }
+                        continue;
+                    }
+                    if (d.degraded())
+                    {
+                        assertEquals("orders", d.policyId());
+                        openAllowedDegraded += d.allowed() ? 1 : 0;
+                        if (call.endNanos() <= lastClusterAnswer)
+                        {
+                            allowedLocallyBefore += d.allowed() ? 1 : 0;
+                            continue;
+                        }
+                        firstLocal = firstLocal == 0 ? call.startNanos() : firstLocal;
+                        lastLocal = call.endNanos();
+                        allowedLocally += d.allowed() ? 1 : 0;
+                        openAllowedAfterStop += call.startNanos() > allStopped && d.allowed() ? 1 : 0;
+                    }
+                }
+                // The emergency bucket: burst 10 at the first local decision, then 10/s.
+                final double budget = 10 + 10 * (lastLocal - firstLocal) / 1e9;
+                budgets.append(String.format(" tenant: %d allowed of a budget of %.1f;", allowedLocally, budget));
+                assertTrue(allowedLocally <= Math.ceil(budget * 1.1), "fail-open spent over its emergency budget:" + budgets);
+                assertTrue(allowedLocally >= Math.floor(budget * 0.9) - allowedLocallyBefore,
+                    "fail-open kept admitting at its emergency budget:" + budgets);
+            }
+            System.out.printf("outage drill: slowest call %d ms;%s %d fail-closed refusals%n", slowest / 1_000_000, budgets,
+                closedRefusedAfterStop);
+            assertTrue(openAllowedAfterStop > 0 && closedRefusedAfterStop > 0);
+            assertTrue(pages.contains("strict CLOSED"), "the fail-closed route paged: " + pages);
+            assertFalse(pages.contains("orders OPEN"), "a fail-open route pages only when its policy asks to: " + pages);
+
+            // The cluster comes back: the first answer closes the circuit and the window reaches the audit log.
+            for (final String id : peers.keySet())
+            {
+                start(id, 2, token);
+            }
+            leader();
+            final long reportBy = System.nanoTime() + 15_000_000_000L;
+            long grantedWhileReturning = 0; // local grants until the circuit closes belong to the window too
+            while (client.degradedWindowsReported() == 0 && System.nanoTime() < reportBy)
+            {
+                final Decision d = client.acquireBlocking(Descriptor.of("after", "/v1/orders/2"), 1);
+                grantedWhileReturning += d.degraded() && d.allowed() ? 1 : 0;
+                Thread.sleep(50);
+            }
+            assertTrue(client.degradedWindowsReported() > 0, "the SDK reported its degraded window");
+            await("the window on every node's audit log", Duration.ofSeconds(5), () -> nodes.values().stream()
+                .allMatch(n -> !n.policyState().audit(r -> r.getAction().equals("SDK_DEGRADED_WINDOW"), 10).isEmpty()));
+            long reportedAllowed = 0;
+            long reportedRefused = 0;
+            for (final dev.limiter.protocol.policy.AuditRecord window :
+                leader().policyState().audit(r -> r.getAction().equals("SDK_DEGRADED_WINDOW"), 10))
+            {
+                reportedAllowed += count(window.getDetail(), "orders|OPEN|allowed");
+                reportedRefused += count(window.getDetail(), "strict|CLOSED|denied");
+            }
+            // The report holds what the windows saw: at least everything decided once the nodes were gone,
+            // at most every local decision this client made.
+            assertTrue(reportedAllowed >= openAllowedAfterStop && reportedAllowed <= openAllowedDegraded + grantedWhileReturning,
+                "reported " + reportedAllowed + " local grants; the load saw " + openAllowedAfterStop + " after the stop, " +
+                    (openAllowedDegraded + grantedWhileReturning) + " in all");
+            assertTrue(reportedRefused >= closedRefusedAfterStop, "reported " + reportedRefused + " local refusals; the load saw " +
+                closedRefusedAfterStop);
+        }
+    }
+
+    /** The number after "key=" in an audit detail, 0 when the key is absent. */
+    private static long count(final String detail, final String key)
+    {
+        final java.util.regex.Matcher m = java.util.regex.Pattern.compile(java.util.regex.Pattern.quote(key) + "=(\\d+)").matcher(detail);
+        return m.find() ? Long.parseLong(m.group(1)) : 0;
     }
 }
