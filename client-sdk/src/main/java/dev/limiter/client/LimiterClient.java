@@ -46,6 +46,8 @@ public final class LimiterClient implements AutoCloseable
      */
     public static final Duration DEFAULT_DEADLINE = Duration.ofMillis(20);
     public static final int DEFAULT_CONNECTIONS_PER_ENDPOINT = 2;
+    /** How long past its deadline a blocking call waits for the I/O thread before failing the call itself. */
+    public static final long BLOCKING_SLACK_MILLIS = 2;
     public static final int DEFAULT_MAX_BATCH = 256;
     public static final Duration DEFAULT_CONNECT_TIMEOUT = Duration.ofSeconds(1);
 
@@ -79,6 +81,7 @@ public final class LimiterClient implements AutoCloseable
     private final java.util.concurrent.atomic.AtomicLong windowsReported = new java.util.concurrent.atomic.AtomicLong();
     private static final String CLIENT_NAME = java.lang.management.ManagementFactory.getRuntimeMXBean().getName();
     private final java.util.concurrent.atomic.LongAdder degradedNanos = new java.util.concurrent.atomic.LongAdder();
+    private final java.util.concurrent.atomic.LongAdder lateDeadlines = new java.util.concurrent.atomic.LongAdder();
 
     private final PendingCall.Fallback callFallback = new PendingCall.Fallback()
     {
@@ -294,9 +297,20 @@ public final class LimiterClient implements AutoCloseable
      * A decision made here, delivered on an SDK thread: callers chain their next call from the
      * callback, and a future completed on their own stack would recurse.
      */
+    /** A decision the SDK made itself: async callers get it on an SDK thread, blocking callers at once. */
+    private static final class Decided extends CompletableFuture<Decision>
+    {
+        final Decision decision;
+
+        Decided(final Decision decision)
+        {
+            this.decision = decision;
+        }
+    }
+
     private CompletableFuture<Decision> later(final Decision decision)
     {
-        final CompletableFuture<Decision> result = new CompletableFuture<>();
+        final Decided result = new Decided(decision);
         try
         {
             group.next().execute(() -> result.complete(decision));
@@ -434,17 +448,35 @@ public final class LimiterClient implements AutoCloseable
     }
 
     /**
-     * Blocking form of {@link #acquire(Descriptor, int)}.
+     * Blocking form of {@link #acquire(Descriptor, int)}. It returns by the call's deadline plus
+     * about {@value #BLOCKING_SLACK_MILLIS} ms even when the SDK's I/O thread is late to fail the call
+     * (busy, or descheduled): then the call fails on the caller's thread and, as at the deadline, the
+     * SDK decides it locally (GC pauses of the caller's own JVM aside).
      *
-     * @throws LimiterException when no decision arrives within the deadline or no node is reachable
+     * @throws LimiterException when no decision arrives within the deadline or no node is reachable,
+     *                          and the SDK cannot decide locally
      */
     public Decision acquireBlocking(final Descriptor descriptor, final int cost)
     {
         final CompletableFuture<Decision> future = acquire(descriptor, cost);
+        if (future instanceof Decided decided)
+        {
+            return decided.decision; // the SDK decided already; only its delivery to async callers waits
+        }
+        final PendingCall call = (PendingCall)future;
         try
         {
-            // The future fails on its own at the deadline; the margin covers scheduling delay only.
-            return future.get(TimeUnit.NANOSECONDS.toMillis(deadlineNanos) + 1000, TimeUnit.MILLISECONDS);
+            try
+            {
+                final long wait = Math.max(0, call.deadlineNanos - System.nanoTime()) + TimeUnit.MILLISECONDS.toNanos(BLOCKING_SLACK_MILLIS);
+                return future.get(wait, TimeUnit.NANOSECONDS);
+            }
+            catch (final TimeoutException late)
+            {
+                lateDeadlines.increment();
+                call.completeExceptionally(new LimiterTimeoutException("no answer within the call's deadline (the SDK's I/O thread was late)"));
+                return future.get();
+            }
         }
         catch (final ExecutionException e)
         {
@@ -454,15 +486,17 @@ public final class LimiterClient implements AutoCloseable
             }
             throw new LimiterException("acquire failed: " + e.getCause(), e.getCause());
         }
-        catch (final TimeoutException e)
-        {
-            throw new LimiterTimeoutException("no decision within the deadline");
-        }
         catch (final InterruptedException e)
         {
             Thread.currentThread().interrupt();
             throw new LimiterException("interrupted while waiting for a decision", e);
         }
+    }
+
+    /** Blocking calls the caller's thread failed at their deadline because the SDK's I/O thread had not yet. */
+    public long lateDeadlines()
+    {
+        return lateDeadlines.sum();
     }
 
     /** Round-trips a PING on every open connection; completes when all answered. */

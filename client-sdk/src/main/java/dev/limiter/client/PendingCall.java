@@ -21,6 +21,10 @@ final class PendingCall extends CompletableFuture<Decision>
     private final Fallback fallback;
     /** This call is the half-open circuit's probe (set before it is sent). */
     boolean probe;
+    /** 1 once an answer or a failure was taken: the I/O thread and a blocking caller may race at the deadline. */
+    private volatile int settled;
+    private static final java.util.concurrent.atomic.AtomicIntegerFieldUpdater<PendingCall> SETTLED =
+        java.util.concurrent.atomic.AtomicIntegerFieldUpdater.newUpdater(PendingCall.class, "settled");
 
     PendingCall(final Descriptor descriptor, final int cost, final long deadlineNanos)
     {
@@ -38,6 +42,10 @@ final class PendingCall extends CompletableFuture<Decision>
     @Override
     public boolean complete(final Decision decision)
     {
+        if (!SETTLED.compareAndSet(this, 0, 1))
+        {
+            return false; // failed at its deadline (perhaps on the caller's thread): a late answer changes nothing
+        }
         if (fallback != null && !decision.degraded())
         {
             fallback.onAnswer(this, decision);
@@ -48,6 +56,10 @@ final class PendingCall extends CompletableFuture<Decision>
     @Override
     public boolean completeExceptionally(final Throwable failure)
     {
+        if (!SETTLED.compareAndSet(this, 0, 1))
+        {
+            return false; // decided once: the fallback must not charge a local budget twice
+        }
         // No node answered in time (not: the node refused the request): decide locally if the policy says how.
         if (fallback != null && (failure instanceof LimiterUnavailableException || failure instanceof LimiterTimeoutException))
         {

@@ -12,6 +12,7 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -22,25 +23,9 @@ class LimiterClientTest
     @Test
     void shouldFailACallWithATimeoutAtItsDeadlineWhenTheNodeNeverAnswers() throws Exception
     {
-        try (ServerSocket silent = new ServerSocket(0, 50, InetAddress.getLoopbackAddress()))
+        try (SilentNode silent = new SilentNode())
         {
-            final List<Socket> accepted = new ArrayList<>();
-            final Thread acceptor = new Thread(() ->
-            {
-                try
-                {
-                    while (true)
-                    {
-                        accepted.add(silent.accept()); // reads nothing, answers nothing
-                    }
-                }
-                catch (final Exception ignored)
-                {
-                    // closed
-                }
-            });
-            acceptor.start();
-            try (LimiterClient client = LimiterClient.builder().endpoints("127.0.0.1:" + silent.getLocalPort())
+            try (LimiterClient client = LimiterClient.builder().endpoints("127.0.0.1:" + silent.port())
                 .deadline(Duration.ofMillis(50)).build())
             {
                 assertTrue(client.awaitConnected(Duration.ofSeconds(5)));
@@ -53,11 +38,33 @@ class LimiterClientTest
                 assertTrue(tookMillis >= 49 && tookMillis < 1000, "failed after " + tookMillis + " ms for a 50 ms deadline");
                 assertThrows(LimiterTimeoutException.class, () -> client.acquireBlocking(Descriptor.of("t", "/x"), 1));
             }
-            silent.close();
-            acceptor.join(5000);
-            for (final Socket s : accepted)
+        }
+    }
+
+    @Test
+    void aBlockingCallReturnsByItsDeadlineEvenWhileTheSdksIoThreadIsStalled() throws Exception
+    {
+        try (SilentNode silent = new SilentNode())
+        {
+            try (LimiterClient client = LimiterClient.builder().endpoints("127.0.0.1:" + silent.port())
+                .ioThreads(1).connections(1).deadline(Duration.ofMillis(50)).build())
             {
-                s.close();
+                assertTrue(client.awaitConnected(Duration.ofSeconds(5)));
+                // A callback that blocks the SDK's only I/O thread for 600 ms once its call times out.
+                final java.util.concurrent.CountDownLatch stalled = new java.util.concurrent.CountDownLatch(1);
+                client.acquire(Descriptor.of("t", "/x"), 1).whenComplete((d, f) ->
+                {
+                    stalled.countDown();
+                    java.util.concurrent.locks.LockSupport.parkNanos(600_000_000L);
+                });
+                assertTrue(stalled.await(5, java.util.concurrent.TimeUnit.SECONDS));
+                final long start = System.nanoTime();
+                final LimiterTimeoutException e = assertThrows(LimiterTimeoutException.class,
+                    () -> client.acquireBlocking(Descriptor.of("t", "/x"), 1));
+                final long tookMillis = (System.nanoTime() - start) / 1_000_000;
+                assertTrue(tookMillis < 50 + 40, "returned after " + tookMillis + " ms for a 50 ms deadline, the I/O thread stalled for 600");
+                assertTrue(e.getMessage().contains("I/O thread was late"), e.getMessage());
+                assertEquals(1, client.lateDeadlines());
             }
         }
     }
@@ -95,5 +102,47 @@ class LimiterClientTest
         assertThrows(IllegalArgumentException.class, () -> LimiterClient.builder().deadline(Duration.ZERO));
         assertThrows(IllegalArgumentException.class, () -> LimiterClient.builder().connections(0));
         assertThrows(IllegalArgumentException.class, () -> LimiterClient.builder().maxBatch(5000));
+    }
+
+    /** A loopback listener that accepts connections and never reads or answers. */
+    private static final class SilentNode implements AutoCloseable
+    {
+        private final ServerSocket listener = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
+        private final List<Socket> accepted = new java.util.concurrent.CopyOnWriteArrayList<>();
+        private final Thread acceptor = new Thread(() ->
+        {
+            try
+            {
+                while (true)
+                {
+                    accepted.add(listener.accept());
+                }
+            }
+            catch (final Exception ignored)
+            {
+                // closed
+            }
+        }, "silent-node");
+
+        SilentNode() throws java.io.IOException
+        {
+            acceptor.start();
+        }
+
+        int port()
+        {
+            return listener.getLocalPort();
+        }
+
+        @Override
+        public void close() throws Exception
+        {
+            listener.close();
+            acceptor.join(5000);
+            for (final Socket s : accepted)
+            {
+                s.close();
+            }
+        }
     }
 }

@@ -575,7 +575,7 @@ class ClusterTest
         final long setVersion = leader.policyState().setVersion();
 
         final long deadlineMillis = 50;
-        final long marginMillis = 150; // scheduling on a shared 2-core machine running three nodes, not waiting on a store
+        final long marginMillis = 100; // scheduling on a shared 2-core machine running three nodes, not waiting on a store
         final List<String> pages = new java.util.concurrent.CopyOnWriteArrayList<>();
         final List<String> endpoints = new ArrayList<>();
         peers.values().forEach(a -> endpoints.add("127.0.0.1:" + a.getPort()));

@@ -25,7 +25,7 @@ class SlowStoreTest
 {
     private static final long DEADLINE_MILLIS = 50;
     /** What a call may take past its deadline: scheduling on a shared 2-core machine, not waiting on the store. */
-    private static final long MARGIN_MILLIS = 150;
+    private static final long MARGIN_MILLIS = 100;
 
     @TempDir
     Path dir;

@@ -1,0 +1,66 @@
+package dev.limiter.bench;
+
+import com.google.gson.JsonObject;
+import com.google.gson.JsonParser;
+import dev.limiter.server.ServerConfig;
+import dev.limiter.server.StoreServer;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+import picocli.CommandLine;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** {@code ./limiter bench} against a real node on loopback. */
+@Timeout(60)
+class LoadGeneratorTest
+{
+    @TempDir
+    Path dir;
+
+    @Test
+    void theBenchKeepsRunningThroughAnOutageAndCountsTheSdksOwnDecisionsAsDegraded() throws Exception
+    {
+        final StoreServer node = new StoreServer(new ServerConfig().host("127.0.0.1").port(0).adminPort(-1).shards(1)
+            .ioThreads(1).policiesFile(Path.of("..", "config", "policies.json")).dataDir(dir)).start();
+        final PrintStream original = System.out;
+        final ByteArrayOutputStream captured = new ByteArrayOutputStream();
+        final CompletableFuture<Integer> exit;
+        final long start = System.nanoTime();
+        System.setOut(new PrintStream(captured, true, StandardCharsets.UTF_8));
+        try
+        {
+            exit = CompletableFuture.supplyAsync(() -> new CommandLine(new LoadGenerator()).execute(
+                "--server", "127.0.0.1:" + node.port(), "--connections", "1", "--pipeline", "16", "--keys", "100",
+                "--warmup", "1", "--duration", "3", "--deadline-ms", "50"));
+            Thread.sleep(2000); // one second into the measured part
+            node.close();
+            assertEquals(0, exit.get(20, TimeUnit.SECONDS));
+        }
+        finally
+        {
+            System.setOut(original);
+            node.close();
+        }
+        final double tookSeconds = (System.nanoTime() - start) / 1e9;
+        final List<String> lines = captured.toString(StandardCharsets.UTF_8).lines().toList();
+        final JsonObject summary = JsonParser.parseString(lines.get(lines.size() - 1)).getAsJsonObject();
+        assertEquals(0, summary.get("errors").getAsLong(), "no call failed: the SDK decided while the node was gone: " + summary);
+        assertTrue(summary.get("degraded").getAsLong() > 0, "decisions after the kill are the SDK's own: " + summary);
+        assertTrue(summary.get("allowed").getAsLong() + summary.get("denied").getAsLong() > summary.get("degraded").getAsLong(),
+            "and the node's before it: " + summary);
+        assertEquals(3, lines.stream().filter(l -> l.startsWith("t=")).count(), "a progress line every measured second: " + lines);
+        final long lastSecond = Long.parseLong(lines.get(lines.size() - 2).replaceAll(".*decisions/s=(\\d+).*", "$1"));
+        assertTrue(lastSecond > 0, "still deciding in the last second, two seconds after the kill: " + lines);
+        assertTrue(tookSeconds < 1 + 3 + 5, "the run ended on time: " + tookSeconds + " s");
+    }
+}
