@@ -14,6 +14,8 @@ import io.micrometer.core.instrument.MeterRegistry;
  *       (the route's) and its failure mode (OPEN, CLOSED), allowed or denied;</li>
  *   <li>{@code limiter.sdk.fast.rejections}: refusals repeated locally until a Retry-After;</li>
  *   <li>{@code limiter.sdk.degraded.seconds}: time spent with the circuit open;</li>
+ *   <li>{@code limiter.sdk.late.deadlines}: blocking calls the caller's thread failed at their
+ *   deadline because the SDK's I/O thread was late (a sign the SDK's threads are starved);</li>
  *   <li>{@code limiter.sdk.policy.version}: version of the policy set held.</li>
  * </ul>
  */
@@ -31,6 +33,9 @@ public final class LimiterMetrics
             .description("Calls refused locally until a Retry-After the cluster gave").register(registry);
         FunctionCounter.builder("limiter.sdk.degraded.seconds", client, c -> c.degradedTime().toNanos() / 1e9)
             .description("Time spent with the circuit open").baseUnit("seconds").register(registry);
+        FunctionCounter.builder("limiter.sdk.late.deadlines", client, LimiterClient::lateDeadlines)
+            .description("Blocking calls failed on the caller's thread because the SDK's I/O thread was late at their deadline")
+            .register(registry);
         Gauge.builder("limiter.sdk.policy.version", client, c -> c.policies().version())
             .description("Version of the policy set this client holds (0: none yet)").register(registry);
         final LocalFallback local = client.localFallback();
