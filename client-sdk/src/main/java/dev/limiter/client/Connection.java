@@ -71,6 +71,10 @@ final class Connection
     private volatile boolean active;
     private volatile boolean closed;
     private volatile String lastError = "not connected yet";
+    /** This SDK instance, as the node counts it for FLEET. */
+    private final byte[] instanceId;
+    /** SDK instances the node last reported (FLEET), 0 before any report; kept through an outage. */
+    private volatile int fleetInstances;
 
     /** A frame on the wire: the calls it carries, in entry order. */
     private final class InFlight implements Runnable
@@ -149,8 +153,13 @@ final class Connection
 
     Connection(final InetSocketAddress address, final EventLoop loop, final int maxBatch, final int maxFrameBytes,
         final long connectTimeoutMillis, final Class<? extends Channel> channelType, final Rerouter rerouter,
-        final PolicyCache policies, final long policyRefreshNanos)
+        final PolicyCache policies, final long policyRefreshNanos, final String instanceId)
     {
+        this.instanceId = instanceId.getBytes(StandardCharsets.UTF_8);
+        if (this.instanceId.length < 1 || this.instanceId.length > 255)
+        {
+            throw new IllegalArgumentException("instance id must be 1 to 255 bytes of UTF-8, was " + this.instanceId.length);
+        }
         this.policies = policies;
         this.policyRefreshNanos = policyRefreshNanos;
         this.rerouter = rerouter;
@@ -187,6 +196,11 @@ final class Connection
     String lastError()
     {
         return lastError;
+    }
+
+    int fleetInstances()
+    {
+        return fleetInstances;
     }
 
     /** Starts connecting; {@code onFirstAttempt} runs when the first attempt succeeds or fails. */
@@ -258,9 +272,11 @@ final class Connection
      */
     private void subscribePolicies(final Channel ch)
     {
-        final ByteBuf request = ch.alloc().buffer(Frame.HEADER_LENGTH + 1);
+        final ByteBuf request = ch.alloc().buffer(Frame.HEADER_LENGTH + 2 + instanceId.length);
         final int start = Frame.begin(request, MessageType.POLICIES, 0);
-        request.writeByte(1);
+        request.writeByte(1 | 2); // subscribe, and count this instance for FLEET
+        request.writeByte(instanceId.length);
+        request.writeBytes(instanceId);
         Frame.finish(request, start);
         ch.writeAndFlush(request, ch.voidPromise());
         if (policyRefresh == null)
@@ -556,6 +572,12 @@ final class Connection
                             final byte[] set = new byte[Frame.frameEnd(frame) - body - 8];
                             frame.getBytes(body + 8, set);
                             policies.received(frame.getLong(body), set);
+                        }
+                        break;
+                    case MessageType.FLEET:
+                        if (Frame.frameEnd(frame) - Frame.bodyOffset(frame) == 4)
+                        {
+                            fleetInstances = Math.max(0, frame.getInt(Frame.bodyOffset(frame)));
                         }
                         break;
                     case MessageType.PONG:

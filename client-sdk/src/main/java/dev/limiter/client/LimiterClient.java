@@ -80,6 +80,9 @@ public final class LimiterClient implements AutoCloseable
     private volatile java.util.Map<String, Long> windowStartCounts = java.util.Map.of();
     private final java.util.concurrent.atomic.AtomicLong windowsReported = new java.util.concurrent.atomic.AtomicLong();
     private static final String CLIENT_NAME = java.lang.management.ManagementFactory.getRuntimeMXBean().getName();
+    private static final AtomicInteger CLIENTS_IN_PROCESS = new AtomicInteger();
+    /** This client as nodes count SDK instances (process, and which client in it: each has its own local budgets). */
+    private final String instanceId = CLIENT_NAME + "#" + CLIENTS_IN_PROCESS.incrementAndGet();
     private final java.util.concurrent.atomic.LongAdder degradedNanos = new java.util.concurrent.atomic.LongAdder();
     private final java.util.concurrent.atomic.LongAdder lateDeadlines = new java.util.concurrent.atomic.LongAdder();
 
@@ -160,7 +163,7 @@ public final class LimiterClient implements AutoCloseable
     {
         this.policies = new PolicyCache(builder.policyTtl, System::nanoTime);
         this.local = builder.followPolicies && builder.localFallback ?
-            new LocalFallback(policies, System::nanoTime, builder.circuitProbe.toNanos(), builder.outageListener) : null;
+            new LocalFallback(policies, System::nanoTime, builder.circuitProbe.toNanos(), builder.outageListener, this::fleetInstances) : null;
         this.circuitProbeNanos = builder.circuitProbe.toNanos();
         this.rejections = builder.fastLocalRejection ? new LocalRejections() : null;
         this.circuitThreshold = builder.circuitThreshold;
@@ -185,7 +188,7 @@ public final class LimiterClient implements AutoCloseable
             {
                 list.add(new Connection(endpoint, group.next(), builder.maxBatch, builder.maxFrameBytes, builder.connectTimeout.toMillis(),
                     epoll ? EpollSocketChannel.class : NioSocketChannel.class, this::reroute,
-                    builder.followPolicies ? policies : null, Math.max(1, builder.policyTtl.toNanos() / 3)));
+                    builder.followPolicies ? policies : null, Math.max(1, builder.policyTtl.toNanos() / 3), instanceId));
             }
         }
         this.connections = list.toArray(new Connection[0]);
@@ -244,7 +247,7 @@ public final class LimiterClient implements AutoCloseable
     private void reportWindow(final long startMillis, final long endMillis, final java.util.Map<String, Long> before)
     {
         final dev.limiter.protocol.policy.DegradedWindow.Builder window = dev.limiter.protocol.policy.DegradedWindow.newBuilder()
-            .setClient(CLIENT_NAME)
+            .setClient(instanceId)
             .setStart(com.google.protobuf.Timestamp.newBuilder().setSeconds(startMillis / 1000).setNanos((int)(startMillis % 1000) * 1_000_000))
             .setEnd(com.google.protobuf.Timestamp.newBuilder().setSeconds(endMillis / 1000).setNanos((int)(endMillis % 1000) * 1_000_000));
         local.counts().forEach((key, n) ->
@@ -491,6 +494,21 @@ public final class LimiterClient implements AutoCloseable
             Thread.currentThread().interrupt();
             throw new LimiterException("interrupted while waiting for a decision", e);
         }
+    }
+
+    /**
+     * SDK instances subscribed to policies at the nodes, as they last reported it (the largest count
+     * among this client's connections; kept through an outage), or 0 before any report. Fleet-wide
+     * emergency budgets are split by it.
+     */
+    public int fleetInstances()
+    {
+        int most = 0;
+        for (final Connection connection : connections)
+        {
+            most = Math.max(most, connection.fleetInstances());
+        }
+        return most;
     }
 
     /** Blocking calls the caller's thread failed at their deadline because the SDK's I/O thread had not yet. */

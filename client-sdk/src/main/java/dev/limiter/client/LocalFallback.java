@@ -38,6 +38,8 @@ final class LocalFallback
     private final LongSupplier nanoClock;
     private final long retryAfterNanos;
     private final LimiterClient.OutageListener paging;
+    /** SDK instances the nodes last reported (0: unknown): fleet-wide budgets are split by it. */
+    private final java.util.function.IntSupplier fleetInstances;
     private final ConcurrentHashMap<String, LocalBucket> buckets = new ConcurrentHashMap<>();
     private final AtomicLong degradedAllowed = new AtomicLong();
     private final AtomicLong degradedDenied = new AtomicLong();
@@ -84,8 +86,10 @@ final class LocalFallback
         }
     }
 
-    LocalFallback(final PolicyCache policies, final LongSupplier nanoClock, final long retryAfterNanos, final LimiterClient.OutageListener paging)
+    LocalFallback(final PolicyCache policies, final LongSupplier nanoClock, final long retryAfterNanos, final LimiterClient.OutageListener paging,
+        final java.util.function.IntSupplier fleetInstances)
     {
+        this.fleetInstances = fleetInstances;
         this.policies = policies;
         this.nanoClock = nanoClock;
         this.retryAfterNanos = retryAfterNanos;
@@ -120,7 +124,7 @@ final class LocalFallback
             buckets.clear();
         }
         final String key = policy.id() + '\u0000' + policy.version() + '\u0000' + descriptor.tenant() + '\u0000' + descriptor.route();
-        final LocalBucket bucket = buckets.computeIfAbsent(key, k -> new LocalBucket(emergencyRate(source, policy.rate()), now));
+        final LocalBucket bucket = buckets.computeIfAbsent(key, k -> new LocalBucket(emergencyRate(source, policy.rate(), fleetInstances.getAsInt()), now));
         final long[] taken = bucket.take(cost, now);
         final boolean allowed = taken[0] == 1;
         (allowed ? degradedAllowed : degradedDenied).incrementAndGet();
@@ -247,8 +251,15 @@ final class LocalFallback
         }
     }
 
-    /** Emergency budget: an absolute rate per the policy's period, or a share of rate and burst (at least 1 each). */
-    static TokenBucket.Rate emergencyRate(final Policy source, final TokenBucket.Rate policyRate)
+    /**
+     * Emergency budget: an absolute rate per the policy's period, or a share of rate and burst (at
+     * least 1 each). Unless the policy says per instance, that is the fleet's budget and this SDK
+     * takes 1/{@code instances} of it (rate exactly, as the same tokens over a period that many
+     * times longer; burst rounded down, at least 1).
+     *
+     * @param instances SDK instances the nodes last reported; 0 or 1: the whole budget
+     */
+    static TokenBucket.Rate emergencyRate(final Policy source, final TokenBucket.Rate policyRate, final int instances)
     {
         final long periodNanos = source.hasPeriod() ? source.getPeriod().getSeconds() * 1_000_000_000L + source.getPeriod().getNanos() :
             1_000_000_000L;
@@ -265,7 +276,24 @@ final class LocalFallback
             rate = Math.max(1, source.getRate() * percent / 100);
             burst = Math.max(1, policyRate.burstTokens() * percent / 100);
         }
-        return TokenBucket.rate(rate, periodNanos, burst);
+        final int share = source.getEmergency().getPerInstance() ? 1 : Math.max(1, instances);
+        if (share == 1)
+        {
+            return TokenBucket.rate(rate, periodNanos, burst);
+        }
+        final long shareBurst = Math.max(1, burst / share);
+        if (periodNanos <= Long.MAX_VALUE / share)
+        {
+            try
+            {
+                return TokenBucket.rate(rate, periodNanos * share, shareBurst);
+            }
+            catch (final IllegalArgumentException beyondExactArithmetic)
+            {
+                // fall through: a whole number of tokens per period instead
+            }
+        }
+        return TokenBucket.rate(Math.max(1, rate / share), periodNanos, shareBurst);
     }
 
     private PolicySetIndex index()

@@ -25,6 +25,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.function.Supplier;
 
@@ -298,17 +299,30 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
         }
     }
 
-    /** POLICIES: the set in force now; with the subscribe flag, every later one too (see PolicyPublisher). */
+    /**
+     * POLICIES: the set in force now; with the subscribe flag, every later one too, and with an
+     * instance id, the FLEET count of SDK instances (see PolicyPublisher).
+     */
     private void policies(final ChannelHandlerContext ctx, final ByteBuf frame, final long correlationId)
     {
-        final int bodyLength = Frame.frameEnd(frame) - Frame.bodyOffset(frame);
-        if (bodyLength != 1)
+        final int body = Frame.bodyOffset(frame);
+        final int bodyLength = Frame.frameEnd(frame) - body;
+        final int flags = bodyLength < 1 ? 0 : frame.getUnsignedByte(body);
+        final boolean subscribe = (flags & 1) != 0;
+        final boolean withInstance = (flags & 2) != 0;
+        final int idLength = withInstance && bodyLength >= 2 ? frame.getUnsignedByte(body + 1) : 0;
+        final String problem = bodyLength < 1 ? "is empty" :
+            (flags & ~3) != 0 ? "has unknown flags " + Integer.toBinaryString(flags) :
+            withInstance && !subscribe ? "names an instance without subscribing (bit 1 needs bit 0)" :
+            withInstance && idLength == 0 ? "has an instance id of 0 bytes" :
+            bodyLength != (withInstance ? 2 + idLength : 1) ? "is " + bodyLength + " bytes where its flags say " +
+                (withInstance ? 2 + idLength : 1) : null;
+        if (problem != null)
         {
-            error(ctx, correlationId, ErrorCode.MALFORMED_FRAME, "POLICIES body is one byte of flags (bit 0: subscribe), was " +
-                bodyLength + " bytes");
+            error(ctx, correlationId, ErrorCode.MALFORMED_FRAME, "POLICIES body " + problem +
+                "; it is u8 flags (bit 0: subscribe, bit 1: an instance id follows as u8 length and 1-255 UTF-8 bytes)");
             return;
         }
-        final boolean subscribe = (frame.getByte(Frame.bodyOffset(frame)) & 1) != 0;
         final ByteBuf answer = publisher.encode(ctx.alloc(), correlationId);
         if (answer == null)
         {
@@ -318,7 +332,7 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
         ctx.writeAndFlush(answer, ctx.voidPromise());
         if (subscribe)
         {
-            publisher.subscribe(ctx.channel());
+            publisher.subscribe(ctx.channel(), withInstance ? frame.toString(body + 2, idLength, StandardCharsets.UTF_8) : null);
         }
     }
 

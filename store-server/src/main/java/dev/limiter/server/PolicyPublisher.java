@@ -13,6 +13,8 @@ import io.netty.util.concurrent.GlobalEventExecutor;
 /**
  * Serves the policy set in force to SDKs (POLICIES) and pushes every new set to the connections
  * that subscribed, as soon as this node has applied it. The encoded set is cached per set version.
+ * It also counts the SDK instances subscribed (FLEET), by which SDKs split fleet-wide emergency
+ * budgets.
  */
 final class PolicyPublisher
 {
@@ -21,6 +23,12 @@ final class PolicyPublisher
     private final ChannelGroup subscribers = new DefaultChannelGroup("limiter-policy-subscribers", GlobalEventExecutor.INSTANCE);
     private volatile Encoded encoded;
     private long pushedVersion = -1;
+    static final long FLEET_PUSH_DELAY_MILLIS = 200;
+    /** SDK instance id by subscribed connection. */
+    private final java.util.concurrent.ConcurrentHashMap<Channel, String> instances = new java.util.concurrent.ConcurrentHashMap<>();
+    private final java.util.concurrent.atomic.AtomicBoolean fleetPushScheduled = new java.util.concurrent.atomic.AtomicBoolean();
+    /** Touched only by the push task (one at a time). */
+    private volatile int pushedFleet = -1;
 
     private record Encoded(long version, byte[] body)
     {
@@ -33,9 +41,65 @@ final class PolicyPublisher
         state.onChange(this::changed);
     }
 
-    void subscribe(final Channel channel)
+    /**
+     * @param instanceId the SDK instance behind this connection, or null: counted for FLEET, and
+     *                   the connection is told the count now and whenever it changes
+     */
+    void subscribe(final Channel channel, final String instanceId)
     {
         subscribers.add(channel); // removed by the group when the channel closes
+        if (instanceId == null || instances.putIfAbsent(channel, instanceId) != null)
+        {
+            return;
+        }
+        channel.closeFuture().addListener(closed ->
+        {
+            instances.remove(channel);
+            fleetChanged();
+        });
+        channel.writeAndFlush(fleet(channel.alloc(), instanceCount()), channel.voidPromise());
+        fleetChanged();
+    }
+
+    /** Distinct SDK instances subscribed here (an SDK has several connections per node). */
+    int instanceCount()
+    {
+        return (int)instances.values().stream().distinct().count();
+    }
+
+    private static ByteBuf fleet(final ByteBufAllocator alloc, final int count)
+    {
+        final ByteBuf out = alloc.buffer(Frame.HEADER_LENGTH + 4);
+        final int start = Frame.begin(out, MessageType.FLEET, 0);
+        out.writeInt(count);
+        Frame.finish(out, start);
+        return out;
+    }
+
+    /**
+     * Counts change in bursts (a fleet restarting): the new count goes out at most every
+     * {@link #FLEET_PUSH_DELAY_MILLIS} ms, and only if it changed since the last push.
+     */
+    private void fleetChanged()
+    {
+        if (!fleetPushScheduled.compareAndSet(false, true))
+        {
+            return;
+        }
+        GlobalEventExecutor.INSTANCE.schedule(() ->
+        {
+            fleetPushScheduled.set(false);
+            final int count = instanceCount();
+            if (count == pushedFleet)
+            {
+                return;
+            }
+            pushedFleet = count;
+            for (final Channel channel : instances.keySet())
+            {
+                channel.writeAndFlush(fleet(channel.alloc(), count), channel.voidPromise());
+            }
+        }, FLEET_PUSH_DELAY_MILLIS, java.util.concurrent.TimeUnit.MILLISECONDS);
     }
 
     /** {@code POLICIES_RESULT} with the set in force, or null when it does not fit in a frame. */

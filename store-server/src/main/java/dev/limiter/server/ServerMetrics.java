@@ -37,6 +37,14 @@ public final class ServerMetrics
         connectionsOpened = Counter.builder("limiter.connections.opened").register(registry);
     }
 
+    /** SDK instances subscribed to policies at this node (what it reports to them as FLEET). */
+    void bindFleet(final java.util.function.IntSupplier instances)
+    {
+        Gauge.builder("limiter.sdk.instances", instances, i -> i.getAsInt())
+            .description("SDK instances subscribed to policies at this node; fleet-wide emergency budgets are split by it")
+            .register(registry);
+    }
+
     void bind(final dev.limiter.server.control.PolicyState policies, final List<Shard> shards,
         final java.util.function.IntSupplier openConnections)
     {

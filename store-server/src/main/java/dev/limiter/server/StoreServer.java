@@ -155,6 +155,7 @@ public final class StoreServer implements AutoCloseable
             startReplication();
         }
         publisher = new PolicyPublisher(policyState, 16 << 20); // what an SDK reads in one frame
+        metrics.bindFleet(publisher::instanceCount);
         control = new dev.limiter.server.control.PolicyControl(policyState, replication, config.shards());
         final FastThreadLocal<DataPlaneHandler.LoopState> loopState = new FastThreadLocal<>()
         {

@@ -15,6 +15,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermission;
 import java.time.Duration;
+import java.util.List;
 import java.util.Set;
 
 import static dev.limiter.server.TestNode.SECOND;
@@ -408,7 +409,7 @@ class AdminApiTest
 
             final dev.limiter.protocol.BlockingRequest.Answer malformed = dev.limiter.protocol.BlockingRequest.send(
                 "127.0.0.1:" + server.port(), dev.limiter.protocol.MessageType.POLICIES, new byte[0], 2000);
-            assertTrue(malformed.isError() && malformed.errorMessage().contains("one byte of flags"), malformed.toString());
+            assertTrue(malformed.isError() && malformed.errorMessage().contains("POLICIES body is empty"), malformed.toString());
         }
         try (StoreServer server = start(TestNode.config(dir, 0, 1).adminToken(TOKEN));
              LimiterClient quiet = LimiterClient.builder().endpoints("127.0.0.1:" + server.port()).followPolicies(false).build())
@@ -590,6 +591,74 @@ class AdminApiTest
         {
             server.close();
         }
+    }
+
+    @Test
+    void sdksShareAFleetWideEmergencyBudgetAndEachGetsAllOfAPerInstanceOne() throws Exception
+    {
+        final StoreServer server = start(TestNode.config(dir, 0, 1).adminToken(TOKEN));
+        try (LimiterClient a = sdk(server); LimiterClient b = sdk(server))
+        {
+            // Fleet-wide (the default): 20% of burst 100 is 20 tokens for the fleet, 10 for each of two SDKs.
+            assertEquals(200, call(server, "PUT", "/v1/policies/orders", "{\"selector\":{\"route\":\"/v1/orders/{id}\"},\"rate\":100," +
+                "\"burst\":100,\"emergency\":{\"percent\":20},\"owner\":\"o\",\"reason\":\"r\"}").statusCode());
+            assertEquals(200, call(server, "PUT", "/v1/policies/pinned", "{\"selector\":{\"route\":\"/pinned\"},\"rate\":100," +
+                "\"burst\":100,\"emergency\":{\"percent\":20,\"perInstance\":true},\"owner\":\"o\",\"reason\":\"r\"}").statusCode());
+            final long wanted = server.policyState().setVersion();
+            final long until = System.currentTimeMillis() + 5000;
+            while ((a.policies().version() != wanted || b.policies().version() != wanted || a.fleetInstances() != 2 ||
+                b.fleetInstances() != 2) && System.currentTimeMillis() < until)
+            {
+                Thread.sleep(10);
+            }
+            assertEquals(2, a.fleetInstances(), "the node counts two SDK instances (each has two connections)");
+            assertEquals(2, b.fleetInstances());
+            assertEquals(wanted, b.policies().version());
+            assertTrue(server.metrics().scrape().contains("limiter_sdk_instances 2.0"), "the node's gauge says so too");
+            try (LimiterClient c = sdk(server))
+            {
+                awaitFleet(List.of(a, b, c), 3);
+            }
+            awaitFleet(List.of(a, b), 2); // one left: the others are told
+
+            server.close();
+            for (final LimiterClient sdk : List.of(a, b))
+            {
+                final long start = System.nanoTime();
+                int fleetWide = 0;
+                int pinned = 0;
+                for (int i = 0; i < 30; i++)
+                {
+                    fleetWide += sdk.acquireBlocking(Descriptor.of("acme", "/v1/orders/1"), 1).allowed() ? 1 : 0;
+                    pinned += sdk.acquireBlocking(Descriptor.of("acme", "/pinned"), 1).allowed() ? 1 : 0;
+                }
+                final long refill = 1 + (System.nanoTime() - start) * 20 / 1_000_000_000L; // tokens at 20/s (whole budget) while the loop ran
+                assertTrue(fleetWide >= 10 && fleetWide <= 10 + refill, "half of the fleet's 20 (and of its refill): " + fleetWide);
+                assertTrue(pinned >= 20 && pinned <= 20 + refill, "all of the per-instance 20: " + pinned);
+            }
+        }
+        finally
+        {
+            server.close();
+        }
+    }
+
+    private static void awaitFleet(final List<LimiterClient> sdks, final int instances) throws InterruptedException
+    {
+        final long until = System.currentTimeMillis() + 5000;
+        while (!sdks.stream().allMatch(c -> c.fleetInstances() == instances) && System.currentTimeMillis() < until)
+        {
+            Thread.sleep(10);
+        }
+        for (final LimiterClient sdk : sdks)
+        {
+            assertEquals(instances, sdk.fleetInstances());
+        }
+    }
+
+    private static LimiterClient sdk(final StoreServer server)
+    {
+        return LimiterClient.builder().endpoints("127.0.0.1:" + server.port()).deadline(Duration.ofMillis(50)).build();
     }
 
     @Test

@@ -248,6 +248,43 @@ class BadInputTest
     }
 
     @Test
+    void malformedPolicySubscriptionsGetAnErrorSayingWhatTheBodyIsAndTheConnectionStaysUsable() throws Exception
+    {
+        final byte[] id = "svc#1".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+        final java.util.Map<String, byte[]> bad = new java.util.LinkedHashMap<>();
+        bad.put("is empty", new byte[0]);
+        bad.put("has unknown flags 101", new byte[] {5});
+        bad.put("names an instance without subscribing", new byte[] {2, 1, 'x'});
+        bad.put("has an instance id of 0 bytes", new byte[] {3, 0});
+        bad.put("is 4 bytes where its flags say 7", new byte[] {3, 5, 's', 'v'});
+        bad.put("is 2 bytes where its flags say 1", new byte[] {1, 0});
+        try (Raw raw = new Raw())
+        {
+            long correlation = 40;
+            for (final java.util.Map.Entry<String, byte[]> body : bad.entrySet())
+            {
+                raw.send(frame(MessageType.POLICIES, correlation++, body.getValue()));
+                final String error = raw.readError();
+                assertTrue(error.startsWith("MALFORMED_FRAME") && error.contains(body.getKey()) &&
+                    error.contains("bit 1: an instance id follows"), body.getKey() + " -> " + error);
+            }
+            raw.assertStillServes();
+            final byte[] good = new byte[2 + id.length];
+            good[0] = 3;
+            good[1] = (byte)id.length;
+            System.arraycopy(id, 0, good, 2, id.length);
+            raw.send(frame(MessageType.POLICIES, correlation, good));
+            final Object[] set = raw.read();
+            assertEquals(MessageType.POLICIES_RESULT, set[0]);
+            assertEquals(correlation, set[1]);
+            final Object[] fleet = raw.read();
+            assertEquals(MessageType.FLEET, fleet[0]);
+            assertEquals(0L, fleet[1]);
+            assertEquals(2, ByteBuffer.wrap((byte[])fleet[2]).getInt(), "this instance and the bystander SDK (two connections, one instance)");
+        }
+    }
+
+    @Test
     void unsupportedVersionGetsAnErrorAndTheConnectionStaysUsable() throws Exception
     {
         try (Raw raw = new Raw())

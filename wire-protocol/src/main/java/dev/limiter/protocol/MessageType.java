@@ -32,7 +32,9 @@ public final class MessageType
     /**
      * Asks for the policy set in force. Body: {@code u8 flags}, bit 0 = subscribe: the node then
      * also pushes every later set on this connection (a {@link #POLICIES_RESULT} with correlation
-     * id 0) until the connection closes. Any member answers, followers included.
+     * id 0) until the connection closes; bit 1 = an instance id follows ({@code u8 length | UTF-8},
+     * 1 to 255 bytes), which the node counts for {@link #FLEET} (only with bit 0). Any member
+     * answers, followers included.
      */
     public static final int POLICIES = 12;
     /** The answer to {@link #POLICIES} (and each push): {@code u64 set version | PolicySet (protobuf)}. */
@@ -45,6 +47,12 @@ public final class MessageType
     public static final int DEGRADED_REPORT = 14;
     /** The answer to {@link #DEGRADED_REPORT}: empty body. */
     public static final int DEGRADED_REPORT_RESULT = 15;
+    /**
+     * Pushed by a node (correlation id 0) to connections that subscribed to policies with an
+     * instance id: how many distinct SDK instances are subscribed at this node. Body: {@code u32
+     * instances}. SDKs split fleet-wide emergency budgets by it.
+     */
+    public static final int FLEET = 16;
 
     private MessageType()
     {
@@ -69,6 +77,7 @@ public final class MessageType
             case POLICIES_RESULT: return "POLICIES_RESULT";
             case DEGRADED_REPORT: return "DEGRADED_REPORT";
             case DEGRADED_REPORT_RESULT: return "DEGRADED_REPORT_RESULT";
+            case FLEET: return "FLEET";
             default: return "UNKNOWN(" + type + ")";
         }
     }
