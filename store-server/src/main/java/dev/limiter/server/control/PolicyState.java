@@ -143,6 +143,8 @@ public final class PolicyState
     /** Ordinals a candidate set would give ids that have none yet (while compiling it). */
     private final Map<String, Integer> provisional = new HashMap<>();
     private final ArrayDeque<AuditRecord> audit = new ArrayDeque<>();
+    /** True inside {@link #check}: the audit trail is not trimmed, so the check can undo by dropping its tail. */
+    private boolean checking;
     private String defaultId = "";
     private long setVersion;
     private long nextAuditSequence = 1;
@@ -235,7 +237,11 @@ public final class PolicyState
      */
     public synchronized Outcome check(final PolicyCommand command)
     {
-        final PolicyStateSnapshot before = snapshot();
+        // Everything but the audit trail is copied and put back; the audit trail (up to
+        // MAX_AUDIT_RECORDS) is only appended to while checking, so undoing it is dropping the tail.
+        final PolicyStateSnapshot before = snapshot(false);
+        final long auditSequenceBefore = nextAuditSequence;
+        checking = true;
         final PolicySetIndex indexBefore = index;
         final TokenBucket.Rate[] ratesBefore = latestRates;
         final TokenBucket.Rate[][] versionRatesBefore = versionRates;
@@ -247,7 +253,13 @@ public final class PolicyState
         }
         finally
         {
-            restoreQuietly(before);
+            checking = false;
+            while (!audit.isEmpty() && audit.getLast().getSequence() >= auditSequenceBefore)
+            {
+                audit.removeLast();
+            }
+            restoreQuietly(before, false);
+            nextAuditSequence = auditSequenceBefore;
             index = indexBefore;
             latestRates = ratesBefore;
             versionRates = versionRatesBefore;
@@ -741,7 +753,7 @@ public final class PolicyState
             .setReason(reason)
             .setDetail(detail)
             .build());
-        while (audit.size() > MAX_AUDIT_RECORDS)
+        while (audit.size() > MAX_AUDIT_RECORDS && !checking)
         {
             audit.removeFirst();
         }
@@ -1114,13 +1126,21 @@ public final class PolicyState
 
     public synchronized PolicyStateSnapshot snapshot()
     {
+        return snapshot(true);
+    }
+
+    private PolicyStateSnapshot snapshot(final boolean withAudit)
+    {
         final PolicyStateSnapshot.Builder out = PolicyStateSnapshot.newBuilder()
             .addAllExemptions(exemptions.values())
             .setClock(clock)
             .setDefaultId(defaultId)
             .setSetVersion(setVersion)
-            .setBootstrapped(bootstrapped)
-            .addAllAudit(audit);
+            .setBootstrapped(bootstrapped);
+        if (withAudit)
+        {
+            out.addAllAudit(audit);
+        }
         for (final History history : byId.values())
         {
             out.addHistories(PolicyHistory.newBuilder().setId(history.id).addAllVersions(history.versions));
@@ -1136,7 +1156,7 @@ public final class PolicyState
     {
         synchronized (this)
         {
-            restoreQuietly(snapshot);
+            restoreQuietly(snapshot, true);
             compileExemptions();
             if (bootstrapped)
             {
@@ -1152,11 +1172,11 @@ public final class PolicyState
         listeners.forEach(Runnable::run);
     }
 
-    private void restoreQuietly(final PolicyStateSnapshot snapshot)
+    /** @param withAudit false: the audit trail stays as it is (the snapshot has none) */
+    private void restoreQuietly(final PolicyStateSnapshot snapshot, final boolean withAudit)
     {
         byOrdinal.clear();
         byId.clear();
-        audit.clear();
         for (final PolicyHistory stored : snapshot.getHistoriesList())
         {
             final History history = new History(stored.getId());
@@ -1170,11 +1190,15 @@ public final class PolicyState
         defaultId = snapshot.getDefaultId();
         setVersion = snapshot.getSetVersion();
         bootstrapped = snapshot.getBootstrapped();
-        audit.addAll(snapshot.getAuditList());
         exemptions.clear();
         snapshot.getExemptionsList().forEach(e -> exemptions.put(e.getId(), e));
         clock = snapshot.getClock();
-        nextAuditSequence = audit.isEmpty() ? 1 : audit.getLast().getSequence() + 1;
+        if (withAudit)
+        {
+            audit.clear();
+            audit.addAll(snapshot.getAuditList());
+            nextAuditSequence = audit.isEmpty() ? 1 : audit.getLast().getSequence() + 1;
+        }
     }
 
     /** Back to nothing (a replica about to replay its log from the start). */

@@ -162,6 +162,31 @@ class PolicyStateTest
     }
 
     @Test
+    void checkOnAFullAuditTrailEvictsNothingAndLeavesTheStateExactlyAsItWas()
+    {
+        final com.google.protobuf.Timestamp at = PolicyState.command("x", T0).getAt();
+        for (int i = 0; i < PolicyState.MAX_AUDIT_RECORDS; i++)
+        {
+            final PolicyCommand window = PolicyState.command("sdk", T0).setDegraded(dev.limiter.protocol.policy.DegradedWindow.newBuilder()
+                .setClient("svc#" + i).setStart(at).setEnd(at)).build();
+            assertEquals(PolicyState.Status.OK, state.apply(window).status());
+        }
+        final var before = state.snapshot();
+        assertEquals(PolicyState.MAX_AUDIT_RECORDS, before.getAuditCount());
+
+        assertEquals(PolicyState.Status.OK, state.check(put(orders(10), T0)).status());
+        assertEquals(PolicyState.Status.INVALID, state.check(put(orders(0), T0)).status());
+        assertEquals(before, state.snapshot(), "nothing changed, the oldest record included");
+
+        assertEquals(PolicyState.Status.OK, state.apply(put(orders(10), T0)).status());
+        final var after = state.snapshot();
+        assertEquals(PolicyState.MAX_AUDIT_RECORDS, after.getAuditCount(), "the trail keeps its size");
+        assertEquals(before.getAudit(1), after.getAudit(0), "the oldest record made room");
+        assertEquals(before.getAudit(PolicyState.MAX_AUDIT_RECORDS - 1).getSequence() + 1,
+            after.getAudit(PolicyState.MAX_AUDIT_RECORDS - 1).getSequence(), "sequences go on where the trail was, not where the check left it");
+    }
+
+    @Test
     void aSnapshotRestoresTheSameStateOnAnotherReplica()
     {
         state.apply(put(orders(10), T0));
