@@ -42,7 +42,12 @@ class LoadGeneratorTest
             exit = CompletableFuture.supplyAsync(() -> new CommandLine(new LoadGenerator()).execute(
                 "--server", "127.0.0.1:" + node.port(), "--connections", "1", "--pipeline", "16", "--keys", "100",
                 "--warmup", "1", "--duration", "3", "--deadline-ms", "50"));
-            Thread.sleep(2000); // one second into the measured part
+            // Kill the node once the first measured second is reported (however slow the start was).
+            final long until = System.nanoTime() + 20_000_000_000L;
+            while (!captured.toString(StandardCharsets.UTF_8).contains("t=1s") && System.nanoTime() < until)
+            {
+                Thread.sleep(20);
+            }
             node.close();
             assertEquals(0, exit.get(20, TimeUnit.SECONDS));
         }
@@ -60,7 +65,7 @@ class LoadGeneratorTest
             "and the node's before it: " + summary);
         assertEquals(3, lines.stream().filter(l -> l.startsWith("t=")).count(), "a progress line every measured second: " + lines);
         final long lastSecond = Long.parseLong(lines.get(lines.size() - 2).replaceAll(".*decisions/s=(\\d+).*", "$1"));
-        assertTrue(lastSecond > 0, "still deciding in the last second, two seconds after the kill: " + lines);
-        assertTrue(tookSeconds < 1 + 3 + 5, "the run ended on time: " + tookSeconds + " s");
+        assertTrue(lastSecond > 0, "still deciding in the last second, a second or more after the kill: " + lines);
+        assertTrue(tookSeconds < 1 + 3 + 10, "the run ended on time: " + tookSeconds + " s");
     }
 }

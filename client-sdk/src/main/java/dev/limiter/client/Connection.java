@@ -75,6 +75,8 @@ final class Connection
     private final byte[] instanceId;
     /** SDK instances the node last reported (FLEET), 0 before any report; kept through an outage. */
     private volatile int fleetInstances;
+    /** False once this node refused the subscription with an instance id (it predates FLEET). Event loop only. */
+    private boolean countedForFleet = true;
 
     /** A frame on the wire: the calls it carries, in entry order. */
     private final class InFlight implements Runnable
@@ -274,9 +276,16 @@ final class Connection
     {
         final ByteBuf request = ch.alloc().buffer(Frame.HEADER_LENGTH + 2 + instanceId.length);
         final int start = Frame.begin(request, MessageType.POLICIES, 0);
-        request.writeByte(1 | 2); // subscribe, and count this instance for FLEET
-        request.writeByte(instanceId.length);
-        request.writeBytes(instanceId);
+        if (countedForFleet)
+        {
+            request.writeByte(1 | 2); // subscribe, and count this instance for FLEET
+            request.writeByte(instanceId.length);
+            request.writeBytes(instanceId);
+        }
+        else
+        {
+            request.writeByte(1);
+        }
         Frame.finish(request, start);
         ch.writeAndFlush(request, ch.voidPromise());
         if (policyRefresh == null)
@@ -560,6 +569,15 @@ final class Connection
                         if (correlationId == 0 && policies != null)
                         {
                             // The answer to a policy subscription (an older node, or a set too large): calls are unaffected.
+                            if (countedForFleet && Frame.frameEnd(frame) - Frame.bodyOffset(frame) >= 2 &&
+                                frame.getUnsignedShort(Frame.bodyOffset(frame)) == ErrorCode.MALFORMED_FRAME.code())
+                            {
+                                // A node from before FLEET takes only the one-byte subscription: ask that way from now on.
+                                countedForFleet = false;
+                                LOG.info("{} does not count SDK instances (an older node): subscribing without an instance id", address);
+                                subscribePolicies(ctx.channel());
+                                break;
+                            }
                             LOG.debug("{} did not serve the policy set", address);
                             break;
                         }

@@ -13,6 +13,9 @@ final class PendingCall extends CompletableFuture<Decision>
 
         /** A node answered this call. */
         void onAnswer(PendingCall call, Decision decision);
+
+        /** The call is settled, however (after onAnswer or onUnreachable, if either ran). */
+        void onSettled(PendingCall call);
     }
 
     final Descriptor descriptor;
@@ -46,9 +49,16 @@ final class PendingCall extends CompletableFuture<Decision>
         {
             return false; // failed at its deadline (perhaps on the caller's thread): a late answer changes nothing
         }
-        if (fallback != null && !decision.degraded())
+        try
         {
-            fallback.onAnswer(this, decision);
+            if (fallback != null && !decision.degraded())
+            {
+                fallback.onAnswer(this, decision);
+            }
+        }
+        finally
+        {
+            settled();
         }
         return super.complete(decision);
     }
@@ -60,15 +70,45 @@ final class PendingCall extends CompletableFuture<Decision>
         {
             return false; // decided once: the fallback must not charge a local budget twice
         }
-        // No node answered in time (not: the node refused the request): decide locally if the policy says how.
-        if (fallback != null && (failure instanceof LimiterUnavailableException || failure instanceof LimiterTimeoutException))
+        try
         {
-            final Decision local = fallback.onUnreachable(this, (LimiterException)failure);
-            if (local != null)
+            // No node answered in time (not: the node refused the request): decide locally if the policy says how.
+            if (fallback != null && (failure instanceof LimiterUnavailableException || failure instanceof LimiterTimeoutException))
             {
-                return super.complete(local);
+                final Decision local = fallback.onUnreachable(this, (LimiterException)failure);
+                if (local != null)
+                {
+                    return super.complete(local);
+                }
             }
         }
+        catch (final RuntimeException e)
+        {
+            failure.addSuppressed(e); // the caller still gets an answer: the failure, with why no local decision was made
+        }
+        finally
+        {
+            settled();
+        }
         return super.completeExceptionally(failure);
+    }
+
+    @Override
+    public boolean cancel(final boolean mayInterruptIfRunning)
+    {
+        if (!SETTLED.compareAndSet(this, 0, 1))
+        {
+            return false;
+        }
+        settled();
+        return super.cancel(mayInterruptIfRunning);
+    }
+
+    private void settled()
+    {
+        if (fallback != null)
+        {
+            fallback.onSettled(this);
+        }
     }
 }

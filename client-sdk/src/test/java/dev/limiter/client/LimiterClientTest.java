@@ -62,7 +62,7 @@ class LimiterClientTest
                 final LimiterTimeoutException e = assertThrows(LimiterTimeoutException.class,
                     () -> client.acquireBlocking(Descriptor.of("t", "/x"), 1));
                 final long tookMillis = (System.nanoTime() - start) / 1_000_000;
-                assertTrue(tookMillis < 50 + 40, "returned after " + tookMillis + " ms for a 50 ms deadline, the I/O thread stalled for 600");
+                assertTrue(tookMillis < 50 + 150, "returned after " + tookMillis + " ms for a 50 ms deadline, the I/O thread stalled for 600");
                 assertTrue(e.getMessage().contains("I/O thread was late"), e.getMessage());
                 assertEquals(1, client.lateDeadlines());
             }

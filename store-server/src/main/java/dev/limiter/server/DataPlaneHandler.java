@@ -314,6 +314,7 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
         final String problem = bodyLength < 1 ? "is empty" :
             (flags & ~3) != 0 ? "has unknown flags " + Integer.toBinaryString(flags) :
             withInstance && !subscribe ? "names an instance without subscribing (bit 1 needs bit 0)" :
+            withInstance && bodyLength < 2 ? "has no instance id length" :
             withInstance && idLength == 0 ? "has an instance id of 0 bytes" :
             bodyLength != (withInstance ? 2 + idLength : 1) ? "is " + bodyLength + " bytes where its flags say " +
                 (withInstance ? 2 + idLength : 1) : null;

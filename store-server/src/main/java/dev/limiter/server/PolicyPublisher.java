@@ -29,6 +29,7 @@ final class PolicyPublisher
     private final java.util.concurrent.atomic.AtomicBoolean fleetPushScheduled = new java.util.concurrent.atomic.AtomicBoolean();
     /** Touched only by the push task (one at a time). */
     private volatile int pushedFleet = -1;
+    private volatile boolean newSubscriber;
 
     private record Encoded(long version, byte[] body)
     {
@@ -43,7 +44,8 @@ final class PolicyPublisher
 
     /**
      * @param instanceId the SDK instance behind this connection, or null: counted for FLEET, and
-     *                   the connection is told the count now and whenever it changes
+     *                   the connection is told the count within {@link #FLEET_PUSH_DELAY_MILLIS} ms
+     *                   and whenever it changes (every subscriber is told the same count)
      */
     void subscribe(final Channel channel, final String instanceId)
     {
@@ -57,7 +59,7 @@ final class PolicyPublisher
             instances.remove(channel);
             fleetChanged();
         });
-        channel.writeAndFlush(fleet(channel.alloc(), instanceCount()), channel.voidPromise());
+        newSubscriber = true; // it has not been told any count yet: the next push goes out even if the count is unchanged
         fleetChanged();
     }
 
@@ -78,7 +80,8 @@ final class PolicyPublisher
 
     /**
      * Counts change in bursts (a fleet restarting): the new count goes out at most every
-     * {@link #FLEET_PUSH_DELAY_MILLIS} ms, and only if it changed since the last push.
+     * {@link #FLEET_PUSH_DELAY_MILLIS} ms, to every subscriber, if it changed since the last push or
+     * a connection subscribed since (so no subscriber keeps a count it alone was told).
      */
     private void fleetChanged()
     {
@@ -89,8 +92,10 @@ final class PolicyPublisher
         GlobalEventExecutor.INSTANCE.schedule(() ->
         {
             fleetPushScheduled.set(false);
+            final boolean someoneNew = newSubscriber;
+            newSubscriber = false;
             final int count = instanceCount();
-            if (count == pushedFleet)
+            if (count == pushedFleet && !someoneNew)
             {
                 return;
             }

@@ -255,6 +255,7 @@ class BadInputTest
         bad.put("is empty", new byte[0]);
         bad.put("has unknown flags 101", new byte[] {5});
         bad.put("names an instance without subscribing", new byte[] {2, 1, 'x'});
+        bad.put("has no instance id length", new byte[] {3});
         bad.put("has an instance id of 0 bytes", new byte[] {3, 0});
         bad.put("is 4 bytes where its flags say 7", new byte[] {3, 5, 's', 'v'});
         bad.put("is 2 bytes where its flags say 1", new byte[] {1, 0});

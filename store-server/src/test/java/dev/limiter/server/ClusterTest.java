@@ -589,6 +589,7 @@ class ClusterTest
             // every tenth call is on the fail-closed route.
             final int tenants = 4;
             final AtomicBoolean stop = new AtomicBoolean();
+            final List<String> failures = new java.util.concurrent.CopyOnWriteArrayList<>();
             final List<List<Call>> calls = new ArrayList<>();
             final List<Thread> load = new ArrayList<>();
             for (int t = 0; t < tenants; t++)
@@ -603,8 +604,15 @@ class ClusterTest
                         final boolean strict = i % 10 == 9;
                         final Descriptor key = Descriptor.of("tenant-" + tenant, strict ? "/strict" : "/v1/orders/1");
                         final long start = System.nanoTime();
-                        final Decision decision = client.acquireBlocking(key, 1);
-                        mine.add(new Call(tenant, strict, start, System.nanoTime(), decision));
+                        try
+                        {
+                            final Decision decision = client.acquireBlocking(key, 1);
+                            mine.add(new Call(tenant, strict, start, System.nanoTime(), decision));
+                        }
+                        catch (final LimiterException e)
+                        {
+                            failures.add((System.nanoTime() - start) / 1_000_000 + " ms: " + e); // the thread goes on
+                        }
                         LockSupport.parkNanos(1_000_000);
                     }
                 }, "drill-load-" + t);
@@ -673,6 +681,14 @@ class ClusterTest
                         if (d.degraded())
                         {
                             assertFalse(d.allowed(), "a fail-closed route admits nothing locally: " + d);
+                            if (d.reason() == dev.limiter.protocol.ReasonCode.RATE_LIMITED)
+                            {
+                                // The recovery ramp: a node answered while the nodes were stopping, and for
+                                // 2 s the SDK lets calls through at the policy's rate only.
+                                assertTrue(call.startNanos() < lastClusterAnswer + 2_500_000_000L, "a ramp refusal long after " +
+                                    "the last answer: " + d);
+                                continue;
+                            }
                             assertEquals(dev.limiter.protocol.ReasonCode.CLUSTER_UNAVAILABLE, d.reason(), d.toString());
                             closedRefusedAfterStop += call.startNanos() > allStopped ? 1 : 0;
                         }
@@ -682,6 +698,11 @@ class ClusterTest
                     {
                         assertEquals("orders", d.policyId());
                         openAllowedDegraded += d.allowed() ? 1 : 0;
+                        if (d.reason() != dev.limiter.protocol.ReasonCode.LOCAL_EMERGENCY)
+                        {
+                            assertEquals(dev.limiter.protocol.ReasonCode.RATE_LIMITED, d.reason(), "or a recovery ramp refusal: " + d);
+                            continue; // not taken from the emergency budget
+                        }
                         if (call.endNanos() <= lastClusterAnswer)
                         {
                             allowedLocallyBefore += d.allowed() ? 1 : 0;
@@ -700,13 +721,19 @@ class ClusterTest
                 assertTrue(allowedLocally >= Math.floor(budget * 0.9) - allowedLocallyBefore,
                     "fail-open kept admitting at its emergency budget:" + budgets);
             }
-            System.out.printf("outage drill: slowest call %d ms;%s %d fail-closed refusals%n", slowest / 1_000_000, budgets,
-                closedRefusedAfterStop);
+            System.out.printf("outage drill: slowest call %d ms;%s %d fail-closed refusals; failed calls: %s%n", slowest / 1_000_000,
+                budgets, closedRefusedAfterStop, failures);
+            // A node answering an error while it stops (not a decision, not a timeout) reaches the caller
+            // as such; with every node stopped nothing may fail: the SDK decides.
+            assertTrue(failures.size() <= 4, "calls that failed instead of being decided: " + failures);
             assertTrue(openAllowedAfterStop > 0 && closedRefusedAfterStop > 0);
             assertTrue(pages.contains("strict CLOSED"), "the fail-closed route paged: " + pages);
             assertFalse(pages.contains("orders OPEN"), "a fail-open route pages only when its policy asks to: " + pages);
 
             // The cluster comes back: the first answer closes the circuit and the window reaches the audit log.
+            // (A node that answered while the nodes were stopping closed the circuit once already: that
+            // window was reported then, or lost with the node it went to.)
+            final long reportedBefore = client.degradedWindowsReported();
             for (final String id : peers.keySet())
             {
                 start(id, 2, token);
@@ -714,15 +741,15 @@ class ClusterTest
             leader();
             final long reportBy = System.nanoTime() + 15_000_000_000L;
             long grantedWhileReturning = 0; // local grants until the circuit closes belong to the window too
-            while (client.degradedWindowsReported() == 0 && System.nanoTime() < reportBy)
+            while (client.degradedWindowsReported() == reportedBefore && System.nanoTime() < reportBy)
             {
                 final Decision d = client.acquireBlocking(Descriptor.of("after", "/v1/orders/2"), 1);
                 grantedWhileReturning += d.degraded() && d.allowed() ? 1 : 0;
                 Thread.sleep(50);
             }
-            assertTrue(client.degradedWindowsReported() > 0, "the SDK reported its degraded window");
+            assertEquals(reportedBefore + 1, client.degradedWindowsReported(), "the SDK reported the outage's window");
             await("the window on every node's audit log", Duration.ofSeconds(5), () -> nodes.values().stream()
-                .allMatch(n -> !n.policyState().audit(r -> r.getAction().equals("SDK_DEGRADED_WINDOW"), 10).isEmpty()));
+                .allMatch(n -> n.policyState().audit(r -> r.getAction().equals("SDK_DEGRADED_WINDOW"), 10).size() > reportedBefore));
             long reportedAllowed = 0;
             long reportedRefused = 0;
             for (final dev.limiter.protocol.policy.AuditRecord window :

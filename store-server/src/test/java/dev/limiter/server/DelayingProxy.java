@@ -1,5 +1,8 @@
 package dev.limiter.server;
 
+import dev.limiter.protocol.Frame;
+import dev.limiter.protocol.MessageType;
+
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -23,6 +26,7 @@ final class DelayingProxy implements AutoCloseable
     private final ServerSocket listener;
     private final int targetPort;
     private final List<Socket> sockets = new CopyOnWriteArrayList<>();
+    private final java.util.concurrent.atomic.LongAdder acquireFrames = new java.util.concurrent.atomic.LongAdder();
     private volatile long delayNanos;
     private volatile boolean closed;
 
@@ -69,7 +73,7 @@ final class DelayingProxy implements AutoCloseable
                 node.setTcpNoDelay(true);
                 sockets.add(client);
                 sockets.add(node);
-                daemon("proxy-requests", () -> pump(client, node));
+                daemon("proxy-requests", () -> pump(client, node, new RequestCounter()));
                 final BlockingQueue<Chunk> answers = new LinkedBlockingQueue<>();
                 daemon("proxy-answers-read", () -> readAnswers(node, client, answers));
                 daemon("proxy-answers-write", () -> writeAnswers(answers, client, node));
@@ -81,7 +85,47 @@ final class DelayingProxy implements AutoCloseable
         }
     }
 
-    private static void pump(final Socket from, final Socket to)
+    /** Frames with acquires (ACQUIRE, BATCH_ACQUIRE) passed on to the node so far. */
+    long acquireFramesSent()
+    {
+        return acquireFrames.sum();
+    }
+
+    /** Follows the length-prefixed frames of one connection's requests and counts those with acquires. */
+    private final class RequestCounter
+    {
+        private final byte[] head = new byte[Frame.TYPE_OFFSET + 1]; // length, version, type
+        private int headFill;
+        private long skip;
+
+        void accept(final byte[] bytes, final int length)
+        {
+            int i = 0;
+            while (i < length)
+            {
+                if (skip > 0)
+                {
+                    final int k = (int)Math.min(skip, length - i);
+                    skip -= k;
+                    i += k;
+                    continue;
+                }
+                head[headFill++] = bytes[i++];
+                if (headFill == head.length)
+                {
+                    final int type = head[Frame.TYPE_OFFSET] & 0xFF;
+                    if (type == MessageType.ACQUIRE || type == MessageType.BATCH_ACQUIRE)
+                    {
+                        acquireFrames.increment();
+                    }
+                    skip = java.nio.ByteBuffer.wrap(head).getInt() - (head.length - Frame.LENGTH_FIELD_LENGTH);
+                    headFill = 0;
+                }
+            }
+        }
+    }
+
+    private static void pump(final Socket from, final Socket to, final RequestCounter counter)
     {
         final byte[] buffer = new byte[16 * 1024];
         try (InputStream in = from.getInputStream(); OutputStream out = to.getOutputStream())
@@ -89,6 +133,7 @@ final class DelayingProxy implements AutoCloseable
             int n;
             while ((n = in.read(buffer)) >= 0)
             {
+                counter.accept(buffer, n);
                 out.write(buffer, 0, n);
             }
         }
