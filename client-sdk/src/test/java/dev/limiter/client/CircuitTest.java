@@ -1,0 +1,143 @@
+package dev.limiter.client;
+
+import dev.limiter.protocol.ErrorCode;
+import dev.limiter.protocol.ErrorCodec;
+import dev.limiter.protocol.Frame;
+import dev.limiter.protocol.MessageType;
+import dev.limiter.protocol.ReasonCode;
+import dev.limiter.protocol.ResultCodec;
+import dev.limiter.protocol.policy.Policy;
+import dev.limiter.protocol.policy.PolicySet;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.io.DataInputStream;
+import java.io.OutputStream;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** The SDK's circuit against a scripted node: silent, then refusing with errors, then answering. */
+@Timeout(30)
+class CircuitTest
+{
+    private enum Mode { SILENT, OVERLOADED, ANSWER }
+
+    private volatile Mode mode = Mode.SILENT;
+
+    @Test
+    void aProbeAnsweredWithAnErrorLetsTheNextProbeGoAndAnAnswerClosesTheCircuit() throws Exception
+    {
+        try (ServerSocket listener = new ServerSocket(0, 50, InetAddress.getLoopbackAddress()))
+        {
+            final Thread node = new Thread(() -> serve(listener), "scripted-node");
+            node.setDaemon(true);
+            node.start();
+            try (LimiterClient client = LimiterClient.builder().endpoints("127.0.0.1:" + listener.getLocalPort()).connections(1)
+                .deadline(Duration.ofMillis(30)).circuit(2, Duration.ofMillis(100)).recoveryRamp(Duration.ZERO).build())
+            {
+                final long until = System.currentTimeMillis() + 5000;
+                while (client.policies().version() == 0 && System.currentTimeMillis() < until)
+                {
+                    Thread.sleep(10);
+                }
+                final Descriptor key = Descriptor.of("t", "/x");
+                for (int i = 0; i < 2; i++)
+                {
+                    assertTrue(client.acquireBlocking(key, 1).degraded(), "no answer in time: decided locally");
+                }
+                assertTrue(client.circuitOpen());
+
+                // The node is back but overloaded: the probe gets an error, not a decision.
+                mode = Mode.OVERLOADED;
+                Thread.sleep(200);
+                final LimiterRequestException refused = assertThrows(LimiterRequestException.class, () -> client.acquireBlocking(key, 1));
+                assertTrue(refused.getMessage().contains("busy"), refused.getMessage());
+
+                // It recovers: a later probe must still be sent, and its answer closes the circuit.
+                mode = Mode.ANSWER;
+                final long back = System.currentTimeMillis() + 3000;
+                Decision d = client.acquireBlocking(key, 1);
+                while (d.degraded() && System.currentTimeMillis() < back)
+                {
+                    Thread.sleep(20);
+                    d = client.acquireBlocking(key, 1);
+                }
+                assertFalse(d.degraded(), "the node decides again: " + d);
+                assertFalse(client.circuitOpen());
+            }
+        }
+    }
+
+    private void serve(final ServerSocket listener)
+    {
+        final byte[] set = PolicySet.newBuilder().setVersion(1)
+            .setDefaultPolicy(Policy.newBuilder().setId("baseline").setRate(100).setBurst(100).setOwner("infra")).build().toByteArray();
+        try (Socket socket = listener.accept())
+        {
+            final DataInputStream in = new DataInputStream(socket.getInputStream());
+            final OutputStream out = socket.getOutputStream();
+            while (true)
+            {
+                final int length = in.readInt();
+                final byte[] rest = new byte[length];
+                in.readFully(rest);
+                final ByteBuffer frame = ByteBuffer.wrap(rest);
+                final int type = rest[Frame.TYPE_OFFSET - Frame.LENGTH_FIELD_LENGTH] & 0xFF;
+                final long correlationId = frame.getLong(Frame.CORRELATION_ID_OFFSET - Frame.LENGTH_FIELD_LENGTH);
+                final ByteBuf answer = Unpooled.buffer();
+                if (type == MessageType.POLICIES)
+                {
+                    final int start = Frame.begin(answer, MessageType.POLICIES_RESULT, 0);
+                    answer.writeLong(7).writeBytes(set);
+                    Frame.finish(answer, start);
+                }
+                else if (type == MessageType.ACQUIRE || type == MessageType.BATCH_ACQUIRE)
+                {
+                    final int count = frame.getShort(Frame.HEADER_LENGTH - Frame.LENGTH_FIELD_LENGTH) & 0xFFFF;
+                    if (mode == Mode.SILENT)
+                    {
+                        continue;
+                    }
+                    if (mode == Mode.OVERLOADED)
+                    {
+                        ErrorCodec.encode(answer, correlationId, ErrorCode.OVERLOADED, "node busy, retry shortly");
+                    }
+                    else
+                    {
+                        final int start = ResultCodec.beginBatch(answer, type == MessageType.ACQUIRE ? MessageType.RESULT :
+                            MessageType.BATCH_RESULT, correlationId, count);
+                        for (int i = 0; i < count; i++)
+                        {
+                            ResultCodec.putRecord(answer, ResultCodec.recordOffset(start, i), true, ReasonCode.ALLOWED, 1, 99, 100, 0, 0, 1, 1);
+                        }
+                        ResultCodec.beginPolicies(answer, 1);
+                        ResultCodec.appendPolicy(answer, 1, "baseline".getBytes(StandardCharsets.UTF_8));
+                        Frame.finish(answer, start);
+                    }
+                }
+                else
+                {
+                    continue;
+                }
+                final byte[] bytes = new byte[answer.readableBytes()];
+                answer.readBytes(bytes);
+                out.write(bytes);
+                out.flush();
+            }
+        }
+        catch (final Exception ignored)
+        {
+            // the client closed
+        }
+    }
+}
