@@ -52,6 +52,7 @@ import java.util.function.Predicate;
  * GET    /v1/exemptions                    ExemptionList (active)
  * PUT    /v1/exemptions/{id}               Exemption body                      -> ChangeResult
  * DELETE /v1/exemptions/{id}?reason=...    end it before its expiry            -> ChangeResult
+ * GET    /v1/hot-keys                      HotKeyReport: this node's busiest bucket keys per shard
  * </pre>
  *
  * Every route needs {@code Authorization: Bearer <token>}; {@code X-Limiter-Actor} names who acts.
@@ -67,11 +68,13 @@ final class AdminApi
 
     private final PolicyControl control;
     private final String token;
+    private final java.util.function.Supplier<dev.limiter.protocol.policy.HotKeyReport> hotKeys;
 
-    AdminApi(final PolicyControl control, final String token)
+    AdminApi(final PolicyControl control, final String token, final java.util.function.Supplier<dev.limiter.protocol.policy.HotKeyReport> hotKeys)
     {
         this.control = control;
         this.token = token;
+        this.hotKeys = hotKeys;
     }
 
     /** Answers the request through {@code reply}, at once or when a change has committed. */
@@ -144,6 +147,16 @@ final class AdminApi
             else
             {
                 reply.accept(methodNotAllowed("PUT, DELETE"));
+            }
+            return;
+        }
+        if (parts.length == 2 && parts[1].equals("hot-keys"))
+        {
+            // This node's shards only: each node decides (and samples) what its callers send it.
+            requireMethod(method, HttpMethod.GET, reply);
+            if (method.equals(HttpMethod.GET))
+            {
+                reply.accept(json(HttpResponseStatus.OK, hotKeys.get()));
             }
             return;
         }

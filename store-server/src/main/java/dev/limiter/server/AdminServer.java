@@ -98,7 +98,7 @@ final class AdminServer implements AutoCloseable
 
     private final class Handler extends SimpleChannelInboundHandler<FullHttpRequest>
     {
-        private final AdminApi api = new AdminApi(control, token);
+        private final AdminApi api = new AdminApi(control, token, server::hotKeys);
 
         @Override
         protected void channelRead0(final ChannelHandlerContext ctx, final FullHttpRequest request)

@@ -65,6 +65,9 @@ public final class ServerMetrics
             FunctionCounter.builder("limiter.store.full", shard, s -> s.table().storeFullRejections()).tag("shard", id)
                 .description("Requests denied because no bucket could be stored").register(registry);
             Gauge.builder("limiter.shard.queue.depth", shard, Shard::queueDepth).tag("shard", id).register(registry);
+            Gauge.builder("limiter.hot.key.share", shard, s -> s.hotKeys().topShare()).tag("shard", id)
+                .description("Share of this shard's recent decisions that went to its busiest key (GET /v1/hot-keys names it)")
+                .register(registry);
         }
         Gauge.builder("limiter.connections.open", openConnections, s -> s.getAsInt()).register(registry);
         Gauge.builder("limiter.policies", policies, p -> p.index().size())

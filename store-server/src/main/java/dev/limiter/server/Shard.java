@@ -33,6 +33,8 @@ final class Shard implements dev.limiter.server.cluster.Replication.DecidingShar
 
     private final int id;
     private final BucketTable table;
+    /** The busiest keys of this shard (written by the owner thread only). */
+    private final HotKeys hotKeys = new HotKeys();
     private final MonotonicClock clock;
     private final Decision decision = new Decision();
 
@@ -223,6 +225,7 @@ final class Shard implements dev.limiter.server.cluster.Replication.DecidingShar
                 final CompiledPolicy policy = work.policy[i];
                 table.acquire(work.keys, work.keyOffset[i], work.keyLength[i], work.keyHash[i], policy.ordinal(),
                     policy.rate(), work.cost[i], now, decision);
+                hotKeys.decided(work.keys, work.keyOffset[i], work.keyLength[i], work.keyHash[i], now);
                 if (log != null)
                 {
                     log.append(work.keys, work.keyOffset[i], work.keyLength[i], policy.ordinal(), work.cost[i], now);
@@ -300,6 +303,12 @@ final class Shard implements dev.limiter.server.cluster.Replication.DecidingShar
     public int id()
     {
         return id;
+    }
+
+    /** The last report of this shard's busiest keys (any thread). */
+    HotKeys.Report hotKeys()
+    {
+        return hotKeys.report();
     }
 
     BucketTable table()

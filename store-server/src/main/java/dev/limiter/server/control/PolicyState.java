@@ -1097,6 +1097,23 @@ public final class PolicyState
         return java.util.stream.IntStream.of(history.enforceOrdinal, history.shadowOrdinal).filter(o -> o >= 0).toArray();
     }
 
+    /** The policy behind a bucket key: version {@code version} of whatever holds {@code ordinal}, or null. */
+    public synchronized Policy policyAt(final int ordinal, final long version)
+    {
+        if (ordinal < 0 || ordinal >= byOrdinal.size())
+        {
+            return null;
+        }
+        for (final PolicyVersion v : byOrdinal.get(ordinal).history().versions)
+        {
+            if (v.getPolicy().getVersion() == version)
+            {
+                return v.getPolicy();
+            }
+        }
+        return null;
+    }
+
     /** Every version of one policy, oldest first, or null when the id was never used. */
     public synchronized PolicyHistory history(final String id)
     {

@@ -1,0 +1,155 @@
+package dev.limiter.server;
+
+import org.agrona.DirectBuffer;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+
+/**
+ * The busiest bucket keys of one shard: a 1-in-{@value #SAMPLE_EVERY} sample of its decisions feeds
+ * a Space-Saving table of {@value #SLOTS} keys (Metwally et al.: a key's count is over-estimated by
+ * at most the count it inherited, which is kept as its error). Single writer: the shard's owner
+ * thread; nothing is allocated on the decision path (keys are copied into a fixed array, their
+ * first {@value #MAX_KEY_BYTES} bytes). About once a second (or every {@value #PUBLISH_EVERY}
+ * samples) the owner publishes an immutable {@link Report} of the top {@value #REPORTED} and halves
+ * every count, so the table follows the traffic of the last seconds rather than of all time.
+ */
+final class HotKeys
+{
+    static final int SAMPLE_EVERY = 16;
+    static final int SLOTS = 32;
+    static final int REPORTED = 5;
+    static final int MAX_KEY_BYTES = 96;
+    static final int PUBLISH_EVERY = 4096;
+    static final long PUBLISH_NANOS = 1_000_000_000L;
+
+    /** One key of a report: its bucket key (a prefix when truncated) and its estimated share. */
+    record Entry(byte[] key, boolean truncated, long sampled, long overestimate, double share)
+    {
+    }
+
+    /**
+     * The top keys over a window: {@code sampled} decisions were sampled (each stands for
+     * {@value #SAMPLE_EVERY}) in {@code windowNanos}, counts decayed by half at each report.
+     */
+    record Report(long windowNanos, long sampled, List<Entry> top)
+    {
+        static final Report EMPTY = new Report(0, 0, List.of());
+
+        /** Share of the sampled decisions that went to the hottest key, 0 without any. */
+        double topShare()
+        {
+            return top.isEmpty() ? 0 : top.get(0).share();
+        }
+    }
+
+    private final long[] hashes = new long[SLOTS];
+    private final long[] counts = new long[SLOTS];
+    private final long[] errors = new long[SLOTS];
+    private final int[] lengths = new int[SLOTS];
+    private final byte[] keys = new byte[SLOTS * MAX_KEY_BYTES];
+    private int used;
+    private int untilSample = SAMPLE_EVERY;
+    private long random = System.nanoTime() | 1;
+    private long samples;
+    private long windowStart = Long.MIN_VALUE;
+    private volatile Report report = Report.EMPTY;
+
+    /** Called for every decision on the owner thread; samples one in {@value #SAMPLE_EVERY}. */
+    void decided(final DirectBuffer buffer, final int offset, final int length, final long hash, final long nowNanos)
+    {
+        if (--untilSample > 0)
+        {
+            return;
+        }
+        untilSample = nextGap();
+        if (windowStart == Long.MIN_VALUE)
+        {
+            windowStart = nowNanos;
+        }
+        samples++;
+        int min = 0;
+        int slot = -1;
+        for (int i = 0; i < used; i++)
+        {
+            if (hashes[i] == hash && lengths[i] == length)
+            {
+                slot = i;
+                break;
+            }
+            if (counts[i] < counts[min])
+            {
+                min = i;
+            }
+        }
+        if (slot >= 0)
+        {
+            counts[slot]++;
+        }
+        else
+        {
+            // A new key takes a free slot, or the least counted one's, inheriting its count as its error.
+            slot = used < SLOTS ? used++ : min;
+            final long inherited = counts[slot]; // 0 for a free slot
+            hashes[slot] = hash;
+            lengths[slot] = length;
+            counts[slot] = inherited + 1;
+            errors[slot] = inherited;
+            buffer.getBytes(offset, keys, slot * MAX_KEY_BYTES, Math.min(length, MAX_KEY_BYTES));
+        }
+        if (samples >= PUBLISH_EVERY || nowNanos - windowStart >= PUBLISH_NANOS)
+        {
+            publish(nowNanos);
+        }
+    }
+
+    /**
+     * Decisions until the next sample: 1 to 2 x {@value #SAMPLE_EVERY} - 1 at random (mean
+     * {@value #SAMPLE_EVERY}), so traffic that repeats with a period (round-robin callers) cannot
+     * hide from a fixed stride. Xorshift: no allocation, owner thread only.
+     */
+    private int nextGap()
+    {
+        long x = random;
+        x ^= x << 13;
+        x ^= x >>> 7;
+        x ^= x << 17;
+        random = x;
+        return 1 + (int)((x >>> 33) % (2 * SAMPLE_EVERY - 1));
+    }
+
+    /** The last published report (any thread). */
+    Report report()
+    {
+        return report;
+    }
+
+    private void publish(final long nowNanos)
+    {
+        final Integer[] order = new Integer[used];
+        for (int i = 0; i < used; i++)
+        {
+            order[i] = i;
+        }
+        Arrays.sort(order, (a, b) -> Long.compare(counts[b], counts[a]));
+        final List<Entry> top = new ArrayList<>(REPORTED);
+        for (int r = 0; r < Math.min(REPORTED, used); r++)
+        {
+            final int i = order[r];
+            final int stored = Math.min(lengths[i], MAX_KEY_BYTES);
+            top.add(new Entry(Arrays.copyOfRange(keys, i * MAX_KEY_BYTES, i * MAX_KEY_BYTES + stored), lengths[i] > MAX_KEY_BYTES,
+                counts[i], errors[i], (double)counts[i] / samples));
+        }
+        report = new Report(nowNanos - windowStart, samples, List.copyOf(top));
+        // Decay: the next window starts with half of this one's weight, so a key that cooled down
+        // leaves the table within a few seconds.
+        for (int i = 0; i < used; i++)
+        {
+            counts[i] >>= 1;
+            errors[i] >>= 1;
+        }
+        samples >>= 1;
+        windowStart = nowNanos;
+    }
+}
