@@ -40,7 +40,8 @@ public final class ServerMetrics
     /** SDK instances subscribed to policies at this node (what it reports to them as FLEET). */
     void bindFleet(final java.util.function.IntSupplier instances)
     {
-        Gauge.builder("limiter.sdk.instances", instances, i -> i.getAsInt())
+        // A strong reference: the supplier is a method reference nothing else holds (Micrometer's default is weak).
+        Gauge.builder("limiter.sdk.instances", instances, i -> i.getAsInt()).strongReference(true)
             .description("SDK instances subscribed to policies at this node; fleet-wide emergency budgets are split by it")
             .register(registry);
     }
@@ -69,7 +70,7 @@ public final class ServerMetrics
                 .description("Share of this shard's recent decisions that went to its busiest key (GET /v1/hot-keys names it)")
                 .register(registry);
         }
-        Gauge.builder("limiter.connections.open", openConnections, s -> s.getAsInt()).register(registry);
+        Gauge.builder("limiter.connections.open", openConnections, s -> s.getAsInt()).strongReference(true).register(registry);
         Gauge.builder("limiter.policies", policies, p -> p.index().size())
             .description("Policies in force, the default included").register(registry);
         Gauge.builder("limiter.policy.set.version", policies, dev.limiter.server.control.PolicyState::setVersion)

@@ -614,7 +614,10 @@ class AdminApiTest
             assertEquals(2, a.fleetInstances(), "the node counts two SDK instances (each has two connections)");
             assertEquals(2, b.fleetInstances());
             assertEquals(wanted, b.policies().version());
-            assertTrue(server.metrics().scrape().contains("limiter_sdk_instances 2.0"), "the node's gauge says so too");
+            System.gc(); // gauges on method references must survive a collection (Micrometer holds them weakly by default)
+            final String scrape = server.metrics().scrape();
+            assertTrue(scrape.contains("limiter_sdk_instances 2.0"), "the node's gauge says so too");
+            assertTrue(scrape.contains("limiter_connections_open 4.0"), "two connections per SDK");
             try (LimiterClient c = sdk(server))
             {
                 awaitFleet(List.of(a, b, c), 3);
