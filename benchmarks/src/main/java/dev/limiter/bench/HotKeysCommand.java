@@ -22,7 +22,7 @@ import java.util.concurrent.Callable;
     description = {
         "Shows the busiest bucket keys (tenant, principal, IP or a route's global budget) of each node and shard,",
         "with their share of the shard's recent decisions. Each node samples 1 in 16 of its own decisions",
-        "(so ask every node: the leader decides, followers only forward). --json prints {\"host:port\": HotKeyReport}.",
+        "(so ask every node: in a cluster only the leader decides). --json prints {\"host:port\": HotKeyReport}.",
         "  ./limiter hot-keys",
         "  ./limiter hot-keys --admin 10.0.0.1:7480,10.0.0.2:7480",
         "The admin token comes from --token, $LIMITER_ADMIN_TOKEN, data/admin-token or data/node/admin-token.",
@@ -67,24 +67,31 @@ public final class HotKeysCommand implements Callable<Integer>
         final Map<String, HotKeyReport> reports = new LinkedHashMap<>();
         final List<String> misses = new ArrayList<>();
         AdminClient.Failure refusal = null;
-        for (final String address : addresses)
+        try
         {
-            admin.admin = List.of(address);
-            try
+            for (final String address : addresses)
             {
-                reports.put(address, admin.connect(io).call("GET", "/v1/hot-keys", null, HotKeyReport.getDefaultInstance()));
-            }
-            catch (final AdminClient.Failure e)
-            {
-                if (e.exitStatus == AdminClient.USAGE)
+                admin.admin = List.of(address);
+                final String node = address.strip();
+                try
                 {
-                    throw e;
+                    reports.put(node, admin.connect(io).call("GET", "/v1/hot-keys", null, HotKeyReport.getDefaultInstance()));
                 }
-                refusal = refusal == null ? e : refusal;
-                misses.add(address + ": " + e.getMessage());
+                catch (final AdminClient.Failure e)
+                {
+                    if (e.exitStatus == AdminClient.USAGE)
+                    {
+                        throw e;
+                    }
+                    refusal = refusal == null ? e : refusal;
+                    misses.add(node + ": " + e.getMessage());
+                }
             }
         }
-        admin.admin = addresses;
+        finally
+        {
+            admin.admin = addresses;
+        }
         if (reports.isEmpty())
         {
             throw refusal != null && misses.size() == 1 ? refusal : AdminClient.failed("no node gave its hot keys: " + String.join("; ", misses));
@@ -94,7 +101,8 @@ public final class HotKeysCommand implements Callable<Integer>
         if (admin.json)
         {
             final List<String> parts = new ArrayList<>();
-            reports.forEach((address, report) -> parts.add("\"" + address + "\": " + AdminClient.json(report)));
+            reports.forEach((address, report) -> parts.add(AdminClient.json(com.google.protobuf.Value.newBuilder().setStringValue(address)) +
+                ": " + AdminClient.json(report)));
             out.println("{" + String.join(", ", parts) + "}");
             return 0;
         }
@@ -106,7 +114,9 @@ public final class HotKeysCommand implements Callable<Integer>
                 for (final HotKey key : shard.getTopList())
                 {
                     final double sampled = Math.max(1, shard.getSampled());
-                    rows.add(List.of(address, Integer.toString(shard.getShard()), key.getKey().isEmpty() ? "(global)" : key.getKey(),
+                    final String shown = key.getScope() == dev.limiter.protocol.policy.Scope.GLOBAL ? "(global)" :
+                        key.getKey().isEmpty() ? "-" : key.getKey();
+                    rows.add(List.of(address, Integer.toString(shard.getShard()), shown,
                         key.getPolicyId(), AdminClient.number(key.getPolicyVersion()), key.getScope().name(),
                         String.format(Locale.ROOT, "%.1f%%", 100 * key.getShare()),
                         String.format(Locale.ROOT, "%.1f%%", 100 * key.getOverestimate() / sampled)));

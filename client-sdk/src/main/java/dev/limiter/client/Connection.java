@@ -75,7 +75,7 @@ final class Connection
     private final byte[] instanceId;
     /** SDK instances the node last reported (FLEET), 0 before any report; kept through an outage. */
     private volatile int fleetInstances;
-    /** False once this node refused the subscription with an instance id (it predates FLEET). Event loop only. */
+    /** False once the node refused the subscription with an instance id (it predates FLEET); true again on reconnecting. Event loop only. */
     private boolean countedForFleet = true;
 
     /** A frame on the wire: the calls it carries, in entry order. */
@@ -245,6 +245,7 @@ final class Connection
                 channel = future.channel();
                 active = true;
                 lastError = "none";
+                countedForFleet = true; // a new connection may reach an upgraded node: offer the instance id again
                 if (closed)
                 {
                     channel.close();
@@ -570,7 +571,8 @@ final class Connection
                         {
                             // The answer to a policy subscription (an older node, or a set too large): calls are unaffected.
                             if (countedForFleet && Frame.frameEnd(frame) - Frame.bodyOffset(frame) >= 2 &&
-                                frame.getUnsignedShort(Frame.bodyOffset(frame)) == ErrorCode.MALFORMED_FRAME.code())
+                                frame.getUnsignedShort(Frame.bodyOffset(frame)) == ErrorCode.MALFORMED_FRAME.code() &&
+                                ErrorCodec.message(frame, Frame.bodyOffset(frame), Frame.frameEnd(frame)).contains("POLICIES body is one byte"))
                             {
                                 // A node from before FLEET takes only the one-byte subscription: ask that way from now on.
                                 countedForFleet = false;

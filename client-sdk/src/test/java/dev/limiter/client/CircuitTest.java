@@ -43,7 +43,7 @@ class CircuitTest
             node.setDaemon(true);
             node.start();
             try (LimiterClient client = LimiterClient.builder().endpoints("127.0.0.1:" + listener.getLocalPort()).connections(1)
-                .deadline(Duration.ofMillis(30)).circuit(2, Duration.ofMillis(100)).recoveryRamp(Duration.ZERO).build())
+                .deadline(Duration.ofMillis(300)).circuit(2, Duration.ofMillis(100)).recoveryRamp(Duration.ZERO).build())
             {
                 final long until = System.currentTimeMillis() + 5000;
                 while (client.policies().version() == 0 && System.currentTimeMillis() < until)

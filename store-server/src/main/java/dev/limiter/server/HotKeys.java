@@ -11,9 +11,11 @@ import java.util.List;
  * a Space-Saving table of {@value #SLOTS} keys (Metwally et al.: a key's count is over-estimated by
  * at most the count it inherited, which is kept as its error). Single writer: the shard's owner
  * thread; nothing is allocated on the decision path (keys are copied into a fixed array, their
- * first {@value #MAX_KEY_BYTES} bytes). About once a second (or every {@value #PUBLISH_EVERY}
- * samples) the owner publishes an immutable {@link Report} of the top {@value #REPORTED} and halves
- * every count, so the table follows the traffic of the last seconds rather than of all time.
+ * first {@value #MAX_KEY_BYTES} bytes). Once a second of decisions the owner publishes an immutable
+ * {@link Report} of the top {@value #REPORTED} (the only allocation, once a second) and halves every
+ * count, so the table follows the traffic of the last seconds rather than of all time. A report
+ * older than {@link #STALE_NANOS} reads as empty (the shard stopped deciding: it lost the lead, or
+ * traffic stopped), and a shard that starts deciding again after that starts a fresh table.
  */
 final class HotKeys
 {
@@ -21,8 +23,8 @@ final class HotKeys
     static final int SLOTS = 32;
     static final int REPORTED = 5;
     static final int MAX_KEY_BYTES = 96;
-    static final int PUBLISH_EVERY = 4096;
     static final long PUBLISH_NANOS = 1_000_000_000L;
+    static final long STALE_NANOS = 3 * PUBLISH_NANOS;
 
     /** One key of a report: its bucket key (a prefix when truncated) and its estimated share. */
     record Entry(byte[] key, boolean truncated, long sampled, long overestimate, double share)
@@ -33,9 +35,9 @@ final class HotKeys
      * The top keys over a window: {@code sampled} decisions were sampled (each stands for
      * {@value #SAMPLE_EVERY}) in {@code windowNanos}, counts decayed by half at each report.
      */
-    record Report(long windowNanos, long sampled, List<Entry> top)
+    record Report(long windowNanos, long sampled, List<Entry> top, long publishedAtNanos)
     {
-        static final Report EMPTY = new Report(0, 0, List.of());
+        static final Report EMPTY = new Report(0, 0, List.of(), 0);
 
         /** Share of the sampled decisions that went to the hottest key, 0 without any. */
         double topShare()
@@ -64,8 +66,13 @@ final class HotKeys
             return;
         }
         untilSample = nextGap();
-        if (windowStart == Long.MIN_VALUE)
+        if (windowStart == Long.MIN_VALUE || nowNanos - windowStart >= STALE_NANOS)
         {
+            // The first sample, or the first after the shard stood idle: yesterday's counts say nothing now.
+            Arrays.fill(counts, 0);
+            Arrays.fill(errors, 0);
+            used = 0;
+            samples = 0;
             windowStart = nowNanos;
         }
         samples++;
@@ -98,7 +105,7 @@ final class HotKeys
             errors[slot] = inherited;
             buffer.getBytes(offset, keys, slot * MAX_KEY_BYTES, Math.min(length, MAX_KEY_BYTES));
         }
-        if (samples >= PUBLISH_EVERY || nowNanos - windowStart >= PUBLISH_NANOS)
+        if (nowNanos - windowStart >= PUBLISH_NANOS)
         {
             publish(nowNanos);
         }
@@ -119,10 +126,11 @@ final class HotKeys
         return 1 + (int)((x >>> 33) % (2 * SAMPLE_EVERY - 1));
     }
 
-    /** The last published report (any thread). */
+    /** The last published report, or an empty one once it is stale (any thread). */
     Report report()
     {
-        return report;
+        final Report last = report;
+        return last != Report.EMPTY && System.nanoTime() - last.publishedAtNanos() > STALE_NANOS ? Report.EMPTY : last;
     }
 
     private void publish(final long nowNanos)
@@ -141,7 +149,7 @@ final class HotKeys
             top.add(new Entry(Arrays.copyOfRange(keys, i * MAX_KEY_BYTES, i * MAX_KEY_BYTES + stored), lengths[i] > MAX_KEY_BYTES,
                 counts[i], errors[i], (double)counts[i] / samples));
         }
-        report = new Report(nowNanos - windowStart, samples, List.copyOf(top));
+        report = new Report(nowNanos - windowStart, samples, List.copyOf(top), System.nanoTime());
         // Decay: the next window starts with half of this one's weight, so a key that cooled down
         // leaves the table within a few seconds.
         for (int i = 0; i < used; i++)

@@ -29,7 +29,7 @@ final class PolicyPublisher
     private final java.util.concurrent.atomic.AtomicBoolean fleetPushScheduled = new java.util.concurrent.atomic.AtomicBoolean();
     /** Touched only by the push task (one at a time). */
     private volatile int pushedFleet = -1;
-    private volatile boolean newSubscriber;
+    private final java.util.concurrent.atomic.AtomicBoolean newSubscriber = new java.util.concurrent.atomic.AtomicBoolean();
 
     private record Encoded(long version, byte[] body)
     {
@@ -59,7 +59,7 @@ final class PolicyPublisher
             instances.remove(channel);
             fleetChanged();
         });
-        newSubscriber = true; // it has not been told any count yet: the next push goes out even if the count is unchanged
+        newSubscriber.set(true); // it has not been told any count yet: the next push goes out even if the count is unchanged
         fleetChanged();
     }
 
@@ -92,8 +92,7 @@ final class PolicyPublisher
         GlobalEventExecutor.INSTANCE.schedule(() ->
         {
             fleetPushScheduled.set(false);
-            final boolean someoneNew = newSubscriber;
-            newSubscriber = false;
+            final boolean someoneNew = newSubscriber.getAndSet(false);
             final int count = instanceCount();
             if (count == pushedFleet && !someoneNew)
             {

@@ -287,16 +287,16 @@ public final class StoreServer implements AutoCloseable
         return replication;
     }
 
-    /**
-     * This node's standing as one JSON object: node id, address, role, leader, term, applied index,
-     * members, shards (each with this node's role for it), buckets. Served by STATUS and /status.
-     */
     /** The busiest bucket keys of each shard, from a sample of its decisions (GET /v1/hot-keys). */
     public dev.limiter.protocol.policy.HotKeyReport hotKeys()
     {
         return HotKeyReports.of(shards, policyState);
     }
 
+    /**
+     * This node's standing as one JSON object: node id, address, role, leader, term, applied index,
+     * members, shards (each with this node's role for it), buckets. Served by STATUS and /status.
+     */
     public String statusJson()
     {
         final StringBuilder json = new StringBuilder(512).append('{');

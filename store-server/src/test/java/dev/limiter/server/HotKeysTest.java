@@ -43,7 +43,7 @@ class HotKeysTest
         for (int i = 0; i < 200_000; i++)
         {
             decide(i % 2 == 0 ? "hot-tenant" : "tenant-" + random.nextInt(1000));
-            now += 1_000; // 1 us apart: 200 ms in all, so the reports come every 4,096 samples
+            now += 10_000; // 10 us apart: 2 s in all, two reports
         }
         final HotKeys.Report report = hot.report();
         final HotKeys.Entry top = report.top().get(0);
@@ -91,6 +91,27 @@ class HotKeysTest
         assertTrue(top.truncated());
         assertArrayEquals(longKey.substring(0, HotKeys.MAX_KEY_BYTES).getBytes(StandardCharsets.UTF_8), top.key());
         assertEquals(1.0, top.share(), 0.0);
+    }
+
+    @Test
+    void aShardThatStoodIdleStartsAFreshTable()
+    {
+        for (int i = 0; i < 40_000; i++)
+        {
+            decide("before-the-pause");
+            now += 50_000; // 2 s
+        }
+        assertEquals("before-the-pause", new String(hot.report().top().get(0).key(), StandardCharsets.UTF_8));
+        now += 60 * HotKeys.PUBLISH_NANOS; // a minute without a decision (it lost the lead, say)
+        for (int i = 0; i < 40_000; i++)
+        {
+            decide("after-" + (i % 2));
+            now += 50_000;
+        }
+        final HotKeys.Report report = hot.report();
+        assertTrue(report.top().stream().noneMatch(e -> new String(e.key(), StandardCharsets.UTF_8).equals("before-the-pause")),
+            "nothing from before the pause: " + report.top());
+        assertTrue(report.windowNanos() <= 1_100_000_000L, "and no window spans the pause: " + report.windowNanos());
     }
 
     @Test
