@@ -39,6 +39,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  */
 public final class LimiterClient implements AutoCloseable
 {
+    private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(LimiterClient.class);
     /**
      * Default per-call deadline: a caller waits at most this long on a dead or slow store (past it the
      * SDK decides locally). It covers a healthy cluster's answers (p50 about 1-2 ms on loopback here,
@@ -80,6 +81,9 @@ public final class LimiterClient implements AutoCloseable
     private final long rampNanos;
     private volatile java.util.Map<String, Long> windowStartCounts = java.util.Map.of();
     private final java.util.concurrent.atomic.AtomicLong windowsReported = new java.util.concurrent.atomic.AtomicLong();
+    /** Degraded windows no node took yet (encoded), oldest first; sent before the next window. */
+    private final java.util.concurrent.ConcurrentLinkedQueue<byte[]> unreported = new java.util.concurrent.ConcurrentLinkedQueue<>();
+    private static final int MAX_UNREPORTED_WINDOWS = 64;
     private static final String CLIENT_NAME = java.lang.management.ManagementFactory.getRuntimeMXBean().getName();
     private static final AtomicInteger CLIENTS_IN_PROCESS = new AtomicInteger();
     /** This client as nodes count SDK instances (process, and which client in it: each has its own local budgets). */
@@ -246,7 +250,8 @@ public final class LimiterClient implements AutoCloseable
 
     /**
      * Sends the outage window that just ended (start, end, local decisions by policy and mode) to
-     * the cluster's audit log, trying each connection until one (the leader's) takes it.
+     * the cluster's audit log, trying each connection until one (the leader's) takes it. A window no
+     * node takes (the cluster went down again) is kept and sent with the next one: at least once.
      */
     private void reportWindow(final long startMillis, final long endMillis, final java.util.Map<String, Long> before)
     {
@@ -263,14 +268,31 @@ public final class LimiterClient implements AutoCloseable
             }
         });
         final byte[] body = window.build().toByteArray();
+        // Windows no node took before (sent while the cluster was going down again) go first.
+        byte[] earlier;
+        while ((earlier = unreported.poll()) != null)
+        {
+            tryReport(earlier, 0, 0);
+        }
         tryReport(body, 0, 0);
     }
 
     private void tryReport(final byte[] body, final int index, final int round)
     {
-        if (closed || round >= 3)
+        if (closed)
         {
             return; // the window stays in this client's log and metrics only
+        }
+        if (round >= 3)
+        {
+            // No node took it: keep it for the next time a node answers after an outage (bounded).
+            unreported.add(body);
+            while (unreported.size() > MAX_UNREPORTED_WINDOWS)
+            {
+                unreported.poll();
+                LOG.warn("more than {} degraded windows not reported to the cluster: the oldest is dropped", MAX_UNREPORTED_WINDOWS);
+            }
+            return;
         }
         final Connection connection = connections[index % connections.length];
         connection.request(dev.limiter.protocol.MessageType.DEGRADED_REPORT, body, System.nanoTime() + TimeUnit.SECONDS.toNanos(2))

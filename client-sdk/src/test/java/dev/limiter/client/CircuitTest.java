@@ -22,6 +22,7 @@ import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -33,6 +34,61 @@ class CircuitTest
     private enum Mode { SILENT, OVERLOADED, ANSWER }
 
     private volatile Mode mode = Mode.SILENT;
+    /** Whether DEGRADED_REPORT is taken (else refused as by a follower during an election). */
+    private volatile boolean takeReports;
+    private final java.util.concurrent.atomic.AtomicInteger reportsTaken = new java.util.concurrent.atomic.AtomicInteger();
+
+    private static Decision untilTheNodeDecides(final LimiterClient client, final Descriptor key) throws InterruptedException
+    {
+        final long back = System.currentTimeMillis() + 3000;
+        Decision d = client.acquireBlocking(key, 1);
+        while (d.degraded() && System.currentTimeMillis() < back)
+        {
+            Thread.sleep(20);
+            d = client.acquireBlocking(key, 1);
+        }
+        return d;
+    }
+
+    @Test
+    void aDegradedWindowNoNodeTookIsSentWithTheNextOne() throws Exception
+    {
+        try (ServerSocket listener = new ServerSocket(0, 50, InetAddress.getLoopbackAddress()))
+        {
+            final Thread node = new Thread(() -> serve(listener), "scripted-node");
+            node.setDaemon(true);
+            node.start();
+            try (LimiterClient client = LimiterClient.builder().endpoints("127.0.0.1:" + listener.getLocalPort()).connections(1)
+                .deadline(Duration.ofMillis(300)).circuit(2, Duration.ofMillis(100)).recoveryRamp(Duration.ZERO).build())
+            {
+                final long until = System.currentTimeMillis() + 5000;
+                while (client.policies().version() == 0 && System.currentTimeMillis() < until)
+                {
+                    Thread.sleep(10);
+                }
+                final Descriptor key = Descriptor.of("t", "/x");
+                for (int outage = 1; outage <= 2; outage++)
+                {
+                    mode = Mode.SILENT;
+                    for (int i = 0; i < 2; i++)
+                    {
+                        assertTrue(client.acquireBlocking(key, 1).degraded());
+                    }
+                    takeReports = outage == 2; // the first window finds no node that takes it
+                    mode = Mode.ANSWER;
+                    Thread.sleep(200);
+                    assertFalse(untilTheNodeDecides(client, key).degraded());
+                }
+                final long deadline = System.currentTimeMillis() + 3000;
+                while (client.degradedWindowsReported() < 2 && System.currentTimeMillis() < deadline)
+                {
+                    Thread.sleep(10);
+                }
+                assertEquals(2, client.degradedWindowsReported(), "the first window went out with the second");
+                assertEquals(2, reportsTaken.get());
+            }
+        }
+    }
 
     @Test
     void aProbeAnsweredWithAnErrorLetsTheNextProbeGoAndAnAnswerClosesTheCircuit() throws Exception
@@ -65,13 +121,7 @@ class CircuitTest
 
                 // It recovers: a later probe must still be sent, and its answer closes the circuit.
                 mode = Mode.ANSWER;
-                final long back = System.currentTimeMillis() + 3000;
-                Decision d = client.acquireBlocking(key, 1);
-                while (d.degraded() && System.currentTimeMillis() < back)
-                {
-                    Thread.sleep(20);
-                    d = client.acquireBlocking(key, 1);
-                }
+                final Decision d = untilTheNodeDecides(client, key);
                 assertFalse(d.degraded(), "the node decides again: " + d);
                 assertFalse(client.circuitOpen());
             }
@@ -123,6 +173,18 @@ class CircuitTest
                         ResultCodec.beginPolicies(answer, 1);
                         ResultCodec.appendPolicy(answer, 1, "baseline".getBytes(StandardCharsets.UTF_8));
                         Frame.finish(answer, start);
+                    }
+                }
+                else if (type == MessageType.DEGRADED_REPORT)
+                {
+                    if (takeReports)
+                    {
+                        reportsTaken.incrementAndGet();
+                        Frame.finish(answer, Frame.begin(answer, MessageType.DEGRADED_REPORT_RESULT, correlationId));
+                    }
+                    else
+                    {
+                        ErrorCodec.encode(answer, correlationId, ErrorCode.NOT_LEADER, "");
                     }
                 }
                 else

@@ -732,7 +732,7 @@ class ClusterTest
 
             // The cluster comes back: the first answer closes the circuit and the window reaches the audit log.
             // (A node that answered while the nodes were stopping closed the circuit once already: that
-            // window was reported then, or lost with the node it went to.)
+            // window was reported then, or is kept and sent with the outage's.)
             final long reportedBefore = client.degradedWindowsReported();
             for (final String id : peers.keySet())
             {
@@ -747,9 +747,13 @@ class ClusterTest
                 grantedWhileReturning += d.degraded() && d.allowed() ? 1 : 0;
                 Thread.sleep(50);
             }
-            assertEquals(reportedBefore + 1, client.degradedWindowsReported(), "the SDK reported the outage's window");
-            await("the window on every node's audit log", Duration.ofSeconds(5), () -> nodes.values().stream()
-                .allMatch(n -> n.policyState().audit(r -> r.getAction().equals("SDK_DEGRADED_WINDOW"), 10).size() > reportedBefore));
+            assertTrue(client.degradedWindowsReported() > reportedBefore, "the SDK reported the outage's window");
+            Thread.sleep(200); // a window kept from the stop goes out just before the outage's
+            final long reported = client.degradedWindowsReported();
+            await("the windows on every node's audit log", Duration.ofSeconds(5), () -> nodes.values().stream()
+                .allMatch(n -> n.policyState().audit(r -> r.getAction().equals("SDK_DEGRADED_WINDOW"), 10).size() == reported));
+            System.out.printf("outage drill: windows reported during the stop %d, after the restart %d%n", reportedBefore,
+                reported - reportedBefore);
             long reportedAllowed = 0;
             long reportedRefused = 0;
             for (final dev.limiter.protocol.policy.AuditRecord window :
