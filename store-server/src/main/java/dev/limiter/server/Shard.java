@@ -332,6 +332,12 @@ final class Shard implements dev.limiter.server.cluster.Replication.DecidingShar
         final int cost = work.cost[i];
         final CompiledPolicy own = work.policy[i];
         boolean strict = own.strict();
+        // Every budget the request touches counts for hot keys: a stacked route budget is the classic hot key.
+        hotKeys.decided(work.keys, work.keyOffset[i], work.keyLength[i], work.keyHash[i], now);
+        for (int k = 0; k < parts; k++)
+        {
+            hotKeys.decided(work.keys, work.partKeyOffset[from + k], work.partKeyLength[from + k], work.partKeyHash[from + k], now);
+        }
         int denying = table.peek(work.keys, work.keyOffset[i], work.keyLength[i], work.keyHash[i], own.rate(), cost, 0, now, decision) ? -2 : -1;
         for (int k = 0; k < parts && denying == -2; k++)
         {

@@ -691,6 +691,43 @@ class AdminApiTest
         }
     }
 
+    @Test
+    void aStackedRouteBudgetShowsAsTheHotKeyItIs() throws Exception
+    {
+        try (StoreServer server = new StoreServer(TestNode.config(dir, 0, 1).adminToken(TOKEN)).start();
+             LimiterClient client = LimiterClient.builder().endpoints("127.0.0.1:" + server.port()).deadline(Duration.ofSeconds(2)).build())
+        {
+            assertEquals(200, call(server, "PUT", "/v1/policies/orders-global", "{\"selector\":{\"route\":\"/v1/orders/{id}\"}," +
+                "\"rate\":100000,\"burst\":100000,\"scope\":\"GLOBAL\",\"stacked\":true,\"owner\":\"o\",\"reason\":\"r\"}").statusCode());
+            dev.limiter.protocol.policy.HotKeyReport report = dev.limiter.protocol.policy.HotKeyReport.getDefaultInstance();
+            final long until = System.currentTimeMillis() + 10_000;
+            while (System.currentTimeMillis() < until)
+            {
+                // Every request touches its tenant's bucket and the route's one: half the touches are the route's.
+                final List<java.util.concurrent.CompletableFuture<Decision>> calls = new java.util.ArrayList<>();
+                for (int i = 0; i < 3000; i++)
+                {
+                    calls.add(client.acquire(Descriptor.of("tenant-" + (i % 300), "/v1/orders/1"), 1));
+                }
+                for (final java.util.concurrent.CompletableFuture<Decision> call : calls)
+                {
+                    call.get();
+                }
+                report = server.hotKeys();
+                if (report.getShards(0).getTopCount() > 0)
+                {
+                    break;
+                }
+                Thread.sleep(200);
+            }
+            final dev.limiter.protocol.policy.HotKey top = report.getShards(0).getTop(0);
+            assertEquals("orders-global", top.getPolicyId(), report.toString());
+            assertEquals(dev.limiter.protocol.policy.Scope.GLOBAL, top.getScope());
+            assertEquals("", top.getKey());
+            assertTrue(top.getShare() > 0.35 && top.getShare() < 0.65, "about half of the touches: " + top.getShare());
+        }
+    }
+
     private static void awaitFleet(final List<LimiterClient> sdks, final int instances) throws InterruptedException
     {
         final long until = System.currentTimeMillis() + 5000;
