@@ -38,6 +38,22 @@ class CircuitTest
     private volatile boolean takeReports;
     private final java.util.concurrent.atomic.AtomicInteger reportsTaken = new java.util.concurrent.atomic.AtomicInteger();
 
+    /** Starts the scripted node on {@code listener}; returns a client of it that holds its policy set. */
+    private LimiterClient clientOf(final ServerSocket listener) throws InterruptedException
+    {
+        final Thread node = new Thread(() -> serve(listener), "scripted-node");
+        node.setDaemon(true);
+        node.start();
+        final LimiterClient client = LimiterClient.builder().endpoints("127.0.0.1:" + listener.getLocalPort()).connections(1)
+            .deadline(Duration.ofMillis(300)).circuit(2, Duration.ofMillis(100)).recoveryRamp(Duration.ZERO).build();
+        final long until = System.currentTimeMillis() + 5000;
+        while (client.policies().version() == 0 && System.currentTimeMillis() < until)
+        {
+            Thread.sleep(10);
+        }
+        return client;
+    }
+
     private static Decision untilTheNodeDecides(final LimiterClient client, final Descriptor key) throws InterruptedException
     {
         final long back = System.currentTimeMillis() + 3000;
@@ -53,78 +69,56 @@ class CircuitTest
     @Test
     void aDegradedWindowNoNodeTookIsSentWithTheNextOne() throws Exception
     {
-        try (ServerSocket listener = new ServerSocket(0, 50, InetAddress.getLoopbackAddress()))
+        try (ServerSocket listener = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
+             LimiterClient client = clientOf(listener))
         {
-            final Thread node = new Thread(() -> serve(listener), "scripted-node");
-            node.setDaemon(true);
-            node.start();
-            try (LimiterClient client = LimiterClient.builder().endpoints("127.0.0.1:" + listener.getLocalPort()).connections(1)
-                .deadline(Duration.ofMillis(300)).circuit(2, Duration.ofMillis(100)).recoveryRamp(Duration.ZERO).build())
+            final Descriptor key = Descriptor.of("t", "/x");
+            for (int outage = 1; outage <= 2; outage++)
             {
-                final long until = System.currentTimeMillis() + 5000;
-                while (client.policies().version() == 0 && System.currentTimeMillis() < until)
+                mode = Mode.SILENT;
+                for (int i = 0; i < 2; i++)
                 {
-                    Thread.sleep(10);
+                    assertTrue(client.acquireBlocking(key, 1).degraded());
                 }
-                final Descriptor key = Descriptor.of("t", "/x");
-                for (int outage = 1; outage <= 2; outage++)
-                {
-                    mode = Mode.SILENT;
-                    for (int i = 0; i < 2; i++)
-                    {
-                        assertTrue(client.acquireBlocking(key, 1).degraded());
-                    }
-                    takeReports = outage == 2; // the first window finds no node that takes it
-                    mode = Mode.ANSWER;
-                    Thread.sleep(200);
-                    assertFalse(untilTheNodeDecides(client, key).degraded());
-                }
-                final long deadline = System.currentTimeMillis() + 3000;
-                while (client.degradedWindowsReported() < 2 && System.currentTimeMillis() < deadline)
-                {
-                    Thread.sleep(10);
-                }
-                assertEquals(2, client.degradedWindowsReported(), "the first window went out with the second");
-                assertEquals(2, reportsTaken.get());
+                takeReports = outage == 2; // the first window finds no node that takes it
+                mode = Mode.ANSWER;
+                Thread.sleep(200);
+                assertFalse(untilTheNodeDecides(client, key).degraded());
             }
+            final long deadline = System.currentTimeMillis() + 3000;
+            while (client.degradedWindowsReported() < 2 && System.currentTimeMillis() < deadline)
+            {
+                Thread.sleep(10);
+            }
+            assertEquals(2, client.degradedWindowsReported(), "the first window went out with the second");
+            assertEquals(2, reportsTaken.get());
         }
     }
 
     @Test
     void aProbeAnsweredWithAnErrorLetsTheNextProbeGoAndAnAnswerClosesTheCircuit() throws Exception
     {
-        try (ServerSocket listener = new ServerSocket(0, 50, InetAddress.getLoopbackAddress()))
+        try (ServerSocket listener = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
+             LimiterClient client = clientOf(listener))
         {
-            final Thread node = new Thread(() -> serve(listener), "scripted-node");
-            node.setDaemon(true);
-            node.start();
-            try (LimiterClient client = LimiterClient.builder().endpoints("127.0.0.1:" + listener.getLocalPort()).connections(1)
-                .deadline(Duration.ofMillis(300)).circuit(2, Duration.ofMillis(100)).recoveryRamp(Duration.ZERO).build())
+            final Descriptor key = Descriptor.of("t", "/x");
+            for (int i = 0; i < 2; i++)
             {
-                final long until = System.currentTimeMillis() + 5000;
-                while (client.policies().version() == 0 && System.currentTimeMillis() < until)
-                {
-                    Thread.sleep(10);
-                }
-                final Descriptor key = Descriptor.of("t", "/x");
-                for (int i = 0; i < 2; i++)
-                {
-                    assertTrue(client.acquireBlocking(key, 1).degraded(), "no answer in time: decided locally");
-                }
-                assertTrue(client.circuitOpen());
-
-                // The node is back but overloaded: the probe gets an error, not a decision.
-                mode = Mode.OVERLOADED;
-                Thread.sleep(200);
-                final LimiterRequestException refused = assertThrows(LimiterRequestException.class, () -> client.acquireBlocking(key, 1));
-                assertTrue(refused.getMessage().contains("busy"), refused.getMessage());
-
-                // It recovers: a later probe must still be sent, and its answer closes the circuit.
-                mode = Mode.ANSWER;
-                final Decision d = untilTheNodeDecides(client, key);
-                assertFalse(d.degraded(), "the node decides again: " + d);
-                assertFalse(client.circuitOpen());
+                assertTrue(client.acquireBlocking(key, 1).degraded(), "no answer in time: decided locally");
             }
+            assertTrue(client.circuitOpen());
+
+            // The node is back but overloaded: the probe gets an error, not a decision.
+            mode = Mode.OVERLOADED;
+            Thread.sleep(200);
+            final LimiterRequestException refused = assertThrows(LimiterRequestException.class, () -> client.acquireBlocking(key, 1));
+            assertTrue(refused.getMessage().contains("busy"), refused.getMessage());
+
+            // It recovers: a later probe must still be sent, and its answer closes the circuit.
+            mode = Mode.ANSWER;
+            final Decision d = untilTheNodeDecides(client, key);
+            assertFalse(d.degraded(), "the node decides again: " + d);
+            assertFalse(client.circuitOpen());
         }
     }
 
