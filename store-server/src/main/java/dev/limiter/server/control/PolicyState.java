@@ -47,6 +47,8 @@ public final class PolicyState
 {
     /** Audit records kept; older ones are dropped (and the drop is itself counted). */
     public static final int MAX_AUDIT_RECORDS = 100_000;
+    /** How far back (records) a re-sent SDK degraded window is recognised. */
+    static final int DEGRADED_DEDUPE_RECORDS = 10_000;
 
     /** Result of applying a command. */
     public enum Status
@@ -954,8 +956,32 @@ public final class PolicyState
             .append(com.google.protobuf.util.Timestamps.toString(window.getStart())).append(" to ")
             .append(com.google.protobuf.util.Timestamps.toString(window.getEnd())).append(':');
         new java.util.TreeMap<>(window.getDecisionsMap()).forEach((key, n) -> detail.append(' ').append(key).append('=').append(n));
-        record(command, "SDK_DEGRADED_WINDOW", "sdk:" + window.getClient(), 0, "", "no node answered this SDK in time", detail.toString());
+        final String client = "sdk:" + window.getClient();
+        final String text = detail.toString();
+        if (!alreadyRecorded(client, text))
+        {
+            record(command, "SDK_DEGRADED_WINDOW", client, 0, "", "no node answered this SDK in time", text);
+        }
         return Outcome.ok(ChangeResult.newBuilder().setSetVersion(setVersion).build());
+    }
+
+    /**
+     * SDKs report a window at least once (again when an answer was lost): the same client and
+     * window among the newest {@value #DEGRADED_DEDUPE_RECORDS} records is recorded once. Decided
+     * from the replicated audit trail, so every replica decides alike.
+     */
+    private boolean alreadyRecorded(final String client, final String detail)
+    {
+        final java.util.Iterator<AuditRecord> newestFirst = audit.descendingIterator();
+        for (int i = 0; i < DEGRADED_DEDUPE_RECORDS && newestFirst.hasNext(); i++)
+        {
+            final AuditRecord record = newestFirst.next();
+            if (record.getAction().equals("SDK_DEGRADED_WINDOW") && record.getPolicyId().equals(client) && record.getDetail().equals(detail))
+            {
+                return true;
+            }
+        }
+        return false;
     }
 
     private void advanceClock(final PolicyCommand command)

@@ -187,6 +187,23 @@ class PolicyStateTest
     }
 
     @Test
+    void aDegradedWindowSentTwiceIsRecordedOnce()
+    {
+        final com.google.protobuf.Timestamp start = PolicyState.command("x", T0).getAt();
+        final com.google.protobuf.Timestamp end = PolicyState.command("x", T0 + 5000).getAt();
+        final dev.limiter.protocol.policy.DegradedWindow window = dev.limiter.protocol.policy.DegradedWindow.newBuilder()
+            .setClient("svc@host#1").setStart(start).setEnd(end).putDecisions("orders|OPEN|allowed", 12).build();
+        final int before = state.audit(r -> true, 100).size();
+        assertEquals(PolicyState.Status.OK, state.apply(PolicyState.command("sdk", T0 + 6000).setDegraded(window).build()).status());
+        assertEquals(PolicyState.Status.OK, state.apply(PolicyState.command("sdk", T0 + 9000).setDegraded(window).build()).status(),
+            "a re-sent window is taken (the SDK stops sending it)");
+        assertEquals(before + 1, state.audit(r -> true, 100).size(), "and recorded once");
+        assertEquals(PolicyState.Status.OK, state.apply(PolicyState.command("sdk", T0 + 9000)
+            .setDegraded(window.toBuilder().setClient("svc@host#2")).build()).status());
+        assertEquals(before + 2, state.audit(r -> true, 100).size(), "another SDK's window of the same time is its own");
+    }
+
+    @Test
     void aSnapshotRestoresTheSameStateOnAnotherReplica()
     {
         state.apply(put(orders(10), T0));
