@@ -114,8 +114,11 @@ final class AdminClient
     /** The options every admin command takes (a picocli mixin). */
     static final class Options
     {
+        /** A single node's admin port, then the three of {@code ./limiter cluster}. */
+        static final String DEFAULT_ADMIN = "127.0.0.1:7480,127.0.0.1:7481,127.0.0.1:7482,127.0.0.1:7483";
+
         @Option(names = "--admin", split = ",", paramLabel = "HOST:PORT",
-            defaultValue = "127.0.0.1:7480,127.0.0.1:7481,127.0.0.1:7482,127.0.0.1:7483",
+            defaultValue = DEFAULT_ADMIN,
             description = "Admin HTTP address(es) of the nodes, tried in order: one that refuses the connection, times out, "
                 + "or is not the leader (for a change) passes the call to the next (default: ${DEFAULT-VALUE}).")
         List<String> admin;
