@@ -13,12 +13,6 @@ import io.netty.buffer.Unpooled;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
-import java.io.DataInputStream;
-import java.io.OutputStream;
-import java.net.InetAddress;
-import java.net.ServerSocket;
-import java.net.Socket;
-import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 
@@ -38,13 +32,10 @@ class CircuitTest
     private volatile boolean takeReports;
     private final java.util.concurrent.atomic.AtomicInteger reportsTaken = new java.util.concurrent.atomic.AtomicInteger();
 
-    /** Starts the scripted node on {@code listener}; returns a client of it that holds its policy set. */
-    private LimiterClient clientOf(final ServerSocket listener) throws InterruptedException
+    /** A client of the scripted node that holds its policy set. */
+    private static LimiterClient clientOf(final ScriptedNode node) throws InterruptedException
     {
-        final Thread node = new Thread(() -> serve(listener), "scripted-node");
-        node.setDaemon(true);
-        node.start();
-        final LimiterClient client = LimiterClient.builder().endpoints("127.0.0.1:" + listener.getLocalPort()).connections(1)
+        final LimiterClient client = LimiterClient.builder().endpoints(node.endpoint()).connections(1)
             .deadline(Duration.ofMillis(300)).circuit(2, Duration.ofMillis(100)).recoveryRamp(Duration.ZERO).build();
         final long until = System.currentTimeMillis() + 5000;
         while (client.policies().version() == 0 && System.currentTimeMillis() < until)
@@ -69,8 +60,8 @@ class CircuitTest
     @Test
     void aDegradedWindowNoNodeTookIsSentWithTheNextOne() throws Exception
     {
-        try (ServerSocket listener = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
-             LimiterClient client = clientOf(listener))
+        try (ScriptedNode node = new ScriptedNode(this::answer);
+             LimiterClient client = clientOf(node))
         {
             final Descriptor key = Descriptor.of("t", "/x");
             for (int outage = 1; outage <= 2; outage++)
@@ -98,8 +89,8 @@ class CircuitTest
     @Test
     void aProbeAnsweredWithAnErrorLetsTheNextProbeGoAndAnAnswerClosesTheCircuit() throws Exception
     {
-        try (ServerSocket listener = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
-             LimiterClient client = clientOf(listener))
+        try (ScriptedNode node = new ScriptedNode(this::answer);
+             LimiterClient client = clientOf(node))
         {
             final Descriptor key = Descriptor.of("t", "/x");
             for (int i = 0; i < 2; i++)
@@ -122,78 +113,61 @@ class CircuitTest
         }
     }
 
-    private void serve(final ServerSocket listener)
+    private final byte[] set = PolicySet.newBuilder().setVersion(1)
+        .setDefaultPolicy(Policy.newBuilder().setId("baseline").setRate(100).setBurst(100).setOwner("infra")).build().toByteArray();
+
+    /** The node's side of the script: policies always, acquires and reports as the test's mode says. */
+    private ByteBuf answer(final ScriptedNode.Request request)
     {
-        final byte[] set = PolicySet.newBuilder().setVersion(1)
-            .setDefaultPolicy(Policy.newBuilder().setId("baseline").setRate(100).setBurst(100).setOwner("infra")).build().toByteArray();
-        try (Socket socket = listener.accept())
+        final ByteBuf answer = Unpooled.buffer();
+        final int type = request.type();
+        final long correlationId = request.correlationId();
+        if (type == MessageType.POLICIES)
         {
-            final DataInputStream in = new DataInputStream(socket.getInputStream());
-            final OutputStream out = socket.getOutputStream();
-            while (true)
+            final int start = Frame.begin(answer, MessageType.POLICIES_RESULT, 0);
+            answer.writeLong(7).writeBytes(set);
+            Frame.finish(answer, start);
+        }
+        else if (type == MessageType.ACQUIRE || type == MessageType.BATCH_ACQUIRE)
+        {
+            final int count = request.frame().getShort(Frame.HEADER_LENGTH - Frame.LENGTH_FIELD_LENGTH) & 0xFFFF;
+            if (mode == Mode.SILENT)
             {
-                final int length = in.readInt();
-                final byte[] rest = new byte[length];
-                in.readFully(rest);
-                final ByteBuffer frame = ByteBuffer.wrap(rest);
-                final int type = rest[Frame.TYPE_OFFSET - Frame.LENGTH_FIELD_LENGTH] & 0xFF;
-                final long correlationId = frame.getLong(Frame.CORRELATION_ID_OFFSET - Frame.LENGTH_FIELD_LENGTH);
-                final ByteBuf answer = Unpooled.buffer();
-                if (type == MessageType.POLICIES)
+                return null;
+            }
+            if (mode == Mode.OVERLOADED)
+            {
+                ErrorCodec.encode(answer, correlationId, ErrorCode.OVERLOADED, "node busy, retry shortly");
+            }
+            else
+            {
+                final int start = ResultCodec.beginBatch(answer, type == MessageType.ACQUIRE ? MessageType.RESULT :
+                    MessageType.BATCH_RESULT, correlationId, count);
+                for (int i = 0; i < count; i++)
                 {
-                    final int start = Frame.begin(answer, MessageType.POLICIES_RESULT, 0);
-                    answer.writeLong(7).writeBytes(set);
-                    Frame.finish(answer, start);
+                    ResultCodec.putRecord(answer, ResultCodec.recordOffset(start, i), true, ReasonCode.ALLOWED, 1, 99, 100, 0, 0, 1, 1);
                 }
-                else if (type == MessageType.ACQUIRE || type == MessageType.BATCH_ACQUIRE)
-                {
-                    final int count = frame.getShort(Frame.HEADER_LENGTH - Frame.LENGTH_FIELD_LENGTH) & 0xFFFF;
-                    if (mode == Mode.SILENT)
-                    {
-                        continue;
-                    }
-                    if (mode == Mode.OVERLOADED)
-                    {
-                        ErrorCodec.encode(answer, correlationId, ErrorCode.OVERLOADED, "node busy, retry shortly");
-                    }
-                    else
-                    {
-                        final int start = ResultCodec.beginBatch(answer, type == MessageType.ACQUIRE ? MessageType.RESULT :
-                            MessageType.BATCH_RESULT, correlationId, count);
-                        for (int i = 0; i < count; i++)
-                        {
-                            ResultCodec.putRecord(answer, ResultCodec.recordOffset(start, i), true, ReasonCode.ALLOWED, 1, 99, 100, 0, 0, 1, 1);
-                        }
-                        ResultCodec.beginPolicies(answer, 1);
-                        ResultCodec.appendPolicy(answer, 1, "baseline".getBytes(StandardCharsets.UTF_8));
-                        Frame.finish(answer, start);
-                    }
-                }
-                else if (type == MessageType.DEGRADED_REPORT)
-                {
-                    if (takeReports)
-                    {
-                        reportsTaken.incrementAndGet();
-                        Frame.finish(answer, Frame.begin(answer, MessageType.DEGRADED_REPORT_RESULT, correlationId));
-                    }
-                    else
-                    {
-                        ErrorCodec.encode(answer, correlationId, ErrorCode.NOT_LEADER, "");
-                    }
-                }
-                else
-                {
-                    continue;
-                }
-                final byte[] bytes = new byte[answer.readableBytes()];
-                answer.readBytes(bytes);
-                out.write(bytes);
-                out.flush();
+                ResultCodec.beginPolicies(answer, 1);
+                ResultCodec.appendPolicy(answer, 1, "baseline".getBytes(StandardCharsets.UTF_8));
+                Frame.finish(answer, start);
             }
         }
-        catch (final Exception ignored)
+        else if (type == MessageType.DEGRADED_REPORT)
         {
-            // the client closed
+            if (takeReports)
+            {
+                reportsTaken.incrementAndGet();
+                Frame.finish(answer, Frame.begin(answer, MessageType.DEGRADED_REPORT_RESULT, correlationId));
+            }
+            else
+            {
+                ErrorCodec.encode(answer, correlationId, ErrorCode.NOT_LEADER, "");
+            }
         }
+        else
+        {
+            return null;
+        }
+        return answer;
     }
 }

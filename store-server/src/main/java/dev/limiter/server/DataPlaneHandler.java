@@ -221,9 +221,7 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
             work.keyHash[i] = keyHash;
             work.cost[i] = decoder.cost();
             work.policy[i] = policy;
-            // Tenant-scoped buckets live on the tenant's shard; global and per-IP ones on their key's.
-            final long placement = tenantHash != 0 ? tenantHash : keyHash;
-            final int shard = (int)Long.remainderUnsigned(placement >>> 32, shardCount);
+            final int shard = shardOf(tenantHash, keyHash, shardCount);
             work.shard[i] = shard;
             shardMask |= 1L << shard;
             work.count++;
@@ -518,6 +516,12 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
         return null;
     }
 
+    /** Tenant-scoped buckets live on the tenant's shard; global and per-IP ones on their key's. */
+    private static int shardOf(final long tenantHash, final long keyHash, final int shardCount)
+    {
+        return (int)Long.remainderUnsigned((tenantHash != 0 ? tenantHash : keyHash) >>> 32, shardCount);
+    }
+
     /**
      * Queues the SHADOW policy's evaluation of the current entry, if one matches and the entry has
      * what its scope needs (else it is skipped: a shadow never refuses a request).
@@ -540,7 +544,7 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
         work.shadowKeyHash[j] = keyHash;
         work.shadowCost[j] = decoder.cost();
         work.shadowPolicy[j] = shadow;
-        final int shard = (int)Long.remainderUnsigned((tenantHash != 0 ? tenantHash : keyHash) >>> 32, shardCount);
+        final int shard = shardOf(tenantHash, keyHash, shardCount);
         work.shadowShard[j] = shard;
         work.shadowCount++;
         return 1L << shard;

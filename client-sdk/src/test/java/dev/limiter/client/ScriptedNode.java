@@ -1,0 +1,85 @@
+package dev.limiter.client;
+
+import dev.limiter.protocol.Frame;
+import io.netty.buffer.ByteBuf;
+
+import java.io.DataInputStream;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.nio.ByteBuffer;
+
+/**
+ * A stand-in node on loopback for SDK tests: it accepts one connection, reads its frames and writes
+ * back whatever the script answers (nothing when it answers null).
+ */
+final class ScriptedNode implements AutoCloseable
+{
+    /** One request: its type, correlation id and the frame without its length field. */
+    record Request(int type, long correlationId, ByteBuffer frame)
+    {
+        /** Bytes of the body. */
+        int bodyLength()
+        {
+            return frame.capacity() - (Frame.HEADER_LENGTH - Frame.LENGTH_FIELD_LENGTH);
+        }
+    }
+
+    @FunctionalInterface
+    interface Script
+    {
+        /** @return the answer frame(s) to write, or null for none */
+        ByteBuf answer(Request request);
+    }
+
+    private final ServerSocket listener = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
+
+    ScriptedNode(final Script script) throws IOException
+    {
+        final Thread thread = new Thread(() -> serve(script), "scripted-node");
+        thread.setDaemon(true);
+        thread.start();
+    }
+
+    String endpoint()
+    {
+        return "127.0.0.1:" + listener.getLocalPort();
+    }
+
+    private void serve(final Script script)
+    {
+        try (Socket socket = listener.accept())
+        {
+            final DataInputStream in = new DataInputStream(socket.getInputStream());
+            final OutputStream out = socket.getOutputStream();
+            while (true)
+            {
+                final byte[] rest = new byte[in.readInt()];
+                in.readFully(rest);
+                final ByteBuffer frame = ByteBuffer.wrap(rest);
+                final ByteBuf answer = script.answer(new Request(rest[Frame.TYPE_OFFSET - Frame.LENGTH_FIELD_LENGTH] & 0xFF,
+                    frame.getLong(Frame.CORRELATION_ID_OFFSET - Frame.LENGTH_FIELD_LENGTH), frame));
+                if (answer == null)
+                {
+                    continue;
+                }
+                final byte[] bytes = new byte[answer.readableBytes()];
+                answer.readBytes(bytes);
+                out.write(bytes);
+                out.flush();
+            }
+        }
+        catch (final IOException ignored)
+        {
+            // the client closed, or the node was closed
+        }
+    }
+
+    @Override
+    public void close() throws IOException
+    {
+        listener.close();
+    }
+}
