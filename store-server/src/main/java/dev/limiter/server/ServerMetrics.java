@@ -57,13 +57,13 @@ public final class ServerMetrics
         for (final Shard shard : shards)
         {
             final String id = Integer.toString(shard.id());
-            Gauge.builder("limiter.buckets", shard, s -> s.table().size()).tag("shard", id)
+            Gauge.builder("limiter.buckets", shard, s -> s.table().publishedSize()).tag("shard", id)
                 .description("Buckets held (full buckets are not stored)").register(registry);
             Gauge.builder("limiter.buckets.max", shard, s -> s.table().maxBuckets()).tag("shard", id).register(registry);
-            Gauge.builder("limiter.table.reserved.bytes", shard, s -> s.table().reservedBytes()).tag("shard", id)
+            Gauge.builder("limiter.table.reserved.bytes", shard, s -> s.table().publishedReservedBytes()).tag("shard", id)
                 .baseUnit("bytes").register(registry);
-            FunctionCounter.builder("limiter.buckets.evicted", shard, s -> s.table().evictions()).tag("shard", id).register(registry);
-            FunctionCounter.builder("limiter.store.full", shard, s -> s.table().storeFullRejections()).tag("shard", id)
+            FunctionCounter.builder("limiter.buckets.evicted", shard, s -> s.table().publishedEvictions()).tag("shard", id).register(registry);
+            FunctionCounter.builder("limiter.store.full", shard, s -> s.table().publishedStoreFullRejections()).tag("shard", id)
                 .description("Requests denied because no bucket could be stored").register(registry);
             Gauge.builder("limiter.shard.queue.depth", shard, Shard::queueDepth).tag("shard", id).register(registry);
             Gauge.builder("limiter.hot.key.share", shard, s -> s.hotKeys().topShare()).tag("shard", id)

@@ -111,6 +111,7 @@ final class Shard implements dev.limiter.server.cluster.Replication.DecidingShar
     public void resyncFrom(final BucketTable committed)
     {
         table.copyFrom(committed);
+        table.publish();
         log.dropPending();
     }
 
@@ -268,6 +269,7 @@ final class Shard implements dev.limiter.server.cluster.Replication.DecidingShar
             work.failed = true;
             LOG.error("shard {} failed on a frame; the frame is answered with an ERROR", id, e);
         }
+        table.publish(); // what status and metrics may read of this table, from other threads
         if (log != null)
         {
             if (strict && !work.failed)

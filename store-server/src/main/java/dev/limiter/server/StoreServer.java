@@ -211,7 +211,7 @@ public final class StoreServer implements AutoCloseable
         for (int i = 0; i < committed.length; i++)
         {
             committed[i] = new BucketTable(config.maxBucketsPerShard(), config.keyArenaBytesPerShard(),
-                policyState::latestRate);
+                policyState::latestRate, true);
         }
         final ReplicatedBuckets buckets = new ReplicatedBuckets(committed, policyState, config.nodeId());
         final Map<String, InetSocketAddress> raftAddresses = new LinkedHashMap<>();
@@ -350,7 +350,7 @@ public final class StoreServer implements AutoCloseable
         for (int i = 0; i < shards.size(); i++)
         {
             // A member's buckets are its committed tables (the leader's deciding tables run ahead of them).
-            final int buckets = replication != null ? replication.buckets().committed(i).size() : shards.get(i).table().size();
+            final int buckets = replication != null ? replication.buckets().committed(i).publishedSize() : shards.get(i).table().publishedSize();
             json.append(i == 0 ? "" : ",").append("{\"shard\":").append(i).append(",\"role\":\"").append(role)
                 .append("\",\"buckets\":").append(buckets).append('}');
         }
@@ -409,7 +409,7 @@ public final class StoreServer implements AutoCloseable
     /** Buckets held by all shards. */
     public long bucketCount()
     {
-        return shards.stream().mapToLong(s -> s.table().size()).sum();
+        return shards.stream().mapToLong(s -> s.table().publishedSize()).sum();
     }
 
     boolean healthy()

@@ -23,7 +23,8 @@ import java.util.concurrent.TimeUnit;
 /**
  * One token-bucket decision in the off-heap table: hash lookup with full key comparison, refill,
  * charge, store. Time advances 1 us per decision, keys cycle through {@code keys} buckets. Runs
- * with the flags {@code ./limiter server} uses (Agrona bounds checks off).
+ * with the flags {@code ./limiter server} uses (Agrona bounds checks off). {@code tracksDigest}
+ * shows what keeping the content digest current costs a replica per replayed decision.
  *
  * <pre>./limiter jmh BucketTableBenchmark -prof gc</pre>
  */
@@ -42,6 +43,10 @@ public class BucketTableBenchmark
     @Param({ "0", "734003" })
     int tableBuckets;
 
+    /** Whether the table keeps its digest current (a cluster's committed tables do; deciding ones do not). */
+    @Param({ "false", "true" })
+    boolean tracksDigest;
+
     private BucketTable table;
     private TokenBucket.Rate rate;
     private UnsafeBuffer keyBuffer;
@@ -57,7 +62,7 @@ public class BucketTableBenchmark
     {
         rate = TokenBucket.rate(1000, 1_000_000_000L, 1000);
         final int capacity = tableBuckets == 0 ? keys + keys / 2 : Math.max(tableBuckets, keys + keys / 2);
-        table = new BucketTable(capacity, capacity * 32, ordinal -> rate);
+        table = new BucketTable(capacity, capacity * 32, ordinal -> rate, tracksDigest);
         final byte[] bytes = new byte[keys * 24];
         keyBuffer = new UnsafeBuffer(bytes);
         keyOffsets = new int[keys];

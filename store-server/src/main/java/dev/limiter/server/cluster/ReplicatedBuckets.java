@@ -56,7 +56,15 @@ public final class ReplicatedBuckets implements ReplicatedStateMachine
     private final Decision scratch = new Decision();
     private final UnsafeBuffer keyView = new UnsafeBuffer(new byte[0]);
     private volatile SyncTarget syncTarget;
-    private volatile long appliedDecisions;
+    /** Apply thread only. */
+    private long appliedDecisions;
+    /** What other threads may read, published after every entry (tables are the apply thread's alone). */
+    private volatile Published published = new Published(0, 0);
+
+    /** Decisions applied and the digest of every committed table, as of one applied entry. */
+    private record Published(long appliedDecisions, long digest)
+    {
+    }
 
     public ReplicatedBuckets(final BucketTable[] committed, final PolicyState policies, final String selfId)
     {
@@ -73,10 +81,12 @@ public final class ReplicatedBuckets implements ReplicatedStateMachine
     @Override
     public ByteBuffer apply(final long index, final long clusterNanos, final ByteBuffer payload)
     {
+        claimTables();
         final byte type = payload.get(payload.position());
         if (type == DECISIONS)
         {
             applyDecisions(payload);
+            publish();
         }
         else if (type == SYNC)
         {
@@ -116,6 +126,11 @@ public final class ReplicatedBuckets implements ReplicatedStateMachine
         final int shard = payload.getShort(at) & 0xFFFF;
         final int count = payload.getInt(at + 2);
         at += 14;
+        if (shard >= committed.length)
+        {
+            throw new IllegalStateException("a DECISIONS entry names shard " + shard + " of " + committed.length +
+                "; every member of a cluster must run the same --shards");
+        }
         final BucketTable table = committed[shard];
         for (int i = 0; i < count; i++)
         {
@@ -131,23 +146,45 @@ public final class ReplicatedBuckets implements ReplicatedStateMachine
             at += keyLength;
         }
         appliedDecisions += count;
+        table.publish();
     }
 
-    /** Decisions applied so far on this replica. */
-    public long appliedDecisions()
+    /**
+     * Raft calls this state machine from one thread at a time, but not always the same one (start-up
+     * recovery, then the apply thread): whichever runs a callback owns the tables meanwhile.
+     */
+    private void claimTables()
     {
-        return appliedDecisions;
+        for (final BucketTable table : committed)
+        {
+            table.claim();
+        }
     }
 
-    /** Digest of every committed table: equal on replicas that applied the same log. */
-    public long digest()
+    /** Apply thread: makes the counts and digests of the committed tables readable elsewhere. */
+    private void publish()
     {
         long digest = 0;
-        for (int s = 0; s < committed.length; s++)
+        for (final BucketTable table : committed)
         {
-            digest = digest * 1_000_003 + committed[s].digest();
+            digest = digest * 1_000_003 + table.trackedDigest();
         }
-        return digest;
+        published = new Published(appliedDecisions, digest);
+    }
+
+    /** Decisions applied so far on this replica, as of the latest entry applied (any thread). */
+    public long appliedDecisions()
+    {
+        return published.appliedDecisions();
+    }
+
+    /**
+     * Digest of every committed table as of the same entry as {@link #appliedDecisions()} (any
+     * thread): equal on replicas that applied the same log.
+     */
+    public long digest()
+    {
+        return published.digest();
     }
 
     public BucketTable committed(final int shard)
@@ -158,6 +195,7 @@ public final class ReplicatedBuckets implements ReplicatedStateMachine
     @Override
     public void writeSnapshot(final OutputStream out) throws IOException
     {
+        claimTables();
         final DataOutputStream data = new DataOutputStream(out);
         data.writeInt(SNAPSHOT_MAGIC);
         final byte[] control = policies.snapshot().toByteArray();
@@ -197,6 +235,7 @@ public final class ReplicatedBuckets implements ReplicatedStateMachine
     @Override
     public void restoreSnapshot(final InputStream in) throws IOException
     {
+        claimTables();
         final DataInputStream data = new DataInputStream(in);
         if (data.readInt() != SNAPSHOT_MAGIC)
         {
@@ -228,17 +267,22 @@ public final class ReplicatedBuckets implements ReplicatedStateMachine
                     throw new IOException("snapshot holds more buckets than --max-buckets-per-shard allows");
                 }
             }
+            table.publish();
         }
+        publish();
     }
 
     @Override
     public void reset()
     {
+        claimTables();
         for (final BucketTable table : committed)
         {
             table.clear();
+            table.publish();
         }
         appliedDecisions = 0;
+        publish();
         policies.reset();
     }
 

@@ -145,8 +145,6 @@ public final class PolicyState
     /** Ordinals a candidate set would give ids that have none yet (while compiling it). */
     private final Map<String, Integer> provisional = new HashMap<>();
     private final ArrayDeque<AuditRecord> audit = new ArrayDeque<>();
-    /** True inside {@link #check}: the audit trail is not trimmed, so the check can undo by dropping its tail. */
-    private boolean checking;
     private String defaultId = "";
     private long setVersion;
     private long nextAuditSequence = 1;
@@ -235,39 +233,20 @@ public final class PolicyState
 
     /**
      * What {@link #apply} would answer, without changing anything (the leader checks a change
-     * before it goes to the log, so a bad one is refused at once).
+     * before it goes to the log, so a bad one is refused at once). The command runs against a copy:
+     * nothing the data plane or a replica reads ({@link #index()}, rates, exemptions) ever holds
+     * a state that was not applied.
      */
-    public synchronized Outcome check(final PolicyCommand command)
+    public Outcome check(final PolicyCommand command)
     {
-        // Everything but the audit trail is copied and put back; the audit trail (up to
-        // MAX_AUDIT_RECORDS) is only appended to while checking, so undoing it is dropping the tail.
-        final PolicyStateSnapshot before = snapshot(false);
-        final long auditSequenceBefore = nextAuditSequence;
-        checking = true;
-        final PolicySetIndex indexBefore = index;
-        final TokenBucket.Rate[] ratesBefore = latestRates;
-        final TokenBucket.Rate[][] versionRatesBefore = versionRates;
-        final boolean bootstrappedBefore = bootstrapped;
-        final ActiveExemptions exemptionsBefore = activeExemptions;
-        try
+        final PolicyState copy = new PolicyState();
+        synchronized (this)
         {
-            return dispatch(command);
+            // The audit trail is not copied: a check records nothing, and no command's validity depends on it.
+            copy.restoreQuietly(snapshot(false), false);
         }
-        finally
-        {
-            checking = false;
-            while (!audit.isEmpty() && audit.getLast().getSequence() >= auditSequenceBefore)
-            {
-                audit.removeLast();
-            }
-            restoreQuietly(before, false);
-            nextAuditSequence = auditSequenceBefore;
-            index = indexBefore;
-            latestRates = ratesBefore;
-            versionRates = versionRatesBefore;
-            bootstrapped = bootstrappedBefore;
-            activeExemptions = exemptionsBefore;
-        }
+        copy.compileExemptions();
+        return copy.dispatch(command);
     }
 
     /**
@@ -755,7 +734,7 @@ public final class PolicyState
             .setReason(reason)
             .setDetail(detail)
             .build());
-        while (audit.size() > MAX_AUDIT_RECORDS && !checking)
+        while (audit.size() > MAX_AUDIT_RECORDS)
         {
             audit.removeFirst();
         }

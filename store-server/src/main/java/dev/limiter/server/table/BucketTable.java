@@ -8,6 +8,7 @@ import org.agrona.DirectBuffer;
 import org.agrona.concurrent.UnsafeBuffer;
 
 import java.nio.ByteBuffer;
+import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.function.IntFunction;
 
 /**
@@ -34,6 +35,12 @@ import java.util.function.IntFunction;
  * thousand buckets then touches half a megabyte of slots rather than the full reservation, so its
  * lookups stay in the CPU caches and TLB. Growth re-inserts every bucket in slot order, so the same
  * operations give the same layout on every replica.
+ * <p>
+ * Other threads never read the slots or the arena (growth frees the old slot memory at once):
+ * what they may know of a table is what its owner last {@link #publish() published}
+ * ({@link #publishedSize()}, {@link #publishedDigest()} and the like). A table built with
+ * {@code tracksDigest} keeps its content digest up to date on every change, so publishing it costs
+ * nothing (the committed tables of a cluster do; the deciding ones need not).
  */
 public final class BucketTable
 {
@@ -78,6 +85,27 @@ public final class BucketTable
     private int sweepCursor;
     private long evictions;
     private long storeFullRejections;
+    private final boolean tracksDigest;
+    /** Sum of every stored bucket's {@link #contribution}: equals {@link #digest()} when tracked. */
+    private long trackedDigest;
+    /** What other threads may read: written by the owner in {@link #publish()} only. */
+    private final AtomicLongArray published = new AtomicLongArray(PUBLISHED_FIELDS);
+    private static final int PUBLISHED_SIZE = 0;
+    private static final int PUBLISHED_SLOTS = 1;
+    private static final int PUBLISHED_EVICTIONS = 2;
+    private static final int PUBLISHED_FULL = 3;
+    private static final int PUBLISHED_DIGEST = 4;
+    private static final int PUBLISHED_KEY_BYTES = 5;
+    private static final int PUBLISHED_FIELDS = 6;
+
+    /**
+     * Test builds turn this on ({@code -Dlimiter.table.ownerChecks=true}): any use of a table's
+     * state by a thread other than its owner then throws, so a cross-thread read cannot hide
+     * behind a lucky race. Off by default, and then free (the JIT drops the checks).
+     */
+    static final boolean OWNER_CHECKS = Boolean.getBoolean("limiter.table.ownerChecks");
+    /** With {@link #OWNER_CHECKS}: the owning thread; null until the first use (or claim). */
+    private Thread owner;
 
     /**
      * @param maxBuckets   most buckets held at once; the slot array is the next power of two at
@@ -86,6 +114,16 @@ public final class BucketTable
      * @param rateByPolicy the rate of a policy ordinal, used to decide whether an idle bucket is full
      */
     public BucketTable(final int maxBuckets, final int keyArenaBytes, final IntFunction<TokenBucket.Rate> rateByPolicy)
+    {
+        this(maxBuckets, keyArenaBytes, rateByPolicy, false);
+    }
+
+    /**
+     * @param tracksDigest keep the content digest current on every change (two hash mixes per
+     *                     decision), so {@link #publish()} can publish it
+     */
+    public BucketTable(final int maxBuckets, final int keyArenaBytes, final IntFunction<TokenBucket.Rate> rateByPolicy,
+        final boolean tracksDigest)
     {
         if (maxBuckets < 1)
         {
@@ -106,6 +144,8 @@ public final class BucketTable
         allocateSlots(Math.min(INITIAL_SLOTS, maxSlotCount));
         this.arena = new KeyArena(keyArenaBytes);
         this.rateByPolicy = rateByPolicy;
+        this.tracksDigest = tracksDigest;
+        published.lazySet(PUBLISHED_SLOTS, slotCount); // not publish(): the constructing thread is not the owner
     }
 
     private void allocateSlots(final int count)
@@ -122,6 +162,29 @@ public final class BucketTable
         if (previous != null)
         {
             BufferUtil.free(previous);
+        }
+    }
+
+    /**
+     * The calling thread takes the table over from its previous owner, which must no longer use
+     * it (a Raft callback on a new thread, say). Only checked with {@link #OWNER_CHECKS}.
+     */
+    public void claim()
+    {
+        owner = Thread.currentThread();
+    }
+
+    private void checkOwner()
+    {
+        final Thread current = Thread.currentThread();
+        if (owner == null)
+        {
+            owner = current;
+        }
+        else if (owner != current)
+        {
+            throw new IllegalStateException("bucket table of " + owner.getName() + " used from " + current.getName() +
+                ": only its owner may touch it (other threads read what it published)");
         }
     }
 
@@ -172,6 +235,10 @@ public final class BucketTable
         final long nowNanos,
         final Decision out)
     {
+        if (OWNER_CHECKS)
+        {
+            checkOwner();
+        }
         final int slot = find(key, keyOffset, keyLength, hash);
         long tokens = rate.burstUnits();
         long last = nowNanos;
@@ -199,8 +266,16 @@ public final class BucketTable
         if (slot >= 0)
         {
             final int base = slot * SLOT_LENGTH;
+            if (tracksDigest)
+            {
+                trackedDigest -= contribution(base);
+            }
             slots.putLong(base + TOKENS_OFFSET, tokens);
             slots.putLong(base + LAST_NANOS_OFFSET, stamp);
+            if (tracksDigest)
+            {
+                trackedDigest += contribution(base);
+            }
         }
         else if (allowed && !insert(key, keyOffset, keyLength, hash, policy, tokens, stamp, nowNanos))
         {
@@ -230,6 +305,10 @@ public final class BucketTable
         final long nowNanos,
         final Decision out)
     {
+        if (OWNER_CHECKS)
+        {
+            checkOwner();
+        }
         final int slot = find(key, keyOffset, keyLength, hash);
         long tokens = rate.burstUnits();
         if (slot >= 0)
@@ -319,6 +398,10 @@ public final class BucketTable
         slots.putShort(base + POLICY_OFFSET, (short)policy);
         slots.putShort(base + KEY_LENGTH_OFFSET, (short)(keyLength | arena.lastSizeClass() << CHUNK_CLASS_SHIFT));
         size++;
+        if (tracksDigest)
+        {
+            trackedDigest += contribution(base);
+        }
         return true;
     }
 
@@ -331,6 +414,10 @@ public final class BucketTable
      */
     public int sweep(final long nowNanos, final int limit)
     {
+        if (OWNER_CHECKS)
+        {
+            checkOwner();
+        }
         int evicted = 0;
         int examined = 0;
         int slot = sweepCursor;
@@ -365,6 +452,10 @@ public final class BucketTable
     {
         int hole = slotToDelete;
         final int holeBase = hole * SLOT_LENGTH;
+        if (tracksDigest)
+        {
+            trackedDigest -= contribution(holeBase);
+        }
         arena.free(slots.getInt(holeBase + KEY_OFFSET_OFFSET), (slots.getShort(holeBase + KEY_LENGTH_OFFSET) & 0xFFFF) >>> CHUNK_CLASS_SHIFT);
         size--;
         int slot = (hole + 1) & mask;
@@ -391,6 +482,10 @@ public final class BucketTable
     /** Buckets held now. */
     public int size()
     {
+        if (OWNER_CHECKS)
+        {
+            checkOwner();
+        }
         return size;
     }
 
@@ -402,6 +497,10 @@ public final class BucketTable
     /** Slots allocated now (a power of two; grows up to {@link #maxSlotCount()}). */
     public int slotCount()
     {
+        if (OWNER_CHECKS)
+        {
+            checkOwner();
+        }
         return slotCount;
     }
 
@@ -414,31 +513,52 @@ public final class BucketTable
     /** Off-heap bytes allocated for slots and keys now. */
     public long reservedBytes()
     {
+        if (OWNER_CHECKS)
+        {
+            checkOwner();
+        }
         return (long)slotCount * SLOT_LENGTH + arena.capacity();
     }
 
     /** Key bytes in use (rounded to chunk sizes). */
     public long keyBytesInUse()
     {
+        if (OWNER_CHECKS)
+        {
+            checkOwner();
+        }
         return arena.bytesInUse();
     }
 
     public long evictions()
     {
+        if (OWNER_CHECKS)
+        {
+            checkOwner();
+        }
         return evictions;
     }
 
     public long storeFullRejections()
     {
+        if (OWNER_CHECKS)
+        {
+            checkOwner();
+        }
         return storeFullRejections;
     }
 
     /**
      * Makes this table an exact copy of {@code other}, which must have the same sizes: slot for slot,
-     * so that both evolve identically from here on.
+     * so that both evolve identically from here on. Reads {@code other} from this table's thread:
+     * its owner must not touch it meanwhile (the Raft apply thread waits while leaders sync).
      */
     public void copyFrom(final BucketTable other)
     {
+        if (OWNER_CHECKS)
+        {
+            checkOwner();
+        }
         if (other.maxSlotCount != maxSlotCount || other.maxBuckets != maxBuckets)
         {
             throw new IllegalArgumentException("tables differ in size");
@@ -453,11 +573,19 @@ public final class BucketTable
         sweepCursor = other.sweepCursor;
         evictions = other.evictions;
         storeFullRejections = other.storeFullRejections;
+        if (tracksDigest)
+        {
+            trackedDigest = other.tracksDigest ? other.trackedDigest : digest();
+        }
     }
 
     /** Forgets every bucket and returns to the initial slot count, so what follows lays out as in a new table. */
     public void clear()
     {
+        if (OWNER_CHECKS)
+        {
+            checkOwner();
+        }
         if (slotCount != Math.min(INITIAL_SLOTS, maxSlotCount))
         {
             allocateSlots(Math.min(INITIAL_SLOTS, maxSlotCount));
@@ -469,6 +597,7 @@ public final class BucketTable
         arena.clear();
         size = 0;
         sweepCursor = 0;
+        trackedDigest = 0;
     }
 
     /** Receives buckets from {@link #forEach}. */
@@ -481,6 +610,10 @@ public final class BucketTable
     /** Visits every stored bucket in slot order (deterministic: equal tables visit equally). */
     public void forEach(final BucketVisitor visitor)
     {
+        if (OWNER_CHECKS)
+        {
+            checkOwner();
+        }
         for (int slot = 0; slot < slotCount; slot++)
         {
             final int base = slot * SLOT_LENGTH;
@@ -502,12 +635,25 @@ public final class BucketTable
     public boolean restore(final DirectBuffer key, final int keyOffset, final int keyLength, final int policy,
         final long tokensUnits, final long lastNanos)
     {
+        if (OWNER_CHECKS)
+        {
+            checkOwner();
+        }
         final long hash = KeyHash.hash(key, keyOffset, keyLength);
         final int slot = find(key, keyOffset, keyLength, hash);
         if (slot >= 0)
         {
-            slots.putLong(slot * SLOT_LENGTH + TOKENS_OFFSET, tokensUnits);
-            slots.putLong(slot * SLOT_LENGTH + LAST_NANOS_OFFSET, lastNanos);
+            final int base = slot * SLOT_LENGTH;
+            if (tracksDigest)
+            {
+                trackedDigest -= contribution(base);
+            }
+            slots.putLong(base + TOKENS_OFFSET, tokensUnits);
+            slots.putLong(base + LAST_NANOS_OFFSET, lastNanos);
+            if (tracksDigest)
+            {
+                trackedDigest += contribution(base);
+            }
             return true;
         }
         return insert(key, keyOffset, keyLength, hash, policy, tokensUnits, lastNanos, Long.MIN_VALUE);
@@ -519,15 +665,112 @@ public final class BucketTable
      */
     public long digest()
     {
-        final long[] sum = new long[1];
-        forEach((keyBuffer, keyOffset, keyLength, policy, tokens, last) ->
-            sum[0] += KeyHash.mix(KeyHash.hash(keyBuffer, keyOffset, keyLength) ^ KeyHash.mix(tokens * 31 + last) ^ policy));
-        return sum[0];
+        if (OWNER_CHECKS)
+        {
+            checkOwner();
+        }
+        long sum = 0;
+        for (int slot = 0; slot < slotCount; slot++)
+        {
+            final int base = slot * SLOT_LENGTH;
+            if ((slots.getShort(base + KEY_LENGTH_OFFSET) & KEY_LENGTH_MASK) != 0)
+            {
+                sum += contribution(base);
+            }
+        }
+        return sum;
+    }
+
+    /** One stored bucket's part of the digest (the key enters through its stored hash). */
+    private long contribution(final int base)
+    {
+        return KeyHash.mix(slots.getLong(base + HASH_OFFSET) ^
+            KeyHash.mix(slots.getLong(base + TOKENS_OFFSET) * 31 + slots.getLong(base + LAST_NANOS_OFFSET)) ^
+            (slots.getShort(base + POLICY_OFFSET) & 0xFFFF));
+    }
+
+    /**
+     * The digest as kept on every change (owner thread).
+     *
+     * @throws IllegalStateException when this table was built without {@code tracksDigest}
+     */
+    public long trackedDigest()
+    {
+        if (OWNER_CHECKS)
+        {
+            checkOwner();
+        }
+        if (!tracksDigest)
+        {
+            throw new IllegalStateException("this table does not track its digest");
+        }
+        return trackedDigest;
+    }
+
+    /**
+     * Makes the current counts (and the tracked digest) readable by other threads. Owner thread
+     * only; call it after a batch of changes (a frame, a log entry). Release stores: no fence.
+     */
+    public void publish()
+    {
+        if (OWNER_CHECKS)
+        {
+            checkOwner();
+        }
+        published.lazySet(PUBLISHED_SIZE, size);
+        published.lazySet(PUBLISHED_SLOTS, slotCount);
+        published.lazySet(PUBLISHED_EVICTIONS, evictions);
+        published.lazySet(PUBLISHED_FULL, storeFullRejections);
+        published.lazySet(PUBLISHED_KEY_BYTES, arena.bytesInUse());
+        if (tracksDigest)
+        {
+            published.lazySet(PUBLISHED_DIGEST, trackedDigest);
+        }
+    }
+
+    /** Buckets held as last published (any thread). */
+    public int publishedSize()
+    {
+        return (int)published.get(PUBLISHED_SIZE);
+    }
+
+    /** Off-heap bytes reserved for slots and keys as last published (any thread). */
+    public long publishedReservedBytes()
+    {
+        return published.get(PUBLISHED_SLOTS) * SLOT_LENGTH + arena.capacity();
+    }
+
+    /** Evictions as last published (any thread). */
+    public long publishedEvictions()
+    {
+        return published.get(PUBLISHED_EVICTIONS);
+    }
+
+    /** {@code STORE_FULL} refusals as last published (any thread). */
+    public long publishedStoreFullRejections()
+    {
+        return published.get(PUBLISHED_FULL);
+    }
+
+    /** Key bytes in use as last published (any thread). */
+    public long publishedKeyBytesInUse()
+    {
+        return published.get(PUBLISHED_KEY_BYTES);
+    }
+
+    /** The content digest as last published (any thread; 0 unless the table tracks it). */
+    public long publishedDigest()
+    {
+        return published.get(PUBLISHED_DIGEST);
     }
 
     /** Tokens (units) of the bucket for a key as stored, or -1 when absent (a full bucket). For tests and tools. */
     public long storedUnits(final DirectBuffer key, final int keyOffset, final int keyLength)
     {
+        if (OWNER_CHECKS)
+        {
+            checkOwner();
+        }
         final int slot = find(key, keyOffset, keyLength, KeyHash.hash(key, keyOffset, keyLength));
         return slot < 0 ? -1 : slots.getLong(slot * SLOT_LENGTH + TOKENS_OFFSET);
     }
