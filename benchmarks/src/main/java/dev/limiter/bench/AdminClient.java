@@ -195,6 +195,7 @@ final class AdminClient
             {
                 continue;
             }
+            requirePrivate(file, name);
             try
             {
                 final String fromFile = Files.readString(file, StandardCharsets.UTF_8).strip();
@@ -210,6 +211,27 @@ final class AdminClient
         }
         throw usage("no admin token: pass --token TOKEN, set " + TOKEN_ENVIRONMENT +
             ", or run from the directory holding data/admin-token (./limiter cluster writes it there)");
+    }
+
+    /** A token file others can read is refused, as ssh refuses such a key (the nodes do the same). */
+    private static void requirePrivate(final Path file, final String name) throws Failure
+    {
+        final java.util.Set<java.nio.file.attribute.PosixFilePermission> permissions;
+        try
+        {
+            permissions = Files.getPosixFilePermissions(file);
+        }
+        catch (final UnsupportedOperationException | IOException notPosix)
+        {
+            return;
+        }
+        if (permissions.stream().anyMatch(p -> p.name().startsWith("GROUP_") && !p.name().endsWith("EXECUTE") ||
+            p.name().startsWith("OTHERS_") && !p.name().endsWith("EXECUTE")))
+        {
+            throw usage(name + " is accessible by others (" + java.nio.file.attribute.PosixFilePermissions.toString(permissions) +
+                "): a token anybody on this host can read is no credential; chmod 600 " + name + " (or pass --token / " +
+                TOKEN_ENVIRONMENT + ")");
+        }
     }
 
     private static String base(final String address) throws Failure

@@ -1,118 +1,120 @@
 package dev.limiter.bench;
 
-import dev.limiter.protocol.BlockingRequest;
-import dev.limiter.protocol.ErrorCode;
-import dev.limiter.protocol.MessageType;
-import picocli.CommandLine;
+import dev.limiter.protocol.policy.Member;
+import dev.limiter.protocol.policy.MemberList;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 
-import java.io.IOException;
-import java.nio.charset.StandardCharsets;
-import java.util.LinkedHashMap;
+import java.io.PrintStream;
+import java.nio.file.Path;
 import java.util.Map;
+import java.util.StringJoiner;
 import java.util.concurrent.Callable;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 
-/** {@code ./limiter cluster add|remove}: changes the members of a running cluster. */
+/**
+ * {@code ./limiter cluster add|remove|members}: changes or lists the members of a running cluster
+ * through the leader's authenticated admin API ({@code /v1/members}); the data port never changes
+ * membership.
+ */
 @Command(
     name = "members",
     mixinStandardHelpOptions = true,
     description = {
-        "Adds or removes a member of a running cluster (through its leader).",
-        "  ./limiter cluster add    --server HOST:PORT --node-id ID --address HOST:PORT",
-        "  ./limiter cluster remove --server HOST:PORT --node-id ID",
+        "Adds or removes a member of a running cluster, or lists the members, through the nodes' admin HTTP API.",
+        "  ./limiter cluster add     --node-id ID --address HOST:PORT [--reason R]",
+        "  ./limiter cluster remove  --node-id ID [--reason R]",
+        "  ./limiter cluster members",
         "Start a new member first: ./limiter server --join --node-id ID --peers <every member, it included>.",
-        "It catches up from the log or a snapshot. Exit status 0 when the change is committed, 1 otherwise."},
+        "It catches up from the log or a snapshot. The change goes to the leader (a follower passes it to the next",
+        "--admin address) and is recorded in the audit log (./limiter audit) with who made it and why.",
+        "The admin token comes from --token, $LIMITER_ADMIN_TOKEN, data/admin-token or data/node/admin-token.",
+        "Exit status: 0 done, 1 the API refused or no node answered, 2 bad input (nothing was sent)."},
     sortOptions = false)
 public final class MembersCommand implements Callable<Integer>
 {
-    @Parameters(index = "0", paramLabel = "add|remove", description = "What to do.")
+    private static final String PREFIX = "limiter cluster: ";
+
+    @Parameters(index = "0", paramLabel = "add|remove|members", description = "What to do.")
     String action;
 
-    @Option(names = "--server", paramLabel = "HOST:PORT", description = "Any member (default: ${DEFAULT-VALUE}).")
-    String server = "127.0.0.1:7401";
-
-    @Option(names = "--node-id", required = true, description = "The member to add or remove.")
+    @Option(names = "--node-id", paramLabel = "ID", description = "The member to add or remove.")
     String nodeId;
 
     @Option(names = "--address", paramLabel = "HOST:PORT", description = "The new member's data-plane address (add only).")
     String address;
 
-    private static final Pattern MEMBER = Pattern.compile("\\{\"id\":\"([^\"]*)\",\"address\":\"([^\"]*)\"}");
+    @Option(names = "--reason", paramLabel = "R", description = "Why (the audit log keeps it).")
+    String reason;
+
+    @Mixin
+    AdminClient.Options admin;
+
+    private final AdminClient.Io io;
+
+    private MembersCommand(final AdminClient.Io io)
+    {
+        this.io = io;
+    }
 
     @Override
-    public Integer call()
+    public Integer call() throws AdminClient.Failure
     {
-        if (!action.equals("add") && !action.equals("remove"))
+        final MemberList members;
+        switch (action)
         {
-            System.err.println("limiter cluster: unknown action '" + action + "' (add or remove)");
-            return 2;
-        }
-        if (action.equals("add") && address == null)
-        {
-            System.err.println("limiter cluster add: --address HOST:PORT is required (the new member's data-plane address)");
-            return 2;
-        }
-        try
-        {
-            final String status = BlockingRequest.send(server, MessageType.STATUS, new byte[0], 5000).text();
-            final Map<String, String> members = new LinkedHashMap<>();
-            final Matcher m = MEMBER.matcher(status.substring(status.indexOf("\"members\":")));
-            while (m.find())
+            case "add" ->
             {
-                members.put(m.group(1), m.group(2));
+                final String id = AdminClient.required(nodeId, "--node-id is required: the new member's id");
+                final String at = AdminClient.required(address, "--address HOST:PORT is required (the new member's data-plane address)");
+                members = admin.connect(io).call("PUT", path(id), Member.newBuilder().setId(id).setAddress(at).build(),
+                    MemberList.getDefaultInstance());
             }
-            if (action.equals("add"))
+            case "remove" ->
             {
-                if (members.containsKey(nodeId))
+                if (address != null)
                 {
-                    System.err.println("limiter cluster add: " + nodeId + " is already a member " + members);
-                    return 1;
+                    throw AdminClient.usage("--address is for add only");
                 }
-                members.put(nodeId, address);
+                final String id = AdminClient.required(nodeId, "--node-id is required: the member to remove");
+                members = admin.connect(io).call("DELETE", path(id), null, MemberList.getDefaultInstance());
             }
-            else if (members.remove(nodeId) == null)
-            {
-                System.err.println("limiter cluster remove: " + nodeId + " is not a member " + members);
-                return 1;
-            }
-            final StringBuilder list = new StringBuilder();
-            members.forEach((id, a) -> list.append(list.length() == 0 ? "" : ",").append(id).append('=').append(a));
-            String target = server;
-            for (int hop = 0; hop < 3; hop++)
-            {
-                final BlockingRequest.Answer answer = BlockingRequest.send(target, MessageType.MEMBERS,
-                    list.toString().getBytes(StandardCharsets.UTF_8), 30_000);
-                if (answer.type() == MessageType.MEMBERS_RESULT)
-                {
-                    System.out.println("members now: " + answer.text());
-                    return 0;
-                }
-                final String message = answer.isError() ? answer.errorMessage() : "unexpected answer " + MessageType.name(answer.type());
-                if (answer.errorCode() == ErrorCode.NOT_LEADER && !message.isEmpty())
-                {
-                    target = message; // ask the leader
-                    continue;
-                }
-                System.err.println("limiter cluster " + action + ": " + answer.errorCode() + ": " +
-                    (message.isEmpty() ? "no leader right now; try again" : message));
-                return 1;
-            }
-            System.err.println("limiter cluster " + action + ": could not reach the leader");
-            return 1;
+            case "members" -> members = admin.connect(io).call("GET", "/v1/members", null, MemberList.getDefaultInstance());
+            default -> throw AdminClient.usage("unknown action '" + action + "' (add, remove or members)");
         }
-        catch (final IOException | RuntimeException e)
+        final PrintStream out = io.out();
+        if (admin.json)
         {
-            System.err.println("limiter cluster " + action + ": " + e.getMessage());
-            return 1;
+            out.println(AdminClient.json(members));
+            return 0;
         }
+        final StringJoiner list = new StringJoiner(",");
+        members.getMembersList().forEach(m -> list.add(m.getId() + "=" + m.getAddress()));
+        out.println("members now: " + list + (members.getLeader().isEmpty() ? " (no leader right now)" : " (leader " + members.getLeader() + ")"));
+        return 0;
+    }
+
+    private String path(final String id) throws AdminClient.Failure
+    {
+        return "/v1/members/" + AdminClient.encode(id) +
+            (reason == null ? "" : "?reason=" + AdminClient.encode(AdminClient.reason(reason)));
+    }
+
+    /**
+     * Runs {@code ./limiter cluster add|remove|members} with these arguments.
+     *
+     * @return the exit status: 0 done, 1 the API refused or no node answered, 2 bad input
+     */
+    public static int run(final String[] args, final PrintStream out, final PrintStream err, final Map<String, String> env,
+                          final Path workDir)
+    {
+        final AdminClient.Io io = new AdminClient.Io(out, err, env, workDir);
+        return AdminClient.execute(new MembersCommand(io), PREFIX, args, io);
     }
 
     public static void main(final String[] args)
     {
-        System.exit(new CommandLine(new MembersCommand()).execute(args));
+        System.exit(run(args, System.out, System.err, System.getenv(), Path.of("")));
     }
 }

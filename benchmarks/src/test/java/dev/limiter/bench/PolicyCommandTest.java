@@ -869,10 +869,28 @@ class PolicyCommandTest
         assertEquals(0, node.requests.size());
     }
 
+    @Test
+    void shouldRefuseATokenFileOthersCanReadAndSayHowToFixIt() throws Exception
+    {
+        final FakeAdminServer node = server(200, POLICY_SET);
+        tokenFile("data/admin-token", "cluster-token-000000\n");
+        Files.setPosixFilePermissions(dir.resolve("data/admin-token"), java.nio.file.attribute.PosixFilePermissions.fromString("rw-r--r--"));
+        env = Map.of();
+
+        final Result result = policy("list", "--admin", node.address());
+
+        assertOneLineFailure(result, "limiter policy: data/admin-token is accessible by others (rw-r--r--)");
+        assertTrue(result.err().contains("chmod 600 data/admin-token"), result.err());
+        assertEquals(2, result.status());
+        assertEquals(0, node.requests.size(), "the token was not sent");
+    }
+
+    /** A token file as ./limiter cluster writes it: readable by its owner only. */
     private void tokenFile(final String name, final String content) throws Exception
     {
         final Path path = dir.resolve(name);
         Files.createDirectories(path.getParent());
         Files.writeString(path, content);
+        Files.setPosixFilePermissions(path, java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"));
     }
 }

@@ -53,6 +53,9 @@ import java.util.function.Predicate;
  * PUT    /v1/exemptions/{id}               Exemption body                      -> ChangeResult
  * DELETE /v1/exemptions/{id}?reason=...    end it before its expiry            -> ChangeResult
  * GET    /v1/hot-keys                      HotKeyReport: this node's busiest bucket keys per shard
+ * GET    /v1/members                       MemberList: the members in force and the leader
+ * PUT    /v1/members/{id}?reason=...       Member body ({"address":"HOST:PORT"}): add a member -> MemberList
+ * DELETE /v1/members/{id}?reason=...       remove a member                     -> MemberList
  * </pre>
  *
  * Every route needs {@code Authorization: Bearer <token>}; {@code X-Limiter-Actor} names who acts.
@@ -69,9 +72,12 @@ final class AdminApi
     private final PolicyControl control;
     private final String token;
     private final java.util.function.Supplier<dev.limiter.protocol.policy.HotKeyReport> hotKeys;
+    private final Membership membership;
 
-    AdminApi(final PolicyControl control, final String token, final java.util.function.Supplier<dev.limiter.protocol.policy.HotKeyReport> hotKeys)
+    AdminApi(final PolicyControl control, final String token, final java.util.function.Supplier<dev.limiter.protocol.policy.HotKeyReport> hotKeys,
+        final Membership membership)
     {
+        this.membership = membership;
         this.control = control;
         this.token = token;
         this.hotKeys = hotKeys;
@@ -96,6 +102,10 @@ final class AdminApi
         catch (final BadRequest e)
         {
             reply.accept(error(HttpResponseStatus.BAD_REQUEST, e.getMessage()));
+        }
+        catch (final Membership.Refused e)
+        {
+            reply.accept(error(HttpResponseStatus.valueOf(e.status), e.getMessage()));
         }
     }
 
@@ -143,6 +153,39 @@ final class AdminApi
                 final String reason = first(query, "reason");
                 submit(PolicyState.command(actor, System.currentTimeMillis()).setUnexempt(
                     RemoveExemption.newBuilder().setId(id).setReason(reason == null ? "" : reason)).build(), reply);
+            }
+            else
+            {
+                reply.accept(methodNotAllowed("PUT, DELETE"));
+            }
+            return;
+        }
+        if (parts.length == 2 && parts[1].equals("members"))
+        {
+            requireMethod(method, HttpMethod.GET, reply);
+            if (method.equals(HttpMethod.GET))
+            {
+                reply.accept(json(HttpResponseStatus.OK, membership.list()));
+            }
+            return;
+        }
+        if (parts.length == 3 && parts[1].equals("members") && !parts[2].isEmpty())
+        {
+            final String id = parts[2];
+            final String reason = first(query, "reason");
+            if (method.equals(HttpMethod.PUT))
+            {
+                final dev.limiter.protocol.policy.Member.Builder member = dev.limiter.protocol.policy.Member.newBuilder();
+                parse(request, member, "a Member ({\"address\":\"HOST:PORT\"})");
+                if (!member.getId().isEmpty() && !member.getId().equals(id))
+                {
+                    throw new BadRequest("the body's id '" + member.getId() + "' differs from the path's '" + id + "'; nothing changed");
+                }
+                answer(membership.add(actor, id, member.getAddress(), reason), reply);
+            }
+            else if (method.equals(HttpMethod.DELETE))
+            {
+                answer(membership.remove(actor, id, reason), reply);
             }
             else
             {
@@ -227,7 +270,7 @@ final class AdminApi
             return;
         }
         reply.accept(error(HttpResponseStatus.NOT_FOUND, "no such endpoint: " + request.method() + " " + path +
-            " (see docs/control-plane.md: /v1/policies, /v1/policies/{id}, /v1/policies/{id}/history, /v1/policies/{id}/rollback, /v1/exemptions, /v1/exemptions/{id}, /v1/audit)"));
+            " (see docs/control-plane.md: /v1/policies, /v1/policies/{id}, /v1/policies/{id}/history, /v1/policies/{id}/rollback, /v1/exemptions, /v1/exemptions/{id}, /v1/audit, /v1/members, /v1/members/{id}, /v1/hot-keys)"));
     }
 
     private void submit(final PolicyCommand command, final Consumer<FullHttpResponse> reply)
@@ -245,21 +288,33 @@ final class AdminApi
                 });
                 return;
             }
-            final Throwable cause = failure instanceof CompletionException && failure.getCause() != null ? failure.getCause() : failure;
-            if (cause instanceof NotLeaderException notLeader)
-            {
-                final String leader = notLeader.leaderHint();
-                reply.accept(json(HttpResponseStatus.MISDIRECTED_REQUEST, AdminError.newBuilder()
-                    .setError("this node is not the leader; send changes to " + (leader == null ? "the leader (none known yet; retry)" : leader) +
-                        "; nothing was changed")
-                    .setLeader(leader == null ? "" : leader).build()));
-            }
-            else
-            {
-                reply.accept(error(HttpResponseStatus.SERVICE_UNAVAILABLE, "the change was not committed (" + cause.getMessage() +
-                    "); check ./limiter status and retry"));
-            }
+            reply.accept(failed(failure));
         });
+    }
+
+    /** Answers with a membership change's result once Raft has made it. */
+    private static void answer(final java.util.concurrent.CompletableFuture<? extends Message> change, final Consumer<FullHttpResponse> reply)
+    {
+        change.whenComplete((result, failure) -> reply.accept(failure == null ? json(HttpResponseStatus.OK, result) : failed(failure)));
+    }
+
+    private static FullHttpResponse failed(final Throwable failure)
+    {
+        final Throwable cause = failure instanceof CompletionException && failure.getCause() != null ? failure.getCause() : failure;
+        if (cause instanceof NotLeaderException notLeader)
+        {
+            final String leader = notLeader.leaderHint();
+            return json(HttpResponseStatus.MISDIRECTED_REQUEST, AdminError.newBuilder()
+                .setError("this node is not the leader; send changes to " + (leader == null ? "the leader (none known yet; retry)" : leader) +
+                    "; nothing was changed")
+                .setLeader(leader == null ? "" : leader).build());
+        }
+        if (cause instanceof Membership.Refused refused)
+        {
+            return error(HttpResponseStatus.valueOf(refused.status), refused.getMessage());
+        }
+        return error(HttpResponseStatus.SERVICE_UNAVAILABLE, "the change was not committed (" + cause.getMessage() +
+            "); check ./limiter status and retry");
     }
 
     private List<AuditRecord> audit(final QueryStringDecoder query)

@@ -46,12 +46,14 @@ final class AdminServer implements AutoCloseable
     private final boolean epoll;
     private final dev.limiter.server.control.PolicyControl control;
     private final String token;
+    private final Membership membership;
     private Channel channel;
 
     AdminServer(final String host, final int port, final ServerMetrics metrics, final StoreServer server,
         final EventLoopGroup boss, final EventLoopGroup workers, final boolean epoll,
-        final dev.limiter.server.control.PolicyControl control, final String token)
+        final dev.limiter.server.control.PolicyControl control, final String token, final Membership membership)
     {
+        this.membership = membership;
         this.control = control;
         this.token = token;
         this.host = host;
@@ -98,7 +100,7 @@ final class AdminServer implements AutoCloseable
 
     private final class Handler extends SimpleChannelInboundHandler<FullHttpRequest>
     {
-        private final AdminApi api = new AdminApi(control, token, server::hotKeys);
+        private final AdminApi api = new AdminApi(control, token, server::hotKeys, membership);
 
         @Override
         protected void channelRead0(final ChannelHandlerContext ctx, final FullHttpRequest request)

@@ -65,6 +65,7 @@ final class AdminToken
         {
             if (Files.exists(file))
             {
+                requirePrivate(file);
                 return check(Files.readString(file, StandardCharsets.US_ASCII).strip(), file.toString());
             }
             Files.createDirectories(file.getParent());
@@ -91,6 +92,34 @@ final class AdminToken
         {
             throw new UncheckedIOException("cannot read or create the admin token " + file + ": " + e.getMessage() +
                 " (or pass --admin-token / set " + ENVIRONMENT + ")", e);
+        }
+    }
+
+    /**
+     * Refuses a token file that others may read, as ssh refuses such a key: a token anybody on the
+     * host can read is no credential.
+     *
+     * @throws IllegalArgumentException saying how to fix it
+     */
+    static void requirePrivate(final Path file) throws IOException
+    {
+        final java.util.Set<java.nio.file.attribute.PosixFilePermission> permissions;
+        try
+        {
+            permissions = Files.getPosixFilePermissions(file);
+        }
+        catch (final UnsupportedOperationException notPosix)
+        {
+            return; // no POSIX modes to check on this file system
+        }
+        final java.util.Set<java.nio.file.attribute.PosixFilePermission> open = java.util.EnumSet.copyOf(permissions);
+        open.retainAll(java.util.EnumSet.of(java.nio.file.attribute.PosixFilePermission.GROUP_READ,
+            java.nio.file.attribute.PosixFilePermission.GROUP_WRITE, java.nio.file.attribute.PosixFilePermission.OTHERS_READ,
+            java.nio.file.attribute.PosixFilePermission.OTHERS_WRITE));
+        if (!open.isEmpty())
+        {
+            throw new IllegalArgumentException("the admin token file " + file + " is accessible by others (" +
+                PosixFilePermissions.toString(permissions) + "); make it readable only by its owner: chmod 600 " + file);
         }
     }
 

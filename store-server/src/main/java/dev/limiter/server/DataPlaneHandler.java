@@ -49,6 +49,13 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
     /** Cluster mode only (else null): who may decide, and where the leader is. */
     private final dev.limiter.server.cluster.Replication replication;
     private final Supplier<String> statusJson;
+    /** Node-wide allowance of SDK reports (every one is a log entry). */
+    private final SdkReportGate reportGate;
+    /** This connection's allowance of SDK reports; created at its first report (event loop only). */
+    private AdmissionBucket reportsFromThisConnection;
+    static final int REPORTS_PER_CONNECTION_PER_SECOND = 1;
+    /** An SDK back from an outage sends its pending windows at once (it keeps up to 64). */
+    static final int REPORTS_PER_CONNECTION_BURST = 70;
     /** Frames of this connection being decided; above the cap, reading pauses (event loop only). */
     private int framesInFlight;
     private boolean pausedForFrames;
@@ -76,8 +83,10 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
         final ServerMetrics metrics,
         final FastThreadLocal<LoopState> loopState,
         final dev.limiter.server.cluster.Replication replication,
-        final Supplier<String> statusJson)
+        final Supplier<String> statusJson,
+        final SdkReportGate reportGate)
     {
+        this.reportGate = reportGate;
         this.replication = replication;
         this.statusJson = statusJson;
         this.policies = policies;
@@ -133,8 +142,11 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
                     ctx.writeAndFlush(status, ctx.voidPromise());
                     break;
                 case MessageType.MEMBERS:
-                    changeMembers(ctx, correlationId, frame.toString(Frame.bodyOffset(frame),
-                        Frame.frameEnd(frame) - Frame.bodyOffset(frame), java.nio.charset.StandardCharsets.UTF_8));
+                    // Anybody who can reach this port may send anything: nothing here changes the cluster.
+                    metrics.refused("members-on-data-port");
+                    error(ctx, correlationId, ErrorCode.FORBIDDEN, "the data port does not change membership; use the " +
+                        "authenticated admin API (./limiter cluster add|remove, or PUT/DELETE /v1/members/{id} with the " +
+                        "admin token); nothing changed");
                     break;
                 case MessageType.POLICIES:
                     policies(ctx, frame, correlationId);
@@ -338,15 +350,50 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
     /** DEGRADED_REPORT: an SDK's window of local decisions, into the audit log (through the leader). */
     private void degradedReport(final ChannelHandlerContext ctx, final ByteBuf frame, final long correlationId)
     {
+        final int bodyLength = Frame.frameEnd(frame) - Frame.bodyOffset(frame);
+        if (bodyLength > MessageType.MAX_DEGRADED_REPORT_BYTES)
+        {
+            metrics.refused("sdk-report-invalid");
+            error(ctx, correlationId, ErrorCode.MALFORMED_FRAME, "DEGRADED_REPORT body is " + bodyLength + " bytes; at most " +
+                MessageType.MAX_DEGRADED_REPORT_BYTES + " are taken");
+            return;
+        }
         final dev.limiter.protocol.policy.DegradedWindow window;
         try
         {
             window = dev.limiter.protocol.policy.DegradedWindow.parseFrom(
-                java.nio.ByteBuffer.wrap(ByteBufUtil.getBytes(frame, Frame.bodyOffset(frame), Frame.frameEnd(frame) - Frame.bodyOffset(frame))));
+                java.nio.ByteBuffer.wrap(ByteBufUtil.getBytes(frame, Frame.bodyOffset(frame), bodyLength)));
         }
         catch (final com.google.protobuf.InvalidProtocolBufferException e)
         {
+            metrics.refused("sdk-report-invalid");
             error(ctx, correlationId, ErrorCode.MALFORMED_FRAME, "DEGRADED_REPORT body is not a DegradedWindow: " + e.getMessage());
+            return;
+        }
+        final String problem = dev.limiter.server.control.PolicyState.degradedWindowProblem(window);
+        if (problem != null)
+        {
+            metrics.refused("sdk-report-invalid");
+            error(ctx, correlationId, ErrorCode.MALFORMED_FRAME, "DEGRADED_REPORT refused: " + problem);
+            return;
+        }
+        if (replication != null && !replication.isLeader())
+        {
+            notLeader(ctx, correlationId); // only the leader appends: do not spend this connection's allowance here
+            return;
+        }
+        // Every report becomes a log entry: bounded per connection and for the whole node.
+        final long now = System.nanoTime();
+        if (reportsFromThisConnection == null)
+        {
+            reportsFromThisConnection = new AdmissionBucket(REPORTS_PER_CONNECTION_PER_SECOND, REPORTS_PER_CONNECTION_BURST, now);
+        }
+        if (!reportsFromThisConnection.tryTake(now) || !reportGate.tryTake(now))
+        {
+            metrics.refused("sdk-report-rate");
+            error(ctx, correlationId, ErrorCode.OVERLOADED, "this node takes at most " + REPORTS_PER_CONNECTION_PER_SECOND +
+                " degraded-window report per second per connection (bursts of " + REPORTS_PER_CONNECTION_BURST + ") and " +
+                SdkReportGate.PER_SECOND + " per second in all; keep the window and send it again later");
             return;
         }
         control.get().submit(dev.limiter.server.control.PolicyState.command(window.getClient(), System.currentTimeMillis())
@@ -367,61 +414,6 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
                     ctx.writeAndFlush(done, ctx.voidPromise());
                 }
             }));
-    }
-
-    private void changeMembers(final ChannelHandlerContext ctx, final long correlationId, final String list)
-    {
-        if (replication == null)
-        {
-            error(ctx, correlationId, ErrorCode.UNKNOWN_TYPE, "this node is not a member of a cluster (start it with --node-id and --peers)");
-            return;
-        }
-        if (!replication.isLeader())
-        {
-            notLeader(ctx, correlationId);
-            return;
-        }
-        final java.util.Map<String, java.net.InetSocketAddress> members;
-        try
-        {
-            members = dev.limiter.raft.RaftNodeConfig.parsePeers(list);
-        }
-        catch (final IllegalArgumentException e)
-        {
-            error(ctx, correlationId, ErrorCode.MALFORMED_FRAME, "member list: " + e.getMessage());
-            return;
-        }
-        if (members.size() < 1)
-        {
-            error(ctx, correlationId, ErrorCode.MALFORMED_FRAME, "a cluster needs at least one member");
-            return;
-        }
-        replication.changeMembers(members).whenComplete((done, failure) ->
-        {
-            if (failure == null)
-            {
-                final ByteBuf out = ctx.alloc().buffer(256);
-                final int start = Frame.begin(out, MessageType.MEMBERS_RESULT, correlationId);
-                final StringBuilder now = new StringBuilder();
-                replication.members().forEach((id, address) -> now.append(now.length() == 0 ? "" : ",").append(id).append('=').append(address));
-                out.writeCharSequence(now, java.nio.charset.StandardCharsets.UTF_8);
-                Frame.finish(out, start);
-                ctx.writeAndFlush(out);
-            }
-            else
-            {
-                final Throwable cause = failure.getCause() != null ? failure.getCause() : failure;
-                if (cause instanceof dev.limiter.raft.NotLeaderException)
-                {
-                    notLeader(ctx, correlationId);
-                }
-                else
-                {
-                    error(ctx, correlationId, ErrorCode.INTERNAL, "membership change failed: " + cause.getMessage() +
-                        " (is every new member running with --join and reachable on its Raft port?)");
-                }
-            }
-        });
     }
 
     /** Answers NOT_LEADER with the leader's data address (empty while there is none). */

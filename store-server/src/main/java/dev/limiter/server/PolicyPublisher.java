@@ -35,8 +35,17 @@ final class PolicyPublisher
     {
     }
 
-    PolicyPublisher(final PolicyState state, final int maxFrameBytes)
+    /** Most distinct SDK instance ids counted from one client address. */
+    static final int MAX_INSTANCES_PER_ADDRESS = 64;
+    private final Runnable refusals;
+
+    /**
+     * @param refusals counts an instance id that did not count (its address has
+     *                 {@link #MAX_INSTANCES_PER_ADDRESS} already)
+     */
+    PolicyPublisher(final PolicyState state, final int maxFrameBytes, final Runnable refusals)
     {
+        this.refusals = refusals;
         this.state = state;
         this.maxFrameBytes = maxFrameBytes;
         state.onChange(this::changed);
@@ -50,8 +59,13 @@ final class PolicyPublisher
     void subscribe(final Channel channel, final String instanceId)
     {
         subscribers.add(channel); // removed by the group when the channel closes
-        if (instanceId == null || instances.putIfAbsent(channel, instanceId) != null)
+        if (instanceId == null || instances.containsKey(channel))
         {
+            return;
+        }
+        if (!register(channel, instanceId))
+        {
+            refusals.run(); // still subscribed for policies; its id just does not count
             return;
         }
         channel.closeFuture().addListener(closed ->
@@ -61,6 +75,37 @@ final class PolicyPublisher
         });
         newSubscriber.set(true); // it has not been told any count yet: the next push goes out even if the count is unchanged
         fleetChanged();
+    }
+
+    /**
+     * Counts this connection's instance id, unless its address has too many already: at most
+     * {@link #MAX_INSTANCES_PER_ADDRESS} distinct ids per client address, so a client cannot shrink
+     * every instance's emergency budget by making ids up (FLEET is at most that times the number
+     * of client addresses, and never more than the open connections).
+     */
+    private synchronized boolean register(final Channel channel, final String instanceId)
+    {
+        final Object address = hostOf(channel);
+        final java.util.Set<String> sameAddress = new java.util.HashSet<>();
+        instances.forEach((other, id) ->
+        {
+            if (address.equals(hostOf(other)))
+            {
+                sameAddress.add(id);
+            }
+        });
+        if (!sameAddress.contains(instanceId) && sameAddress.size() >= MAX_INSTANCES_PER_ADDRESS)
+        {
+            return false;
+        }
+        instances.put(channel, instanceId);
+        return true;
+    }
+
+    private static Object hostOf(final Channel channel)
+    {
+        final java.net.SocketAddress remote = channel.remoteAddress();
+        return remote instanceof java.net.InetSocketAddress inet && inet.getAddress() != null ? inet.getAddress() : String.valueOf(remote);
     }
 
     /** Distinct SDK instances subscribed here (an SDK has several connections per node). */

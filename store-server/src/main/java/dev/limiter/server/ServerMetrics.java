@@ -214,6 +214,29 @@ public final class ServerMetrics
         connectionsOpened.increment();
     }
 
+    private final java.util.concurrent.ConcurrentHashMap<String, Counter> refusals = new java.util.concurrent.ConcurrentHashMap<>();
+
+    /**
+     * Counts one refusal on a port: a connection turned away or closed (over the cap, idle, a
+     * frame left unfinished, a failed TLS handshake) or a request the port does not take.
+     *
+     * @param port   data, admin or raft
+     * @param reason a short kebab-case word for why
+     */
+    void refused(final String port, final String reason)
+    {
+        refusals.computeIfAbsent(port + "/" + reason, key -> Counter.builder("limiter.refusals")
+            .description("Connections and requests a port refused or closed, by port and reason")
+            .tags("port", port, "reason", reason)
+            .register(registry)).increment();
+    }
+
+    /** A refusal on the data port. */
+    void refused(final String reason)
+    {
+        refused("data", reason);
+    }
+
     /** Prometheus text exposition of every meter. */
     public String scrape()
     {

@@ -64,6 +64,7 @@ public final class StoreServer implements AutoCloseable
     /** How often bypass counts go to the audit log while an exemption is used. */
     static final long BYPASS_REPORT_MILLIS = 60_000;
     private final ServerMetrics metrics = new ServerMetrics();
+    private final SdkReportGate reportGate = new SdkReportGate();
     private final List<Shard> shards = new ArrayList<>();
     private final ChannelGroup connections = new DefaultChannelGroup("limiter-connections", GlobalEventExecutor.INSTANCE);
     private EventLoopGroup bossGroup;
@@ -154,7 +155,7 @@ public final class StoreServer implements AutoCloseable
         {
             startReplication();
         }
-        publisher = new PolicyPublisher(policyState, 16 << 20); // what an SDK reads in one frame
+        publisher = new PolicyPublisher(policyState, 16 << 20, () -> metrics.refused("sdk-instance-ids-per-address")); // 16 MiB: what an SDK reads in one frame
         metrics.bindFleet(publisher::instanceCount);
         control = new dev.limiter.server.control.PolicyControl(policyState, replication, config.shards());
         final FastThreadLocal<DataPlaneHandler.LoopState> loopState = new FastThreadLocal<>()
@@ -181,7 +182,7 @@ public final class StoreServer implements AutoCloseable
                         .addLast("flush", new FlushConsolidationHandler(256, true))
                         .addLast("frames", new FrameDecoder(config.maxFrameBytes()))
                         .addLast("data-plane", new DataPlaneHandler(policyState::index, policyState::activeExemptions, publisher, () -> control, shards, metrics, loopState, replication,
-                            StoreServer.this::statusJson));
+                            StoreServer.this::statusJson, reportGate));
                 }
             });
         dataChannel = bootstrap.bind(new InetSocketAddress(config.host(), config.port())).sync().channel();
@@ -195,7 +196,7 @@ public final class StoreServer implements AutoCloseable
         if (config.adminPort() >= 0)
         {
             admin = new AdminServer(config.host(), config.adminPort(), metrics, this, bossGroup, workerGroup, epoll,
-                control, adminToken);
+                control, adminToken, new Membership(replication, control, config.raftPortOffset()));
             admin.start();
         }
         LOG.info("limiter store serving on {}:{} ({} transport, {} shards on {}, {} io threads, {} policies), admin on {}",

@@ -185,6 +185,13 @@ class AdminApiTest
         }
         assertThrows(IllegalArgumentException.class, () -> new StoreServer(TestNode.config(dir, 0, 1).adminToken("short")));
         assertFalse(Files.exists(dir.resolve("admin-token")), "nothing written outside the data directory");
+
+        // As ssh refuses a key others can read, a node refuses such a token file and says how to fix it.
+        Files.setPosixFilePermissions(data.resolve("admin-token"), java.nio.file.attribute.PosixFilePermissions.fromString("rw-r--r--"));
+        final IllegalArgumentException open = assertThrows(IllegalArgumentException.class,
+            () -> new StoreServer(TestNode.config(dir, 0, 1).dataDir(data)));
+        assertTrue(open.getMessage().contains("chmod 600"), open.getMessage());
+        assertEquals(first, Files.readString(data.resolve("admin-token")), "the file is left as it was");
     }
 
     @Test

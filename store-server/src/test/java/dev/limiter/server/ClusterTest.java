@@ -366,25 +366,20 @@ class ClusterTest
         assertFalse(leader.replication().canDecide(), "still not deciding alone");
     }
 
-    /** Sends MEMBERS to a node; returns "TYPE:body" (for an ERROR, its message). */
-    private static String members(final int port, final String list) throws IOException
-    {
-        final dev.limiter.protocol.BlockingRequest.Answer answer = dev.limiter.protocol.BlockingRequest.send("127.0.0.1:" + port,
-            dev.limiter.protocol.MessageType.MEMBERS, list.getBytes(java.nio.charset.StandardCharsets.UTF_8), 15_000);
-        return dev.limiter.protocol.MessageType.name(answer.type()) + ":" + (answer.isError() ? answer.errorMessage() : answer.text());
-    }
+    private static final String MEMBERS_TOKEN = "cluster-test-admin-token-0123456789";
 
-    private static String list(final Map<String, InetSocketAddress> members)
+    /** A membership change through a node's admin API; returns "STATUS:body". */
+    private static String members(final StoreServer node, final String method, final String id, final String body) throws Exception
     {
-        final StringBuilder sb = new StringBuilder();
-        members.forEach((id, a) -> sb.append(sb.length() == 0 ? "" : ",").append(id).append("=127.0.0.1:").append(a.getPort()));
-        return sb.toString();
+        final java.net.http.HttpResponse<String> answer = AdminApiTest.call(java.net.http.HttpClient.newHttpClient(), node.adminPort(),
+            method, "/v1/members/" + id + "?reason=test", body, MEMBERS_TOKEN);
+        return answer.statusCode() + ":" + answer.body();
     }
 
     @Test
     void aMemberAddedAtRunTimeCatchesUpAndARemovedOneStopsTakingPart() throws Exception
     {
-        startCluster();
+        startCluster(2, MEMBERS_TOKEN);
         final StoreServer leader = leader();
         try (LimiterClient client = client())
         {
@@ -408,18 +403,19 @@ class ClusterTest
         Thread.sleep(1000); // long enough that a campaigning newcomer would have been told to shut down
 
         final String follower = peers.keySet().stream().filter(id -> nodes.get(id) != leader).findFirst().orElseThrow();
-        final String added = members(peers.get(follower).getPort(), list(four));
-        assertTrue(added.startsWith("ERROR:"), "a follower refuses membership changes: " + added);
-        final String result = members(peers.get(leader.replication().node().nodeId()).getPort(), list(four));
-        assertTrue(result.startsWith("MEMBERS_RESULT:") && result.contains("n4=127.0.0.1:" + port), result);
+        final String n4 = "{\"address\":\"127.0.0.1:" + port + "\"}";
+        final String added = members(nodes.get(follower), "PUT", "n4", n4);
+        assertTrue(added.startsWith("421:"), "a follower refuses membership changes: " + added);
+        final String result = members(leader, "PUT", "n4", n4);
+        assertTrue(result.startsWith("200:") && result.contains("\"id\": \"n4\"") && result.contains("127.0.0.1:" + port), result);
         final long decisions = leader.replication().buckets().appliedDecisions();
         await("the new member to catch up", Duration.ofSeconds(30),
             () -> nodes.get("n4").replication().buckets().appliedDecisions() >= decisions && converged());
 
-        final Map<String, InetSocketAddress> without = new LinkedHashMap<>(four);
-        without.remove(follower);
-        final String removed = members(peers.get(leader.replication().node().nodeId()).getPort(), list(without));
-        assertTrue(removed.startsWith("MEMBERS_RESULT:") && !removed.contains(follower + "="), removed);
+        final String removed = members(leader, "DELETE", follower, null);
+        assertTrue(removed.startsWith("200:") && !removed.contains("\"" + follower + "\""), removed);
+        assertTrue(leader.policyState().audit(r -> r.getAction().equals("MEMBERS_CHANGE"), 10).size() == 2,
+            "both changes are in the audit log");
         // As an operator would: stop the removed member (left running it would campaign on its own).
         final StoreServer removedNode = nodes.remove(follower);
         final long removedApplied = removedNode.replication().buckets().appliedDecisions();

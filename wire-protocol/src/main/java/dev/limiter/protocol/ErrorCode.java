@@ -25,7 +25,12 @@ public enum ErrorCode
      * This node does not lead the cluster now; the message is the leader's data address
      * ({@code host:port}), or empty while an election is under way. Nothing was decided.
      */
-    NOT_LEADER(10);
+    NOT_LEADER(10),
+    /**
+     * The data port does not take this request from anybody (membership changes go through the
+     * authenticated admin API), or the sender sent more of it than a node accepts; nothing changed.
+     */
+    FORBIDDEN(11);
 
     private final int code;
 

@@ -22,12 +22,13 @@ public final class MessageType
     /** The answer to {@link #STATUS}: a UTF-8 JSON object as the whole body. */
     public static final int STATUS_RESULT = 9;
     /**
-     * Changes the cluster's members (sent to the leader): the body is the complete new member list
-     * as UTF-8 text {@code id=host:port,...} (data-plane addresses). Answered by
-     * {@link #MEMBERS_RESULT} once the change is committed, or ERROR (NOT_LEADER, MALFORMED_FRAME, INTERNAL).
+     * Retired: membership changed through the data port, which anybody who can reach it could
+     * send. Nodes answer ERROR {@link ErrorCode#FORBIDDEN} and change nothing; membership changes go
+     * through the authenticated admin API ({@code PUT/DELETE /v1/members/{id}}). The code stays
+     * reserved so that an old tool gets that clear refusal.
      */
     public static final int MEMBERS = 10;
-    /** The answer to {@link #MEMBERS}: the members now in force, as UTF-8 text {@code id=host:port,...}. */
+    /** Retired with {@link #MEMBERS}; never sent. */
     public static final int MEMBERS_RESULT = 11;
     /**
      * Asks for the policy set in force. Body: {@code u8 flags}, bit 0 = subscribe: the node then
@@ -41,8 +42,10 @@ public final class MessageType
     public static final int POLICIES_RESULT = 13;
     /**
      * An SDK reports a window in which it decided on its own (body: a {@code DegradedWindow},
-     * protobuf). Answered by {@link #DEGRADED_REPORT_RESULT} once it is in the audit log, or ERROR
-     * NOT_LEADER from a follower.
+     * protobuf, at most {@link #MAX_DEGRADED_REPORT_BYTES}). Answered by
+     * {@link #DEGRADED_REPORT_RESULT} once it is in the audit log, or ERROR: NOT_LEADER from a
+     * follower, MALFORMED_FRAME for a body that is not a valid window, OVERLOADED when this
+     * connection or the node has taken as many reports as it takes for now (send it again later).
      */
     public static final int DEGRADED_REPORT = 14;
     /** The answer to {@link #DEGRADED_REPORT}: empty body. */
@@ -53,6 +56,9 @@ public final class MessageType
      * instances}. SDKs split fleet-wide emergency budgets by it.
      */
     public static final int FLEET = 16;
+
+    /** Largest {@link #DEGRADED_REPORT} body a node takes. */
+    public static final int MAX_DEGRADED_REPORT_BYTES = 64 * 1024;
 
     private MessageType()
     {

@@ -47,8 +47,8 @@ public final class PolicyState
 {
     /** Audit records kept; older ones are dropped (and the drop is itself counted). */
     public static final int MAX_AUDIT_RECORDS = 100_000;
-    /** How far back (records) a re-sent SDK degraded window is recognised. */
-    static final int DEGRADED_DEDUPE_RECORDS = 10_000;
+    /** Longest SDK instance id a degraded window may name. */
+    public static final int MAX_SDK_CLIENT_LENGTH = 128;
 
     /** Result of applying a command. */
     public enum Status
@@ -145,6 +145,8 @@ public final class PolicyState
     /** Ordinals a candidate set would give ids that have none yet (while compiling it). */
     private final Map<String, Integer> provisional = new HashMap<>();
     private final ArrayDeque<AuditRecord> audit = new ArrayDeque<>();
+    /** SDK reports: numbered in the same sequence as the audit trail, kept apart from it. */
+    private final SdkReportTrail sdkReports = new SdkReportTrail();
     private String defaultId = "";
     private long setVersion;
     private long nextAuditSequence = 1;
@@ -267,6 +269,7 @@ public final class PolicyState
             case UNEXEMPT -> unexempt(command);
             case TICK -> tick(command);
             case DEGRADED -> degraded(command);
+            case MEMBERS -> members(command);
             default -> Outcome.invalid("empty policy command", List.of());
         };
         final boolean activated = bootstrapped && activateScheduled(command, before);
@@ -723,7 +726,17 @@ public final class PolicyState
     private void record(final PolicyCommand command, final String action, final String id, final long version, final String owner,
         final String reason, final String detail)
     {
-        audit.addLast(AuditRecord.newBuilder()
+        audit.addLast(auditRecord(command, action, id, version, owner, reason, detail));
+        while (audit.size() > MAX_AUDIT_RECORDS)
+        {
+            audit.removeFirst();
+        }
+    }
+
+    private AuditRecord auditRecord(final PolicyCommand command, final String action, final String id, final long version,
+        final String owner, final String reason, final String detail)
+    {
+        return AuditRecord.newBuilder()
             .setSequence(nextAuditSequence++)
             .setAt(command.getAt())
             .setActor(command.getActor())
@@ -733,11 +746,7 @@ public final class PolicyState
             .setOwner(owner)
             .setReason(reason)
             .setDetail(detail)
-            .build());
-        while (audit.size() > MAX_AUDIT_RECORDS)
-        {
-            audit.removeFirst();
-        }
+            .build();
     }
 
     private static boolean samePolicy(final Policy a, final Policy b)
@@ -922,14 +931,18 @@ public final class PolicyState
             new Outcome(Status.IGNORED, ChangeResult.newBuilder().setSetVersion(setVersion).build(), null);
     }
 
-    /** An SDK's report of a time it decided on its own: an audit record, nothing else. */
+    /**
+     * An SDK's report of a time it decided on its own: a record in the SDK trail (never in the
+     * policy audit trail, which SDKs must not be able to flood), nothing else. A window re-sent by
+     * the same SDK (it sends at least once) is recorded once.
+     */
     private Outcome degraded(final PolicyCommand command)
     {
         final dev.limiter.protocol.policy.DegradedWindow window = command.getDegraded();
-        if (window.getClient().isBlank() || window.getDecisionsCount() > 1000 ||
-            com.google.protobuf.util.Timestamps.compare(window.getEnd(), window.getStart()) < 0)
+        final String problem = degradedWindowProblem(window);
+        if (problem != null)
         {
-            return Outcome.invalid("a degraded window needs a client, an end not before its start and at most 1000 counts", List.of());
+            return Outcome.invalid("degraded window refused: " + problem, List.of());
         }
         final StringBuilder detail = new StringBuilder()
             .append(com.google.protobuf.util.Timestamps.toString(window.getStart())).append(" to ")
@@ -937,30 +950,57 @@ public final class PolicyState
         new java.util.TreeMap<>(window.getDecisionsMap()).forEach((key, n) -> detail.append(' ').append(key).append('=').append(n));
         final String client = "sdk:" + window.getClient();
         final String text = detail.toString();
-        if (!alreadyRecorded(client, text))
+        if (!sdkReports.contains(client, text))
         {
-            record(command, "SDK_DEGRADED_WINDOW", client, 0, "", "no node answered this SDK in time", text);
+            sdkReports.add(auditRecord(command, "SDK_DEGRADED_WINDOW", client, 0, "", "no node answered this SDK in time", text));
         }
         return Outcome.ok(ChangeResult.newBuilder().setSetVersion(setVersion).build());
     }
 
-    /**
-     * SDKs report a window at least once (again when an answer was lost): the same client and
-     * window among the newest {@value #DEGRADED_DEDUPE_RECORDS} records is recorded once. Decided
-     * from the replicated audit trail, so every replica decides alike.
-     */
-    private boolean alreadyRecorded(final String client, final String detail)
+    /** Why a node must not take this window (checked on the node that receives it and again in apply), or null. */
+    public static String degradedWindowProblem(final dev.limiter.protocol.policy.DegradedWindow window)
     {
-        final java.util.Iterator<AuditRecord> newestFirst = audit.descendingIterator();
-        for (int i = 0; i < DEGRADED_DEDUPE_RECORDS && newestFirst.hasNext(); i++)
+        final String client = window.getClient();
+        if (client.isBlank() || client.length() > MAX_SDK_CLIENT_LENGTH || client.chars().anyMatch(c -> c < 0x20 || c == 0x7F))
         {
-            final AuditRecord record = newestFirst.next();
-            if (record.getAction().equals("SDK_DEGRADED_WINDOW") && record.getPolicyId().equals(client) && record.getDetail().equals(detail))
-            {
-                return true;
-            }
+            return "client must be 1 to " + MAX_SDK_CLIENT_LENGTH + " characters, none of them control characters";
         }
-        return false;
+        if (window.getDecisionsCount() > 1000)
+        {
+            return "at most 1000 decision counts, had " + window.getDecisionsCount();
+        }
+        if (window.getDecisionsMap().keySet().stream().anyMatch(k -> k.length() > 200))
+        {
+            return "a decision count's key is over 200 characters";
+        }
+        if (com.google.protobuf.util.Timestamps.compare(window.getEnd(), window.getStart()) < 0)
+        {
+            return "its end is before its start";
+        }
+        return null;
+    }
+
+    /**
+     * An operator changed the members: recorded before Raft changes them (a leader that removes
+     * itself cannot record anything afterwards).
+     */
+    private Outcome members(final PolicyCommand command)
+    {
+        final dev.limiter.protocol.policy.MembersChange change = command.getMembers();
+        if (change.getAfterCount() == 0)
+        {
+            return Outcome.invalid("a cluster needs at least one member", List.of());
+        }
+        record(command, "MEMBERS_CHANGE", "", 0, "", change.getReason().isBlank() ? "(none given)" : change.getReason(),
+            memberList(change.getBeforeList()) + " -> " + memberList(change.getAfterList()));
+        return Outcome.ok(ChangeResult.newBuilder().setSetVersion(setVersion).build());
+    }
+
+    private static String memberList(final List<dev.limiter.protocol.policy.Member> members)
+    {
+        final java.util.StringJoiner text = new java.util.StringJoiner(",");
+        members.forEach(m -> text.add(m.getId() + "=" + m.getAddress()));
+        return text.toString();
     }
 
     private void advanceClock(final PolicyCommand command)
@@ -1129,19 +1169,18 @@ public final class PolicyState
     /** Audit records matching {@code filter}, oldest first, at most {@code limit} (the newest ones). */
     public synchronized List<AuditRecord> audit(final Predicate<AuditRecord> filter, final int limit)
     {
-        final ArrayDeque<AuditRecord> matched = new ArrayDeque<>();
+        // Both trails share one sequence: merged by it, they read as one log.
+        final List<AuditRecord> matched = new ArrayList<>();
         for (final AuditRecord record : audit)
         {
             if (filter.test(record))
             {
-                matched.addLast(record);
-                if (matched.size() > limit)
-                {
-                    matched.removeFirst();
-                }
+                matched.add(record);
             }
         }
-        return List.copyOf(matched);
+        sdkReports.collect(filter, matched);
+        matched.sort(java.util.Comparator.comparingLong(AuditRecord::getSequence));
+        return List.copyOf(matched.subList(Math.max(0, matched.size() - limit), matched.size()));
     }
 
     // ---- Snapshots ----
@@ -1162,6 +1201,7 @@ public final class PolicyState
         if (withAudit)
         {
             out.addAllAudit(audit);
+            out.addAllSdkReports(sdkReports.records());
         }
         for (final History history : byId.values())
         {
@@ -1219,7 +1259,8 @@ public final class PolicyState
         {
             audit.clear();
             audit.addAll(snapshot.getAuditList());
-            nextAuditSequence = audit.isEmpty() ? 1 : audit.getLast().getSequence() + 1;
+            sdkReports.replaceWith(snapshot.getSdkReportsList());
+            nextAuditSequence = Math.max(audit.isEmpty() ? 0 : audit.getLast().getSequence(), sdkReports.lastSequence()) + 1;
         }
     }
 

@@ -164,12 +164,13 @@ class PolicyStateTest
     @Test
     void checkOnAFullAuditTrailEvictsNothingAndLeavesTheStateExactlyAsItWas()
     {
-        final com.google.protobuf.Timestamp at = PolicyState.command("x", T0).getAt();
+        // Membership changes are audit records and nothing else: a cheap way to fill the trail.
+        final dev.limiter.protocol.policy.Member n1 = dev.limiter.protocol.policy.Member.newBuilder().setId("n1").setAddress("h:1").build();
         for (int i = 0; i < PolicyState.MAX_AUDIT_RECORDS; i++)
         {
-            final PolicyCommand window = PolicyState.command("sdk", T0).setDegraded(dev.limiter.protocol.policy.DegradedWindow.newBuilder()
-                .setClient("svc#" + i).setStart(at).setEnd(at)).build();
-            assertEquals(PolicyState.Status.OK, state.apply(window).status());
+            final PolicyCommand change = PolicyState.command("ops", T0).setMembers(dev.limiter.protocol.policy.MembersChange.newBuilder()
+                .addBefore(n1).addAfter(n1).setReason("r" + i)).build();
+            assertEquals(PolicyState.Status.OK, state.apply(change).status());
         }
         final var before = state.snapshot();
         assertEquals(PolicyState.MAX_AUDIT_RECORDS, before.getAuditCount());
@@ -201,6 +202,41 @@ class PolicyStateTest
         assertEquals(PolicyState.Status.OK, state.apply(PolicyState.command("sdk", T0 + 9000)
             .setDegraded(window.toBuilder().setClient("svc@host#2")).build()).status());
         assertEquals(before + 2, state.audit(r -> true, 100).size(), "another SDK's window of the same time is its own");
+    }
+
+    @Test
+    void aFloodOfSdkReportsNeverEvictsAPolicyRecordAndIsBoundedPerSdkAndInAll()
+    {
+        state.apply(put(orders(10), T0));
+        final List<AuditRecord> policyRecords = state.audit(r -> !r.getAction().equals("SDK_DEGRADED_WINDOW"), 1000);
+        // 300 made-up SDKs, 100 windows each: 30,000 reports, three times what the SDK trail holds.
+        for (int i = 0; i < 30_000; i++)
+        {
+            final dev.limiter.protocol.policy.DegradedWindow window = dev.limiter.protocol.policy.DegradedWindow.newBuilder()
+                .setClient("flood-" + (i % 300)).setStart(PolicyState.command("x", T0 + i).getAt())
+                .setEnd(PolicyState.command("x", T0 + i + 1).getAt()).putDecisions("orders|OPEN|allowed", 1).build();
+            assertEquals(PolicyState.Status.OK, state.apply(PolicyState.command("sdk", T0 + i).setDegraded(window).build()).status());
+        }
+        // One SDK alone cannot hold more than its share either.
+        for (int i = 0; i < 500; i++)
+        {
+            state.apply(PolicyState.command("sdk", T0 + 40_000 + i).setDegraded(dev.limiter.protocol.policy.DegradedWindow.newBuilder()
+                .setClient("loud").setStart(PolicyState.command("x", T0 + i).getAt()).setEnd(PolicyState.command("x", T0 + i).getAt())).build());
+        }
+        assertEquals(policyRecords, state.audit(r -> !r.getAction().equals("SDK_DEGRADED_WINDOW"), 1000),
+            "every policy record survives the flood");
+        assertEquals(SdkReportTrail.MAX_RECORDS, state.audit(r -> r.getAction().equals("SDK_DEGRADED_WINDOW"), 100_000).size());
+        assertEquals(SdkReportTrail.MAX_PER_CLIENT, state.audit(r -> r.getPolicyId().equals("sdk:loud"), 100_000).size());
+        assertEquals(PolicyState.Status.INVALID, state.apply(PolicyState.command("sdk", T0).setDegraded(
+            dev.limiter.protocol.policy.DegradedWindow.newBuilder().setClient("x".repeat(PolicyState.MAX_SDK_CLIENT_LENGTH + 1))).build()).status());
+
+        // The SDK trail travels in snapshots, and numbering goes on after it.
+        final PolicyState replica = new PolicyState();
+        replica.restore(state.snapshot());
+        assertEquals(state.audit(r -> true, 100_000), replica.audit(r -> true, 100_000));
+        state.apply(put(orders(20), T0 + 50_000));
+        replica.apply(put(orders(20), T0 + 50_000));
+        assertEquals(state.audit(r -> true, 1), replica.audit(r -> true, 1));
     }
 
     @Test

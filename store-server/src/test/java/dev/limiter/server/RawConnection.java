@@ -1,0 +1,127 @@
+package dev.limiter.server;
+
+import dev.limiter.protocol.ErrorCode;
+import dev.limiter.protocol.Frame;
+import dev.limiter.protocol.MessageType;
+
+import java.io.DataInputStream;
+import java.io.EOFException;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.net.Socket;
+import java.net.SocketException;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+
+/** A raw TCP connection to a node's data port, speaking (or not) the frame format: for tests of bad input. */
+final class RawConnection implements AutoCloseable
+{
+    /** One frame read back. */
+    record Answer(int type, long correlationId, byte[] body)
+    {
+        ErrorCode errorCode()
+        {
+            return type == MessageType.ERROR ? ErrorCode.ofOrNull(ByteBuffer.wrap(body).getShort() & 0xFFFF) : null;
+        }
+
+        String errorMessage()
+        {
+            final ByteBuffer b = ByteBuffer.wrap(body);
+            b.getShort();
+            final byte[] message = new byte[b.getShort() & 0xFFFF];
+            b.get(message);
+            return new String(message, StandardCharsets.UTF_8);
+        }
+    }
+
+    private final Socket socket;
+    private final OutputStream out;
+    private final DataInputStream in;
+
+    RawConnection(final int port) throws IOException
+    {
+        socket = new Socket("127.0.0.1", port);
+        socket.setSoTimeout(5000);
+        out = socket.getOutputStream();
+        in = new DataInputStream(socket.getInputStream());
+    }
+
+    static byte[] frame(final int type, final long correlationId, final byte[] body)
+    {
+        final ByteBuffer b = ByteBuffer.allocate(Frame.HEADER_LENGTH + body.length);
+        b.putInt(Frame.MIN_LENGTH_FIELD + body.length).put((byte)Frame.VERSION).put((byte)type).putShort((short)0)
+            .putLong(correlationId).put(body);
+        return b.array();
+    }
+
+    void send(final byte[] bytes) throws IOException
+    {
+        out.write(bytes);
+        out.flush();
+    }
+
+    /** Sends one frame and reads the next frame back. */
+    Answer request(final int type, final long correlationId, final byte[] body) throws IOException
+    {
+        send(frame(type, correlationId, body));
+        return read();
+    }
+
+    /** Reads one frame; null when the node closed the connection. */
+    Answer read() throws IOException
+    {
+        final int length;
+        try
+        {
+            length = in.readInt();
+        }
+        catch (final EOFException | SocketException e)
+        {
+            return null;
+        }
+        final byte[] rest = new byte[length];
+        in.readFully(rest);
+        final ByteBuffer b = ByteBuffer.wrap(rest);
+        b.get(); // version
+        final int type = b.get() & 0xFF;
+        b.getShort();
+        final long correlationId = b.getLong();
+        final byte[] body = new byte[b.remaining()];
+        b.get(body);
+        return new Answer(type, correlationId, body);
+    }
+
+    /** Whether the node closed the connection (reads until end of stream or the timeout). */
+    boolean closedByPeer() throws IOException
+    {
+        try
+        {
+            while (true)
+            {
+                if (in.read() == -1)
+                {
+                    return true;
+                }
+            }
+        }
+        catch (final java.net.SocketTimeoutException e)
+        {
+            return false;
+        }
+        catch (final SocketException e)
+        {
+            return true;
+        }
+    }
+
+    void timeout(final int millis) throws SocketException
+    {
+        socket.setSoTimeout(millis);
+    }
+
+    @Override
+    public void close() throws IOException
+    {
+        socket.close();
+    }
+}
