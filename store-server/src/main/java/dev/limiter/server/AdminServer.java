@@ -47,13 +47,17 @@ final class AdminServer implements AutoCloseable
     private final dev.limiter.server.control.PolicyControl control;
     private final String token;
     private final Membership membership;
+    private final ConnectionGuard.Limits limits;
     private Channel channel;
 
     AdminServer(final String host, final int port, final ServerMetrics metrics, final StoreServer server,
         final EventLoopGroup boss, final EventLoopGroup workers, final boolean epoll,
-        final dev.limiter.server.control.PolicyControl control, final String token, final Membership membership)
+        final dev.limiter.server.control.PolicyControl control, final String token, final Membership membership,
+        final ServerConfig config)
     {
         this.membership = membership;
+        this.limits = new ConnectionGuard.Limits("admin", config.adminMaxConnections(), config.adminIdleTimeoutMillis(),
+            config.frameTimeoutMillis(), metrics, AdminServer::farewell);
         this.control = control;
         this.token = token;
         this.host = host;
@@ -70,18 +74,30 @@ final class AdminServer implements AutoCloseable
         channel = new ServerBootstrap()
             .group(boss, workers)
             .channel(epoll ? EpollServerSocketChannel.class : NioServerSocketChannel.class)
+            .childOption(io.netty.channel.ChannelOption.WRITE_BUFFER_WATER_MARK, new io.netty.channel.WriteBufferWaterMark(64 * 1024, 256 * 1024))
             .childHandler(new ChannelInitializer<SocketChannel>()
             {
                 @Override
                 protected void initChannel(final SocketChannel ch)
                 {
+                    final ConnectionGuard guard = new ConnectionGuard(limits, false);
                     ch.pipeline()
+                        .addLast("guard", guard)
                         .addLast(new HttpServerCodec(4096, 8192, 8192))
                         .addLast(new HttpObjectAggregator(64 * 1024))
-                        .addLast(new Handler());
+                        .addLast(new Handler(guard));
                 }
             })
             .bind(new InetSocketAddress(host, port)).sync().channel();
+    }
+
+    /** The last answer to a connection this port turns away: 503 over the cap, 408 for a request left unfinished. */
+    private static Object farewell(final io.netty.channel.Channel channel, final String reason, final String message)
+    {
+        final FullHttpResponse response = text(reason.equals("max-connections") ? HttpResponseStatus.SERVICE_UNAVAILABLE :
+            HttpResponseStatus.REQUEST_TIMEOUT, "text/plain; charset=utf-8", message + "\n");
+        response.headers().set(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE);
+        return response;
     }
 
     int port()
@@ -101,10 +117,25 @@ final class AdminServer implements AutoCloseable
     private final class Handler extends SimpleChannelInboundHandler<FullHttpRequest>
     {
         private final AdminApi api = new AdminApi(control, token, server::hotKeys, membership);
+        private final ConnectionGuard guard;
+
+        Handler(final ConnectionGuard guard)
+        {
+            this.guard = guard;
+        }
+
+        @Override
+        public void channelWritabilityChanged(final ChannelHandlerContext ctx) throws Exception
+        {
+            // A client that does not read its answers is not read from: memory stays bounded.
+            ctx.channel().config().setAutoRead(ctx.channel().isWritable());
+            super.channelWritabilityChanged(ctx);
+        }
 
         @Override
         protected void channelRead0(final ChannelHandlerContext ctx, final FullHttpRequest request)
         {
+            guard.messageFinished();
             final String path = new QueryStringDecoder(request.uri()).path();
             final FullHttpResponse response;
             if (request.decoderResult().isSuccess() && (path.equals("/v1") || path.startsWith("/v1/")))
@@ -161,19 +192,19 @@ final class AdminServer implements AutoCloseable
             }
         }
 
-        private FullHttpResponse text(final HttpResponseStatus status, final String type, final String body)
-        {
-            final ByteBuf content = Unpooled.copiedBuffer(body, StandardCharsets.UTF_8);
-            final FullHttpResponse response = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1, status, content);
-            response.headers().set(HttpHeaderNames.CONTENT_TYPE, type);
-            response.headers().setInt(HttpHeaderNames.CONTENT_LENGTH, content.readableBytes());
-            return response;
-        }
-
         @Override
         public void exceptionCaught(final ChannelHandlerContext ctx, final Throwable cause)
         {
             ctx.close();
         }
+    }
+
+    private static FullHttpResponse text(final HttpResponseStatus status, final String type, final String body)
+    {
+        final ByteBuf content = Unpooled.copiedBuffer(body, StandardCharsets.UTF_8);
+        final FullHttpResponse response = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1, status, content);
+        response.headers().set(HttpHeaderNames.CONTENT_TYPE, type);
+        response.headers().setInt(HttpHeaderNames.CONTENT_LENGTH, content.readableBytes());
+        return response;
     }
 }

@@ -29,6 +29,17 @@ public final class ServerConfig
     /** A member's Raft port is its data port plus this. */
     public static final int DEFAULT_RAFT_PORT_OFFSET = 100;
 
+    /** Data-plane connections served at once; more are refused with ERROR OVERLOADED. */
+    public static final int DEFAULT_MAX_CONNECTIONS = 10_000;
+    /** A data-plane connection that sends nothing for this long is closed (SDKs ping well within it). */
+    public static final long DEFAULT_IDLE_TIMEOUT_MILLIS = 120_000;
+    /** A frame (or an admin HTTP request) begun and not finished within this closes its connection. */
+    public static final long DEFAULT_FRAME_TIMEOUT_MILLIS = 10_000;
+    /** Admin HTTP connections served at once; more are answered 503. */
+    public static final int DEFAULT_ADMIN_MAX_CONNECTIONS = 64;
+    /** An admin HTTP connection that sends nothing for this long is closed. */
+    public static final long DEFAULT_ADMIN_IDLE_TIMEOUT_MILLIS = 60_000;
+
     private String host = DEFAULT_HOST;
     private int port = DEFAULT_PORT;
     private int adminPort = DEFAULT_ADMIN_PORT;
@@ -46,6 +57,11 @@ public final class ServerConfig
     private Path dataDir;
     private String adminToken;
     private boolean joining;
+    private int maxConnections = DEFAULT_MAX_CONNECTIONS;
+    private long idleTimeoutMillis = DEFAULT_IDLE_TIMEOUT_MILLIS;
+    private long frameTimeoutMillis = DEFAULT_FRAME_TIMEOUT_MILLIS;
+    private int adminMaxConnections = DEFAULT_ADMIN_MAX_CONNECTIONS;
+    private long adminIdleTimeoutMillis = DEFAULT_ADMIN_IDLE_TIMEOUT_MILLIS;
 
     /** Checks every setting; throws naming the setting, its value and the accepted range. */
     public ServerConfig validate()
@@ -61,6 +77,15 @@ public final class ServerConfig
             "key arena bytes per shard must be at least " + BucketTable.MAX_KEY_LENGTH + ", was " + keyArenaBytesPerShard);
         require(maxFrameBytes >= 1024 && maxFrameBytes <= 64 << 20,
             "max frame bytes must be 1024 to 64 MiB, was " + maxFrameBytes);
+        require(maxConnections >= 1 && maxConnections <= 1_000_000, "max connections must be 1 to 1000000, was " + maxConnections);
+        require(adminMaxConnections >= 1 && adminMaxConnections <= 10_000,
+            "admin max connections must be 1 to 10000, was " + adminMaxConnections);
+        require(idleTimeoutMillis >= 100 && idleTimeoutMillis <= 86_400_000L,
+            "idle timeout must be 100 ms to 1 day, was " + idleTimeoutMillis + " ms");
+        require(adminIdleTimeoutMillis >= 100 && adminIdleTimeoutMillis <= 86_400_000L,
+            "admin idle timeout must be 100 ms to 1 day, was " + adminIdleTimeoutMillis + " ms");
+        require(frameTimeoutMillis >= 100 && frameTimeoutMillis <= 600_000,
+            "frame timeout must be 100 ms to 10 minutes, was " + frameTimeoutMillis + " ms");
         if (clustered())
         {
             require(nodeId != null && peers.containsKey(nodeId),
@@ -264,6 +289,69 @@ public final class ServerConfig
     public ServerConfig joining(final boolean joining)
     {
         this.joining = joining;
+        return this;
+    }
+
+    public int maxConnections()
+    {
+        return maxConnections;
+    }
+
+    /** Data-plane connections served at once (default {@value #DEFAULT_MAX_CONNECTIONS}); more are refused. */
+    public ServerConfig maxConnections(final int maxConnections)
+    {
+        this.maxConnections = maxConnections;
+        return this;
+    }
+
+    public long idleTimeoutMillis()
+    {
+        return idleTimeoutMillis;
+    }
+
+    /** A data-plane connection silent this long is closed (default {@value #DEFAULT_IDLE_TIMEOUT_MILLIS} ms). */
+    public ServerConfig idleTimeoutMillis(final long millis)
+    {
+        this.idleTimeoutMillis = millis;
+        return this;
+    }
+
+    public long frameTimeoutMillis()
+    {
+        return frameTimeoutMillis;
+    }
+
+    /**
+     * A frame or admin request begun and not finished within this closes its connection (default
+     * {@value #DEFAULT_FRAME_TIMEOUT_MILLIS} ms).
+     */
+    public ServerConfig frameTimeoutMillis(final long millis)
+    {
+        this.frameTimeoutMillis = millis;
+        return this;
+    }
+
+    public int adminMaxConnections()
+    {
+        return adminMaxConnections;
+    }
+
+    /** Admin HTTP connections served at once (default {@value #DEFAULT_ADMIN_MAX_CONNECTIONS}); more get 503. */
+    public ServerConfig adminMaxConnections(final int adminMaxConnections)
+    {
+        this.adminMaxConnections = adminMaxConnections;
+        return this;
+    }
+
+    public long adminIdleTimeoutMillis()
+    {
+        return adminIdleTimeoutMillis;
+    }
+
+    /** An admin connection silent this long is closed (default {@value #DEFAULT_ADMIN_IDLE_TIMEOUT_MILLIS} ms). */
+    public ServerConfig adminIdleTimeoutMillis(final long millis)
+    {
+        this.adminIdleTimeoutMillis = millis;
         return this;
     }
 

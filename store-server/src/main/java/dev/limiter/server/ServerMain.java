@@ -72,13 +72,30 @@ public final class ServerMain implements Callable<Integer>
     @Option(names = "--nio", description = "Use the NIO transport even where epoll is available.")
     boolean nio;
 
+    @Option(names = "--max-connections", description = "Data-plane connections served at once; more are refused with ERROR OVERLOADED (default: ${DEFAULT-VALUE}).")
+    int maxConnections = ServerConfig.DEFAULT_MAX_CONNECTIONS;
+
+    @Option(names = "--idle-timeout-ms", description = "A data-plane connection that sends nothing for this long is closed (default: ${DEFAULT-VALUE}).")
+    long idleTimeoutMillis = ServerConfig.DEFAULT_IDLE_TIMEOUT_MILLIS;
+
+    @Option(names = "--frame-timeout-ms", description = "A frame or admin HTTP request begun and not finished within this closes its connection (default: ${DEFAULT-VALUE}).")
+    long frameTimeoutMillis = ServerConfig.DEFAULT_FRAME_TIMEOUT_MILLIS;
+
+    @Option(names = "--admin-max-connections", description = "Admin HTTP connections served at once; more are answered 503 (default: ${DEFAULT-VALUE}).")
+    int adminMaxConnections = ServerConfig.DEFAULT_ADMIN_MAX_CONNECTIONS;
+
+    @Option(names = "--admin-idle-timeout-ms", description = "An admin HTTP connection that sends nothing for this long is closed (default: ${DEFAULT-VALUE}).")
+    long adminIdleTimeoutMillis = ServerConfig.DEFAULT_ADMIN_IDLE_TIMEOUT_MILLIS;
+
     @Override
     public Integer call() throws Exception
     {
         final ServerConfig config = new ServerConfig()
             .host(host).port(port).adminPort(adminPort).policiesFile(policies).shards(shards).ioThreads(ioThreads)
             .maxBucketsPerShard(maxBuckets).keyArenaBytesPerShard(keyArenaBytes).maxFrameBytes(maxFrameBytes)
-            .preferEpoll(!nio).shardThreads(shardThreads).nodeId(nodeId).raftPortOffset(raftPortOffset).dataDir(dataDir).joining(join).adminToken(adminToken);
+            .preferEpoll(!nio).shardThreads(shardThreads).nodeId(nodeId).raftPortOffset(raftPortOffset).dataDir(dataDir).joining(join).adminToken(adminToken)
+            .maxConnections(maxConnections).idleTimeoutMillis(idleTimeoutMillis).frameTimeoutMillis(frameTimeoutMillis)
+            .adminMaxConnections(adminMaxConnections).adminIdleTimeoutMillis(adminIdleTimeoutMillis);
         final StoreServer server;
         try
         {

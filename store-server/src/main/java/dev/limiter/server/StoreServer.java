@@ -166,6 +166,14 @@ public final class StoreServer implements AutoCloseable
                 return new DataPlaneHandler.LoopState(metrics);
             }
         };
+        final ConnectionGuard.Limits dataLimits = new ConnectionGuard.Limits("data", config.maxConnections(), config.idleTimeoutMillis(),
+            config.frameTimeoutMillis(), metrics, (channel, reason, why) ->
+            {
+                final io.netty.buffer.ByteBuf out = channel.alloc().buffer(64 + why.length());
+                dev.limiter.protocol.ErrorCodec.encode(out, 0, reason.equals("max-connections") ?
+                    dev.limiter.protocol.ErrorCode.OVERLOADED : dev.limiter.protocol.ErrorCode.MALFORMED_FRAME, why);
+                return out;
+            });
         final ServerBootstrap bootstrap = new ServerBootstrap()
             .group(bossGroup, workerGroup)
             .channel(channelType)
@@ -178,9 +186,11 @@ public final class StoreServer implements AutoCloseable
                 protected void initChannel(final SocketChannel ch)
                 {
                     connections.add(ch);
+                    final ConnectionGuard guard = new ConnectionGuard(dataLimits, true);
                     ch.pipeline()
+                        .addLast("guard", guard)
                         .addLast("flush", new FlushConsolidationHandler(256, true))
-                        .addLast("frames", new FrameDecoder(config.maxFrameBytes()))
+                        .addLast("frames", new FrameDecoder(config.maxFrameBytes(), guard))
                         .addLast("data-plane", new DataPlaneHandler(policyState::index, policyState::activeExemptions, publisher, () -> control, shards, metrics, loopState, replication,
                             StoreServer.this::statusJson, reportGate));
                 }
@@ -196,7 +206,7 @@ public final class StoreServer implements AutoCloseable
         if (config.adminPort() >= 0)
         {
             admin = new AdminServer(config.host(), config.adminPort(), metrics, this, bossGroup, workerGroup, epoll,
-                control, adminToken, new Membership(replication, control, config.raftPortOffset()));
+                control, adminToken, new Membership(replication, control, config.raftPortOffset()), config);
             admin.start();
         }
         LOG.info("limiter store serving on {}:{} ({} transport, {} shards on {}, {} io threads, {} policies), admin on {}",
