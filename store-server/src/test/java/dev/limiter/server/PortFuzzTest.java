@@ -1,0 +1,187 @@
+package dev.limiter.server;
+
+import dev.limiter.client.Descriptor;
+import dev.limiter.client.LimiterClient;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.net.http.HttpClient;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Map;
+import java.util.Random;
+
+import static dev.limiter.server.TestNode.SECOND;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Fuzzer-style bad input on the ports the data-port tests do not cover: the admin HTTP port (with
+ * and without the token) and the Raft port. Whatever arrives, the node answers with an error or
+ * closes the connection, changes nothing, and keeps leading, deciding and committing.
+ */
+@Timeout(120)
+class PortFuzzTest
+{
+    private static final String TOKEN = "fuzz-test-admin-token-0123456789";
+
+    @TempDir
+    static Path dir;
+
+    private static StoreServer server;
+    private static int raftPort;
+    private static final HttpClient HTTP = HttpClient.newHttpClient();
+
+    @BeforeAll
+    static void start() throws Exception
+    {
+        final int port = ClusterPorts.free(1, 100)[0];
+        raftPort = port + 100;
+        Files.createDirectories(dir.resolve("config"));
+        final ServerConfig config = TestNode.config(dir.resolve("config"), port, 1).adminToken(TOKEN).frameTimeoutMillis(1000)
+            .nodeId("n1").peers(Map.of("n1", new InetSocketAddress("127.0.0.1", port))).raftPortOffset(100).dataDir(dir.resolve("n1"));
+        server = new StoreServer(config).start();
+        final long end = System.nanoTime() + 20 * SECOND;
+        while (!server.replication().canDecide() && System.nanoTime() < end)
+        {
+            Thread.sleep(20);
+        }
+        assertTrue(server.replication().canDecide());
+    }
+
+    @AfterAll
+    static void stop()
+    {
+        server.close();
+    }
+
+    @Test
+    void garbageOnTheAdminPortGetsAnErrorOrAClosedConnectionAndChangesNothing() throws Exception
+    {
+        final Random random = new Random(0xAD317L);
+        final long setVersion = server.policyState().setVersion();
+        final int auditSize = server.policyState().audit(r -> true, 100_000).size();
+        final String[] methods = {"GET", "PUT", "POST", "DELETE", "PATCH", "OPTIONS", "G\u0000T", "TRACE", ""};
+        final String[] paths = {"/v1/policies/orders", "/v1/policies/x/rollback", "/v1/exemptions/e", "/v1/members/n9", "/v1/audit?limit=abc",
+            "/v1/audit?since=yesterday", "/v1/policies/%ZZ", "/../../etc/passwd", "/v1//", "/metrics?" + "a".repeat(9000), "*"};
+        final String[] bodies = {"{", "[]", "null", "{\"rate\":\"many\"}", "{\"id\":\"other\"}", "{\"address\":\"nowhere\"}",
+            "{\"toVersion\":-1}", "\u00ff\u00fe", "{\"expiresAt\":\"tomorrow\"}", "x".repeat(70_000)};
+        for (int i = 0; i < 300; i++)
+        {
+            final byte[] request;
+            switch (random.nextInt(3))
+            {
+                case 0 ->
+                {
+                    request = new byte[1 + random.nextInt(4096)];
+                    random.nextBytes(request);
+                }
+                case 1 ->
+                {
+                    final String body = bodies[random.nextInt(bodies.length)];
+                    request = (methods[random.nextInt(methods.length)] + " " + paths[random.nextInt(paths.length)] + " HTTP/1.1\r\n" +
+                        "Host: x\r\n" + (random.nextBoolean() ? "Authorization: Bearer " + TOKEN + "\r\n" : "Authorization: Basic Zm9v\r\n") +
+                        (random.nextInt(5) == 0 ? "X-Limiter-Actor: \u0007evil\r\n" : "") +
+                        (random.nextInt(5) == 0 ? "X-Long: " + "y".repeat(20_000) + "\r\n" : "") +
+                        "Content-Length: " + (random.nextInt(4) == 0 ? "-5" : Integer.toString(body.length())) + "\r\n\r\n" + body)
+                        .getBytes(StandardCharsets.ISO_8859_1);
+                }
+                default ->
+                {
+                    // A well-formed request with the token whose body is wrong for the route.
+                    final String body = bodies[random.nextInt(bodies.length - 1)];
+                    request = (methods[random.nextInt(4)] + " " + paths[random.nextInt(4)] + " HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " +
+                        TOKEN + "\r\nContent-Length: " + body.getBytes(StandardCharsets.UTF_8).length + "\r\nConnection: close\r\n\r\n" + body)
+                        .getBytes(StandardCharsets.UTF_8);
+                }
+            }
+            final String answer = exchange(server.adminPort(), request);
+            assertTrue(answer.isEmpty() || answer.matches("(?s)HTTP/1\\.1 (4\\d\\d|503).*"), "case " + i + ": " + answer.lines().findFirst().orElse(""));
+        }
+        assertEquals(200, AdminApiTest.call(HTTP, server.adminPort(), "GET", "/v1/policies", null, TOKEN).statusCode(), "still serving");
+        assertEquals(setVersion, server.policyState().setVersion(), "no policy changed");
+        assertEquals(auditSize, server.policyState().audit(r -> true, 100_000).size(), "nothing was recorded");
+        assertEquals(1, server.replication().members().size(), "membership unchanged");
+    }
+
+    @Test
+    void garbageOnTheRaftPortLeavesTheNodeLeadingDecidingAndCommitting() throws Exception
+    {
+        final Random random = new Random(0x4AF7L);
+        final byte[] http2Preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".getBytes(StandardCharsets.US_ASCII);
+        for (int i = 0; i < 150; i++)
+        {
+            final byte[] noise = new byte[1 + random.nextInt(16_384)];
+            random.nextBytes(noise);
+            final byte[] request;
+            if (random.nextBoolean())
+            {
+                // Looks like gRPC at first: the HTTP/2 preface, then nonsense frames.
+                request = new byte[http2Preface.length + noise.length];
+                System.arraycopy(http2Preface, 0, request, 0, http2Preface.length);
+                System.arraycopy(noise, 0, request, http2Preface.length, noise.length);
+            }
+            else
+            {
+                request = noise;
+            }
+            exchange(raftPort, request);
+        }
+        assertTrue(server.replication().canDecide(), "still leading");
+        try (LimiterClient client = LimiterClient.builder().endpoints("127.0.0.1:" + server.port()).deadline(Duration.ofSeconds(5))
+            .localFallback(false).build())
+        {
+            assertTrue(client.acquireBlocking(Descriptor.of("after-fuzz", "/v1/orders/1"), 1).allowed(), "still deciding");
+        }
+        final String orders = "{\"id\":\"orders\",\"selector\":{\"route\":\"/v1/orders/{id}\"},\"rate\":7,\"period\":\"1s\",\"burst\":7," +
+            "\"owner\":\"test\",\"reason\":\"after the fuzz\"}";
+        assertEquals(200, AdminApiTest.call(HTTP, server.adminPort(), "PUT", "/v1/policies/orders", orders, TOKEN).statusCode(),
+            "still committing to the log");
+    }
+
+    /** Sends bytes, reads what comes back until the node closes or 2 s pass; "" when nothing came. */
+    private static String exchange(final int port, final byte[] request) throws IOException
+    {
+        try (Socket socket = new Socket("127.0.0.1", port))
+        {
+            socket.setSoTimeout(2000);
+            final OutputStream out = socket.getOutputStream();
+            try
+            {
+                out.write(request);
+                out.flush();
+                socket.shutdownOutput();
+            }
+            catch (final IOException closedWhileWriting)
+            {
+                return "";
+            }
+            final InputStream in = socket.getInputStream();
+            final StringBuilder answer = new StringBuilder();
+            final byte[] chunk = new byte[8192];
+            try
+            {
+                int n;
+                while ((n = in.read(chunk)) > 0 && answer.length() < 200_000)
+                {
+                    answer.append(new String(chunk, 0, n, StandardCharsets.ISO_8859_1));
+                }
+            }
+            catch (final IOException timedOutOrReset)
+            {
+                // what came so far is the answer
+            }
+            return answer.toString();
+        }
+    }
+}
