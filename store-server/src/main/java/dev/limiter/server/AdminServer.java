@@ -48,13 +48,15 @@ final class AdminServer implements AutoCloseable
     private final String token;
     private final Membership membership;
     private final ConnectionGuard.Limits limits;
+    private final ServerTls tls;
     private Channel channel;
 
     AdminServer(final String host, final int port, final ServerMetrics metrics, final StoreServer server,
         final EventLoopGroup boss, final EventLoopGroup workers, final boolean epoll,
         final dev.limiter.server.control.PolicyControl control, final String token, final Membership membership,
-        final ServerConfig config)
+        final ServerConfig config, final ServerTls tls)
     {
+        this.tls = tls;
         this.membership = membership;
         this.limits = new ConnectionGuard.Limits("admin", config.adminMaxConnections(), config.adminIdleTimeoutMillis(),
             config.frameTimeoutMillis(), metrics, AdminServer::farewell);
@@ -81,8 +83,12 @@ final class AdminServer implements AutoCloseable
                 protected void initChannel(final SocketChannel ch)
                 {
                     final ConnectionGuard guard = new ConnectionGuard(limits, false);
+                    ch.pipeline().addLast("guard", guard);
+                    if (tls != null)
+                    {
+                        ch.pipeline().addLast("tls", tls.handler(ch, "admin"));
+                    }
                     ch.pipeline()
-                        .addLast("guard", guard)
                         .addLast(new HttpServerCodec(4096, 8192, 8192))
                         .addLast(new HttpObjectAggregator(64 * 1024))
                         .addLast(new Handler(guard));

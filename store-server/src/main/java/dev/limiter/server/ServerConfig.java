@@ -62,6 +62,10 @@ public final class ServerConfig
     private long frameTimeoutMillis = DEFAULT_FRAME_TIMEOUT_MILLIS;
     private int adminMaxConnections = DEFAULT_ADMIN_MAX_CONNECTIONS;
     private long adminIdleTimeoutMillis = DEFAULT_ADMIN_IDLE_TIMEOUT_MILLIS;
+    private Path tlsCert;
+    private Path tlsKey;
+    private Path tlsCa;
+    private TlsClientAuth tlsClientAuth = TlsClientAuth.NONE;
 
     /** Checks every setting; throws naming the setting, its value and the accepted range. */
     public ServerConfig validate()
@@ -86,6 +90,16 @@ public final class ServerConfig
             "admin idle timeout must be 100 ms to 1 day, was " + adminIdleTimeoutMillis + " ms");
         require(frameTimeoutMillis >= 100 && frameTimeoutMillis <= 600_000,
             "frame timeout must be 100 ms to 10 minutes, was " + frameTimeoutMillis + " ms");
+        require((tlsCert == null) == (tlsKey == null), "--tls-cert and --tls-key go together: the certificate and its private key");
+        require(tlsCa == null || tlsCert != null, "--tls-ca needs --tls-cert and --tls-key: TLS is on only with a certificate");
+        require(tlsClientAuth == TlsClientAuth.NONE || tlsCa != null,
+            "--tls-client-auth " + tlsClientAuth.name().toLowerCase(java.util.Locale.ROOT) + " needs --tls-ca: the CAs client certificates must come from");
+        for (final Path file : new Path[] {tlsCert, tlsKey, tlsCa})
+        {
+            require(file == null || java.nio.file.Files.isReadable(file), "TLS file " + file + " does not exist or is not readable");
+        }
+        require(!clustered() || tlsCert == null || tlsCa != null,
+            "a cluster with TLS needs --tls-ca: members verify each other's certificates on the Raft port (mutual TLS)");
         if (clustered())
         {
             require(nodeId != null && peers.containsKey(nodeId),
@@ -353,6 +367,66 @@ public final class ServerConfig
     {
         this.adminIdleTimeoutMillis = millis;
         return this;
+    }
+
+    public Path tlsCert()
+    {
+        return tlsCert;
+    }
+
+    /**
+     * PEM certificate chain this node presents on every port (data, admin, Raft); null (the
+     * default) serves plain TCP. Needs {@link #tlsKey}.
+     */
+    public ServerConfig tlsCert(final Path file)
+    {
+        this.tlsCert = file;
+        return this;
+    }
+
+    public Path tlsKey()
+    {
+        return tlsKey;
+    }
+
+    /** PEM PKCS#8 private key of {@link #tlsCert}. */
+    public ServerConfig tlsKey(final Path file)
+    {
+        this.tlsKey = file;
+        return this;
+    }
+
+    public Path tlsCa()
+    {
+        return tlsCa;
+    }
+
+    /**
+     * PEM CA bundle: members' certificates on the Raft port must come from it (always mutual), and
+     * so must clients' on the data and admin ports when {@link #tlsClientAuth} asks for them.
+     */
+    public ServerConfig tlsCa(final Path file)
+    {
+        this.tlsCa = file;
+        return this;
+    }
+
+    public TlsClientAuth tlsClientAuth()
+    {
+        return tlsClientAuth;
+    }
+
+    /** Whether data and admin clients must present a certificate (default NONE). */
+    public ServerConfig tlsClientAuth(final TlsClientAuth mode)
+    {
+        this.tlsClientAuth = mode;
+        return this;
+    }
+
+    /** Whether TLS is on. */
+    public boolean tls()
+    {
+        return tlsCert != null;
     }
 
     public boolean shardThreads()

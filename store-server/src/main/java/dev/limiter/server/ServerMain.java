@@ -72,6 +72,22 @@ public final class ServerMain implements Callable<Integer>
     @Option(names = "--nio", description = "Use the NIO transport even where epoll is available.")
     boolean nio;
 
+    @Option(names = "--tls-cert", paramLabel = "FILE",
+        description = "PEM certificate chain: turns TLS on for the data, admin and Raft ports (off by default). Needs --tls-key.")
+    Path tlsCert;
+
+    @Option(names = "--tls-key", paramLabel = "FILE", description = "PEM PKCS#8 private key of --tls-cert (BEGIN PRIVATE KEY).")
+    Path tlsKey;
+
+    @Option(names = "--tls-ca", paramLabel = "FILE",
+        description = "PEM CA bundle: members' certificates on the Raft port must come from it (mutual TLS; required in a cluster with TLS), " +
+            "and clients' too with --tls-client-auth.")
+    Path tlsCa;
+
+    @Option(names = "--tls-client-auth", paramLabel = "MODE",
+        description = "Whether data and admin clients must present a certificate from --tls-ca: none, optional or require (default: none).")
+    String tlsClientAuth = "none";
+
     @Option(names = "--max-connections", description = "Data-plane connections served at once; more are refused with ERROR OVERLOADED (default: ${DEFAULT-VALUE}).")
     int maxConnections = ServerConfig.DEFAULT_MAX_CONNECTIONS;
 
@@ -95,10 +111,12 @@ public final class ServerMain implements Callable<Integer>
             .maxBucketsPerShard(maxBuckets).keyArenaBytesPerShard(keyArenaBytes).maxFrameBytes(maxFrameBytes)
             .preferEpoll(!nio).shardThreads(shardThreads).nodeId(nodeId).raftPortOffset(raftPortOffset).dataDir(dataDir).joining(join).adminToken(adminToken)
             .maxConnections(maxConnections).idleTimeoutMillis(idleTimeoutMillis).frameTimeoutMillis(frameTimeoutMillis)
-            .adminMaxConnections(adminMaxConnections).adminIdleTimeoutMillis(adminIdleTimeoutMillis);
+            .adminMaxConnections(adminMaxConnections).adminIdleTimeoutMillis(adminIdleTimeoutMillis)
+            .tlsCert(tlsCert).tlsKey(tlsKey).tlsCa(tlsCa);
         final StoreServer server;
         try
         {
+            config.tlsClientAuth(clientAuth(tlsClientAuth));
             if (peers != null)
             {
                 config.peers(dev.limiter.raft.RaftNodeConfig.parsePeers(peers));
@@ -149,6 +167,18 @@ public final class ServerMain implements Callable<Integer>
             " (Ctrl-C stops it)");
         stopped.await();
         return 0;
+    }
+
+    private static TlsClientAuth clientAuth(final String mode)
+    {
+        try
+        {
+            return TlsClientAuth.valueOf(mode.strip().toUpperCase(java.util.Locale.ROOT));
+        }
+        catch (final IllegalArgumentException e)
+        {
+            throw new IllegalArgumentException("--tls-client-auth '" + mode + "' is not none, optional or require");
+        }
     }
 
     public static void main(final String[] args)

@@ -65,6 +65,8 @@ public final class StoreServer implements AutoCloseable
     static final long BYPASS_REPORT_MILLIS = 60_000;
     private final ServerMetrics metrics = new ServerMetrics();
     private final SdkReportGate reportGate = new SdkReportGate();
+    /** TLS on the data and admin ports, or null. */
+    private final ServerTls tls;
     private final List<Shard> shards = new ArrayList<>();
     private final ChannelGroup connections = new DefaultChannelGroup("limiter-connections", GlobalEventExecutor.INSTANCE);
     private EventLoopGroup bossGroup;
@@ -90,6 +92,7 @@ public final class StoreServer implements AutoCloseable
                 "this node was started with --shards " + config.shards()));
         }
         this.adminToken = AdminToken.resolve(config);
+        this.tls = ServerTls.from(config, metrics);
         if (!config.clustered())
         {
             // A single node is its own log: the file is the first version of every policy.
@@ -187,8 +190,12 @@ public final class StoreServer implements AutoCloseable
                 {
                     connections.add(ch);
                     final ConnectionGuard guard = new ConnectionGuard(dataLimits, true);
+                    ch.pipeline().addLast("guard", guard);
+                    if (tls != null)
+                    {
+                        ch.pipeline().addLast("tls", tls.handler(ch, "data"));
+                    }
                     ch.pipeline()
-                        .addLast("guard", guard)
                         .addLast("flush", new FlushConsolidationHandler(256, true))
                         .addLast("frames", new FrameDecoder(config.maxFrameBytes(), guard))
                         .addLast("data-plane", new DataPlaneHandler(policyState::index, policyState::activeExemptions, publisher, () -> control, shards, metrics, loopState, replication,
@@ -206,7 +213,7 @@ public final class StoreServer implements AutoCloseable
         if (config.adminPort() >= 0)
         {
             admin = new AdminServer(config.host(), config.adminPort(), metrics, this, bossGroup, workerGroup, epoll,
-                control, adminToken, new Membership(replication, control, config.raftPortOffset()), config);
+                control, adminToken, new Membership(replication, control, config.raftPortOffset()), config, tls);
             admin.start();
         }
         LOG.info("limiter store serving on {}:{} ({} transport, {} shards on {}, {} io threads, {} policies), admin on {}",

@@ -1,0 +1,148 @@
+package dev.limiter.server;
+
+import dev.limiter.protocol.MessageType;
+import dev.limiter.protocol.Pem;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+import javax.net.ssl.SSLContext;
+import javax.net.ssl.SSLException;
+import javax.net.ssl.SSLSocket;
+import java.io.DataInputStream;
+import java.io.IOException;
+import java.net.Socket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Path;
+
+import static dev.limiter.server.TestNode.SECOND;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** TLS on the data and admin ports, with certificates the test makes; mutual TLS as an option. */
+@Timeout(60)
+class TlsTest
+{
+    @TempDir
+    Path dir;
+
+    @Test
+    void withTlsTheDataAndAdminPortsSpeakOnlyTlsAndClientsVerifyTheNode() throws Exception
+    {
+        final TestCertificates pki = new TestCertificates(dir.resolve("pki"), "limiter-test");
+        final TestCertificates.Issued node = pki.issue("node");
+        final TestCertificates stranger = new TestCertificates(dir.resolve("other"), "someone-else");
+        try (StoreServer server = new StoreServer(TestNode.config(dir, 0, 1).tlsCert(node.certificate()).tlsKey(node.key()),
+            new ManualClock(SECOND)).start())
+        {
+            final SSLContext trusting = Pem.context(null, null, pki.ca());
+            assertEquals(MessageType.PONG, ping(trusting, server.port()), "a client trusting the CA is served");
+            assertThrows(SSLException.class, () -> ping(Pem.context(null, null, stranger.ca()), server.port()),
+                "a client that does not trust the node's CA refuses it");
+            assertTrue(plainPingGetsNoAnswer(server.port()), "plain TCP gets no frame back");
+
+            final HttpClient https = HttpClient.newBuilder().sslContext(trusting).build();
+            final HttpResponse<String> health = https.send(HttpRequest.newBuilder(URI.create("https://127.0.0.1:" + server.adminPort() + "/health"))
+                .build(), HttpResponse.BodyHandlers.ofString());
+            assertEquals(200, health.statusCode());
+            assertThrows(IOException.class, () -> HttpClient.newHttpClient().send(HttpRequest.newBuilder(
+                URI.create("http://127.0.0.1:" + server.adminPort() + "/health")).build(), HttpResponse.BodyHandlers.ofString()));
+            awaitCounted(server, "data", "tls-handshake");
+        }
+    }
+
+    @Test
+    void withMutualTlsOnlyClientsWithACertificateFromTheCaAreServed() throws Exception
+    {
+        final TestCertificates pki = new TestCertificates(dir.resolve("pki"), "limiter-test");
+        final TestCertificates.Issued node = pki.issue("node");
+        final TestCertificates.Issued service = pki.issue("orders-service");
+        final TestCertificates stranger = new TestCertificates(dir.resolve("other"), "someone-else");
+        final TestCertificates.Issued impostor = stranger.issue("impostor");
+        try (StoreServer server = new StoreServer(TestNode.config(dir, 0, 1).tlsCert(node.certificate()).tlsKey(node.key())
+            .tlsCa(pki.ca()).tlsClientAuth(TlsClientAuth.REQUIRE), new ManualClock(SECOND)).start())
+        {
+            assertEquals(MessageType.PONG, ping(Pem.context(service.certificate(), service.key(), pki.ca()), server.port()));
+            assertThrows(IOException.class, () -> ping(Pem.context(null, null, pki.ca()), server.port()), "no client certificate");
+            assertThrows(IOException.class, () -> ping(Pem.context(impostor.certificate(), impostor.key(), pki.ca()), server.port()),
+                "a certificate from another CA");
+            final HttpClient withCertificate = HttpClient.newBuilder().sslContext(Pem.context(service.certificate(), service.key(), pki.ca())).build();
+            assertEquals(200, withCertificate.send(HttpRequest.newBuilder(URI.create("https://127.0.0.1:" + server.adminPort() + "/health")).build(),
+                HttpResponse.BodyHandlers.ofString()).statusCode());
+            final HttpClient without = HttpClient.newBuilder().sslContext(Pem.context(null, null, pki.ca())).build();
+            assertThrows(IOException.class, () -> without.send(HttpRequest.newBuilder(URI.create("https://127.0.0.1:" + server.adminPort() +
+                "/health")).build(), HttpResponse.BodyHandlers.ofString()));
+            awaitCounted(server, "admin", "tls-handshake");
+        }
+    }
+
+    @Test
+    void badTlsSettingsAreRefusedAtStartWithWhatToFix() throws Exception
+    {
+        final TestCertificates pki = new TestCertificates(dir.resolve("pki"), "limiter-test");
+        final TestCertificates.Issued node = pki.issue("node");
+        final IllegalArgumentException noKey = assertThrows(IllegalArgumentException.class,
+            () -> new StoreServer(TestNode.config(dir, 0, 1).tlsCert(node.certificate())));
+        assertTrue(noKey.getMessage().contains("--tls-cert and --tls-key go together"), noKey.getMessage());
+        final IllegalArgumentException mtlsWithoutCa = assertThrows(IllegalArgumentException.class,
+            () -> new StoreServer(TestNode.config(dir, 0, 1).tlsCert(node.certificate()).tlsKey(node.key()).tlsClientAuth(TlsClientAuth.REQUIRE)));
+        assertTrue(mtlsWithoutCa.getMessage().contains("needs --tls-ca"), mtlsWithoutCa.getMessage());
+        final IllegalArgumentException keyIsACertificate = assertThrows(IllegalArgumentException.class,
+            () -> new StoreServer(TestNode.config(dir, 0, 1).tlsCert(node.certificate()).tlsKey(node.certificate())));
+        assertTrue(keyIsACertificate.getMessage().contains("openssl pkcs8"), keyIsACertificate.getMessage());
+        final IllegalArgumentException missing = assertThrows(IllegalArgumentException.class,
+            () -> new StoreServer(TestNode.config(dir, 0, 1).tlsCert(dir.resolve("nope.pem")).tlsKey(node.key())));
+        assertTrue(missing.getMessage().contains("does not exist"), missing.getMessage());
+    }
+
+    private static int ping(final SSLContext context, final int port) throws IOException
+    {
+        try (SSLSocket socket = (SSLSocket)context.getSocketFactory().createSocket("127.0.0.1", port))
+        {
+            socket.setSoTimeout(5000);
+            final javax.net.ssl.SSLParameters parameters = socket.getSSLParameters();
+            parameters.setEndpointIdentificationAlgorithm("HTTPS"); // the node's certificate must name 127.0.0.1
+            socket.setSSLParameters(parameters);
+            socket.getOutputStream().write(RawConnection.frame(MessageType.PING, 5, new byte[0]));
+            socket.getOutputStream().flush();
+            final DataInputStream in = new DataInputStream(socket.getInputStream());
+            final int length = in.readInt();
+            final byte[] rest = new byte[length];
+            in.readFully(rest);
+            return rest[1] & 0xFF;
+        }
+    }
+
+    private static boolean plainPingGetsNoAnswer(final int port) throws IOException
+    {
+        try (Socket socket = new Socket("127.0.0.1", port))
+        {
+            socket.setSoTimeout(3000);
+            socket.getOutputStream().write(RawConnection.frame(MessageType.PING, 5, new byte[0]));
+            final byte[] answer = socket.getInputStream().readNBytes(16);
+            return answer.length < 16 || answer[5] != MessageType.PONG;
+        }
+        catch (final IOException closed)
+        {
+            return true;
+        }
+    }
+
+    private static void awaitCounted(final StoreServer server, final String port, final String reason) throws InterruptedException
+    {
+        final long end = System.nanoTime() + 5 * SECOND;
+        while (System.nanoTime() < end)
+        {
+            if (server.metrics().scrape().contains("limiter_refusals_total{port=\"" + port + "\",reason=\"" + reason + "\"}"))
+            {
+                return;
+            }
+            Thread.sleep(20);
+        }
+        throw new AssertionError("no " + reason + " refusal counted on the " + port + " port");
+    }
+}
