@@ -101,11 +101,22 @@ public final class RaftNode implements AutoCloseable
         RaftServerConfigKeys.Log.setSegmentCacheNumMax(properties, 2);
         RaftServerConfigKeys.Log.Appender.setSnapshotChunkSizeMax(properties, SizeInBytes.valueOf(config.snapshotChunkBytes()));
         RaftServerConfigKeys.Log.setPurgeGap(properties, 1);
+        final Parameters parameters = new Parameters();
+        GrpcConfigKeys.Server.setServicesCustomizer(parameters, new RaftPortGuard(config));
+        if (config.tlsCert() != null)
+        {
+            // Mutual: the server side (in RaftPortGuard) and the channels this member opens to its peers.
+            final org.apache.ratis.grpc.GrpcTlsConfig tls = new org.apache.ratis.grpc.GrpcTlsConfig(config.tlsKey().toFile(),
+                config.tlsCert().toFile(), config.tlsCa().toFile(), true);
+            GrpcConfigKeys.Server.setTlsConf(parameters, tls);
+            GrpcConfigKeys.Client.setTlsConf(parameters, tls);
+            GrpcConfigKeys.Admin.setTlsConf(parameters, tls);
+        }
         server = RaftServer.newBuilder()
             .setServerId(selfId)
             .setGroup(group)
             .setProperties(properties)
-            .setParameters(new Parameters())
+            .setParameters(parameters)
             .setStateMachine(stateMachine)
             .setOption(storageExists() ? org.apache.ratis.server.storage.RaftStorage.StartupOption.RECOVER :
                 org.apache.ratis.server.storage.RaftStorage.StartupOption.FORMAT)

@@ -18,6 +18,12 @@ public final class RaftNodeConfig
     /** A leader that hears from no majority for this long steps down (Ratis' default is 10 s). */
     public static final long DEFAULT_LEADER_STEP_DOWN_MILLIS = 1000;
     private static final Pattern ID = Pattern.compile("[A-Za-z0-9_-]{1,32}");
+    /** Connections the Raft port serves at once (peers need a few each); more are closed. */
+    public static final int DEFAULT_MAX_CONNECTIONS = 64;
+    /** A Raft connection with no call in progress for this long is closed (peers reconnect at once). */
+    public static final long DEFAULT_IDLE_TIMEOUT_MILLIS = 120_000;
+    /** A Raft connection must send the HTTP/2 preface within this. */
+    public static final long DEFAULT_PREFACE_TIMEOUT_MILLIS = 10_000;
 
     private String nodeId;
     private final Map<String, InetSocketAddress> peers = new LinkedHashMap<>();
@@ -30,6 +36,13 @@ public final class RaftNodeConfig
     private long leaderStepDownMillis = DEFAULT_LEADER_STEP_DOWN_MILLIS;
     private boolean joining;
     private int snapshotChunkBytes = 16 << 20;
+    private Path tlsCert;
+    private Path tlsKey;
+    private Path tlsCa;
+    private int maxConnections = DEFAULT_MAX_CONNECTIONS;
+    private long idleTimeoutMillis = DEFAULT_IDLE_TIMEOUT_MILLIS;
+    private long prefaceTimeoutMillis = DEFAULT_PREFACE_TIMEOUT_MILLIS;
+    private java.util.function.Consumer<String> refusals;
 
     public RaftNodeConfig validate()
     {
@@ -41,6 +54,11 @@ public final class RaftNodeConfig
             "election timeout min must be positive and below max, were " + electionTimeoutMin + " and " + electionTimeoutMax);
         require(snapshotEveryEntries >= 1, "snapshot interval must be at least 1 entry, was " + snapshotEveryEntries);
         require(logSegmentBytes >= 1024, "log segment size must be at least 1 KiB, was " + logSegmentBytes);
+        require(tlsCert == null || tlsKey != null && tlsCa != null,
+            "TLS on the Raft port is mutual: it needs the certificate, its key and the CA bundle peers' certificates come from");
+        require(maxConnections >= 2, "the Raft port needs at least 2 connections, was " + maxConnections);
+        require(idleTimeoutMillis >= 1000, "the Raft idle timeout must be at least 1 s, was " + idleTimeoutMillis + " ms");
+        require(prefaceTimeoutMillis >= 100, "the Raft preface timeout must be at least 100 ms, was " + prefaceTimeoutMillis + " ms");
         return this;
     }
 
@@ -196,6 +214,81 @@ public final class RaftNodeConfig
     public RaftNodeConfig leaderStepDownMillis(final long millis)
     {
         this.leaderStepDownMillis = millis;
+        return this;
+    }
+
+    /**
+     * Mutual TLS on the Raft port: this member presents {@code cert} (PEM chain) with {@code key}
+     * (PEM PKCS#8) and accepts only peers whose certificates come from {@code ca}. All null: plain TCP.
+     */
+    public RaftNodeConfig tls(final Path cert, final Path key, final Path ca)
+    {
+        this.tlsCert = cert;
+        this.tlsKey = key;
+        this.tlsCa = ca;
+        return this;
+    }
+
+    public Path tlsCert()
+    {
+        return tlsCert;
+    }
+
+    public Path tlsKey()
+    {
+        return tlsKey;
+    }
+
+    public Path tlsCa()
+    {
+        return tlsCa;
+    }
+
+    public int maxConnections()
+    {
+        return maxConnections;
+    }
+
+    /** Connections the Raft port serves at once (default {@value #DEFAULT_MAX_CONNECTIONS}). */
+    public RaftNodeConfig maxConnections(final int maxConnections)
+    {
+        this.maxConnections = maxConnections;
+        return this;
+    }
+
+    public long idleTimeoutMillis()
+    {
+        return idleTimeoutMillis;
+    }
+
+    /** A Raft connection without calls for this long is closed (default {@value #DEFAULT_IDLE_TIMEOUT_MILLIS} ms). */
+    public RaftNodeConfig idleTimeoutMillis(final long millis)
+    {
+        this.idleTimeoutMillis = millis;
+        return this;
+    }
+
+    public long prefaceTimeoutMillis()
+    {
+        return prefaceTimeoutMillis;
+    }
+
+    /** A Raft connection must send its HTTP/2 preface within this (default {@value #DEFAULT_PREFACE_TIMEOUT_MILLIS} ms). */
+    public RaftNodeConfig prefaceTimeoutMillis(final long millis)
+    {
+        this.prefaceTimeoutMillis = millis;
+        return this;
+    }
+
+    public java.util.function.Consumer<String> refusals()
+    {
+        return refusals;
+    }
+
+    /** Told the reason (max-connections, unfinished-message) each time the Raft port turns a connection away. */
+    public RaftNodeConfig refusals(final java.util.function.Consumer<String> refusals)
+    {
+        this.refusals = refusals;
         return this;
     }
 

@@ -240,7 +240,10 @@ public final class StoreServer implements AutoCloseable
             .peers(raftAddresses)
             .storageDir(config.dataDir().resolve("raft"))
             .groupName("buckets")
-            .joining(config.joining()), buckets);
+            .joining(config.joining())
+            .tls(config.tlsCert(), config.tlsKey(), config.tlsCa())
+            .prefaceTimeoutMillis(config.frameTimeoutMillis())
+            .refusals(reason -> metrics.refused("raft", reason)), buckets);
         replication = new Replication(node, buckets, config.peers(), config.raftPortOffset());
         replication.bootstrapWith(seedCommand());
         shards.forEach(shard -> shard.replicate(replication, metrics));
