@@ -192,6 +192,11 @@ public final class RaftNode implements AutoCloseable
         return config.nodeId();
     }
 
+    public RaftNodeConfig config()
+    {
+        return config;
+    }
+
     /** Whether this node is the leader and has committed an entry of its term (ready to serve). */
     public boolean isLeader()
     {
@@ -213,6 +218,61 @@ public final class RaftNode implements AutoCloseable
         {
             throw new UncheckedIOException(e);
         }
+    }
+
+    /**
+     * When this leader last heard from a majority of its group, itself included ({@link System#nanoTime()}
+     * terms, from each follower's latest reply; millisecond precision, rounded down), or
+     * {@link Long#MIN_VALUE} when it does not lead or is not a member of the configuration in force
+     * (a leader that removed itself). While a configuration change is under way both the old and
+     * the new members must have answered. This is what a leader lease is measured from.
+     */
+    public long majorityContactNanos()
+    {
+        final org.apache.ratis.server.RaftServer.Division division;
+        try
+        {
+            division = server.getDivision(group.getGroupId());
+        }
+        catch (final IOException e)
+        {
+            return Long.MIN_VALUE;
+        }
+        final DivisionInfo info = division.getInfo();
+        if (!info.isLeader())
+        {
+            return Long.MIN_VALUE;
+        }
+        final org.apache.ratis.proto.RaftProtos.RoleInfoProto role = info.getRoleInfoProto();
+        if (!role.hasLeaderInfo())
+        {
+            return Long.MIN_VALUE;
+        }
+        final long now = System.nanoTime();
+        final Map<String, Long> heardAt = new java.util.HashMap<>();
+        for (final org.apache.ratis.proto.RaftProtos.ServerRpcProto follower : role.getLeaderInfo().getFollowerInfoList())
+        {
+            heardAt.put(follower.getId().getId().toStringUtf8(),
+                now - TimeUnit.MILLISECONDS.toNanos(follower.getLastRpcElapsedTimeMs() + 1));
+        }
+        heardAt.put(selfId.toString(), now);
+        final org.apache.ratis.server.RaftConfiguration conf = division.getRaftConf();
+        if (conf.getCurrentPeers().stream().noneMatch(peer -> peer.getId().equals(selfId)))
+        {
+            return Long.MIN_VALUE;
+        }
+        final long current = majorityHeardAt(conf.getCurrentPeers(), heardAt);
+        final java.util.Collection<RaftPeer> previous = conf.getPreviousPeers();
+        return previous.isEmpty() ? current : Math.min(current, majorityHeardAt(previous, heardAt));
+    }
+
+    /** The latest time by which a majority of {@code members} had been heard from. */
+    private static long majorityHeardAt(final java.util.Collection<RaftPeer> members, final Map<String, Long> heardAt)
+    {
+        final long[] times = members.stream().mapToLong(peer -> heardAt.getOrDefault(peer.getId().toString(), Long.MIN_VALUE))
+            .sorted().toArray();
+        // Sorted ascending: the majority-th most recent is at index size - majority.
+        return times.length == 0 ? Long.MIN_VALUE : times[times.length - (times.length / 2 + 1)];
     }
 
     /** Whether Ratis holds this node as leader of its group now (ready or not). */

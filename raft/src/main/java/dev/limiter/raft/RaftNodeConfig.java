@@ -17,6 +17,11 @@ public final class RaftNodeConfig
     public static final long DEFAULT_SNAPSHOT_EVERY_ENTRIES = 10_000;
     /** A leader that hears from no majority for this long steps down (Ratis' default is 10 s). */
     public static final long DEFAULT_LEADER_STEP_DOWN_MILLIS = 1000;
+    /**
+     * Largest round trip between members the leader lease allows for: a follower resets its
+     * election timer when a heartbeat arrives, which may be this much before its reply does.
+     */
+    public static final long MAX_ROUND_TRIP_MILLIS = 25;
     private static final Pattern ID = Pattern.compile("[A-Za-z0-9_-]{1,32}");
     /** Connections the Raft port serves at once (peers need a few each); more are closed. */
     public static final int DEFAULT_MAX_CONNECTIONS = 64;
@@ -50,8 +55,8 @@ public final class RaftNodeConfig
         require(peers.containsKey(nodeId), "the peers must include this node (" + nodeId + "), were " + peers.keySet());
         peers.keySet().forEach(id -> require(ID.matcher(id).matches(), "peer id must match [A-Za-z0-9_-]{1,32}, was " + id));
         require(storageDir != null, "a storage directory is required");
-        require(!electionTimeoutMin.isNegative() && electionTimeoutMin.compareTo(electionTimeoutMax) < 0,
-            "election timeout min must be positive and below max, were " + electionTimeoutMin + " and " + electionTimeoutMax);
+        require(electionTimeoutMin.toMillis() > 2 * MAX_ROUND_TRIP_MILLIS && electionTimeoutMin.compareTo(electionTimeoutMax) < 0,
+            "election timeout min must be above " + 2 * MAX_ROUND_TRIP_MILLIS + " ms and below max, were " + electionTimeoutMin + " and " + electionTimeoutMax);
         require(snapshotEveryEntries >= 1, "snapshot interval must be at least 1 entry, was " + snapshotEveryEntries);
         require(logSegmentBytes >= 1024, "log segment size must be at least 1 KiB, was " + logSegmentBytes);
         require(tlsCert == null || tlsKey != null && tlsCa != null,
@@ -204,6 +209,17 @@ public final class RaftNodeConfig
     {
         this.joining = joining;
         return this;
+    }
+
+    /**
+     * How long after last hearing from a majority a leader may still act alone: no other member can
+     * have been elected before then (followers wait at least the minimum election timeout after the
+     * leader's last heartbeat, which reached them at most {@value #MAX_ROUND_TRIP_MILLIS} ms before
+     * their reply came back).
+     */
+    public long leaseMillis()
+    {
+        return electionTimeoutMin.toMillis() - MAX_ROUND_TRIP_MILLIS;
     }
 
     public long leaderStepDownMillis()

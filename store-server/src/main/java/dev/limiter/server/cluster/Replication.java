@@ -48,11 +48,16 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, AutoClos
     private volatile boolean leader;
     private volatile long readyTerm = -1;
     private volatile long leaderChanges;
+    /** Until when (System.nanoTime) this leader may act alone: its lease, renewed from followers' replies. */
+    private volatile long leaseUntilNanos = System.nanoTime();
+    private final long leaseNanos;
+    private volatile boolean leaseLapsed;
 
     public Replication(final RaftNode node, final ReplicatedBuckets buckets, final Map<String, InetSocketAddress> dataAddresses,
         final int raftPortOffset)
     {
         this.raftPortOffset = raftPortOffset;
+        this.leaseNanos = TimeUnit.MILLISECONDS.toNanos(node.config().leaseMillis());
         this.node = node;
         this.buckets = buckets;
         this.dataAddresses = dataAddresses;
@@ -117,6 +122,13 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, AutoClos
             readyTerm = -1;
             syncSentAt = 0;
         }
+        final boolean holds = leaseHolds(System.nanoTime());
+        if (!holds && !leaseLapsed)
+        {
+            LOG.warn("{}: no majority answered within {} ms (or this node left the group): not deciding", node.nodeId(),
+                TimeUnit.NANOSECONDS.toMillis(leaseNanos));
+        }
+        leaseLapsed = !holds;
         // Re-sent also while the seed has not applied: a leader decides only with policies in place.
         if ((readyTerm != electedTerm || !buckets.policies().bootstrapped()) &&
             System.nanoTime() - syncSentAt > TimeUnit.MILLISECONDS.toNanos(500))
@@ -225,11 +237,46 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, AutoClos
         }
     }
 
-    /** Whether this node may decide now. A volatile read: cheap enough for every frame. */
+    /**
+     * Whether this node may decide now: it leads, its tables were synced for this term, and its
+     * lease holds (a majority answered it within the lease, and it is still a member). A few
+     * volatile reads and a clock read: cheap enough for every frame; only an expired lease asks
+     * Ratis again.
+     */
     public boolean canDecide()
     {
         final long ready = readyTerm;
-        return leader && ready >= 0 && ready == electedTerm && buckets.policies().bootstrapped();
+        return leader && ready >= 0 && ready == electedTerm && buckets.policies().bootstrapped() && leaseHolds(System.nanoTime());
+    }
+
+    private boolean leaseHolds(final long now)
+    {
+        return now - leaseUntilNanos < 0 || renewLease(now);
+    }
+
+    /**
+     * Renews the lease from when a majority last answered: a leader cut off from its followers, or
+     * removed from the group, stops deciding within the lease ({@link dev.limiter.raft.RaftNodeConfig#leaseMillis()}),
+     * before any other member can have been elected, instead of when Ratis steps it down.
+     */
+    private boolean renewLease(final long now)
+    {
+        final long contact;
+        try
+        {
+            contact = node.majorityContactNanos();
+        }
+        catch (final RuntimeException stopping)
+        {
+            return false;
+        }
+        if (contact == Long.MIN_VALUE)
+        {
+            return false;
+        }
+        final long until = contact + leaseNanos;
+        leaseUntilNanos = until;
+        return now - until < 0;
     }
 
     /** Cluster time to decide at (leader only). */

@@ -1,0 +1,143 @@
+package dev.limiter.server;
+
+import dev.limiter.protocol.BlockingRequest;
+import dev.limiter.protocol.MessageType;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A cluster of node processes on loopback, for drills that kill or freeze whole JVMs. Close it to
+ * stop (and, if frozen, resume) every process it started.
+ */
+final class ProcessCluster implements AutoCloseable
+{
+    private final Path dir;
+    private final Map<String, Process> processes = new LinkedHashMap<>();
+    private final Map<String, Integer> ports = new LinkedHashMap<>();
+
+    /** Starts {@code size} members n1..nN, one shard each, no admin port, policies of {@link TestNode}. */
+    ProcessCluster(final Path dir, final int size) throws IOException
+    {
+        this.dir = dir;
+        final int[] free = ClusterPorts.free(size, 100);
+        final StringBuilder peers = new StringBuilder();
+        for (int i = 1; i <= size; i++)
+        {
+            ports.put("n" + i, free[i - 1]);
+            peers.append(i > 1 ? "," : "").append("n").append(i).append("=127.0.0.1:").append(free[i - 1]);
+        }
+        final Path policies = dir.resolve("policies.json");
+        Files.writeString(policies, TestNode.POLICIES);
+        final String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+        for (final String id : ports.keySet())
+        {
+            final Path data = dir.resolve(id);
+            Files.createDirectories(data);
+            final List<String> command = new ArrayList<>(List.of(java, "--add-exports=java.base/jdk.internal.misc=ALL-UNNAMED",
+                "-Xmx256m", "-cp", System.getProperty("java.class.path"), "dev.limiter.server.ServerMain",
+                "--node-id", id, "--peers", peers.toString(), "--admin-port", "-1", "--data-dir", data.toString(),
+                "--policies", policies.toString(), "--shards", "1", "--io-threads", "1"));
+            processes.put(id, new ProcessBuilder(command).redirectErrorStream(true)
+                .redirectOutput(data.resolve("node.log").toFile()).start());
+        }
+    }
+
+    Map<String, Integer> ports()
+    {
+        return ports;
+    }
+
+    int port(final String id)
+    {
+        return ports.get(id);
+    }
+
+    /** The node's role from a STATUS request, or null when it does not answer within a second. */
+    String role(final String id)
+    {
+        try
+        {
+            final String json = BlockingRequest.send("127.0.0.1:" + ports.get(id), MessageType.STATUS, new byte[0], 1000).text();
+            final int at = json.indexOf("\"role\":\"");
+            return at < 0 ? null : json.substring(at + 8, json.indexOf('"', at + 8));
+        }
+        catch (final IOException e)
+        {
+            return null;
+        }
+    }
+
+    /** The member that leads and decides, other than {@code except}; waits up to 60 s. */
+    String awaitLeader(final String except) throws InterruptedException
+    {
+        final long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        while (System.nanoTime() < end)
+        {
+            for (final String id : ports.keySet())
+            {
+                if (!id.equals(except) && "LEADER".equals(role(id)))
+                {
+                    return id;
+                }
+            }
+            Thread.sleep(50);
+        }
+        throw new AssertionError("no leader within 60 s; see " + dir + "/n*/node.log");
+    }
+
+    /** SIGKILL. */
+    void kill(final String id) throws InterruptedException
+    {
+        processes.get(id).destroyForcibly();
+        processes.get(id).waitFor(10, TimeUnit.SECONDS);
+    }
+
+    /** SIGSTOP: the process keeps its connections open and answers nothing, as behind a partition. */
+    void freeze(final String id) throws IOException, InterruptedException
+    {
+        signal(id, "-STOP");
+    }
+
+    /** SIGCONT. */
+    void thaw(final String id) throws IOException, InterruptedException
+    {
+        signal(id, "-CONT");
+    }
+
+    private void signal(final String id, final String signal) throws IOException, InterruptedException
+    {
+        final Process kill = new ProcessBuilder("kill", signal, Long.toString(processes.get(id).pid())).inheritIO().start();
+        if (kill.waitFor() != 0)
+        {
+            throw new IOException("kill " + signal + " " + id + " failed");
+        }
+    }
+
+    @Override
+    public void close() throws InterruptedException
+    {
+        for (final String id : processes.keySet())
+        {
+            try
+            {
+                thaw(id); // a frozen process cannot die of SIGKILL's cleanup otherwise on some systems
+            }
+            catch (final IOException alreadyGone)
+            {
+                // fine
+            }
+            processes.get(id).destroyForcibly();
+        }
+        for (final Process process : processes.values())
+        {
+            process.waitFor(10, TimeUnit.SECONDS);
+        }
+    }
+}
