@@ -64,7 +64,7 @@ final class AdminClient
     private final int timeoutMs;
 
     private AdminClient(final List<String> addresses, final String token, final String tokenSource, final String actor,
-                        final int timeoutMs)
+                        final int timeoutMs, final javax.net.ssl.SSLContext tls)
     {
         this.addresses = addresses;
         this.token = token;
@@ -72,7 +72,12 @@ final class AdminClient
         this.actor = actor;
         this.timeoutMs = timeoutMs;
         // Admin traffic stays inside the cluster's network: never through a proxy, never redirected.
-        this.http = HttpClient.newBuilder()
+        final HttpClient.Builder builder = HttpClient.newBuilder();
+        if (tls != null)
+        {
+            builder.sslContext(tls);
+        }
+        this.http = builder
             .version(HttpClient.Version.HTTP_1_1)
             .connectTimeout(Duration.ofMillis(timeoutMs))
             .proxy(HttpClient.Builder.NO_PROXY)
@@ -138,6 +143,16 @@ final class AdminClient
         @Option(names = "--json", description = "Print the API's answer as one JSON document instead of text.")
         boolean json;
 
+        @Option(names = "--tls-ca", paramLabel = "FILE",
+            description = "Talk HTTPS to the admin ports and trust only these CAs (PEM); implied by https:// addresses.")
+        java.nio.file.Path tlsCa;
+
+        @Option(names = "--tls-cert", paramLabel = "FILE", description = "Client certificate (PEM) for nodes that require mutual TLS; needs --tls-key.")
+        java.nio.file.Path tlsCert;
+
+        @Option(names = "--tls-key", paramLabel = "FILE", description = "The client certificate's PKCS#8 PEM private key.")
+        java.nio.file.Path tlsKey;
+
         /** Checks the options and finds the token; nothing is sent yet. */
         AdminClient connect(final Io io) throws Failure
         {
@@ -149,17 +164,30 @@ final class AdminClient
             {
                 throw usage("--actor is empty: name who makes the change (the audit log records it)");
             }
+            final boolean https = tlsCa != null || tlsCert != null || admin.stream().anyMatch(a -> a.strip().startsWith("https://"));
             final List<String> bases = new ArrayList<>();
             for (final String address : admin)
             {
-                bases.add(base(address));
+                bases.add(base(address, https));
+            }
+            javax.net.ssl.SSLContext tls = null;
+            if (https)
+            {
+                try
+                {
+                    tls = dev.limiter.protocol.Pem.context(tlsCert, tlsKey, tlsCa);
+                }
+                catch (final IllegalArgumentException e)
+                {
+                    throw usage(e.getMessage());
+                }
             }
             if (bases.isEmpty())
             {
                 throw usage("--admin is empty: give the admin HTTP address of at least one node, e.g. 127.0.0.1:7481");
             }
             final Token found = resolveToken(token, io.env(), io.workDir());
-            return new AdminClient(List.copyOf(bases), found.value(), found.source(), actor.strip(), timeoutMs);
+            return new AdminClient(List.copyOf(bases), found.value(), found.source(), actor.strip(), timeoutMs, tls);
         }
     }
 
@@ -234,18 +262,24 @@ final class AdminClient
         }
     }
 
-    private static String base(final String address) throws Failure
+    private static String base(final String address, final boolean https) throws Failure
     {
         // "http://host:port/" as copied from a browser works too.
         final String trimmed = address.strip();
-        final String hostPort = (trimmed.startsWith("http://") ? trimmed.substring("http://".length()) : trimmed).replaceAll("/+$", "");
+        if (https && trimmed.startsWith("http://"))
+        {
+            throw usage("--admin '" + address + "' says http:// but TLS is on (--tls-ca, --tls-cert or an https:// address): use https://");
+        }
+        final String scheme = https ? "https://" : "http://";
+        final String hostPort = (trimmed.startsWith("http://") || trimmed.startsWith("https://") ?
+            trimmed.substring(trimmed.indexOf("//") + 2) : trimmed).replaceAll("/+$", "");
         try
         {
             final URI uri = new URI("http://" + hostPort);
             if (uri.getHost() != null && uri.getPort() > 0 && uri.getRawPath().isEmpty() && uri.getRawQuery() == null &&
                 uri.getRawUserInfo() == null)
             {
-                return "http://" + hostPort;
+                return scheme + hostPort;
             }
         }
         catch (final URISyntaxException e)
@@ -294,7 +328,7 @@ final class AdminClient
         boolean notLeader = false;
         for (final String base : addresses)
         {
-            final String address = base.substring("http://".length());
+            final String address = base.substring(base.indexOf("//") + 2);
             final HttpRequest request;
             try
             {

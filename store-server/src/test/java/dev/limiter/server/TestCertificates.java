@@ -30,14 +30,14 @@ import java.util.concurrent.atomic.AtomicLong;
 /**
  * Certificates for TLS tests, made by the test itself: a CA, and certificates it signs for
  * 127.0.0.1 / localhost (nodes and clients alike), written as the PEM files a node and a client
- * are configured with.
+ * are configured with. Public for the benchmarks' tests (store-server's test jar).
  */
-final class TestCertificates
+public final class TestCertificates
 {
     private static final AtomicLong SERIALS = new AtomicLong(System.nanoTime());
 
     /** A certificate and its key as files: what --tls-cert / --tls-key name. */
-    record Issued(Path certificate, Path key)
+    public record Issued(Path certificate, Path key)
     {
     }
 
@@ -47,7 +47,7 @@ final class TestCertificates
     private final Path dir;
 
     /** A new CA named {@code name}; its files go under {@code dir}. */
-    TestCertificates(final Path dir, final String name)
+    public TestCertificates(final Path dir, final String name)
     {
         this.dir = dir;
         this.name = name;
@@ -70,13 +70,13 @@ final class TestCertificates
     }
 
     /** The CA bundle file (what --tls-ca names). */
-    Path ca()
+    public Path ca()
     {
         return dir.resolve(name + "-ca.pem");
     }
 
     /** A certificate for 127.0.0.1 and localhost, signed by this CA, usable by a server and a client. */
-    Issued issue(final String commonName)
+    public Issued issue(final String commonName)
     {
         try
         {

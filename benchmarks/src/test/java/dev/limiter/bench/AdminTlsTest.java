@@ -1,0 +1,63 @@
+package dev.limiter.bench;
+
+import dev.limiter.server.ServerConfig;
+import dev.limiter.server.StoreServer;
+import dev.limiter.server.TestCertificates;
+import dev.limiter.server.TlsClientAuth;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.Map;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** The admin commands over HTTPS, against a real node with TLS (and mutual TLS) on its admin port. */
+@Timeout(60)
+class AdminTlsTest
+{
+    private static final String TOKEN = "admin-tls-test-token-0123456789";
+
+    @TempDir
+    Path dir;
+
+    private PolicyCommandTest.Result policy(final String... args)
+    {
+        final ByteArrayOutputStream out = new ByteArrayOutputStream();
+        final ByteArrayOutputStream err = new ByteArrayOutputStream();
+        final int status = PolicyCommand.run(args, new PrintStream(out, true, StandardCharsets.UTF_8),
+            new PrintStream(err, true, StandardCharsets.UTF_8), Map.of(AdminClient.TOKEN_ENVIRONMENT, TOKEN), dir);
+        return new PolicyCommandTest.Result(status, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
+    }
+
+    @Test
+    void policyCommandsTalkHttpsWithTheGivenCaAndClientCertificate() throws Exception
+    {
+        final TestCertificates pki = new TestCertificates(dir.resolve("pki"), "limiter");
+        final TestCertificates.Issued node = pki.issue("node");
+        final TestCertificates.Issued operator = pki.issue("operator");
+        try (StoreServer server = new StoreServer(new ServerConfig().host("127.0.0.1").port(0).adminPort(0).shards(1).ioThreads(1)
+            .policiesFile(Path.of("..", "config", "policies.json")).dataDir(dir.resolve("data")).adminToken(TOKEN)
+            .tlsCert(node.certificate()).tlsKey(node.key()).tlsCa(pki.ca()).tlsClientAuth(TlsClientAuth.REQUIRE)).start())
+        {
+            final String admin = "127.0.0.1:" + server.adminPort();
+            final PolicyCommandTest.Result list = policy("list", "--admin", admin, "--tls-ca", pki.ca().toString(),
+                "--tls-cert", operator.certificate().toString(), "--tls-key", operator.key().toString());
+            assertEquals(0, list.status(), list.toString());
+            assertTrue(list.out().contains("orders"), list.out());
+
+            final PolicyCommandTest.Result noClientCertificate = policy("list", "--admin", "https://" + admin, "--tls-ca", pki.ca().toString());
+            PolicyCommandTest.assertOneLineFailure(noClientCertificate, "limiter policy: no admin endpoint answered");
+            final PolicyCommandTest.Result mixed = policy("list", "--admin", "http://" + admin, "--tls-ca", pki.ca().toString());
+            PolicyCommandTest.assertOneLineFailure(mixed, "limiter policy: --admin 'http://" + admin + "' says http:// but TLS is on");
+            assertEquals(2, mixed.status());
+            final PolicyCommandTest.Result halfAPair = policy("list", "--admin", admin, "--tls-cert", operator.certificate().toString());
+            PolicyCommandTest.assertOneLineFailure(halfAPair, "limiter policy: a certificate needs its private key");
+        }
+    }
+}
