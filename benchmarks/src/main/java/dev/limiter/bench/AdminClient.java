@@ -143,15 +143,9 @@ final class AdminClient
         @Option(names = "--json", description = "Print the API's answer as one JSON document instead of text.")
         boolean json;
 
-        @Option(names = "--tls-ca", paramLabel = "FILE",
-            description = "Talk HTTPS to the admin ports and trust only these CAs (PEM); implied by https:// addresses.")
-        java.nio.file.Path tlsCa;
-
-        @Option(names = "--tls-cert", paramLabel = "FILE", description = "Client certificate (PEM) for nodes that require mutual TLS; needs --tls-key.")
-        java.nio.file.Path tlsCert;
-
-        @Option(names = "--tls-key", paramLabel = "FILE", description = "The client certificate's PKCS#8 PEM private key.")
-        java.nio.file.Path tlsKey;
+        /** HTTPS to the admin ports (also implied by https:// addresses). */
+        @picocli.CommandLine.Mixin
+        TlsOptions tls = new TlsOptions();
 
         /** Checks the options and finds the token; nothing is sent yet. */
         AdminClient connect(final Io io) throws Failure
@@ -164,30 +158,19 @@ final class AdminClient
             {
                 throw usage("--actor is empty: name who makes the change (the audit log records it)");
             }
-            final boolean https = tlsCa != null || tlsCert != null || admin.stream().anyMatch(a -> a.strip().startsWith("https://"));
+            final boolean https = tls.requested() || admin.stream().anyMatch(a -> a.strip().startsWith("https://"));
             final List<String> bases = new ArrayList<>();
             for (final String address : admin)
             {
                 bases.add(base(address, https));
             }
-            javax.net.ssl.SSLContext tls = null;
-            if (https)
-            {
-                try
-                {
-                    tls = dev.limiter.protocol.Pem.context(tlsCert, tlsKey, tlsCa);
-                }
-                catch (final IllegalArgumentException e)
-                {
-                    throw usage(e.getMessage());
-                }
-            }
+            final javax.net.ssl.SSLContext context = https ? tls.context() : null;
             if (bases.isEmpty())
             {
                 throw usage("--admin is empty: give the admin HTTP address of at least one node, e.g. 127.0.0.1:7481");
             }
             final Token found = resolveToken(token, io.env(), io.workDir());
-            return new AdminClient(List.copyOf(bases), found.value(), found.source(), actor.strip(), timeoutMs, tls);
+            return new AdminClient(List.copyOf(bases), found.value(), found.source(), actor.strip(), timeoutMs, context);
         }
     }
 

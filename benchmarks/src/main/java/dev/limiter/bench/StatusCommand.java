@@ -24,7 +24,8 @@ import java.util.regex.Pattern;
         "Asks a node (and through it every member it knows) how the cluster stands: members, role per",
         "shard, leader, term, applied index and lag behind the most advanced member.",
         "--json prints one JSON object: {\"members\":[{\"id\":..,\"address\":..,\"role\":..,\"shards\":[..],...}]}.",
-        "Exit status: 0 when every member answered, 1 otherwise."},
+        "With TLS on the data ports: --tls-ca (and --tls-cert/--tls-key under mutual TLS).",
+        "Exit status: 0 when every member answered, 1 otherwise, 2 for bad options."},
     sortOptions = false)
 public final class StatusCommand implements Callable<Integer>
 {
@@ -37,11 +38,25 @@ public final class StatusCommand implements Callable<Integer>
     @Option(names = "--timeout-ms", description = "Per-node timeout (default: ${DEFAULT-VALUE}).")
     int timeoutMs = 2000;
 
+    @CommandLine.Mixin
+    TlsOptions tls = new TlsOptions();
+
+    private javax.net.ssl.SSLContext context;
+
     private static final Pattern MEMBER = Pattern.compile("\\{\"id\":\"([^\"]*)\",\"address\":\"([^\"]*)\"}");
 
     @Override
     public Integer call()
     {
+        try
+        {
+            context = tls.requested() ? tls.context() : null;
+        }
+        catch (final AdminClient.Failure e)
+        {
+            System.err.println("limiter status: " + e.getMessage());
+            return e.exitStatus;
+        }
         final Set<String> addresses = new LinkedHashSet<>(servers);
         for (final String server : servers)
         {
@@ -118,7 +133,7 @@ public final class StatusCommand implements Callable<Integer>
     {
         try
         {
-            final BlockingRequest.Answer answer = BlockingRequest.send(hostPort, MessageType.STATUS, new byte[0], timeoutMs);
+            final BlockingRequest.Answer answer = BlockingRequest.send(hostPort, MessageType.STATUS, new byte[0], timeoutMs, context);
             return answer.type() == MessageType.STATUS_RESULT ? answer.text() : "unexpected answer " + MessageType.name(answer.type());
         }
         catch (final IOException | IllegalArgumentException e)

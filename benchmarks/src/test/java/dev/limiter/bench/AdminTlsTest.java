@@ -58,6 +58,23 @@ class AdminTlsTest
             assertEquals(2, mixed.status());
             final PolicyCommandTest.Result halfAPair = policy("list", "--admin", admin, "--tls-cert", operator.certificate().toString());
             PolicyCommandTest.assertOneLineFailure(halfAPair, "limiter policy: a certificate needs its private key");
+
+            // ./limiter status asks the data port, over TLS too.
+            final PrintStream original = System.out;
+            final ByteArrayOutputStream captured = new ByteArrayOutputStream();
+            System.setOut(new PrintStream(captured, true, StandardCharsets.UTF_8));
+            final int status;
+            try
+            {
+                status = new picocli.CommandLine(new StatusCommand()).execute("--server", "127.0.0.1:" + server.port(), "--json",
+                    "--tls-ca", pki.ca().toString(), "--tls-cert", operator.certificate().toString(), "--tls-key", operator.key().toString());
+            }
+            finally
+            {
+                System.setOut(original);
+            }
+            assertEquals(0, status, captured.toString(StandardCharsets.UTF_8));
+            assertTrue(captured.toString(StandardCharsets.UTF_8).contains("\"role\":\"LEADER\""), captured.toString(StandardCharsets.UTF_8));
         }
     }
 }

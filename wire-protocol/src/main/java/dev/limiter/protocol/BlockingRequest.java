@@ -52,6 +52,16 @@ public final class BlockingRequest
      */
     public static Answer send(final String hostPort, final int type, final byte[] body, final int timeoutMillis) throws IOException
     {
+        return send(hostPort, type, body, timeoutMillis, null);
+    }
+
+    /**
+     * As {@link #send(String, int, byte[], int)}, over TLS when {@code tls} is not null (the node's
+     * certificate must name the host it is reached by).
+     */
+    public static Answer send(final String hostPort, final int type, final byte[] body, final int timeoutMillis,
+        final javax.net.ssl.SSLContext tls) throws IOException
+    {
         final int colon = hostPort.lastIndexOf(':');
         if (colon <= 0 || colon == hostPort.length() - 1)
         {
@@ -66,10 +76,27 @@ public final class BlockingRequest
         {
             throw new IllegalArgumentException("'" + hostPort + "' has a port that is not a number");
         }
-        try (Socket socket = new Socket())
+        final String host = hostPort.substring(0, colon);
+        try (Socket plain = new Socket())
         {
-            socket.connect(new InetSocketAddress(hostPort.substring(0, colon), port), timeoutMillis);
+            plain.connect(new InetSocketAddress(host, port), timeoutMillis);
+            return exchange(tls == null ? plain : tls.getSocketFactory().createSocket(plain, host, port, true), hostPort, type, body,
+                timeoutMillis);
+        }
+    }
+
+    private static Answer exchange(final Socket socket, final String hostPort, final int type, final byte[] body,
+        final int timeoutMillis) throws IOException
+    {
+        try (socket)
+        {
             socket.setSoTimeout(timeoutMillis);
+            if (socket instanceof javax.net.ssl.SSLSocket secure)
+            {
+                final javax.net.ssl.SSLParameters parameters = secure.getSSLParameters();
+                parameters.setEndpointIdentificationAlgorithm("HTTPS");
+                secure.setSSLParameters(parameters);
+            }
             socket.getOutputStream().write(ByteBuffer.allocate(Frame.HEADER_LENGTH + body.length)
                 .putInt(Frame.MIN_LENGTH_FIELD + body.length).put((byte)Frame.VERSION).put((byte)type).putShort((short)0)
                 .putLong(1).put(body).array());

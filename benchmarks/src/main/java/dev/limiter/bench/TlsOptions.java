@@ -1,0 +1,44 @@
+package dev.limiter.bench;
+
+import dev.limiter.protocol.Pem;
+import picocli.CommandLine.Option;
+
+import java.nio.file.Path;
+import javax.net.ssl.SSLContext;
+
+/** The TLS options every command that talks to a node takes (a picocli mixin). */
+final class TlsOptions
+{
+    @Option(names = "--tls-ca", paramLabel = "FILE",
+        description = "Talk TLS to the nodes and trust only these CAs (PEM bundle).")
+    Path ca;
+
+    @Option(names = "--tls-cert", paramLabel = "FILE", description = "Client certificate (PEM) for nodes that require mutual TLS; needs --tls-key.")
+    Path cert;
+
+    @Option(names = "--tls-key", paramLabel = "FILE", description = "The client certificate's private key (PKCS#8 PEM, BEGIN PRIVATE KEY).")
+    Path key;
+
+    /** Whether any TLS option was given. */
+    boolean requested()
+    {
+        return ca != null || cert != null || key != null;
+    }
+
+    /**
+     * The TLS context the options describe (the JDK's default trust when no CA was given).
+     *
+     * @throws AdminClient.Failure a usage failure naming what is wrong with the files
+     */
+    SSLContext context() throws AdminClient.Failure
+    {
+        try
+        {
+            return Pem.context(cert, key, ca);
+        }
+        catch (final IllegalArgumentException e)
+        {
+            throw AdminClient.usage(e.getMessage());
+        }
+    }
+}
