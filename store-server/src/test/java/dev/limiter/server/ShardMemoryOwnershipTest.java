@@ -79,8 +79,8 @@ class ShardMemoryOwnershipTest
                 }
             }, "status-poller");
             poller.start();
-            // 150k distinct tenants over two shards: each table doubles from 16k slots to 128k.
-            final int tenants = 150_000;
+            // 60k distinct tenants over two shards: each table doubles twice, from 16k slots to 64k.
+            final int tenants = 60_000;
             for (int from = 0; from < tenants; from += 10_000)
             {
                 final List<CompletableFuture<dev.limiter.client.Decision>> calls = new ArrayList<>();
