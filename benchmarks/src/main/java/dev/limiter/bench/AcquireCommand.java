@@ -25,6 +25,9 @@ import java.util.concurrent.Callable;
     sortOptions = false)
 public final class AcquireCommand implements Callable<Integer>
 {
+    @picocli.CommandLine.Mixin
+    TlsOptions tls = new TlsOptions();
+
     @Option(names = "--server", split = ",", paramLabel = "HOST:PORT", description = "Store node(s) (default: 127.0.0.1:7400).")
     List<String> servers = List.of("127.0.0.1:7400");
 
@@ -65,8 +68,8 @@ public final class AcquireCommand implements Callable<Integer>
             {
                 throw new IllegalArgumentException("--cost must be at least 1, was " + cost);
             }
-            builder = LimiterClient.builder().endpoints(servers.toArray(new String[0]))
-                .deadline(Duration.ofMillis(deadlineMs)).connections(1);
+            builder = tls.applyTo(LimiterClient.builder().endpoints(servers.toArray(new String[0]))
+                .deadline(Duration.ofMillis(deadlineMs)).connections(1));
         }
         catch (final IllegalArgumentException e)
         {

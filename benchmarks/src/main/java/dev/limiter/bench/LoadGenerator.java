@@ -42,6 +42,9 @@ import java.util.concurrent.locks.LockSupport;
     sortOptions = false)
 public final class LoadGenerator implements Callable<Integer>
 {
+    @picocli.CommandLine.Mixin
+    TlsOptions tls = new TlsOptions();
+
     @Option(names = "--server", split = ",", paramLabel = "HOST:PORT", description = "Store node(s) (default: 127.0.0.1:7400).")
     List<String> servers = List.of("127.0.0.1:7400");
 
@@ -115,8 +118,8 @@ public final class LoadGenerator implements Callable<Integer>
         final LimiterClient client;
         try
         {
-            client = LimiterClient.builder().endpoints(servers.toArray(new String[0])).connections(connections)
-                .ioThreads(ioThreads).maxBatch(maxBatch).deadline(Duration.ofMillis(deadlineMs)).build();
+            client = tls.applyTo(LimiterClient.builder().endpoints(servers.toArray(new String[0])).connections(connections)
+                .ioThreads(ioThreads).maxBatch(maxBatch).deadline(Duration.ofMillis(deadlineMs))).build();
         }
         catch (final IllegalArgumentException e)
         {

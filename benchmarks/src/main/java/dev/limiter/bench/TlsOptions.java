@@ -19,6 +19,24 @@ final class TlsOptions
     @Option(names = "--tls-key", paramLabel = "FILE", description = "The client certificate's private key (PKCS#8 PEM, BEGIN PRIVATE KEY).")
     Path key;
 
+    /** Sets these options on an SDK client being built (nothing when none was given). */
+    dev.limiter.client.LimiterClient.Builder applyTo(final dev.limiter.client.LimiterClient.Builder builder)
+    {
+        if (ca != null)
+        {
+            builder.tls(ca);
+        }
+        if (cert != null || key != null)
+        {
+            if (cert == null || key == null)
+            {
+                throw new IllegalArgumentException("--tls-cert and --tls-key go together: the certificate and its private key");
+            }
+            builder.tlsClientCertificate(cert, key);
+        }
+        return builder;
+    }
+
     /** Whether any TLS option was given. */
     boolean requested()
     {

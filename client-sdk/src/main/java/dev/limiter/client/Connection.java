@@ -65,6 +65,14 @@ final class Connection
     private final PolicyCache policies;
     private final long policyRefreshNanos;
     private io.netty.util.concurrent.ScheduledFuture<?> policyRefresh;
+    private io.netty.util.concurrent.ScheduledFuture<?> keepAlive;
+    /** Frames written so far (event loop only): the keep-alive pings only a connection that wrote none lately. */
+    private long framesWritten;
+    private long framesWrittenAtLastKeepAlive;
+    /** TLS to the node, or null for plain TCP. */
+    private final io.netty.handler.ssl.SslContext tls;
+    /** A connection that wrote nothing for this long sends a PING (a node closes silent connections). */
+    private final long keepAliveNanos;
     private long nextCorrelationId = 1;
     private int reconnectAttempt;
     private volatile Channel channel;
@@ -155,8 +163,11 @@ final class Connection
 
     Connection(final InetSocketAddress address, final EventLoop loop, final int maxBatch, final int maxFrameBytes,
         final long connectTimeoutMillis, final Class<? extends Channel> channelType, final Rerouter rerouter,
-        final PolicyCache policies, final long policyRefreshNanos, final String instanceId)
+        final PolicyCache policies, final long policyRefreshNanos, final String instanceId, final io.netty.handler.ssl.SslContext tls,
+        final long keepAliveNanos)
     {
+        this.tls = tls;
+        this.keepAliveNanos = keepAliveNanos;
         this.instanceId = instanceId.getBytes(StandardCharsets.UTF_8);
         if (this.instanceId.length < 1 || this.instanceId.length > 255)
         {
@@ -232,6 +243,10 @@ final class Connection
                 @Override
                 protected void initChannel(final Channel ch)
                 {
+                    if (tls != null)
+                    {
+                        ch.pipeline().addLast(tlsHandler(ch));
+                    }
                     ch.pipeline()
                         .addLast(new LengthFieldBasedFrameDecoder(MAX_RESPONSE_FRAME_BYTES, 0, Frame.LENGTH_FIELD_LENGTH, 0, 0, true))
                         .addLast(new Handler());
@@ -254,6 +269,10 @@ final class Connection
                 {
                     subscribePolicies(channel);
                 }
+                if (keepAlive == null)
+                {
+                    keepAlive = loop.scheduleWithFixedDelay(this::keepAlive, keepAliveNanos, keepAliveNanos, TimeUnit.NANOSECONDS);
+                }
                 else if (!queue.isEmpty())
                 {
                     drainQueue();
@@ -267,6 +286,39 @@ final class Connection
             connectWaiters.forEach(Runnable::run);
             connectWaiters.clear();
         });
+    }
+
+    /** The node's certificate must be trusted and must name the address this connection was given. */
+    private io.netty.handler.ssl.SslHandler tlsHandler(final Channel ch)
+    {
+        final io.netty.handler.ssl.SslHandler handler = tls.newHandler(ch.alloc(), address.getHostString(), address.getPort());
+        final javax.net.ssl.SSLParameters parameters = handler.engine().getSSLParameters();
+        parameters.setEndpointIdentificationAlgorithm("HTTPS");
+        handler.engine().setSSLParameters(parameters);
+        handler.handshakeFuture().addListener(done ->
+        {
+            if (!done.isSuccess())
+            {
+                lastError = "TLS handshake with " + hostPort() + " failed: " + done.cause().getMessage();
+                LOG.warn("TLS handshake with {} failed: {}", hostPort(), done.cause().toString());
+            }
+        });
+        return handler;
+    }
+
+    /** Every {@link #keepAliveNanos}: a PING if nothing was written since the last look. Event loop. */
+    private void keepAlive()
+    {
+        final Channel ch = channel;
+        if (ch == null || !active || closed)
+        {
+            return;
+        }
+        if (framesWritten == framesWrittenAtLastKeepAlive)
+        {
+            ping(System.nanoTime() + keepAliveNanos).exceptionally(ignored -> null); // its answer is not awaited
+        }
+        framesWrittenAtLastKeepAlive = framesWritten;
     }
 
     /**
@@ -289,6 +341,7 @@ final class Connection
         }
         Frame.finish(request, start);
         ch.writeAndFlush(request, ch.voidPromise());
+        framesWritten++;
         if (policyRefresh == null)
         {
             policyRefresh = loop.scheduleWithFixedDelay(() ->
@@ -365,6 +418,7 @@ final class Connection
             }
             Frame.finish(buf, start);
             ch.writeAndFlush(buf, ch.voidPromise());
+            framesWritten++;
         });
         return result;
     }
@@ -429,6 +483,7 @@ final class Connection
             inFlight.put(correlationId, frame);
             frame.timeout = loop.schedule(frame, earliestDeadline - now, TimeUnit.NANOSECONDS);
             ch.write(buf, ch.voidPromise());
+            framesWritten++;
             wrote = true;
         }
         if (wrote)
@@ -532,6 +587,10 @@ final class Connection
             if (policyRefresh != null)
             {
                 policyRefresh.cancel(false);
+            }
+            if (keepAlive != null)
+            {
+                keepAlive.cancel(false);
             }
             final Channel ch = channel;
             active = false;

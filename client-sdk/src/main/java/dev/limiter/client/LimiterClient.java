@@ -166,9 +166,12 @@ public final class LimiterClient implements AutoCloseable
 
     /** Default time a policy set stays usable without a node confirming it. */
     public static final Duration DEFAULT_POLICY_TTL = Duration.ofMinutes(5);
+    /** A connection that sent nothing for this long pings its node (nodes close connections silent for 120 s by default). */
+    public static final Duration DEFAULT_KEEP_ALIVE = Duration.ofSeconds(30);
 
     private LimiterClient(final Builder builder)
     {
+        final io.netty.handler.ssl.SslContext tls = builder.tlsContext(); // first: bad TLS files fail before any thread starts
         this.policies = new PolicyCache(builder.policyTtl, System::nanoTime);
         this.local = builder.followPolicies && builder.localFallback ?
             new LocalFallback(policies, System::nanoTime, builder.circuitProbe.toNanos(), builder.outageListener, this::fleetInstances) : null;
@@ -196,7 +199,8 @@ public final class LimiterClient implements AutoCloseable
             {
                 list.add(new Connection(endpoint, group.next(), builder.maxBatch, builder.maxFrameBytes, builder.connectTimeout.toMillis(),
                     epoll ? EpollSocketChannel.class : NioSocketChannel.class, this::reroute,
-                    builder.followPolicies ? policies : null, Math.max(1, builder.policyTtl.toNanos() / 3), instanceId));
+                    builder.followPolicies ? policies : null, Math.max(1, builder.policyTtl.toNanos() / 3), instanceId, tls,
+                    builder.keepAlive.toNanos()));
             }
         }
         this.connections = list.toArray(new Connection[0]);
@@ -745,6 +749,67 @@ public final class LimiterClient implements AutoCloseable
         private OutageListener outageListener;
         private boolean fastLocalRejection;
         private Duration recoveryRamp = Duration.ofSeconds(2);
+        private javax.net.ssl.SSLContext tls;
+        private Duration keepAlive = DEFAULT_KEEP_ALIVE;
+        private java.nio.file.Path tlsCa;
+        private java.nio.file.Path tlsCertificate;
+        private java.nio.file.Path tlsKey;
+
+        /**
+         * A connection that sent nothing for this long sends a PING (default 30 s), so that a
+         * node's idle timeout ({@code --idle-timeout-ms}, 120 s by default) never closes a
+         * connection a quiet service still needs. Keep it well under the nodes' idle timeout.
+         */
+        public Builder keepAlive(final Duration interval)
+        {
+            if (interval.isNegative() || interval.isZero())
+            {
+                throw new IllegalArgumentException("keep-alive interval must be positive, was " + interval);
+            }
+            this.keepAlive = interval;
+            return this;
+        }
+
+        /**
+         * TLS to the nodes, trusting only the CAs in this PEM bundle. Each node's certificate must
+         * name the address it is given to {@link #endpoints} (an IP SAN for an IP address). Off by
+         * default.
+         */
+        public Builder tls(final java.nio.file.Path caBundle)
+        {
+            this.tlsCa = java.util.Objects.requireNonNull(caBundle, "caBundle");
+            return this;
+        }
+
+        /**
+         * Mutual TLS: present this certificate (PEM chain) and its private key (unencrypted PKCS#8
+         * PEM) to nodes started with {@code --tls-client-auth require}. Turns TLS on (with the JDK's
+         * default trust unless {@link #tls(java.nio.file.Path)} names the CAs).
+         */
+        public Builder tlsClientCertificate(final java.nio.file.Path certificate, final java.nio.file.Path key)
+        {
+            this.tlsCertificate = java.util.Objects.requireNonNull(certificate, "certificate");
+            this.tlsKey = java.util.Objects.requireNonNull(key, "key");
+            return this;
+        }
+
+        /** TLS with a context of your own (its trust and key material as it says); replaces the file-based settings. */
+        public Builder tls(final javax.net.ssl.SSLContext context)
+        {
+            this.tls = java.util.Objects.requireNonNull(context, "context");
+            return this;
+        }
+
+        /** The TLS context the settings describe, or null for plain TCP. */
+        io.netty.handler.ssl.SslContext tlsContext()
+        {
+            if (tls == null && tlsCa == null && tlsCertificate == null)
+            {
+                return null;
+            }
+            final javax.net.ssl.SSLContext context = tls != null ? tls : dev.limiter.protocol.Pem.context(tlsCertificate, tlsKey, tlsCa);
+            return new io.netty.handler.ssl.JdkSslContext(context, true, io.netty.handler.ssl.ClientAuth.NONE);
+        }
 
         /**
          * Store nodes as {@code host:port} (comma-separated lists are accepted).
@@ -955,6 +1020,9 @@ public final class LimiterClient implements AutoCloseable
             return this;
         }
 
+        /**
+         * @throws IllegalArgumentException for missing endpoints or unreadable TLS files (the message says which)
+         */
         public LimiterClient build()
         {
             if (endpoints.isEmpty())

@@ -139,6 +139,22 @@ class ConnectionHygieneTest
     }
 
     @Test
+    void anSdkThatSaysNothingKeepsItsConnectionWithKeepAlivePings() throws Exception
+    {
+        try (StoreServer server = start(100, 64);
+             dev.limiter.client.LimiterClient client = dev.limiter.client.LimiterClient.builder().endpoints("127.0.0.1:" + server.port())
+                 .connections(1).followPolicies(false).keepAlive(java.time.Duration.ofMillis(150)).build())
+        {
+            assertTrue(client.acquireBlocking(dev.limiter.client.Descriptor.of("acme", "/v1/orders/1"), 1).allowed());
+            Thread.sleep(2000); // over three of the node's 600 ms idle timeouts, with no call
+            assertFalse(counted(server, "data", "idle"), "the node closed the SDK's connection as idle");
+            assertTrue(server.metrics().scrape().contains("limiter_connections_opened_total 1.0"), "one connection, never reopened");
+            final dev.limiter.client.Decision after = client.acquireBlocking(dev.limiter.client.Descriptor.of("acme", "/v1/orders/1"), 1);
+            assertFalse(after.degraded(), "the first call after the quiet time was a node's decision");
+        }
+    }
+
+    @Test
     void aClientThatDoesNotReadItsAnswersIsNotReadFrom() throws Exception
     {
         try (StoreServer server = start(100, 64))

@@ -81,6 +81,40 @@ class TlsTest
     }
 
     @Test
+    void theSdkDecidesOverTlsAndMutualTlsAndRefusesANodeItDoesNotTrust() throws Exception
+    {
+        final TestCertificates pki = new TestCertificates(dir.resolve("pki"), "limiter-test");
+        final TestCertificates.Issued node = pki.issue("node");
+        final TestCertificates.Issued service = pki.issue("orders-service");
+        final TestCertificates stranger = new TestCertificates(dir.resolve("other"), "someone-else");
+        try (StoreServer server = new StoreServer(TestNode.config(dir, 0, 1).tlsCert(node.certificate()).tlsKey(node.key())
+            .tlsCa(pki.ca()).tlsClientAuth(TlsClientAuth.REQUIRE), new ManualClock(SECOND)).start())
+        {
+            final String endpoint = "127.0.0.1:" + server.port();
+            try (dev.limiter.client.LimiterClient client = dev.limiter.client.LimiterClient.builder().endpoints(endpoint)
+                .tls(pki.ca()).tlsClientCertificate(service.certificate(), service.key()).deadline(java.time.Duration.ofSeconds(5)).build())
+            {
+                final dev.limiter.client.Decision decision = client.acquireBlocking(dev.limiter.client.Descriptor.of("acme", "/v1/orders/1"), 1);
+                assertTrue(decision.allowed() && !decision.degraded(), "a node decided over mutual TLS: " + decision);
+            }
+            // No client certificate, or no trust in the node's CA: no node answers, and the SDK says why.
+            for (final dev.limiter.client.LimiterClient.Builder builder : java.util.List.of(
+                dev.limiter.client.LimiterClient.builder().endpoints(endpoint).tls(pki.ca()),
+                dev.limiter.client.LimiterClient.builder().endpoints(endpoint).tls(stranger.ca())
+                    .tlsClientCertificate(service.certificate(), service.key())))
+            {
+                try (dev.limiter.client.LimiterClient client = builder.deadline(java.time.Duration.ofMillis(500)).localFallback(false).build())
+                {
+                    assertThrows(dev.limiter.client.LimiterException.class,
+                        () -> client.acquireBlocking(dev.limiter.client.Descriptor.of("acme", "/v1/orders/1"), 1));
+                }
+            }
+        }
+        assertThrows(IllegalArgumentException.class, () -> dev.limiter.client.LimiterClient.builder().endpoints("127.0.0.1:1")
+            .tls(dir.resolve("missing-ca.pem")).build(), "a CA file that does not exist fails the build, naming it");
+    }
+
+    @Test
     void badTlsSettingsAreRefusedAtStartWithWhatToFix() throws Exception
     {
         final TestCertificates pki = new TestCertificates(dir.resolve("pki"), "limiter-test");
