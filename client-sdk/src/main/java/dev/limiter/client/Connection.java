@@ -46,6 +46,8 @@ final class Connection
     private static final long MIN_BACKOFF_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
     private static final long MAX_BACKOFF_NANOS = TimeUnit.SECONDS.toNanos(2);
     private static final int MAX_RESPONSE_FRAME_BYTES = 16 << 20;
+    /** How often a frame past its earliest deadline looks whether its calls are settled yet. */
+    private static final long SETTLE_CHECK_NANOS = TimeUnit.MILLISECONDS.toNanos(5);
 
     private final InetSocketAddress address;
     private final EventLoop loop;
@@ -66,6 +68,14 @@ final class Connection
     private final long policyRefreshNanos;
     private io.netty.util.concurrent.ScheduledFuture<?> policyRefresh;
     private io.netty.util.concurrent.ScheduledFuture<?> keepAlive;
+    private io.netty.util.concurrent.ScheduledFuture<?> heartbeat;
+    /**
+     * When this connection's I/O thread last came round to its tasks (every millisecond or so
+     * while it is free): it has read whatever had arrived before then. The deadline timer waits
+     * for it before taking a missing answer for the store's.
+     */
+    private volatile long loopRanNanos = System.nanoTime();
+    static final long HEARTBEAT_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
     /** Frames written so far (event loop only): the keep-alive pings only a connection that wrote none lately. */
     private long framesWritten;
     private long framesWrittenAtLastKeepAlive;
@@ -101,40 +111,26 @@ final class Connection
             this.ping = ping;
         }
 
-        /** Deadline check: fail the calls whose deadline passed, wait again for the rest. */
+        /**
+         * Housekeeping only: the SDK's deadline timer ends calls at their deadlines (whatever this
+         * thread is doing); this drops the frame once every call in it is settled.
+         */
         @Override
         public void run()
         {
-            final long now = System.nanoTime();
-            long nextWait = Long.MAX_VALUE;
-            for (final PendingCall call : calls)
-            {
-                if (call.isDone())
-                {
-                    continue;
-                }
-                final long wait = call.deadlineNanos - now;
-                if (wait <= 0)
-                {
-                    call.completeExceptionally(timeout(call));
-                }
-                else
-                {
-                    nextWait = Math.min(nextWait, wait);
-                }
-            }
             if (ping != null && !ping.isDone())
             {
                 ping.completeExceptionally(new LimiterTimeoutException("no PONG from " + address));
             }
-            if (nextWait == Long.MAX_VALUE)
+            for (final PendingCall call : calls)
             {
-                inFlight.remove(correlationId);
+                if (!call.isDone())
+                {
+                    timeout = loop.schedule(this, SETTLE_CHECK_NANOS, TimeUnit.NANOSECONDS);
+                    return;
+                }
             }
-            else
-            {
-                timeout = loop.schedule(this, nextWait, TimeUnit.NANOSECONDS);
-            }
+            inFlight.remove(correlationId);
         }
 
         void fail(final Throwable cause)
@@ -182,6 +178,12 @@ final class Connection
         this.loop = loop;
         this.maxBatch = maxBatch;
         this.connectTimeoutMillis = connectTimeoutMillis;
+    }
+
+    /** When this connection's I/O thread last ran its tasks (having read what had arrived by then). */
+    long loopRanNanos()
+    {
+        return loopRanNanos;
     }
 
     InetSocketAddress address()
@@ -268,6 +270,11 @@ final class Connection
                 else if (policies != null)
                 {
                     subscribePolicies(channel);
+                }
+                if (heartbeat == null)
+                {
+                    heartbeat = loop.scheduleAtFixedRate(() -> loopRanNanos = System.nanoTime(), HEARTBEAT_NANOS, HEARTBEAT_NANOS,
+                        TimeUnit.NANOSECONDS);
                 }
                 if (keepAlive == null)
                 {
@@ -369,6 +376,7 @@ final class Connection
     /** Queues a call from any thread; the event loop batches and sends it. */
     void submit(final PendingCall call)
     {
+        call.connection = this;
         queue.offer(call);
         if (drainScheduled.compareAndSet(false, true))
         {
@@ -453,11 +461,9 @@ final class Connection
                 {
                     break; // this call starts the next frame: the node would refuse a larger one
                 }
-                if (call.deadlineNanos - now <= 0)
-                {
-                    call.completeExceptionally(timeout(call));
-                }
-                else if (!call.isDone())
+                // A call past its deadline but not yet ended is still sent: the deadline timer ends
+                // it, and after a pause of this process it waits a little for the answer.
+                if (!call.isDone())
                 {
                     AcquireCodec.appendEntry(buf, call.cost, call.descriptor.encoded());
                     batch[count++] = call;
@@ -591,6 +597,10 @@ final class Connection
             if (keepAlive != null)
             {
                 keepAlive.cancel(false);
+            }
+            if (heartbeat != null)
+            {
+                heartbeat.cancel(false);
             }
             final Channel ch = channel;
             active = false;

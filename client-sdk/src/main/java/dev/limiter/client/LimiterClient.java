@@ -48,12 +48,23 @@ public final class LimiterClient implements AutoCloseable
      */
     public static final Duration DEFAULT_DEADLINE = Duration.ofMillis(20);
     public static final int DEFAULT_CONNECTIONS_PER_ENDPOINT = 2;
-    /** How long past its deadline a blocking call waits for the I/O thread before failing the call itself. */
-    public static final long BLOCKING_SLACK_MILLIS = 2;
+    /** How long past its deadline a blocking call waits for the SDK's deadline timer before looking whether it is stuck. */
+    public static final long BLOCKING_SLACK_MILLIS = 45;
+    /** The deadline timer counts as stuck when it has not gone round for this long (and the caller has). */
+    private static final long TIMER_STUCK_NANOS = TimeUnit.MILLISECONDS.toNanos(20);
     public static final int DEFAULT_MAX_BATCH = 256;
     public static final Duration DEFAULT_CONNECT_TIMEOUT = Duration.ofSeconds(1);
+    /** How long {@link Builder#build()} waits, at most, for a connection and the policy set. */
+    public static final Duration DEFAULT_STARTUP_TIMEOUT = Duration.ofSeconds(2);
 
     private final EventLoopGroup group;
+    /**
+     * Delivers what the SDK decides itself (local decisions, deadline expiries), so that callers
+     * chaining calls from callbacks never crowd the I/O threads that read the nodes' answers.
+     */
+    private final java.util.concurrent.ExecutorService callbacks;
+    /** Ends every call by its deadline, whatever the I/O threads are doing. */
+    private final DeadlineTimer deadlines;
     private final boolean epoll;
     private final Connection[] connections;
     private final long deadlineNanos;
@@ -87,9 +98,11 @@ public final class LimiterClient implements AutoCloseable
     private static final String CLIENT_NAME = java.lang.management.ManagementFactory.getRuntimeMXBean().getName();
     private static final AtomicInteger CLIENTS_IN_PROCESS = new AtomicInteger();
     /** This client as nodes count SDK instances (process, and which client in it: each has its own local budgets). */
-    private final String instanceId = CLIENT_NAME + "#" + CLIENTS_IN_PROCESS.incrementAndGet();
+    private final int clientNumber = CLIENTS_IN_PROCESS.incrementAndGet();
+    private final String instanceId = CLIENT_NAME + "#" + clientNumber;
     private final java.util.concurrent.atomic.LongAdder degradedNanos = new java.util.concurrent.atomic.LongAdder();
     private final java.util.concurrent.atomic.LongAdder lateDeadlines = new java.util.concurrent.atomic.LongAdder();
+    private final java.util.concurrent.atomic.LongAdder pausedTimeouts = new java.util.concurrent.atomic.LongAdder();
 
     private final PendingCall.Fallback callFallback = new PendingCall.Fallback()
     {
@@ -99,6 +112,13 @@ public final class LimiterClient implements AutoCloseable
             if (local == null || closed)
             {
                 return null;
+            }
+            if (call.lateHere)
+            {
+                // Out of time on this side (a pause of this process, a late I/O thread): the store may well
+                // have answered in time. Decide this call here, but do not count it against the store.
+                pausedTimeouts.increment();
+                return local.decide(call.descriptor, call.cost, failure.getMessage());
             }
             final int failures = consecutiveFailures.incrementAndGet();
             if (failures == 1)
@@ -189,6 +209,8 @@ public final class LimiterClient implements AutoCloseable
                 snapshot.policies().toByteArray())));
         }
         this.deadlineNanos = builder.deadline.toNanos();
+        this.callbacks = java.util.concurrent.Executors.newSingleThreadExecutor(new DefaultThreadFactory("limiter-callbacks-" + clientNumber, true));
+        this.deadlines = new DeadlineTimer("limiter-deadlines-" + clientNumber, this::expire, callbacks);
         this.epoll = builder.preferEpoll && Transport.epollAvailable();
         this.group = new MultiThreadIoEventLoopGroup(builder.ioThreads,
             new DefaultThreadFactory("limiter-client", true), epoll ? EpollIoHandler.newFactory() : NioIoHandler.newFactory());
@@ -209,14 +231,41 @@ public final class LimiterClient implements AutoCloseable
         {
             connection.connect(attempted::countDown);
         }
+        awaitReady(attempted, builder.followPolicies, builder.startupTimeout);
+    }
+
+    /**
+     * Ready at start: waits (at most {@code timeout}) for the first attempt of every connection,
+     * then for one to be open and, when following policies, for the policy set; then round-trips
+     * a PING on each open connection, so that the first real calls find the code paths loaded and
+     * the connections warm. A cluster that is down at start costs the whole wait, once.
+     */
+    private void awaitReady(final CountDownLatch attempted, final boolean needPolicies, final Duration timeout)
+    {
+        final long end = System.nanoTime() + timeout.toNanos();
         try
         {
-            // Wait for the first attempt of each connection, so calls right after build() find them open.
-            attempted.await(builder.connectTimeout.toMillis() + 100, TimeUnit.MILLISECONDS);
+            attempted.await(timeout.toNanos(), TimeUnit.NANOSECONDS);
+            while (System.nanoTime() - end < 0 && (pick() == null || needPolicies && policies.current().isEmpty()))
+            {
+                Thread.sleep(2);
+            }
+            final CompletableFuture<Void> warm = pick() == null ? CompletableFuture.completedFuture(null) : pingAll(end);
+            warm.get(Math.max(0, end - System.nanoTime()), TimeUnit.NANOSECONDS);
         }
         catch (final InterruptedException e)
         {
             Thread.currentThread().interrupt();
+        }
+        catch (final ExecutionException | TimeoutException notReady)
+        {
+            LOG.warn("limiter client not ready within {} (no node answered a PING): calls decide locally or fail until one does",
+                timeout);
+        }
+        if (pick() == null)
+        {
+            LOG.warn("limiter client: no node of {} reachable within {}; calls decide locally (from a stored policy set) or fail " +
+                "until one is", endpoints(), timeout);
         }
     }
 
@@ -346,7 +395,7 @@ public final class LimiterClient implements AutoCloseable
         final Decided result = new Decided(decision);
         try
         {
-            group.next().execute(() -> result.complete(decision));
+            callbacks.execute(() -> result.complete(decision));
         }
         catch (final java.util.concurrent.RejectedExecutionException closing)
         {
@@ -466,6 +515,7 @@ public final class LimiterClient implements AutoCloseable
             call.completeExceptionally(new LimiterUnavailableException("limiter client closed"));
             return call;
         }
+        deadlines.add(call);
         final Connection connection = pick();
         if (connection == null)
         {
@@ -473,7 +523,7 @@ public final class LimiterClient implements AutoCloseable
                 endpoints() + " (reconnecting; last error: " + connections[0].lastError() + ")");
             // On an SDK thread: the fallback may turn it into a decision, and a caller that issues
             // its next call from the callback must not recurse on its own stack.
-            group.next().execute(() -> call.completeExceptionally(failure));
+            callbacks.execute(() -> call.completeExceptionally(failure));
             return call;
         }
         connection.submit(call);
@@ -482,9 +532,11 @@ public final class LimiterClient implements AutoCloseable
 
     /**
      * Blocking form of {@link #acquire(Descriptor, int)}. It returns by the call's deadline plus
-     * about {@value #BLOCKING_SLACK_MILLIS} ms even when the SDK's I/O thread is late to fail the call
-     * (busy, or descheduled): then the call fails on the caller's thread and, as at the deadline, the
-     * SDK decides it locally (GC pauses of the caller's own JVM aside).
+     * about a millisecond: the SDK's deadline timer ends the call then, whatever its I/O threads
+     * are doing, and decides it locally when the policy says how. After a pause of this process
+     * (a GC) a call due during it gets a few more milliseconds for an answer that arrived meanwhile
+     * to be read. Should even the timer be stuck, the call fails on the caller's thread
+     * {@value #BLOCKING_SLACK_MILLIS} ms past the deadline.
      *
      * @throws LimiterException when no decision arrives within the deadline or no node is reachable,
      *                          and the SDK cannot decide locally
@@ -497,17 +549,30 @@ public final class LimiterClient implements AutoCloseable
             return decided.decision; // the SDK decided already; only its delivery to async callers waits
         }
         final PendingCall call = (PendingCall)future;
+        call.blocking = true;
         try
         {
-            try
+            // The deadline timer ends the call: at its deadline, or a little later after a pause of
+            // this process (answers that arrived meanwhile get read first). The caller ends it itself
+            // only if the timer has stopped going round (it should never).
+            long wait = Math.max(0, call.deadlineNanos - System.nanoTime()) + TimeUnit.MILLISECONDS.toNanos(BLOCKING_SLACK_MILLIS);
+            while (true)
             {
-                final long wait = Math.max(0, call.deadlineNanos - System.nanoTime()) + TimeUnit.MILLISECONDS.toNanos(BLOCKING_SLACK_MILLIS);
-                return future.get(wait, TimeUnit.NANOSECONDS);
-            }
-            catch (final TimeoutException late)
-            {
+                try
+                {
+                    return future.get(wait, TimeUnit.NANOSECONDS);
+                }
+                catch (final TimeoutException late)
+                {
+                    if (System.nanoTime() - deadlines.lastTurnNanos() < TIMER_STUCK_NANOS)
+                    {
+                        wait = TIMER_STUCK_NANOS; // the timer is alive: it will end the call
+                        continue;
+                    }
+                }
                 lateDeadlines.increment();
-                call.completeExceptionally(new LimiterTimeoutException("no answer within the call's deadline (the SDK's I/O thread was late)"));
+                call.lateHere = true; // this side was late (its timer did not run): not the store's failure
+                call.completeExceptionally(new LimiterTimeoutException("no answer within the call's deadline (the SDK's deadline timer was late)"));
                 return future.get();
             }
         }
@@ -541,21 +606,51 @@ public final class LimiterClient implements AutoCloseable
         return most;
     }
 
-    /** Blocking calls the caller's thread failed at their deadline because the SDK's I/O thread had not yet. */
+    /** Blocking calls the caller's thread failed past their deadline because the SDK's deadline timer had not yet. */
     public long lateDeadlines()
     {
         return lateDeadlines.sum();
     }
 
+    /** Pauses of this process (a GC, a stopped or starved process) the SDK's deadline timer noticed. */
+    public long pausesNoticed()
+    {
+        return deadlines.pauses();
+    }
+
+    /**
+     * Calls that expired because this process was paused (a GC, a stopped process) while they
+     * waited: decided locally, but not counted against the store.
+     */
+    public long pausedTimeouts()
+    {
+        return pausedTimeouts.sum();
+    }
+
+    /** The deadline timer: the call is past its deadline (and any grace after a pause) with no answer. */
+    private void expire(final PendingCall call)
+    {
+        if (!call.isDone())
+        {
+            call.completeExceptionally(new LimiterTimeoutException("no answer within the call's deadline" +
+                (call.lateHere ? " (this process was paused meanwhile)" : "")));
+        }
+    }
+
     /** Round-trips a PING on every open connection; completes when all answered. */
     public CompletableFuture<Void> ping()
+    {
+        return pingAll(System.nanoTime() + deadlineNanos);
+    }
+
+    private CompletableFuture<Void> pingAll(final long deadline)
     {
         final List<CompletableFuture<Void>> pings = new ArrayList<>();
         for (final Connection connection : connections)
         {
             if (connection.isActive())
             {
-                pings.add(connection.ping(System.nanoTime() + deadlineNanos));
+                pings.add(connection.ping(deadline));
             }
         }
         if (pings.isEmpty())
@@ -716,6 +811,8 @@ public final class LimiterClient implements AutoCloseable
             connection.close();
         }
         group.shutdownGracefully(0, 1, TimeUnit.SECONDS).syncUninterruptibly();
+        deadlines.close();
+        callbacks.shutdown();
         if (policyStore != null)
         {
             try
@@ -738,6 +835,7 @@ public final class LimiterClient implements AutoCloseable
         private int maxBatch = DEFAULT_MAX_BATCH;
         private int ioThreads = 1;
         private Duration connectTimeout = DEFAULT_CONNECT_TIMEOUT;
+        private Duration startupTimeout = DEFAULT_STARTUP_TIMEOUT;
         private boolean preferEpoll = true;
         private int maxFrameBytes = dev.limiter.protocol.Frame.DEFAULT_MAX_FRAME_BYTES;
         private boolean followPolicies = true;
@@ -910,6 +1008,23 @@ public final class LimiterClient implements AutoCloseable
         }
 
         /** TCP connect timeout per attempt (default 1 s); build() waits at most this long. */
+        /**
+         * How long {@link #build()} waits, at most, until a connection is open, the policy set is
+         * held (when following policies) and a PING went round (default 2 s), so that the first
+         * calls are answered by nodes rather than failed or decided locally. With the cluster
+         * down, build() returns after this long and calls decide locally (from a stored policy set)
+         * or fail until a node answers; 0 returns at once.
+         */
+        public Builder startupTimeout(final Duration timeout)
+        {
+            if (timeout.isNegative())
+            {
+                throw new IllegalArgumentException("startup timeout must not be negative, was " + timeout);
+            }
+            this.startupTimeout = timeout;
+            return this;
+        }
+
         public Builder connectTimeout(final Duration connectTimeout)
         {
             this.connectTimeout = connectTimeout;

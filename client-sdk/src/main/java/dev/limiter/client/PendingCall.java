@@ -24,6 +24,54 @@ final class PendingCall extends CompletableFuture<Decision>
     private final Fallback fallback;
     /** This call is the half-open circuit's probe (set before it is sent). */
     boolean probe;
+    /**
+     * The call ran out of time on this side, not the store's: it was due during a pause of this
+     * process, or its deadline passed before the SDK even sent it. Decided locally like any
+     * timeout, but not counted against the store.
+     */
+    volatile boolean lateHere;
+    /** The deadline timer's incoming queue (many producers, one consumer). */
+    private volatile PendingCall nextDue;
+    /** A caller waits for this call in acquireBlocking: no callback is chained on it (its waiter does not count). */
+    volatile boolean blocking;
+    /** The connection the call was last handed to (its I/O thread is the one that would read the answer). */
+    volatile Connection connection;
+    /** The deadline timer's wheel slot list (its thread only). */
+    PendingCall nextInSlot;
+    private static final java.lang.invoke.VarHandle NEXT_DUE;
+
+    static
+    {
+        try
+        {
+            NEXT_DUE = java.lang.invoke.MethodHandles.lookup().findVarHandle(PendingCall.class, "nextDue", PendingCall.class);
+        }
+        catch (final ReflectiveOperationException e)
+        {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
+    /** A placeholder the deadline timer's queues start from. */
+    static PendingCall stub()
+    {
+        return new PendingCall(null, 0, 0);
+    }
+
+    void linkNextDue(final PendingCall next)
+    {
+        NEXT_DUE.setRelease(this, next);
+    }
+
+    PendingCall nextDue()
+    {
+        return (PendingCall)NEXT_DUE.getAcquire(this);
+    }
+
+    void clearNextDue()
+    {
+        NEXT_DUE.setOpaque(this, (PendingCall)null);
+    }
     /** 1 once an answer or a failure was taken: the I/O thread and a blocking caller may race at the deadline. */
     private volatile int settled;
     private static final java.util.concurrent.atomic.AtomicIntegerFieldUpdater<PendingCall> SETTLED =

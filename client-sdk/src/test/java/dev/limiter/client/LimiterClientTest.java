@@ -42,7 +42,7 @@ class LimiterClientTest
     }
 
     @Test
-    void aBlockingCallReturnsByItsDeadlineEvenWhileTheSdksIoThreadIsStalled() throws Exception
+    void aBlockingCallReturnsByItsDeadlineEvenWhileACallbackStallsTheSdksThreads() throws Exception
     {
         try (SilentNode silent = new SilentNode())
         {
@@ -50,7 +50,7 @@ class LimiterClientTest
                 .ioThreads(1).connections(1).deadline(Duration.ofMillis(50)).build())
             {
                 assertTrue(client.awaitConnected(Duration.ofSeconds(5)));
-                // A callback that blocks the SDK's only I/O thread for 600 ms once its call times out.
+                // A callback that blocks the SDK thread it runs on for 600 ms once its call times out.
                 final java.util.concurrent.CountDownLatch stalled = new java.util.concurrent.CountDownLatch(1);
                 client.acquire(Descriptor.of("t", "/x"), 1).whenComplete((d, f) ->
                 {
@@ -62,9 +62,10 @@ class LimiterClientTest
                 final LimiterTimeoutException e = assertThrows(LimiterTimeoutException.class,
                     () -> client.acquireBlocking(Descriptor.of("t", "/x"), 1));
                 final long tookMillis = (System.nanoTime() - start) / 1_000_000;
-                assertTrue(tookMillis < 50 + 150, "returned after " + tookMillis + " ms for a 50 ms deadline, the I/O thread stalled for 600");
-                assertTrue(e.getMessage().contains("I/O thread was late"), e.getMessage());
-                assertEquals(1, client.lateDeadlines());
+                // The deadline timer ends it (1 ms ticks); the slack covers this shared machine's scheduling.
+                assertTrue(tookMillis < 50 + 15, "returned after " + tookMillis + " ms for a 50 ms deadline, an SDK thread stalled for 600");
+                assertTrue(e.getMessage().contains("within the call's deadline"), e.getMessage());
+                assertEquals(0, client.lateDeadlines(), "the timer ended it, not the caller's own fallback");
             }
         }
     }

@@ -1,0 +1,284 @@
+package dev.limiter.client;
+
+import java.util.concurrent.Executor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReferenceArray;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * Ends every call by its deadline on a thread of its own, whatever the SDK's I/O threads are
+ * doing (busy delivering, stalled by a callback, starved): calls are registered as they are made
+ * and expired here, within about a millisecond of their deadline.
+ *
+ * <p>Registration costs one atomic exchange and no allocation: calls are linked through their own
+ * {@code nextDue} field into one of several many-to-one queues (chosen by the calling thread, so
+ * that many callers do not all contend on one), which this thread drains every tick into a wheel
+ * of one-millisecond slots that only it touches. A call answered before its slot comes round is
+ * simply dropped.
+ *
+ * <p>Pauses: this thread notices when it wakes far later than it asked (a GC pause, a stopped or
+ * starved process). The answers of calls due during such a pause may already wait, unread, in the
+ * socket: those calls get {@link #PAUSE_GRACE_NANOS} after the pause ends for an I/O thread to
+ * read them (or to send them and read the answer, when the pause came first), and a call that
+ * still expires is marked {@link PendingCall#lateHere}, so the SDK does not count it as the
+ * store's failure.
+ *
+ * <p>A call with callbacks chained on it expires on {@code expirer}, not here: completing it runs
+ * those callbacks, and nothing a caller does may hold up the deadlines of others. A call without
+ * (a blocking caller waiting for it) expires here, so no callback anywhere can delay it.
+ */
+final class DeadlineTimer implements AutoCloseable
+{
+    static final long TICK_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
+    /** This thread woke this much later than it asked: the process was paused (or starved). */
+    static final long PAUSE_NANOS = TimeUnit.MILLISECONDS.toNanos(8);
+    /**
+     * At most this long past its deadline a call waits for the I/O thread that would read its
+     * answer to come round (it may be behind: a pause, a burst of work, starvation); then it ends
+     * anyway, as this side's lateness, not the store's.
+     */
+    static final long LOOP_WAIT_NANOS = TimeUnit.MILLISECONDS.toNanos(40);
+    /** What calls due during a pause get for their answers to be read once it ends. */
+    static final long PAUSE_GRACE_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
+    private static final int SLOTS = 1024;
+    private static final int QUEUES = 8;
+
+    /** Called (on the expirer) for a call past its deadline that is not yet settled. */
+    interface Expiry
+    {
+        void expire(PendingCall call);
+    }
+
+    private final Expiry expiry;
+    private final Executor expirer;
+    private final Thread thread;
+    private final long origin = System.nanoTime();
+    /** Tails of the incoming queues (many producers each); the heads are this thread's. */
+    private final AtomicReferenceArray<PendingCall> tails = new AtomicReferenceArray<>(QUEUES);
+    private final PendingCall[] heads = new PendingCall[QUEUES];
+    /** The wheel, this thread's alone: slot lists linked through {@code nextInSlot}. */
+    private final PendingCall[] slots = new PendingCall[SLOTS];
+    private long processedTick;
+    /** When the latest pause this thread noticed ended, and began ({@link System#nanoTime()}). */
+    private volatile long pauseEndedNanos;
+    private volatile long pauseStartedNanos;
+    private volatile long pauses;
+    private volatile boolean running = true;
+    private volatile long lastTurnNanos = System.nanoTime();
+
+    DeadlineTimer(final String name, final Expiry expiry, final Executor expirer)
+    {
+        this.expiry = expiry;
+        this.expirer = expirer;
+        for (int i = 0; i < QUEUES; i++)
+        {
+            final PendingCall stub = PendingCall.stub();
+            heads[i] = stub;
+            tails.set(i, stub);
+        }
+        processedTick = tickOf(origin);
+        thread = new Thread(this::run, name);
+        thread.setDaemon(true);
+        thread.start();
+    }
+
+    /** Registers a call (any thread). */
+    void add(final PendingCall call)
+    {
+        final int queue = (int)(Thread.currentThread().getId() & (QUEUES - 1));
+        final PendingCall previous = tails.getAndSet(queue, call);
+        previous.linkNextDue(call); // the consumer waits out the moment between the exchange and this link
+    }
+
+    /** Pauses noticed so far. */
+    long pauses()
+    {
+        return pauses;
+    }
+
+    private long tickOf(final long nanos)
+    {
+        return (nanos - origin) / TICK_NANOS;
+    }
+
+    private void run()
+    {
+        long previousLoop = System.nanoTime();
+        while (running)
+        {
+            final long now = System.nanoTime();
+            // From one turn to the next takes a tick; much more means the process stood still (a GC,
+            // a stop, starvation), wherever in the turn this thread was when it happened.
+            if (now - previousLoop > TICK_NANOS + PAUSE_NANOS)
+            {
+                pauseStartedNanos = previousLoop + TICK_NANOS;
+                pauseEndedNanos = now;
+                pauses++;
+            }
+            previousLoop = now;
+            lastTurnNanos = now;
+            drainIncoming(now);
+            final long nowTick = tickOf(now);
+            while (processedTick < nowTick)
+            {
+                processedTick++;
+                expireSlot((int)(processedTick & (SLOTS - 1)), now);
+            }
+            LockSupport.parkNanos(this, TICK_NANOS);
+        }
+    }
+
+    private void drainIncoming(final long now)
+    {
+        for (int q = 0; q < QUEUES; q++)
+        {
+            PendingCall head = heads[q];
+            PendingCall next = head.nextDue();
+            while (next != null)
+            {
+                head.clearNextDue();
+                head = next;
+                schedule(head, now);
+                next = head.nextDue();
+            }
+            heads[q] = head; // the last one stays as the stub until a later one links behind it
+        }
+    }
+
+    private void schedule(final PendingCall call, final long now)
+    {
+        if (call.isDone())
+        {
+            return; // answered already: most calls never reach the wheel
+        }
+        final long expiresAt = expiresAt(call, now);
+        if (expiresAt - now <= 0 && !awaitingItsReader(call, expiresAt, now))
+        {
+            expire(call);
+            return;
+        }
+        // A call expires in the slot of its tick, or a later round of it (the slot keeps it until due).
+        final long tick = Math.max(tickOf(expiresAt), processedTick + 1);
+        final int slot = (int)(tick & (SLOTS - 1));
+        call.nextInSlot = slots[slot];
+        slots[slot] = call;
+    }
+
+    private void expireSlot(final int slot, final long now)
+    {
+        PendingCall call = slots[slot];
+        slots[slot] = null;
+        while (call != null)
+        {
+            final PendingCall next = call.nextInSlot;
+            call.nextInSlot = null;
+            if (!call.isDone())
+            {
+                final long expiresAt = expiresAt(call, now);
+                if (expiresAt - now <= 0 && !awaitingItsReader(call, expiresAt, now))
+                {
+                    expire(call);
+                }
+                else
+                {
+                    final long tick = Math.max(tickOf(expiresAt), processedTick + 1);
+                    final int to = (int)(tick & (SLOTS - 1));
+                    call.nextInSlot = slots[to];
+                    slots[to] = call;
+                }
+            }
+            call = next;
+        }
+    }
+
+    /**
+     * Whether a call past its expiry should wait a little longer: its connection's I/O thread has
+     * not come round since the expiry, so an answer that arrived in time may not be read yet. Up to
+     * {@link #LOOP_WAIT_NANOS} past the deadline; a call that still gets no answer ends then, as
+     * this side's lateness.
+     */
+    private boolean awaitingItsReader(final PendingCall call, final long expiresAt, final long now)
+    {
+        final Connection connection = call.connection;
+        if (connection == null || connection.loopRanNanos() - expiresAt >= 0)
+        {
+            return false; // the reader came round after the expiry: what arrived in time was read
+        }
+        // Wait for it, at most LOOP_WAIT_NANOS from the expiry or from the end of the latest pause.
+        final long ended = pauseEndedNanos;
+        final long from = ended != 0 && ended - expiresAt > 0 ? ended : expiresAt;
+        if (now - from < LOOP_WAIT_NANOS)
+        {
+            return true;
+        }
+        call.lateHere = true;
+        return false;
+    }
+
+    /** When this thread last went round its loop ({@link System#nanoTime()}): it is alive if that was lately. */
+    long lastTurnNanos()
+    {
+        return lastTurnNanos;
+    }
+
+    /** The deadline, or a little after it when a pause ended lately (answers may be waiting to be read). */
+    private long expiresAt(final PendingCall call, final long now)
+    {
+        final long expiry = expiryOf(call.deadlineNanos, now);
+        if (expiry != call.deadlineNanos)
+        {
+            call.lateHere = true;
+        }
+        return expiry;
+    }
+
+    /**
+     * When a call with this deadline ends: the deadline, or, for one due during a pause this thread
+     * noticed (or just after it), the end of the pause plus {@link #PAUSE_GRACE_NANOS}: judge the
+     * store by what it sent, once this process can read it. The pause itself already overran the
+     * deadline; the grace adds little to it. Any thread.
+     */
+    long expiryOf(final long deadlineNanos, final long now)
+    {
+        final long ended = pauseEndedNanos;
+        if (ended != 0 && deadlineNanos - ended < PAUSE_GRACE_NANOS && deadlineNanos - pauseStartedNanos >= -PAUSE_GRACE_NANOS &&
+            now - ended < 2 * PAUSE_GRACE_NANOS)
+        {
+            return ended + PAUSE_GRACE_NANOS;
+        }
+        return deadlineNanos;
+    }
+
+    private void expire(final PendingCall call)
+    {
+        if (call.blocking || call.getNumberOfDependents() == 0)
+        {
+            // Nobody chained on it (a blocking caller waits in get()): ending it here runs no caller code.
+            expiry.expire(call);
+            return;
+        }
+        try
+        {
+            expirer.execute(() -> expiry.expire(call));
+        }
+        catch (final java.util.concurrent.RejectedExecutionException closing)
+        {
+            expiry.expire(call);
+        }
+    }
+
+    @Override
+    public void close()
+    {
+        running = false;
+        LockSupport.unpark(thread);
+        try
+        {
+            thread.join(1000);
+        }
+        catch (final InterruptedException e)
+        {
+            Thread.currentThread().interrupt();
+        }
+    }
+}

@@ -1,0 +1,81 @@
+package dev.limiter.server;
+
+import dev.limiter.client.Decision;
+import dev.limiter.client.Descriptor;
+import dev.limiter.client.LimiterClient;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * A service in a JVM of its own that forces full collections while eight threads make blocking
+ * calls (1 ms of their own work between calls): run as a separate process by
+ * {@link SdkStartAndPauseTest}, with a one-threaded collector so that its pauses stop it alone, not
+ * the node it calls. Prints one line: {@code RESULT node=N local=N errors=N pauses=N pausedTimeouts=N circuitOpened=B}.
+ */
+public final class PausingClient
+{
+    private PausingClient()
+    {
+    }
+
+    public static void main(final String[] args) throws Exception
+    {
+        final String endpoint = args[0];
+        final long seconds = Long.parseLong(args[1]);
+        final long deadlineMillis = Long.parseLong(args[2]);
+        final LongAdder node = new LongAdder();
+        final LongAdder local = new LongAdder();
+        final LongAdder errors = new LongAdder();
+        final AtomicBoolean circuitOpened = new AtomicBoolean();
+        try (LimiterClient client = LimiterClient.builder().endpoints(endpoint).deadline(Duration.ofMillis(deadlineMillis)).build())
+        {
+            final long end = System.nanoTime() + seconds * 1_000_000_000L;
+            final List<Thread> threads = new ArrayList<>();
+            for (int t = 0; t < 8; t++)
+            {
+                final int thread = t;
+                threads.add(new Thread(() ->
+                {
+                    for (int i = 0; System.nanoTime() < end; i++)
+                    {
+                        try
+                        {
+                            final Decision d = client.acquireBlocking(Descriptor.of("tenant-" + thread + "-" + i, "/v1/orders/1"), 1);
+                            (d.degraded() ? local : node).increment();
+                        }
+                        catch (final RuntimeException e)
+                        {
+                            errors.increment();
+                        }
+                        LockSupport.parkNanos(1_000_000L);
+                    }
+                }));
+            }
+            threads.forEach(Thread::start);
+            // A live set worth collecting, then a full collection every 200 ms while the callers call.
+            final List<long[]> live = new ArrayList<>();
+            for (int i = 0; i < 400_000; i++)
+            {
+                live.add(new long[64]);
+            }
+            while (System.nanoTime() < end - 500_000_000L)
+            {
+                System.gc();
+                circuitOpened.compareAndSet(false, client.circuitOpen());
+                Thread.sleep(200);
+            }
+            for (final Thread thread : threads)
+            {
+                thread.join();
+            }
+            System.out.println("RESULT node=" + node.sum() + " local=" + local.sum() + " errors=" + errors.sum() + " pauses=" +
+                client.pausesNoticed() + " pausedTimeouts=" + client.pausedTimeouts() + " circuitOpened=" + circuitOpened.get() +
+                " live=" + live.size());
+        }
+    }
+}
