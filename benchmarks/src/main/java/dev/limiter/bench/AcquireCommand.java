@@ -19,9 +19,12 @@ import java.util.concurrent.Callable;
     mixinStandardHelpOptions = true,
     description = {
         "Asks a store node for one decision and prints it as one JSON line:",
-        "{\"allowed\":..,\"remaining\":..,\"limit\":..,\"retryAfterMs\":..,\"resetAfterMs\":..,\"policy\":..,\"version\":..,\"reason\":..}",
-        "retryAfterMs is -1 when retrying can never succeed. Exit status: 0 when a decision was made",
-        "(allowed or denied), 1 when no node answered, 2 for invalid input."},
+        "{\"allowed\":..,\"remaining\":..,\"limit\":..,\"retryAfterMs\":..,\"resetAfterMs\":..,\"policy\":..,\"version\":..,",
+        "\"reason\":..,\"decidedBy\":\"node\"|\"sdk\"}. retryAfterMs is -1 when retrying can never succeed.",
+        "When no node answers in time the SDK decides from the policy set it holds (its emergency budget,",
+        "or a refusal): that decision is printed with \"decidedBy\":\"sdk\" and a line on stderr says so.",
+        "Exit status: 0 when a node decided (allowed or denied), 1 when no node answered (whether or not",
+        "the SDK decided on its own), 2 for invalid input."},
     sortOptions = false)
 public final class AcquireCommand implements Callable<Integer>
 {
@@ -80,6 +83,12 @@ public final class AcquireCommand implements Callable<Integer>
         {
             final Decision d = client.acquireBlocking(descriptor, cost);
             System.out.println(toJson(d));
+            if (d.degraded())
+            {
+                System.err.println("limiter acquire: no node of " + servers + " answered within " + deadlineMs +
+                    " ms; the decision above is the SDK's own (" + d.reason() + "), not the cluster's");
+                return 1;
+            }
             return 0;
         }
         catch (final LimiterException e)
@@ -92,9 +101,10 @@ public final class AcquireCommand implements Callable<Integer>
     static String toJson(final Decision d)
     {
         return String.format(Locale.ROOT,
-            "{\"allowed\":%s,\"remaining\":%d,\"limit\":%d,\"retryAfterMs\":%s,\"resetAfterMs\":%s,\"policy\":\"%s\",\"version\":%d,\"reason\":\"%s\"}",
+            "{\"allowed\":%s,\"remaining\":%d,\"limit\":%d,\"retryAfterMs\":%s,\"resetAfterMs\":%s,\"policy\":\"%s\",\"version\":%d," +
+                "\"reason\":\"%s\",\"decidedBy\":\"%s\"}",
             d.allowed(), d.remaining(), d.limit(), millis(d.retryAfterNanos()), millis(d.resetAfterNanos()),
-            d.policyId(), d.policyVersion(), d.reason());
+            d.policyId(), d.policyVersion(), d.reason(), d.degraded() ? "sdk" : "node");
     }
 
     private static String millis(final long nanos)

@@ -22,16 +22,24 @@ import java.util.function.LongSupplier;
 /**
  * What the SDK decides on its own while no node answers: it matches the request against the
  * policy set it holds, exactly as a node would, and then follows the policy's failure mode. OPEN
- * grants from an emergency budget (one local bucket per policy, tenant and route; by default 10% of
- * the policy's rate and burst); CLOSED refuses with {@link ReasonCode#CLUSTER_UNAVAILABLE}. Every
+ * grants from an emergency budget (by default 10% of the policy's rate and burst) kept per policy
+ * and scope exactly as the node keeps buckets: one for a GLOBAL policy, one per tenant, per
+ * principal within its tenant, or per client IP; never per raw path, so the routes a template
+ * matches share its budget. CLOSED refuses with {@link ReasonCode#CLUSTER_UNAVAILABLE}. Every
  * such decision is flagged degraded. Without a policy set within its TTL, nothing is decided here
  * and the caller gets the failure.
+ *
+ * <p>Memory is bounded without resetting anybody's budget: at {@link #MAX_BUCKETS} buckets, full
+ * ones (as good as absent) are dropped; while none is full, new scopes of a policy share one
+ * overflow bucket of that policy's size, so the emergency budget stays a budget.
  */
 final class LocalFallback
 {
     private static final Logger LOG = LoggerFactory.getLogger(LocalFallback.class);
-    /** Local buckets kept at most; beyond that the table starts again (an outage of that many keys is rare). */
-    private static final int MAX_BUCKETS = 100_000;
+    /** Local buckets kept at most (per table: emergency budgets, recovery ramp). */
+    static final int MAX_BUCKETS = 100_000;
+    private static final long SWEEP_EVERY_NANOS = 100_000_000L;
+    private volatile long lastSweepNanos;
     private static final int DEFAULT_PERCENT = 10;
 
     private final PolicyCache policies;
@@ -70,6 +78,11 @@ final class LocalFallback
             this.rate = rate;
             this.units = empty ? 0 : rate.burstUnits();
             this.last = now;
+        }
+
+        synchronized boolean isFull(final long now)
+        {
+            return rate.refill(units, last, now) >= rate.burstUnits();
         }
 
         synchronized long[] take(final long cost, final long now)
@@ -119,18 +132,68 @@ final class LocalFallback
             page(policy, FailureMode.OPEN, "no node answered (" + why + "); policy " + policy.id() + " runs on its emergency budget");
         }
         final long now = nanoClock.getAsLong();
-        if (buckets.size() > MAX_BUCKETS)
-        {
-            buckets.clear();
-        }
-        final String key = policy.id() + '\u0000' + policy.version() + '\u0000' + descriptor.tenant() + '\u0000' + descriptor.route();
-        final LocalBucket bucket = buckets.computeIfAbsent(key, k -> new LocalBucket(emergencyRate(source, policy.rate(), fleetInstances.getAsInt()), now));
+        final LocalBucket bucket = bucket(buckets, policy, descriptor, now,
+            () -> new LocalBucket(emergencyRate(source, policy.rate(), fleetInstances.getAsInt()), now));
         final long[] taken = bucket.take(cost, now);
         final boolean allowed = taken[0] == 1;
         (allowed ? degradedAllowed : degradedDenied).incrementAndGet();
         count(policy.id(), FailureMode.OPEN, allowed);
         return new Decision(allowed, ReasonCode.LOCAL_EMERGENCY, taken[1], bucket.rate.burstTokens(), taken[2], 0, policy.id(),
             policy.version(), policy.windowSeconds(), true);
+    }
+
+    /**
+     * The bucket of this policy and scope in {@code table}: the node's bucket key, so a budget
+     * covers what the policy limits as one (all the paths of a route template, say).
+     */
+    private LocalBucket bucket(final ConcurrentHashMap<String, LocalBucket> table, final CompiledPolicy policy,
+        final Descriptor descriptor, final long now, final java.util.function.Supplier<LocalBucket> fresh)
+    {
+        final String key = scopeKey(policy, descriptor);
+        final LocalBucket existing = table.get(key);
+        if (existing != null)
+        {
+            return existing;
+        }
+        if (table.size() >= MAX_BUCKETS)
+        {
+            // As on a node, a full bucket equals an absent one: make room by dropping those (a sweep
+            // at most every 100 ms, so a table full of live budgets does not cost a scan per call).
+            final long last = lastSweepNanos;
+            if (now - last > SWEEP_EVERY_NANOS || last == 0)
+            {
+                lastSweepNanos = now;
+                table.values().removeIf(b -> b.isFull(now));
+            }
+            if (table.size() >= MAX_BUCKETS)
+            {
+                // Every budget is in use: new scopes share this policy's overflow bucket (bounded, never reset).
+                return table.computeIfAbsent(policy.id() + '\u0000' + policy.version() + "\u0000overflow", k -> fresh.get());
+            }
+        }
+        return table.computeIfAbsent(key, k -> fresh.get());
+    }
+
+    /** Policy, version and the scope part a node keys the bucket by. */
+    static String scopeKey(final CompiledPolicy policy, final Descriptor descriptor)
+    {
+        final String scope = switch (policy.scope())
+        {
+            case GLOBAL -> "";
+            case PRINCIPAL -> descriptor.tenant() + '\u0000' + descriptor.principal();
+            case CLIENT_IP -> canonicalIp(descriptor.clientIp());
+            default -> descriptor.tenant();
+        };
+        return policy.id() + '\u0000' + policy.version() + '\u0000' + scope;
+    }
+
+    /** One spelling per address (as the node's 16-byte key): ::ffff:10.0.0.1 and 10.0.0.1 are one client. */
+    private static String canonicalIp(final String ip)
+    {
+        final byte[] value = new byte[dev.limiter.protocol.IpAddresses.LENGTH];
+        final ByteBuf text = Unpooled.wrappedBuffer(ip.getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+        return dev.limiter.protocol.IpAddresses.parse(text, 0, text.readableBytes(), value, 0) ?
+            java.util.HexFormat.of().formatHex(value) : ip;
     }
 
     private void count(final String policyId, final FailureMode mode, final boolean allowed)
@@ -185,12 +248,7 @@ final class LocalFallback
         }
         final CompiledPolicy policy = match(index, descriptor);
         final long now = nanoClock.getAsLong();
-        if (rampBuckets.size() > MAX_BUCKETS)
-        {
-            rampBuckets.clear();
-        }
-        final String key = policy.id() + '\u0000' + policy.version() + '\u0000' + descriptor.tenant() + '\u0000' + descriptor.route();
-        final LocalBucket bucket = rampBuckets.computeIfAbsent(key, k -> new LocalBucket(policy.rate(), now, true));
+        final LocalBucket bucket = bucket(rampBuckets, policy, descriptor, now, () -> new LocalBucket(policy.rate(), now, true));
         final long[] taken = bucket.take(cost, now);
         if (taken[0] == 1)
         {
@@ -205,6 +263,12 @@ final class LocalFallback
     void startRamp()
     {
         rampBuckets.clear();
+    }
+
+    /** Emergency buckets held now. */
+    int bucketCount()
+    {
+        return buckets.size();
     }
 
     long rampRefusals()

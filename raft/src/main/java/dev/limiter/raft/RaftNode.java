@@ -89,7 +89,7 @@ public final class RaftNode implements AutoCloseable
         final long firstMax = config.joining() ? 86_400_001L : config.electionTimeoutMax().toMillis();
         RaftServerConfigKeys.Rpc.setFirstElectionTimeoutMin(properties, millis(firstMin));
         RaftServerConfigKeys.Rpc.setFirstElectionTimeoutMax(properties, millis(firstMax));
-        // A leader cut off from the majority steps down quickly: it must stop deciding.
+        // After a pause (or a lost majority) a member returns to elections in a second, not ten.
         RaftServerConfigKeys.LeaderElection.setLeaderStepDownWaitTime(properties, millis(config.leaderStepDownMillis()));
         RaftServerConfigKeys.Snapshot.setAutoTriggerEnabled(properties, true);
         RaftServerConfigKeys.Snapshot.setAutoTriggerThreshold(properties, config.snapshotEveryEntries());

@@ -15,7 +15,12 @@ public final class RaftNodeConfig
     public static final Duration DEFAULT_ELECTION_TIMEOUT_MAX = Duration.ofMillis(300);
     /** Entries between automatic snapshots (after which the log up to the snapshot is purged). */
     public static final long DEFAULT_SNAPSHOT_EVERY_ENTRIES = 10_000;
-    /** A leader that hears from no majority for this long steps down (Ratis' default is 10 s). */
+    /**
+     * Ratis' leader step-down wait (its default is 10 s): how long a member that stepped down for
+     * want of a majority waits before it campaigns, and the JVM pause past which a leader steps
+     * down. (Losing the majority itself is noticed after the maximum RPC timeout; deciding stops
+     * sooner, with the lease: {@link #leaseMillis()}.)
+     */
     public static final long DEFAULT_LEADER_STEP_DOWN_MILLIS = 1000;
     /**
      * Largest round trip between members the leader lease allows for: a follower resets its

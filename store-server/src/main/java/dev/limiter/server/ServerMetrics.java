@@ -190,6 +190,19 @@ public final class ServerMetrics
         }
     }
 
+    private final Counter decisionsDropped = Counter.builder("limiter.replication.decisions.dropped")
+        .description("Decisions made (FAST ones answered) that never reached the log: a failed batch or a resync dropped them")
+        .register(registry);
+
+    /** Decisions answered but never committed (dropped at a resync or in a batch that failed). */
+    void decisionsDropped(final long decisions)
+    {
+        if (decisions > 0)
+        {
+            decisionsDropped.increment(decisions);
+        }
+    }
+
     void recordCommit(final int decisions, final long nanos)
     {
         if (commitLatency != null)

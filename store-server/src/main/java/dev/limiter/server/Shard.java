@@ -82,14 +82,15 @@ final class Shard implements dev.limiter.server.cluster.Replication.DecidingShar
     }
 
     /** Cluster mode: decide only as the ready leader, record every decision for the log. */
-    void replicate(final dev.limiter.server.cluster.Replication replication, final ServerMetrics metrics)
+    void replicate(final dev.limiter.server.cluster.Replication replication, final ServerMetrics metrics,
+        final dev.limiter.server.cluster.DecisionsEntry.Rates rates)
     {
         if (loop == null)
         {
             throw new IllegalStateException("cluster mode needs shards on event loops (drop --shard-threads)");
         }
         this.replication = replication;
-        this.log = new ShardLog(id, loop, replication, metrics);
+        this.log = new ShardLog(id, loop, replication, metrics, rates);
     }
 
     /** Stopping: release every frame waiting on the log (runs on the owner loop; waits for it). */
@@ -108,11 +109,11 @@ final class Shard implements dev.limiter.server.cluster.Replication.DecidingShar
     }
 
     @Override
-    public void resyncFrom(final BucketTable committed)
+    public void resyncFrom(final BucketTable committed, final long term, final long submission)
     {
         table.copyFrom(committed);
+        log.resync(table, term, submission);
         table.publish();
-        log.dropPending();
     }
 
     /**
@@ -197,6 +198,7 @@ final class Shard implements dev.limiter.server.cluster.Replication.DecidingShar
     void process(final FrameWork work)
     {
         boolean strict = false;
+        final long appendedBefore = log == null ? 0 : log.appended();
         try
         {
             if (replication != null && !replication.canDecide())
@@ -272,9 +274,11 @@ final class Shard implements dev.limiter.server.cluster.Replication.DecidingShar
         table.publish(); // what status and metrics may read of this table, from other threads
         if (log != null)
         {
-            if (strict && !work.failed)
+            // STRICT: answer only once this frame's decisions are committed. A frame that recorded
+            // none (every stacked request refused: nothing charged, nothing logged) waits for nothing.
+            if (strict && !work.failed && log.appended() != appendedBefore)
             {
-                log.completeAfterCommit(work); // STRICT: answer only once the decisions are committed
+                log.completeAfterCommit(work);
                 log.scheduleFlush();
                 return;
             }

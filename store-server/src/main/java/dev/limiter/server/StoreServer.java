@@ -246,7 +246,7 @@ public final class StoreServer implements AutoCloseable
             .refusals(reason -> metrics.refused("raft", reason)), buckets);
         replication = new Replication(node, buckets, config.peers(), config.raftPortOffset());
         replication.bootstrapWith(seedCommand());
-        shards.forEach(shard -> shard.replicate(replication, metrics));
+        shards.forEach(shard -> shard.replicate(replication, metrics, policyState::rate));
         replication.shards(shards);
         metrics.bindReplication(replication);
         try

@@ -21,7 +21,7 @@ import java.util.concurrent.TimeUnit;
  * settable time: a store that is slow, not dead. Requests pass at once; answers keep their order
  * (a chunk is never released before the one read ahead of it, even when the delay shrinks).
  */
-final class DelayingProxy implements AutoCloseable
+public final class DelayingProxy implements AutoCloseable
 {
     private final ServerSocket listener;
     private final int targetPort;
@@ -34,20 +34,20 @@ final class DelayingProxy implements AutoCloseable
     {
     }
 
-    DelayingProxy(final int targetPort) throws IOException
+    public DelayingProxy(final int targetPort) throws IOException
     {
         this.targetPort = targetPort;
         this.listener = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
         daemon("proxy-accept", this::acceptLoop);
     }
 
-    int port()
+    public int port()
     {
         return listener.getLocalPort();
     }
 
     /** From now on, answers read from the node are passed on this many milliseconds later. */
-    void delayAnswers(final long millis)
+    public void delayAnswers(final long millis)
     {
         delayNanos = TimeUnit.MILLISECONDS.toNanos(millis);
     }

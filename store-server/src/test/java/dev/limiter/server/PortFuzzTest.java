@@ -106,7 +106,11 @@ class PortFuzzTest
                 }
             }
             final String answer = exchange(server.adminPort(), request);
-            assertTrue(answer.isEmpty() || answer.matches("(?s)HTTP/1\\.1 (4\\d\\d|503).*"), "case " + i + ": " + answer.lines().findFirst().orElse(""));
+            // An error or a closed connection; a read (GET) that happens to be valid may be answered.
+            final boolean read = new String(request, 0, Math.min(4, request.length), StandardCharsets.ISO_8859_1).equals("GET ");
+            assertTrue(answer.isEmpty() || answer.matches("(?s)HTTP/1\\.1 (4\\d\\d|503).*") || read && answer.startsWith("HTTP/1.1 200"),
+                "case " + i + ": " + new String(request, 0, Math.min(60, request.length), StandardCharsets.ISO_8859_1) + " -> " +
+                    answer.lines().findFirst().orElse(""));
         }
         assertEquals(200, AdminApiTest.call(HTTP, server.adminPort(), "GET", "/v1/policies", null, TOKEN).statusCode(), "still serving");
         assertEquals(setVersion, server.policyState().setVersion(), "no policy changed");

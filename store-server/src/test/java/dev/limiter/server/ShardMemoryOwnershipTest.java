@@ -89,6 +89,8 @@ class ShardMemoryOwnershipTest
                     calls.add(client.acquire(Descriptor.builder().tenant("t" + i).route("/v1/orders/1").build(), 1));
                 }
                 CompletableFuture.allOf(calls.toArray(CompletableFuture[]::new)).join();
+                final long local = calls.stream().filter(c -> c.join().degraded()).count();
+                assertEquals(0, local, "decisions the SDK made itself (no node answered): " + local);
             }
             stop.set(true);
             poller.join(10_000);

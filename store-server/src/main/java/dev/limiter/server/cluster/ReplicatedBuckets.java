@@ -5,8 +5,6 @@ import dev.limiter.protocol.policy.PolicyStateSnapshot;
 import dev.limiter.raft.ReplicatedStateMachine;
 import dev.limiter.server.control.PolicyState;
 import dev.limiter.server.table.BucketTable;
-import dev.limiter.server.table.Decision;
-import dev.limiter.server.table.KeyHash;
 import org.agrona.concurrent.UnsafeBuffer;
 
 import java.io.DataInputStream;
@@ -22,22 +20,17 @@ import java.nio.charset.StandardCharsets;
  * thread is their single writer). Entries:
  *
  * <pre>
- * DECISIONS: u8 1 | u16 shard | u32 count | i64 reserved (0)
- *            | count x (u16 policy | i32 cost | i64 decision time (ns) | u16 key length | key)
- * SYNC:      u8 2 | i64 term | u16 id length | id       (a new leader's marker: copy committed into its deciding tables)
+ * DECISIONS: see {@link DecisionsEntry} (its one owner)
+ * SYNC:      u8 2 | i64 term | u16 id length | id | i64 submission
+ *            (a leader's marker: copy committed into its deciding tables; submission is the marker's
+ *            place in the leader's order of submissions, so it knows which of its batches follow it)
  * POLICY:    u8 3 | PolicyCommand (protobuf)           (a control-plane change; the reply is PolicyState.Outcome)
  * </pre>
- * A key starts with its policy's ordinal and version (u16, u32): a decision is replayed with the
- * rate of the version it was made under, even when a later version was applied before it.
- *
  * Applying a decision repeats exactly what the leader did (same key, policy, cost and cluster time,
  * in the same order), so every replica's tables equal the leader's. Nothing here reads a clock.
  */
 public final class ReplicatedBuckets implements ReplicatedStateMachine
 {
-    public static final byte DECISIONS = 1;
-    /** Bytes before the first record of a DECISIONS entry. */
-    public static final int DECISIONS_HEADER = 15;
     static final byte SYNC = 2;
     public static final byte POLICY = 3;
     /** First int of a snapshot of this format. */
@@ -46,15 +39,18 @@ public final class ReplicatedBuckets implements ReplicatedStateMachine
     /** Runs a sync of the leader's deciding tables from the committed ones, on their owner threads. */
     public interface SyncTarget
     {
-        /** Called on the apply thread with the committed tables frozen; returns when the copy is done. */
-        void syncFrom(BucketTable[] committed, long term);
+        /**
+         * Called on the apply thread with the committed tables frozen; returns when the copy is done.
+         *
+         * @param submission the marker's place in its leader's submissions (batches after it are not in the copy)
+         */
+        void syncFrom(BucketTable[] committed, long term, long submission);
     }
 
     private final BucketTable[] committed;
     private final PolicyState policies;
     private final String selfId;
-    private final Decision scratch = new Decision();
-    private final UnsafeBuffer keyView = new UnsafeBuffer(new byte[0]);
+    private final DecisionsEntry.Replayer replayer;
     private volatile SyncTarget syncTarget;
     /** Apply thread only. */
     private long appliedDecisions;
@@ -71,6 +67,7 @@ public final class ReplicatedBuckets implements ReplicatedStateMachine
         this.committed = committed;
         this.policies = policies;
         this.selfId = selfId;
+        this.replayer = new DecisionsEntry.Replayer(policies::rate);
     }
 
     public void syncTarget(final SyncTarget target)
@@ -83,7 +80,7 @@ public final class ReplicatedBuckets implements ReplicatedStateMachine
     {
         claimTables();
         final byte type = payload.get(payload.position());
-        if (type == DECISIONS)
+        if (type == DecisionsEntry.TYPE)
         {
             applyDecisions(payload);
             publish();
@@ -94,10 +91,12 @@ public final class ReplicatedBuckets implements ReplicatedStateMachine
             final int idLength = payload.getShort(payload.position() + 9) & 0xFFFF;
             final byte[] id = new byte[idLength];
             payload.get(payload.position() + 11, id);
+            // Markers written before the submission number existed say nothing about later batches.
+            final long submission = payload.remaining() >= 19 + idLength ? payload.getLong(payload.position() + 11 + idLength) : Long.MAX_VALUE;
             final SyncTarget target = syncTarget;
             if (target != null && selfId.equals(new String(id, StandardCharsets.UTF_8)))
             {
-                target.syncFrom(committed, term);
+                target.syncFrom(committed, term, submission);
             }
         }
         else if (type == POLICY)
@@ -122,30 +121,14 @@ public final class ReplicatedBuckets implements ReplicatedStateMachine
 
     private void applyDecisions(final ByteBuffer payload)
     {
-        int at = payload.position() + 1;
-        final int shard = payload.getShort(at) & 0xFFFF;
-        final int count = payload.getInt(at + 2);
-        at += 14;
+        final int shard = DecisionsEntry.shard(payload);
         if (shard >= committed.length)
         {
             throw new IllegalStateException("a DECISIONS entry names shard " + shard + " of " + committed.length +
                 "; every member of a cluster must run the same --shards");
         }
         final BucketTable table = committed[shard];
-        for (int i = 0; i < count; i++)
-        {
-            final int policy = payload.getShort(at) & 0xFFFF;
-            final int cost = payload.getInt(at + 2);
-            final long time = payload.getLong(at + 6);
-            final int keyLength = payload.getShort(at + 14) & 0xFFFF;
-            at += 16;
-            keyView.wrap(payload, at, keyLength);
-            final long version = keyView.getInt(2, java.nio.ByteOrder.BIG_ENDIAN) & 0xFFFF_FFFFL;
-            table.acquire(keyView, 0, keyLength, KeyHash.hash(keyView, 0, keyLength), policy, policies.rate(policy, version), cost,
-                time, scratch);
-            at += keyLength;
-        }
-        appliedDecisions += count;
+        appliedDecisions += replayer.replay(payload, table);
         table.publish();
     }
 
@@ -298,11 +281,11 @@ public final class ReplicatedBuckets implements ReplicatedStateMachine
         return policies;
     }
 
-    static ByteBuffer syncEntry(final long term, final String nodeId)
+    static ByteBuffer syncEntry(final long term, final String nodeId, final long submission)
     {
         final byte[] id = nodeId.getBytes(StandardCharsets.UTF_8);
-        final ByteBuffer entry = ByteBuffer.allocate(11 + id.length);
-        entry.put(SYNC).putLong(term).putShort((short)id.length).put(id);
+        final ByteBuffer entry = ByteBuffer.allocate(19 + id.length);
+        entry.put(SYNC).putLong(term).putShort((short)id.length).put(id).putLong(submission);
         return entry.flip();
     }
 }

@@ -36,8 +36,13 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, AutoClos
 
         Executor owner();
 
-        /** On the owner thread: become a copy of {@code committed}, dropping any pending batch. */
-        void resyncFrom(BucketTable committed);
+        /**
+         * On the owner thread: become a copy of {@code committed} (as of the SYNC marker of
+         * {@code term}, submitted as number {@code submission}), then replay on it the decisions of
+         * this shard not in the copy that still reach the log: its batches submitted after the
+         * marker and, within the same term, the batch it has not sent yet.
+         */
+        void resyncFrom(BucketTable committed, long term, long submission);
     }
 
     private final RaftNode node;
@@ -159,9 +164,9 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, AutoClos
         final dev.limiter.protocol.policy.PolicyCommand seed = bootstrap;
         if (seed != null && !buckets.policies().bootstrapped())
         {
-            node.submit(ReplicatedBuckets.policyEntry(seed)); // its failure shows as a SYNC failure too
+            submit(number -> ReplicatedBuckets.policyEntry(seed)); // before the marker; its failure shows as a SYNC failure too
         }
-        node.submit(ReplicatedBuckets.syncEntry(term, node.nodeId())).whenComplete((reply, failure) ->
+        submit(submission -> ReplicatedBuckets.syncEntry(term, node.nodeId(), submission)).committed().whenComplete((reply, failure) ->
         {
             if (failure != null)
             {
@@ -195,7 +200,7 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, AutoClos
     private volatile boolean closed;
 
     @Override
-    public void syncFrom(final BucketTable[] committed, final long term)
+    public void syncFrom(final BucketTable[] committed, final long term, final long submission)
     {
         if (!leader || term != electedTerm)
         {
@@ -208,7 +213,7 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, AutoClos
             {
                 try
                 {
-                    shard.resyncFrom(committed[shard.id()]);
+                    shard.resyncFrom(committed[shard.id()], term, submission);
                 }
                 finally
                 {
@@ -285,22 +290,60 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, AutoClos
         return node.leaderClockNanos();
     }
 
-    /**
-     * Appends a batch of decisions to the log; completes when it is committed and applied here.
-     * Handing the entry to Ratis takes its locks (shared with its RPC threads), so that happens on
-     * a thread of its own: an event loop never waits for Ratis.
-     */
-    public CompletableFuture<ByteBuffer> append(final ByteBuffer batch)
+    /** An entry handed to the log: its place in this node's order of submissions, and its commit. */
+    public record Submission(long number, CompletableFuture<ByteBuffer> committed)
     {
+    }
+
+    /**
+     * Appends a batch of decisions to the log; {@link Submission#committed()} completes when it is
+     * committed and applied here. Handing the entry to Ratis takes its locks (shared with its RPC
+     * threads), so that happens on a thread of its own: an event loop never waits for Ratis.
+     * Batches and SYNC markers go through that one thread in the order they were numbered, so they
+     * reach the log in that order.
+     */
+    public Submission append(final ByteBuffer batch)
+    {
+        return submit(number -> batch);
+    }
+
+    private synchronized Submission submit(final java.util.function.LongFunction<ByteBuffer> entry)
+    {
+        final long number = ++submissions;
+        final CompletableFuture<ByteBuffer> committed = new CompletableFuture<>();
         try
         {
-            return CompletableFuture.supplyAsync(() -> node.submit(batch), submitter).thenCompose(f -> f);
+            submitter.execute(() ->
+            {
+                try
+                {
+                    node.submit(entry.apply(number)).whenComplete((reply, failure) ->
+                    {
+                        if (failure != null)
+                        {
+                            committed.completeExceptionally(failure);
+                        }
+                        else
+                        {
+                            committed.complete(reply);
+                        }
+                    });
+                }
+                catch (final RuntimeException e)
+                {
+                    committed.completeExceptionally(e);
+                }
+            });
         }
         catch (final java.util.concurrent.RejectedExecutionException stopping)
         {
-            return CompletableFuture.failedFuture(stopping);
+            committed.completeExceptionally(stopping);
         }
+        return new Submission(number, committed);
     }
+
+    /** Submissions numbered so far (guarded by this). */
+    private long submissions;
 
     private final java.util.concurrent.ExecutorService submitter = java.util.concurrent.Executors.newSingleThreadExecutor(r ->
     {

@@ -81,6 +81,6 @@ public final class PolicyControl
         {
             return CompletableFuture.completedFuture(checked);
         }
-        return replication.append(ReplicatedBuckets.policyEntry(command)).thenApply(PolicyState.Outcome::decode);
+        return replication.append(ReplicatedBuckets.policyEntry(command)).committed().thenApply(PolicyState.Outcome::decode);
     }
 }

@@ -1,0 +1,127 @@
+package dev.limiter.server.cluster;
+
+import dev.limiter.protocol.TokenBucket;
+import dev.limiter.server.table.BucketTable;
+import dev.limiter.server.table.Decision;
+import dev.limiter.server.table.KeyHash;
+import org.agrona.DirectBuffer;
+import org.agrona.concurrent.UnsafeBuffer;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+
+/**
+ * The one owner of the DECISIONS log entry: a leader's shard writes it, every replica (and a
+ * leader re-syncing its own table) replays it.
+ *
+ * <pre>
+ * u8 1 | u16 shard | u32 count | i64 reserved (0)
+ *      | count x (u16 policy ordinal | i32 cost | i64 decision time (ns) | u16 key length | key)
+ * </pre>
+ * A key starts with its policy's ordinal and version (u16, u32, big-endian): a decision is
+ * replayed with the rate of the version it was made under, even when a later version was
+ * applied before it. Replaying repeats exactly what the leader did (same key, policy, cost and
+ * cluster time, in the same order), so every table fed the same entries holds the same buckets.
+ */
+public final class DecisionsEntry
+{
+    /** First byte of the entry. */
+    public static final byte TYPE = 1;
+    /** Bytes before the first record. */
+    public static final int HEADER = 15;
+    /** Bytes of a record before its key. */
+    public static final int RECORD_HEADER = 16;
+
+    /** The rate a decision was made under: ordinal and version, as its key names them. */
+    @FunctionalInterface
+    public interface Rates
+    {
+        TokenBucket.Rate rate(int ordinal, long version);
+    }
+
+    /** Reusable state for replaying (one per thread). */
+    public static final class Replayer
+    {
+        private final Decision scratch = new Decision();
+        private final UnsafeBuffer keyView = new UnsafeBuffer(new byte[0]);
+        private final Rates rates;
+
+        public Replayer(final Rates rates)
+        {
+            this.rates = rates;
+        }
+
+        /**
+         * Applies every decision of the entry at {@code [offset, offset + length)} of {@code entry}
+         * to {@code table}.
+         *
+         * @return the decisions applied
+         */
+        public int replay(final ByteBuffer entry, final BucketTable table)
+        {
+            int at = entry.position();
+            if (entry.get(at) != TYPE)
+            {
+                throw new IllegalArgumentException("not a DECISIONS entry (type " + entry.get(at) + ")");
+            }
+            final int count = entry.getInt(at + 3);
+            at += HEADER;
+            for (int i = 0; i < count; i++)
+            {
+                final int policy = entry.getShort(at) & 0xFFFF;
+                final int cost = entry.getInt(at + 2);
+                final long time = entry.getLong(at + 6);
+                final int keyLength = entry.getShort(at + 14) & 0xFFFF;
+                at += RECORD_HEADER;
+                keyView.wrap(entry, at, keyLength);
+                final long version = keyView.getInt(2, ByteOrder.BIG_ENDIAN) & 0xFFFF_FFFFL;
+                table.acquire(keyView, 0, keyLength, KeyHash.hash(keyView, 0, keyLength), policy, rates.rate(policy, version), cost,
+                    time, scratch);
+                at += keyLength;
+            }
+            return count;
+        }
+    }
+
+    private DecisionsEntry()
+    {
+    }
+
+    /** The shard an entry (positioned at its start) carries decisions for. */
+    public static int shard(final ByteBuffer entry)
+    {
+        return entry.getShort(entry.position() + 1) & 0xFFFF;
+    }
+
+    /** Decisions in an entry positioned at its start. */
+    public static int count(final ByteBuffer entry)
+    {
+        return entry.getInt(entry.position() + 3);
+    }
+
+    /** Bytes a record of this key takes. */
+    public static int recordLength(final int keyLength)
+    {
+        return RECORD_HEADER + keyLength;
+    }
+
+    /** Writes one record at {@code at} of {@code view} (its backing array {@code bytes}): policy, cost, time, key. */
+    public static void putRecord(final ByteBuffer view, final byte[] bytes, final int at, final int policy, final int cost, final long time,
+        final DirectBuffer key, final int keyOffset, final int keyLength)
+    {
+        view.putShort(at, (short)policy);
+        view.putInt(at + 2, cost);
+        view.putLong(at + 6, time);
+        view.putShort(at + 14, (short)keyLength);
+        key.getBytes(keyOffset, bytes, at + RECORD_HEADER, keyLength);
+    }
+
+    /** Writes the header once the records are in place. */
+    public static void putHeader(final ByteBuffer view, final int shard, final int count)
+    {
+        view.put(0, TYPE);
+        view.putShort(1, (short)shard);
+        view.putInt(3, count);
+        view.putLong(7, 0L); // reserved
+    }
+}

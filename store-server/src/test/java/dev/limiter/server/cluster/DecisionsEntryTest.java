@@ -1,0 +1,77 @@
+package dev.limiter.server.cluster;
+
+import dev.limiter.protocol.TokenBucket;
+import dev.limiter.server.table.BucketTable;
+import dev.limiter.server.table.Decision;
+import dev.limiter.server.table.KeyHash;
+import org.agrona.concurrent.UnsafeBuffer;
+import org.junit.jupiter.api.RepeatedTest;
+import org.junit.jupiter.api.RepetitionInfo;
+import org.junit.jupiter.api.Test;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.Random;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+/** What a leader writes into a DECISIONS entry, a replica replays into the very same table. */
+class DecisionsEntryTest
+{
+    private static final long SECOND = 1_000_000_000L;
+
+    @RepeatedTest(20)
+    void aReplicaReplayingRandomBatchesHoldsTheLeadersTable(final RepetitionInfo repetition)
+    {
+        final Random random = new Random(0xDEC15L * repetition.getCurrentRepetition());
+        final TokenBucket.Rate[][] rates = {
+            {TokenBucket.rate(10, SECOND, 5), TokenBucket.rate(100, SECOND, 50)},
+            {TokenBucket.rate(1, 60 * SECOND, 3)}};
+        final DecisionsEntry.Rates lookup = (ordinal, version) -> rates[ordinal][(int)version - 1];
+        final BucketTable leader = new BucketTable(50_000, 50_000 * 32, o -> rates[o][rates[o].length - 1], true);
+        final BucketTable replica = new BucketTable(50_000, 50_000 * 32, o -> rates[o][rates[o].length - 1], true);
+        final DecisionsEntry.Replayer replayer = new DecisionsEntry.Replayer(lookup);
+        final Decision decision = new Decision();
+        final UnsafeBuffer key = new UnsafeBuffer(new byte[64]);
+        long now = SECOND;
+        for (int batch = 0; batch < 30; batch++)
+        {
+            final byte[] bytes = new byte[1 << 16];
+            final ByteBuffer view = ByteBuffer.wrap(bytes);
+            int at = DecisionsEntry.HEADER;
+            final int count = 1 + random.nextInt(500);
+            for (int i = 0; i < count; i++)
+            {
+                now += random.nextInt(3) == 0 ? 0 : random.nextInt(50_000_000);
+                final int ordinal = random.nextInt(2);
+                final int version = 1 + random.nextInt(rates[ordinal].length);
+                final byte[] tenant = ("tenant-" + random.nextInt(300)).getBytes(java.nio.charset.StandardCharsets.UTF_8);
+                key.putShort(0, (short)ordinal, ByteOrder.BIG_ENDIAN);
+                key.putInt(2, version, ByteOrder.BIG_ENDIAN);
+                key.putBytes(6, tenant);
+                final int keyLength = 6 + tenant.length;
+                final int cost = 1 + random.nextInt(6);
+                leader.acquire(key, 0, keyLength, KeyHash.hash(key, 0, keyLength), ordinal, lookup.rate(ordinal, version), cost, now, decision);
+                DecisionsEntry.putRecord(view, bytes, at, ordinal, cost, now, key, 0, keyLength);
+                at += DecisionsEntry.recordLength(keyLength);
+            }
+            DecisionsEntry.putHeader(view, 3, count);
+            final ByteBuffer entry = ByteBuffer.wrap(bytes, 0, at).slice();
+            assertEquals(3, DecisionsEntry.shard(entry));
+            assertEquals(count, DecisionsEntry.count(entry));
+            assertEquals(count, replayer.replay(entry, replica));
+            assertEquals(leader.trackedDigest(), replica.trackedDigest(), "after batch " + batch);
+        }
+        assertEquals(leader.digest(), replica.digest());
+        assertEquals(leader.size(), replica.size());
+    }
+
+    @Test
+    void anEntryOfAnotherTypeIsRefused()
+    {
+        final DecisionsEntry.Replayer replayer = new DecisionsEntry.Replayer((o, v) -> TokenBucket.rate(1, SECOND, 1));
+        final BucketTable table = new BucketTable(10, 1024, o -> TokenBucket.rate(1, SECOND, 1));
+        assertThrows(IllegalArgumentException.class, () -> replayer.replay(ByteBuffer.wrap(new byte[] {2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}), table));
+    }
+}
