@@ -30,16 +30,26 @@ import java.util.concurrent.locks.LockSupport;
 final class DeadlineTimer implements AutoCloseable
 {
     static final long TICK_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
-    /** This thread woke this much later than it asked: the process was paused (or starved). */
-    static final long PAUSE_NANOS = TimeUnit.MILLISECONDS.toNanos(8);
     /**
-     * At most this long past its deadline a call waits for the I/O thread that would read its
-     * answer to come round (it may be behind: a pause, a burst of work, starvation); then it ends
-     * anyway, as this side's lateness, not the store's.
+     * This thread woke this much later than it asked: the process was paused (or starved). Shorter
+     * stops are left to {@link #LOOP_WAIT_NANOS}, so that a busy machine's scheduling noise (a thread
+     * parked for 1 ms oversleeps by up to 10 ms here) does not hand every call due meanwhile a grace.
      */
-    static final long LOOP_WAIT_NANOS = TimeUnit.MILLISECONDS.toNanos(40);
-    /** What calls due during a pause get for their answers to be read once it ends. */
-    static final long PAUSE_GRACE_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
+    static final long PAUSE_NANOS = TimeUnit.MILLISECONDS.toNanos(20);
+    /**
+     * At most this long past its deadline (or past the end of a pause it fell in) a call waits for
+     * the I/O thread that would read its answer to come round (it may be behind: a pause, a burst of
+     * work, starvation); then it ends anyway, as this side's lateness, not the store's. Together
+     * with the pause grace this bounds how late a call can end: deadline + 20 ms, or, for a call
+     * due while this process stood still, the end of that stop + 20 ms.
+     */
+    static final long LOOP_WAIT_NANOS = TimeUnit.MILLISECONDS.toNanos(20);
+    /**
+     * What calls due during a pause get once it ends: enough for an I/O thread to read answers that
+     * arrived meanwhile, or to send a call the pause caught unsent and read its answer (a round trip
+     * to a healthy node is well under a millisecond).
+     */
+    static final long PAUSE_GRACE_NANOS = TimeUnit.MILLISECONDS.toNanos(10);
     private static final int SLOTS = 1024;
     private static final int QUEUES = 8;
 
@@ -204,9 +214,10 @@ final class DeadlineTimer implements AutoCloseable
         {
             return false; // the reader came round after the expiry: what arrived in time was read
         }
-        // Wait for it, at most LOOP_WAIT_NANOS from the expiry or from the end of the latest pause.
+        // Wait for it, at most LOOP_WAIT_NANOS from the deadline or from the end of the pause it fell in.
         final long ended = pauseEndedNanos;
-        final long from = ended != 0 && ended - expiresAt > 0 ? ended : expiresAt;
+        final long from = ended != 0 && ended - call.deadlineNanos > 0 && call.deadlineNanos - pauseStartedNanos >= 0 ?
+            ended : call.deadlineNanos;
         if (now - from < LOOP_WAIT_NANOS)
         {
             return true;

@@ -49,7 +49,7 @@ public final class LimiterClient implements AutoCloseable
     public static final Duration DEFAULT_DEADLINE = Duration.ofMillis(20);
     public static final int DEFAULT_CONNECTIONS_PER_ENDPOINT = 2;
     /** How long past its deadline a blocking call waits for the SDK's deadline timer before looking whether it is stuck. */
-    public static final long BLOCKING_SLACK_MILLIS = 45;
+    public static final long BLOCKING_SLACK_MILLIS = 10;
     /** The deadline timer counts as stuck when it has not gone round for this long (and the caller has). */
     private static final long TIMER_STUCK_NANOS = TimeUnit.MILLISECONDS.toNanos(20);
     public static final int DEFAULT_MAX_BATCH = 256;
@@ -211,6 +211,14 @@ public final class LimiterClient implements AutoCloseable
         this.deadlineNanos = builder.deadline.toNanos();
         this.callbacks = java.util.concurrent.Executors.newSingleThreadExecutor(new DefaultThreadFactory("limiter-callbacks-" + clientNumber, true));
         this.deadlines = new DeadlineTimer("limiter-deadlines-" + clientNumber, this::expire, callbacks);
+        if (local != null)
+        {
+            // Compile what local decisions match against when a set arrives, on the callback thread: the
+            // first local decision is made on the deadline timer, and a compile there (tens of ms cold)
+            // would hold every other call's deadline up.
+            policies.onChange(snapshot -> prepareLocal());
+            prepareLocal();
+        }
         this.epoll = builder.preferEpoll && Transport.epollAvailable();
         this.group = new MultiThreadIoEventLoopGroup(builder.ioThreads,
             new DefaultThreadFactory("limiter-client", true), epoll ? EpollIoHandler.newFactory() : NioIoHandler.newFactory());
@@ -251,6 +259,10 @@ public final class LimiterClient implements AutoCloseable
                 Thread.sleep(2);
             }
             final CompletableFuture<Void> warm = pick() == null ? CompletableFuture.completedFuture(null) : pingAll(end);
+            if (local != null)
+            {
+                local.prepare(); // here, not on the deadline timer at the first local decision
+            }
             warm.get(Math.max(0, end - System.nanoTime()), TimeUnit.NANOSECONDS);
         }
         catch (final InterruptedException e)
@@ -535,8 +547,9 @@ public final class LimiterClient implements AutoCloseable
      * about a millisecond: the SDK's deadline timer ends the call then, whatever its I/O threads
      * are doing, and decides it locally when the policy says how. After a pause of this process
      * (a GC) a call due during it gets a few more milliseconds for an answer that arrived meanwhile
-     * to be read. Should even the timer be stuck, the call fails on the caller's thread
-     * {@value #BLOCKING_SLACK_MILLIS} ms past the deadline.
+     * to be read. Should even the timer be stuck (it did not turn through two 20 ms waits of this
+     * thread, so that a pause of the whole process is not taken for it), the call fails on the
+     * caller's thread {@value #BLOCKING_SLACK_MILLIS} + 40 ms past the deadline.
      *
      * @throws LimiterException when no decision arrives within the deadline or no node is reachable,
      *                          and the SDK cannot decide locally
@@ -556,6 +569,9 @@ public final class LimiterClient implements AutoCloseable
             // this process (answers that arrived meanwhile get read first). The caller ends it itself
             // only if the timer has stopped going round (it should never).
             long wait = Math.max(0, call.deadlineNanos - System.nanoTime()) + TimeUnit.MILLISECONDS.toNanos(BLOCKING_SLACK_MILLIS);
+            long timerTurnSeen = 0;
+            long lookedAt = 0;
+            int stillLooks = 0;
             while (true)
             {
                 try
@@ -564,9 +580,19 @@ public final class LimiterClient implements AutoCloseable
                 }
                 catch (final TimeoutException late)
                 {
-                    if (System.nanoTime() - deadlines.lastTurnNanos() < TIMER_STUCK_NANOS)
+                    final long now = System.nanoTime();
+                    final long lastTurn = deadlines.lastTurnNanos();
+                    // Stuck only if it did not turn through two waits of this thread that took about as long
+                    // as asked: after a pause of the whole process this thread may wake before the timer
+                    // runs again, and a wait that overran (a pause) is no evidence.
+                    final boolean still = now - lastTurn >= TIMER_STUCK_NANOS && lastTurn == timerTurnSeen &&
+                        now - lookedAt < 2 * TIMER_STUCK_NANOS;
+                    stillLooks = still ? stillLooks + 1 : 0;
+                    timerTurnSeen = lastTurn;
+                    lookedAt = now;
+                    if (stillLooks < 2)
                     {
-                        wait = TIMER_STUCK_NANOS; // the timer is alive: it will end the call
+                        wait = TIMER_STUCK_NANOS; // the timer is alive (or may be): it will end the call
                         continue;
                     }
                 }
@@ -612,7 +638,7 @@ public final class LimiterClient implements AutoCloseable
         return lateDeadlines.sum();
     }
 
-    /** Pauses of this process (a GC, a stopped or starved process) the SDK's deadline timer noticed. */
+    /** Pauses of this process of 20 ms or more (a GC, a stopped or starved process) the SDK's deadline timer noticed. */
     public long pausesNoticed()
     {
         return deadlines.pauses();
@@ -628,6 +654,18 @@ public final class LimiterClient implements AutoCloseable
     }
 
     /** The deadline timer: the call is past its deadline (and any grace after a pause) with no answer. */
+    private void prepareLocal()
+    {
+        try
+        {
+            callbacks.execute(local::prepare);
+        }
+        catch (final java.util.concurrent.RejectedExecutionException closing)
+        {
+            // closed meanwhile: nothing will be decided any more
+        }
+    }
+
     private void expire(final PendingCall call)
     {
         if (!call.isDone())

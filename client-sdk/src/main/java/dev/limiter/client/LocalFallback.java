@@ -109,6 +109,12 @@ final class LocalFallback
         this.paging = paging;
     }
 
+    /** Compiles the held set's index now (if not yet), so that the first local decision does not. */
+    void prepare()
+    {
+        index();
+    }
+
     /** The local decision, or null when no usable policy set is held (the caller then gets the failure). */
     Decision decide(final Descriptor descriptor, final int cost, final String why)
     {

@@ -42,6 +42,122 @@ class LimiterClientTest
     }
 
     @Test
+    void againstANodeThatNeverAnswersCallsEndAtTheirDeadlineWithinAFewMilliseconds() throws Exception
+    {
+        // 8 blocking callers and an open loop of 2,000 asynchronous calls a second for 5 s, all with a
+        // 50 ms deadline, against a node that accepts and never answers: how far past its deadline
+        // does each call end? Measured from before the call is made, so a little conservatively.
+        final long deadlineNanos = java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(50);
+        // This module's tests track every buffer with a stack trace (paranoid leak detection): a cost
+        // no service runs with, and enough to stall the JVM for milliseconds. Timing is measured without.
+        final io.netty.util.ResourceLeakDetector.Level leakLevel = io.netty.util.ResourceLeakDetector.getLevel();
+        io.netty.util.ResourceLeakDetector.setLevel(io.netty.util.ResourceLeakDetector.Level.DISABLED);
+        try (SilentNode silent = new SilentNode();
+             LimiterClient client = LimiterClient.builder().endpoints("127.0.0.1:" + silent.port())
+                 .followPolicies(false).deadline(Duration.ofNanos(deadlineNanos)).build())
+        {
+            assertTrue(client.awaitConnected(Duration.ofSeconds(5)));
+            final long runNanos = java.util.concurrent.TimeUnit.SECONDS.toNanos(5);
+            final long end = System.nanoTime() + runNanos;
+            final java.util.concurrent.ConcurrentLinkedQueue<long[]> overruns = new java.util.concurrent.ConcurrentLinkedQueue<>();
+            final java.util.concurrent.atomic.LongAdder wrongOutcome = new java.util.concurrent.atomic.LongAdder();
+            final List<Thread> blocking = new ArrayList<>();
+            for (int t = 0; t < 8; t++)
+            {
+                final Thread thread = new Thread(() ->
+                {
+                    final long[] mine = new long[1000];
+                    int n = 0;
+                    while (System.nanoTime() < end && n < mine.length)
+                    {
+                        final long start = System.nanoTime();
+                        try
+                        {
+                            client.acquireBlocking(Descriptor.of("t", "/x"), 1);
+                            wrongOutcome.increment();
+                        }
+                        catch (final LimiterTimeoutException expected)
+                        {
+                            mine[n++] = System.nanoTime() - start - deadlineNanos;
+                        }
+                    }
+                    overruns.add(java.util.Arrays.copyOf(mine, n));
+                });
+                thread.start();
+                blocking.add(thread);
+            }
+            // The machine's own noise, for the record: how late a thread parked for 1 ms wakes meanwhile.
+            final long[] oversleep = new long[10_000];
+            final int[] sleeps = new int[1];
+            final Thread sleeper = new Thread(() ->
+            {
+                while (System.nanoTime() < end && sleeps[0] < oversleep.length)
+                {
+                    final long parkedAt = System.nanoTime();
+                    java.util.concurrent.locks.LockSupport.parkNanos(1_000_000);
+                    oversleep[sleeps[0]++] = System.nanoTime() - parkedAt - 1_000_000;
+                }
+            });
+            sleeper.start();
+            final int asyncCalls = 10_000;
+            final long[] asyncOverrun = new long[asyncCalls];
+            final java.util.concurrent.CountDownLatch asyncDone = new java.util.concurrent.CountDownLatch(asyncCalls);
+            final long interval = runNanos / asyncCalls;
+            final long first = System.nanoTime();
+            for (int i = 0; i < asyncCalls; i++)
+            {
+                final long due = first + i * interval;
+                while (System.nanoTime() < due)
+                {
+                    java.util.concurrent.locks.LockSupport.parkNanos(due - System.nanoTime());
+                }
+                final int index = i;
+                final long start = System.nanoTime();
+                client.acquire(Descriptor.of("t", "/x"), 1).whenComplete((decision, failure) ->
+                {
+                    asyncOverrun[index] = System.nanoTime() - start - deadlineNanos;
+                    if (!(failure instanceof LimiterTimeoutException))
+                    {
+                        wrongOutcome.increment();
+                    }
+                    asyncDone.countDown();
+                });
+            }
+            assertTrue(asyncDone.await(10, java.util.concurrent.TimeUnit.SECONDS), "asynchronous calls that never ended");
+            for (final Thread thread : blocking)
+            {
+                thread.join();
+            }
+            sleeper.join();
+            overruns.add(asyncOverrun);
+            final long[] all = overruns.stream().flatMapToLong(java.util.Arrays::stream).sorted().toArray();
+            final long[] noise = java.util.Arrays.copyOf(oversleep, sleeps[0]);
+            java.util.Arrays.sort(noise);
+            final String figures = all.length + " calls, past the deadline: p50 " + percentileMicros(all, 0.5) + " us, p99 " +
+                percentileMicros(all, 0.99) + " us, p99.9 " + percentileMicros(all, 0.999) + " us, p99.99 " + percentileMicros(all, 0.9999) +
+                " us, max " + all[all.length - 1] / 1000 + " us (a 1 ms park meanwhile overslept p99 " + percentileMicros(noise, 0.99) +
+                " us, max " + noise[noise.length - 1] / 1000 + " us)";
+            System.out.println("never-answering node: " + figures);
+            assertEquals(0, wrongOutcome.sum(), "calls that ended other than by a timeout: " + figures);
+            assertTrue(all.length > 10_000, figures);
+            assertTrue(all[0] >= -java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(1), "a call ended before its deadline: " + figures);
+            // The timer's 1 ms tick plus this shared 2-core machine's scheduling: measured p99 4.5-6 ms,
+            // p99.99 11-14 ms, max 12-16 ms, with the 1 ms park itself oversleeping up to 7-10 ms.
+            assertTrue(all[(int)(all.length * 0.99)] < java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(10), figures);
+            assertTrue(all[all.length - 1] < java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(50), figures);
+        }
+        finally
+        {
+            io.netty.util.ResourceLeakDetector.setLevel(leakLevel);
+        }
+    }
+
+    private static long percentileMicros(final long[] sorted, final double quantile)
+    {
+        return sorted[(int)Math.min(sorted.length - 1, Math.ceil(sorted.length * quantile) - 1)] / 1000;
+    }
+
+    @Test
     void aBlockingCallReturnsByItsDeadlineEvenWhileACallbackStallsTheSdksThreads() throws Exception
     {
         try (SilentNode silent = new SilentNode())
@@ -85,6 +201,57 @@ class LimiterClientTest
             final LimiterUnavailableException e = assertThrows(LimiterUnavailableException.class,
                 () -> client.acquireBlocking(Descriptor.of("t", "/x"), 1));
             assertTrue((System.nanoTime() - start) < 100_000_000L, "no waiting for a dead node");
+            assertTrue(e.getMessage().contains("127.0.0.1:" + unusedPort), e.getMessage());
+        }
+    }
+
+    @Test
+    void withTheClusterDownAtStartBuildReturnsAfterItsStartupTimeoutAndCallsFollowTheStoredPolicies() throws Exception
+    {
+        final int unusedPort;
+        try (ServerSocket probe = new ServerSocket(0, 1, InetAddress.getLoopbackAddress()))
+        {
+            unusedPort = probe.getLocalPort();
+        }
+        final dev.limiter.protocol.policy.PolicySet set = dev.limiter.protocol.policy.PolicySet.newBuilder().setVersion(3)
+            .addPolicies(dev.limiter.protocol.policy.Policy.newBuilder().setId("orders").setOwner("team").setRate(1000).setBurst(1000)
+                .setSelector(dev.limiter.protocol.policy.Selector.newBuilder().setRoute("/v1/orders/{id}")))
+            .addPolicies(dev.limiter.protocol.policy.Policy.newBuilder().setId("payments").setOwner("team").setRate(1000).setBurst(1000)
+                .setFailureMode(dev.limiter.protocol.policy.FailureMode.CLOSED)
+                .setSelector(dev.limiter.protocol.policy.Selector.newBuilder().setRoute("/v1/payments")))
+            .build();
+        final PolicyStore stored = new PolicyStore()
+        {
+            @Override
+            public java.util.Optional<Stored> load()
+            {
+                return java.util.Optional.of(new Stored(3, System.currentTimeMillis() - 1_000, set.toByteArray()));
+            }
+
+            @Override
+            public void save(final Stored ignored)
+            {
+            }
+        };
+        final long start = System.nanoTime();
+        try (LimiterClient client = LimiterClient.builder().endpoints("127.0.0.1:" + unusedPort).connectTimeout(Duration.ofMillis(200))
+            .startupTimeout(Duration.ofMillis(300)).policyStore(stored).build())
+        {
+            final long builtMillis = (System.nanoTime() - start) / 1_000_000;
+            assertTrue(builtMillis < 1_000, "build() took " + builtMillis + " ms with a 300 ms startup timeout");
+            final Decision open = client.acquireBlocking(Descriptor.of("acme", "/v1/orders/17"), 1);
+            assertTrue(open.allowed() && open.degraded(), "a fail-open policy grants from its emergency budget: " + open);
+            assertEquals(dev.limiter.protocol.ReasonCode.LOCAL_EMERGENCY, open.reason());
+            final Decision closed = client.acquireBlocking(Descriptor.of("acme", "/v1/payments"), 1);
+            assertTrue(!closed.allowed() && closed.degraded(), "a fail-closed policy refuses: " + closed);
+            assertEquals(dev.limiter.protocol.ReasonCode.CLUSTER_UNAVAILABLE, closed.reason());
+        }
+        // Without a stored set there is nothing to decide with: calls fail at once, naming the nodes tried.
+        try (LimiterClient client = LimiterClient.builder().endpoints("127.0.0.1:" + unusedPort).connectTimeout(Duration.ofMillis(200))
+            .startupTimeout(Duration.ofMillis(300)).build())
+        {
+            final LimiterUnavailableException e = assertThrows(LimiterUnavailableException.class,
+                () -> client.acquireBlocking(Descriptor.of("acme", "/v1/orders/17"), 1));
             assertTrue(e.getMessage().contains("127.0.0.1:" + unusedPort), e.getMessage());
         }
     }

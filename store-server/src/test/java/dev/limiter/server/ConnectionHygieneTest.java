@@ -14,6 +14,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 
 import static dev.limiter.server.TestNode.SECOND;
@@ -185,12 +186,23 @@ class ConnectionHygieneTest
                     });
                     writer.setDaemon(true);
                     writer.start();
-                    Thread.sleep(1500);
-                    final long after = written.get();
-                    Thread.sleep(500);
-                    // Reading stopped once the answers backed up: the writer is stuck on a full TCP window.
+                    // Reading stops once the answers back up: the writer gets stuck on a full TCP window. How soon
+                    // depends on the machine, so wait (bounded) for the count to stand still for 750 ms.
+                    final long giveUpAt = System.nanoTime() + TimeUnit.SECONDS.toNanos(15);
+                    long after = -1;
+                    long stillSince = System.nanoTime();
+                    while (System.nanoTime() - stillSince < TimeUnit.MILLISECONDS.toNanos(750))
+                    {
+                        assertTrue(System.nanoTime() - giveUpAt < 0, "port " + port + ": the node kept reading (" + written.get() + " bytes)");
+                        final long now = written.get();
+                        if (now != after)
+                        {
+                            after = now;
+                            stillSince = System.nanoTime();
+                        }
+                        Thread.sleep(50);
+                    }
                     assertTrue(writer.isAlive(), "port " + port + ": the writer is blocked on a full window, not cut off");
-                    assertEquals(after, written.get(), "port " + port + ": the node kept reading (" + written.get() + " bytes)");
                     assertTrue(after < 256L << 20, "port " + port + ": " + after + " bytes taken before it stopped");
                     socket.close();
                     writer.join(5000);

@@ -15,7 +15,7 @@ import java.util.concurrent.locks.LockSupport;
  * A service in a JVM of its own that forces full collections while eight threads make blocking
  * calls (1 ms of their own work between calls): run as a separate process by
  * {@link SdkStartAndPauseTest}, with a one-threaded collector so that its pauses stop it alone, not
- * the node it calls. Prints one line: {@code RESULT node=N local=N errors=N pauses=N pausedTimeouts=N circuitOpened=B}.
+ * the node it calls. Prints one line: {@code RESULT node=N local=N errors=N pauses=N pausedTimeouts=N lateDeadlines=N windows=N minOpen=N circuitOpened=B}.
  */
 public final class PausingClient
 {
@@ -32,6 +32,13 @@ public final class PausingClient
         final LongAdder local = new LongAdder();
         final LongAdder errors = new LongAdder();
         final AtomicBoolean circuitOpened = new AtomicBoolean();
+        final int[] minOpen = {Integer.MAX_VALUE};
+        // The live set is made first: its allocation is a start-up of its own, not what is measured.
+        final List<long[]> live = new ArrayList<>();
+        for (int i = 0; i < 400_000; i++)
+        {
+            live.add(new long[64]);
+        }
         try (LimiterClient client = LimiterClient.builder().endpoints(endpoint).deadline(Duration.ofMillis(deadlineMillis)).build())
         {
             final long end = System.nanoTime() + seconds * 1_000_000_000L;
@@ -57,16 +64,12 @@ public final class PausingClient
                 }));
             }
             threads.forEach(Thread::start);
-            // A live set worth collecting, then a full collection every 200 ms while the callers call.
-            final List<long[]> live = new ArrayList<>();
-            for (int i = 0; i < 400_000; i++)
-            {
-                live.add(new long[64]);
-            }
+            // A full collection of a live set worth collecting every 200 ms while the callers call.
             while (System.nanoTime() < end - 500_000_000L)
             {
                 System.gc();
                 circuitOpened.compareAndSet(false, client.circuitOpen());
+                minOpen[0] = Math.min(minOpen[0], client.openConnections());
                 Thread.sleep(200);
             }
             for (final Thread thread : threads)
@@ -74,7 +77,7 @@ public final class PausingClient
                 thread.join();
             }
             System.out.println("RESULT node=" + node.sum() + " local=" + local.sum() + " errors=" + errors.sum() + " pauses=" +
-                client.pausesNoticed() + " pausedTimeouts=" + client.pausedTimeouts() + " circuitOpened=" + circuitOpened.get() +
+                client.pausesNoticed() + " pausedTimeouts=" + client.pausedTimeouts() + " lateDeadlines=" + client.lateDeadlines() + " windows=" + client.degradedWindowsReported() + " minOpen=" + minOpen[0] + " circuitOpened=" + circuitOpened.get() +
                 " live=" + live.size());
         }
     }

@@ -110,12 +110,14 @@ class SdkStartAndPauseTest
             assertTrue(number(result, "pauses") > 5, "the client's JVM paused: " + result);
             assertTrue(number(result, "node") > 1000, result);
             assertEquals(0, number(result, "errors"), "calls that failed: " + result);
-            // Pauses never open the circuit and never count against the store. A call whose answer is
-            // not read within the grace after a pause (on this 2-core machine the node and the
-            // client's other threads compete with the collector for the cores) is decided locally:
-            // measured 0 to 8 of about 12,000 per run here, nearly all put down to this side's pauses
-            // (pausedTimeouts). At most 0.1% is allowed.
+            // Pauses never open the circuit and never count against the store: every local decision is
+            // put down to this side (pausedTimeouts). Nearly always there is none: the answers that
+            // arrived meanwhile are read once the process runs again. In 10 runs: 0 in 7, 1 or 2 in
+            // two (a call whose answer was not read within the grace after a stop), and once 10,514
+            // that this line did not explain yet (hence windows and minOpen in it). Before the
+            // fixes of issue 13, 63% of decisions were local in a run like this.
             final long local = number(result, "local");
+            assertEquals(number(result, "pausedTimeouts"), local, "local decisions not put down to this side's pauses: " + result);
             assertTrue(local * 1000 <= number(result, "node"), "calls decided by the SDK itself: " + result);
             assertTrue(result.contains("circuitOpened=false"), "the circuit opened: " + result);
         }
