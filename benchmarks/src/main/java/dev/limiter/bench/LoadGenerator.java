@@ -38,7 +38,9 @@ import java.util.concurrent.locks.LockSupport;
     description = {
         "Load-generates against store node(s) through the SDK. Prints a progress line per second and,",
         "as its last line, one JSON object: decisionsPerSec, p50Us, p99Us, p999Us, maxUs, allowed,",
-        "denied, errors, degraded (decisions the SDK made on its own while no node answered; counted in allowed/denied too; plus the settings used). Runs for --duration seconds after --warmup, then stops."},
+        "denied, errors, degraded (decisions the SDK made on its own while no node answered; counted in",
+        "allowed/denied too), maxNodeUs and maxSdkUs (the slowest call a node decided, and the slowest",
+        "the SDK decided itself), plus the settings used. Runs for --duration seconds after --warmup, then stops."},
     sortOptions = false)
 public final class LoadGenerator implements Callable<Integer>
 {
@@ -88,6 +90,9 @@ public final class LoadGenerator implements Callable<Integer>
     private final LongAdder errors = new LongAdder();
     /** Decisions the SDK made on its own (no node answered): counted in allowed/denied too. */
     private final LongAdder degraded = new LongAdder();
+    /** Slowest measured call a node decided, and slowest the SDK decided itself (ns). */
+    private final java.util.concurrent.atomic.LongAccumulator slowestByNode = new java.util.concurrent.atomic.LongAccumulator(Math::max, 0);
+    private final java.util.concurrent.atomic.LongAccumulator slowestBySdk = new java.util.concurrent.atomic.LongAccumulator(Math::max, 0);
     private final Map<String, LongAdder> errorKinds = new ConcurrentHashMap<>();
     private final AtomicBoolean measuring = new AtomicBoolean();
     private final AtomicBoolean running = new AtomicBoolean(true);
@@ -209,6 +214,10 @@ public final class LoadGenerator implements Callable<Integer>
         }
         if (measuring.get())
         {
+            if (decision != null)
+            {
+                (decision.degraded() ? slowestBySdk : slowestByNode).accumulate(latency);
+            }
             // Raw here; the closed-loop correction for coordinated omission is applied once at the end.
             recorder.recordValue(Math.min(latency, MAX_LATENCY_NANOS));
         }
@@ -249,6 +258,8 @@ public final class LoadGenerator implements Callable<Integer>
     private int measure(final String mode, final int lanes) throws InterruptedException
     {
         recorder.reset();
+        slowestByNode.reset();
+        slowestBySdk.reset();
         final long allowed0 = allowed.sum();
         final long denied0 = denied.sum();
         final long errors0 = errors.sum();
@@ -264,9 +275,9 @@ public final class LoadGenerator implements Callable<Integer>
             interval = recorder.getIntervalHistogram(interval);
             total.add(interval);
             final long decisions = allowed.sum() - allowed0 + denied.sum() - denied0;
-            System.out.printf(Locale.ROOT, "t=%ds decisions/s=%d p50Us=%.1f p99Us=%.1f errors=%d%n", s,
+            System.out.printf(Locale.ROOT, "t=%ds decisions/s=%d p50Us=%.1f p99Us=%.1f maxUs=%.1f errors=%d degraded=%d%n", s,
                 decisions - lastDecisions, interval.getValueAtPercentile(50) / 1e3, interval.getValueAtPercentile(99) / 1e3,
-                errors.sum() - errors0);
+                interval.getMaxValue() / 1e3, errors.sum() - errors0, degraded.sum() - degraded0);
             lastDecisions = decisions;
         }
         measuring.set(false);
@@ -286,11 +297,13 @@ public final class LoadGenerator implements Callable<Integer>
         System.out.printf(Locale.ROOT,
             "{\"decisionsPerSec\":%.0f,\"p50Us\":%.1f,\"p99Us\":%.1f,\"p999Us\":%.1f,\"maxUs\":%.1f,\"allowed\":%d,\"denied\":%d," +
             "\"errors\":%d,\"degraded\":%d,\"mode\":\"%s\",\"connections\":%d,\"pipeline\":%d,\"lanes\":%d,\"rate\":%d,\"keys\":%d," +
-            "\"durationSec\":%.1f,\"coCorrectionIntervalUs\":%.1f,\"rawP50Us\":%.1f,\"rawP99Us\":%.1f,\"rawP999Us\":%.1f}%n",
+            "\"durationSec\":%.1f,\"coCorrectionIntervalUs\":%.1f,\"rawP50Us\":%.1f,\"rawP99Us\":%.1f,\"rawP999Us\":%.1f," +
+            "\"maxNodeUs\":%.1f,\"maxSdkUs\":%.1f}%n",
             (a + d) / seconds, reported.getValueAtPercentile(50) / 1e3, reported.getValueAtPercentile(99) / 1e3,
             reported.getValueAtPercentile(99.9) / 1e3, reported.getMaxValue() / 1e3, a, d, e, degraded.sum() - degraded0, mode, connections,
             rate > 0 ? 0 : pipeline, lanes, rate, keys, seconds, expectedIntervalNanos.get() / 1e3,
-            total.getValueAtPercentile(50) / 1e3, total.getValueAtPercentile(99) / 1e3, total.getValueAtPercentile(99.9) / 1e3);
+            total.getValueAtPercentile(50) / 1e3, total.getValueAtPercentile(99) / 1e3, total.getValueAtPercentile(99.9) / 1e3,
+            slowestByNode.get() / 1e3, slowestBySdk.get() / 1e3);
         return 0;
     }
 
