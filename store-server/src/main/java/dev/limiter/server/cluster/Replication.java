@@ -1,6 +1,9 @@
 package dev.limiter.server.cluster;
 
+import dev.limiter.protocol.policy.PolicyCommand;
+import dev.limiter.raft.NotLeaderException;
 import dev.limiter.raft.RaftNode;
+import dev.limiter.server.control.PolicyLog;
 import dev.limiter.server.table.BucketTable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -25,7 +28,7 @@ import java.util.concurrent.TimeUnit;
  * copies them into its deciding table (the apply thread waits, so nothing moves meanwhile) and only
  * then does the node start deciding. Speculative state of an earlier term is thereby dropped.
  */
-public final class Replication implements ReplicatedBuckets.SyncTarget, AutoCloseable
+public final class Replication implements ReplicatedBuckets.SyncTarget, PolicyLog, AutoCloseable
 {
     private static final Logger LOG = LoggerFactory.getLogger(Replication.class);
 
@@ -148,20 +151,20 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, AutoClos
     private volatile long electedTerm = -1;
     private long syncSentAt;
 
-    private volatile dev.limiter.protocol.policy.PolicyCommand bootstrap;
+    private volatile PolicyCommand bootstrap;
 
     /**
      * The policy file this node seeds a new cluster with: proposed, before its SYNC marker, by a
      * leader whose replicated policy state is still empty (ignored once any seed was applied).
      */
-    public void bootstrapWith(final dev.limiter.protocol.policy.PolicyCommand seed)
+    public void bootstrapWith(final PolicyCommand seed)
     {
         this.bootstrap = seed;
     }
 
     private void appendSyncMarker(final long term)
     {
-        final dev.limiter.protocol.policy.PolicyCommand seed = bootstrap;
+        final PolicyCommand seed = bootstrap;
         if (seed != null && !buckets.policies().bootstrapped())
         {
             submit(number -> ReplicatedBuckets.policyEntry(seed)); // before the marker; its failure shows as a SYNC failure too
@@ -392,6 +395,18 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, AutoClos
         return node.setMembers(raft);
     }
 
+    @Override
+    public NotLeaderException notLeader()
+    {
+        return new NotLeaderException(node.nodeId(), leaderId());
+    }
+
+    @Override
+    public CompletableFuture<ByteBuffer> append(final PolicyCommand command)
+    {
+        return append(ReplicatedBuckets.policyEntry(command)).committed();
+    }
+
     /** The leader Ratis knows of now (null during an election), read live so it is never stale. */
     public String leaderId()
     {
@@ -405,6 +420,7 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, AutoClos
         }
     }
 
+    @Override
     public boolean isLeader()
     {
         return leader;

@@ -2,8 +2,6 @@ package dev.limiter.server.control;
 
 import dev.limiter.protocol.policy.PolicyCommand;
 import dev.limiter.raft.NotLeaderException;
-import dev.limiter.server.cluster.ReplicatedBuckets;
-import dev.limiter.server.cluster.Replication;
 
 import java.util.concurrent.CompletableFuture;
 
@@ -16,28 +14,28 @@ import java.util.concurrent.CompletableFuture;
 public final class PolicyControl
 {
     private final PolicyState state;
-    private final Replication replication;
+    private final PolicyLog log;
+    private final int shards;
 
     /**
-     * @param replication null on a single node
+     * @param log null on a single node
      */
-    public PolicyControl(final PolicyState state, final Replication replication)
+    public PolicyControl(final PolicyState state, final PolicyLog log)
     {
-        this(state, replication, 1);
+        this(state, log, 1);
     }
 
     /**
+     * @param log    null on a single node
      * @param shards the node's shard count: stacked (hierarchical) policies need one shard in this
-     * version, so with more they are refused here
+     *               version, so with more they are refused here
      */
-    public PolicyControl(final PolicyState state, final Replication replication, final int shards)
+    public PolicyControl(final PolicyState state, final PolicyLog log, final int shards)
     {
         this.state = state;
-        this.replication = replication;
+        this.log = log;
         this.shards = shards;
     }
-
-    private final int shards;
 
     /** Why this node cannot take the change, or null. */
     private String unsupported(final PolicyCommand command)
@@ -68,19 +66,19 @@ public final class PolicyControl
             return CompletableFuture.completedFuture(new PolicyState.Outcome(PolicyState.Status.INVALID, null,
                 dev.limiter.protocol.policy.AdminError.newBuilder().setError("nothing changed").addErrors(unsupported).build()));
         }
-        if (replication == null)
+        if (log == null)
         {
             return CompletableFuture.completedFuture(state.apply(command));
         }
-        if (!replication.isLeader())
+        if (!log.isLeader())
         {
-            return CompletableFuture.failedFuture(new NotLeaderException(replication.node().nodeId(), replication.leaderId()));
+            return CompletableFuture.failedFuture(log.notLeader());
         }
         final PolicyState.Outcome checked = state.check(command);
         if (checked.status() != PolicyState.Status.OK)
         {
             return CompletableFuture.completedFuture(checked);
         }
-        return replication.append(ReplicatedBuckets.policyEntry(command)).committed().thenApply(PolicyState.Outcome::decode);
+        return log.append(command).thenApply(PolicyState.Outcome::decode);
     }
 }

@@ -1,0 +1,89 @@
+package dev.limiter.bench;
+
+import com.tngtech.archunit.core.domain.JavaClasses;
+import com.tngtech.archunit.core.importer.ClassFileImporter;
+import com.tngtech.archunit.core.importer.ImportOption;
+import com.tngtech.archunit.core.importer.Location;
+import com.tngtech.archunit.lang.ArchRule;
+import com.tngtech.archunit.lang.EvaluationResult;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
+import static com.tngtech.archunit.library.dependencies.SlicesRuleDefinition.slices;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The structure of shared/DESIGN.md, checked on the compiled main classes of every module (this
+ * module sees them all): no package cycle anywhere, and who may import whom between modules.
+ */
+class ArchitectureTest
+{
+    /** Main classes only: test classes and test jars may reach across (a test drives a real node). */
+    private static final ImportOption MAIN_CLASSES_ONLY = (final Location location) ->
+        !location.contains("/test-classes/") && !location.contains("-tests.jar");
+
+    private static JavaClasses main;
+
+    @BeforeAll
+    static void importMainClasses()
+    {
+        main = new ClassFileImporter().withImportOption(MAIN_CLASSES_ONLY).importPackages("dev.limiter");
+    }
+
+    /** Every package of the project is a slice; generated protobuf classes sit in their own packages. */
+    private static final ArchRule NO_PACKAGE_CYCLES = slices().matching("dev.limiter.(**)").should().beFreeOfCycles();
+
+    @Test
+    void thereIsNoPackageCycle()
+    {
+        assertTrue(main.contain("dev.limiter.server.StoreServer") && main.contain("dev.limiter.client.LimiterClient") &&
+            main.contain("dev.limiter.raft.RaftNode"), "every module's main classes were found");
+        NO_PACKAGE_CYCLES.check(main);
+    }
+
+    @Test
+    void theCycleCheckFindsACycleMadeOnPurpose()
+    {
+        final JavaClasses fixture = new ClassFileImporter().importPackages("dev.limiter.bench.cyclefixture");
+        final EvaluationResult result = NO_PACKAGE_CYCLES.evaluate(fixture);
+        assertTrue(result.hasViolation(), "the two fixture packages import each other");
+        assertTrue(result.getFailureReport().toString().contains("cyclefixture"), result.getFailureReport().toString());
+        assertFalse(NO_PACKAGE_CYCLES.evaluate(main).hasViolation());
+    }
+
+    @Test
+    void nothingImportsTheStoreServerButTheBenchmarksAndTools()
+    {
+        noClasses().that().resideOutsideOfPackages("dev.limiter.server..", "dev.limiter.bench..")
+            .should().dependOnClassesThat().resideInAPackage("dev.limiter.server..")
+            .because("store-server is one node, not a library (DESIGN.md, modules)").check(main);
+    }
+
+    @Test
+    void theSdkNeverSeesRatisOrTheServer()
+    {
+        noClasses().that().resideInAPackage("dev.limiter.client..")
+            .should().dependOnClassesThat().resideInAnyPackage("org.apache.ratis..", "dev.limiter.raft..", "dev.limiter.server..")
+            .because("services embed the SDK; replication is the cluster's business").check(main);
+    }
+
+    @Test
+    void raftKnowsNoBucketsNettyOrTheClientProtocol()
+    {
+        noClasses().that().resideInAPackage("dev.limiter.raft..")
+            .should().dependOnClassesThat().resideInAnyPackage("io.netty..", "dev.limiter.protocol..", "dev.limiter.client..",
+                "dev.limiter.server..")
+            .because("raft turns commands into committed, stamped entries and nothing else").check(main);
+    }
+
+    @Test
+    void theWireProtocolHoldsFormatsOnly()
+    {
+        noClasses().that().resideInAPackage("dev.limiter.protocol..")
+            .should().dependOnClassesThat().resideInAnyPackage("dev.limiter.client..", "dev.limiter.server..", "dev.limiter.raft..",
+                "dev.limiter.bench..", "org.apache.ratis..")
+            .because("both ends share it; it holds no server or client logic").check(main);
+    }
+}
