@@ -4,10 +4,11 @@ import dev.limiter.client.Decision;
 import dev.limiter.client.Descriptor;
 import dev.limiter.client.LimiterClient;
 import dev.limiter.client.LimiterException;
-import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
+import picocli.CommandLine;
 
+import java.math.BigDecimal;
 import java.time.Duration;
 import java.util.List;
 import java.util.Locale;
@@ -113,7 +114,7 @@ public final class AcquireCommand implements Callable<Integer>
         {
             return "-1";
         }
-        return new java.math.BigDecimal(nanos).movePointLeft(6).stripTrailingZeros().toPlainString();
+        return new BigDecimal(nanos).movePointLeft(6).stripTrailingZeros().toPlainString();
     }
 
     public static void main(final String[] args)

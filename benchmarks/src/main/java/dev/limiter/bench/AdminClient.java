@@ -8,8 +8,8 @@ import com.google.protobuf.util.JsonFormat;
 import dev.limiter.protocol.policy.AdminError;
 import dev.limiter.protocol.policy.Policy;
 import dev.limiter.protocol.policy.Selector;
-import picocli.CommandLine;
 import picocli.CommandLine.Option;
+import picocli.CommandLine;
 
 import java.io.IOException;
 import java.io.OutputStreamWriter;
@@ -21,19 +21,24 @@ import java.net.URI;
 import java.net.URISyntaxException;
 import java.net.URLEncoder;
 import java.net.http.HttpClient;
+import java.net.http.HttpConnectTimeoutException;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.net.http.HttpTimeoutException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermission;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.StringJoiner;
+import javax.net.ssl.SSLContext;
 
 /**
  * What {@code ./limiter policy} and {@code ./limiter audit} share: the common options, where the admin
@@ -64,7 +69,7 @@ final class AdminClient
     private final int timeoutMs;
 
     private AdminClient(final List<String> addresses, final String token, final String tokenSource, final String actor,
-                        final int timeoutMs, final javax.net.ssl.SSLContext tls)
+                        final int timeoutMs, final SSLContext tls)
     {
         this.addresses = addresses;
         this.token = token;
@@ -164,7 +169,7 @@ final class AdminClient
             {
                 bases.add(base(address, https));
             }
-            final javax.net.ssl.SSLContext context = https ? tls.context() : null;
+            final SSLContext context = https ? tls.context() : null;
             if (bases.isEmpty())
             {
                 throw usage("--admin is empty: give the admin HTTP address of at least one node, e.g. 127.0.0.1:7481");
@@ -227,7 +232,7 @@ final class AdminClient
     /** A token file others can read is refused, as ssh refuses such a key (the nodes do the same). */
     private static void requirePrivate(final Path file, final String name) throws Failure
     {
-        final java.util.Set<java.nio.file.attribute.PosixFilePermission> permissions;
+        final Set<PosixFilePermission> permissions;
         try
         {
             permissions = Files.getPosixFilePermissions(file);
@@ -239,7 +244,7 @@ final class AdminClient
         if (permissions.stream().anyMatch(p -> p.name().startsWith("GROUP_") && !p.name().endsWith("EXECUTE") ||
             p.name().startsWith("OTHERS_") && !p.name().endsWith("EXECUTE")))
         {
-            throw usage(name + " is accessible by others (" + java.nio.file.attribute.PosixFilePermissions.toString(permissions) +
+            throw usage(name + " is accessible by others (" + PosixFilePermissions.toString(permissions) +
                 "): a token anybody on this host can read is no credential; chmod 600 " + name + " (or pass --token / " +
                 TOKEN_ENVIRONMENT + ")");
         }
@@ -349,7 +354,7 @@ final class AdminClient
                 }
                 return new Answer(response.statusCode(), response.body(), address);
             }
-            catch (final java.net.http.HttpConnectTimeoutException e)
+            catch (final HttpConnectTimeoutException e)
             {
                 misses.add(address + " did not accept a connection within " + timeoutMs + " ms"); // nothing was sent
             }

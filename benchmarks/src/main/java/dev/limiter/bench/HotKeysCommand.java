@@ -1,7 +1,9 @@
 package dev.limiter.bench;
 
+import com.google.protobuf.Value;
 import dev.limiter.protocol.policy.HotKey;
 import dev.limiter.protocol.policy.HotKeyReport;
+import dev.limiter.protocol.policy.Scope;
 import dev.limiter.protocol.policy.ShardHotKeys;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -106,7 +108,7 @@ public final class HotKeysCommand implements Callable<Integer>
         if (admin.json)
         {
             final List<String> parts = new ArrayList<>();
-            reports.forEach((address, report) -> parts.add(AdminClient.json(com.google.protobuf.Value.newBuilder().setStringValue(address)) +
+            reports.forEach((address, report) -> parts.add(AdminClient.json(Value.newBuilder().setStringValue(address)) +
                 ": " + AdminClient.json(report)));
             out.println("{" + String.join(", ", parts) + "}");
             return 0;
@@ -119,7 +121,7 @@ public final class HotKeysCommand implements Callable<Integer>
                 for (final HotKey key : shard.getTopList())
                 {
                     final double sampled = Math.max(1, shard.getSampled());
-                    final String shown = key.getScope() == dev.limiter.protocol.policy.Scope.GLOBAL ? "(global)" :
+                    final String shown = key.getScope() == Scope.GLOBAL ? "(global)" :
                         key.getKey().isEmpty() ? "-" : key.getKey();
                     rows.add(List.of(address, Integer.toString(shard.getShard()), shown,
                         key.getPolicyId(), AdminClient.number(key.getPolicyVersion()), key.getScope().name(),

@@ -5,19 +5,23 @@ import dev.limiter.client.Descriptor;
 import dev.limiter.client.LimiterClient;
 import org.HdrHistogram.Histogram;
 import org.HdrHistogram.Recorder;
-import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
+import picocli.CommandLine;
 
 import java.time.Duration;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.Callable;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAccumulator;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.LockSupport;
 
@@ -91,15 +95,15 @@ public final class LoadGenerator implements Callable<Integer>
     /** Decisions the SDK made on its own (no node answered): counted in allowed/denied too. */
     private final LongAdder degraded = new LongAdder();
     /** Slowest measured call a node decided, and slowest the SDK decided itself (ns). */
-    private final java.util.concurrent.atomic.LongAccumulator slowestByNode = new java.util.concurrent.atomic.LongAccumulator(Math::max, 0);
-    private final java.util.concurrent.atomic.LongAccumulator slowestBySdk = new java.util.concurrent.atomic.LongAccumulator(Math::max, 0);
+    private final LongAccumulator slowestByNode = new LongAccumulator(Math::max, 0);
+    private final LongAccumulator slowestBySdk = new LongAccumulator(Math::max, 0);
     private final Map<String, LongAdder> errorKinds = new ConcurrentHashMap<>();
     private final AtomicBoolean measuring = new AtomicBoolean();
     private final AtomicBoolean running = new AtomicBoolean(true);
     private final AtomicLong expectedIntervalNanos = new AtomicLong();
     private Descriptor[] descriptors;
-    private final java.util.concurrent.ScheduledExecutorService retries =
-        java.util.concurrent.Executors.newSingleThreadScheduledExecutor(r ->
+    private final ScheduledExecutorService retries =
+        Executors.newSingleThreadScheduledExecutor(r ->
         {
             final Thread t = new Thread(r, "bench-retry");
             t.setDaemon(true);
@@ -192,7 +196,7 @@ public final class LoadGenerator implements Callable<Integer>
         if (failure != null)
         {
             errors.increment();
-            final Throwable cause = failure.getCause() != null && failure instanceof java.util.concurrent.CompletionException ?
+            final Throwable cause = failure.getCause() != null && failure instanceof CompletionException ?
                 failure.getCause() : failure;
             errorKinds.computeIfAbsent(cause.getClass().getSimpleName() + ": " + cause.getMessage(), k -> new LongAdder()).increment();
         }

@@ -2,7 +2,9 @@ package dev.limiter.bench;
 
 import com.google.protobuf.InvalidProtocolBufferException;
 import com.google.protobuf.util.JsonFormat;
+import com.google.protobuf.util.Timestamps;
 import dev.limiter.protocol.policy.ChangeResult;
+import dev.limiter.protocol.policy.Mode;
 import dev.limiter.protocol.policy.Policy;
 import dev.limiter.protocol.policy.PolicyHistory;
 import dev.limiter.protocol.policy.PolicySet;
@@ -381,7 +383,7 @@ public final class PolicyCommand implements Callable<Integer>
             {
                 final PolicyVersion candidate = history.getVersions(i);
                 if (candidate.getBlocked() || (candidate.getPolicy().hasEffectiveFrom() &&
-                    com.google.protobuf.util.Timestamps.toMillis(candidate.getPolicy().getEffectiveFrom()) > now))
+                    Timestamps.toMillis(candidate.getPolicy().getEffectiveFrom()) > now))
                 {
                     continue;
                 }
@@ -389,7 +391,7 @@ public final class PolicyCommand implements Callable<Integer>
                 {
                     break;
                 }
-                if (candidate.getPolicy().getMode() != dev.limiter.protocol.policy.Mode.SHADOW)
+                if (candidate.getPolicy().getMode() != Mode.SHADOW)
                 {
                     enforced = i;
                     break;
@@ -420,7 +422,7 @@ public final class PolicyCommand implements Callable<Integer>
                 {
                     notes.add("current");
                 }
-                else if (i == count - 1 && policy.getMode() == dev.limiter.protocol.policy.Mode.SHADOW)
+                else if (i == count - 1 && policy.getMode() == Mode.SHADOW)
                 {
                     notes.add("shadow");
                 }

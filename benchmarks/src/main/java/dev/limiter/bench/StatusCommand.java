@@ -2,9 +2,9 @@ package dev.limiter.bench;
 
 import dev.limiter.protocol.BlockingRequest;
 import dev.limiter.protocol.MessageType;
-import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
+import picocli.CommandLine;
 
 import java.io.IOException;
 import java.util.ArrayList;
@@ -15,6 +15,7 @@ import java.util.Set;
 import java.util.concurrent.Callable;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import javax.net.ssl.SSLContext;
 
 /** {@code ./limiter status}: members, leader, term, applied index and lag, from every member. */
 @Command(
@@ -41,7 +42,7 @@ public final class StatusCommand implements Callable<Integer>
     @CommandLine.Mixin
     TlsOptions tls = new TlsOptions();
 
-    private javax.net.ssl.SSLContext context;
+    private SSLContext context;
 
     private static final Pattern MEMBER = Pattern.compile("\\{\"id\":\"([^\"]*)\",\"address\":\"([^\"]*)\"}");
 

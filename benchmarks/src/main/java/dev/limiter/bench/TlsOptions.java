@@ -1,5 +1,6 @@
 package dev.limiter.bench;
 
+import dev.limiter.client.LimiterClient;
 import dev.limiter.protocol.Pem;
 import picocli.CommandLine.Option;
 
@@ -20,7 +21,7 @@ final class TlsOptions
     Path key;
 
     /** Sets these options on an SDK client being built (nothing when none was given). */
-    dev.limiter.client.LimiterClient.Builder applyTo(final dev.limiter.client.LimiterClient.Builder builder)
+    LimiterClient.Builder applyTo(final LimiterClient.Builder builder)
     {
         if (ca != null)
         {

@@ -17,6 +17,8 @@ import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoop;
 import io.netty.handler.codec.LengthFieldBasedFrameDecoder;
+import io.netty.handler.ssl.SslContext;
+import io.netty.handler.ssl.SslHandler;
 import io.netty.util.collection.LongObjectHashMap;
 import io.netty.util.concurrent.ScheduledFuture;
 import io.netty.util.internal.PlatformDependent;
@@ -26,12 +28,15 @@ import org.slf4j.LoggerFactory;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Queue;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import javax.net.ssl.SSLParameters;
 
 /**
  * One TCP connection to a store node. Callers on any thread enqueue calls; the connection's event
@@ -66,9 +71,9 @@ final class Connection
     /** Null when this client does not follow policies. */
     private final PolicyCache policies;
     private final long policyRefreshNanos;
-    private io.netty.util.concurrent.ScheduledFuture<?> policyRefresh;
-    private io.netty.util.concurrent.ScheduledFuture<?> keepAlive;
-    private io.netty.util.concurrent.ScheduledFuture<?> heartbeat;
+    private ScheduledFuture<?> policyRefresh;
+    private ScheduledFuture<?> keepAlive;
+    private ScheduledFuture<?> heartbeat;
     /**
      * When this connection's I/O thread last came round to its tasks (every millisecond or so
      * while it is free): it has read whatever had arrived before then. The deadline timer waits
@@ -80,7 +85,7 @@ final class Connection
     private long framesWritten;
     private long framesWrittenAtLastKeepAlive;
     /** TLS to the node, or null for plain TCP. */
-    private final io.netty.handler.ssl.SslContext tls;
+    private final SslContext tls;
     /** A connection that wrote nothing for this long sends a PING (a node closes silent connections). */
     private final long keepAliveNanos;
     private long nextCorrelationId = 1;
@@ -159,7 +164,7 @@ final class Connection
 
     Connection(final InetSocketAddress address, final EventLoop loop, final int maxBatch, final int maxFrameBytes,
         final long connectTimeoutMillis, final Class<? extends Channel> channelType, final Rerouter rerouter,
-        final PolicyCache policies, final long policyRefreshNanos, final String instanceId, final io.netty.handler.ssl.SslContext tls,
+        final PolicyCache policies, final long policyRefreshNanos, final String instanceId, final SslContext tls,
         final long keepAliveNanos)
     {
         this.tls = tls;
@@ -296,10 +301,10 @@ final class Connection
     }
 
     /** The node's certificate must be trusted and must name the address this connection was given. */
-    private io.netty.handler.ssl.SslHandler tlsHandler(final Channel ch)
+    private SslHandler tlsHandler(final Channel ch)
     {
-        final io.netty.handler.ssl.SslHandler handler = tls.newHandler(ch.alloc(), address.getHostString(), address.getPort());
-        final javax.net.ssl.SSLParameters parameters = handler.engine().getSSLParameters();
+        final SslHandler handler = tls.newHandler(ch.alloc(), address.getHostString(), address.getPort());
+        final SSLParameters parameters = handler.engine().getSSLParameters();
         parameters.setEndpointIdentificationAlgorithm("HTTPS");
         handler.engine().setSSLParameters(parameters);
         handler.handshakeFuture().addListener(done ->
@@ -384,7 +389,7 @@ final class Connection
             {
                 loop.execute(drain);
             }
-            catch (final java.util.concurrent.RejectedExecutionException e)
+            catch (final RejectedExecutionException e)
             {
                 // The client is closing: fail what is queued instead of throwing at the caller.
                 drainScheduled.set(false);
@@ -485,7 +490,7 @@ final class Connection
                 buf.setByte(frameStart + Frame.TYPE_OFFSET, MessageType.ACQUIRE);
             }
             final InFlight frame = new InFlight(correlationId,
-                count == batch.length ? batch : java.util.Arrays.copyOf(batch, count), null);
+                count == batch.length ? batch : Arrays.copyOf(batch, count), null);
             inFlight.put(correlationId, frame);
             frame.timeout = loop.schedule(frame, earliestDeadline - now, TimeUnit.NANOSECONDS);
             ch.write(buf, ch.voidPromise());
@@ -733,8 +738,8 @@ final class Connection
             if (ref >= ids.length)
             {
                 final int n = Integer.highestOneBit(ref) << 1;
-                ids = java.util.Arrays.copyOf(ids, n);
-                bytes = java.util.Arrays.copyOf(bytes, n);
+                ids = Arrays.copyOf(ids, n);
+                bytes = Arrays.copyOf(bytes, n);
             }
             final byte[] cached = bytes[ref];
             if (cached != null && cached.length == length && sameBytes(buf, offset, cached))

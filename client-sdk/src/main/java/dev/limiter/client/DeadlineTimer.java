@@ -1,6 +1,7 @@
 package dev.limiter.client;
 
 import java.util.concurrent.Executor;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.concurrent.locks.LockSupport;
@@ -272,7 +273,7 @@ final class DeadlineTimer implements AutoCloseable
         {
             expirer.execute(() -> expiry.expire(call));
         }
-        catch (final java.util.concurrent.RejectedExecutionException closing)
+        catch (final RejectedExecutionException closing)
         {
             expiry.expire(call);
         }

@@ -12,6 +12,7 @@ import java.nio.CharBuffer;
 import java.nio.charset.CharacterCodingException;
 import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
 import java.util.Locale;
 import java.util.Objects;
 
@@ -97,13 +98,13 @@ public final class Descriptor
     @Override
     public boolean equals(final Object o)
     {
-        return this == o || (o instanceof Descriptor && java.util.Arrays.equals(encoded, ((Descriptor)o).encoded));
+        return this == o || (o instanceof Descriptor && Arrays.equals(encoded, ((Descriptor)o).encoded));
     }
 
     @Override
     public int hashCode()
     {
-        return java.util.Arrays.hashCode(encoded);
+        return Arrays.hashCode(encoded);
     }
 
     @Override

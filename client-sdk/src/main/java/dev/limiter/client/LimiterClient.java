@@ -1,24 +1,48 @@
 package dev.limiter.client;
 
+import com.google.protobuf.Timestamp;
+import dev.limiter.protocol.AcquireCodec;
+import dev.limiter.protocol.Frame;
+import dev.limiter.protocol.MessageType;
+import dev.limiter.protocol.Pem;
+import dev.limiter.protocol.policy.DegradedWindow;
+import dev.limiter.protocol.policy.FailureMode;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.epoll.EpollIoHandler;
 import io.netty.channel.epoll.EpollSocketChannel;
 import io.netty.channel.nio.NioIoHandler;
 import io.netty.channel.socket.nio.NioSocketChannel;
+import io.netty.handler.ssl.ClientAuth;
+import io.netty.handler.ssl.JdkSslContext;
+import io.netty.handler.ssl.SslContext;
 import io.netty.util.concurrent.DefaultThreadFactory;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
+import java.lang.management.ManagementFactory;
 import java.net.InetSocketAddress;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
+import javax.net.ssl.SSLContext;
 
 /**
  * The limiter SDK: asks the store whether a request may go ahead.
@@ -39,7 +63,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  */
 public final class LimiterClient implements AutoCloseable
 {
-    private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(LimiterClient.class);
+    private static final Logger LOG = LoggerFactory.getLogger(LimiterClient.class);
     /**
      * Default per-call deadline: a caller waits at most this long on a dead or slow store (past it the
      * SDK decides locally). It covers a healthy cluster's answers (p50 about 1-2 ms on loopback here,
@@ -62,7 +86,7 @@ public final class LimiterClient implements AutoCloseable
      * Delivers what the SDK decides itself (local decisions, deadline expiries), so that callers
      * chaining calls from callbacks never crowd the I/O threads that read the nodes' answers.
      */
-    private final java.util.concurrent.ExecutorService callbacks;
+    private final ExecutorService callbacks;
     /** Ends every call by its deadline, whatever the I/O threads are doing. */
     private final DeadlineTimer deadlines;
     private final boolean epoll;
@@ -79,30 +103,30 @@ public final class LimiterClient implements AutoCloseable
     private final LocalRejections rejections;
     private final long circuitProbeNanos;
     private final int circuitThreshold;
-    private final java.util.concurrent.atomic.AtomicInteger consecutiveFailures = new java.util.concurrent.atomic.AtomicInteger();
+    private final AtomicInteger consecutiveFailures = new AtomicInteger();
     /** 0 while the circuit is closed; else until when calls are decided locally without trying a node. */
     private volatile long circuitOpenUntilNanos;
     /** Past that time the circuit is half-open: one call at a time (this flag) tries the cluster. */
-    private final java.util.concurrent.atomic.AtomicBoolean probing = new java.util.concurrent.atomic.AtomicBoolean();
+    private final AtomicBoolean probing = new AtomicBoolean();
     /** When the current outage (as this client saw it) began; 0 when none. */
     private volatile long degradedSinceNanos;
     private volatile long windowStartMillis;
     /** 0, or until when calls pass the recovery ramp first. */
     private volatile long rampUntilNanos;
     private final long rampNanos;
-    private volatile java.util.Map<String, Long> windowStartCounts = java.util.Map.of();
-    private final java.util.concurrent.atomic.AtomicLong windowsReported = new java.util.concurrent.atomic.AtomicLong();
+    private volatile Map<String, Long> windowStartCounts = Map.of();
+    private final AtomicLong windowsReported = new AtomicLong();
     /** Degraded windows no node took yet (encoded), oldest first; sent before the next window. */
-    private final java.util.concurrent.ConcurrentLinkedQueue<byte[]> unreported = new java.util.concurrent.ConcurrentLinkedQueue<>();
+    private final ConcurrentLinkedQueue<byte[]> unreported = new ConcurrentLinkedQueue<>();
     private static final int MAX_UNREPORTED_WINDOWS = 64;
-    private static final String CLIENT_NAME = java.lang.management.ManagementFactory.getRuntimeMXBean().getName();
+    private static final String CLIENT_NAME = ManagementFactory.getRuntimeMXBean().getName();
     private static final AtomicInteger CLIENTS_IN_PROCESS = new AtomicInteger();
     /** This client as nodes count SDK instances (process, and which client in it: each has its own local budgets). */
     private final int clientNumber = CLIENTS_IN_PROCESS.incrementAndGet();
     private final String instanceId = CLIENT_NAME + "#" + clientNumber;
-    private final java.util.concurrent.atomic.LongAdder degradedNanos = new java.util.concurrent.atomic.LongAdder();
-    private final java.util.concurrent.atomic.LongAdder lateDeadlines = new java.util.concurrent.atomic.LongAdder();
-    private final java.util.concurrent.atomic.LongAdder pausedTimeouts = new java.util.concurrent.atomic.LongAdder();
+    private final LongAdder degradedNanos = new LongAdder();
+    private final LongAdder lateDeadlines = new LongAdder();
+    private final LongAdder pausedTimeouts = new LongAdder();
 
     private final PendingCall.Fallback callFallback = new PendingCall.Fallback()
     {
@@ -130,7 +154,7 @@ public final class LimiterClient implements AutoCloseable
             if (failures >= circuitThreshold)
             {
                 // Open (or keep open) with jitter, so many SDKs do not probe a recovering cluster in step.
-                final long jitter = (long)(circuitProbeNanos * 0.5 * java.util.concurrent.ThreadLocalRandom.current().nextDouble());
+                final long jitter = (long)(circuitProbeNanos * 0.5 * ThreadLocalRandom.current().nextDouble());
                 final long now = System.nanoTime();
                 if (degradedSinceNanos == 0)
                 {
@@ -191,7 +215,7 @@ public final class LimiterClient implements AutoCloseable
 
     private LimiterClient(final Builder builder)
     {
-        final io.netty.handler.ssl.SslContext tls = builder.tlsContext(); // first: bad TLS files fail before any thread starts
+        final SslContext tls = builder.tlsContext(); // first: bad TLS files fail before any thread starts
         this.policies = new PolicyCache(builder.policyTtl, System::nanoTime);
         this.local = builder.followPolicies && builder.localFallback ?
             new LocalFallback(policies, System::nanoTime, builder.circuitProbe.toNanos(), builder.outageListener, this::fleetInstances) : null;
@@ -209,7 +233,7 @@ public final class LimiterClient implements AutoCloseable
                 snapshot.policies().toByteArray())));
         }
         this.deadlineNanos = builder.deadline.toNanos();
-        this.callbacks = java.util.concurrent.Executors.newSingleThreadExecutor(new DefaultThreadFactory("limiter-callbacks-" + clientNumber, true));
+        this.callbacks = Executors.newSingleThreadExecutor(new DefaultThreadFactory("limiter-callbacks-" + clientNumber, true));
         this.deadlines = new DeadlineTimer("limiter-deadlines-" + clientNumber, this::expire, callbacks);
         if (local != null)
         {
@@ -295,7 +319,7 @@ public final class LimiterClient implements AutoCloseable
          * @param mode     its failure mode (CLOSED: requests are being refused)
          * @param message  one line for the page
          */
-        void outage(String policyId, dev.limiter.protocol.policy.FailureMode mode, String message);
+        void outage(String policyId, FailureMode mode, String message);
     }
 
     /**
@@ -318,12 +342,12 @@ public final class LimiterClient implements AutoCloseable
      * the cluster's audit log, trying each connection until one (the leader's) takes it. A window no
      * node takes (the cluster went down again) is kept and sent with the next one: at least once.
      */
-    private void reportWindow(final long startMillis, final long endMillis, final java.util.Map<String, Long> before)
+    private void reportWindow(final long startMillis, final long endMillis, final Map<String, Long> before)
     {
-        final dev.limiter.protocol.policy.DegradedWindow.Builder window = dev.limiter.protocol.policy.DegradedWindow.newBuilder()
+        final DegradedWindow.Builder window = DegradedWindow.newBuilder()
             .setClient(instanceId)
-            .setStart(com.google.protobuf.Timestamp.newBuilder().setSeconds(startMillis / 1000).setNanos((int)(startMillis % 1000) * 1_000_000))
-            .setEnd(com.google.protobuf.Timestamp.newBuilder().setSeconds(endMillis / 1000).setNanos((int)(endMillis % 1000) * 1_000_000));
+            .setStart(Timestamp.newBuilder().setSeconds(startMillis / 1000).setNanos((int)(startMillis % 1000) * 1_000_000))
+            .setEnd(Timestamp.newBuilder().setSeconds(endMillis / 1000).setNanos((int)(endMillis % 1000) * 1_000_000));
         local.counts().forEach((key, n) ->
         {
             final long delta = n - before.getOrDefault(key, 0L);
@@ -360,7 +384,7 @@ public final class LimiterClient implements AutoCloseable
             return;
         }
         final Connection connection = connections[index % connections.length];
-        connection.request(dev.limiter.protocol.MessageType.DEGRADED_REPORT, body, System.nanoTime() + TimeUnit.SECONDS.toNanos(2))
+        connection.request(MessageType.DEGRADED_REPORT, body, System.nanoTime() + TimeUnit.SECONDS.toNanos(2))
             .whenComplete((done, failure) ->
             {
                 if (failure == null)
@@ -409,7 +433,7 @@ public final class LimiterClient implements AutoCloseable
         {
             callbacks.execute(() -> result.complete(decision));
         }
-        catch (final java.util.concurrent.RejectedExecutionException closing)
+        catch (final RejectedExecutionException closing)
         {
             result.complete(decision);
         }
@@ -427,12 +451,6 @@ public final class LimiterClient implements AutoCloseable
     LocalFallback localFallback()
     {
         return local;
-    }
-
-    /** Local (degraded) decisions so far: allowed, refused. */
-    public long[] degradedDecisions()
-    {
-        return local == null ? new long[2] : new long[] {local.degradedAllowed(), local.degradedDenied()};
     }
 
     /**
@@ -660,7 +678,7 @@ public final class LimiterClient implements AutoCloseable
         {
             callbacks.execute(local::prepare);
         }
-        catch (final java.util.concurrent.RejectedExecutionException closing)
+        catch (final RejectedExecutionException closing)
         {
             // closed meanwhile: nothing will be decided any more
         }
@@ -794,7 +812,7 @@ public final class LimiterClient implements AutoCloseable
             else
             {
                 // No leader yet: try again a little later (jittered), on any node.
-                final long delay = 5_000_000L + java.util.concurrent.ThreadLocalRandom.current().nextLong(20_000_000L);
+                final long delay = 5_000_000L + ThreadLocalRandom.current().nextLong(20_000_000L);
                 from.loop().schedule(() -> resubmit(call), delay, TimeUnit.NANOSECONDS);
             }
         }
@@ -875,7 +893,7 @@ public final class LimiterClient implements AutoCloseable
         private Duration connectTimeout = DEFAULT_CONNECT_TIMEOUT;
         private Duration startupTimeout = DEFAULT_STARTUP_TIMEOUT;
         private boolean preferEpoll = true;
-        private int maxFrameBytes = dev.limiter.protocol.Frame.DEFAULT_MAX_FRAME_BYTES;
+        private int maxFrameBytes = Frame.DEFAULT_MAX_FRAME_BYTES;
         private boolean followPolicies = true;
         private Duration policyTtl = DEFAULT_POLICY_TTL;
         private PolicyStore policyStore;
@@ -885,11 +903,11 @@ public final class LimiterClient implements AutoCloseable
         private OutageListener outageListener;
         private boolean fastLocalRejection;
         private Duration recoveryRamp = Duration.ofSeconds(2);
-        private javax.net.ssl.SSLContext tls;
+        private SSLContext tls;
         private Duration keepAlive = DEFAULT_KEEP_ALIVE;
-        private java.nio.file.Path tlsCa;
-        private java.nio.file.Path tlsCertificate;
-        private java.nio.file.Path tlsKey;
+        private Path tlsCa;
+        private Path tlsCertificate;
+        private Path tlsKey;
 
         /**
          * A connection that sent nothing for this long sends a PING (default 30 s), so that a
@@ -911,9 +929,9 @@ public final class LimiterClient implements AutoCloseable
          * name the address it is given to {@link #endpoints} (an IP SAN for an IP address). Off by
          * default.
          */
-        public Builder tls(final java.nio.file.Path caBundle)
+        public Builder tls(final Path caBundle)
         {
-            this.tlsCa = java.util.Objects.requireNonNull(caBundle, "caBundle");
+            this.tlsCa = Objects.requireNonNull(caBundle, "caBundle");
             return this;
         }
 
@@ -922,29 +940,29 @@ public final class LimiterClient implements AutoCloseable
          * PEM) to nodes started with {@code --tls-client-auth require}. Turns TLS on (with the JDK's
          * default trust unless {@link #tls(java.nio.file.Path)} names the CAs).
          */
-        public Builder tlsClientCertificate(final java.nio.file.Path certificate, final java.nio.file.Path key)
+        public Builder tlsClientCertificate(final Path certificate, final Path key)
         {
-            this.tlsCertificate = java.util.Objects.requireNonNull(certificate, "certificate");
-            this.tlsKey = java.util.Objects.requireNonNull(key, "key");
+            this.tlsCertificate = Objects.requireNonNull(certificate, "certificate");
+            this.tlsKey = Objects.requireNonNull(key, "key");
             return this;
         }
 
         /** TLS with a context of your own (its trust and key material as it says); replaces the file-based settings. */
-        public Builder tls(final javax.net.ssl.SSLContext context)
+        public Builder tls(final SSLContext context)
         {
-            this.tls = java.util.Objects.requireNonNull(context, "context");
+            this.tls = Objects.requireNonNull(context, "context");
             return this;
         }
 
         /** The TLS context the settings describe, or null for plain TCP. */
-        io.netty.handler.ssl.SslContext tlsContext()
+        SslContext tlsContext()
         {
             if (tls == null && tlsCa == null && tlsCertificate == null)
             {
                 return null;
             }
-            final javax.net.ssl.SSLContext context = tls != null ? tls : dev.limiter.protocol.Pem.context(tlsCertificate, tlsKey, tlsCa);
-            return new io.netty.handler.ssl.JdkSslContext(context, true, io.netty.handler.ssl.ClientAuth.NONE);
+            final SSLContext context = tls != null ? tls : Pem.context(tlsCertificate, tlsKey, tlsCa);
+            return new JdkSslContext(context, true, ClientAuth.NONE);
         }
 
         /**
@@ -1015,9 +1033,9 @@ public final class LimiterClient implements AutoCloseable
         /** Most acquires in one frame (default 256, at most 4096). */
         public Builder maxBatch(final int maxBatch)
         {
-            if (maxBatch < 1 || maxBatch > dev.limiter.protocol.AcquireCodec.MAX_BATCH)
+            if (maxBatch < 1 || maxBatch > AcquireCodec.MAX_BATCH)
             {
-                throw new IllegalArgumentException("maxBatch must be 1 to " + dev.limiter.protocol.AcquireCodec.MAX_BATCH +
+                throw new IllegalArgumentException("maxBatch must be 1 to " + AcquireCodec.MAX_BATCH +
                     ", was " + maxBatch);
             }
             this.maxBatch = maxBatch;

@@ -4,20 +4,33 @@ import dev.limiter.protocol.AcquireCodec;
 import dev.limiter.protocol.AcquireDecoder;
 import dev.limiter.protocol.CompiledPolicy;
 import dev.limiter.protocol.Frame;
+import dev.limiter.protocol.IpAddresses;
 import dev.limiter.protocol.MessageType;
 import dev.limiter.protocol.PolicySetIndex;
 import dev.limiter.protocol.ReasonCode;
 import dev.limiter.protocol.TokenBucket;
 import dev.limiter.protocol.policy.FailureMode;
+import dev.limiter.protocol.policy.Mode;
 import dev.limiter.protocol.policy.Policy;
+import dev.limiter.protocol.policy.PolicySet;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import java.nio.charset.StandardCharsets;
+import java.util.HashMap;
+import java.util.HexFormat;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.function.Consumer;
+import java.util.function.IntSupplier;
 import java.util.function.LongSupplier;
+import java.util.function.Supplier;
 
 /**
  * What the SDK decides on its own while no node answers: it matches the request against the
@@ -47,16 +60,16 @@ final class LocalFallback
     private final long retryAfterNanos;
     private final LimiterClient.OutageListener paging;
     /** SDK instances the nodes last reported (0: unknown): fleet-wide budgets are split by it. */
-    private final java.util.function.IntSupplier fleetInstances;
+    private final IntSupplier fleetInstances;
     private final ConcurrentHashMap<String, LocalBucket> buckets = new ConcurrentHashMap<>();
     private final AtomicLong degradedAllowed = new AtomicLong();
     private final AtomicLong degradedDenied = new AtomicLong();
     /** Local decisions by "policy id, failure mode, allowed|denied" (for metrics by route and mode). */
-    private final ConcurrentHashMap<String, java.util.concurrent.atomic.LongAdder> byPolicy = new ConcurrentHashMap<>();
-    private volatile java.util.function.Consumer<String> newKeyListener = key -> { };
+    private final ConcurrentHashMap<String, LongAdder> byPolicy = new ConcurrentHashMap<>();
+    private volatile Consumer<String> newKeyListener = key -> { };
     private volatile Compiled compiled;
     /** Policies already paged for in this outage. */
-    private final java.util.Set<String> paged = ConcurrentHashMap.newKeySet();
+    private final Set<String> paged = ConcurrentHashMap.newKeySet();
 
     private record Compiled(long version, PolicySetIndex index)
     {
@@ -100,7 +113,7 @@ final class LocalFallback
     }
 
     LocalFallback(final PolicyCache policies, final LongSupplier nanoClock, final long retryAfterNanos, final LimiterClient.OutageListener paging,
-        final java.util.function.IntSupplier fleetInstances)
+        final IntSupplier fleetInstances)
     {
         this.fleetInstances = fleetInstances;
         this.policies = policies;
@@ -153,7 +166,7 @@ final class LocalFallback
      * covers what the policy limits as one (all the paths of a route template, say).
      */
     private LocalBucket bucket(final ConcurrentHashMap<String, LocalBucket> table, final CompiledPolicy policy,
-        final Descriptor descriptor, final long now, final java.util.function.Supplier<LocalBucket> fresh)
+        final Descriptor descriptor, final long now, final Supplier<LocalBucket> fresh)
     {
         final String key = scopeKey(policy, descriptor);
         final LocalBucket existing = table.get(key);
@@ -196,42 +209,42 @@ final class LocalFallback
     /** One spelling per address (as the node's 16-byte key): ::ffff:10.0.0.1 and 10.0.0.1 are one client. */
     private static String canonicalIp(final String ip)
     {
-        final byte[] value = new byte[dev.limiter.protocol.IpAddresses.LENGTH];
-        final ByteBuf text = Unpooled.wrappedBuffer(ip.getBytes(java.nio.charset.StandardCharsets.US_ASCII));
-        return dev.limiter.protocol.IpAddresses.parse(text, 0, text.readableBytes(), value, 0) ?
-            java.util.HexFormat.of().formatHex(value) : ip;
+        final byte[] value = new byte[IpAddresses.LENGTH];
+        final ByteBuf text = Unpooled.wrappedBuffer(ip.getBytes(StandardCharsets.US_ASCII));
+        return IpAddresses.parse(text, 0, text.readableBytes(), value, 0) ?
+            HexFormat.of().formatHex(value) : ip;
     }
 
     private void count(final String policyId, final FailureMode mode, final boolean allowed)
     {
         final String key = policyId + '|' + mode + '|' + (allowed ? "allowed" : "denied");
-        java.util.concurrent.atomic.LongAdder counter = byPolicy.get(key);
+        LongAdder counter = byPolicy.get(key);
         if (counter == null)
         {
-            counter = byPolicy.computeIfAbsent(key, k -> new java.util.concurrent.atomic.LongAdder());
+            counter = byPolicy.computeIfAbsent(key, k -> new LongAdder());
             newKeyListener.accept(key);
         }
         counter.increment();
     }
 
     /** Called with each new "policy|MODE|outcome" key as local decisions first happen for it. */
-    void onNewKey(final java.util.function.Consumer<String> listener)
+    void onNewKey(final Consumer<String> listener)
     {
         newKeyListener = listener;
         byPolicy.keySet().forEach(listener);
     }
 
     /** Every count so far, by "policy|MODE|outcome" (a copy). */
-    java.util.Map<String, Long> counts()
+    Map<String, Long> counts()
     {
-        final java.util.Map<String, Long> copy = new java.util.HashMap<>();
+        final Map<String, Long> copy = new HashMap<>();
         byPolicy.forEach((key, counter) -> copy.put(key, counter.sum()));
         return copy;
     }
 
     long count(final String key)
     {
-        final java.util.concurrent.atomic.LongAdder counter = byPolicy.get(key);
+        final LongAdder counter = byPolicy.get(key);
         return counter == null ? 0 : counter.sum();
     }
 
@@ -368,7 +381,7 @@ final class LocalFallback
 
     private PolicySetIndex index()
     {
-        final java.util.Optional<PolicyCache.Snapshot> held = policies.current();
+        final Optional<PolicyCache.Snapshot> held = policies.current();
         if (held.isEmpty())
         {
             return null;
@@ -382,10 +395,10 @@ final class LocalFallback
         {
             // What decides locally: the enforced versions only (shadows never decide; stacked scopes
             // are the cluster's to charge atomically).
-            final dev.limiter.protocol.policy.PolicySet.Builder enforced = held.get().policies().toBuilder().clearPolicies();
+            final PolicySet.Builder enforced = held.get().policies().toBuilder().clearPolicies();
             for (final Policy p : held.get().policies().getPoliciesList())
             {
-                if (p.getMode() != dev.limiter.protocol.policy.Mode.SHADOW && !p.getStacked())
+                if (p.getMode() != Mode.SHADOW && !p.getStacked())
                 {
                     enforced.addPolicies(p);
                 }

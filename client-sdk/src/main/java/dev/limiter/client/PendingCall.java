@@ -1,6 +1,9 @@
 package dev.limiter.client;
 
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
 
 /** One acquire in flight: it is its own future, so a call allocates one object plus its Decision. */
 final class PendingCall extends CompletableFuture<Decision>
@@ -38,13 +41,13 @@ final class PendingCall extends CompletableFuture<Decision>
     volatile Connection connection;
     /** The deadline timer's wheel slot list (its thread only). */
     PendingCall nextInSlot;
-    private static final java.lang.invoke.VarHandle NEXT_DUE;
+    private static final VarHandle NEXT_DUE;
 
     static
     {
         try
         {
-            NEXT_DUE = java.lang.invoke.MethodHandles.lookup().findVarHandle(PendingCall.class, "nextDue", PendingCall.class);
+            NEXT_DUE = MethodHandles.lookup().findVarHandle(PendingCall.class, "nextDue", PendingCall.class);
         }
         catch (final ReflectiveOperationException e)
         {
@@ -74,8 +77,8 @@ final class PendingCall extends CompletableFuture<Decision>
     }
     /** 1 once an answer or a failure was taken: the I/O thread and a blocking caller may race at the deadline. */
     private volatile int settled;
-    private static final java.util.concurrent.atomic.AtomicIntegerFieldUpdater<PendingCall> SETTLED =
-        java.util.concurrent.atomic.AtomicIntegerFieldUpdater.newUpdater(PendingCall.class, "settled");
+    private static final AtomicIntegerFieldUpdater<PendingCall> SETTLED =
+        AtomicIntegerFieldUpdater.newUpdater(PendingCall.class, "settled");
 
     PendingCall(final Descriptor descriptor, final int cost, final long deadlineNanos)
     {

@@ -1,5 +1,7 @@
 package dev.limiter.client;
 
+import io.netty.channel.epoll.Epoll;
+
 /** Picks Netty's transport without making the native epoll library a hard dependency. */
 final class Transport
 {
@@ -11,7 +13,7 @@ final class Transport
     {
         try
         {
-            return io.netty.channel.epoll.Epoll.isAvailable();
+            return Epoll.isAvailable();
         }
         catch (final Throwable e)
         {

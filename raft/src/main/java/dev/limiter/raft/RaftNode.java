@@ -3,6 +3,8 @@ package dev.limiter.raft;
 import org.apache.ratis.conf.Parameters;
 import org.apache.ratis.conf.RaftProperties;
 import org.apache.ratis.grpc.GrpcConfigKeys;
+import org.apache.ratis.grpc.GrpcTlsConfig;
+import org.apache.ratis.proto.RaftProtos;
 import org.apache.ratis.protocol.ClientId;
 import org.apache.ratis.protocol.Message;
 import org.apache.ratis.protocol.RaftClientReply;
@@ -14,18 +16,24 @@ import org.apache.ratis.protocol.RaftPeerId;
 import org.apache.ratis.protocol.SetConfigurationRequest;
 import org.apache.ratis.protocol.SnapshotManagementRequest;
 import org.apache.ratis.server.DivisionInfo;
+import org.apache.ratis.server.RaftConfiguration;
 import org.apache.ratis.server.RaftServer;
 import org.apache.ratis.server.RaftServerConfigKeys;
+import org.apache.ratis.server.storage.RaftStorage;
 import org.apache.ratis.thirdparty.com.google.protobuf.UnsafeByteOperations;
 import org.apache.ratis.util.SizeInBytes;
 import org.apache.ratis.util.TimeDuration;
 
+import java.io.File;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
@@ -106,7 +114,7 @@ public final class RaftNode implements AutoCloseable
         if (config.tlsCert() != null)
         {
             // Mutual: the server side (in RaftPortGuard) and the channels this member opens to its peers.
-            final org.apache.ratis.grpc.GrpcTlsConfig tls = new org.apache.ratis.grpc.GrpcTlsConfig(config.tlsKey().toFile(),
+            final GrpcTlsConfig tls = new GrpcTlsConfig(config.tlsKey().toFile(),
                 config.tlsCert().toFile(), config.tlsCa().toFile(), true);
             GrpcConfigKeys.Server.setTlsConf(parameters, tls);
             GrpcConfigKeys.Client.setTlsConf(parameters, tls);
@@ -118,8 +126,8 @@ public final class RaftNode implements AutoCloseable
             .setProperties(properties)
             .setParameters(parameters)
             .setStateMachine(stateMachine)
-            .setOption(storageExists() ? org.apache.ratis.server.storage.RaftStorage.StartupOption.RECOVER :
-                org.apache.ratis.server.storage.RaftStorage.StartupOption.FORMAT)
+            .setOption(storageExists() ? RaftStorage.StartupOption.RECOVER :
+                RaftStorage.StartupOption.FORMAT)
             .build();
         server.start();
         return this;
@@ -127,7 +135,7 @@ public final class RaftNode implements AutoCloseable
 
     private boolean storageExists()
     {
-        final java.io.File dir = config.storageDir().resolve(group.getGroupId().getUuid().toString()).toFile();
+        final File dir = config.storageDir().resolve(group.getGroupId().getUuid().toString()).toFile();
         return dir.isDirectory();
     }
 
@@ -209,7 +217,7 @@ public final class RaftNode implements AutoCloseable
     {
         try
         {
-            final Map<String, String> members = new java.util.LinkedHashMap<>();
+            final Map<String, String> members = new LinkedHashMap<>();
             server.getDivision(group.getGroupId()).getRaftConf().getCurrentPeers()
                 .forEach(peer -> members.put(peer.getId().toString(), peer.getAddress()));
             return members;
@@ -229,7 +237,7 @@ public final class RaftNode implements AutoCloseable
      */
     public long majorityContactNanos()
     {
-        final org.apache.ratis.server.RaftServer.Division division;
+        final RaftServer.Division division;
         try
         {
             division = server.getDivision(group.getGroupId());
@@ -243,31 +251,31 @@ public final class RaftNode implements AutoCloseable
         {
             return Long.MIN_VALUE;
         }
-        final org.apache.ratis.proto.RaftProtos.RoleInfoProto role = info.getRoleInfoProto();
+        final RaftProtos.RoleInfoProto role = info.getRoleInfoProto();
         if (!role.hasLeaderInfo())
         {
             return Long.MIN_VALUE;
         }
         final long now = System.nanoTime();
-        final Map<String, Long> heardAt = new java.util.HashMap<>();
-        for (final org.apache.ratis.proto.RaftProtos.ServerRpcProto follower : role.getLeaderInfo().getFollowerInfoList())
+        final Map<String, Long> heardAt = new HashMap<>();
+        for (final RaftProtos.ServerRpcProto follower : role.getLeaderInfo().getFollowerInfoList())
         {
             heardAt.put(follower.getId().getId().toStringUtf8(),
                 now - TimeUnit.MILLISECONDS.toNanos(follower.getLastRpcElapsedTimeMs() + 1));
         }
         heardAt.put(selfId.toString(), now);
-        final org.apache.ratis.server.RaftConfiguration conf = division.getRaftConf();
+        final RaftConfiguration conf = division.getRaftConf();
         if (conf.getCurrentPeers().stream().noneMatch(peer -> peer.getId().equals(selfId)))
         {
             return Long.MIN_VALUE;
         }
         final long current = majorityHeardAt(conf.getCurrentPeers(), heardAt);
-        final java.util.Collection<RaftPeer> previous = conf.getPreviousPeers();
+        final Collection<RaftPeer> previous = conf.getPreviousPeers();
         return previous.isEmpty() ? current : Math.min(current, majorityHeardAt(previous, heardAt));
     }
 
     /** The latest time by which a majority of {@code members} had been heard from. */
-    private static long majorityHeardAt(final java.util.Collection<RaftPeer> members, final Map<String, Long> heardAt)
+    private static long majorityHeardAt(final Collection<RaftPeer> members, final Map<String, Long> heardAt)
     {
         final long[] times = members.stream().mapToLong(peer -> heardAt.getOrDefault(peer.getId().toString(), Long.MIN_VALUE))
             .sorted().toArray();

@@ -6,6 +6,7 @@ import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Objects;
+import java.util.function.Consumer;
 import java.util.regex.Pattern;
 
 /** Settings of one {@link RaftNode}; {@link #validate()} checks them once and says what to change. */
@@ -39,8 +40,8 @@ public final class RaftNodeConfig
     private final Map<String, InetSocketAddress> peers = new LinkedHashMap<>();
     private Path storageDir;
     private String groupName = "limiter";
-    private Duration electionTimeoutMin = DEFAULT_ELECTION_TIMEOUT_MIN;
-    private Duration electionTimeoutMax = DEFAULT_ELECTION_TIMEOUT_MAX;
+    private final Duration electionTimeoutMin = DEFAULT_ELECTION_TIMEOUT_MIN;
+    private final Duration electionTimeoutMax = DEFAULT_ELECTION_TIMEOUT_MAX;
     private long snapshotEveryEntries = DEFAULT_SNAPSHOT_EVERY_ENTRIES;
     private int logSegmentBytes = 1 << 20;
     private long leaderStepDownMillis = DEFAULT_LEADER_STEP_DOWN_MILLIS;
@@ -52,7 +53,7 @@ public final class RaftNodeConfig
     private int maxConnections = DEFAULT_MAX_CONNECTIONS;
     private long idleTimeoutMillis = DEFAULT_IDLE_TIMEOUT_MILLIS;
     private long prefaceTimeoutMillis = DEFAULT_PREFACE_TIMEOUT_MILLIS;
-    private java.util.function.Consumer<String> refusals;
+    private Consumer<String> refusals;
 
     public RaftNodeConfig validate()
     {
@@ -169,13 +170,6 @@ public final class RaftNodeConfig
     public Duration electionTimeoutMax()
     {
         return electionTimeoutMax;
-    }
-
-    public RaftNodeConfig electionTimeout(final Duration min, final Duration max)
-    {
-        this.electionTimeoutMin = min;
-        this.electionTimeoutMax = max;
-        return this;
     }
 
     public long snapshotEveryEntries()
@@ -301,13 +295,13 @@ public final class RaftNodeConfig
         return this;
     }
 
-    public java.util.function.Consumer<String> refusals()
+    public Consumer<String> refusals()
     {
         return refusals;
     }
 
     /** Told the reason (max-connections, unfinished-message) each time the Raft port turns a connection away. */
-    public RaftNodeConfig refusals(final java.util.function.Consumer<String> refusals)
+    public RaftNodeConfig refusals(final Consumer<String> refusals)
     {
         this.refusals = refusals;
         return this;

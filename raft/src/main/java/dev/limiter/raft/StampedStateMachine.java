@@ -27,6 +27,7 @@ import java.io.BufferedOutputStream;
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
 import java.io.File;
+import java.io.FileOutputStream;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
@@ -35,6 +36,7 @@ import java.nio.file.StandardCopyOption;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * Adapts a {@link ReplicatedStateMachine} to Ratis, and owns the cluster clock.
@@ -60,7 +62,7 @@ final class StampedStateMachine extends BaseStateMachine
     private final SimpleStateMachineStorage storage = new SimpleStateMachineStorage();
     private final List<LeaderListener> listeners = new CopyOnWriteArrayList<>();
     private final String nodeId;
-    private final java.util.concurrent.atomic.AtomicLong snapshotsInstalled = new java.util.concurrent.atomic.AtomicLong();
+    private final AtomicLong snapshotsInstalled = new AtomicLong();
 
     /** Latest stamp applied (after clamping); read by the leader when it starts a term. */
     private volatile long lastAppliedStamp = Long.MIN_VALUE;
@@ -82,7 +84,7 @@ final class StampedStateMachine extends BaseStateMachine
 
     private volatile long lastSnapshotBytes;
     private volatile long lastSnapshotNanos;
-    private final java.util.concurrent.atomic.AtomicLong snapshotsTaken = new java.util.concurrent.atomic.AtomicLong();
+    private final AtomicLong snapshotsTaken = new AtomicLong();
 
     long lastSnapshotBytes()
     {
@@ -181,7 +183,7 @@ final class StampedStateMachine extends BaseStateMachine
         final long start = System.nanoTime();
         final File target = storage.getSnapshotFile(applied.getTerm(), applied.getIndex());
         final Path temp = target.toPath().resolveSibling(target.getName() + ".tmp");
-        try (java.io.FileOutputStream raw = new java.io.FileOutputStream(temp.toFile());
+        try (FileOutputStream raw = new FileOutputStream(temp.toFile());
              DataOutputStream out = new DataOutputStream(new BufferedOutputStream(raw)))
         {
             out.writeLong(lastAppliedStamp);

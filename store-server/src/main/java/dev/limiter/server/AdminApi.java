@@ -2,6 +2,7 @@ package dev.limiter.server;
 
 import com.google.protobuf.InvalidProtocolBufferException;
 import com.google.protobuf.Message;
+import com.google.protobuf.Timestamp;
 import com.google.protobuf.util.JsonFormat;
 import com.google.protobuf.util.Timestamps;
 import dev.limiter.protocol.policy.AdminError;
@@ -10,6 +11,8 @@ import dev.limiter.protocol.policy.AuditRecord;
 import dev.limiter.protocol.policy.DeleteCommand;
 import dev.limiter.protocol.policy.Exemption;
 import dev.limiter.protocol.policy.ExemptionList;
+import dev.limiter.protocol.policy.HotKeyReport;
+import dev.limiter.protocol.policy.Member;
 import dev.limiter.protocol.policy.Policy;
 import dev.limiter.protocol.policy.PolicyCommand;
 import dev.limiter.protocol.policy.PolicyHistory;
@@ -33,9 +36,11 @@ import io.netty.handler.codec.http.QueryStringDecoder;
 import java.nio.charset.StandardCharsets;
 import java.text.ParseException;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.function.Consumer;
 import java.util.function.Predicate;
+import java.util.function.Supplier;
 
 /**
  * The control-plane routes of the admin port, JSON in and out (protobuf's JSON mapping of the
@@ -71,10 +76,10 @@ final class AdminApi
 
     private final PolicyControl control;
     private final String token;
-    private final java.util.function.Supplier<dev.limiter.protocol.policy.HotKeyReport> hotKeys;
+    private final Supplier<HotKeyReport> hotKeys;
     private final Membership membership;
 
-    AdminApi(final PolicyControl control, final String token, final java.util.function.Supplier<dev.limiter.protocol.policy.HotKeyReport> hotKeys,
+    AdminApi(final PolicyControl control, final String token, final Supplier<HotKeyReport> hotKeys,
         final Membership membership)
     {
         this.membership = membership;
@@ -175,7 +180,7 @@ final class AdminApi
             final String reason = first(query, "reason");
             if (method.equals(HttpMethod.PUT))
             {
-                final dev.limiter.protocol.policy.Member.Builder member = dev.limiter.protocol.policy.Member.newBuilder();
+                final Member.Builder member = Member.newBuilder();
                 parse(request, member, "a Member ({\"address\":\"HOST:PORT\"})");
                 if (!member.getId().isEmpty() && !member.getId().equals(id))
                 {
@@ -293,7 +298,7 @@ final class AdminApi
     }
 
     /** Answers with a membership change's result once Raft has made it. */
-    private static void answer(final java.util.concurrent.CompletableFuture<? extends Message> change, final Consumer<FullHttpResponse> reply)
+    private static void answer(final CompletableFuture<? extends Message> change, final Consumer<FullHttpResponse> reply)
     {
         change.whenComplete((result, failure) -> reply.accept(failure == null ? json(HttpResponseStatus.OK, result) : failed(failure)));
     }
@@ -326,7 +331,7 @@ final class AdminApi
         Predicate<AuditRecord> filter = record -> true;
         if (since != null)
         {
-            final com.google.protobuf.Timestamp from;
+            final Timestamp from;
             try
             {
                 from = Timestamps.parse(since);

@@ -1,5 +1,6 @@
 package dev.limiter.server;
 
+import dev.limiter.server.control.PolicyControl;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
@@ -7,8 +8,10 @@ import io.netty.channel.Channel;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInitializer;
+import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.SimpleChannelInboundHandler;
+import io.netty.channel.WriteBufferWaterMark;
 import io.netty.channel.epoll.EpollServerSocketChannel;
 import io.netty.channel.socket.SocketChannel;
 import io.netty.channel.socket.nio.NioServerSocketChannel;
@@ -44,7 +47,7 @@ final class AdminServer implements AutoCloseable
     private final EventLoopGroup boss;
     private final EventLoopGroup workers;
     private final boolean epoll;
-    private final dev.limiter.server.control.PolicyControl control;
+    private final PolicyControl control;
     private final String token;
     private final Membership membership;
     private final ConnectionGuard.Limits limits;
@@ -53,7 +56,7 @@ final class AdminServer implements AutoCloseable
 
     AdminServer(final String host, final int port, final ServerMetrics metrics, final StoreServer server,
         final EventLoopGroup boss, final EventLoopGroup workers, final boolean epoll,
-        final dev.limiter.server.control.PolicyControl control, final String token, final Membership membership,
+        final PolicyControl control, final String token, final Membership membership,
         final ServerConfig config, final ServerTls tls)
     {
         this.tls = tls;
@@ -76,7 +79,7 @@ final class AdminServer implements AutoCloseable
         channel = new ServerBootstrap()
             .group(boss, workers)
             .channel(epoll ? EpollServerSocketChannel.class : NioServerSocketChannel.class)
-            .childOption(io.netty.channel.ChannelOption.WRITE_BUFFER_WATER_MARK, new io.netty.channel.WriteBufferWaterMark(64 * 1024, 256 * 1024))
+            .childOption(ChannelOption.WRITE_BUFFER_WATER_MARK, new WriteBufferWaterMark(64 * 1024, 256 * 1024))
             .childHandler(new ChannelInitializer<SocketChannel>()
             {
                 @Override
@@ -98,7 +101,7 @@ final class AdminServer implements AutoCloseable
     }
 
     /** The last answer to a connection this port turns away: 503 over the cap, 408 for a request left unfinished. */
-    private static Object farewell(final io.netty.channel.Channel channel, final String reason, final String message)
+    private static Object farewell(final Channel channel, final String reason, final String message)
     {
         final FullHttpResponse response = text(reason.equals("max-connections") ? HttpResponseStatus.SERVICE_UNAVAILABLE :
             HttpResponseStatus.REQUEST_TIMEOUT, "text/plain; charset=utf-8", message + "\n");

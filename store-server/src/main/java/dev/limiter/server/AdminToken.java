@@ -9,10 +9,13 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermission;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.security.MessageDigest;
 import java.security.SecureRandom;
+import java.util.EnumSet;
 import java.util.HexFormat;
+import java.util.Set;
 import java.util.regex.Pattern;
 
 /**
@@ -103,7 +106,7 @@ final class AdminToken
      */
     static void requirePrivate(final Path file) throws IOException
     {
-        final java.util.Set<java.nio.file.attribute.PosixFilePermission> permissions;
+        final Set<PosixFilePermission> permissions;
         try
         {
             permissions = Files.getPosixFilePermissions(file);
@@ -112,10 +115,10 @@ final class AdminToken
         {
             return; // no POSIX modes to check on this file system
         }
-        final java.util.Set<java.nio.file.attribute.PosixFilePermission> open = java.util.EnumSet.copyOf(permissions);
-        open.retainAll(java.util.EnumSet.of(java.nio.file.attribute.PosixFilePermission.GROUP_READ,
-            java.nio.file.attribute.PosixFilePermission.GROUP_WRITE, java.nio.file.attribute.PosixFilePermission.OTHERS_READ,
-            java.nio.file.attribute.PosixFilePermission.OTHERS_WRITE));
+        final Set<PosixFilePermission> open = EnumSet.copyOf(permissions);
+        open.retainAll(EnumSet.of(PosixFilePermission.GROUP_READ,
+            PosixFilePermission.GROUP_WRITE, PosixFilePermission.OTHERS_READ,
+            PosixFilePermission.OTHERS_WRITE));
         if (!open.isEmpty())
         {
             throw new IllegalArgumentException("the admin token file " + file + " is accessible by others (" +

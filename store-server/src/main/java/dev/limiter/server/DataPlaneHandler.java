@@ -1,16 +1,22 @@
 package dev.limiter.server;
 
+import com.google.protobuf.InvalidProtocolBufferException;
 import dev.limiter.protocol.AcquireDecoder;
 import dev.limiter.protocol.CompiledPolicy;
 import dev.limiter.protocol.DescriptorField;
-import dev.limiter.protocol.IpAddresses;
 import dev.limiter.protocol.ErrorCode;
 import dev.limiter.protocol.ErrorCodec;
 import dev.limiter.protocol.Frame;
+import dev.limiter.protocol.IpAddresses;
 import dev.limiter.protocol.MessageType;
 import dev.limiter.protocol.PolicySetIndex;
 import dev.limiter.protocol.ReasonCode;
 import dev.limiter.protocol.ResultCodec;
+import dev.limiter.protocol.policy.DegradedWindow;
+import dev.limiter.server.cluster.Replication;
+import dev.limiter.server.control.ActiveExemptions;
+import dev.limiter.server.control.PolicyControl;
+import dev.limiter.server.control.PolicyState;
 import dev.limiter.server.table.BucketTable;
 import dev.limiter.server.table.KeyHash;
 import io.netty.buffer.ByteBuf;
@@ -25,6 +31,8 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.function.Supplier;
@@ -40,14 +48,14 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
     private static final Logger LOG = LoggerFactory.getLogger(DataPlaneHandler.class);
 
     private final Supplier<PolicySetIndex> policies;
-    private final Supplier<dev.limiter.server.control.ActiveExemptions> exemptions;
+    private final Supplier<ActiveExemptions> exemptions;
     private final PolicyPublisher publisher;
-    private final Supplier<dev.limiter.server.control.PolicyControl> control;
+    private final Supplier<PolicyControl> control;
     private final List<Shard> shards;
     private final ServerMetrics metrics;
     private final FastThreadLocal<LoopState> loopState;
     /** Cluster mode only (else null): who may decide, and where the leader is. */
-    private final dev.limiter.server.cluster.Replication replication;
+    private final Replication replication;
     private final Supplier<String> statusJson;
     /** Node-wide allowance of SDK reports (every one is a log entry). */
     private final SdkReportGate reportGate;
@@ -76,13 +84,13 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
 
     DataPlaneHandler(
         final Supplier<PolicySetIndex> policies,
-        final Supplier<dev.limiter.server.control.ActiveExemptions> exemptions,
+        final Supplier<ActiveExemptions> exemptions,
         final PolicyPublisher publisher,
-        final Supplier<dev.limiter.server.control.PolicyControl> control,
+        final Supplier<PolicyControl> control,
         final List<Shard> shards,
         final ServerMetrics metrics,
         final FastThreadLocal<LoopState> loopState,
-        final dev.limiter.server.cluster.Replication replication,
+        final Replication replication,
         final Supplier<String> statusJson,
         final SdkReportGate reportGate)
     {
@@ -137,7 +145,7 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
                 case MessageType.STATUS:
                     final ByteBuf status = ctx.alloc().buffer(512);
                     final int start = Frame.begin(status, MessageType.STATUS_RESULT, correlationId);
-                    status.writeCharSequence(statusJson.get(), java.nio.charset.StandardCharsets.UTF_8);
+                    status.writeCharSequence(statusJson.get(), StandardCharsets.UTF_8);
                     Frame.finish(status, start);
                     ctx.writeAndFlush(status, ctx.voidPromise());
                     break;
@@ -188,7 +196,7 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
             return;
         }
         final PolicySetIndex index = policies.get();
-        final dev.limiter.server.control.ActiveExemptions exempt = exemptions.get();
+        final ActiveExemptions exempt = exemptions.get();
         long nowMillis = 0;
         boolean anyExempt = false;
         final FrameWork work = state.pool.acquire();
@@ -358,19 +366,19 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
                 MessageType.MAX_DEGRADED_REPORT_BYTES + " are taken");
             return;
         }
-        final dev.limiter.protocol.policy.DegradedWindow window;
+        final DegradedWindow window;
         try
         {
-            window = dev.limiter.protocol.policy.DegradedWindow.parseFrom(
-                java.nio.ByteBuffer.wrap(ByteBufUtil.getBytes(frame, Frame.bodyOffset(frame), bodyLength)));
+            window = DegradedWindow.parseFrom(
+                ByteBuffer.wrap(ByteBufUtil.getBytes(frame, Frame.bodyOffset(frame), bodyLength)));
         }
-        catch (final com.google.protobuf.InvalidProtocolBufferException e)
+        catch (final InvalidProtocolBufferException e)
         {
             metrics.refused("sdk-report-invalid");
             error(ctx, correlationId, ErrorCode.MALFORMED_FRAME, "DEGRADED_REPORT body is not a DegradedWindow: " + e.getMessage());
             return;
         }
-        final String problem = dev.limiter.server.control.PolicyState.degradedWindowProblem(window);
+        final String problem = PolicyState.degradedWindowProblem(window);
         if (problem != null)
         {
             metrics.refused("sdk-report-invalid");
@@ -396,14 +404,14 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
                 SdkReportGate.PER_SECOND + " per second in all; keep the window and send it again later");
             return;
         }
-        control.get().submit(dev.limiter.server.control.PolicyState.command(window.getClient(), System.currentTimeMillis())
+        control.get().submit(PolicyState.command(window.getClient(), System.currentTimeMillis())
             .setDegraded(window).build()).whenComplete((outcome, failure) -> ctx.executor().execute(() ->
             {
                 if (failure != null)
                 {
                     notLeader(ctx, correlationId); // a follower, or leadership lost meanwhile: the SDK tries another node
                 }
-                else if (outcome.status() != dev.limiter.server.control.PolicyState.Status.OK)
+                else if (outcome.status() != PolicyState.Status.OK)
                 {
                     error(ctx, correlationId, ErrorCode.MALFORMED_FRAME, outcome.error().getError());
                 }
@@ -549,8 +557,8 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
     {
         work.ensureKeyRoom(BucketTable.MAX_KEY_LENGTH);
         int at = work.keyCursor;
-        work.keys.putShort(at, (short)policy.ordinal(), java.nio.ByteOrder.BIG_ENDIAN);
-        work.keys.putInt(at + 2, (int)policy.version(), java.nio.ByteOrder.BIG_ENDIAN);
+        work.keys.putShort(at, (short)policy.ordinal(), ByteOrder.BIG_ENDIAN);
+        work.keys.putInt(at + 2, (int)policy.version(), ByteOrder.BIG_ENDIAN);
         at += KEY_PREFIX_LENGTH;
         final ByteBuf buf = d.buffer();
         long tenantHash = 0;

@@ -2,6 +2,7 @@ package dev.limiter.server;
 
 import dev.limiter.protocol.Frame;
 import io.netty.buffer.ByteBuf;
+import io.netty.channel.ChannelHandlerContext;
 import io.netty.handler.codec.LengthFieldBasedFrameDecoder;
 
 import java.nio.ByteOrder;
@@ -24,7 +25,7 @@ final class FrameDecoder extends LengthFieldBasedFrameDecoder
     }
 
     @Override
-    protected Object decode(final io.netty.channel.ChannelHandlerContext ctx, final ByteBuf in) throws Exception
+    protected Object decode(final ChannelHandlerContext ctx, final ByteBuf in) throws Exception
     {
         final Object frame = super.decode(ctx, in);
         if (guard != null)

@@ -7,9 +7,12 @@ import dev.limiter.protocol.PolicySetIndex;
 import dev.limiter.protocol.ResultCodec;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.EventLoop;
 import org.agrona.concurrent.UnsafeBuffer;
 
 import java.util.ArrayDeque;
+import java.util.Arrays;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
@@ -149,7 +152,7 @@ final class FrameWork implements Runnable
     {
         if (shard.id() >= shardTasks.length)
         {
-            shardTasks = java.util.Arrays.copyOf(shardTasks, shard.id() + 1);
+            shardTasks = Arrays.copyOf(shardTasks, shard.id() + 1);
         }
         Runnable task = shardTasks[shard.id()];
         if (task == null)
@@ -173,7 +176,7 @@ final class FrameWork implements Runnable
         {
             return;
         }
-        final io.netty.channel.EventLoop home = ctx.channel().eventLoop();
+        final EventLoop home = ctx.channel().eventLoop();
         if (home.inEventLoop())
         {
             run();
@@ -183,7 +186,7 @@ final class FrameWork implements Runnable
         {
             home.execute(this);
         }
-        catch (final java.util.concurrent.RejectedExecutionException e)
+        catch (final RejectedExecutionException e)
         {
             // The event loop is shutting down: nobody will read this response.
             response.release();
@@ -259,9 +262,9 @@ final class FrameWork implements Runnable
         ctx = null;
         connection = null;
         policies = null;
-        java.util.Arrays.fill(policy, 0, count, null);
-        java.util.Arrays.fill(shadowPolicy, 0, shadowCount, null);
-        java.util.Arrays.fill(partPolicy, 0, partCount, null);
+        Arrays.fill(policy, 0, count, null);
+        Arrays.fill(shadowPolicy, 0, shadowCount, null);
+        Arrays.fill(partPolicy, 0, partCount, null);
         pool.release(this);
     }
 
@@ -300,7 +303,7 @@ final class FrameWork implements Runnable
             }
             if (++stamp == 0)
             {
-                java.util.Arrays.fill(seen, 0);
+                Arrays.fill(seen, 0);
                 stamp = 1;
             }
             return stamp;

@@ -10,6 +10,15 @@ import io.netty.channel.group.ChannelGroup;
 import io.netty.channel.group.DefaultChannelGroup;
 import io.netty.util.concurrent.GlobalEventExecutor;
 
+import java.net.InetSocketAddress;
+import java.net.SocketAddress;
+import java.nio.ByteBuffer;
+import java.util.HashSet;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+
 /**
  * Serves the policy set in force to SDKs (POLICIES) and pushes every new set to the connections
  * that subscribed, as soon as this node has applied it. The encoded set is cached per set version.
@@ -25,11 +34,11 @@ final class PolicyPublisher
     private long pushedVersion = -1;
     static final long FLEET_PUSH_DELAY_MILLIS = 200;
     /** SDK instance id by subscribed connection. */
-    private final java.util.concurrent.ConcurrentHashMap<Channel, String> instances = new java.util.concurrent.ConcurrentHashMap<>();
-    private final java.util.concurrent.atomic.AtomicBoolean fleetPushScheduled = new java.util.concurrent.atomic.AtomicBoolean();
+    private final ConcurrentHashMap<Channel, String> instances = new ConcurrentHashMap<>();
+    private final AtomicBoolean fleetPushScheduled = new AtomicBoolean();
     /** Touched only by the push task (one at a time). */
     private volatile int pushedFleet = -1;
-    private final java.util.concurrent.atomic.AtomicBoolean newSubscriber = new java.util.concurrent.atomic.AtomicBoolean();
+    private final AtomicBoolean newSubscriber = new AtomicBoolean();
 
     private record Encoded(long version, byte[] body)
     {
@@ -86,7 +95,7 @@ final class PolicyPublisher
     private synchronized boolean register(final Channel channel, final String instanceId)
     {
         final Object address = hostOf(channel);
-        final java.util.Set<String> sameAddress = new java.util.HashSet<>();
+        final Set<String> sameAddress = new HashSet<>();
         instances.forEach((other, id) ->
         {
             if (address.equals(hostOf(other)))
@@ -104,8 +113,8 @@ final class PolicyPublisher
 
     private static Object hostOf(final Channel channel)
     {
-        final java.net.SocketAddress remote = channel.remoteAddress();
-        return remote instanceof java.net.InetSocketAddress inet && inet.getAddress() != null ? inet.getAddress() : String.valueOf(remote);
+        final SocketAddress remote = channel.remoteAddress();
+        return remote instanceof InetSocketAddress inet && inet.getAddress() != null ? inet.getAddress() : String.valueOf(remote);
     }
 
     /** Distinct SDK instances subscribed here (an SDK has several connections per node). */
@@ -148,7 +157,7 @@ final class PolicyPublisher
             {
                 channel.writeAndFlush(fleet(channel.alloc(), count), channel.voidPromise());
             }
-        }, FLEET_PUSH_DELAY_MILLIS, java.util.concurrent.TimeUnit.MILLISECONDS);
+        }, FLEET_PUSH_DELAY_MILLIS, TimeUnit.MILLISECONDS);
     }
 
     /** {@code POLICIES_RESULT} with the set in force, or null when it does not fit in a frame. */
@@ -175,7 +184,7 @@ final class PolicyPublisher
             return cached;
         }
         final byte[] set = state.inForce().toByteArray();
-        final byte[] body = java.nio.ByteBuffer.allocate(8 + set.length).putLong(version).put(set).array();
+        final byte[] body = ByteBuffer.allocate(8 + set.length).putLong(version).put(set).array();
         final Encoded fresh = new Encoded(version, body);
         encoded = fresh;
         return fresh;

@@ -3,7 +3,12 @@ package dev.limiter.server;
 import dev.limiter.protocol.Frame;
 import dev.limiter.server.table.BucketTable;
 
+import java.net.InetSocketAddress;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.LinkedHashMap;
+import java.util.Locale;
+import java.util.Map;
 
 /**
  * A node's settings. Every default is written here, with its unit in the name; {@link #validate()}
@@ -52,7 +57,7 @@ public final class ServerConfig
     private boolean preferEpoll = true;
     private boolean shardThreads;
     private String nodeId;
-    private final java.util.Map<String, java.net.InetSocketAddress> peers = new java.util.LinkedHashMap<>();
+    private final Map<String, InetSocketAddress> peers = new LinkedHashMap<>();
     private int raftPortOffset = DEFAULT_RAFT_PORT_OFFSET;
     private Path dataDir;
     private String adminToken;
@@ -93,10 +98,10 @@ public final class ServerConfig
         require((tlsCert == null) == (tlsKey == null), "--tls-cert and --tls-key go together: the certificate and its private key");
         require(tlsCa == null || tlsCert != null, "--tls-ca needs --tls-cert and --tls-key: TLS is on only with a certificate");
         require(tlsClientAuth == TlsClientAuth.NONE || tlsCa != null,
-            "--tls-client-auth " + tlsClientAuth.name().toLowerCase(java.util.Locale.ROOT) + " needs --tls-ca: the CAs client certificates must come from");
+            "--tls-client-auth " + tlsClientAuth.name().toLowerCase(Locale.ROOT) + " needs --tls-ca: the CAs client certificates must come from");
         for (final Path file : new Path[] {tlsCert, tlsKey, tlsCa})
         {
-            require(file == null || java.nio.file.Files.isReadable(file), "TLS file " + file + " does not exist or is not readable");
+            require(file == null || Files.isReadable(file), "TLS file " + file + " does not exist or is not readable");
         }
         require(!clustered() || tlsCert == null || tlsCa != null,
             "a cluster with TLS needs --tls-ca: members verify each other's certificates on the Raft port (mutual TLS)");
@@ -106,7 +111,7 @@ public final class ServerConfig
                 "--node-id must be one of the ids in --peers (" + peers.keySet() + "), was " + nodeId);
             require(!shardThreads, "--shard-threads is not supported in a cluster: shards live on the event loops");
             require(raftPortOffset > 0 && raftPortOffset < 10000, "raft port offset must be 1 to 9999, was " + raftPortOffset);
-            for (final java.util.Map.Entry<String, java.net.InetSocketAddress> peer : peers.entrySet())
+            for (final Map.Entry<String, InetSocketAddress> peer : peers.entrySet())
             {
                 require(peer.getValue().getPort() + raftPortOffset <= 65535,
                     "peer " + peer.getKey() + ": port " + peer.getValue().getPort() + " + raft offset " + raftPortOffset + " exceeds 65535");
@@ -247,12 +252,12 @@ public final class ServerConfig
     }
 
     /** Every member's data-plane address by node id, this node included. */
-    public java.util.Map<String, java.net.InetSocketAddress> peers()
+    public Map<String, InetSocketAddress> peers()
     {
         return peers;
     }
 
-    public ServerConfig peers(final java.util.Map<String, java.net.InetSocketAddress> peers)
+    public ServerConfig peers(final Map<String, InetSocketAddress> peers)
     {
         this.peers.clear();
         this.peers.putAll(peers);

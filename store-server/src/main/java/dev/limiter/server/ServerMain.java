@@ -1,11 +1,15 @@
 package dev.limiter.server;
 
+import dev.limiter.protocol.Frame;
 import dev.limiter.protocol.PolicyValidationException;
-import picocli.CommandLine;
+import dev.limiter.raft.RaftNodeConfig;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
+import picocli.CommandLine;
 
+import java.net.BindException;
 import java.nio.file.Path;
+import java.util.Locale;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 
@@ -44,7 +48,7 @@ public final class ServerMain implements Callable<Integer>
     int keyArenaBytes = ServerConfig.DEFAULT_KEY_ARENA_BYTES_PER_SHARD;
 
     @Option(names = "--max-frame-bytes", description = "Largest frame accepted; larger ones close the connection (default: ${DEFAULT-VALUE}).")
-    int maxFrameBytes = dev.limiter.protocol.Frame.DEFAULT_MAX_FRAME_BYTES;
+    int maxFrameBytes = Frame.DEFAULT_MAX_FRAME_BYTES;
 
     @Option(names = "--shard-threads", description = "Give each shard a dedicated thread instead of an event loop (for machines with cores to spare).")
     boolean shardThreads;
@@ -119,7 +123,7 @@ public final class ServerMain implements Callable<Integer>
             config.tlsClientAuth(clientAuth(tlsClientAuth));
             if (peers != null)
             {
-                config.peers(dev.limiter.raft.RaftNodeConfig.parsePeers(peers));
+                config.peers(RaftNodeConfig.parsePeers(peers));
                 if (config.peers().containsKey(nodeId))
                 {
                     config.port(config.peers().get(nodeId).getPort()); // the data port is the one the peers know
@@ -145,7 +149,7 @@ public final class ServerMain implements Callable<Integer>
         catch (final Exception e)
         {
             server.close();
-            if (e instanceof java.net.BindException) // thrown undeclared by Netty's bind().sync()
+            if (e instanceof BindException) // thrown undeclared by Netty's bind().sync()
             {
                 System.err.println("limiter server: cannot bind " + host + ":" + port + " or admin port " + adminPort + ": " +
                     e.getMessage() + " (is another node already running? stop it or pick other ports)");
@@ -173,7 +177,7 @@ public final class ServerMain implements Callable<Integer>
     {
         try
         {
-            return TlsClientAuth.valueOf(mode.strip().toUpperCase(java.util.Locale.ROOT));
+            return TlsClientAuth.valueOf(mode.strip().toUpperCase(Locale.ROOT));
         }
         catch (final IllegalArgumentException e)
         {

@@ -2,7 +2,12 @@ package dev.limiter.server;
 
 import dev.limiter.protocol.CompiledPolicy;
 import dev.limiter.protocol.PolicySetIndex;
+import dev.limiter.protocol.policy.Exemption;
+import dev.limiter.protocol.policy.Policy;
+import dev.limiter.server.cluster.Replication;
+import dev.limiter.server.control.PolicyState;
 import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.DistributionSummary;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.Timer;
@@ -10,8 +15,13 @@ import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.function.IntSupplier;
+import java.util.function.LongSupplier;
 
 /**
  * The node's meters in a Prometheus registry. Hot counters live in the shards as plain per-policy
@@ -38,7 +48,7 @@ public final class ServerMetrics
     }
 
     /** SDK instances subscribed to policies at this node (what it reports to them as FLEET). */
-    void bindFleet(final java.util.function.IntSupplier instances)
+    void bindFleet(final IntSupplier instances)
     {
         // A strong reference: the supplier is a method reference nothing else holds (Micrometer's default is weak).
         Gauge.builder("limiter.sdk.instances", instances, i -> i.getAsInt()).strongReference(true)
@@ -46,8 +56,8 @@ public final class ServerMetrics
             .register(registry);
     }
 
-    void bind(final dev.limiter.server.control.PolicyState policies, final List<Shard> shards,
-        final java.util.function.IntSupplier openConnections)
+    void bind(final PolicyState policies, final List<Shard> shards,
+        final IntSupplier openConnections)
     {
         registerPolicyMeters(policies, shards);
         policies.onChange(() -> registerPolicyMeters(policies, shards));
@@ -73,15 +83,15 @@ public final class ServerMetrics
         Gauge.builder("limiter.connections.open", openConnections, s -> s.getAsInt()).strongReference(true).register(registry);
         Gauge.builder("limiter.policies", policies, p -> p.index().size())
             .description("Policies in force, the default included").register(registry);
-        Gauge.builder("limiter.policy.set.version", policies, dev.limiter.server.control.PolicyState::setVersion)
+        Gauge.builder("limiter.policy.set.version", policies, PolicyState::setVersion)
             .description("Version of the policy set in force (every change adds one)").register(registry);
     }
 
-    private final java.util.Set<String> meteredExemptions = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    private final Set<String> meteredExemptions = ConcurrentHashMap.newKeySet();
 
-    private void registerExemptionMeters(final dev.limiter.server.control.PolicyState policies)
+    private void registerExemptionMeters(final PolicyState policies)
     {
-        for (final dev.limiter.protocol.policy.Exemption exemption : policies.exemptions())
+        for (final Exemption exemption : policies.exemptions())
         {
             final String id = exemption.getId();
             if (meteredExemptions.add(id))
@@ -94,10 +104,10 @@ public final class ServerMetrics
         }
     }
 
-    private final java.util.Set<String> meteredPolicies = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    private final Set<String> meteredPolicies = ConcurrentHashMap.newKeySet();
 
     /** Meters for every policy id not yet metered (ids keep their ordinal, so a meter stays valid across versions). */
-    private void registerPolicyMeters(final dev.limiter.server.control.PolicyState policies, final List<Shard> shards)
+    private void registerPolicyMeters(final PolicyState policies, final List<Shard> shards)
     {
         for (final CompiledPolicy policy : policies.index().policies())
         {
@@ -107,12 +117,12 @@ public final class ServerMetrics
             {
                 // Shadow evaluations of the id: of its SHADOW version and of a rollout for the tenants it leaves out.
                 FunctionCounter.builder("limiter.shadow.decisions", shards,
-                        s -> java.util.Arrays.stream(policies.ordinalsOf(id)).mapToLong(o -> s.stream().mapToLong(x -> x.shadowAllowed(o)).sum()).sum())
+                        s -> Arrays.stream(policies.ordinalsOf(id)).mapToLong(o -> s.stream().mapToLong(x -> x.shadowAllowed(o)).sum()).sum())
                     .description("What shadow evaluations would have decided (they never deny)")
                     .tags("policy", id, "outcome", "would_allow")
                     .register(registry);
                 FunctionCounter.builder("limiter.shadow.decisions", shards,
-                        s -> java.util.Arrays.stream(policies.ordinalsOf(id)).mapToLong(o -> s.stream().mapToLong(x -> x.shadowDenied(o)).sum()).sum())
+                        s -> Arrays.stream(policies.ordinalsOf(id)).mapToLong(o -> s.stream().mapToLong(x -> x.shadowDenied(o)).sum()).sum())
                     .description("What shadow evaluations would have decided (they never deny)")
                     .tags("policy", id, "outcome", "would_deny")
                     .register(registry);
@@ -135,7 +145,7 @@ public final class ServerMetrics
                 .register(registry);
             Gauge.builder("limiter.policy.rollout.percent", policies, p ->
                 {
-                    final dev.limiter.protocol.policy.Policy current = p.current(id);
+                    final Policy current = p.current(id);
                     return current == null || !current.hasRollout() ? 100 : current.getRollout().getPercent();
                 })
                 .description("Share of tenants the newest version of each policy decides for (100: no rollout in progress)")
@@ -143,7 +153,7 @@ public final class ServerMetrics
                 .register(registry);
             Gauge.builder("limiter.policy.version", policies, p ->
                 {
-                    final dev.limiter.protocol.policy.Policy current = p.current(id);
+                    final Policy current = p.current(id);
                     return current == null ? 0 : current.getVersion();
                 })
                 .description("Version in force of each policy (0: deleted)")
@@ -153,15 +163,15 @@ public final class ServerMetrics
     }
 
     private Timer commitLatency;
-    private io.micrometer.core.instrument.DistributionSummary decisionsPerEntry;
+    private DistributionSummary decisionsPerEntry;
 
     /** Cluster mode: replication meters. */
-    void bindReplication(final dev.limiter.server.cluster.Replication replication)
+    void bindReplication(final Replication replication)
     {
         commitLatency = Timer.builder("limiter.replication.commit.latency")
             .description("From handing a batch of decisions to the log to its commit and apply on the leader")
             .publishPercentiles(0.5, 0.95, 0.99).distributionStatisticExpiry(Duration.ofMinutes(1)).register(registry);
-        decisionsPerEntry = io.micrometer.core.instrument.DistributionSummary.builder("limiter.replication.decisions.per.entry")
+        decisionsPerEntry = DistributionSummary.builder("limiter.replication.decisions.per.entry")
             .description("Decisions carried by one log entry (group commit)").register(registry);
         Gauge.builder("limiter.raft.term", replication, r -> safe(() -> r.node().term())).register(registry);
         Gauge.builder("limiter.raft.leader", replication, r -> r.isLeader() ? 1 : 0)
@@ -178,7 +188,7 @@ public final class ServerMetrics
             .description("Decisions applied from the log on this replica").register(registry);
     }
 
-    private static double safe(final java.util.function.LongSupplier value)
+    private static double safe(final LongSupplier value)
     {
         try
         {
@@ -227,7 +237,7 @@ public final class ServerMetrics
         connectionsOpened.increment();
     }
 
-    private final java.util.concurrent.ConcurrentHashMap<String, Counter> refusals = new java.util.concurrent.ConcurrentHashMap<>();
+    private final ConcurrentHashMap<String, Counter> refusals = new ConcurrentHashMap<>();
 
     /**
      * Counts one refusal on a port: a connection turned away or closed (over the cap, idle, a

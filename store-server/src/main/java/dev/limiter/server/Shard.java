@@ -1,8 +1,11 @@
 package dev.limiter.server;
 
 import dev.limiter.protocol.CompiledPolicy;
-import dev.limiter.protocol.TokenBucket;
+import dev.limiter.protocol.ReasonCode;
 import dev.limiter.protocol.ResultCodec;
+import dev.limiter.protocol.TokenBucket;
+import dev.limiter.server.cluster.DecisionsEntry;
+import dev.limiter.server.cluster.Replication;
 import dev.limiter.server.table.BucketTable;
 import dev.limiter.server.table.Decision;
 import io.netty.channel.EventLoop;
@@ -10,6 +13,7 @@ import org.agrona.concurrent.ManyToOneConcurrentArrayQueue;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLongArray;
@@ -24,7 +28,7 @@ import java.util.function.IntFunction;
  * with cores to spare). Either way it decides every entry of a frame that belongs to it, writes
  * the result records in place, and completes the frame when it is the last shard to finish.
  */
-final class Shard implements dev.limiter.server.cluster.Replication.DecidingShard
+final class Shard implements Replication.DecidingShard
 {
     private static final Logger LOG = LoggerFactory.getLogger(Shard.class);
     private static final int QUEUE_CAPACITY = 4096;
@@ -47,7 +51,7 @@ final class Shard implements dev.limiter.server.cluster.Replication.DecidingShar
     private volatile boolean sleeping;
 
     /** Cluster mode only: the replication state and this shard's group commit. */
-    private dev.limiter.server.cluster.Replication replication;
+    private Replication replication;
     private ShardLog log;
 
     /** Decisions by policy ordinal, allowed and denied; written only by the owner thread. */
@@ -82,8 +86,8 @@ final class Shard implements dev.limiter.server.cluster.Replication.DecidingShar
     }
 
     /** Cluster mode: decide only as the ready leader, record every decision for the log. */
-    void replicate(final dev.limiter.server.cluster.Replication replication, final ServerMetrics metrics,
-        final dev.limiter.server.cluster.DecisionsEntry.Rates rates)
+    void replicate(final Replication replication, final ServerMetrics metrics,
+        final DecisionsEntry.Rates rates)
     {
         if (loop == null)
         {
@@ -98,12 +102,12 @@ final class Shard implements dev.limiter.server.cluster.Replication.DecidingShar
     {
         if (log != null && !loop.isShuttingDown())
         {
-            loop.submit(log::abandon).awaitUninterruptibly(5, java.util.concurrent.TimeUnit.SECONDS);
+            loop.submit(log::abandon).awaitUninterruptibly(5, TimeUnit.SECONDS);
         }
     }
 
     @Override
-    public java.util.concurrent.Executor owner()
+    public Executor owner()
     {
         return loop;
     }
@@ -380,7 +384,7 @@ final class Shard implements dev.limiter.server.cluster.Replication.DecidingShar
             }
             named = own;
             boolean allowed = decision.allowed();
-            dev.limiter.protocol.ReasonCode reason = decision.reason();
+            ReasonCode reason = decision.reason();
             long remaining = decision.remainingTokens();
             long retry = decision.retryAfterNanos();
             long reset = decision.resetAfterNanos();
@@ -389,7 +393,7 @@ final class Shard implements dev.limiter.server.cluster.Replication.DecidingShar
                 final CompiledPolicy part = work.partPolicy[from + k];
                 table.acquire(work.keys, work.partKeyOffset[from + k], work.partKeyLength[from + k], work.partKeyHash[from + k],
                     part.ordinal(), part.rate(), cost, now, decision);
-                if (log != null && decision.reason() != dev.limiter.protocol.ReasonCode.STORE_FULL)
+                if (log != null && decision.reason() != ReasonCode.STORE_FULL)
                 {
                     log.append(work.keys, work.partKeyOffset[from + k], work.partKeyLength[from + k], part.ordinal(), cost, now);
                 }
@@ -417,7 +421,7 @@ final class Shard implements dev.limiter.server.cluster.Replication.DecidingShar
     }
 
     private static void putRecord(final FrameWork work, final int i, final CompiledPolicy policy, final boolean allowed,
-        final dev.limiter.protocol.ReasonCode reason, final long remaining, final long retryAfter, final long resetAfter)
+        final ReasonCode reason, final long remaining, final long retryAfter, final long resetAfter)
     {
         ResultCodec.putRecord(work.response, ResultCodec.recordOffset(work.frameStart, i), allowed, reason, policy.ordinal(), remaining,
             policy.rate().burstTokens(), retryAfter, resetAfter, policy.version(), policy.windowSeconds());

@@ -9,7 +9,9 @@ import org.agrona.DirectBuffer;
 import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
+import java.util.concurrent.RejectedExecutionException;
 
 /**
  * Group commit for one shard: the decisions its leader makes are appended here and travel to the
@@ -94,7 +96,7 @@ final class ShardLog
         final int needed = DecisionsEntry.recordLength(keyLength);
         if (position + needed > buffer.length)
         {
-            buffer = java.util.Arrays.copyOf(buffer, Math.max(buffer.length * 2, position + needed));
+            buffer = Arrays.copyOf(buffer, Math.max(buffer.length * 2, position + needed));
             view = ByteBuffer.wrap(buffer);
         }
         DecisionsEntry.putRecord(view, buffer, position, policy, cost, time, key, keyOffset, keyLength);
@@ -152,7 +154,7 @@ final class ShardLog
             return; // a commit completing will send it
         }
         DecisionsEntry.putHeader(view, shard, count);
-        final ByteBuffer entry = ByteBuffer.wrap(java.util.Arrays.copyOf(buffer, position));
+        final ByteBuffer entry = ByteBuffer.wrap(Arrays.copyOf(buffer, position));
         final Replication.Submission submission = replication.append(entry.duplicate());
         final Batch batch = new Batch(submission.number(), entry, waiters, count, epoch, System.nanoTime());
         waiters = new ArrayList<>();
@@ -165,7 +167,7 @@ final class ShardLog
             {
                 loop.execute(() -> committed(batch, failure));
             }
-            catch (final java.util.concurrent.RejectedExecutionException stopping)
+            catch (final RejectedExecutionException stopping)
             {
                 // The loop is gone: abandon() already released these frames before it stopped.
             }

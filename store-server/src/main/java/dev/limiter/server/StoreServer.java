@@ -1,13 +1,25 @@
 package dev.limiter.server;
 
+import com.google.protobuf.util.Timestamps;
+import dev.limiter.protocol.CompiledPolicy;
+import dev.limiter.protocol.ErrorCode;
+import dev.limiter.protocol.ErrorCodec;
 import dev.limiter.protocol.PolicySetIndex;
 import dev.limiter.protocol.PolicyValidationException;
+import dev.limiter.protocol.policy.Exemption;
+import dev.limiter.protocol.policy.HotKeyReport;
+import dev.limiter.protocol.policy.PolicyCommand;
+import dev.limiter.protocol.policy.PolicySet;
+import dev.limiter.protocol.policy.Tick;
 import dev.limiter.raft.RaftNode;
 import dev.limiter.raft.RaftNodeConfig;
 import dev.limiter.server.cluster.ReplicatedBuckets;
 import dev.limiter.server.cluster.Replication;
+import dev.limiter.server.control.PolicyControl;
+import dev.limiter.server.control.PolicyState;
 import dev.limiter.server.table.BucketTable;
 import io.netty.bootstrap.ServerBootstrap;
+import io.netty.buffer.ByteBuf;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
@@ -37,9 +49,12 @@ import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -53,13 +68,13 @@ public final class StoreServer implements AutoCloseable
     private final ServerConfig config;
     private final MonotonicClock clock;
     private final PolicySetIndex seed;
-    private final dev.limiter.server.control.PolicyState policyState = new dev.limiter.server.control.PolicyState();
+    private final PolicyState policyState = new PolicyState();
     private final String adminToken;
-    private dev.limiter.server.control.PolicyControl control;
+    private PolicyControl control;
     private PolicyPublisher publisher;
-    private java.util.concurrent.ScheduledExecutorService ticker;
+    private ScheduledExecutorService ticker;
     /** Bypasses already carried into the log, by exemption id (ticker thread only). */
-    private final Map<String, Long> reportedBypasses = new java.util.HashMap<>();
+    private final Map<String, Long> reportedBypasses = new HashMap<>();
     private long lastBypassReportMillis;
     /** How often bypass counts go to the audit log while an exemption is used. */
     static final long BYPASS_REPORT_MILLIS = 60_000;
@@ -86,7 +101,7 @@ public final class StoreServer implements AutoCloseable
         this.config = config.validate();
         this.clock = clock;
         this.seed = loadPolicies(config);
-        if (config.shards() > 1 && seed.policies().stream().anyMatch(dev.limiter.protocol.CompiledPolicy::stacked))
+        if (config.shards() > 1 && seed.policies().stream().anyMatch(CompiledPolicy::stacked))
         {
             throw new PolicyValidationException(List.of("stacked (hierarchical) policies need --shards 1 in this version; " +
                 "this node was started with --shards " + config.shards()));
@@ -100,10 +115,10 @@ public final class StoreServer implements AutoCloseable
         }
     }
 
-    private dev.limiter.protocol.policy.PolicyCommand seedCommand()
+    private PolicyCommand seedCommand()
     {
-        final dev.limiter.protocol.policy.PolicySet.Builder set = dev.limiter.protocol.policy.PolicySet.newBuilder().setVersion(seed.version());
-        for (final dev.limiter.protocol.CompiledPolicy policy : seed.policies())
+        final PolicySet.Builder set = PolicySet.newBuilder().setVersion(seed.version());
+        for (final CompiledPolicy policy : seed.policies())
         {
             if (policy != seed.defaultPolicy())
             {
@@ -111,7 +126,7 @@ public final class StoreServer implements AutoCloseable
             }
         }
         set.setDefaultPolicy(seed.defaultPolicy().source());
-        return dev.limiter.server.control.PolicyState.command(config.clustered() ? config.nodeId() : "single", System.currentTimeMillis())
+        return PolicyState.command(config.clustered() ? config.nodeId() : "single", System.currentTimeMillis())
             .setBootstrap(set).build();
     }
 
@@ -124,7 +139,7 @@ public final class StoreServer implements AutoCloseable
     {
         if (config.policiesFile() == null)
         {
-            return PolicySetIndex.compile(dev.limiter.protocol.policy.PolicySet.getDefaultInstance());
+            return PolicySetIndex.compile(PolicySet.getDefaultInstance());
         }
         final String json;
         try
@@ -160,7 +175,7 @@ public final class StoreServer implements AutoCloseable
         }
         publisher = new PolicyPublisher(policyState, 16 << 20, () -> metrics.refused("sdk-instance-ids-per-address")); // 16 MiB: what an SDK reads in one frame
         metrics.bindFleet(publisher::instanceCount);
-        control = new dev.limiter.server.control.PolicyControl(policyState, replication, config.shards());
+        control = new PolicyControl(policyState, replication, config.shards());
         final FastThreadLocal<DataPlaneHandler.LoopState> loopState = new FastThreadLocal<>()
         {
             @Override
@@ -172,9 +187,9 @@ public final class StoreServer implements AutoCloseable
         final ConnectionGuard.Limits dataLimits = new ConnectionGuard.Limits("data", config.maxConnections(), config.idleTimeoutMillis(),
             config.frameTimeoutMillis(), metrics, (channel, reason, why) ->
             {
-                final io.netty.buffer.ByteBuf out = channel.alloc().buffer(64 + why.length());
-                dev.limiter.protocol.ErrorCodec.encode(out, 0, reason.equals("max-connections") ?
-                    dev.limiter.protocol.ErrorCode.OVERLOADED : dev.limiter.protocol.ErrorCode.MALFORMED_FRAME, why);
+                final ByteBuf out = channel.alloc().buffer(64 + why.length());
+                ErrorCodec.encode(out, 0, reason.equals("max-connections") ?
+                    ErrorCode.OVERLOADED : ErrorCode.MALFORMED_FRAME, why);
                 return out;
             });
         final ServerBootstrap bootstrap = new ServerBootstrap()
@@ -203,7 +218,7 @@ public final class StoreServer implements AutoCloseable
                 }
             });
         dataChannel = bootstrap.bind(new InetSocketAddress(config.host(), config.port())).sync().channel();
-        ticker = java.util.concurrent.Executors.newSingleThreadScheduledExecutor(r ->
+        ticker = Executors.newSingleThreadScheduledExecutor(r ->
         {
             final Thread thread = new Thread(r, "limiter-control-tick");
             thread.setDaemon(true);
@@ -275,22 +290,22 @@ public final class StoreServer implements AutoCloseable
             }
             final long now = System.currentTimeMillis();
             final boolean scheduleDue = policyState.scheduledDue(now);
-            final List<dev.limiter.protocol.policy.Exemption> active = policyState.exemptions();
+            final List<Exemption> active = policyState.exemptions();
             if (active.isEmpty() && !scheduleDue)
             {
                 return;
             }
-            final boolean expiryDue = active.stream().anyMatch(e -> com.google.protobuf.util.Timestamps.toMillis(e.getExpiresAt()) <= now);
+            final boolean expiryDue = active.stream().anyMatch(e -> Timestamps.toMillis(e.getExpiresAt()) <= now);
             final Map<String, Long> bypassed = policyState.bypassesSince(reportedBypasses);
             if (!scheduleDue && !expiryDue && (bypassed.isEmpty() || now - lastBypassReportMillis < BYPASS_REPORT_MILLIS))
             {
                 return;
             }
-            final dev.limiter.server.control.PolicyState.Outcome outcome = control.submit(dev.limiter.server.control.PolicyState
+            final PolicyState.Outcome outcome = control.submit(PolicyState
                 .command(config.clustered() ? config.nodeId() : "single", now)
-                .setTick(dev.limiter.protocol.policy.Tick.newBuilder().putAllBypassed(bypassed)).build())
+                .setTick(Tick.newBuilder().putAllBypassed(bypassed)).build())
                 .get(5, TimeUnit.SECONDS);
-            if (outcome.status() == dev.limiter.server.control.PolicyState.Status.OK)
+            if (outcome.status() == PolicyState.Status.OK)
             {
                 bypassed.forEach((id, n) -> reportedBypasses.merge(id, n, Long::sum));
                 lastBypassReportMillis = now;
@@ -309,7 +324,7 @@ public final class StoreServer implements AutoCloseable
     }
 
     /** The busiest bucket keys of each shard, from a sample of its decisions (GET /v1/hot-keys). */
-    public dev.limiter.protocol.policy.HotKeyReport hotKeys()
+    public HotKeyReport hotKeys()
     {
         return HotKeyReports.of(shards, policyState);
     }
@@ -417,7 +432,7 @@ public final class StoreServer implements AutoCloseable
     }
 
     /** The control plane's replicated state (policies, versions, audit). */
-    public dev.limiter.server.control.PolicyState policyState()
+    public PolicyState policyState()
     {
         return policyState;
     }

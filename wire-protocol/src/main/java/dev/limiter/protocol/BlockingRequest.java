@@ -1,11 +1,16 @@
 package dev.limiter.protocol;
 
+import io.netty.buffer.Unpooled;
+
 import java.io.DataInputStream;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
+import javax.net.ssl.SSLContext;
+import javax.net.ssl.SSLParameters;
+import javax.net.ssl.SSLSocket;
 
 /**
  * One request frame and its answer over a short-lived blocking socket: for operator tools (STATUS,
@@ -40,7 +45,7 @@ public final class BlockingRequest
         /** The message of an ERROR answer, or null. */
         public String errorMessage()
         {
-            return isError() ? ErrorCodec.message(io.netty.buffer.Unpooled.wrappedBuffer(body), 0, body.length) : null;
+            return isError() ? ErrorCodec.message(Unpooled.wrappedBuffer(body), 0, body.length) : null;
         }
     }
 
@@ -60,7 +65,7 @@ public final class BlockingRequest
      * certificate must name the host it is reached by).
      */
     public static Answer send(final String hostPort, final int type, final byte[] body, final int timeoutMillis,
-        final javax.net.ssl.SSLContext tls) throws IOException
+        final SSLContext tls) throws IOException
     {
         final int colon = hostPort.lastIndexOf(':');
         if (colon <= 0 || colon == hostPort.length() - 1)
@@ -91,9 +96,9 @@ public final class BlockingRequest
         try (socket)
         {
             socket.setSoTimeout(timeoutMillis);
-            if (socket instanceof javax.net.ssl.SSLSocket secure)
+            if (socket instanceof SSLSocket secure)
             {
-                final javax.net.ssl.SSLParameters parameters = secure.getSSLParameters();
+                final SSLParameters parameters = secure.getSSLParameters();
                 parameters.setEndpointIdentificationAlgorithm("HTTPS");
                 secure.setSSLParameters(parameters);
             }

@@ -1,11 +1,15 @@
 package dev.limiter.protocol;
 
+import dev.limiter.protocol.policy.Consistency;
 import dev.limiter.protocol.policy.Mode;
 import dev.limiter.protocol.policy.Policy;
 import dev.limiter.protocol.policy.Scope;
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
 
 import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
+import java.util.HexFormat;
 import java.util.Locale;
 
 /**
@@ -37,7 +41,7 @@ public final class CompiledPolicy
         this.rate = rate;
         this.scope = effectiveScope(source);
         this.windowSeconds = ResultCodec.windowSeconds(rate);
-        this.strict = source.getConsistency() == dev.limiter.protocol.policy.Consistency.STRICT;
+        this.strict = source.getConsistency() == Consistency.STRICT;
         // Selectors are trimmed by exactly the rule requests are (ASCII whitespace only).
         this.tenant = bytesOrNull(DescriptorRules.trim(source.getSelector().getTenant()));
         this.principal = bytesOrNull(DescriptorRules.trim(source.getSelector().getPrincipal()));
@@ -74,7 +78,7 @@ public final class CompiledPolicy
         }
         final byte[] text = value.getBytes(StandardCharsets.UTF_8);
         final byte[] ip = new byte[IpAddresses.LENGTH];
-        if (!IpAddresses.parse(io.netty.buffer.Unpooled.wrappedBuffer(text), 0, text.length, ip, 0))
+        if (!IpAddresses.parse(Unpooled.wrappedBuffer(text), 0, text.length, ip, 0))
         {
             throw new IllegalArgumentException("not an IP address: " + value); // validation rejects it first
         }
@@ -86,7 +90,7 @@ public final class CompiledPolicy
     private static boolean sameIp(final ByteBuf buf, final int offset, final int length, final byte[] expected)
     {
         final byte[] ip = IP_SCRATCH.get();
-        return length > 0 && IpAddresses.parse(buf, offset, length, ip, 0) && java.util.Arrays.equals(ip, expected);
+        return length > 0 && IpAddresses.parse(buf, offset, length, ip, 0) && Arrays.equals(ip, expected);
     }
 
     /** Whether every selector field this policy sets matches the descriptor. Allocates nothing. */
@@ -206,12 +210,6 @@ public final class CompiledPolicy
         this.fallback = fallback;
     }
 
-    /** Whether this version is being rolled out to some tenants only. */
-    public boolean rollingOut()
-    {
-        return fallback != null;
-    }
-
     /** Share of tenants (by hash) this version decides for, 0-100; 100 when not rolling out. */
     public int rolloutPercent()
     {
@@ -285,7 +283,7 @@ public final class CompiledPolicy
     String selectorKey()
     {
         return str(tenant) + '\u0000' + str(principal) + '\u0000' + str(method) + '\u0000' +
-            (route == null ? "" : route.shape()) + '\u0000' + (clientIp == null ? "" : java.util.HexFormat.of().formatHex(clientIp)) + '\u0000' + str(region);
+            (route == null ? "" : route.shape()) + '\u0000' + (clientIp == null ? "" : HexFormat.of().formatHex(clientIp)) + '\u0000' + str(region);
     }
 
     private static String str(final byte[] b)

@@ -2,6 +2,8 @@ package dev.limiter.protocol;
 
 import io.netty.buffer.ByteBuf;
 
+import java.util.Arrays;
+
 /**
  * Parses IPv4 and IPv6 literals from bytes into their 16-byte form (IPv4 as IPv4-mapped IPv6), so
  * that every spelling of one address ({@code ::1}, {@code 0:0:0:0:0:0:0:1}, {@code 1.2.3.4},
@@ -99,7 +101,7 @@ public final class IpAddresses
             i += 2;
             if (i == end)
             {
-                java.util.Arrays.fill(out, at, at + LENGTH, (byte)0);
+                Arrays.fill(out, at, at + LENGTH, (byte)0);
                 return true;
             }
         }
@@ -182,7 +184,7 @@ public final class IpAddresses
         // Move the groups after the gap to the end and zero the middle.
         final int tail = group - gap;
         System.arraycopy(out, at + gap * 2, out, at + LENGTH - tail * 2, tail * 2);
-        java.util.Arrays.fill(out, at + gap * 2, at + LENGTH - tail * 2, (byte)0);
+        Arrays.fill(out, at + gap * 2, at + LENGTH - tail * 2, (byte)0);
         return true;
     }
 

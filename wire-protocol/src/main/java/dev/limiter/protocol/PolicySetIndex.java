@@ -7,6 +7,7 @@ import dev.limiter.protocol.policy.Algorithm;
 import dev.limiter.protocol.policy.Mode;
 import dev.limiter.protocol.policy.Policy;
 import dev.limiter.protocol.policy.PolicySet;
+import dev.limiter.protocol.policy.Rollout;
 import dev.limiter.protocol.policy.Scope;
 import dev.limiter.protocol.policy.Selector;
 import io.netty.buffer.ByteBuf;
@@ -21,6 +22,7 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.ToIntFunction;
 import java.util.regex.Pattern;
 
 /**
@@ -159,7 +161,7 @@ public final class PolicySetIndex
      *
      * @throws PolicyValidationException listing every problem, field by field
      */
-    public static PolicySetIndex compile(final PolicySet set, final java.util.function.ToIntFunction<Policy> ordinals)
+    public static PolicySetIndex compile(final PolicySet set, final ToIntFunction<Policy> ordinals)
     {
         final List<String> errors = new ArrayList<>();
         if (set.getPoliciesCount() + 1 > MAX_POLICIES)
@@ -363,7 +365,7 @@ public final class PolicySetIndex
         CompiledPolicy fallback = null;
         if (p.hasRollout())
         {
-            final dev.limiter.protocol.policy.Rollout rollout = p.getRollout();
+            final Rollout rollout = p.getRollout();
             if (rollout.getPercent() > 100)
             {
                 errors.add(where + ".rollout.percent: must be 0 to 100, was " + rollout.getPercent());

@@ -1,6 +1,7 @@
 package dev.limiter.protocol;
 
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
 
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -67,7 +68,7 @@ public final class RouteTemplate
                 throw new IllegalArgumentException("route template '" + template + "': segment '" + segment + "' is not allowed");
             }
             final byte[] bytes = segment.getBytes(StandardCharsets.UTF_8);
-            final ByteBuf view = io.netty.buffer.Unpooled.wrappedBuffer(bytes);
+            final ByteBuf view = Unpooled.wrappedBuffer(bytes);
             final FieldProblem problem = DescriptorRules.checkUtf8NoControl(view, 0, bytes.length);
             if (problem != FieldProblem.NONE || segment.indexOf(' ') >= 0)
             {
@@ -105,11 +106,6 @@ public final class RouteTemplate
     public int literalCount()
     {
         return literalCount;
-    }
-
-    public int segmentCount()
-    {
-        return segments.length;
     }
 
     /** Whether the route path {@code [offset, offset+length)} (no query) matches this template. */
@@ -151,7 +147,7 @@ public final class RouteTemplate
     public boolean matches(final String path)
     {
         final byte[] bytes = path.getBytes(StandardCharsets.UTF_8);
-        final ByteBuf view = io.netty.buffer.Unpooled.wrappedBuffer(bytes);
+        final ByteBuf view = Unpooled.wrappedBuffer(bytes);
         return matches(view, 0, DescriptorRules.routePathLength(view, 0, bytes.length));
     }
 

@@ -10,6 +10,7 @@ import dev.limiter.protocol.PolicySetIndex;
 import dev.limiter.protocol.ReasonCode;
 import dev.limiter.protocol.ResultCodec;
 import dev.limiter.protocol.ResultDecoder;
+import dev.limiter.protocol.policy.PolicySet;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.PooledByteBufAllocator;
 import org.openjdk.jmh.annotations.Benchmark;
@@ -62,7 +63,7 @@ public class CodecBenchmark
     {
         final Path sample = Path.of(System.getProperty("limiter.policies", "config/policies.json"));
         policies = Files.exists(sample) ? PolicySetIndex.fromJson(Files.readString(sample)) :
-            PolicySetIndex.compile(dev.limiter.protocol.policy.PolicySet.getDefaultInstance());
+            PolicySetIndex.compile(PolicySet.getDefaultInstance());
         encodedDescriptors = new byte[BATCH][];
         for (int i = 0; i < BATCH; i++)
         {

@@ -1,5 +1,6 @@
 package dev.limiter.bench.jmh;
 
+import com.google.protobuf.Timestamp;
 import dev.limiter.protocol.policy.DegradedWindow;
 import dev.limiter.protocol.policy.Policy;
 import dev.limiter.protocol.policy.PolicyCommand;
@@ -53,7 +54,7 @@ public class PolicyCheckBenchmark
             seed.addPolicies(policy(i, 100));
         }
         require(state.apply(PolicyState.command("bootstrap", T0).setBootstrap(seed).build()));
-        final com.google.protobuf.Timestamp at = PolicyState.command("x", T0).getAt();
+        final Timestamp at = PolicyState.command("x", T0).getAt();
         while (state.snapshot().getAuditCount() < auditRecords)
         {
             require(state.apply(PolicyState.command("sdk", T0).setDegraded(DegradedWindow.newBuilder().setClient("svc")

@@ -1,5 +1,6 @@
 package dev.limiter.server.cluster;
 
+import com.google.protobuf.InvalidProtocolBufferException;
 import dev.limiter.protocol.policy.PolicyCommand;
 import dev.limiter.protocol.policy.PolicyStateSnapshot;
 import dev.limiter.raft.ReplicatedStateMachine;
@@ -106,7 +107,7 @@ public final class ReplicatedBuckets implements ReplicatedStateMachine
             {
                 command = PolicyCommand.parseFrom(payload.duplicate().position(payload.position() + 1));
             }
-            catch (final com.google.protobuf.InvalidProtocolBufferException e)
+            catch (final InvalidProtocolBufferException e)
             {
                 throw new IllegalStateException("malformed policy command at index " + index, e);
             }

@@ -11,12 +11,19 @@ import org.slf4j.LoggerFactory;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Executor;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.function.LongFunction;
 
 /**
  * A node's part in the cluster: whether it may decide (it leads and its deciding tables have been
@@ -146,7 +153,7 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, PolicyLo
         }
     }
 
-    private java.util.concurrent.ScheduledFuture<?> watchdog;
+    private ScheduledFuture<?> watchdog;
     /** The term this node leads (valid while {@link #leader}); guarded by this for writes. */
     private volatile long electedTerm = -1;
     private long syncSentAt;
@@ -193,8 +200,8 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, PolicyLo
         syncSentAt = 0;
     }
 
-    private static final java.util.concurrent.ScheduledExecutorService RETRIES =
-        java.util.concurrent.Executors.newSingleThreadScheduledExecutor(r ->
+    private static final ScheduledExecutorService RETRIES =
+        Executors.newSingleThreadScheduledExecutor(r ->
         {
             final Thread thread = new Thread(r, "limiter-replication-retry");
             thread.setDaemon(true);
@@ -310,7 +317,7 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, PolicyLo
         return submit(number -> batch);
     }
 
-    private synchronized Submission submit(final java.util.function.LongFunction<ByteBuffer> entry)
+    private synchronized Submission submit(final LongFunction<ByteBuffer> entry)
     {
         final long number = ++submissions;
         final CompletableFuture<ByteBuffer> committed = new CompletableFuture<>();
@@ -338,7 +345,7 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, PolicyLo
                 }
             });
         }
-        catch (final java.util.concurrent.RejectedExecutionException stopping)
+        catch (final RejectedExecutionException stopping)
         {
             committed.completeExceptionally(stopping);
         }
@@ -348,7 +355,7 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, PolicyLo
     /** Submissions numbered so far (guarded by this). */
     private long submissions;
 
-    private final java.util.concurrent.ExecutorService submitter = java.util.concurrent.Executors.newSingleThreadExecutor(r ->
+    private final ExecutorService submitter = Executors.newSingleThreadExecutor(r ->
     {
         final Thread thread = new Thread(r, "limiter-log-submit");
         thread.setDaemon(true);
@@ -368,7 +375,7 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, PolicyLo
      */
     public Map<String, String> members()
     {
-        final Map<String, String> members = new java.util.LinkedHashMap<>();
+        final Map<String, String> members = new LinkedHashMap<>();
         try
         {
             node.members().forEach((id, raftAddress) ->
@@ -390,7 +397,7 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, PolicyLo
      */
     public CompletableFuture<Void> changeMembers(final Map<String, InetSocketAddress> newMembers)
     {
-        final Map<String, InetSocketAddress> raft = new java.util.LinkedHashMap<>();
+        final Map<String, InetSocketAddress> raft = new LinkedHashMap<>();
         newMembers.forEach((id, a) -> raft.put(id, new InetSocketAddress(a.getHostString(), a.getPort() + raftPortOffset)));
         return node.setMembers(raft);
     }

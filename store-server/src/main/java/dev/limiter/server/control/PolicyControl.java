@@ -1,6 +1,8 @@
 package dev.limiter.server.control;
 
+import dev.limiter.protocol.policy.AdminError;
 import dev.limiter.protocol.policy.PolicyCommand;
+import dev.limiter.protocol.policy.PolicyHistory;
 import dev.limiter.raft.NotLeaderException;
 
 import java.util.concurrent.CompletableFuture;
@@ -43,7 +45,7 @@ public final class PolicyControl
         boolean stacked = command.hasPut() && command.getPut().getStacked();
         if (command.hasRollback())
         {
-            final dev.limiter.protocol.policy.PolicyHistory history = state.history(command.getRollback().getId());
+            final PolicyHistory history = state.history(command.getRollback().getId());
             final long to = command.getRollback().getToVersion();
             stacked = history != null && to >= 1 && to <= history.getVersionsCount() &&
                 history.getVersions((int)to - 1).getPolicy().getStacked();
@@ -64,7 +66,7 @@ public final class PolicyControl
         if (unsupported != null)
         {
             return CompletableFuture.completedFuture(new PolicyState.Outcome(PolicyState.Status.INVALID, null,
-                dev.limiter.protocol.policy.AdminError.newBuilder().setError("nothing changed").addErrors(unsupported).build()));
+                AdminError.newBuilder().setError("nothing changed").addErrors(unsupported).build()));
         }
         if (log == null)
         {

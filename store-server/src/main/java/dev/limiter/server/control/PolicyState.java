@@ -2,30 +2,50 @@ package dev.limiter.server.control;
 
 import com.google.protobuf.InvalidProtocolBufferException;
 import com.google.protobuf.Timestamp;
+import com.google.protobuf.util.Timestamps;
+import dev.limiter.protocol.CompiledPolicy;
 import dev.limiter.protocol.PolicySetIndex;
 import dev.limiter.protocol.PolicyValidationException;
 import dev.limiter.protocol.TokenBucket;
 import dev.limiter.protocol.policy.AdminError;
 import dev.limiter.protocol.policy.AuditRecord;
 import dev.limiter.protocol.policy.ChangeResult;
+import dev.limiter.protocol.policy.DegradedWindow;
+import dev.limiter.protocol.policy.DeleteCommand;
 import dev.limiter.protocol.policy.Exemption;
+import dev.limiter.protocol.policy.Member;
+import dev.limiter.protocol.policy.MembersChange;
+import dev.limiter.protocol.policy.Mode;
+import dev.limiter.protocol.policy.OrdinalSlot;
 import dev.limiter.protocol.policy.Policy;
 import dev.limiter.protocol.policy.PolicyCommand;
 import dev.limiter.protocol.policy.PolicyHistory;
 import dev.limiter.protocol.policy.PolicySet;
 import dev.limiter.protocol.policy.PolicyStateSnapshot;
 import dev.limiter.protocol.policy.PolicyVersion;
+import dev.limiter.protocol.policy.RemoveExemption;
+import dev.limiter.protocol.policy.RollbackCommand;
+import dev.limiter.protocol.policy.Rollout;
+import dev.limiter.protocol.policy.Scope;
+import dev.limiter.protocol.policy.Selector;
 
 import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.StringJoiner;
+import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Predicate;
+import java.util.regex.Pattern;
+import java.util.stream.IntStream;
 
 /**
  * The control plane's replicated state: every version of every policy, the set in force, and the
@@ -141,7 +161,7 @@ public final class PolicyState
 
     private final List<Slot> byOrdinal = new ArrayList<>();
     /** In creation order (the order the set is built in, the same on every replica). */
-    private final Map<String, History> byId = new java.util.LinkedHashMap<>();
+    private final Map<String, History> byId = new LinkedHashMap<>();
     /** Ordinals a candidate set would give ids that have none yet (while compiling it). */
     private final Map<String, Integer> provisional = new HashMap<>();
     private final ArrayDeque<AuditRecord> audit = new ArrayDeque<>();
@@ -155,9 +175,9 @@ public final class PolicyState
     private volatile TokenBucket.Rate[] latestRates = new TokenBucket.Rate[0];
     /** Rates by ordinal, then version - 1: every version a bucket may have been decided under. */
     private volatile TokenBucket.Rate[][] versionRates = new TokenBucket.Rate[0][];
-    private final List<Runnable> listeners = new java.util.concurrent.CopyOnWriteArrayList<>();
+    private final List<Runnable> listeners = new CopyOnWriteArrayList<>();
     /** Active exemptions by id, in creation order. */
-    private final Map<String, Exemption> exemptions = new java.util.LinkedHashMap<>();
+    private final Map<String, Exemption> exemptions = new LinkedHashMap<>();
     /** The latest command time applied: the cluster's wall clock as the log has seen it. */
     private Timestamp clock = Timestamp.getDefaultInstance();
     private volatile ActiveExemptions activeExemptions = ActiveExemptions.NONE;
@@ -369,7 +389,7 @@ public final class PolicyState
             return Outcome.invalid("the policy file is invalid", e.errors());
         }
         // The file's order becomes the ordinals: policies first, the default last (as compile numbers them).
-        for (final dev.limiter.protocol.CompiledPolicy policy : compiled.policies())
+        for (final CompiledPolicy policy : compiled.policies())
         {
             final History history = new History(policy.id());
             history.add(PolicyVersion.newBuilder()
@@ -425,7 +445,7 @@ public final class PolicyState
         {
             errors.add("policy.effectiveFrom: at most 366 days ahead");
         }
-        if (wanted.getMode() == dev.limiter.protocol.policy.Mode.SHADOW && wanted.getId().equals(defaultId))
+        if (wanted.getMode() == Mode.SHADOW && wanted.getId().equals(defaultId))
         {
             errors.add("policy.mode: the default policy cannot be shadowed; shadow a policy with a selector instead");
         }
@@ -453,7 +473,7 @@ public final class PolicyState
             .setCreatedAt(command.getAt())
             .build();
         final String detail = (existing == null || !existing.inForce() ? describe(wanted) : diff(existing.latest().getPolicy(), wanted)) +
-            (wanted.hasEffectiveFrom() ? "; in force from " + com.google.protobuf.util.Timestamps.toString(wanted.getEffectiveFrom()) : "");
+            (wanted.hasEffectiveFrom() ? "; in force from " + Timestamps.toString(wanted.getEffectiveFrom()) : "");
         final String action = wanted.hasRollout() ? "POLICY_ROLLOUT" :
             existing == null || !existing.inForce() ? "POLICY_CREATED" : "POLICY_UPDATED";
         return commit(command, existing, wanted.getId(), made, action, wanted.getReason(), wanted.hasRollout() ? rolloutDetail(wanted) + "; " + detail : detail);
@@ -461,7 +481,7 @@ public final class PolicyState
 
     private Outcome rollback(final PolicyCommand command)
     {
-        final dev.limiter.protocol.policy.RollbackCommand rollback = command.getRollback();
+        final RollbackCommand rollback = command.getRollback();
         final History history = byId.get(rollback.getId());
         if (history == null)
         {
@@ -502,7 +522,7 @@ public final class PolicyState
 
     private Outcome delete(final PolicyCommand command)
     {
-        final dev.limiter.protocol.policy.DeleteCommand delete = command.getDelete();
+        final DeleteCommand delete = command.getDelete();
         final History history = byId.get(delete.getId());
         if (history == null || !history.inForce())
         {
@@ -554,7 +574,7 @@ public final class PolicyState
         history.add(made);
         if (!made.getDeleted() && effective(made, clockMillis()))
         {
-            assignOrdinal(history, made.getPolicy().getMode() == dev.limiter.protocol.policy.Mode.SHADOW);
+            assignOrdinal(history, made.getPolicy().getMode() == Mode.SHADOW);
         }
         setVersion++;
         install();
@@ -564,7 +584,7 @@ public final class PolicyState
 
     private int ordinalForCompile(final Policy policy)
     {
-        final boolean shadow = policy.getMode() == dev.limiter.protocol.policy.Mode.SHADOW;
+        final boolean shadow = policy.getMode() == Mode.SHADOW;
         final History history = byId.get(policy.getId());
         final int assigned = history == null ? -1 : shadow ? history.shadowOrdinal : history.enforceOrdinal;
         if (assigned >= 0)
@@ -602,7 +622,7 @@ public final class PolicyState
 
     private static boolean isShadow(final PolicyVersion version)
     {
-        return version.getPolicy().getMode() == dev.limiter.protocol.policy.Mode.SHADOW;
+        return version.getPolicy().getMode() == Mode.SHADOW;
     }
 
     /** Whether a version counts at {@code nowMillis}: its effective time has come and it was not blocked. */
@@ -762,7 +782,7 @@ public final class PolicyState
 
     private static String rolloutDetail(final Policy p)
     {
-        final dev.limiter.protocol.policy.Rollout r = p.getRollout();
+        final Rollout r = p.getRollout();
         return "rollout to " + r.getPercent() + "% of tenants" + (r.getTenantsCount() > 0 ? " + " + String.join(",", r.getTenantsList()) : "") +
             ", others on version " + r.getFallback().getVersion() + (r.getOthersInShadow() ? " with this one in shadow" : "");
     }
@@ -805,7 +825,7 @@ public final class PolicyState
 
     // ---- Exemptions ----
 
-    private static final java.util.regex.Pattern EXEMPTION_ID = java.util.regex.Pattern.compile("[a-z0-9][a-z0-9._-]{0,62}");
+    private static final Pattern EXEMPTION_ID = Pattern.compile("[a-z0-9][a-z0-9._-]{0,62}");
 
     private Outcome exempt(final PolicyCommand command)
     {
@@ -836,7 +856,7 @@ public final class PolicyState
         if (!wanted.hasExpiresAt() || expires <= at)
         {
             errors.add("exemption.expiresAt: required, and in the future (was " +
-                (wanted.hasExpiresAt() ? com.google.protobuf.util.Timestamps.toString(wanted.getExpiresAt()) : "absent") + ")");
+                (wanted.hasExpiresAt() ? Timestamps.toString(wanted.getExpiresAt()) : "absent") + ")");
         }
         else if (expires - at > MAX_EXEMPTION_MILLIS)
         {
@@ -873,13 +893,13 @@ public final class PolicyState
         exemptions.put(made.getId(), made);
         compileExemptions();
         record(command, "EXEMPTION_CREATED", "exemption:" + made.getId(), 0, made.getOwner(), made.getReason(),
-            describe(made) + " until " + com.google.protobuf.util.Timestamps.toString(made.getExpiresAt()));
+            describe(made) + " until " + Timestamps.toString(made.getExpiresAt()));
         return Outcome.ok(ChangeResult.newBuilder().setSetVersion(setVersion).build());
     }
 
     private Outcome unexempt(final PolicyCommand command)
     {
-        final dev.limiter.protocol.policy.RemoveExemption remove = command.getUnexempt();
+        final RemoveExemption remove = command.getUnexempt();
         final Exemption existing = exemptions.get(remove.getId());
         if (existing == null)
         {
@@ -902,7 +922,7 @@ public final class PolicyState
     {
         final long at = millis(command.getAt());
         boolean changed = false;
-        for (final Map.Entry<String, Long> used : new java.util.TreeMap<>(command.getTick().getBypassedMap()).entrySet())
+        for (final Map.Entry<String, Long> used : new TreeMap<>(command.getTick().getBypassedMap()).entrySet())
         {
             final Exemption exemption = exemptions.get(used.getKey());
             if (exemption != null && used.getValue() > 0)
@@ -938,16 +958,16 @@ public final class PolicyState
      */
     private Outcome degraded(final PolicyCommand command)
     {
-        final dev.limiter.protocol.policy.DegradedWindow window = command.getDegraded();
+        final DegradedWindow window = command.getDegraded();
         final String problem = degradedWindowProblem(window);
         if (problem != null)
         {
             return Outcome.invalid("degraded window refused: " + problem, List.of());
         }
         final StringBuilder detail = new StringBuilder()
-            .append(com.google.protobuf.util.Timestamps.toString(window.getStart())).append(" to ")
-            .append(com.google.protobuf.util.Timestamps.toString(window.getEnd())).append(':');
-        new java.util.TreeMap<>(window.getDecisionsMap()).forEach((key, n) -> detail.append(' ').append(key).append('=').append(n));
+            .append(Timestamps.toString(window.getStart())).append(" to ")
+            .append(Timestamps.toString(window.getEnd())).append(':');
+        new TreeMap<>(window.getDecisionsMap()).forEach((key, n) -> detail.append(' ').append(key).append('=').append(n));
         final String client = "sdk:" + window.getClient();
         final String text = detail.toString();
         if (!sdkReports.contains(client, text))
@@ -958,7 +978,7 @@ public final class PolicyState
     }
 
     /** Why a node must not take this window (checked on the node that receives it and again in apply), or null. */
-    public static String degradedWindowProblem(final dev.limiter.protocol.policy.DegradedWindow window)
+    public static String degradedWindowProblem(final DegradedWindow window)
     {
         final String client = window.getClient();
         if (client.isBlank() || client.length() > MAX_SDK_CLIENT_LENGTH || client.chars().anyMatch(c -> c < 0x20 || c == 0x7F))
@@ -973,7 +993,7 @@ public final class PolicyState
         {
             return "a decision count's key is over 200 characters";
         }
-        if (com.google.protobuf.util.Timestamps.compare(window.getEnd(), window.getStart()) < 0)
+        if (Timestamps.compare(window.getEnd(), window.getStart()) < 0)
         {
             return "its end is before its start";
         }
@@ -986,7 +1006,7 @@ public final class PolicyState
      */
     private Outcome members(final PolicyCommand command)
     {
-        final dev.limiter.protocol.policy.MembersChange change = command.getMembers();
+        final MembersChange change = command.getMembers();
         if (change.getAfterCount() == 0)
         {
             return Outcome.invalid("a cluster needs at least one member", List.of());
@@ -996,30 +1016,30 @@ public final class PolicyState
         return Outcome.ok(ChangeResult.newBuilder().setSetVersion(setVersion).build());
     }
 
-    private static String memberList(final List<dev.limiter.protocol.policy.Member> members)
+    private static String memberList(final List<Member> members)
     {
-        final java.util.StringJoiner text = new java.util.StringJoiner(",");
+        final StringJoiner text = new StringJoiner(",");
         members.forEach(m -> text.add(m.getId() + "=" + m.getAddress()));
         return text.toString();
     }
 
     private void advanceClock(final PolicyCommand command)
     {
-        if (com.google.protobuf.util.Timestamps.compare(command.getAt(), clock) > 0)
+        if (Timestamps.compare(command.getAt(), clock) > 0)
         {
             clock = command.getAt();
         }
     }
 
     /** An exemption's selector, compiled as a policy's is (so it matches requests exactly alike). */
-    private static dev.limiter.protocol.CompiledPolicy selectorOf(final Exemption exemption)
+    private static CompiledPolicy selectorOf(final Exemption exemption)
     {
         return PolicySetIndex.compileOne(Policy.newBuilder()
             .setId(exemption.getId().isEmpty() ? "x" : exemption.getId())
-            .setSelector(dev.limiter.protocol.policy.Selector.newBuilder()
+            .setSelector(Selector.newBuilder()
                 .setTenant(exemption.getTenant()).setPrincipal(exemption.getPrincipal()).setRoute(exemption.getRoute()))
             .setRate(1)
-            .setScope(dev.limiter.protocol.policy.Scope.GLOBAL)
+            .setScope(Scope.GLOBAL)
             .setOwner(exemption.getOwner().isBlank() ? "-" : exemption.getOwner())
             .build(), "exemption");
     }
@@ -1028,7 +1048,7 @@ public final class PolicyState
     {
         final int n = exemptions.size();
         final String[] ids = new String[n];
-        final dev.limiter.protocol.CompiledPolicy[] selectors = new dev.limiter.protocol.CompiledPolicy[n];
+        final CompiledPolicy[] selectors = new CompiledPolicy[n];
         final long[] expires = new long[n];
         final AtomicLong[] counters = new AtomicLong[n];
         int i = 0;
@@ -1139,7 +1159,7 @@ public final class PolicyState
         {
             return new int[0];
         }
-        return java.util.stream.IntStream.of(history.enforceOrdinal, history.shadowOrdinal).filter(o -> o >= 0).toArray();
+        return IntStream.of(history.enforceOrdinal, history.shadowOrdinal).filter(o -> o >= 0).toArray();
     }
 
     /** The policy behind a bucket key: version {@code version} of whatever holds {@code ordinal}, or null. */
@@ -1179,7 +1199,7 @@ public final class PolicyState
             }
         }
         sdkReports.collect(filter, matched);
-        matched.sort(java.util.Comparator.comparingLong(AuditRecord::getSequence));
+        matched.sort(Comparator.comparingLong(AuditRecord::getSequence));
         return List.copyOf(matched.subList(Math.max(0, matched.size() - limit), matched.size()));
     }
 
@@ -1209,7 +1229,7 @@ public final class PolicyState
         }
         for (final Slot slot : byOrdinal)
         {
-            out.addOrdinals(dev.limiter.protocol.policy.OrdinalSlot.newBuilder().setId(slot.history().id).setShadow(slot.shadow()));
+            out.addOrdinals(OrdinalSlot.newBuilder().setId(slot.history().id).setShadow(slot.shadow()));
         }
         return out.build();
     }
@@ -1245,7 +1265,7 @@ public final class PolicyState
             stored.getVersionsList().forEach(history::add);
             byId.put(history.id, history);
         }
-        for (final dev.limiter.protocol.policy.OrdinalSlot slot : snapshot.getOrdinalsList())
+        for (final OrdinalSlot slot : snapshot.getOrdinalsList())
         {
             assignOrdinal(byId.get(slot.getId()), slot.getShadow());
         }

@@ -4,6 +4,8 @@ import org.agrona.BufferUtil;
 import org.agrona.DirectBuffer;
 import org.agrona.concurrent.UnsafeBuffer;
 
+import java.util.Arrays;
+
 /**
  * Off-heap storage for bucket keys: power-of-two chunks of 16 to 256 bytes, each size class with
  * an intrusive free list (the next-free offset lives in the freed chunk itself). A key costs its
@@ -27,7 +29,7 @@ final class KeyArena
     {
         this.capacity = capacityBytes;
         this.buffer = new UnsafeBuffer(BufferUtil.allocateDirectAligned(align(capacityBytes, 64), 64));
-        java.util.Arrays.fill(freeHeads, NONE);
+        Arrays.fill(freeHeads, NONE);
         if (capacityBytes < MAX_KEY_LENGTH)
         {
             throw new IllegalArgumentException("key arena must hold at least one " + MAX_KEY_LENGTH + "-byte key");
@@ -43,11 +45,6 @@ final class KeyArena
     {
         final int shift = Math.max(MIN_CHUNK_SHIFT, 32 - Integer.numberOfLeadingZeros(Math.max(1, length) - 1));
         return shift - MIN_CHUNK_SHIFT;
-    }
-
-    static int chunkSize(final int length)
-    {
-        return 1 << (sizeClass(length) + MIN_CHUNK_SHIFT);
     }
 
     /**
@@ -155,7 +152,7 @@ final class KeyArena
     /** Forgets every key. */
     void clear()
     {
-        java.util.Arrays.fill(freeHeads, NONE);
+        Arrays.fill(freeHeads, NONE);
         bumpOffset = 0;
         bytesInUse = 0;
     }

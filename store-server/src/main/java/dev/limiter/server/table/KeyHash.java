@@ -2,6 +2,8 @@ package dev.limiter.server.table;
 
 import org.agrona.DirectBuffer;
 
+import java.nio.ByteOrder;
+
 /**
  * A 64-bit hash of key bytes: eight bytes at a time with a multiply-rotate step and the
  * murmur3 finaliser. Deterministic (same bytes, same hash on every node and JVM), allocation free.
@@ -21,7 +23,7 @@ public final class KeyHash
         int i = 0;
         for (; i + 8 <= length; i += 8)
         {
-            h = Long.rotateLeft(h ^ (buffer.getLong(offset + i, java.nio.ByteOrder.LITTLE_ENDIAN) * P1), 31) * P2;
+            h = Long.rotateLeft(h ^ (buffer.getLong(offset + i, ByteOrder.LITTLE_ENDIAN) * P1), 31) * P2;
         }
         long tail = 0;
         for (int shift = 0; i < length; i++, shift += 8)
