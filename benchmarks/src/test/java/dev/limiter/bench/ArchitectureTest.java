@@ -10,6 +10,7 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
+import static com.tngtech.archunit.library.Architectures.layeredArchitecture;
 import static com.tngtech.archunit.library.dependencies.SlicesRuleDefinition.slices;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -85,5 +86,28 @@ class ArchitectureTest
             .should().dependOnClassesThat().resideInAnyPackage("dev.limiter.client..", "dev.limiter.server..", "dev.limiter.raft..",
                 "dev.limiter.bench..", "org.apache.ratis..")
             .because("both ends share it; it holds no server or client logic").check(main);
+    }
+
+    @Test
+    void theStoreServersPackagesAreLayeredAsItsPackageInfoSays()
+    {
+        layeredArchitecture().consideringOnlyDependenciesInLayers()
+            .layer("node").definedBy("dev.limiter.server")
+            .layer("admin").definedBy("dev.limiter.server.admin..")
+            .layer("net").definedBy("dev.limiter.server.net..")
+            .layer("engine").definedBy("dev.limiter.server.engine..")
+            .layer("metrics").definedBy("dev.limiter.server.metrics..")
+            .layer("cluster").definedBy("dev.limiter.server.cluster..")
+            .layer("control").definedBy("dev.limiter.server.control..")
+            .layer("table").definedBy("dev.limiter.server.table..")
+            .whereLayer("node").mayNotBeAccessedByAnyLayer()
+            .whereLayer("admin").mayOnlyBeAccessedByLayers("node")
+            .whereLayer("net").mayOnlyBeAccessedByLayers("node", "admin")
+            .whereLayer("engine").mayOnlyBeAccessedByLayers("node", "net")
+            .whereLayer("metrics").mayOnlyBeAccessedByLayers("node", "admin", "net", "engine")
+            .whereLayer("cluster").mayOnlyBeAccessedByLayers("node", "admin", "net", "engine", "metrics")
+            .whereLayer("control").mayOnlyBeAccessedByLayers("node", "admin", "net", "engine", "metrics", "cluster")
+            .whereLayer("table").mayOnlyBeAccessedByLayers("node", "admin", "net", "engine", "metrics", "cluster")
+            .because("each package depends only on those below it (dev.limiter.server's package-info)").check(main);
     }
 }

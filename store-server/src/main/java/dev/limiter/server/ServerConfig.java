@@ -9,6 +9,7 @@ import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.Locale;
 import java.util.Map;
+import dev.limiter.server.net.TlsClientAuth;
 
 /**
  * A node's settings. Every default is written here, with its unit in the name; {@link #validate()}

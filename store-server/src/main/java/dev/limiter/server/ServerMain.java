@@ -1,5 +1,6 @@
 package dev.limiter.server;
 
+import dev.limiter.server.net.TlsClientAuth;
 import dev.limiter.protocol.Frame;
 import dev.limiter.protocol.PolicyValidationException;
 import dev.limiter.raft.RaftNodeConfig;

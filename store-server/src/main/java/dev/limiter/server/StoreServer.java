@@ -56,12 +56,28 @@ import java.util.Map;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import dev.limiter.server.admin.AdminServer;
+import dev.limiter.server.admin.AdminToken;
+import dev.limiter.server.admin.NodeStatus;
+import dev.limiter.server.cluster.Membership;
+import dev.limiter.server.engine.EngineMeters;
+import dev.limiter.server.engine.FrameRouter;
+import dev.limiter.server.engine.HotKeyReports;
+import dev.limiter.server.engine.MonotonicClock;
+import dev.limiter.server.engine.Shard;
+import dev.limiter.server.metrics.ServerMetrics;
+import dev.limiter.server.net.ConnectionGuard;
+import dev.limiter.server.net.DataPlaneHandler;
+import dev.limiter.server.net.FrameDecoder;
+import dev.limiter.server.net.PolicyPublisher;
+import dev.limiter.server.net.SdkReportGate;
+import dev.limiter.server.net.ServerTls;
 
 /**
  * One store node: the binary data plane, its shards, and the admin HTTP endpoint. Start with
  * {@link #start()}, stop with {@link #close()} (idempotent).
  */
-public final class StoreServer implements AutoCloseable
+public final class StoreServer implements NodeStatus, AutoCloseable
 {
     private static final Logger LOG = LoggerFactory.getLogger(StoreServer.class);
 
@@ -106,8 +122,8 @@ public final class StoreServer implements AutoCloseable
             throw new PolicyValidationException(List.of("stacked (hierarchical) policies need --shards 1 in this version; " +
                 "this node was started with --shards " + config.shards()));
         }
-        this.adminToken = AdminToken.resolve(config);
-        this.tls = ServerTls.from(config, metrics);
+        this.adminToken = AdminToken.resolve(config.adminPort() >= 0, config.adminToken(), config.dataDir());
+        this.tls = ServerTls.from(config.tlsCert(), config.tlsKey(), config.tlsCa(), config.tlsClientAuth(), metrics);
         if (!config.clustered())
         {
             // A single node is its own log: the file is the first version of every policy.
@@ -166,9 +182,9 @@ public final class StoreServer implements AutoCloseable
         for (int i = 0; i < config.shards(); i++)
         {
             // Shard i belongs to event loop i mod n, unless shards get threads of their own.
-            shards.add(new Shard(i, config, clock, policyState::latestRate, config.shardThreads() ? null : loops.get(i % loops.size())));
+            shards.add(new Shard(i, config.maxBucketsPerShard(), config.keyArenaBytesPerShard(), clock, policyState::latestRate, config.shardThreads() ? null : loops.get(i % loops.size())));
         }
-        metrics.bind(policyState, shards, connections::size);
+        EngineMeters.bind(metrics.registry(), policyState, shards, connections::size);
         if (config.clustered())
         {
             startReplication();
@@ -176,12 +192,12 @@ public final class StoreServer implements AutoCloseable
         publisher = new PolicyPublisher(policyState, 16 << 20, () -> metrics.refused("sdk-instance-ids-per-address")); // 16 MiB: what an SDK reads in one frame
         metrics.bindFleet(publisher::instanceCount);
         control = new PolicyControl(policyState, replication, config.shards());
-        final FastThreadLocal<DataPlaneHandler.LoopState> loopState = new FastThreadLocal<>()
+        final FastThreadLocal<FrameRouter> routers = new FastThreadLocal<>()
         {
             @Override
-            protected DataPlaneHandler.LoopState initialValue()
+            protected FrameRouter initialValue()
             {
-                return new DataPlaneHandler.LoopState(metrics);
+                return new FrameRouter(metrics);
             }
         };
         final ConnectionGuard.Limits dataLimits = new ConnectionGuard.Limits("data", config.maxConnections(), config.idleTimeoutMillis(),
@@ -213,7 +229,7 @@ public final class StoreServer implements AutoCloseable
                     ch.pipeline()
                         .addLast("flush", new FlushConsolidationHandler(256, true))
                         .addLast("frames", new FrameDecoder(config.maxFrameBytes(), guard))
-                        .addLast("data-plane", new DataPlaneHandler(policyState::index, policyState::activeExemptions, publisher, () -> control, shards, metrics, loopState, replication,
+                        .addLast("data-plane", new DataPlaneHandler(policyState::index, policyState::activeExemptions, publisher, () -> control, shards, metrics, routers, replication,
                             StoreServer.this::statusJson, reportGate));
                 }
             });
@@ -228,7 +244,8 @@ public final class StoreServer implements AutoCloseable
         if (config.adminPort() >= 0)
         {
             admin = new AdminServer(config.host(), config.adminPort(), metrics, this, bossGroup, workerGroup, epoll,
-                control, adminToken, new Membership(replication, control, config.raftPortOffset()), config, tls);
+                control, adminToken, new Membership(replication, control, config.raftPortOffset()),
+                new AdminServer.Limits(config.adminMaxConnections(), config.adminIdleTimeoutMillis(), config.frameTimeoutMillis()), tls);
             admin.start();
         }
         LOG.info("limiter store serving on {}:{} ({} transport, {} shards on {}, {} io threads, {} policies), admin on {}",
@@ -324,6 +341,7 @@ public final class StoreServer implements AutoCloseable
     }
 
     /** The busiest bucket keys of each shard, from a sample of its decisions (GET /v1/hot-keys). */
+    @Override
     public HotKeyReport hotKeys()
     {
         return HotKeyReports.of(shards, policyState);
@@ -333,6 +351,7 @@ public final class StoreServer implements AutoCloseable
      * This node's standing as one JSON object: node id, address, role, leader, term, applied index,
      * members, shards (each with this node's role for it), buckets. Served by STATUS and /status.
      */
+    @Override
     public String statusJson()
     {
         final StringBuilder json = new StringBuilder(512).append('{');
@@ -448,14 +467,19 @@ public final class StoreServer implements AutoCloseable
         return shards.stream().mapToLong(s -> s.table().publishedSize()).sum();
     }
 
-    boolean healthy()
+    @Override
+    public boolean healthy()
     {
         return !closed && dataChannel != null && dataChannel.isActive();
     }
 
-    int shardCount()
+    @Override
+    public String healthJson()
     {
-        return shards.size();
+        final boolean healthy = healthy();
+        return "{\"status\":\"" + (healthy ? "UP" : "DOWN") + "\",\"port\":" + port() + ",\"shards\":" + shards.size() +
+            ",\"buckets\":" + bucketCount() + ",\"policies\":" + policies().size() + ",\"policySetVersion\":" +
+            policies().version() + ",\"transport\":\"" + (epoll ? "epoll" : "nio") + "\"}";
     }
 
     @Override

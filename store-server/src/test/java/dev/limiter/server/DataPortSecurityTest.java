@@ -19,6 +19,8 @@ import java.util.Map;
 import static dev.limiter.server.TestNode.SECOND;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import dev.limiter.server.net.DataPlaneHandler;
+import dev.limiter.server.net.PolicyPublisher;
 
 /**
  * What anybody who can reach a data port can do: decide and read policies, never change the

@@ -24,6 +24,7 @@ import java.util.Map;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import dev.limiter.server.engine.MonotonicClock;
 
 /**
  * The example of docs/sdk.md, run for real: an HTTP service asks the limiter before serving

@@ -1,6 +1,7 @@
 package dev.limiter.server;
 
 import java.util.concurrent.atomic.AtomicLong;
+import dev.limiter.server.engine.MonotonicClock;
 
 /** A clock tests move by hand. */
 public final class ManualClock implements MonotonicClock

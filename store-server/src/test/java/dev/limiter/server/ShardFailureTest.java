@@ -16,6 +16,7 @@ import static dev.limiter.server.TestNode.SECOND;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import dev.limiter.server.engine.MonotonicClock;
 
 /** A shard that fails mid-frame never sends unfilled records: the frame gets ERROR INTERNAL. */
 @Timeout(60)

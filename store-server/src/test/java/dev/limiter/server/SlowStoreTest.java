@@ -18,6 +18,7 @@ import java.util.concurrent.atomic.LongAdder;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import dev.limiter.server.engine.MonotonicClock;
 
 /** A store that answers, but late: a real node behind a proxy that holds its answers back. */
 @Timeout(60)

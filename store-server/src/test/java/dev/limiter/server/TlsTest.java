@@ -22,6 +22,7 @@ import static dev.limiter.server.TestNode.SECOND;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import dev.limiter.server.net.TlsClientAuth;
 
 /** TLS on the data and admin ports, with certificates the test makes; mutual TLS as an option. */
 @Timeout(60)

@@ -1,4 +1,4 @@
-package dev.limiter.server;
+package dev.limiter.server.engine;
 
 import org.agrona.DirectBuffer;
 
@@ -17,7 +17,7 @@ import java.util.List;
  * older than {@link #STALE_NANOS} reads as empty (the shard stopped deciding: it lost the lead, or
  * traffic stopped), and a shard that starts deciding again after that starts a fresh table.
  */
-final class HotKeys
+public final class HotKeys
 {
     static final int SAMPLE_EVERY = 16;
     static final int SLOTS = 32;

@@ -1,11 +1,11 @@
-package dev.limiter.server;
+package dev.limiter.server.net;
 
 /**
  * How many SDK reports (degraded windows) the whole node sends to the log: every report is a log
  * entry on every replica, so made-up or looping reporters must not be able to flood it.
  * Shared by all connections; reports are rare, so a lock is fine here.
  */
-final class SdkReportGate
+public final class SdkReportGate
 {
     static final int PER_SECOND = 50;
     static final int BURST = 500;

@@ -1,4 +1,4 @@
-package dev.limiter.server;
+package dev.limiter.server.engine;
 
 import dev.limiter.server.cluster.DecisionsEntry;
 import dev.limiter.server.cluster.Replication;
@@ -12,6 +12,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.RejectedExecutionException;
+import dev.limiter.server.metrics.ServerMetrics;
 
 /**
  * Group commit for one shard: the decisions its leader makes are appended here and travel to the
@@ -29,7 +30,7 @@ import java.util.concurrent.RejectedExecutionException;
  * term drops what the old one had not sent (answered FAST decisions then never commit: the FAST
  * bound, counted in {@code limiter_replication_decisions_dropped_total}).
  */
-final class ShardLog
+public final class ShardLog
 {
     static final int MAX_IN_FLIGHT = 2;
     static final int MAX_BATCH_BYTES = 256 * 1024;

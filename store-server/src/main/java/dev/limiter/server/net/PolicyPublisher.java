@@ -1,4 +1,4 @@
-package dev.limiter.server;
+package dev.limiter.server.net;
 
 import dev.limiter.protocol.Frame;
 import dev.limiter.protocol.MessageType;
@@ -25,7 +25,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * It also counts the SDK instances subscribed (FLEET), by which SDKs split fleet-wide emergency
  * budgets.
  */
-final class PolicyPublisher
+public final class PolicyPublisher
 {
     private final PolicyState state;
     private final int maxFrameBytes;
@@ -45,14 +45,14 @@ final class PolicyPublisher
     }
 
     /** Most distinct SDK instance ids counted from one client address. */
-    static final int MAX_INSTANCES_PER_ADDRESS = 64;
+    public static final int MAX_INSTANCES_PER_ADDRESS = 64;
     private final Runnable refusals;
 
     /**
      * @param refusals counts an instance id that did not count (its address has
      *                 {@link #MAX_INSTANCES_PER_ADDRESS} already)
      */
-    PolicyPublisher(final PolicyState state, final int maxFrameBytes, final Runnable refusals)
+    public PolicyPublisher(final PolicyState state, final int maxFrameBytes, final Runnable refusals)
     {
         this.refusals = refusals;
         this.state = state;
@@ -118,7 +118,7 @@ final class PolicyPublisher
     }
 
     /** Distinct SDK instances subscribed here (an SDK has several connections per node). */
-    int instanceCount()
+    public int instanceCount()
     {
         return (int)instances.values().stream().distinct().count();
     }

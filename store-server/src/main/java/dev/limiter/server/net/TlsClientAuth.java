@@ -1,4 +1,4 @@
-package dev.limiter.server;
+package dev.limiter.server.net;
 
 /** Whether clients of a node's data and admin ports must present a TLS certificate. */
 public enum TlsClientAuth

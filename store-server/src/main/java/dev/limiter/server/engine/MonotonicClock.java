@@ -1,4 +1,4 @@
-package dev.limiter.server;
+package dev.limiter.server.engine;
 
 /** The node's source of monotonic time, injected so tests can drive it by hand. */
 @FunctionalInterface

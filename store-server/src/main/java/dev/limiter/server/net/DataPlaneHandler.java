@@ -1,4 +1,4 @@
-package dev.limiter.server;
+package dev.limiter.server.net;
 
 import com.google.protobuf.InvalidProtocolBufferException;
 import dev.limiter.protocol.AcquireDecoder;
@@ -36,14 +36,21 @@ import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.function.Supplier;
+import dev.limiter.server.engine.FrameResponder;
+import dev.limiter.server.engine.FrameRouter;
+import dev.limiter.server.engine.FrameWork;
+import dev.limiter.server.engine.Shard;
+import dev.limiter.server.metrics.ServerMetrics;
 
 /**
- * Decode, route to shards, answer. Runs on the connection's event loop: validates the frame,
- * resolves every entry's policy and bucket key, and hands the frame to the shards that own its
- * keys. Requests pipelined on one connection are answered in completion order, matched by
- * correlation id. Bad input gets an ERROR frame; input that breaks framing closes the connection.
+ * One data-plane connection: decodes frames, hands decision frames to the engine's
+ * {@link FrameRouter} and answers the rest (PING, STATUS, POLICIES, SDK reports, refusals). Runs on
+ * the connection's event loop. Requests pipelined on one connection are answered in completion
+ * order, matched by correlation id. Bad input gets an ERROR frame; input that breaks framing closes
+ * the connection. Reading pauses while the peer does not read its answers or too many of its frames
+ * are being decided.
  */
-final class DataPlaneHandler extends ChannelInboundHandlerAdapter
+public final class DataPlaneHandler extends ChannelInboundHandlerAdapter implements FrameResponder
 {
     private static final Logger LOG = LoggerFactory.getLogger(DataPlaneHandler.class);
 
@@ -53,7 +60,7 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
     private final Supplier<PolicyControl> control;
     private final List<Shard> shards;
     private final ServerMetrics metrics;
-    private final FastThreadLocal<LoopState> loopState;
+    private final FastThreadLocal<FrameRouter> routers;
     /** Cluster mode only (else null): who may decide, and where the leader is. */
     private final Replication replication;
     private final Supplier<String> statusJson;
@@ -63,33 +70,20 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
     private AdmissionBucket reportsFromThisConnection;
     static final int REPORTS_PER_CONNECTION_PER_SECOND = 1;
     /** An SDK back from an outage sends its pending windows at once (it keeps up to 64). */
-    static final int REPORTS_PER_CONNECTION_BURST = 70;
+    public static final int REPORTS_PER_CONNECTION_BURST = 70;
     /** Frames of this connection being decided; above the cap, reading pauses (event loop only). */
     private int framesInFlight;
     private boolean pausedForFrames;
     static final int MAX_FRAMES_IN_FLIGHT = 256;
 
-    /** Per-event-loop reusable state: decoder and frame-work pool. */
-    static final class LoopState
-    {
-        final AcquireDecoder decoder = new AcquireDecoder();
-        final FrameWork.Pool pool;
-        final CompiledPolicy[] stacked = new CompiledPolicy[PolicySetIndex.MAX_STACKED_PER_REQUEST];
-
-        LoopState(final ServerMetrics metrics)
-        {
-            pool = new FrameWork.Pool(metrics);
-        }
-    }
-
-    DataPlaneHandler(
+    public DataPlaneHandler(
         final Supplier<PolicySetIndex> policies,
         final Supplier<ActiveExemptions> exemptions,
         final PolicyPublisher publisher,
         final Supplier<PolicyControl> control,
         final List<Shard> shards,
         final ServerMetrics metrics,
-        final FastThreadLocal<LoopState> loopState,
+        final FastThreadLocal<FrameRouter> routers,
         final Replication replication,
         final Supplier<String> statusJson,
         final SdkReportGate reportGate)
@@ -103,7 +97,7 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
         this.control = control;
         this.shards = shards;
         this.metrics = metrics;
-        this.loopState = loopState;
+        this.routers = routers;
     }
 
     @Override
@@ -182,8 +176,8 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
     private void acquire(final ChannelHandlerContext ctx, final ByteBuf frame, final long correlationId, final boolean single)
     {
         final long start = System.nanoTime();
-        final LoopState state = loopState.get();
-        final AcquireDecoder decoder = state.decoder;
+        final FrameRouter router = routers.get();
+        final AcquireDecoder decoder = router.decoder();
         final String malformed = decoder.wrap(frame, Frame.bodyOffset(frame), Frame.frameEnd(frame), single);
         if (malformed != null)
         {
@@ -195,126 +189,7 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
             notLeader(ctx, correlationId); // a follower never decides: send the caller to the leader
             return;
         }
-        final PolicySetIndex index = policies.get();
-        final ActiveExemptions exempt = exemptions.get();
-        long nowMillis = 0;
-        boolean anyExempt = false;
-        final FrameWork work = state.pool.acquire();
-        work.reset(ctx, this, index, decoder.count(), correlationId, start);
-        final int shardCount = shards.size();
-        long shardMask = 0;
-        while (decoder.next())
-        {
-            final int i = work.count;
-            final CompiledPolicy matched = index.match(decoder);
-            // A version being rolled out decides for its tenants; the others stay on the previous one.
-            final CompiledPolicy policy = matched.forRequest(decoder);
-            final String missing = missingScopeField(policy, decoder);
-            if (missing != null)
-            {
-                work.recycle();
-                error(ctx, correlationId, ErrorCode.INVALID_DESCRIPTOR, "entry " + i + ": " + missing);
-                return;
-            }
-            if (!exempt.isEmpty())
-            {
-                nowMillis = nowMillis == 0 ? System.currentTimeMillis() : nowMillis;
-                if (exempt.bypass(decoder, nowMillis))
-                {
-                    // Answered here, without a bucket: no shard sees it, nothing is logged.
-                    work.keyOffset[i] = 0;
-                    work.keyLength[i] = 0;
-                    work.cost[i] = decoder.cost();
-                    work.policy[i] = policy;
-                    work.shard[i] = FrameWork.EXEMPT;
-                    work.count++;
-                    anyExempt = true;
-                    continue;
-                }
-            }
-            final int keyStart = work.keyCursor;
-            final long tenantHash = buildKey(work, decoder, policy);
-            final int keyLength = work.keyCursor - keyStart;
-            final long keyHash = KeyHash.hash(work.keys, keyStart, keyLength);
-            work.keyOffset[i] = keyStart;
-            work.keyLength[i] = keyLength;
-            work.keyHash[i] = keyHash;
-            work.cost[i] = decoder.cost();
-            work.policy[i] = policy;
-            final int shard = shardOf(tenantHash, keyHash, shardCount);
-            work.shard[i] = shard;
-            shardMask |= 1L << shard;
-            work.count++;
-            if (work.stacked)
-            {
-                final String problem = addStacked(work, decoder, state.stacked, index, i, shardCount);
-                if (problem != null)
-                {
-                    work.recycle();
-                    error(ctx, correlationId, ErrorCode.INVALID_DESCRIPTOR, "entry " + i + ": " + problem);
-                    return;
-                }
-            }
-            if (index.hasShadow())
-            {
-                final CompiledPolicy shadow = policy != matched && matched.rolloutShadowsOthers() ? matched : index.matchShadow(decoder);
-                shardMask |= addShadow(work, decoder, shadow, shardCount);
-            }
-        }
-        if (decoder.failed())
-        {
-            work.recycle();
-            error(ctx, correlationId, decoder.errorCode(), decoder.errorMessage());
-            return;
-        }
-        final int count = work.count;
-        final ByteBuf response = ctx.alloc().directBuffer(ResultCodec.recordsEnd(count) + 2 + 64);
-        work.response = response;
-        work.frameStart = ResultCodec.beginBatch(response,
-            single ? MessageType.RESULT : MessageType.BATCH_RESULT, correlationId, count);
-        if (anyExempt)
-        {
-            for (int i = 0; i < count; i++)
-            {
-                if (work.shard[i] == FrameWork.EXEMPT)
-                {
-                    final CompiledPolicy policy = work.policy[i];
-                    final long burst = policy.rate().burstTokens();
-                    ResultCodec.putRecord(response, ResultCodec.recordOffset(work.frameStart, i), true, ReasonCode.EXEMPT,
-                        policy.ordinal(), burst, burst, 0, 0, policy.version(), policy.windowSeconds());
-                }
-            }
-        }
-        work.pendingShards.set(Long.bitCount(shardMask));
-        if (++framesInFlight >= MAX_FRAMES_IN_FLIGHT && !pausedForFrames)
-        {
-            pausedForFrames = true;
-            updateAutoRead(ctx);
-        }
-        if (shardMask == 0)
-        {
-            work.shardsDone(0); // every entry was exempt: complete now
-            return;
-        }
-        // Do not touch the work after the last submit: an inline shard may complete and recycle it.
-        long remaining = shardMask;
-        while (remaining != 0)
-        {
-            final int s = Long.numberOfTrailingZeros(remaining);
-            remaining &= remaining - 1;
-            try
-            {
-                shards.get(s).submit(work);
-            }
-            catch (final RuntimeException e)
-            {
-                // Stopping: this shard and those not yet handed the frame will never report back.
-                LOG.warn("could not hand a frame to shard {}: {}", s, e.toString());
-                work.failed = true;
-                work.shardsDone(1 + Long.bitCount(remaining));
-                return;
-            }
-        }
+        router.route(ctx, this, policies.get(), exemptions.get(), shards, correlationId, start, single);
     }
 
     /**
@@ -425,15 +300,26 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
     }
 
     /** Answers NOT_LEADER with the leader's data address (empty while there is none). */
-    void notLeader(final ChannelHandlerContext ctx, final long correlationId)
+    @Override
+    public void notLeader(final ChannelHandlerContext ctx, final long correlationId)
     {
         final ByteBuf out = ctx.alloc().buffer(64);
         ErrorCodec.encode(out, correlationId, ErrorCode.NOT_LEADER, replication == null ? "" : replication.leaderAddress());
         ctx.writeAndFlush(out, ctx.voidPromise());
     }
 
-    /** The frame's answer was written (or dropped); called on this connection's event loop. */
-    void frameCompleted(final ChannelHandlerContext ctx)
+    @Override
+    public void frameAccepted(final ChannelHandlerContext ctx)
+    {
+        if (++framesInFlight >= MAX_FRAMES_IN_FLIGHT && !pausedForFrames)
+        {
+            pausedForFrames = true;
+            updateAutoRead(ctx);
+        }
+    }
+
+    @Override
+    public void frameCompleted(final ChannelHandlerContext ctx)
     {
         if (--framesInFlight <= MAX_FRAMES_IN_FLIGHT / 2 && pausedForFrames)
         {
@@ -448,164 +334,8 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
         ctx.channel().config().setAutoRead(ctx.channel().isWritable() && !pausedForFrames);
     }
 
-    /** Why a scope-keyed policy cannot key this entry (its scope's field is empty), or null. */
-    private static String missingScopeField(final CompiledPolicy policy, final AcquireDecoder d)
-    {
-        switch (policy.scope())
-        {
-            case PRINCIPAL:
-                return d.length(DescriptorField.PRINCIPAL) == 0 ?
-                    "principal is required by policy '" + policy.id() + "', which limits each principal within a tenant" : null;
-            case CLIENT_IP:
-                return d.length(DescriptorField.CLIENT_IP) == 0 ?
-                    "clientIp is required by policy '" + policy.id() + "', which limits each client IP" : null;
-            default:
-                return null;
-        }
-    }
-
-    /**
-     * Writes the bucket key for the current entry at the work's key cursor:
-     * {@code u16 policy ordinal | u32 policy version | scope part} (a new version starts new buckets,
-     * and a replica replays a decision with the version it was made under), where the scope part is nothing (GLOBAL), the tenant
-     * (TENANT), {@code u8 tenant length | tenant | principal} (PRINCIPAL) or the client IP's 16-byte
-     * value (CLIENT_IP).
-     *
-     * @return the tenant's hash for tenant-scoped keys (never 0), else 0
-     */
-    /**
-     * Adds the stacked policies matching the current entry as parts it is charged against too (on
-     * the same shard: the shard checks every part, then charges all of them or none).
-     *
-     * @return why the entry cannot be decided, or null
-     */
-    private static String addStacked(final FrameWork work, final AcquireDecoder decoder, final CompiledPolicy[] scratch,
-        final PolicySetIndex index, final int entry, final int shardCount)
-    {
-        final int matched = index.matchStacked(decoder, scratch);
-        work.stackFrom[entry] = work.partCount;
-        work.stackCount[entry] = 0;
-        if (matched == 0)
-        {
-            return null;
-        }
-        if (shardCount > 1)
-        {
-            // Checked when policies change; kept here so a misconfigured node refuses rather than half-charges.
-            return "stacked policies need a node with one shard (--shards 1) in this version";
-        }
-        for (int k = 0; k < matched; k++)
-        {
-            final CompiledPolicy part = scratch[k].forRequest(decoder);
-            scratch[k] = null;
-            final String missing = missingScopeField(part, decoder);
-            if (missing != null)
-            {
-                return missing;
-            }
-            final int p = work.partCount;
-            final int keyStart = work.keyCursor;
-            buildKey(work, decoder, part);
-            work.partKeyOffset[p] = keyStart;
-            work.partKeyLength[p] = work.keyCursor - keyStart;
-            work.partKeyHash[p] = KeyHash.hash(work.keys, keyStart, work.keyCursor - keyStart);
-            work.partPolicy[p] = part;
-            work.partCount++;
-            work.stackCount[entry]++;
-        }
-        return null;
-    }
-
-    /** Tenant-scoped buckets live on the tenant's shard; global and per-IP ones on their key's. */
-    private static int shardOf(final long tenantHash, final long keyHash, final int shardCount)
-    {
-        return (int)Long.remainderUnsigned((tenantHash != 0 ? tenantHash : keyHash) >>> 32, shardCount);
-    }
-
-    /**
-     * Queues the SHADOW policy's evaluation of the current entry, if one matches and the entry has
-     * what its scope needs (else it is skipped: a shadow never refuses a request).
-     *
-     * @return the bit of the shard that will evaluate it, or 0
-     */
-    private static long addShadow(final FrameWork work, final AcquireDecoder decoder, final CompiledPolicy shadow, final int shardCount)
-    {
-        if (shadow == null || missingScopeField(shadow, decoder) != null)
-        {
-            return 0;
-        }
-        final int j = work.shadowCount;
-        final int keyStart = work.keyCursor;
-        final long tenantHash = buildKey(work, decoder, shadow);
-        final int keyLength = work.keyCursor - keyStart;
-        final long keyHash = KeyHash.hash(work.keys, keyStart, keyLength);
-        work.shadowKeyOffset[j] = keyStart;
-        work.shadowKeyLength[j] = keyLength;
-        work.shadowKeyHash[j] = keyHash;
-        work.shadowCost[j] = decoder.cost();
-        work.shadowPolicy[j] = shadow;
-        final int shard = shardOf(tenantHash, keyHash, shardCount);
-        work.shadowShard[j] = shard;
-        work.shadowCount++;
-        return 1L << shard;
-    }
-
-    /** Bytes before a bucket key's scope part: u16 policy ordinal, u32 policy version. */
-    public static final int KEY_PREFIX_LENGTH = 6;
-
-    private static long buildKey(final FrameWork work, final AcquireDecoder d, final CompiledPolicy policy)
-    {
-        work.ensureKeyRoom(BucketTable.MAX_KEY_LENGTH);
-        int at = work.keyCursor;
-        work.keys.putShort(at, (short)policy.ordinal(), ByteOrder.BIG_ENDIAN);
-        work.keys.putInt(at + 2, (int)policy.version(), ByteOrder.BIG_ENDIAN);
-        at += KEY_PREFIX_LENGTH;
-        final ByteBuf buf = d.buffer();
-        long tenantHash = 0;
-        switch (policy.scope())
-        {
-            case GLOBAL:
-                break;
-            case CLIENT_IP:
-            {
-                // The address's 16-byte value, so every spelling of one address is one bucket.
-                IpAddresses.parse(buf, d.offset(DescriptorField.CLIENT_IP), d.length(DescriptorField.CLIENT_IP),
-                    work.keys.byteArray(), at);
-                at += IpAddresses.LENGTH;
-                break;
-            }
-            case PRINCIPAL:
-            {
-                final int tenantLength = d.length(DescriptorField.TENANT);
-                work.keys.putByte(at++, (byte)tenantLength);
-                tenantHash = copy(work, at, buf, d.offset(DescriptorField.TENANT), tenantLength);
-                at += tenantLength;
-                final int principalLength = d.length(DescriptorField.PRINCIPAL);
-                copy(work, at, buf, d.offset(DescriptorField.PRINCIPAL), principalLength);
-                at += principalLength;
-                break;
-            }
-            default: // TENANT
-            {
-                final int tenantLength = d.length(DescriptorField.TENANT);
-                tenantHash = copy(work, at, buf, d.offset(DescriptorField.TENANT), tenantLength);
-                at += tenantLength;
-                break;
-            }
-        }
-        work.keyCursor = at;
-        return tenantHash;
-    }
-
-    /** Copies bytes into the key buffer; returns their hash (never 0). */
-    private static long copy(final FrameWork work, final int at, final ByteBuf from, final int offset, final int length)
-    {
-        from.getBytes(offset, work.keys.byteArray(), at, length);
-        final long hash = KeyHash.hash(work.keys, at, length);
-        return hash == 0 ? 1 : hash;
-    }
-
-    void error(final ChannelHandlerContext ctx, final long correlationId, final ErrorCode code, final String message)
+    @Override
+    public void error(final ChannelHandlerContext ctx, final long correlationId, final ErrorCode code, final String message)
     {
         metrics.protocolError();
         final ByteBuf out = ctx.alloc().buffer(64 + message.length());

@@ -1,4 +1,4 @@
-package dev.limiter.server;
+package dev.limiter.server.engine;
 
 import dev.limiter.protocol.CompiledPolicy;
 import dev.limiter.protocol.ErrorCode;
@@ -14,6 +14,7 @@ import java.util.ArrayDeque;
 import java.util.Arrays;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.atomic.AtomicInteger;
+import dev.limiter.server.metrics.ServerMetrics;
 
 /**
  * Everything one acquire frame needs on its way through the shards: the decoded entries (keys,
@@ -22,7 +23,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  * ({@link #run()}), which completes and sends the response. Pooled per event loop, so a frame costs
  * no allocation beyond its response buffer.
  */
-final class FrameWork implements Runnable
+public final class FrameWork implements Runnable
 {
     private static final int INITIAL_ENTRIES = 64;
 
@@ -63,7 +64,7 @@ final class FrameWork implements Runnable
     int keyCursor;
 
     ChannelHandlerContext ctx;
-    DataPlaneHandler connection;
+    FrameResponder connection;
     PolicySetIndex policies;
     ByteBuf response;
     int frameStart;
@@ -87,7 +88,7 @@ final class FrameWork implements Runnable
         this.metrics = metrics;
     }
 
-    void reset(final ChannelHandlerContext ctx, final DataPlaneHandler connection, final PolicySetIndex policies,
+    void reset(final ChannelHandlerContext ctx, final FrameResponder connection, final PolicySetIndex policies,
         final int entries, final long correlationId, final long startNanos)
     {
         this.ctx = ctx;

@@ -1,4 +1,4 @@
-package dev.limiter.server;
+package dev.limiter.server.admin;
 
 import com.google.protobuf.InvalidProtocolBufferException;
 import com.google.protobuf.Message;
@@ -41,6 +41,7 @@ import java.util.concurrent.CompletionException;
 import java.util.function.Consumer;
 import java.util.function.Predicate;
 import java.util.function.Supplier;
+import dev.limiter.server.cluster.Membership;
 
 /**
  * The control-plane routes of the admin port, JSON in and out (protobuf's JSON mapping of the

@@ -1,4 +1,4 @@
-package dev.limiter.server;
+package dev.limiter.server.net;
 
 import dev.limiter.protocol.Pem;
 import io.netty.channel.Channel;
@@ -8,16 +8,18 @@ import io.netty.handler.ssl.SslContextBuilder;
 import io.netty.handler.ssl.SslHandler;
 
 import javax.net.ssl.SSLException;
+import java.nio.file.Path;
 import java.security.PrivateKey;
 import java.security.cert.X509Certificate;
 import java.util.List;
+import dev.limiter.server.metrics.ServerMetrics;
 
 /**
  * TLS on a node's data and admin ports: one server certificate and key, optionally a CA bundle
  * that clients must present a certificate from (mutual TLS). Built once at start-up from the PEM
- * files named in {@link ServerConfig}; a failed handshake closes the connection and is counted.
+ * files the node was started with; a failed handshake closes the connection and is counted.
  */
-final class ServerTls
+public final class ServerTls
 {
     private final SslContext context;
     private final ServerMetrics metrics;
@@ -29,20 +31,21 @@ final class ServerTls
     }
 
     /** TLS as configured, or null when the node serves plain TCP. */
-    static ServerTls from(final ServerConfig config, final ServerMetrics metrics)
+    public static ServerTls from(final Path cert, final Path key, final Path ca, final TlsClientAuth clientAuth,
+        final ServerMetrics metrics)
     {
-        if (config.tlsCert() == null)
+        if (cert == null)
         {
             return null;
         }
-        final List<X509Certificate> chain = Pem.certificates(config.tlsCert());
-        final PrivateKey key = Pem.privateKey(config.tlsKey());
-        final SslContextBuilder builder = SslContextBuilder.forServer(key, chain.toArray(new X509Certificate[0]));
-        if (config.tlsCa() != null)
+        final List<X509Certificate> chain = Pem.certificates(cert);
+        final PrivateKey privateKey = Pem.privateKey(key);
+        final SslContextBuilder builder = SslContextBuilder.forServer(privateKey, chain.toArray(new X509Certificate[0]));
+        if (ca != null)
         {
-            builder.trustManager(Pem.certificates(config.tlsCa()).toArray(new X509Certificate[0]));
+            builder.trustManager(Pem.certificates(ca).toArray(new X509Certificate[0]));
         }
-        builder.clientAuth(switch (config.tlsClientAuth())
+        builder.clientAuth(switch (clientAuth)
         {
             case NONE -> ClientAuth.NONE;
             case OPTIONAL -> ClientAuth.OPTIONAL;
@@ -54,12 +57,12 @@ final class ServerTls
         }
         catch (final SSLException e)
         {
-            throw new IllegalArgumentException("cannot set up TLS from " + config.tlsCert() + " and " + config.tlsKey() + ": " + e.getMessage(), e);
+            throw new IllegalArgumentException("cannot set up TLS from " + cert + " and " + key + ": " + e.getMessage(), e);
         }
     }
 
     /** A handler for the start of a new connection's pipeline on {@code port} (data or admin). */
-    SslHandler handler(final Channel channel, final String port)
+    public SslHandler handler(final Channel channel, final String port)
     {
         final SslHandler handler = context.newHandler(channel.alloc());
         handler.handshakeFuture().addListener(done ->

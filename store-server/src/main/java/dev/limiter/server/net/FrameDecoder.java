@@ -1,4 +1,4 @@
-package dev.limiter.server;
+package dev.limiter.server.net;
 
 import dev.limiter.protocol.Frame;
 import io.netty.buffer.ByteBuf;
@@ -13,12 +13,12 @@ import java.nio.ByteOrder;
  * ({@code TooLongFrameException}) and on a negative length ({@code CorruptedFrameException}), and
  * tells the connection's {@link ConnectionGuard} when a frame is pending.
  */
-final class FrameDecoder extends LengthFieldBasedFrameDecoder
+public final class FrameDecoder extends LengthFieldBasedFrameDecoder
 {
     /** Told when a frame begins and ends, so that a frame left unfinished closes the connection; may be null. */
     private final ConnectionGuard guard;
 
-    FrameDecoder(final int maxFrameBytes, final ConnectionGuard guard)
+    public FrameDecoder(final int maxFrameBytes, final ConnectionGuard guard)
     {
         super(maxFrameBytes, 0, Frame.LENGTH_FIELD_LENGTH, 0, 0, true);
         this.guard = guard;

@@ -1,4 +1,4 @@
-package dev.limiter.server;
+package dev.limiter.server.admin;
 
 import dev.limiter.server.control.PolicyControl;
 import io.netty.bootstrap.ServerBootstrap;
@@ -30,20 +30,24 @@ import io.netty.handler.codec.http.QueryStringDecoder;
 
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
+import dev.limiter.server.cluster.Membership;
+import dev.limiter.server.metrics.ServerMetrics;
+import dev.limiter.server.net.ConnectionGuard;
+import dev.limiter.server.net.ServerTls;
 
 /**
  * The admin HTTP endpoint: {@code GET /metrics} (Prometheus text), {@code /health} and {@code /status}
  * (JSON), open to anyone who can reach the port; and the control plane under {@code /v1/}, which
  * needs {@code Authorization: Bearer <token>} (see docs/control-plane.md and {@link AdminApi}).
  */
-final class AdminServer implements AutoCloseable
+public final class AdminServer implements AutoCloseable
 {
     private static final String PROMETHEUS_TYPE = "text/plain; version=0.0.4; charset=utf-8";
 
     private final String host;
     private final int port;
     private final ServerMetrics metrics;
-    private final StoreServer server;
+    private final NodeStatus server;
     private final EventLoopGroup boss;
     private final EventLoopGroup workers;
     private final boolean epoll;
@@ -54,15 +58,20 @@ final class AdminServer implements AutoCloseable
     private final ServerTls tls;
     private Channel channel;
 
-    AdminServer(final String host, final int port, final ServerMetrics metrics, final StoreServer server,
+    /** The admin port's connection limits: at most this many, closed when idle, a request to be finished in time. */
+    public record Limits(int maxConnections, long idleTimeoutMillis, long requestTimeoutMillis)
+    {
+    }
+
+    public AdminServer(final String host, final int port, final ServerMetrics metrics, final NodeStatus server,
         final EventLoopGroup boss, final EventLoopGroup workers, final boolean epoll,
         final PolicyControl control, final String token, final Membership membership,
-        final ServerConfig config, final ServerTls tls)
+        final Limits limits, final ServerTls tls)
     {
         this.tls = tls;
         this.membership = membership;
-        this.limits = new ConnectionGuard.Limits("admin", config.adminMaxConnections(), config.adminIdleTimeoutMillis(),
-            config.frameTimeoutMillis(), metrics, AdminServer::farewell);
+        this.limits = new ConnectionGuard.Limits("admin", limits.maxConnections(), limits.idleTimeoutMillis(),
+            limits.requestTimeoutMillis(), metrics, AdminServer::farewell);
         this.control = control;
         this.token = token;
         this.host = host;
@@ -74,7 +83,7 @@ final class AdminServer implements AutoCloseable
         this.epoll = epoll;
     }
 
-    void start() throws InterruptedException
+    public void start() throws InterruptedException
     {
         channel = new ServerBootstrap()
             .group(boss, workers)
@@ -109,7 +118,7 @@ final class AdminServer implements AutoCloseable
         return response;
     }
 
-    int port()
+    public int port()
     {
         return ((InetSocketAddress)channel.localAddress()).getPort();
     }
@@ -172,13 +181,8 @@ final class AdminServer implements AutoCloseable
             }
             else if (path.equals("/health"))
             {
-                final boolean healthy = server.healthy();
-                response = text(healthy ? HttpResponseStatus.OK : HttpResponseStatus.SERVICE_UNAVAILABLE,
-                    "application/json",
-                    "{\"status\":\"" + (healthy ? "UP" : "DOWN") + "\",\"port\":" + server.port() +
-                    ",\"shards\":" + server.shardCount() + ",\"buckets\":" + server.bucketCount() +
-                    ",\"policies\":" + server.policies().size() + ",\"policySetVersion\":" + server.policies().version() +
-                    ",\"transport\":\"" + (server.epoll() ? "epoll" : "nio") + "\"}\n");
+                response = text(server.healthy() ? HttpResponseStatus.OK : HttpResponseStatus.SERVICE_UNAVAILABLE,
+                    "application/json", server.healthJson() + "\n");
             }
             else
             {

@@ -1,4 +1,4 @@
-package dev.limiter.server;
+package dev.limiter.server.admin;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -23,7 +23,7 @@ import java.util.regex.Pattern;
  * {@value #ENVIRONMENT}, else the one in {@code <data dir>/admin-token}, generated there (readable
  * only by its owner) the first time.
  */
-final class AdminToken
+public final class AdminToken
 {
     static final String ENVIRONMENT = "LIMITER_ADMIN_TOKEN";
     static final String FILE_NAME = "admin-token";
@@ -34,23 +34,26 @@ final class AdminToken
     {
     }
 
-    /** The token to require, or null when the admin port is off. */
-    static String resolve(final ServerConfig config)
+    /**
+     * The token to require, or null when the admin port is off: the one given (--admin-token), else
+     * $LIMITER_ADMIN_TOKEN, else the data directory's token file (made on first start).
+     */
+    public static String resolve(final boolean adminPortOn, final String given, final Path dataDir)
     {
-        if (config.adminPort() < 0)
+        if (!adminPortOn)
         {
             return null;
         }
-        if (config.adminToken() != null)
+        if (given != null)
         {
-            return check(config.adminToken(), "--admin-token");
+            return check(given, "--admin-token");
         }
         final String fromEnvironment = System.getenv(ENVIRONMENT);
         if (fromEnvironment != null && !fromEnvironment.isBlank())
         {
             return check(fromEnvironment.strip(), ENVIRONMENT);
         }
-        return fromFile(config.dataDir().resolve(FILE_NAME));
+        return fromFile(dataDir.resolve(FILE_NAME));
     }
 
     private static String check(final String token, final String source)

@@ -1,4 +1,4 @@
-package dev.limiter.server;
+package dev.limiter.server.engine;
 
 import dev.limiter.protocol.CompiledPolicy;
 import dev.limiter.protocol.ReasonCode;
@@ -19,6 +19,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.IntFunction;
+import dev.limiter.server.metrics.ServerMetrics;
 
 /**
  * One shard: a bucket table and the single thread that owns it, so the decision path needs no
@@ -28,7 +29,7 @@ import java.util.function.IntFunction;
  * with cores to spare). Either way it decides every entry of a frame that belongs to it, writes
  * the result records in place, and completes the frame when it is the last shard to finish.
  */
-final class Shard implements Replication.DecidingShard
+public final class Shard implements Replication.DecidingShard
 {
     private static final Logger LOG = LoggerFactory.getLogger(Shard.class);
     private static final int QUEUE_CAPACITY = 4096;
@@ -64,13 +65,13 @@ final class Shard implements Replication.DecidingShard
     /**
      * @param loop the event loop that owns this shard, or null for a dedicated thread
      */
-    Shard(final int id, final ServerConfig config, final MonotonicClock clock, final IntFunction<TokenBucket.Rate> rateByOrdinal,
+    public Shard(final int id, final int maxBuckets, final int keyArenaBytes, final MonotonicClock clock, final IntFunction<TokenBucket.Rate> rateByOrdinal,
         final EventLoop loop)
     {
         this.id = id;
         this.clock = clock;
         this.loop = loop;
-        this.table = new BucketTable(config.maxBucketsPerShard(), config.keyArenaBytesPerShard(), rateByOrdinal);
+        this.table = new BucketTable(maxBuckets, keyArenaBytes, rateByOrdinal);
         if (loop == null)
         {
             this.queue = new ManyToOneConcurrentArrayQueue<>(QUEUE_CAPACITY);
@@ -86,7 +87,7 @@ final class Shard implements Replication.DecidingShard
     }
 
     /** Cluster mode: decide only as the ready leader, record every decision for the log. */
-    void replicate(final Replication replication, final ServerMetrics metrics,
+    public void replicate(final Replication replication, final ServerMetrics metrics,
         final DecisionsEntry.Rates rates)
     {
         if (loop == null)
@@ -98,7 +99,7 @@ final class Shard implements Replication.DecidingShard
     }
 
     /** Stopping: release every frame waiting on the log (runs on the owner loop; waits for it). */
-    void abandonLog()
+    public void abandonLog()
     {
         if (log != null && !loop.isShuttingDown())
         {
@@ -291,7 +292,7 @@ final class Shard implements Replication.DecidingShard
         work.shardDone();
     }
 
-    void stop()
+    public void stop()
     {
         if (thread == null)
         {
@@ -321,7 +322,7 @@ final class Shard implements Replication.DecidingShard
         return hotKeys.report();
     }
 
-    BucketTable table()
+    public BucketTable table()
     {
         return table;
     }

@@ -1,4 +1,4 @@
-package dev.limiter.server;
+package dev.limiter.server.cluster;
 
 import dev.limiter.protocol.policy.Member;
 import dev.limiter.protocol.policy.MemberList;
@@ -20,16 +20,16 @@ import java.util.regex.Pattern;
  * membership): one member added or removed at a time, on the leader, recorded in the audit log
  * before Raft changes the configuration (a leader that removes itself can record nothing after).
  */
-final class Membership
+public final class Membership
 {
     private static final Pattern ID = Pattern.compile("[A-Za-z0-9_-]{1,32}");
 
     /** Why a request cannot be done: answered with this HTTP status and message; nothing changed. */
-    static final class Refused extends RuntimeException
+    public static final class Refused extends RuntimeException
     {
         private static final long serialVersionUID = 1L;
 
-        final int status;
+        public final int status;
 
         Refused(final int status, final String message)
         {
@@ -45,7 +45,7 @@ final class Membership
     /**
      * @param replication null on a single node (which has no members to change)
      */
-    Membership(final Replication replication, final PolicyControl control, final int raftPortOffset)
+    public Membership(final Replication replication, final PolicyControl control, final int raftPortOffset)
     {
         this.replication = replication;
         this.control = control;
@@ -53,7 +53,7 @@ final class Membership
     }
 
     /** The members in force and the leader this node knows of. */
-    MemberList list()
+    public MemberList list()
     {
         requireCluster();
         final MemberList.Builder list = MemberList.newBuilder();
@@ -63,7 +63,7 @@ final class Membership
     }
 
     /** Adds a member (started with --join) at its data-plane address; completes with the new list. */
-    CompletableFuture<MemberList> add(final String actor, final String id, final String address, final String reason)
+    public CompletableFuture<MemberList> add(final String actor, final String id, final String address, final String reason)
     {
         requireCluster();
         if (!ID.matcher(id).matches())
@@ -83,7 +83,7 @@ final class Membership
     }
 
     /** Removes a member; completes with the new list. */
-    CompletableFuture<MemberList> remove(final String actor, final String id, final String reason)
+    public CompletableFuture<MemberList> remove(final String actor, final String id, final String reason)
     {
         requireCluster();
         final Map<String, String> before = replication.members();

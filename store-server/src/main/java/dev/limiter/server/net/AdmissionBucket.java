@@ -1,4 +1,4 @@
-package dev.limiter.server;
+package dev.limiter.server.net;
 
 import dev.limiter.protocol.TokenBucket;
 
@@ -7,7 +7,7 @@ import dev.limiter.protocol.TokenBucket;
  * {@link #tryTake} allows a burst, then the rate. Not thread-safe: give each owner its own, or
  * share one behind the owner's lock.
  */
-final class AdmissionBucket
+public final class AdmissionBucket
 {
     private final TokenBucket.Rate rate;
     private long units;

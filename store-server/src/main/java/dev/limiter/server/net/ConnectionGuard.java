@@ -1,4 +1,4 @@
-package dev.limiter.server;
+package dev.limiter.server.net;
 
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFutureListener;
@@ -8,6 +8,7 @@ import io.netty.channel.ChannelInboundHandlerAdapter;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import dev.limiter.server.metrics.ServerMetrics;
 
 /**
  * First in every accepted connection's pipeline: turns away connections beyond a port's cap (with
@@ -17,11 +18,11 @@ import java.util.concurrent.atomic.AtomicInteger;
  * is counted ({@code limiter_refusals_total{port,reason}}). One instance per connection; the
  * {@link Limits} of a port are shared.
  */
-final class ConnectionGuard extends ChannelInboundHandlerAdapter
+public final class ConnectionGuard extends ChannelInboundHandlerAdapter
 {
     /** The last message to a connection refused or closed for a reason. */
     @FunctionalInterface
-    interface Farewell
+    public interface Farewell
     {
         /**
          * @param reason  max-connections or unfinished-message
@@ -32,7 +33,7 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter
     }
 
     /** A port's limits, shared by its connections. */
-    static final class Limits
+    public static final class Limits
     {
         final String port;
         final int maxConnections;
@@ -49,7 +50,7 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter
          * @param idleMillis     a connection that sends nothing for this long is closed
          * @param partialMillis  a message begun and not finished within this is refused and the connection closed
          */
-        Limits(final String port, final int maxConnections, final long idleMillis, final long partialMillis, final ServerMetrics metrics,
+        public Limits(final String port, final int maxConnections, final long idleMillis, final long partialMillis, final ServerMetrics metrics,
             final Farewell farewell)
         {
             this.port = port;
@@ -89,7 +90,7 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter
      *               port's frames); false to count any bytes read as the start of a message that
      *               {@link #messageFinished()} ends (HTTP)
      */
-    ConnectionGuard(final Limits limits, final boolean framed)
+    public ConnectionGuard(final Limits limits, final boolean framed)
     {
         this.limits = limits;
         this.framed = framed;
@@ -148,7 +149,7 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter
     }
 
     /** The pending message is complete. Event loop only. */
-    void messageFinished()
+    public void messageFinished()
     {
         partialSince = 0;
     }

@@ -1,4 +1,4 @@
-package dev.limiter.server;
+package dev.limiter.server.engine;
 
 import dev.limiter.protocol.IpAddresses;
 import dev.limiter.protocol.policy.HotKey;
@@ -16,13 +16,13 @@ import java.util.Arrays;
 import java.util.List;
 
 /** Turns the shards' hot-key reports into what people read: policy, scope and the key's own text. */
-final class HotKeyReports
+public final class HotKeyReports
 {
     private HotKeyReports()
     {
     }
 
-    static HotKeyReport of(final List<Shard> shards, final PolicyState policies)
+    public static HotKeyReport of(final List<Shard> shards, final PolicyState policies)
     {
         final HotKeyReport.Builder out = HotKeyReport.newBuilder().setSampleEvery(HotKeys.SAMPLE_EVERY);
         for (final Shard shard : shards)
@@ -38,12 +38,12 @@ final class HotKeyReports
         return out.build();
     }
 
-    /** A bucket key is u16 policy ordinal | u32 policy version | scope part (see DataPlaneHandler.buildKey). */
+    /** A bucket key is u16 policy ordinal | u32 policy version | scope part (see FrameRouter). */
     static HotKey describe(final HotKeys.Entry entry, final PolicyState policies)
     {
         final byte[] key = entry.key();
         final HotKey.Builder out = HotKey.newBuilder().setShare(entry.share()).setOverestimate(entry.overestimate());
-        if (key.length < DataPlaneHandler.KEY_PREFIX_LENGTH)
+        if (key.length < FrameRouter.KEY_PREFIX_LENGTH)
         {
             return out.setPolicyId("?").setKey(hex(key)).build();
         }
@@ -52,7 +52,7 @@ final class HotKeyReports
         final long version = Integer.toUnsignedLong(prefix.getInt());
         final Policy policy = policies.policyAt(ordinal, version);
         out.setPolicyVersion(version).setPolicyId(policy == null ? "ordinal " + ordinal : policy.getId());
-        final byte[] part = Arrays.copyOfRange(key, DataPlaneHandler.KEY_PREFIX_LENGTH, key.length);
+        final byte[] part = Arrays.copyOfRange(key, FrameRouter.KEY_PREFIX_LENGTH, key.length);
         final Scope scope = policy == null ? Scope.SCOPE_UNSPECIFIED :
             policy.getScope() == Scope.SCOPE_UNSPECIFIED ? Scope.TENANT : policy.getScope();
         out.setScope(scope);

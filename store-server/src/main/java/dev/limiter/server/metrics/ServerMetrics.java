@@ -1,0 +1,168 @@
+package dev.limiter.server.metrics;
+
+import dev.limiter.protocol.CompiledPolicy;
+import dev.limiter.protocol.PolicySetIndex;
+import dev.limiter.protocol.policy.Exemption;
+import dev.limiter.protocol.policy.Policy;
+import dev.limiter.server.cluster.Replication;
+import dev.limiter.server.control.PolicyState;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.DistributionSummary;
+import io.micrometer.core.instrument.FunctionCounter;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.Timer;
+import io.micrometer.prometheusmetrics.PrometheusConfig;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.function.IntSupplier;
+import java.util.function.LongSupplier;
+import dev.limiter.server.engine.Shard;
+
+/**
+ * The node's meters in a Prometheus registry. Hot counters live in the shards as plain per-policy
+ * arrays; the registry reads them when scraped, so deciding costs no meter update.
+ */
+public final class ServerMetrics
+{
+    private final PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+    private final Timer frameLatency;
+    private final Counter protocolErrors;
+    private final Counter connectionsOpened;
+
+    public ServerMetrics()
+    {
+        frameLatency = Timer.builder("limiter.decision.latency")
+            .description("Time from decoding an acquire frame to writing its answer, per frame")
+            .publishPercentiles(0.5, 0.95, 0.99)
+            .distributionStatisticExpiry(Duration.ofMinutes(1))
+            .register(registry);
+        protocolErrors = Counter.builder("limiter.protocol.errors")
+            .description("Frames answered with ERROR or connections closed for bad input")
+            .register(registry);
+        connectionsOpened = Counter.builder("limiter.connections.opened").register(registry);
+    }
+
+    /** SDK instances subscribed to policies at this node (what it reports to them as FLEET). */
+    public void bindFleet(final IntSupplier instances)
+    {
+        // A strong reference: the supplier is a method reference nothing else holds (Micrometer's default is weak).
+        Gauge.builder("limiter.sdk.instances", instances, i -> i.getAsInt()).strongReference(true)
+            .description("SDK instances subscribed to policies at this node; fleet-wide emergency budgets are split by it")
+            .register(registry);
+    }
+
+    private Timer commitLatency;
+    private DistributionSummary decisionsPerEntry;
+
+    /** Cluster mode: replication meters. */
+    public void bindReplication(final Replication replication)
+    {
+        commitLatency = Timer.builder("limiter.replication.commit.latency")
+            .description("From handing a batch of decisions to the log to its commit and apply on the leader")
+            .publishPercentiles(0.5, 0.95, 0.99).distributionStatisticExpiry(Duration.ofMinutes(1)).register(registry);
+        decisionsPerEntry = DistributionSummary.builder("limiter.replication.decisions.per.entry")
+            .description("Decisions carried by one log entry (group commit)").register(registry);
+        Gauge.builder("limiter.raft.term", replication, r -> safe(() -> r.node().term())).register(registry);
+        Gauge.builder("limiter.raft.leader", replication, r -> r.isLeader() ? 1 : 0)
+            .description("1 while this node leads").register(registry);
+        Gauge.builder("limiter.raft.applied.index", replication, r -> safe(() -> r.node().lastAppliedIndex())).register(registry);
+        FunctionCounter.builder("limiter.raft.leader.changes", replication, r -> r.leaderChanges()).register(registry);
+        FunctionCounter.builder("limiter.raft.snapshots.installed", replication, r -> r.node().snapshotsInstalled()).register(registry);
+        FunctionCounter.builder("limiter.raft.snapshots.taken", replication, r -> r.node().snapshotsTaken()).register(registry);
+        Gauge.builder("limiter.raft.snapshot.size", replication, r -> r.node().lastSnapshotBytes()).baseUnit("bytes")
+            .description("Size of the latest snapshot written").register(registry);
+        Gauge.builder("limiter.raft.snapshot.duration", replication, r -> r.node().lastSnapshotNanos() / 1e9).baseUnit("seconds")
+            .description("Time the latest snapshot took to write").register(registry);
+        FunctionCounter.builder("limiter.replication.decisions.applied", replication, r -> r.buckets().appliedDecisions())
+            .description("Decisions applied from the log on this replica").register(registry);
+    }
+
+    private static double safe(final LongSupplier value)
+    {
+        try
+        {
+            return value.getAsLong();
+        }
+        catch (final RuntimeException e)
+        {
+            return Double.NaN;
+        }
+    }
+
+    private final Counter decisionsDropped = Counter.builder("limiter.replication.decisions.dropped")
+        .description("Decisions made (FAST ones answered) that never reached the log: a failed batch or a resync dropped them")
+        .register(registry);
+
+    /** Decisions answered but never committed (dropped at a resync or in a batch that failed). */
+    public void decisionsDropped(final long decisions)
+    {
+        if (decisions > 0)
+        {
+            decisionsDropped.increment(decisions);
+        }
+    }
+
+    public void recordCommit(final int decisions, final long nanos)
+    {
+        if (commitLatency != null)
+        {
+            commitLatency.record(nanos, TimeUnit.NANOSECONDS);
+            decisionsPerEntry.record(decisions);
+        }
+    }
+
+    public void recordFrameLatency(final long nanos)
+    {
+        frameLatency.record(nanos, TimeUnit.NANOSECONDS);
+    }
+
+    public void protocolError()
+    {
+        protocolErrors.increment();
+    }
+
+    public void connectionOpened()
+    {
+        connectionsOpened.increment();
+    }
+
+    private final ConcurrentHashMap<String, Counter> refusals = new ConcurrentHashMap<>();
+
+    /**
+     * Counts one refusal on a port: a connection turned away or closed (over the cap, idle, a
+     * frame left unfinished, a failed TLS handshake) or a request the port does not take.
+     *
+     * @param port   data, admin or raft
+     * @param reason a short kebab-case word for why
+     */
+    public void refused(final String port, final String reason)
+    {
+        refusals.computeIfAbsent(port + "/" + reason, key -> Counter.builder("limiter.refusals")
+            .description("Connections and requests a port refused or closed, by port and reason")
+            .tags("port", port, "reason", reason)
+            .register(registry)).increment();
+    }
+
+    /** A refusal on the data port. */
+    public void refused(final String reason)
+    {
+        refused("data", reason);
+    }
+
+    /** Prometheus text exposition of every meter. */
+    public String scrape()
+    {
+        return registry.scrape();
+    }
+
+    public PrometheusMeterRegistry registry()
+    {
+        return registry;
+    }
+}
