@@ -3,6 +3,7 @@ package dev.limiter.bench;
 import dev.limiter.server.ServerConfig;
 import dev.limiter.server.StoreServer;
 import dev.limiter.server.TestCertificates;
+import dev.limiter.server.net.TlsClientAuth;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -15,7 +16,6 @@ import java.util.Map;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import dev.limiter.server.net.TlsClientAuth;
 
 /** The admin commands over HTTPS, against a real node with TLS (and mutual TLS) on its admin port. */
 @Timeout(60)

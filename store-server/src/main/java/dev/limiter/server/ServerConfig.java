@@ -1,6 +1,7 @@
 package dev.limiter.server;
 
 import dev.limiter.protocol.Frame;
+import dev.limiter.server.net.TlsClientAuth;
 import dev.limiter.server.table.BucketTable;
 
 import java.net.InetSocketAddress;
@@ -9,7 +10,6 @@ import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.Locale;
 import java.util.Map;
-import dev.limiter.server.net.TlsClientAuth;
 
 /**
  * A node's settings. Every default is written here, with its unit in the name; {@link #validate()}

@@ -1,9 +1,9 @@
 package dev.limiter.server;
 
-import dev.limiter.server.net.TlsClientAuth;
 import dev.limiter.protocol.Frame;
 import dev.limiter.protocol.PolicyValidationException;
 import dev.limiter.raft.RaftNodeConfig;
+import dev.limiter.server.net.TlsClientAuth;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import picocli.CommandLine;

@@ -4,6 +4,8 @@ import com.google.protobuf.Timestamp;
 import dev.limiter.protocol.ErrorCode;
 import dev.limiter.protocol.MessageType;
 import dev.limiter.protocol.policy.DegradedWindow;
+import dev.limiter.server.net.DataPlaneHandler;
+import dev.limiter.server.net.PolicyPublisher;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -19,8 +21,6 @@ import java.util.Map;
 import static dev.limiter.server.TestNode.SECOND;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import dev.limiter.server.net.DataPlaneHandler;
-import dev.limiter.server.net.PolicyPublisher;
 
 /**
  * What anybody who can reach a data port can do: decide and read policies, never change the

@@ -6,6 +6,7 @@ import dev.limiter.client.Descriptor;
 import dev.limiter.client.LimiterClient;
 import dev.limiter.client.RateLimitHeaders;
 import dev.limiter.client.Retrier;
+import dev.limiter.server.engine.MonotonicClock;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -24,7 +25,6 @@ import java.util.Map;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import dev.limiter.server.engine.MonotonicClock;
 
 /**
  * The example of docs/sdk.md, run for real: an HTTP service asks the limiter before serving

@@ -1,7 +1,8 @@
 package dev.limiter.server;
 
-import java.util.concurrent.atomic.AtomicLong;
 import dev.limiter.server.engine.MonotonicClock;
+
+import java.util.concurrent.atomic.AtomicLong;
 
 /** A clock tests move by hand. */
 public final class ManualClock implements MonotonicClock

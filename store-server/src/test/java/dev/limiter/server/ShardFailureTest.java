@@ -4,6 +4,7 @@ import dev.limiter.client.Descriptor;
 import dev.limiter.client.LimiterClient;
 import dev.limiter.client.LimiterRequestException;
 import dev.limiter.protocol.ErrorCode;
+import dev.limiter.server.engine.MonotonicClock;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -16,7 +17,6 @@ import static dev.limiter.server.TestNode.SECOND;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import dev.limiter.server.engine.MonotonicClock;
 
 /** A shard that fails mid-frame never sends unfilled records: the frame gets ERROR INTERNAL. */
 @Timeout(60)

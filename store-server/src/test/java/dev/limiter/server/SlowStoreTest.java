@@ -4,6 +4,7 @@ import dev.limiter.client.Decision;
 import dev.limiter.client.Descriptor;
 import dev.limiter.client.LimiterClient;
 import dev.limiter.protocol.ReasonCode;
+import dev.limiter.server.engine.MonotonicClock;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -18,7 +19,6 @@ import java.util.concurrent.atomic.LongAdder;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import dev.limiter.server.engine.MonotonicClock;
 
 /** A store that answers, but late: a real node behind a proxy that holds its answers back. */
 @Timeout(60)

@@ -1,10 +1,11 @@
 package dev.limiter.server;
 
+import dev.limiter.server.engine.MonotonicClock;
+
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import dev.limiter.server.engine.MonotonicClock;
 
 /** Starts real nodes on 127.0.0.1 with ephemeral ports and a policy file in a temp directory. */
 final class TestNode

@@ -2,13 +2,11 @@ package dev.limiter.server;
 
 import dev.limiter.protocol.MessageType;
 import dev.limiter.protocol.Pem;
+import dev.limiter.server.net.TlsClientAuth;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
-import javax.net.ssl.SSLContext;
-import javax.net.ssl.SSLException;
-import javax.net.ssl.SSLSocket;
 import java.io.DataInputStream;
 import java.io.IOException;
 import java.net.Socket;
@@ -17,12 +15,14 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.file.Path;
+import javax.net.ssl.SSLContext;
+import javax.net.ssl.SSLException;
+import javax.net.ssl.SSLSocket;
 
 import static dev.limiter.server.TestNode.SECOND;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import dev.limiter.server.net.TlsClientAuth;
 
 /** TLS on the data and admin ports, with certificates the test makes; mutual TLS as an option. */
 @Timeout(60)

@@ -20,6 +20,7 @@ import dev.limiter.protocol.policy.RemoveExemption;
 import dev.limiter.protocol.policy.RollbackCommand;
 import dev.limiter.protocol.policy.RollbackRequest;
 import dev.limiter.raft.NotLeaderException;
+import dev.limiter.server.cluster.Membership;
 import dev.limiter.server.control.PolicyControl;
 import dev.limiter.server.control.PolicyState;
 import io.netty.buffer.ByteBuf;
@@ -41,7 +42,6 @@ import java.util.concurrent.CompletionException;
 import java.util.function.Consumer;
 import java.util.function.Predicate;
 import java.util.function.Supplier;
-import dev.limiter.server.cluster.Membership;
 
 /**
  * The control-plane routes of the admin port, JSON in and out (protobuf's JSON mapping of the

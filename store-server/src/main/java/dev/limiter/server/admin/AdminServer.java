@@ -1,6 +1,10 @@
 package dev.limiter.server.admin;
 
+import dev.limiter.server.cluster.Membership;
 import dev.limiter.server.control.PolicyControl;
+import dev.limiter.server.metrics.ServerMetrics;
+import dev.limiter.server.net.ConnectionGuard;
+import dev.limiter.server.net.ServerTls;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
@@ -30,10 +34,6 @@ import io.netty.handler.codec.http.QueryStringDecoder;
 
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
-import dev.limiter.server.cluster.Membership;
-import dev.limiter.server.metrics.ServerMetrics;
-import dev.limiter.server.net.ConnectionGuard;
-import dev.limiter.server.net.ServerTls;
 
 /**
  * The admin HTTP endpoint: {@code GET /metrics} (Prometheus text), {@code /health} and {@code /status}

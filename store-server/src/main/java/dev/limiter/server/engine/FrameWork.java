@@ -5,6 +5,7 @@ import dev.limiter.protocol.ErrorCode;
 import dev.limiter.protocol.Frame;
 import dev.limiter.protocol.PolicySetIndex;
 import dev.limiter.protocol.ResultCodec;
+import dev.limiter.server.metrics.ServerMetrics;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.EventLoop;
@@ -14,7 +15,6 @@ import java.util.ArrayDeque;
 import java.util.Arrays;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.atomic.AtomicInteger;
-import dev.limiter.server.metrics.ServerMetrics;
 
 /**
  * Everything one acquire frame needs on its way through the shards: the decoded entries (keys,

@@ -6,6 +6,7 @@ import dev.limiter.protocol.ResultCodec;
 import dev.limiter.protocol.TokenBucket;
 import dev.limiter.server.cluster.DecisionsEntry;
 import dev.limiter.server.cluster.Replication;
+import dev.limiter.server.metrics.ServerMetrics;
 import dev.limiter.server.table.BucketTable;
 import dev.limiter.server.table.Decision;
 import io.netty.channel.EventLoop;
@@ -19,7 +20,6 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.IntFunction;
-import dev.limiter.server.metrics.ServerMetrics;
 
 /**
  * One shard: a bucket table and the single thread that owns it, so the decision path needs no

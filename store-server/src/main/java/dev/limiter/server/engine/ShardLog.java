@@ -2,6 +2,7 @@ package dev.limiter.server.engine;
 
 import dev.limiter.server.cluster.DecisionsEntry;
 import dev.limiter.server.cluster.Replication;
+import dev.limiter.server.metrics.ServerMetrics;
 import dev.limiter.server.table.BucketTable;
 import io.netty.channel.EventLoop;
 import org.agrona.DirectBuffer;
@@ -12,7 +13,6 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.RejectedExecutionException;
-import dev.limiter.server.metrics.ServerMetrics;
 
 /**
  * Group commit for one shard: the decisions its leader makes are appended here and travel to the

@@ -6,6 +6,7 @@ import dev.limiter.protocol.policy.Exemption;
 import dev.limiter.protocol.policy.Policy;
 import dev.limiter.server.cluster.Replication;
 import dev.limiter.server.control.PolicyState;
+import dev.limiter.server.engine.Shard;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.DistributionSummary;
 import io.micrometer.core.instrument.FunctionCounter;
@@ -22,7 +23,6 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.function.IntSupplier;
 import java.util.function.LongSupplier;
-import dev.limiter.server.engine.Shard;
 
 /**
  * The node's meters in a Prometheus registry. Hot counters live in the shards as plain per-policy

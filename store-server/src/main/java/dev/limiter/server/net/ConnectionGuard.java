@@ -1,5 +1,6 @@
 package dev.limiter.server.net;
 
+import dev.limiter.server.metrics.ServerMetrics;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
@@ -8,7 +9,6 @@ import io.netty.channel.ChannelInboundHandlerAdapter;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import dev.limiter.server.metrics.ServerMetrics;
 
 /**
  * First in every accepted connection's pipeline: turns away connections beyond a port's cap (with

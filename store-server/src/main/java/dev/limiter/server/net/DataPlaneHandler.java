@@ -17,6 +17,11 @@ import dev.limiter.server.cluster.Replication;
 import dev.limiter.server.control.ActiveExemptions;
 import dev.limiter.server.control.PolicyControl;
 import dev.limiter.server.control.PolicyState;
+import dev.limiter.server.engine.FrameResponder;
+import dev.limiter.server.engine.FrameRouter;
+import dev.limiter.server.engine.FrameWork;
+import dev.limiter.server.engine.Shard;
+import dev.limiter.server.metrics.ServerMetrics;
 import dev.limiter.server.table.BucketTable;
 import dev.limiter.server.table.KeyHash;
 import io.netty.buffer.ByteBuf;
@@ -36,11 +41,6 @@ import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.function.Supplier;
-import dev.limiter.server.engine.FrameResponder;
-import dev.limiter.server.engine.FrameRouter;
-import dev.limiter.server.engine.FrameWork;
-import dev.limiter.server.engine.Shard;
-import dev.limiter.server.metrics.ServerMetrics;
 
 /**
  * One data-plane connection: decodes frames, hands decision frames to the engine's

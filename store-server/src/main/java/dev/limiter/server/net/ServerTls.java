@@ -1,18 +1,18 @@
 package dev.limiter.server.net;
 
 import dev.limiter.protocol.Pem;
+import dev.limiter.server.metrics.ServerMetrics;
 import io.netty.channel.Channel;
 import io.netty.handler.ssl.ClientAuth;
 import io.netty.handler.ssl.SslContext;
 import io.netty.handler.ssl.SslContextBuilder;
 import io.netty.handler.ssl.SslHandler;
 
-import javax.net.ssl.SSLException;
 import java.nio.file.Path;
 import java.security.PrivateKey;
 import java.security.cert.X509Certificate;
 import java.util.List;
-import dev.limiter.server.metrics.ServerMetrics;
+import javax.net.ssl.SSLException;
 
 /**
  * TLS on a node's data and admin ports: one server certificate and key, optionally a CA bundle
