@@ -10,6 +10,8 @@ import dev.limiter.server.metrics.ServerMetrics;
 import dev.limiter.server.table.BucketTable;
 import dev.limiter.server.table.Decision;
 import io.netty.channel.EventLoop;
+import org.agrona.concurrent.Agent;
+import org.agrona.concurrent.AgentRunner;
 import org.agrona.concurrent.ManyToOneConcurrentArrayQueue;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -18,7 +20,6 @@ import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLongArray;
-import java.util.concurrent.locks.LockSupport;
 import java.util.function.IntFunction;
 
 /**
@@ -26,15 +27,16 @@ import java.util.function.IntFunction;
  * lock. The owner is either one of the node's event loops (the default: a frame whose keys all
  * live on the connection's own event loop is decided inline, with no hand-off at all) or a
  * dedicated thread fed through a bounded many-to-one queue ({@code --shard-threads}, for machines
- * with cores to spare). Either way it decides every entry of a frame that belongs to it, writes
+ * with cores to spare; an Agrona {@link Agent} run by an {@link AgentRunner}, idling with
+ * {@link ShardIdleStrategy}). Either way it decides every entry of a frame that belongs to it, writes
  * the result records in place, and completes the frame when it is the last shard to finish.
  */
 public final class Shard implements Replication.DecidingShard
 {
     private static final Logger LOG = LoggerFactory.getLogger(Shard.class);
     private static final int QUEUE_CAPACITY = 4096;
-    private static final int SPINS_BEFORE_PARK = 200;
-    private static final long MAX_PARK_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
+    /** Frames a dedicated thread takes from its queue per duty cycle. */
+    private static final int FRAMES_PER_CYCLE = 64;
 
     private final int id;
     private final BucketTable table;
@@ -47,9 +49,9 @@ public final class Shard implements Replication.DecidingShard
     private final EventLoop loop;
     /** Dedicated-thread mode only. */
     private final ManyToOneConcurrentArrayQueue<FrameWork> queue;
-    private final Thread thread;
+    private final AgentRunner runner;
+    private final ShardIdleStrategy idleStrategy;
     private volatile boolean running = true;
-    private volatile boolean sleeping;
 
     /** Cluster mode only: the replication state and this shard's group commit. */
     private Replication replication;
@@ -75,14 +77,20 @@ public final class Shard implements Replication.DecidingShard
         if (loop == null)
         {
             this.queue = new ManyToOneConcurrentArrayQueue<>(QUEUE_CAPACITY);
-            this.thread = new Thread(this::runDedicated, "limiter-shard-" + id);
-            this.thread.setDaemon(true);
-            this.thread.start();
+            this.idleStrategy = new ShardIdleStrategy();
+            this.runner = new AgentRunner(idleStrategy, this::failed, null, new DedicatedAgent());
+            AgentRunner.startOnThread(runner, runnable ->
+            {
+                final Thread thread = new Thread(runnable);
+                thread.setDaemon(true);
+                return thread;
+            });
         }
         else
         {
             this.queue = null;
-            this.thread = null;
+            this.idleStrategy = null;
+            this.runner = null;
         }
     }
 
@@ -148,19 +156,20 @@ public final class Shard implements Replication.DecidingShard
             }
             Thread.onSpinWait();
         }
-        if (sleeping)
-        {
-            LockSupport.unpark(thread);
-        }
+        idleStrategy.wake();
     }
 
-    private void runDedicated()
+    /** The duty cycle of a dedicated shard thread (--shard-threads), run by an Agrona {@link AgentRunner}. */
+    private final class DedicatedAgent implements Agent
     {
-        try
+        @Override
+        public int doWork()
         {
-            loop();
+            return queue.drain(Shard.this::process, FRAMES_PER_CYCLE);
         }
-        finally
+
+        @Override
+        public void onClose()
         {
             running = false;
             // Answer whatever is still queued rather than leave connections waiting forever.
@@ -171,32 +180,17 @@ public final class Shard implements Replication.DecidingShard
                 leftover.shardDone();
             }
         }
+
+        @Override
+        public String roleName()
+        {
+            return "limiter-shard-" + id;
+        }
     }
 
-    private void loop()
+    private void failed(final Throwable error)
     {
-        int idle = 0;
-        while (running)
-        {
-            final FrameWork work = queue.poll();
-            if (work != null)
-            {
-                idle = 0;
-                process(work);
-                continue;
-            }
-            if (++idle < SPINS_BEFORE_PARK)
-            {
-                Thread.onSpinWait();
-                continue;
-            }
-            sleeping = true;
-            if (queue.isEmpty() && running)
-            {
-                LockSupport.parkNanos(this, MAX_PARK_NANOS);
-            }
-            sleeping = false;
-        }
+        LOG.error("shard {} failed deciding a frame", id, error);
     }
 
     /** Decides this shard's entries of a frame. Runs on the owner thread only. */
@@ -294,20 +288,13 @@ public final class Shard implements Replication.DecidingShard
 
     public void stop()
     {
-        if (thread == null)
+        if (runner == null)
         {
             return;
         }
         running = false;
-        LockSupport.unpark(thread);
-        try
-        {
-            thread.join(TimeUnit.SECONDS.toMillis(5));
-        }
-        catch (final InterruptedException e)
-        {
-            Thread.currentThread().interrupt();
-        }
+        idleStrategy.wake();
+        runner.close(); // waits for the thread, which answers what is still queued
     }
 
     @Override

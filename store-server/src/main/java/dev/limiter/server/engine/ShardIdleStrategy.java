@@ -1,0 +1,68 @@
+package dev.limiter.server.engine;
+
+import org.agrona.concurrent.IdleStrategy;
+
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * How a shard's dedicated thread waits for frames: spins a little (a frame usually follows the
+ * last), then parks for at most a millisecond, telling {@link #wake} it is parked so that the
+ * event loop handing it a frame can unpark it at once instead of waiting out the park.
+ */
+final class ShardIdleStrategy implements IdleStrategy
+{
+    static final int SPINS_BEFORE_PARK = 200;
+    static final long MAX_PARK_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
+
+    private volatile Thread parked;
+    private int idle;
+
+    @Override
+    public void idle(final int workCount)
+    {
+        if (workCount > 0)
+        {
+            reset();
+        }
+        else
+        {
+            idle();
+        }
+    }
+
+    @Override
+    public void idle()
+    {
+        if (++idle < SPINS_BEFORE_PARK)
+        {
+            Thread.onSpinWait();
+            return;
+        }
+        parked = Thread.currentThread();
+        LockSupport.parkNanos(this, MAX_PARK_NANOS);
+        parked = null;
+    }
+
+    @Override
+    public void reset()
+    {
+        idle = 0;
+    }
+
+    /** Unparks the shard's thread if it is parked (any thread). */
+    void wake()
+    {
+        final Thread thread = parked;
+        if (thread != null)
+        {
+            LockSupport.unpark(thread);
+        }
+    }
+
+    @Override
+    public String alias()
+    {
+        return "spin-then-park";
+    }
+}
