@@ -3,6 +3,7 @@ package dev.limiter.client;
 import com.google.protobuf.Timestamp;
 import dev.limiter.protocol.AcquireCodec;
 import dev.limiter.protocol.Frame;
+import dev.limiter.protocol.HostPort;
 import dev.limiter.protocol.MessageType;
 import dev.limiter.protocol.Pem;
 import dev.limiter.protocol.policy.DegradedWindow;
@@ -1205,26 +1206,7 @@ public final class LimiterClient implements AutoCloseable
 
         static InetSocketAddress parseEndpoint(final String hostPort)
         {
-            final int colon = hostPort.lastIndexOf(':');
-            if (colon <= 0 || colon == hostPort.length() - 1)
-            {
-                throw new IllegalArgumentException("endpoint '" + hostPort + "' is not host:port (e.g. 127.0.0.1:7400)");
-            }
-            final String host = hostPort.substring(0, colon).replace("[", "").replace("]", "");
-            final int port;
-            try
-            {
-                port = Integer.parseInt(hostPort.substring(colon + 1));
-            }
-            catch (final NumberFormatException e)
-            {
-                throw new IllegalArgumentException("endpoint '" + hostPort + "' has a port that is not a number");
-            }
-            if (port < 1 || port > 65535)
-            {
-                throw new IllegalArgumentException("endpoint '" + hostPort + "' has port " + port + " outside 1-65535");
-            }
-            return InetSocketAddress.createUnresolved(host, port);
+            return HostPort.parse(hostPort, "endpoint");
         }
     }
 }

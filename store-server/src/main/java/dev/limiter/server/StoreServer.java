@@ -119,8 +119,7 @@ public final class StoreServer implements NodeStatus, AutoCloseable
         this.seed = loadPolicies(config);
         if (config.shards() > 1 && seed.policies().stream().anyMatch(CompiledPolicy::stacked))
         {
-            throw new PolicyValidationException(List.of("stacked (hierarchical) policies need --shards 1 in this version; " +
-                "this node was started with --shards " + config.shards()));
+            throw new PolicyValidationException(List.of(PolicyControl.stackedNeedsOneShard(config.shards())));
         }
         this.adminToken = AdminToken.resolve(config.adminPort() >= 0, config.adminToken(), config.dataDir());
         this.tls = ServerTls.from(config.tlsCert(), config.tlsKey(), config.tlsCa(), config.tlsClientAuth(), metrics);

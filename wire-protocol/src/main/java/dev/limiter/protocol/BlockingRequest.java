@@ -67,21 +67,9 @@ public final class BlockingRequest
     public static Answer send(final String hostPort, final int type, final byte[] body, final int timeoutMillis,
         final SSLContext tls) throws IOException
     {
-        final int colon = hostPort.lastIndexOf(':');
-        if (colon <= 0 || colon == hostPort.length() - 1)
-        {
-            throw new IllegalArgumentException("'" + hostPort + "' is not host:port");
-        }
-        final int port;
-        try
-        {
-            port = Integer.parseInt(hostPort.substring(colon + 1));
-        }
-        catch (final NumberFormatException e)
-        {
-            throw new IllegalArgumentException("'" + hostPort + "' has a port that is not a number");
-        }
-        final String host = hostPort.substring(0, colon);
+        final InetSocketAddress address = HostPort.parse(hostPort, "server");
+        final String host = address.getHostString();
+        final int port = address.getPort();
         try (Socket plain = new Socket())
         {
             plain.connect(new InetSocketAddress(host, port), timeoutMillis);

@@ -1,5 +1,6 @@
 package dev.limiter.server.cluster;
 
+import dev.limiter.protocol.HostPort;
 import dev.limiter.protocol.policy.PolicyCommand;
 import dev.limiter.raft.NotLeaderException;
 import dev.limiter.raft.RaftNode;
@@ -378,11 +379,7 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, PolicyLo
         final Map<String, String> members = new LinkedHashMap<>();
         try
         {
-            node.members().forEach((id, raftAddress) ->
-            {
-                final int colon = raftAddress.lastIndexOf(':');
-                members.put(id, raftAddress.substring(0, colon) + ":" + (Integer.parseInt(raftAddress.substring(colon + 1)) - raftPortOffset));
-            });
+            node.members().forEach((id, raftAddress) -> members.put(id, HostPort.shifted(raftAddress, -raftPortOffset)));
         }
         catch (final RuntimeException e)
         {

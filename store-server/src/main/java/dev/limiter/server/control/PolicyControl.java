@@ -39,6 +39,16 @@ public final class PolicyControl
         this.shards = shards;
     }
 
+    /**
+     * The one statement of a limit of this version: stacked (hierarchical) policies charge all their
+     * budgets atomically on one shard, so they need nodes with one shard. Null when {@code shards} is 1.
+     */
+    public static String stackedNeedsOneShard(final int shards)
+    {
+        return shards > 1 ? "hierarchical (stacked) policies need nodes with one shard (--shards 1) in this version; " +
+            "this node has " + shards : null;
+    }
+
     /** Why this node cannot take the change, or null. */
     private String unsupported(final PolicyCommand command)
     {
@@ -50,8 +60,7 @@ public final class PolicyControl
             stacked = history != null && to >= 1 && to <= history.getVersionsCount() &&
                 history.getVersions((int)to - 1).getPolicy().getStacked();
         }
-        return stacked && shards > 1 ? "policy.stacked: hierarchical (stacked) policies need nodes with one shard (--shards 1) " +
-            "in this version; this node has " + shards : null;
+        return stacked && shards > 1 ? "policy.stacked: " + stackedNeedsOneShard(shards) : null;
     }
 
     public PolicyState state()

@@ -10,6 +10,7 @@ import dev.limiter.protocol.PolicySetIndex;
 import dev.limiter.protocol.ReasonCode;
 import dev.limiter.protocol.ResultCodec;
 import dev.limiter.server.control.ActiveExemptions;
+import dev.limiter.server.control.PolicyControl;
 import dev.limiter.server.metrics.ServerMetrics;
 import dev.limiter.server.table.BucketTable;
 import dev.limiter.server.table.KeyHash;
@@ -212,7 +213,7 @@ public final class FrameRouter
         if (shardCount > 1)
         {
             // Checked when policies change; kept here so a misconfigured node refuses rather than half-charges.
-            return "stacked policies need a node with one shard (--shards 1) in this version";
+            return PolicyControl.stackedNeedsOneShard(shardCount);
         }
         for (int k = 0; k < matched; k++)
         {
