@@ -1,5 +1,6 @@
 package dev.limiter.bench;
 
+import dev.limiter.cli.TlsOptions;
 import dev.limiter.client.Decision;
 import dev.limiter.client.Descriptor;
 import dev.limiter.client.LimiterClient;

@@ -40,7 +40,8 @@ class ArchitectureTest
     void thereIsNoPackageCycle()
     {
         assertTrue(main.contain("dev.limiter.server.StoreServer") && main.contain("dev.limiter.client.LimiterClient") &&
-            main.contain("dev.limiter.raft.RaftNode"), "every module's main classes were found");
+            main.contain("dev.limiter.raft.RaftNode") && main.contain("dev.limiter.cli.StatusCommand"),
+            "every module's main classes were found");
         NO_PACKAGE_CYCLES.check(main);
     }
 
@@ -60,6 +61,15 @@ class ArchitectureTest
         noClasses().that().resideOutsideOfPackages("dev.limiter.server..", "dev.limiter.bench..")
             .should().dependOnClassesThat().resideInAPackage("dev.limiter.server..")
             .because("store-server is one node, not a library (DESIGN.md, modules)").check(main);
+    }
+
+    @Test
+    void theOperatorCommandsTalkToNodesOnlyOverTheirPorts()
+    {
+        noClasses().that().resideInAPackage("dev.limiter.cli..")
+            .should().dependOnClassesThat().resideInAnyPackage("dev.limiter.server..", "dev.limiter.raft..", "org.apache.ratis..",
+                "dev.limiter.bench..")
+            .because("the CLI is a client of the cluster, like any service").check(main);
     }
 
     @Test
@@ -84,7 +94,7 @@ class ArchitectureTest
     {
         noClasses().that().resideInAPackage("dev.limiter.protocol..")
             .should().dependOnClassesThat().resideInAnyPackage("dev.limiter.client..", "dev.limiter.server..", "dev.limiter.raft..",
-                "dev.limiter.bench..", "org.apache.ratis..")
+                "dev.limiter.bench..", "dev.limiter.cli..", "org.apache.ratis..")
             .because("both ends share it; it holds no server or client logic").check(main);
     }
 

@@ -415,8 +415,7 @@ class AdminApiTest
             assertEquals(1, client.policies().current().orElseThrow().policies().getPoliciesList().stream()
                 .filter(p -> p.getId().equals("orders")).findFirst().orElseThrow().getRate());
 
-            final dev.limiter.protocol.BlockingRequest.Answer malformed = dev.limiter.protocol.BlockingRequest.send(
-                "127.0.0.1:" + server.port(), dev.limiter.protocol.MessageType.POLICIES, new byte[0], 2000);
+            final RawConnection.Answer malformed = RawConnection.exchange(server.port(), dev.limiter.protocol.MessageType.POLICIES, new byte[0]);
             assertTrue(malformed.isError() && malformed.errorMessage().contains("POLICIES body is empty"), malformed.toString());
         }
         try (StoreServer server = start(TestNode.config(dir, 0, 1).adminToken(TOKEN));

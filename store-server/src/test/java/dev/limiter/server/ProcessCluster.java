@@ -1,6 +1,5 @@
 package dev.limiter.server;
 
-import dev.limiter.protocol.BlockingRequest;
 import dev.limiter.protocol.MessageType;
 
 import java.io.IOException;
@@ -64,7 +63,12 @@ final class ProcessCluster implements AutoCloseable
     {
         try
         {
-            final String json = BlockingRequest.send("127.0.0.1:" + ports.get(id), MessageType.STATUS, new byte[0], 1000).text();
+            final RawConnection.Answer answer = RawConnection.exchange(ports.get(id), MessageType.STATUS, new byte[0], 1000);
+            if (answer == null)
+            {
+                return null; // closed without answering: stopping
+            }
+            final String json = answer.text();
             final int at = json.indexOf("\"role\":\"");
             return at < 0 ? null : json.substring(at + 8, json.indexOf('"', at + 8));
         }

@@ -32,6 +32,33 @@ final class RawConnection implements AutoCloseable
             b.get(message);
             return new String(message, StandardCharsets.UTF_8);
         }
+
+        boolean isError()
+        {
+            return type == MessageType.ERROR;
+        }
+
+        /** The body as text (a STATUS answer's JSON). */
+        String text()
+        {
+            return new String(body, StandardCharsets.UTF_8);
+        }
+    }
+
+    /** One request on a connection of its own, its answer read back (STATUS and the like); 5 s to answer. */
+    static Answer exchange(final int port, final int type, final byte[] body) throws IOException
+    {
+        return exchange(port, type, body, 5000);
+    }
+
+    /** As {@link #exchange(int, int, byte[])}, waiting at most {@code timeoutMillis} for the answer. */
+    static Answer exchange(final int port, final int type, final byte[] body, final int timeoutMillis) throws IOException
+    {
+        try (RawConnection raw = new RawConnection(port))
+        {
+            raw.socket.setSoTimeout(timeoutMillis);
+            return raw.request(type, 1, body);
+        }
     }
 
     private final Socket socket;

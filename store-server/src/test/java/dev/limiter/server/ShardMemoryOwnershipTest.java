@@ -2,7 +2,6 @@ package dev.limiter.server;
 
 import dev.limiter.client.Descriptor;
 import dev.limiter.client.LimiterClient;
-import dev.limiter.protocol.BlockingRequest;
 import dev.limiter.protocol.MessageType;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -61,7 +60,7 @@ class ShardMemoryOwnershipTest
                 {
                     try
                     {
-                        final String status = BlockingRequest.send("127.0.0.1:" + port, MessageType.STATUS, new byte[0], 5000).text();
+                        final String status = RawConnection.exchange(port, MessageType.STATUS, new byte[0]).text();
                         final String viaHttp = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.adminPort() + "/status")).build(),
                             HttpResponse.BodyHandlers.ofString()).body();
                         final String metrics = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.adminPort() + "/metrics")).build(),
@@ -102,7 +101,7 @@ class ShardMemoryOwnershipTest
             long buckets = -1;
             while (System.nanoTime() < deadline)
             {
-                buckets = bucketsIn(BlockingRequest.send("127.0.0.1:" + port, MessageType.STATUS, new byte[0], 5000).text());
+                buckets = bucketsIn(RawConnection.exchange(port, MessageType.STATUS, new byte[0]).text());
                 if (buckets == tenants && server.replication().buckets().appliedDecisions() == tenants)
                 {
                     break;

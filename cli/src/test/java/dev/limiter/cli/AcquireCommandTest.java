@@ -1,4 +1,4 @@
-package dev.limiter.bench;
+package dev.limiter.cli;
 
 import dev.limiter.server.DelayingProxy;
 import dev.limiter.server.ServerConfig;

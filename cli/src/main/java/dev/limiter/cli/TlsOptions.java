@@ -1,4 +1,4 @@
-package dev.limiter.bench;
+package dev.limiter.cli;
 
 import dev.limiter.client.LimiterClient;
 import dev.limiter.protocol.Pem;
@@ -8,7 +8,7 @@ import java.nio.file.Path;
 import javax.net.ssl.SSLContext;
 
 /** The TLS options every command that talks to a node takes (a picocli mixin). */
-final class TlsOptions
+public final class TlsOptions
 {
     @Option(names = "--tls-ca", paramLabel = "FILE",
         description = "Talk TLS to the nodes and trust only these CAs (PEM bundle).")
@@ -21,7 +21,7 @@ final class TlsOptions
     Path key;
 
     /** Sets these options on an SDK client being built (nothing when none was given). */
-    LimiterClient.Builder applyTo(final LimiterClient.Builder builder)
+    public LimiterClient.Builder applyTo(final LimiterClient.Builder builder)
     {
         if (ca != null)
         {

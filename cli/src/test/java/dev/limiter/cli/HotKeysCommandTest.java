@@ -1,4 +1,4 @@
-package dev.limiter.bench;
+package dev.limiter.cli;
 
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;

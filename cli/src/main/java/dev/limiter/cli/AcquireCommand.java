@@ -1,4 +1,4 @@
-package dev.limiter.bench;
+package dev.limiter.cli;
 
 import dev.limiter.client.Decision;
 import dev.limiter.client.Descriptor;

@@ -1,4 +1,4 @@
-package dev.limiter.bench;
+package dev.limiter.cli;
 
 import com.google.protobuf.Timestamp;
 import com.google.protobuf.util.Timestamps;

@@ -1,4 +1,4 @@
-package dev.limiter.bench;
+package dev.limiter.cli;
 
 import dev.limiter.protocol.policy.AuditPage;
 import dev.limiter.protocol.policy.AuditRecord;

@@ -1,4 +1,4 @@
-package dev.limiter.bench;
+package dev.limiter.cli;
 
 import com.google.gson.JsonElement;
 import com.google.gson.JsonParser;
@@ -21,7 +21,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 
-import static dev.limiter.bench.PolicyCommandTest.assertOneLineFailure;
+import static dev.limiter.cli.PolicyCommandTest.assertOneLineFailure;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;

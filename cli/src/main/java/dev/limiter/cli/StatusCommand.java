@@ -1,6 +1,5 @@
-package dev.limiter.bench;
+package dev.limiter.cli;
 
-import dev.limiter.protocol.BlockingRequest;
 import dev.limiter.protocol.MessageType;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;

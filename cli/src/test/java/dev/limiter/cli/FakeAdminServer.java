@@ -1,4 +1,4 @@
-package dev.limiter.bench;
+package dev.limiter.cli;
 
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;

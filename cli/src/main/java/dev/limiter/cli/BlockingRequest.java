@@ -1,5 +1,10 @@
-package dev.limiter.protocol;
+package dev.limiter.cli;
 
+import dev.limiter.protocol.ErrorCode;
+import dev.limiter.protocol.ErrorCodec;
+import dev.limiter.protocol.Frame;
+import dev.limiter.protocol.HostPort;
+import dev.limiter.protocol.MessageType;
 import io.netty.buffer.Unpooled;
 
 import java.io.DataInputStream;

@@ -1,4 +1,4 @@
-package dev.limiter.bench;
+package dev.limiter.cli;
 
 import com.google.gson.JsonElement;
 import com.google.gson.JsonParser;
@@ -19,7 +19,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
-import static dev.limiter.bench.PolicyCommandTest.assertOneLineFailure;
+import static dev.limiter.cli.PolicyCommandTest.assertOneLineFailure;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;

@@ -1,4 +1,4 @@
-package dev.limiter.bench;
+package dev.limiter.cli;
 
 import com.google.gson.JsonElement;
 import com.google.gson.JsonObject;
