@@ -1,12 +1,9 @@
 package dev.limiter.client;
 
-import com.google.protobuf.Timestamp;
 import dev.limiter.protocol.AcquireCodec;
 import dev.limiter.protocol.Frame;
 import dev.limiter.protocol.HostPort;
-import dev.limiter.protocol.MessageType;
 import dev.limiter.protocol.Pem;
-import dev.limiter.protocol.policy.DegradedWindow;
 import dev.limiter.protocol.policy.FailureMode;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
@@ -30,7 +27,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
@@ -39,9 +35,7 @@ import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 import javax.net.ssl.SSLContext;
 
@@ -102,111 +96,15 @@ public final class LimiterClient implements AutoCloseable
     private final LocalFallback local;
     /** Null unless fast local rejection is on. */
     private final LocalRejections rejections;
-    private final long circuitProbeNanos;
-    private final int circuitThreshold;
-    private final AtomicInteger consecutiveFailures = new AtomicInteger();
-    /** 0 while the circuit is closed; else until when calls are decided locally without trying a node. */
-    private volatile long circuitOpenUntilNanos;
-    /** Past that time the circuit is half-open: one call at a time (this flag) tries the cluster. */
-    private final AtomicBoolean probing = new AtomicBoolean();
-    /** When the current outage (as this client saw it) began; 0 when none. */
-    private volatile long degradedSinceNanos;
-    private volatile long windowStartMillis;
-    /** 0, or until when calls pass the recovery ramp first. */
-    private volatile long rampUntilNanos;
-    private final long rampNanos;
-    private volatile Map<String, Long> windowStartCounts = Map.of();
-    private final AtomicLong windowsReported = new AtomicLong();
-    /** Degraded windows no node took yet (encoded), oldest first; sent before the next window. */
-    private final ConcurrentLinkedQueue<byte[]> unreported = new ConcurrentLinkedQueue<>();
-    private static final int MAX_UNREPORTED_WINDOWS = 64;
     private static final String CLIENT_NAME = ManagementFactory.getRuntimeMXBean().getName();
     private static final AtomicInteger CLIENTS_IN_PROCESS = new AtomicInteger();
     /** This client as nodes count SDK instances (process, and which client in it: each has its own local budgets). */
     private final int clientNumber = CLIENTS_IN_PROCESS.incrementAndGet();
     private final String instanceId = CLIENT_NAME + "#" + clientNumber;
-    private final LongAdder degradedNanos = new LongAdder();
     private final LongAdder lateDeadlines = new LongAdder();
-    private final LongAdder pausedTimeouts = new LongAdder();
+    private final Circuit circuit;
+    private final OutageReports outageReports;
 
-    private final PendingCall.Fallback callFallback = new PendingCall.Fallback()
-    {
-        @Override
-        public Decision onUnreachable(final PendingCall call, final LimiterException failure)
-        {
-            if (local == null || closed)
-            {
-                return null;
-            }
-            if (call.lateHere)
-            {
-                // Out of time on this side (a pause of this process, a late I/O thread): the store may well
-                // have answered in time. Decide this call here, but do not count it against the store.
-                pausedTimeouts.increment();
-                return local.decide(call.descriptor, call.cost, failure.getMessage());
-            }
-            final int failures = consecutiveFailures.incrementAndGet();
-            if (failures == 1)
-            {
-                // A possible outage begins: its window counts from this call's local decision on.
-                windowStartMillis = System.currentTimeMillis();
-                windowStartCounts = local.counts();
-            }
-            if (failures >= circuitThreshold)
-            {
-                // Open (or keep open) with jitter, so many SDKs do not probe a recovering cluster in step.
-                final long jitter = (long)(circuitProbeNanos * 0.5 * ThreadLocalRandom.current().nextDouble());
-                final long now = System.nanoTime();
-                if (degradedSinceNanos == 0)
-                {
-                    degradedSinceNanos = now;
-                }
-                circuitOpenUntilNanos = now + circuitProbeNanos + jitter;
-            }
-            return local.decide(call.descriptor, call.cost, failure.getMessage());
-        }
-
-        @Override
-        public void onAnswer(final PendingCall call, final Decision decision)
-        {
-            if (rejections != null && !decision.allowed())
-            {
-                rejections.denied(call.descriptor, call.cost, decision, System.nanoTime());
-            }
-            if (consecutiveFailures.get() != 0)
-            {
-                consecutiveFailures.set(0);
-                if (circuitOpenUntilNanos != 0)
-                {
-                    circuitOpenUntilNanos = 0;
-                    local.recovered();
-                    if (rampNanos > 0)
-                    {
-                        local.startRamp();
-                        rampUntilNanos = System.nanoTime() + rampNanos;
-                    }
-                    final long since = degradedSinceNanos;
-                    if (since != 0)
-                    {
-                        degradedNanos.add(System.nanoTime() - since);
-                        degradedSinceNanos = 0;
-                        reportWindow(windowStartMillis, System.currentTimeMillis(), windowStartCounts);
-                    }
-                }
-            }
-        }
-
-        @Override
-        public void onSettled(final PendingCall call)
-        {
-            // Whatever ended the probe (an answer, no answer, an error answer, a cancel), the next
-            // one may go; after onUnreachable re-armed the circuit, so no second probe slips in.
-            if (call.probe)
-            {
-                probing.set(false);
-            }
-        }
-    };
     private final PolicyStore policyStore;
 
     /** Default time a policy set stays usable without a node confirming it. */
@@ -220,10 +118,7 @@ public final class LimiterClient implements AutoCloseable
         this.policies = new PolicyCache(builder.policyTtl, System::nanoTime);
         this.local = builder.followPolicies && builder.localFallback ?
             new LocalFallback(policies, System::nanoTime, builder.circuitProbe.toNanos(), builder.outageListener, this::fleetInstances) : null;
-        this.circuitProbeNanos = builder.circuitProbe.toNanos();
         this.rejections = builder.fastLocalRejection ? new LocalRejections() : null;
-        this.circuitThreshold = builder.circuitThreshold;
-        this.rampNanos = builder.recoveryRamp.toNanos();
         this.policyStore = builder.policyStore;
         if (policyStore != null)
         {
@@ -259,6 +154,9 @@ public final class LimiterClient implements AutoCloseable
             }
         }
         this.connections = list.toArray(new Connection[0]);
+        this.outageReports = new OutageReports(instanceId, connections, () -> closed);
+        this.circuit = new Circuit(local, rejections, outageReports, () -> closed, builder.circuitThreshold,
+            builder.circuitProbe.toNanos(), builder.recoveryRamp.toNanos());
         final CountDownLatch attempted = new CountDownLatch(connections.length);
         for (final Connection connection : connections)
         {
@@ -329,75 +227,13 @@ public final class LimiterClient implements AutoCloseable
      */
     public boolean circuitOpen()
     {
-        return circuitOpenUntilNanos != 0;
+        return circuit.open();
     }
 
     /** Calls refused locally because the cluster had refused the same descriptor until a time not yet reached. */
     public long fastRejections()
     {
         return rejections == null ? 0 : rejections.count();
-    }
-
-    /**
-     * Sends the outage window that just ended (start, end, local decisions by policy and mode) to
-     * the cluster's audit log, trying each connection until one (the leader's) takes it. A window no
-     * node takes (the cluster went down again) is kept and sent with the next one: at least once.
-     */
-    private void reportWindow(final long startMillis, final long endMillis, final Map<String, Long> before)
-    {
-        final DegradedWindow.Builder window = DegradedWindow.newBuilder()
-            .setClient(instanceId)
-            .setStart(Timestamp.newBuilder().setSeconds(startMillis / 1000).setNanos((int)(startMillis % 1000) * 1_000_000))
-            .setEnd(Timestamp.newBuilder().setSeconds(endMillis / 1000).setNanos((int)(endMillis % 1000) * 1_000_000));
-        local.counts().forEach((key, n) ->
-        {
-            final long delta = n - before.getOrDefault(key, 0L);
-            if (delta > 0)
-            {
-                window.putDecisions(key, delta);
-            }
-        });
-        final byte[] body = window.build().toByteArray();
-        // Windows no node took before (sent while the cluster was going down again) go first.
-        byte[] earlier;
-        while ((earlier = unreported.poll()) != null)
-        {
-            tryReport(earlier, 0, 0);
-        }
-        tryReport(body, 0, 0);
-    }
-
-    private void tryReport(final byte[] body, final int index, final int round)
-    {
-        if (closed)
-        {
-            return; // the window stays in this client's log and metrics only
-        }
-        if (round >= 3)
-        {
-            // No node took it: keep it for the next time a node answers after an outage (bounded).
-            unreported.add(body);
-            while (unreported.size() > MAX_UNREPORTED_WINDOWS)
-            {
-                unreported.poll();
-                LOG.warn("more than {} degraded windows not reported to the cluster: the oldest is dropped", MAX_UNREPORTED_WINDOWS);
-            }
-            return;
-        }
-        final Connection connection = connections[index % connections.length];
-        connection.request(MessageType.DEGRADED_REPORT, body, System.nanoTime() + TimeUnit.SECONDS.toNanos(2))
-            .whenComplete((done, failure) ->
-            {
-                if (failure == null)
-                {
-                    windowsReported.incrementAndGet();
-                }
-                else
-                {
-                    final int next = index + 1;
-                    tryReport(body, next, round + (next % connections.length == 0 ? 1 : 0));
-                }
-            });
     }
 
     /** Calls the recovery ramp refused locally. */
@@ -409,7 +245,7 @@ public final class LimiterClient implements AutoCloseable
     /** Outage windows this client has reported to the cluster's audit log. */
     public long degradedWindowsReported()
     {
-        return windowsReported.get();
+        return outageReports.reported();
     }
 
     /**
@@ -444,8 +280,7 @@ public final class LimiterClient implements AutoCloseable
     /** Time this client has spent with its circuit open (the current outage included). */
     public Duration degradedTime()
     {
-        final long since = degradedSinceNanos;
-        return Duration.ofNanos(degradedNanos.sum() + (since == 0 ? 0 : System.nanoTime() - since));
+        return circuit.degradedTime();
     }
 
     /** The local-decision counters, for {@link LimiterMetrics}; null when local decisions are off. */
@@ -507,39 +342,29 @@ public final class LimiterClient implements AutoCloseable
                 return later(known);
             }
         }
-        if (local != null && rampUntilNanos != 0)
+        final Decision ramped = circuit.ramped(descriptor, cost);
+        if (ramped != null)
         {
-            if (System.nanoTime() < rampUntilNanos)
-            {
-                final Decision ramped = local.ramp(descriptor, cost);
-                if (ramped != null)
-                {
-                    return later(ramped);
-                }
-            }
-            else
-            {
-                rampUntilNanos = 0;
-            }
+            return later(ramped);
         }
         boolean probe = false;
-        final long openUntil = circuitOpenUntilNanos;
-        if (local != null && openUntil != 0 && !closed)
+        final long openUntil = circuit.openUntilNanos();
+        if (openUntil != 0)
         {
             // The circuit is open: decide at once, without waiting on a dead cluster. Past the probe
             // time it is half-open: one call at a time tries the cluster, the others still decide here,
             // so a store that is still dead (or slow) holds up one caller per probe, not all of them.
-            probe = System.nanoTime() - openUntil >= 0 && probing.compareAndSet(false, true);
+            probe = circuit.takeProbe(openUntil);
             if (!probe)
             {
-                final Decision decided = local.decide(descriptor, cost, "circuit open after consecutive failures");
+                final Decision decided = circuit.decideOpen(descriptor, cost);
                 if (decided != null)
                 {
                     return later(decided);
                 }
             }
         }
-        final PendingCall call = new PendingCall(descriptor, cost, System.nanoTime() + deadline, callFallback);
+        final PendingCall call = new PendingCall(descriptor, cost, System.nanoTime() + deadline, circuit);
         call.probe = probe;
         if (closed)
         {
@@ -669,7 +494,7 @@ public final class LimiterClient implements AutoCloseable
      */
     public long pausedTimeouts()
     {
-        return pausedTimeouts.sum();
+        return circuit.pausedTimeouts();
     }
 
     /** The deadline timer: the call is past its deadline (and any grace after a pause) with no answer. */
