@@ -25,7 +25,6 @@ import dev.limiter.protocol.policy.PolicyStateSnapshot;
 import dev.limiter.protocol.policy.PolicyVersion;
 import dev.limiter.protocol.policy.RemoveExemption;
 import dev.limiter.protocol.policy.RollbackCommand;
-import dev.limiter.protocol.policy.Rollout;
 import dev.limiter.protocol.policy.Scope;
 import dev.limiter.protocol.policy.Selector;
 
@@ -37,7 +36,6 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Objects;
 import java.util.StringJoiner;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
@@ -143,7 +141,7 @@ public final class PolicyState
 
         boolean inForce()
         {
-            return enforced(versions, Long.MAX_VALUE - 1) != null || shadowed(versions, Long.MAX_VALUE - 1) != null;
+            return PolicyVersions.enforced(versions, Long.MAX_VALUE - 1) != null || PolicyVersions.shadowed(versions, Long.MAX_VALUE - 1) != null;
         }
 
         void add(final PolicyVersion version)
@@ -306,7 +304,7 @@ public final class PolicyState
         {
             for (final PolicyVersion version : history.versions)
             {
-                final long from = effectiveFromMillis(version);
+                final long from = PolicyVersions.effectiveFromMillis(version);
                 if (from > before && from <= now && !version.getBlocked())
                 {
                     due.add(new String[] {history.id, Long.toString(version.getPolicy().getVersion())});
@@ -327,7 +325,7 @@ public final class PolicyState
             {
                 provisional.clear();
                 PolicySetIndex.compile(inForceSet("", null, now), this::ordinalForCompile);
-                assignOrdinal(history, isShadow(version));
+                assignOrdinal(history, PolicyVersions.isShadow(version));
                 setVersion++;
                 record(command, "POLICY_IN_FORCE", history.id, version.getPolicy().getVersion(), version.getPolicy().getOwner(),
                     version.getPolicy().getReason(), "scheduled version took effect");
@@ -344,14 +342,10 @@ public final class PolicyState
         return true;
     }
 
-    private static long effectiveFromMillis(final PolicyVersion version)
-    {
-        return version.getPolicy().hasEffectiveFrom() ? millis(version.getPolicy().getEffectiveFrom()) : Long.MIN_VALUE;
-    }
 
     private long clockMillis()
     {
-        return millis(clock);
+        return PolicyVersions.millis(clock);
     }
 
     /** Whether a scheduled version's time has come by {@code nowMillis} (the leader then ticks). */
@@ -362,7 +356,7 @@ public final class PolicyState
         {
             for (final PolicyVersion version : history.versions)
             {
-                final long from = effectiveFromMillis(version);
+                final long from = PolicyVersions.effectiveFromMillis(version);
                 if (from > applied && from <= nowMillis && !version.getBlocked())
                 {
                     return true;
@@ -411,15 +405,15 @@ public final class PolicyState
 
     private Outcome put(final PolicyCommand command)
     {
-        final long at = millis(command.getAt());
-        Policy wanted = command.getPut().hasEffectiveFrom() && millis(command.getPut().getEffectiveFrom()) <= at ?
+        final long at = PolicyVersions.millis(command.getAt());
+        Policy wanted = command.getPut().hasEffectiveFrom() && PolicyVersions.millis(command.getPut().getEffectiveFrom()) <= at ?
             command.getPut().toBuilder().clearEffectiveFrom().build() : command.getPut(); // a time already passed means now
         final List<String> rolloutErrors = new ArrayList<>();
         if (wanted.hasRollout())
         {
             // The tenants left out stay on what was enforced before the rollout began.
             final History current = byId.get(wanted.getId());
-            final PolicyVersion enforcedNow = current == null ? null : enforced(current.versions, clockMillis());
+            final PolicyVersion enforcedNow = current == null ? null : PolicyVersions.enforced(current.versions, clockMillis());
             if (enforcedNow == null)
             {
                 rolloutErrors.add("policy.rollout: needs a version of this policy in force to start from; put one without a rollout first");
@@ -441,7 +435,7 @@ public final class PolicyState
         {
             errors.add("policy.reason: required (why this version exists)");
         }
-        if (wanted.hasEffectiveFrom() && millis(wanted.getEffectiveFrom()) - at > MAX_SCHEDULE_MILLIS)
+        if (wanted.hasEffectiveFrom() && PolicyVersions.millis(wanted.getEffectiveFrom()) - at > MAX_SCHEDULE_MILLIS)
         {
             errors.add("policy.effectiveFrom: at most 366 days ahead");
         }
@@ -461,7 +455,7 @@ public final class PolicyState
                 .setError("policy " + wanted.getId() + " is at version " + newest + ", not " + command.getExpectedVersion() +
                     ": it changed since you read it; read it again and redo the change (nothing changed)").build());
         }
-        if (existing != null && existing.inForce() && samePolicy(existing.latest().getPolicy(), wanted))
+        if (existing != null && existing.inForce() && PolicyDiff.samePolicy(existing.latest().getPolicy(), wanted))
         {
             return Outcome.invalid("policy " + wanted.getId() + " version " + existing.versions.size() +
                 " already says exactly this; nothing changed", List.of());
@@ -472,11 +466,11 @@ public final class PolicyState
             .setActor(command.getActor())
             .setCreatedAt(command.getAt())
             .build();
-        final String detail = (existing == null || !existing.inForce() ? describe(wanted) : diff(existing.latest().getPolicy(), wanted)) +
+        final String detail = (existing == null || !existing.inForce() ? PolicyDiff.describe(wanted) : PolicyDiff.diff(existing.latest().getPolicy(), wanted)) +
             (wanted.hasEffectiveFrom() ? "; in force from " + Timestamps.toString(wanted.getEffectiveFrom()) : "");
         final String action = wanted.hasRollout() ? "POLICY_ROLLOUT" :
             existing == null || !existing.inForce() ? "POLICY_CREATED" : "POLICY_UPDATED";
-        return commit(command, existing, wanted.getId(), made, action, wanted.getReason(), wanted.hasRollout() ? rolloutDetail(wanted) + "; " + detail : detail);
+        return commit(command, existing, wanted.getId(), made, action, wanted.getReason(), wanted.hasRollout() ? PolicyDiff.rolloutDetail(wanted) + "; " + detail : detail);
     }
 
     private Outcome rollback(final PolicyCommand command)
@@ -516,7 +510,7 @@ public final class PolicyState
             .setRolledBackFrom(rollback.getToVersion())
             .build();
         final String detail = "to version " + rollback.getToVersion() +
-            (history.inForce() ? ": " + diff(history.latest().getPolicy(), target) : " (re-creates the deleted policy)");
+            (history.inForce() ? ": " + PolicyDiff.diff(history.latest().getPolicy(), target) : " (re-creates the deleted policy)");
         return commit(command, history, history.id, made, "POLICY_ROLLED_BACK", rollback.getReason(), detail);
     }
 
@@ -572,7 +566,7 @@ public final class PolicyState
             byId.put(id, history);
         }
         history.add(made);
-        if (!made.getDeleted() && effective(made, clockMillis()))
+        if (!made.getDeleted() && PolicyVersions.effective(made, clockMillis()))
         {
             assignOrdinal(history, made.getPolicy().getMode() == Mode.SHADOW);
         }
@@ -620,53 +614,6 @@ public final class PolicyState
         }
     }
 
-    private static boolean isShadow(final PolicyVersion version)
-    {
-        return version.getPolicy().getMode() == Mode.SHADOW;
-    }
-
-    /** Whether a version counts at {@code nowMillis}: its effective time has come and it was not blocked. */
-    private static boolean effective(final PolicyVersion version, final long nowMillis)
-    {
-        return !version.getBlocked() && effectiveFromMillis(version) <= nowMillis;
-    }
-
-    /** The version enforced at {@code nowMillis}: the newest effective ENFORCE version after the last deletion, or null. */
-    private static PolicyVersion enforced(final List<PolicyVersion> versions, final long nowMillis)
-    {
-        for (int i = versions.size() - 1; i >= 0; i--)
-        {
-            final PolicyVersion version = versions.get(i);
-            if (!effective(version, nowMillis))
-            {
-                continue;
-            }
-            if (version.getDeleted())
-            {
-                return null;
-            }
-            if (!isShadow(version))
-            {
-                return version;
-            }
-        }
-        return null;
-    }
-
-    /** The version shadowed beside it: the newest effective version, when it is a SHADOW one; else null. */
-    private static PolicyVersion shadowed(final List<PolicyVersion> versions, final long nowMillis)
-    {
-        for (int i = versions.size() - 1; i >= 0; i--)
-        {
-            final PolicyVersion version = versions.get(i);
-            if (effective(version, nowMillis))
-            {
-                return !version.getDeleted() && isShadow(version) ? version : null;
-            }
-        }
-        return null;
-    }
-
     /** The set in force, with {@code replacement} (a new version of its id) in place of the current one. */
     private PolicySet inForceSet(final String replacedId, final PolicyVersion replacement)
     {
@@ -686,13 +633,13 @@ public final class PolicyState
                 versions.add(replacement);
                 placed = true;
             }
-            add(set, enforced(versions, nowMillis));
-            add(set, shadowed(versions, nowMillis));
+            add(set, PolicyVersions.enforced(versions, nowMillis));
+            add(set, PolicyVersions.shadowed(versions, nowMillis));
         }
         if (!placed && replacement != null)
         {
-            add(set, enforced(List.of(replacement), nowMillis));
-            add(set, shadowed(List.of(replacement), nowMillis));
+            add(set, PolicyVersions.enforced(List.of(replacement), nowMillis));
+            add(set, PolicyVersions.shadowed(List.of(replacement), nowMillis));
         }
         return set.build();
     }
@@ -703,7 +650,7 @@ public final class PolicyState
         {
             return;
         }
-        if (version.getPolicy().getId().equals(defaultId) && !isShadow(version))
+        if (version.getPolicy().getId().equals(defaultId) && !PolicyVersions.isShadow(version))
         {
             set.setDefaultPolicy(version.getPolicy());
         }
@@ -727,7 +674,7 @@ public final class PolicyState
             for (int v = history.versions.size() - 1; v >= 0; v--)
             {
                 final PolicyVersion version = history.versions.get(v);
-                if (!version.getDeleted() && isShadow(version) == slot.shadow())
+                if (!version.getDeleted() && PolicyVersions.isShadow(version) == slot.shadow())
                 {
                     rates[ordinal] = history.rates.get(v);
                     break;
@@ -769,60 +716,6 @@ public final class PolicyState
             .build();
     }
 
-    private static boolean samePolicy(final Policy a, final Policy b)
-    {
-        return a.toBuilder().clearVersion().clearReason().build().equals(b.toBuilder().clearVersion().clearReason().build());
-    }
-
-    private static String describe(final Policy p)
-    {
-        return "rate " + p.getRate() + " per " + period(p) + ", burst " + burst(p) + ", scope " + p.getScope() +
-            ", " + p.getConsistency() + ", selector " + p.getSelector().toString().replace('\n', ' ').trim();
-    }
-
-    private static String rolloutDetail(final Policy p)
-    {
-        final Rollout r = p.getRollout();
-        return "rollout to " + r.getPercent() + "% of tenants" + (r.getTenantsCount() > 0 ? " + " + String.join(",", r.getTenantsList()) : "") +
-            ", others on version " + r.getFallback().getVersion() + (r.getOthersInShadow() ? " with this one in shadow" : "");
-    }
-
-    /** Field by field, what differs from {@code before} to {@code after}. */
-    static String diff(final Policy before, final Policy after)
-    {
-        final List<String> changes = new ArrayList<>();
-        change(changes, "rate", before.getRate(), after.getRate());
-        change(changes, "period", period(before), period(after));
-        change(changes, "burst", burst(before), burst(after));
-        change(changes, "scope", before.getScope(), after.getScope());
-        change(changes, "consistency", before.getConsistency(), after.getConsistency());
-        change(changes, "failureMode", before.getFailureMode(), after.getFailureMode());
-        change(changes, "mode", before.getMode(), after.getMode());
-        change(changes, "priority", before.getPriority(), after.getPriority());
-        change(changes, "owner", before.getOwner(), after.getOwner());
-        change(changes, "selector", before.getSelector().toString().replace('\n', ' ').trim(),
-            after.getSelector().toString().replace('\n', ' ').trim());
-        return changes.isEmpty() ? "no change of limits" : String.join("; ", changes);
-    }
-
-    private static void change(final List<String> changes, final String field, final Object before, final Object after)
-    {
-        if (!Objects.equals(before, after))
-        {
-            changes.add(field + " " + before + " -> " + after);
-        }
-    }
-
-    private static String period(final Policy p)
-    {
-        return p.hasPeriod() ? p.getPeriod().getSeconds() + (p.getPeriod().getNanos() == 0 ? "" : "." + p.getPeriod().getNanos()) + "s" : "1s";
-    }
-
-    private static long burst(final Policy p)
-    {
-        return p.getBurst() == 0 ? p.getRate() : p.getBurst();
-    }
-
     // ---- Exemptions ----
 
     private static final Pattern EXEMPTION_ID = Pattern.compile("[a-z0-9][a-z0-9._-]{0,62}");
@@ -851,8 +744,8 @@ public final class PolicyState
         {
             errors.add("exemption.reason: required (why these requests may bypass their limits)");
         }
-        final long at = millis(command.getAt());
-        final long expires = millis(wanted.getExpiresAt());
+        final long at = PolicyVersions.millis(command.getAt());
+        final long expires = PolicyVersions.millis(wanted.getExpiresAt());
         if (!wanted.hasExpiresAt() || expires <= at)
         {
             errors.add("exemption.expiresAt: required, and in the future (was " +
@@ -920,7 +813,7 @@ public final class PolicyState
     /** The cluster's clock moved: record bypasses and expire what is due, both by the entry's time. */
     private Outcome tick(final PolicyCommand command)
     {
-        final long at = millis(command.getAt());
+        final long at = PolicyVersions.millis(command.getAt());
         boolean changed = false;
         for (final Map.Entry<String, Long> used : new TreeMap<>(command.getTick().getBypassedMap()).entrySet())
         {
@@ -935,7 +828,7 @@ public final class PolicyState
         }
         for (final Exemption exemption : List.copyOf(exemptions.values()))
         {
-            if (millis(exemption.getExpiresAt()) <= at)
+            if (PolicyVersions.millis(exemption.getExpiresAt()) <= at)
             {
                 exemptions.remove(exemption.getId());
                 record(command, "EXEMPTION_EXPIRED", "exemption:" + exemption.getId(), 0, exemption.getOwner(), exemption.getReason(),
@@ -1056,7 +949,7 @@ public final class PolicyState
         {
             ids[i] = exemption.getId();
             selectors[i] = selectorOf(exemption);
-            expires[i] = millis(exemption.getExpiresAt());
+            expires[i] = PolicyVersions.millis(exemption.getExpiresAt());
             counters[i] = bypassCounters.computeIfAbsent(exemption.getId(), id -> new AtomicLong());
             i++;
         }
@@ -1082,10 +975,6 @@ public final class PolicyState
         return out.toString().trim();
     }
 
-    private static long millis(final Timestamp t)
-    {
-        return t.getSeconds() * 1000 + t.getNanos() / 1_000_000;
-    }
 
     /** The exemptions in force, for the request path. */
     public ActiveExemptions activeExemptions()
@@ -1146,8 +1035,8 @@ public final class PolicyState
         {
             return null;
         }
-        final PolicyVersion enforced = enforced(history.versions, clockMillis());
-        final PolicyVersion version = enforced != null ? enforced : shadowed(history.versions, clockMillis());
+        final PolicyVersion enforced = PolicyVersions.enforced(history.versions, clockMillis());
+        final PolicyVersion version = enforced != null ? enforced : PolicyVersions.shadowed(history.versions, clockMillis());
         return version == null ? null : version.getPolicy();
     }
 
