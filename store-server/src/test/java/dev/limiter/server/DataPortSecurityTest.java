@@ -4,7 +4,7 @@ import com.google.protobuf.Timestamp;
 import dev.limiter.protocol.ErrorCode;
 import dev.limiter.protocol.MessageType;
 import dev.limiter.protocol.policy.DegradedWindow;
-import dev.limiter.server.net.DataPlaneHandler;
+import dev.limiter.server.net.SdkReports;
 import dev.limiter.server.net.PolicyPublisher;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -72,7 +72,7 @@ class DataPortSecurityTest
         {
             int accepted = 0;
             int refused = 0;
-            for (int i = 0; i < DataPlaneHandler.REPORTS_PER_CONNECTION_BURST + 30; i++)
+            for (int i = 0; i < SdkReports.REPORTS_PER_CONNECTION_BURST + 30; i++)
             {
                 final RawConnection.Answer answer = raw.request(MessageType.DEGRADED_REPORT, i, window("sdk-" + i, i).toByteArray());
                 if (answer.type() == MessageType.DEGRADED_REPORT_RESULT)
@@ -86,7 +86,7 @@ class DataPortSecurityTest
                 }
             }
             // About a burst's worth (plus what refilled at 1/s while the test ran); the rest refused.
-            assertTrue(accepted >= DataPlaneHandler.REPORTS_PER_CONNECTION_BURST && accepted <= DataPlaneHandler.REPORTS_PER_CONNECTION_BURST + 5,
+            assertTrue(accepted >= SdkReports.REPORTS_PER_CONNECTION_BURST && accepted <= SdkReports.REPORTS_PER_CONNECTION_BURST + 5,
                 accepted + " accepted");
             assertTrue(refused >= 25, refused + " refused");
             assertEquals(accepted, server.policyState().audit(r -> r.getAction().equals("SDK_DEGRADED_WINDOW"), 10_000).size());

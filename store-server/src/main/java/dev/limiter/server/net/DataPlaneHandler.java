@@ -1,31 +1,19 @@
 package dev.limiter.server.net;
 
-import com.google.protobuf.InvalidProtocolBufferException;
 import dev.limiter.protocol.AcquireDecoder;
-import dev.limiter.protocol.CompiledPolicy;
-import dev.limiter.protocol.DescriptorField;
 import dev.limiter.protocol.ErrorCode;
 import dev.limiter.protocol.ErrorCodec;
 import dev.limiter.protocol.Frame;
-import dev.limiter.protocol.IpAddresses;
 import dev.limiter.protocol.MessageType;
 import dev.limiter.protocol.PolicySetIndex;
-import dev.limiter.protocol.ReasonCode;
-import dev.limiter.protocol.ResultCodec;
-import dev.limiter.protocol.policy.DegradedWindow;
 import dev.limiter.server.cluster.Replication;
 import dev.limiter.server.control.ActiveExemptions;
 import dev.limiter.server.control.PolicyControl;
-import dev.limiter.server.control.PolicyState;
 import dev.limiter.server.engine.FrameResponder;
 import dev.limiter.server.engine.FrameRouter;
-import dev.limiter.server.engine.FrameWork;
 import dev.limiter.server.engine.Shard;
 import dev.limiter.server.metrics.ServerMetrics;
-import dev.limiter.server.table.BucketTable;
-import dev.limiter.server.table.KeyHash;
 import io.netty.buffer.ByteBuf;
-import io.netty.buffer.ByteBufUtil;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.handler.codec.CorruptedFrameException;
@@ -36,15 +24,15 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
-import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.function.Supplier;
 
 /**
  * One data-plane connection: decodes frames, hands decision frames to the engine's
- * {@link FrameRouter} and answers the rest (PING, STATUS, POLICIES, SDK reports, refusals). Runs on
+ * {@link FrameRouter} and the others, by type, to their owners ({@link ControlFrame}: the
+ * {@link PolicyPublisher} for POLICIES, {@link SdkReports} for SDK reports, and PING, STATUS and the
+ * refusal of MEMBERS here). Runs on
  * the connection's event loop. Requests pipelined on one connection are answered in completion
  * order, matched by correlation id. Bad input gets an ERROR frame; input that breaks framing closes
  * the connection. Reading pauses while the peer does not read its answers or too many of its frames
@@ -56,7 +44,6 @@ public final class DataPlaneHandler extends ChannelInboundHandlerAdapter impleme
 
     private final Supplier<PolicySetIndex> policies;
     private final Supplier<ActiveExemptions> exemptions;
-    private final PolicyPublisher publisher;
     private final Supplier<PolicyControl> control;
     private final List<Shard> shards;
     private final ServerMetrics metrics;
@@ -64,13 +51,8 @@ public final class DataPlaneHandler extends ChannelInboundHandlerAdapter impleme
     /** Cluster mode only (else null): who may decide, and where the leader is. */
     private final Replication replication;
     private final Supplier<String> statusJson;
-    /** Node-wide allowance of SDK reports (every one is a log entry). */
-    private final SdkReportGate reportGate;
-    /** This connection's allowance of SDK reports; created at its first report (event loop only). */
-    private AdmissionBucket reportsFromThisConnection;
-    static final int REPORTS_PER_CONNECTION_PER_SECOND = 1;
-    /** An SDK back from an outage sends its pending windows at once (it keeps up to 64). */
-    public static final int REPORTS_PER_CONNECTION_BURST = 70;
+    /** Owners of the frames that are not decisions, by message type (null: not served). */
+    private final ControlFrame[] controlFrames = new ControlFrame[256];
     /** Frames of this connection being decided; above the cap, reading pauses (event loop only). */
     private int framesInFlight;
     private boolean pausedForFrames;
@@ -88,12 +70,15 @@ public final class DataPlaneHandler extends ChannelInboundHandlerAdapter impleme
         final Supplier<String> statusJson,
         final SdkReportGate reportGate)
     {
-        this.reportGate = reportGate;
+        controlFrames[MessageType.POLICIES] = publisher::answer;
+        controlFrames[MessageType.DEGRADED_REPORT] = new SdkReports(control, replication, reportGate, metrics);
+        controlFrames[MessageType.STATUS] = this::status;
+        controlFrames[MessageType.PING] = DataPlaneHandler::pong;
+        controlFrames[MessageType.MEMBERS] = this::noMembershipHere;
         this.replication = replication;
         this.statusJson = statusJson;
         this.policies = policies;
         this.exemptions = exemptions;
-        this.publisher = publisher;
         this.control = control;
         this.shards = shards;
         this.metrics = metrics;
@@ -130,42 +115,19 @@ public final class DataPlaneHandler extends ChannelInboundHandlerAdapter impleme
                 return;
             }
             final int type = Frame.type(frame);
-            switch (type)
+            if (type == MessageType.ACQUIRE || type == MessageType.BATCH_ACQUIRE)
             {
-                case MessageType.ACQUIRE:
-                case MessageType.BATCH_ACQUIRE:
-                    acquire(ctx, frame, correlationId, type == MessageType.ACQUIRE);
-                    break;
-                case MessageType.STATUS:
-                    final ByteBuf status = ctx.alloc().buffer(512);
-                    final int start = Frame.begin(status, MessageType.STATUS_RESULT, correlationId);
-                    status.writeCharSequence(statusJson.get(), StandardCharsets.UTF_8);
-                    Frame.finish(status, start);
-                    ctx.writeAndFlush(status, ctx.voidPromise());
-                    break;
-                case MessageType.MEMBERS:
-                    // Anybody who can reach this port may send anything: nothing here changes the cluster.
-                    metrics.refused("members-on-data-port");
-                    error(ctx, correlationId, ErrorCode.FORBIDDEN, "the data port does not change membership; use the " +
-                        "authenticated admin API (./limiter cluster add|remove, or PUT/DELETE /v1/members/{id} with the " +
-                        "admin token); nothing changed");
-                    break;
-                case MessageType.POLICIES:
-                    policies(ctx, frame, correlationId);
-                    break;
-                case MessageType.DEGRADED_REPORT:
-                    degradedReport(ctx, frame, correlationId);
-                    break;
-                case MessageType.PING:
-                    final ByteBuf pong = ctx.alloc().buffer(Frame.HEADER_LENGTH);
-                    Frame.finish(pong, Frame.begin(pong, MessageType.PONG, correlationId));
-                    ctx.writeAndFlush(pong, ctx.voidPromise());
-                    break;
-                default:
-                    error(ctx, correlationId, ErrorCode.UNKNOWN_TYPE, "message type " + MessageType.name(type) +
-                        " is not a request this node serves (ACQUIRE=1, BATCH_ACQUIRE=3, PING=5, STATUS=8, MEMBERS=10, POLICIES=12, DEGRADED_REPORT=14)");
-                    break;
+                acquire(ctx, frame, correlationId, type == MessageType.ACQUIRE);
+                return;
             }
+            final ControlFrame owner = controlFrames[type];
+            if (owner == null)
+            {
+                error(ctx, correlationId, ErrorCode.UNKNOWN_TYPE, "message type " + MessageType.name(type) +
+                    " is not a request this node serves (ACQUIRE=1, BATCH_ACQUIRE=3, PING=5, STATUS=8, MEMBERS=10, POLICIES=12, DEGRADED_REPORT=14)");
+                return;
+            }
+            owner.handle(ctx, frame, correlationId, this);
         }
         finally
         {
@@ -192,111 +154,29 @@ public final class DataPlaneHandler extends ChannelInboundHandlerAdapter impleme
         router.route(ctx, this, policies.get(), exemptions.get(), shards, correlationId, start, single);
     }
 
-    /**
-     * POLICIES: the set in force now; with the subscribe flag, every later one too, and with an
-     * instance id, the FLEET count of SDK instances (see PolicyPublisher).
-     */
-    private void policies(final ChannelHandlerContext ctx, final ByteBuf frame, final long correlationId)
+    private void status(final ChannelHandlerContext ctx, final ByteBuf frame, final long correlationId, final FrameResponder answers)
     {
-        final int body = Frame.bodyOffset(frame);
-        final int bodyLength = Frame.frameEnd(frame) - body;
-        final int flags = bodyLength < 1 ? 0 : frame.getUnsignedByte(body);
-        final boolean subscribe = (flags & 1) != 0;
-        final boolean withInstance = (flags & 2) != 0;
-        final int idLength = withInstance && bodyLength >= 2 ? frame.getUnsignedByte(body + 1) : 0;
-        final String problem = bodyLength < 1 ? "is empty" :
-            (flags & ~3) != 0 ? "has unknown flags " + Integer.toBinaryString(flags) :
-            withInstance && !subscribe ? "names an instance without subscribing (bit 1 needs bit 0)" :
-            withInstance && bodyLength < 2 ? "has no instance id length" :
-            withInstance && idLength == 0 ? "has an instance id of 0 bytes" :
-            bodyLength != (withInstance ? 2 + idLength : 1) ? "is " + bodyLength + " bytes where its flags say " +
-                (withInstance ? 2 + idLength : 1) : null;
-        if (problem != null)
-        {
-            error(ctx, correlationId, ErrorCode.MALFORMED_FRAME, "POLICIES body " + problem +
-                "; it is u8 flags (bit 0: subscribe, bit 1: an instance id follows as u8 length and 1-255 UTF-8 bytes)");
-            return;
-        }
-        final ByteBuf answer = publisher.encode(ctx.alloc(), correlationId);
-        if (answer == null)
-        {
-            error(ctx, correlationId, ErrorCode.INTERNAL, "the policy set does not fit in one frame; read it from the admin API");
-            return;
-        }
-        ctx.writeAndFlush(answer, ctx.voidPromise());
-        if (subscribe)
-        {
-            publisher.subscribe(ctx.channel(), withInstance ? frame.toString(body + 2, idLength, StandardCharsets.UTF_8) : null);
-        }
+        final ByteBuf status = ctx.alloc().buffer(512);
+        final int start = Frame.begin(status, MessageType.STATUS_RESULT, correlationId);
+        status.writeCharSequence(statusJson.get(), StandardCharsets.UTF_8);
+        Frame.finish(status, start);
+        ctx.writeAndFlush(status, ctx.voidPromise());
     }
 
-    /** DEGRADED_REPORT: an SDK's window of local decisions, into the audit log (through the leader). */
-    private void degradedReport(final ChannelHandlerContext ctx, final ByteBuf frame, final long correlationId)
+    private static void pong(final ChannelHandlerContext ctx, final ByteBuf frame, final long correlationId, final FrameResponder answers)
     {
-        final int bodyLength = Frame.frameEnd(frame) - Frame.bodyOffset(frame);
-        if (bodyLength > MessageType.MAX_DEGRADED_REPORT_BYTES)
-        {
-            metrics.refused("sdk-report-invalid");
-            error(ctx, correlationId, ErrorCode.MALFORMED_FRAME, "DEGRADED_REPORT body is " + bodyLength + " bytes; at most " +
-                MessageType.MAX_DEGRADED_REPORT_BYTES + " are taken");
-            return;
-        }
-        final DegradedWindow window;
-        try
-        {
-            window = DegradedWindow.parseFrom(
-                ByteBuffer.wrap(ByteBufUtil.getBytes(frame, Frame.bodyOffset(frame), bodyLength)));
-        }
-        catch (final InvalidProtocolBufferException e)
-        {
-            metrics.refused("sdk-report-invalid");
-            error(ctx, correlationId, ErrorCode.MALFORMED_FRAME, "DEGRADED_REPORT body is not a DegradedWindow: " + e.getMessage());
-            return;
-        }
-        final String problem = PolicyState.degradedWindowProblem(window);
-        if (problem != null)
-        {
-            metrics.refused("sdk-report-invalid");
-            error(ctx, correlationId, ErrorCode.MALFORMED_FRAME, "DEGRADED_REPORT refused: " + problem);
-            return;
-        }
-        if (replication != null && !replication.isLeader())
-        {
-            notLeader(ctx, correlationId); // only the leader appends: do not spend this connection's allowance here
-            return;
-        }
-        // Every report becomes a log entry: bounded per connection and for the whole node.
-        final long now = System.nanoTime();
-        if (reportsFromThisConnection == null)
-        {
-            reportsFromThisConnection = new AdmissionBucket(REPORTS_PER_CONNECTION_PER_SECOND, REPORTS_PER_CONNECTION_BURST, now);
-        }
-        if (!reportsFromThisConnection.tryTake(now) || !reportGate.tryTake(now))
-        {
-            metrics.refused("sdk-report-rate");
-            error(ctx, correlationId, ErrorCode.OVERLOADED, "this node takes at most " + REPORTS_PER_CONNECTION_PER_SECOND +
-                " degraded-window report per second per connection (bursts of " + REPORTS_PER_CONNECTION_BURST + ") and " +
-                SdkReportGate.PER_SECOND + " per second in all; keep the window and send it again later");
-            return;
-        }
-        control.get().submit(PolicyState.command(window.getClient(), System.currentTimeMillis())
-            .setDegraded(window).build()).whenComplete((outcome, failure) -> ctx.executor().execute(() ->
-            {
-                if (failure != null)
-                {
-                    notLeader(ctx, correlationId); // a follower, or leadership lost meanwhile: the SDK tries another node
-                }
-                else if (outcome.status() != PolicyState.Status.OK)
-                {
-                    error(ctx, correlationId, ErrorCode.MALFORMED_FRAME, outcome.error().getError());
-                }
-                else
-                {
-                    final ByteBuf done = ctx.alloc().buffer(Frame.HEADER_LENGTH);
-                    Frame.finish(done, Frame.begin(done, MessageType.DEGRADED_REPORT_RESULT, correlationId));
-                    ctx.writeAndFlush(done, ctx.voidPromise());
-                }
-            }));
+        final ByteBuf pong = ctx.alloc().buffer(Frame.HEADER_LENGTH);
+        Frame.finish(pong, Frame.begin(pong, MessageType.PONG, correlationId));
+        ctx.writeAndFlush(pong, ctx.voidPromise());
+    }
+
+    /** Anybody who can reach this port may send anything: nothing here changes the cluster. */
+    private void noMembershipHere(final ChannelHandlerContext ctx, final ByteBuf frame, final long correlationId, final FrameResponder answers)
+    {
+        metrics.refused("members-on-data-port");
+        error(ctx, correlationId, ErrorCode.FORBIDDEN, "the data port does not change membership; use the " +
+            "authenticated admin API (./limiter cluster add|remove, or PUT/DELETE /v1/members/{id} with the " +
+            "admin token); nothing changed");
     }
 
     /** Answers NOT_LEADER with the leader's data address (empty while there is none). */

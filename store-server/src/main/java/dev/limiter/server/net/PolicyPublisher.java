@@ -1,11 +1,14 @@
 package dev.limiter.server.net;
 
+import dev.limiter.protocol.ErrorCode;
 import dev.limiter.protocol.Frame;
 import dev.limiter.protocol.MessageType;
 import dev.limiter.server.control.PolicyState;
+import dev.limiter.server.engine.FrameResponder;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
 import io.netty.channel.Channel;
+import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.group.ChannelGroup;
 import io.netty.channel.group.DefaultChannelGroup;
 import io.netty.util.concurrent.GlobalEventExecutor;
@@ -13,6 +16,7 @@ import io.netty.util.concurrent.GlobalEventExecutor;
 import java.net.InetSocketAddress;
 import java.net.SocketAddress;
 import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
 import java.util.HashSet;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
@@ -207,6 +211,45 @@ public final class PolicyPublisher
             {
                 channel.writeAndFlush(push, channel.voidPromise());
             }
+        }
+    }
+
+    /**
+     * POLICIES: the set in force now; with the subscribe flag, every later one too, and with an
+     * instance id, the FLEET count of SDK instances (see PolicyPublisher).
+     */
+    /** Answers a POLICIES request (see the class comment); the frame is the request. */
+    void answer(final ChannelHandlerContext ctx, final ByteBuf frame, final long correlationId, final FrameResponder answers)
+    {
+        final int body = Frame.bodyOffset(frame);
+        final int bodyLength = Frame.frameEnd(frame) - body;
+        final int flags = bodyLength < 1 ? 0 : frame.getUnsignedByte(body);
+        final boolean subscribe = (flags & 1) != 0;
+        final boolean withInstance = (flags & 2) != 0;
+        final int idLength = withInstance && bodyLength >= 2 ? frame.getUnsignedByte(body + 1) : 0;
+        final String problem = bodyLength < 1 ? "is empty" :
+            (flags & ~3) != 0 ? "has unknown flags " + Integer.toBinaryString(flags) :
+            withInstance && !subscribe ? "names an instance without subscribing (bit 1 needs bit 0)" :
+            withInstance && bodyLength < 2 ? "has no instance id length" :
+            withInstance && idLength == 0 ? "has an instance id of 0 bytes" :
+            bodyLength != (withInstance ? 2 + idLength : 1) ? "is " + bodyLength + " bytes where its flags say " +
+                (withInstance ? 2 + idLength : 1) : null;
+        if (problem != null)
+        {
+            answers.error(ctx, correlationId, ErrorCode.MALFORMED_FRAME, "POLICIES body " + problem +
+                "; it is u8 flags (bit 0: subscribe, bit 1: an instance id follows as u8 length and 1-255 UTF-8 bytes)");
+            return;
+        }
+        final ByteBuf answer = encode(ctx.alloc(), correlationId);
+        if (answer == null)
+        {
+            answers.error(ctx, correlationId, ErrorCode.INTERNAL, "the policy set does not fit in one frame; read it from the admin API");
+            return;
+        }
+        ctx.writeAndFlush(answer, ctx.voidPromise());
+        if (subscribe)
+        {
+            subscribe(ctx.channel(), withInstance ? frame.toString(body + 2, idLength, StandardCharsets.UTF_8) : null);
         }
     }
 }
