@@ -101,7 +101,7 @@ class SdkStartAndPauseTest
             final String node = cluster.awaitLeader(null);
             final String javaBin = Path.of(System.getProperty("java.home"), "bin", "java").toString();
             final Process client = new ProcessBuilder(javaBin, "-XX:+UseSerialGC", "-Xmx1g", "-cp", System.getProperty("java.class.path"),
-                PausingClient.class.getName(), "127.0.0.1:" + cluster.port(node), "6", "50")
+                PausingClient.class.getName(), "127.0.0.1:" + cluster.port(node), "6", "200")
                 .redirectErrorStream(true).start();
             final String output = new String(client.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
             assertTrue(client.waitFor(60, java.util.concurrent.TimeUnit.SECONDS), output);
@@ -111,15 +111,17 @@ class SdkStartAndPauseTest
             assertTrue(number(result, "node") > 1000, result);
             assertEquals(0, number(result, "errors"), "calls that failed: " + result);
             // Pauses never open the circuit and never count against the store: every local decision is
-            // put down to this side (pausedTimeouts). Nearly always there is none: the answers that
-            // arrived meanwhile are read once the process runs again. In 10 runs: 0 in 7, 1 or 2 in
-            // two (a call whose answer was not read within the grace after a stop), and once 10,514
-            // that this line did not explain yet (hence windows and minOpen in it). Before the
-            // fixes of issue 13, 63% of decisions were local in a run like this.
+            // put down to this side (pausedTimeouts); nearly always there is none, the answers that
+            // arrived meanwhile being read once the process runs again. The deadline is 200 ms, as in the
+            // service this was first seen in (63% of decisions local then). With 50 ms, about one run in
+            // two here also had a call the node itself answered late (sent 2 ms after a 141 ms stop of
+            // the client, no answer 50 ms later: on two cores the node shares one with everything else
+            // while the client collects on the other), and once three in a row opened the circuit.
             final long local = number(result, "local");
             assertEquals(number(result, "pausedTimeouts"), local, "local decisions not put down to this side's pauses: " + result);
             assertTrue(local * 1000 <= number(result, "node"), "calls decided by the SDK itself: " + result);
             assertTrue(result.contains("circuitOpened=false"), "the circuit opened: " + result);
+            assertEquals(0, number(result, "windows"), "an outage window was reported (the circuit opened): " + result);
         }
     }
 
