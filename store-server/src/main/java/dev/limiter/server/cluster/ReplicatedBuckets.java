@@ -22,18 +22,16 @@ import java.nio.charset.StandardCharsets;
  *
  * <pre>
  * DECISIONS: see {@link DecisionsEntry} (its one owner)
- * SYNC:      u8 2 | i64 term | u16 id length | id | i64 submission
+ * SYNC:      see {@link SyncEntry} (its one owner)
  *            (a leader's marker: copy committed into its deciding tables; submission is the marker's
  *            place in the leader's order of submissions, so it knows which of its batches follow it)
- * POLICY:    u8 3 | PolicyCommand (protobuf)           (a control-plane change; the reply is PolicyState.Outcome)
+ * POLICY:    see {@link PolicyEntry} (its one owner; the reply is PolicyState.Outcome)
  * </pre>
  * Applying a decision repeats exactly what the leader did (same key, policy, cost and cluster time,
  * in the same order), so every replica's tables equal the leader's. Nothing here reads a clock.
  */
 public final class ReplicatedBuckets implements ReplicatedStateMachine
 {
-    static final byte SYNC = 2;
-    public static final byte POLICY = 3;
     /** First int of a snapshot of this format. */
     private static final int SNAPSHOT_MAGIC = 0x4C494D32;
 
@@ -86,28 +84,23 @@ public final class ReplicatedBuckets implements ReplicatedStateMachine
             applyDecisions(payload);
             publish();
         }
-        else if (type == SYNC)
+        else if (type == SyncEntry.TYPE)
         {
-            final long term = payload.getLong(payload.position() + 1);
-            final int idLength = payload.getShort(payload.position() + 9) & 0xFFFF;
-            final byte[] id = new byte[idLength];
-            payload.get(payload.position() + 11, id);
-            // Markers written before the submission number existed say nothing about later batches.
-            final long submission = payload.remaining() >= 19 + idLength ? payload.getLong(payload.position() + 11 + idLength) : Long.MAX_VALUE;
+            final SyncEntry marker = SyncEntry.decode(payload);
             final SyncTarget target = syncTarget;
-            if (target != null && selfId.equals(new String(id, StandardCharsets.UTF_8)))
+            if (target != null && selfId.equals(marker.nodeId()))
             {
-                target.syncFrom(committed, term, submission);
+                target.syncFrom(committed, marker.term(), marker.submission());
             }
         }
-        else if (type == POLICY)
+        else if (type == PolicyEntry.TYPE)
         {
             final PolicyCommand command;
             try
             {
-                command = PolicyCommand.parseFrom(payload.duplicate().position(payload.position() + 1));
+                command = PolicyEntry.decode(payload);
             }
-            catch (final InvalidProtocolBufferException e)
+            catch (final IllegalArgumentException e)
             {
                 throw new IllegalStateException("malformed policy command at index " + index, e);
             }
@@ -270,23 +263,8 @@ public final class ReplicatedBuckets implements ReplicatedStateMachine
         policies.reset();
     }
 
-    /** A control-plane change as a log entry. */
-    public static ByteBuffer policyEntry(final PolicyCommand command)
-    {
-        final byte[] body = command.toByteArray();
-        return ByteBuffer.allocate(1 + body.length).put(POLICY).put(body).flip();
-    }
-
     public PolicyState policies()
     {
         return policies;
-    }
-
-    static ByteBuffer syncEntry(final long term, final String nodeId, final long submission)
-    {
-        final byte[] id = nodeId.getBytes(StandardCharsets.UTF_8);
-        final ByteBuffer entry = ByteBuffer.allocate(19 + id.length);
-        entry.put(SYNC).putLong(term).putShort((short)id.length).put(id).putLong(submission);
-        return entry.flip();
     }
 }

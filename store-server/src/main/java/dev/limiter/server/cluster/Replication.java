@@ -175,9 +175,9 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, PolicyLo
         final PolicyCommand seed = bootstrap;
         if (seed != null && !buckets.policies().bootstrapped())
         {
-            submit(number -> ReplicatedBuckets.policyEntry(seed)); // before the marker; its failure shows as a SYNC failure too
+            submit(number -> PolicyEntry.encode(seed)); // before the marker; its failure shows as a SYNC failure too
         }
-        submit(submission -> ReplicatedBuckets.syncEntry(term, node.nodeId(), submission)).committed().whenComplete((reply, failure) ->
+        submit(submission -> new SyncEntry(term, node.nodeId(), submission).encode()).committed().whenComplete((reply, failure) ->
         {
             if (failure != null)
             {
@@ -408,7 +408,7 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, PolicyLo
     @Override
     public CompletableFuture<ByteBuffer> append(final PolicyCommand command)
     {
-        return append(ReplicatedBuckets.policyEntry(command)).committed();
+        return append(PolicyEntry.encode(command)).committed();
     }
 
     /** The leader Ratis knows of now (null during an election), read live so it is never stale. */
