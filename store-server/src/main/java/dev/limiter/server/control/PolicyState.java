@@ -25,8 +25,6 @@ import dev.limiter.protocol.policy.PolicyStateSnapshot;
 import dev.limiter.protocol.policy.PolicyVersion;
 import dev.limiter.protocol.policy.RemoveExemption;
 import dev.limiter.protocol.policy.RollbackCommand;
-import dev.limiter.protocol.policy.Scope;
-import dev.limiter.protocol.policy.Selector;
 
 import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
@@ -42,7 +40,6 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Predicate;
-import java.util.regex.Pattern;
 import java.util.stream.IntStream;
 
 /**
@@ -718,66 +715,10 @@ public final class PolicyState
 
     // ---- Exemptions ----
 
-    private static final Pattern EXEMPTION_ID = Pattern.compile("[a-z0-9][a-z0-9._-]{0,62}");
-
     private Outcome exempt(final PolicyCommand command)
     {
         final Exemption wanted = command.getExempt();
-        final List<String> errors = new ArrayList<>();
-        if (!EXEMPTION_ID.matcher(wanted.getId()).matches())
-        {
-            errors.add("exemption.id: '" + wanted.getId() + "' must match [a-z0-9][a-z0-9._-]{0,62}");
-        }
-        if (wanted.getTenant().isBlank() && wanted.getPrincipal().isBlank() && wanted.getRoute().isBlank())
-        {
-            errors.add("exemption: set at least one of tenant, principal (with its tenant) or route; an exemption for everything is not allowed");
-        }
-        if (!wanted.getPrincipal().isBlank() && wanted.getTenant().isBlank())
-        {
-            errors.add("exemption.principal: needs the tenant too (a principal is unique only within its tenant)");
-        }
-        if (wanted.getOwner().isBlank())
-        {
-            errors.add("exemption.owner: required (the team or person answerable for it)");
-        }
-        if (wanted.getReason().isBlank())
-        {
-            errors.add("exemption.reason: required (why these requests may bypass their limits)");
-        }
-        final long at = PolicyVersions.millis(command.getAt());
-        final long expires = PolicyVersions.millis(wanted.getExpiresAt());
-        if (!wanted.hasExpiresAt() || expires <= at)
-        {
-            errors.add("exemption.expiresAt: required, and in the future (was " +
-                (wanted.hasExpiresAt() ? Timestamps.toString(wanted.getExpiresAt()) : "absent") + ")");
-        }
-        else if (expires - at > MAX_EXEMPTION_MILLIS)
-        {
-            errors.add("exemption.expiresAt: at most 90 days ahead; renew it later instead");
-        }
-        if (errors.isEmpty())
-        {
-            try
-            {
-                selectorOf(wanted);
-            }
-            catch (final PolicyValidationException e)
-            {
-                errors.addAll(e.errors());
-            }
-        }
-        if (exemptions.containsKey(wanted.getId()))
-        {
-            errors.add("exemption.id: '" + wanted.getId() + "' is active; remove it first or choose another id");
-        }
-        for (final Exemption other : exemptions.values())
-        {
-            if (other.getTenant().equals(wanted.getTenant()) && other.getPrincipal().equals(wanted.getPrincipal()) &&
-                other.getRoute().equals(wanted.getRoute()) && !other.getId().equals(wanted.getId()))
-            {
-                errors.add("exemption: '" + other.getId() + "' already covers exactly these requests");
-            }
-        }
+        final List<String> errors = ExemptionRules.problems(wanted, PolicyVersions.millis(command.getAt()), exemptions.values());
         if (!errors.isEmpty())
         {
             return Outcome.invalid("exemption " + wanted.getId() + " is invalid; nothing changed", errors);
@@ -786,7 +727,7 @@ public final class PolicyState
         exemptions.put(made.getId(), made);
         compileExemptions();
         record(command, "EXEMPTION_CREATED", "exemption:" + made.getId(), 0, made.getOwner(), made.getReason(),
-            describe(made) + " until " + Timestamps.toString(made.getExpiresAt()));
+            ExemptionRules.describe(made) + " until " + Timestamps.toString(made.getExpiresAt()));
         return Outcome.ok(ChangeResult.newBuilder().setSetVersion(setVersion).build());
     }
 
@@ -806,7 +747,7 @@ public final class PolicyState
         exemptions.remove(remove.getId());
         compileExemptions();
         record(command, "EXEMPTION_REMOVED", "exemption:" + existing.getId(), 0, existing.getOwner(), remove.getReason(),
-            describe(existing) + "; " + existing.getBypassed() + " decisions bypassed in all");
+            ExemptionRules.describe(existing) + "; " + existing.getBypassed() + " decisions bypassed in all");
         return Outcome.ok(ChangeResult.newBuilder().setSetVersion(setVersion).build());
     }
 
@@ -832,7 +773,7 @@ public final class PolicyState
             {
                 exemptions.remove(exemption.getId());
                 record(command, "EXEMPTION_EXPIRED", "exemption:" + exemption.getId(), 0, exemption.getOwner(), exemption.getReason(),
-                    describe(exemption) + "; " + exemption.getBypassed() + " decisions bypassed in all");
+                    ExemptionRules.describe(exemption) + "; " + exemption.getBypassed() + " decisions bypassed in all");
                 changed = true;
             }
         }
@@ -924,19 +865,6 @@ public final class PolicyState
         }
     }
 
-    /** An exemption's selector, compiled as a policy's is (so it matches requests exactly alike). */
-    private static CompiledPolicy selectorOf(final Exemption exemption)
-    {
-        return PolicySetIndex.compileOne(Policy.newBuilder()
-            .setId(exemption.getId().isEmpty() ? "x" : exemption.getId())
-            .setSelector(Selector.newBuilder()
-                .setTenant(exemption.getTenant()).setPrincipal(exemption.getPrincipal()).setRoute(exemption.getRoute()))
-            .setRate(1)
-            .setScope(Scope.GLOBAL)
-            .setOwner(exemption.getOwner().isBlank() ? "-" : exemption.getOwner())
-            .build(), "exemption");
-    }
-
     private void compileExemptions()
     {
         final int n = exemptions.size();
@@ -948,7 +876,7 @@ public final class PolicyState
         for (final Exemption exemption : exemptions.values())
         {
             ids[i] = exemption.getId();
-            selectors[i] = selectorOf(exemption);
+            selectors[i] = ExemptionRules.selectorOf(exemption);
             expires[i] = PolicyVersions.millis(exemption.getExpiresAt());
             counters[i] = bypassCounters.computeIfAbsent(exemption.getId(), id -> new AtomicLong());
             i++;
@@ -956,25 +884,6 @@ public final class PolicyState
         bypassCounters.keySet().retainAll(exemptions.keySet());
         activeExemptions = n == 0 ? ActiveExemptions.NONE : new ActiveExemptions(ids, selectors, expires, counters);
     }
-
-    private static String describe(final Exemption e)
-    {
-        final StringBuilder out = new StringBuilder();
-        if (!e.getTenant().isEmpty())
-        {
-            out.append("tenant=").append(e.getTenant()).append(' ');
-        }
-        if (!e.getPrincipal().isEmpty())
-        {
-            out.append("principal=").append(e.getPrincipal()).append(' ');
-        }
-        if (!e.getRoute().isEmpty())
-        {
-            out.append("route=").append(e.getRoute()).append(' ');
-        }
-        return out.toString().trim();
-    }
-
 
     /** The exemptions in force, for the request path. */
     public ActiveExemptions activeExemptions()
