@@ -3,7 +3,6 @@ package dev.limiter.server;
 import dev.limiter.client.Descriptor;
 import dev.limiter.client.LimiterClient;
 import dev.limiter.protocol.AcquireCodec;
-import dev.limiter.protocol.ErrorCode;
 import dev.limiter.protocol.Frame;
 import dev.limiter.protocol.MessageType;
 import io.netty.buffer.ByteBuf;
@@ -15,11 +14,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
-import java.io.DataInputStream;
-import java.io.EOFException;
 import java.io.IOException;
-import java.io.OutputStream;
-import java.net.Socket;
 import java.net.SocketException;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
@@ -73,98 +68,27 @@ class BadInputTest
         assertTrue(leaks.isEmpty(), "Netty buffers leaked:\n" + String.join("\n", leaks));
     }
 
-    /** A raw TCP connection speaking (or not) the frame format. */
-    private static final class Raw implements AutoCloseable
+    private static RawConnection connect() throws IOException
     {
-        final Socket socket;
-        final OutputStream out;
-        final DataInputStream in;
-
-        Raw() throws IOException
-        {
-            socket = new Socket("127.0.0.1", server.port());
-            socket.setSoTimeout(5000);
-            out = socket.getOutputStream();
-            in = new DataInputStream(socket.getInputStream());
-        }
-
-        void send(final byte[] bytes) throws IOException
-        {
-            out.write(bytes);
-            out.flush();
-        }
-
-        /** Reads one frame: {type, correlation id, body}; null when the node closed the connection. */
-        Object[] read() throws IOException
-        {
-            final int length;
-            try
-            {
-                length = in.readInt();
-            }
-            catch (final EOFException | SocketException e)
-            {
-                return null;
-            }
-            final byte[] rest = new byte[length];
-            in.readFully(rest);
-            final ByteBuffer b = ByteBuffer.wrap(rest);
-            b.get(); // version
-            final int type = b.get() & 0xFF;
-            b.getShort();
-            final long correlationId = b.getLong();
-            final byte[] body = new byte[b.remaining()];
-            b.get(body);
-            return new Object[] { type, correlationId, body };
-        }
-
-        /** Reads an ERROR frame and returns "CODE: message". */
-        String readError() throws IOException
-        {
-            final Object[] frame = read();
-            assertTrue(frame != null, "expected an ERROR frame, the connection was closed");
-            assertEquals(MessageType.ERROR, frame[0]);
-            final ByteBuffer body = ByteBuffer.wrap((byte[])frame[2]);
-            final ErrorCode code = ErrorCode.ofOrNull(body.getShort() & 0xFFFF);
-            final byte[] message = new byte[body.getShort() & 0xFFFF];
-            body.get(message);
-            return code + ": " + new String(message, StandardCharsets.UTF_8);
-        }
-
-        boolean closedByPeer() throws IOException
-        {
-            try
-            {
-                return in.read() == -1;
-            }
-            catch (final SocketException e)
-            {
-                return true;
-            }
-        }
-
-        void assertStillServes() throws IOException
-        {
-            send(frame(MessageType.PING, 4242, new byte[0]));
-            final Object[] pong = read();
-            assertTrue(pong != null, "the connection should still be open");
-            assertEquals(MessageType.PONG, pong[0]);
-            assertEquals(4242L, pong[1]);
-        }
-
-        @Override
-        public void close() throws IOException
-        {
-            socket.close();
-        }
+        return new RawConnection(server.port());
     }
 
-    static byte[] frame(final int type, final long correlationId, final byte[] body)
+    /** Reads an ERROR frame and returns "CODE: message". */
+    private static String readError(final RawConnection raw) throws IOException
     {
-        final ByteBuffer b = ByteBuffer.allocate(Frame.HEADER_LENGTH + body.length);
-        b.putInt(Frame.MIN_LENGTH_FIELD + body.length).put((byte)Frame.VERSION).put((byte)type).putShort((short)0)
-            .putLong(correlationId).put(body);
-        return b.array();
+        final RawConnection.Answer answer = raw.read();
+        assertTrue(answer != null, "expected an ERROR frame, the connection was closed");
+        assertEquals(MessageType.ERROR, answer.type());
+        return answer.errorCode() + ": " + answer.errorMessage();
+    }
+
+    private static void assertStillServes(final RawConnection raw) throws IOException
+    {
+        raw.send(RawConnection.frame(MessageType.PING, 4242, new byte[0]));
+        final RawConnection.Answer pong = raw.read();
+        assertTrue(pong != null, "the connection should still be open");
+        assertEquals(MessageType.PONG, pong.type());
+        assertEquals(4242L, pong.correlationId());
     }
 
     static byte[] acquireBody(final byte[] encodedFields)
@@ -188,16 +112,16 @@ class BadInputTest
     @Test
     void truncatedFrameWaitsForTheRestAndClosingFreesIt() throws Exception
     {
-        try (Raw raw = new Raw())
+        try (RawConnection raw = connect())
         {
-            final byte[] whole = frame(MessageType.ACQUIRE, 1, acquireBody(AcquireCodec.encodeFields("t", "", "", "/r", "", "")));
+            final byte[] whole = RawConnection.frame(MessageType.ACQUIRE, 1, acquireBody(AcquireCodec.encodeFields("t", "", "", "/r", "", "")));
             raw.send(java.util.Arrays.copyOf(whole, whole.length - 5));
             Thread.sleep(100);
             // Nothing is answered for half a frame; the rest completes it.
             raw.send(java.util.Arrays.copyOfRange(whole, whole.length - 5, whole.length));
-            final Object[] result = raw.read();
-            assertEquals(MessageType.RESULT, result[0]);
-            assertEquals(1L, result[1]);
+            final RawConnection.Answer result = raw.read();
+            assertEquals(MessageType.RESULT, result.type());
+            assertEquals(1L, result.correlationId());
             raw.send(java.util.Arrays.copyOf(whole, 20)); // left hanging when we close
         }
     }
@@ -205,10 +129,10 @@ class BadInputTest
     @Test
     void oversizedFrameGetsFrameTooLargeAndTheConnectionCloses() throws Exception
     {
-        try (Raw raw = new Raw())
+        try (RawConnection raw = connect())
         {
             raw.send(ByteBuffer.allocate(8).putInt(2 << 20).putInt(0).array());
-            assertTrue(raw.readError().startsWith("FRAME_TOO_LARGE"));
+            assertTrue(readError(raw).startsWith("FRAME_TOO_LARGE"));
             assertTrue(raw.closedByPeer());
         }
     }
@@ -216,10 +140,10 @@ class BadInputTest
     @Test
     void negativeLengthGetsMalformedFrameAndTheConnectionCloses() throws Exception
     {
-        try (Raw raw = new Raw())
+        try (RawConnection raw = connect())
         {
             raw.send(ByteBuffer.allocate(16).putInt(-7).putLong(0).putInt(0).array());
-            final String error = raw.readError();
+            final String error = readError(raw);
             assertTrue(error.startsWith("MALFORMED_FRAME") && error.contains("negative"), error);
             assertTrue(raw.closedByPeer());
         }
@@ -228,10 +152,10 @@ class BadInputTest
     @Test
     void lengthTooSmallForAHeaderGetsMalformedFrameAndTheConnectionCloses() throws Exception
     {
-        try (Raw raw = new Raw())
+        try (RawConnection raw = connect())
         {
             raw.send(ByteBuffer.allocate(8).putInt(4).putInt(0x01050000).array());
-            assertTrue(raw.readError().startsWith("MALFORMED_FRAME"));
+            assertTrue(readError(raw).startsWith("MALFORMED_FRAME"));
             assertTrue(raw.closedByPeer());
         }
     }
@@ -239,12 +163,12 @@ class BadInputTest
     @Test
     void unknownTypeGetsAnErrorAndTheConnectionStaysUsable() throws Exception
     {
-        try (Raw raw = new Raw())
+        try (RawConnection raw = connect())
         {
-            raw.send(frame(99, 17, new byte[3]));
-            final String error = raw.readError();
+            raw.send(RawConnection.frame(99, 17, new byte[3]));
+            final String error = readError(raw);
             assertTrue(error.startsWith("UNKNOWN_TYPE"), error);
-            raw.assertStillServes();
+            assertStillServes(raw);
         }
     }
 
@@ -260,70 +184,70 @@ class BadInputTest
         bad.put("has an instance id of 0 bytes", new byte[] {3, 0});
         bad.put("is 4 bytes where its flags say 7", new byte[] {3, 5, 's', 'v'});
         bad.put("is 2 bytes where its flags say 1", new byte[] {1, 0});
-        try (Raw raw = new Raw())
+        try (RawConnection raw = connect())
         {
             long correlation = 40;
             for (final java.util.Map.Entry<String, byte[]> body : bad.entrySet())
             {
-                raw.send(frame(MessageType.POLICIES, correlation++, body.getValue()));
-                final String error = raw.readError();
+                raw.send(RawConnection.frame(MessageType.POLICIES, correlation++, body.getValue()));
+                final String error = readError(raw);
                 assertTrue(error.startsWith("MALFORMED_FRAME") && error.contains(body.getKey()) &&
                     error.contains("bit 1: an instance id follows"), body.getKey() + " -> " + error);
             }
-            raw.assertStillServes();
+            assertStillServes(raw);
             final byte[] good = new byte[2 + id.length];
             good[0] = 3;
             good[1] = (byte)id.length;
             System.arraycopy(id, 0, good, 2, id.length);
-            raw.send(frame(MessageType.POLICIES, correlation, good));
-            final Object[] set = raw.read();
-            assertEquals(MessageType.POLICIES_RESULT, set[0]);
-            assertEquals(correlation, set[1]);
-            final Object[] fleet = raw.read();
-            assertEquals(MessageType.FLEET, fleet[0]);
-            assertEquals(0L, fleet[1]);
-            assertEquals(2, ByteBuffer.wrap((byte[])fleet[2]).getInt(), "this instance and the bystander SDK (two connections, one instance)");
+            raw.send(RawConnection.frame(MessageType.POLICIES, correlation, good));
+            final RawConnection.Answer set = raw.read();
+            assertEquals(MessageType.POLICIES_RESULT, set.type());
+            assertEquals(correlation, set.correlationId());
+            final RawConnection.Answer fleet = raw.read();
+            assertEquals(MessageType.FLEET, fleet.type());
+            assertEquals(0L, fleet.correlationId());
+            assertEquals(2, ByteBuffer.wrap(fleet.body()).getInt(), "this instance and the bystander SDK (two connections, one instance)");
         }
     }
 
     @Test
     void unsupportedVersionGetsAnErrorAndTheConnectionStaysUsable() throws Exception
     {
-        try (Raw raw = new Raw())
+        try (RawConnection raw = connect())
         {
-            final byte[] bad = frame(MessageType.PING, 3, new byte[0]);
+            final byte[] bad = RawConnection.frame(MessageType.PING, 3, new byte[0]);
             bad[Frame.VERSION_OFFSET] = 9;
             raw.send(bad);
-            assertTrue(raw.readError().contains("protocol version 9 is not supported"));
-            raw.assertStillServes();
+            assertTrue(readError(raw).contains("protocol version 9 is not supported"));
+            assertStillServes(raw);
         }
     }
 
     @Test
     void invalidUtf8GetsAnErrorNamingTheFieldAndTheConnectionStaysUsable() throws Exception
     {
-        try (Raw raw = new Raw())
+        try (RawConnection raw = connect())
         {
             final byte[] fields = AcquireCodec.encodeFields("ab", "", "", "/r", "", "");
             fields[2] = (byte)0xC3; // "a" followed by a truncated two-byte sequence
-            raw.send(frame(MessageType.ACQUIRE, 5, acquireBody(fields)));
-            assertEquals("INVALID_DESCRIPTOR: entry 0: tenant is not valid UTF-8", raw.readError());
-            raw.send(frame(MessageType.ACQUIRE, 6, acquireBody(AcquireCodec.encodeFields("a\u0007", "", "", "/r", "", ""))));
-            assertEquals("INVALID_DESCRIPTOR: entry 0: tenant contains a control character", raw.readError());
-            raw.assertStillServes();
+            raw.send(RawConnection.frame(MessageType.ACQUIRE, 5, acquireBody(fields)));
+            assertEquals("INVALID_DESCRIPTOR: entry 0: tenant is not valid UTF-8", readError(raw));
+            raw.send(RawConnection.frame(MessageType.ACQUIRE, 6, acquireBody(AcquireCodec.encodeFields("a\u0007", "", "", "/r", "", ""))));
+            assertEquals("INVALID_DESCRIPTOR: entry 0: tenant contains a control character", readError(raw));
+            assertStillServes(raw);
         }
     }
 
     @Test
     void structurallyBrokenBodyGetsMalformedFrame() throws Exception
     {
-        try (Raw raw = new Raw())
+        try (RawConnection raw = connect())
         {
             final byte[] body = acquireBody(AcquireCodec.encodeFields("t", "", "", "/r", "", ""));
             body[10] = 100; // the principal's length now overruns the frame
-            raw.send(frame(MessageType.BATCH_ACQUIRE, 8, body));
-            assertTrue(raw.readError().startsWith("MALFORMED_FRAME"));
-            raw.assertStillServes();
+            raw.send(RawConnection.frame(MessageType.BATCH_ACQUIRE, 8, body));
+            assertTrue(readError(raw).startsWith("MALFORMED_FRAME"));
+            assertStillServes(raw);
         }
     }
 
@@ -332,12 +256,12 @@ class BadInputTest
     {
         for (int seed = 1; seed <= 20; seed++)
         {
-            try (Raw raw = new Raw())
+            try (RawConnection raw = connect())
             {
                 final byte[] garbage = new byte[4096];
                 new Random(seed).nextBytes(garbage);
                 raw.send(garbage);
-                raw.socket.setSoTimeout(2000);
+                raw.timeout(2000);
                 // Read whatever comes back until the node closes the connection or goes quiet.
                 try
                 {
@@ -361,20 +285,20 @@ class BadInputTest
     @Test
     void pipelinedRequestsOnOneConnectionAllGetAnswers() throws Exception
     {
-        try (Raw raw = new Raw())
+        try (RawConnection raw = connect())
         {
             final java.io.ByteArrayOutputStream all = new java.io.ByteArrayOutputStream();
             for (int i = 1; i <= 200; i++)
             {
-                all.write(frame(MessageType.ACQUIRE, i, acquireBody(AcquireCodec.encodeFields("p" + i, "", "", "/v1/orders/" + i, "", ""))));
+                all.write(RawConnection.frame(MessageType.ACQUIRE, i, acquireBody(AcquireCodec.encodeFields("p" + i, "", "", "/v1/orders/" + i, "", ""))));
             }
             raw.send(all.toByteArray());
             final Set<Long> answered = new HashSet<>();
             for (int i = 0; i < 200; i++)
             {
-                final Object[] result = raw.read();
-                assertEquals(MessageType.RESULT, result[0]);
-                answered.add((Long)result[1]);
+                final RawConnection.Answer result = raw.read();
+                assertEquals(MessageType.RESULT, result.type());
+                answered.add(result.correlationId());
             }
             assertEquals(200, answered.size());
         }
