@@ -75,7 +75,8 @@ final class Circuit implements PendingCall.Fallback
     /** 0 while closed (or when nothing can be decided here); else until when it stays open. */
     long openUntilNanos()
     {
-        return local == null || clientClosed.getAsBoolean() ? 0 : openUntilNanos;
+        final long until = openUntilNanos; // read first: while closed (nearly always) nothing else is looked at
+        return until == 0 || local == null || clientClosed.getAsBoolean() ? 0 : until;
     }
 
     /**

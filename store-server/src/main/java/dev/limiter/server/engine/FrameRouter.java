@@ -61,11 +61,10 @@ public final class FrameRouter
     public void route(final ChannelHandlerContext ctx, final FrameResponder responder, final PolicySetIndex index,
         final ActiveExemptions exempt, final List<Shard> shards, final long correlationId, final long startNanos, final boolean single)
     {
-        final long start = startNanos;
         long nowMillis = 0;
         boolean anyExempt = false;
         final FrameWork work = pool.acquire();
-        work.reset(ctx, responder, index, decoder.count(), correlationId, start);
+        work.reset(ctx, responder, index, decoder.count(), correlationId, startNanos);
         final int shardCount = shards.size();
         long shardMask = 0;
         while (decoder.next())
