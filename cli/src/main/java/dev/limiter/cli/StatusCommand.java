@@ -1,5 +1,6 @@
 package dev.limiter.cli;
 
+import dev.limiter.protocol.HostPort;
 import dev.limiter.protocol.MessageType;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -56,6 +57,18 @@ public final class StatusCommand implements Callable<Integer>
         {
             System.err.println("limiter status: " + e.getMessage());
             return e.exitStatus;
+        }
+        for (final String server : servers)
+        {
+            try
+            {
+                HostPort.parse(server, "--server");
+            }
+            catch (final IllegalArgumentException e)
+            {
+                System.err.println("limiter status: " + e.getMessage());
+                return 2; // bad input, as for every other command
+            }
         }
         final Set<String> addresses = new LinkedHashSet<>(servers);
         for (final String server : servers)
