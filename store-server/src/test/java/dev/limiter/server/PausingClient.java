@@ -28,9 +28,6 @@ public final class PausingClient
         final String endpoint = args[0];
         final long seconds = Long.parseLong(args[1]);
         final long deadlineMillis = Long.parseLong(args[2]);
-        final LongAdder node = new LongAdder();
-        final LongAdder local = new LongAdder();
-        final LongAdder errors = new LongAdder();
         final AtomicBoolean circuitOpened = new AtomicBoolean();
         final int[] minOpen = {Integer.MAX_VALUE};
         // The live set is made first: its allocation is a start-up of its own, not what is measured.
@@ -41,44 +38,73 @@ public final class PausingClient
         }
         try (LimiterClient client = LimiterClient.builder().endpoints(endpoint).deadline(Duration.ofMillis(deadlineMillis)).build())
         {
-            final long end = System.nanoTime() + seconds * 1_000_000_000L;
-            final List<Thread> threads = new ArrayList<>();
-            for (int t = 0; t < 8; t++)
-            {
-                final int thread = t;
-                threads.add(new Thread(() ->
-                {
-                    for (int i = 0; System.nanoTime() < end; i++)
-                    {
-                        try
-                        {
-                            final Decision d = client.acquireBlocking(Descriptor.of("tenant-" + thread + "-" + i, "/v1/orders/1"), 1);
-                            (d.degraded() ? local : node).increment();
-                        }
-                        catch (final RuntimeException e)
-                        {
-                            errors.increment();
-                        }
-                        LockSupport.parkNanos(1_000_000L);
-                    }
-                }));
-            }
-            threads.forEach(Thread::start);
+            final long nanos = seconds * 1_000_000_000L;
+            final long end = System.nanoTime() + nanos;
             // A full collection of a live set worth collecting every 200 ms while the callers call.
-            while (System.nanoTime() < end - 500_000_000L)
+            final long[] counts = hammer(client, nanos, 1_000_000L, () ->
             {
-                System.gc();
-                circuitOpened.compareAndSet(false, client.circuitOpen());
-                minOpen[0] = Math.min(minOpen[0], client.openConnections());
-                Thread.sleep(200);
-            }
+                while (System.nanoTime() < end - 500_000_000L)
+                {
+                    System.gc();
+                    circuitOpened.compareAndSet(false, client.circuitOpen());
+                    minOpen[0] = Math.min(minOpen[0], client.openConnections());
+                    LockSupport.parkNanos(200_000_000L);
+                }
+            });
+            System.out.println("RESULT node=" + counts[2] + " local=" + counts[1] + " errors=" + counts[0] + " pauses=" +
+                client.pausesNoticed() + " pausedTimeouts=" + client.pausedTimeouts() + " lateDeadlines=" + client.lateDeadlines() +
+                " windows=" + client.degradedWindowsReported() + " minOpen=" + minOpen[0] + " circuitOpened=" + circuitOpened.get() +
+                " live=" + live.size());
+        }
+    }
+
+    /**
+     * Eight threads of blocking calls for {@code nanos}, each pausing {@code thinkNanos} between
+     * calls: {errors, decided by the SDK itself, decided by a node}.
+     */
+    static long[] hammer(final LimiterClient client, final long nanos, final long thinkNanos, final Runnable meanwhile)
+        throws InterruptedException
+    {
+        final LongAdder errors = new LongAdder();
+        final LongAdder local = new LongAdder();
+        final LongAdder node = new LongAdder();
+        final long end = System.nanoTime() + nanos;
+        final List<Thread> threads = new ArrayList<>();
+        for (int t = 0; t < 8; t++)
+        {
+            final int thread = t;
+            threads.add(new Thread(() ->
+            {
+                for (int i = 0; System.nanoTime() < end; i++)
+                {
+                    try
+                    {
+                        final Decision d = client.acquireBlocking(Descriptor.of("tenant-" + thread + "-" + i, "/v1/orders/1"), 1);
+                        (d.degraded() ? local : node).increment();
+                        if (thinkNanos > 0)
+                        {
+                            java.util.concurrent.locks.LockSupport.parkNanos(thinkNanos);
+                        }
+                    }
+                    catch (final RuntimeException e)
+                    {
+                        errors.increment();
+                    }
+                }
+            }));
+        }
+        threads.forEach(Thread::start);
+        try
+        {
+            meanwhile.run();
+        }
+        finally
+        {
             for (final Thread thread : threads)
             {
                 thread.join();
             }
-            System.out.println("RESULT node=" + node.sum() + " local=" + local.sum() + " errors=" + errors.sum() + " pauses=" +
-                client.pausesNoticed() + " pausedTimeouts=" + client.pausedTimeouts() + " lateDeadlines=" + client.lateDeadlines() + " windows=" + client.degradedWindowsReported() + " minOpen=" + minOpen[0] + " circuitOpened=" + circuitOpened.get() +
-                " live=" + live.size());
         }
+        return new long[] {errors.sum(), local.sum(), node.sum()};
     }
 }

@@ -1,7 +1,5 @@
 package dev.limiter.server;
 
-import dev.limiter.client.Decision;
-import dev.limiter.client.Descriptor;
 import dev.limiter.client.LimiterClient;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -9,9 +7,6 @@ import org.junit.jupiter.api.io.TempDir;
 
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
-import java.util.concurrent.atomic.LongAdder;
 
 import static dev.limiter.server.TestNode.SECOND;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -27,50 +22,6 @@ class SdkStartAndPauseTest
     @TempDir
     Path dir;
 
-    /**
-     * Eight threads of blocking calls for {@code nanos}, each pausing {@code thinkNanos} between
-     * calls: {errors, decided by the SDK itself, decided by a node}.
-     */
-    private static long[] hammer(final LimiterClient client, final long nanos, final long thinkNanos, final Runnable meanwhile)
-        throws InterruptedException
-    {
-        final LongAdder errors = new LongAdder();
-        final LongAdder local = new LongAdder();
-        final LongAdder node = new LongAdder();
-        final long end = System.nanoTime() + nanos;
-        final List<Thread> threads = new ArrayList<>();
-        for (int t = 0; t < 8; t++)
-        {
-            final int thread = t;
-            threads.add(new Thread(() ->
-            {
-                for (int i = 0; System.nanoTime() < end; i++)
-                {
-                    try
-                    {
-                        final Decision d = client.acquireBlocking(Descriptor.of("tenant-" + thread + "-" + i, "/v1/orders/1"), 1);
-                        (d.degraded() ? local : node).increment();
-                        if (thinkNanos > 0)
-                        {
-                            java.util.concurrent.locks.LockSupport.parkNanos(thinkNanos);
-                        }
-                    }
-                    catch (final RuntimeException e)
-                    {
-                        errors.increment();
-                    }
-                }
-            }));
-        }
-        threads.forEach(Thread::start);
-        meanwhile.run();
-        for (final Thread thread : threads)
-        {
-            thread.join();
-        }
-        return new long[] {errors.sum(), local.sum(), node.sum()};
-    }
-
     @Test
     void aFreshClientAnswersItsFirstSecondOfCallsFromTheNodeInTenOfTenStarts() throws Exception
     {
@@ -81,7 +32,7 @@ class SdkStartAndPauseTest
                 try (LimiterClient client = LimiterClient.builder().endpoints("127.0.0.1:" + server.port())
                     .deadline(Duration.ofMillis(200)).build())
                 {
-                    final long[] counts = hammer(client, SECOND, 0, () -> { });
+                    final long[] counts = PausingClient.hammer(client, SECOND, 0, () -> { });
                     assertEquals(0, counts[0], "start " + start + ": calls that failed in the first second");
                     assertEquals(0, counts[1], "start " + start + ": calls decided by the SDK itself in the first second");
                     assertTrue(counts[2] > 100, "start " + start + ": only " + counts[2] + " calls");
