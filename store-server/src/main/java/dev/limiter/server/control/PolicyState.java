@@ -27,18 +27,14 @@ import dev.limiter.protocol.policy.RemoveExemption;
 import dev.limiter.protocol.policy.RollbackCommand;
 
 import java.nio.ByteBuffer;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.StringJoiner;
 import java.util.TreeMap;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Predicate;
 import java.util.stream.IntStream;
 
@@ -57,11 +53,18 @@ import java.util.stream.IntStream;
  * <p>
  * Reads from other threads go through the volatile {@link #index()} and {@link #latestRate(int)};
  * everything else is synchronized (admin calls are rare).
+ * <p>
+ * The audit trail ({@link AuditTrail}), the exemptions ({@link ExemptionBook}), which version is
+ * in force ({@link PolicyVersions}) and how a change reads ({@link PolicyDiff}) live in classes of
+ * their own. What stays here is larger than the house rule of about 500 lines, on purpose: policy
+ * histories, ordinals, the set in force and the rate tables change together in every command
+ * (a put is checked by compiling the set it would make, with the ordinals it would assign, now and
+ * once every scheduled version has taken effect), and one class under one lock keeps that atomic.
  */
 public final class PolicyState
 {
-    /** Audit records kept; older ones are dropped (and the drop is itself counted). */
-    public static final int MAX_AUDIT_RECORDS = 100_000;
+    /** Audit records kept; older ones are dropped. */
+    public static final int MAX_AUDIT_RECORDS = AuditTrail.MAX_RECORDS;
     /** Longest SDK instance id a degraded window may name. */
     public static final int MAX_SDK_CLIENT_LENGTH = 128;
 
@@ -159,25 +162,18 @@ public final class PolicyState
     private final Map<String, History> byId = new LinkedHashMap<>();
     /** Ordinals a candidate set would give ids that have none yet (while compiling it). */
     private final Map<String, Integer> provisional = new HashMap<>();
-    private final ArrayDeque<AuditRecord> audit = new ArrayDeque<>();
-    /** SDK reports: numbered in the same sequence as the audit trail, kept apart from it. */
-    private final SdkReportTrail sdkReports = new SdkReportTrail();
+    private final AuditTrail audit = new AuditTrail();
+    private final ExemptionBook exemptions = new ExemptionBook();
     private String defaultId = "";
     private long setVersion;
-    private long nextAuditSequence = 1;
     private volatile boolean bootstrapped;
     private volatile PolicySetIndex index = PolicySetIndex.compile(PolicySet.getDefaultInstance());
     private volatile TokenBucket.Rate[] latestRates = new TokenBucket.Rate[0];
     /** Rates by ordinal, then version - 1: every version a bucket may have been decided under. */
     private volatile TokenBucket.Rate[][] versionRates = new TokenBucket.Rate[0][];
     private final List<Runnable> listeners = new CopyOnWriteArrayList<>();
-    /** Active exemptions by id, in creation order. */
-    private final Map<String, Exemption> exemptions = new LinkedHashMap<>();
     /** The latest command time applied: the cluster's wall clock as the log has seen it. */
     private Timestamp clock = Timestamp.getDefaultInstance();
-    private volatile ActiveExemptions activeExemptions = ActiveExemptions.NONE;
-    /** Bypasses counted on this node by exemption id (not replicated: a tick carries them into the log). */
-    private final Map<String, AtomicLong> bypassCounters = new ConcurrentHashMap<>();
 
     /** Furthest ahead a version may be scheduled. */
     public static final long MAX_SCHEDULE_MILLIS = 366L * 24 * 3600 * 1000;
@@ -262,7 +258,7 @@ public final class PolicyState
             // The audit trail is not copied: a check records nothing, and no command's validity depends on it.
             copy.restoreQuietly(snapshot(false), false);
         }
-        copy.compileExemptions();
+        copy.exemptions.compile();
         return copy.dispatch(command);
     }
 
@@ -690,52 +686,22 @@ public final class PolicyState
     private void record(final PolicyCommand command, final String action, final String id, final long version, final String owner,
         final String reason, final String detail)
     {
-        audit.addLast(auditRecord(command, action, id, version, owner, reason, detail));
-        while (audit.size() > MAX_AUDIT_RECORDS)
-        {
-            audit.removeFirst();
-        }
-    }
-
-    private AuditRecord auditRecord(final PolicyCommand command, final String action, final String id, final long version,
-        final String owner, final String reason, final String detail)
-    {
-        return AuditRecord.newBuilder()
-            .setSequence(nextAuditSequence++)
-            .setAt(command.getAt())
-            .setActor(command.getActor())
-            .setAction(action)
-            .setPolicyId(id)
-            .setVersion(version)
-            .setOwner(owner)
-            .setReason(reason)
-            .setDetail(detail)
-            .build();
+        audit.record(command, action, id, version, owner, reason, detail);
     }
 
     // ---- Exemptions ----
 
     private Outcome exempt(final PolicyCommand command)
     {
-        final Exemption wanted = command.getExempt();
-        final List<String> errors = ExemptionRules.problems(wanted, PolicyVersions.millis(command.getAt()), exemptions.values());
-        if (!errors.isEmpty())
-        {
-            return Outcome.invalid("exemption " + wanted.getId() + " is invalid; nothing changed", errors);
-        }
-        final Exemption made = wanted.toBuilder().setCreatedAt(command.getAt()).setActor(command.getActor()).setBypassed(0).build();
-        exemptions.put(made.getId(), made);
-        compileExemptions();
-        record(command, "EXEMPTION_CREATED", "exemption:" + made.getId(), 0, made.getOwner(), made.getReason(),
-            ExemptionRules.describe(made) + " until " + Timestamps.toString(made.getExpiresAt()));
-        return Outcome.ok(ChangeResult.newBuilder().setSetVersion(setVersion).build());
+        final List<String> errors = exemptions.create(command, command.getExempt(), audit);
+        return errors.isEmpty() ? Outcome.ok(ChangeResult.newBuilder().setSetVersion(setVersion).build()) :
+            Outcome.invalid("exemption " + command.getExempt().getId() + " is invalid; nothing changed", errors);
     }
 
     private Outcome unexempt(final PolicyCommand command)
     {
         final RemoveExemption remove = command.getUnexempt();
-        final Exemption existing = exemptions.get(remove.getId());
-        if (existing == null)
+        if (!exemptions.contains(remove.getId()))
         {
             return Outcome.notFound("no active exemption " + remove.getId() + " (see ./limiter exempt list)");
         }
@@ -744,44 +710,14 @@ public final class PolicyState
             return Outcome.invalid("cannot remove exemption " + remove.getId() + "; nothing changed",
                 List.of("reason: required (why end it early)"));
         }
-        exemptions.remove(remove.getId());
-        compileExemptions();
-        record(command, "EXEMPTION_REMOVED", "exemption:" + existing.getId(), 0, existing.getOwner(), remove.getReason(),
-            ExemptionRules.describe(existing) + "; " + existing.getBypassed() + " decisions bypassed in all");
+        exemptions.remove(command, remove, audit);
         return Outcome.ok(ChangeResult.newBuilder().setSetVersion(setVersion).build());
     }
 
     /** The cluster's clock moved: record bypasses and expire what is due, both by the entry's time. */
     private Outcome tick(final PolicyCommand command)
     {
-        final long at = PolicyVersions.millis(command.getAt());
-        boolean changed = false;
-        for (final Map.Entry<String, Long> used : new TreeMap<>(command.getTick().getBypassedMap()).entrySet())
-        {
-            final Exemption exemption = exemptions.get(used.getKey());
-            if (exemption != null && used.getValue() > 0)
-            {
-                exemptions.put(exemption.getId(), exemption.toBuilder().setBypassed(exemption.getBypassed() + used.getValue()).build());
-                record(command, "EXEMPTION_USED", "exemption:" + exemption.getId(), 0, exemption.getOwner(), exemption.getReason(),
-                    used.getValue() + " decisions bypassed since the previous report");
-                changed = true;
-            }
-        }
-        for (final Exemption exemption : List.copyOf(exemptions.values()))
-        {
-            if (PolicyVersions.millis(exemption.getExpiresAt()) <= at)
-            {
-                exemptions.remove(exemption.getId());
-                record(command, "EXEMPTION_EXPIRED", "exemption:" + exemption.getId(), 0, exemption.getOwner(), exemption.getReason(),
-                    ExemptionRules.describe(exemption) + "; " + exemption.getBypassed() + " decisions bypassed in all");
-                changed = true;
-            }
-        }
-        if (changed)
-        {
-            compileExemptions();
-        }
-        return changed ? Outcome.ok(ChangeResult.newBuilder().setSetVersion(setVersion).build()) :
+        return exemptions.tick(command, audit) ? Outcome.ok(ChangeResult.newBuilder().setSetVersion(setVersion).build()) :
             new Outcome(Status.IGNORED, ChangeResult.newBuilder().setSetVersion(setVersion).build(), null);
     }
 
@@ -802,12 +738,7 @@ public final class PolicyState
             .append(Timestamps.toString(window.getStart())).append(" to ")
             .append(Timestamps.toString(window.getEnd())).append(':');
         new TreeMap<>(window.getDecisionsMap()).forEach((key, n) -> detail.append(' ').append(key).append('=').append(n));
-        final String client = "sdk:" + window.getClient();
-        final String text = detail.toString();
-        if (!sdkReports.contains(client, text))
-        {
-            sdkReports.add(auditRecord(command, "SDK_DEGRADED_WINDOW", client, 0, "", "no node answered this SDK in time", text));
-        }
+        audit.recordSdkReport(command, "sdk:" + window.getClient(), "no node answered this SDK in time", detail.toString());
         return Outcome.ok(ChangeResult.newBuilder().setSetVersion(setVersion).build());
     }
 
@@ -865,36 +796,16 @@ public final class PolicyState
         }
     }
 
-    private void compileExemptions()
-    {
-        final int n = exemptions.size();
-        final String[] ids = new String[n];
-        final CompiledPolicy[] selectors = new CompiledPolicy[n];
-        final long[] expires = new long[n];
-        final AtomicLong[] counters = new AtomicLong[n];
-        int i = 0;
-        for (final Exemption exemption : exemptions.values())
-        {
-            ids[i] = exemption.getId();
-            selectors[i] = ExemptionRules.selectorOf(exemption);
-            expires[i] = PolicyVersions.millis(exemption.getExpiresAt());
-            counters[i] = bypassCounters.computeIfAbsent(exemption.getId(), id -> new AtomicLong());
-            i++;
-        }
-        bypassCounters.keySet().retainAll(exemptions.keySet());
-        activeExemptions = n == 0 ? ActiveExemptions.NONE : new ActiveExemptions(ids, selectors, expires, counters);
-    }
-
     /** The exemptions in force, for the request path. */
     public ActiveExemptions activeExemptions()
     {
-        return activeExemptions;
+        return exemptions.active();
     }
 
     /** Active exemptions, in creation order. */
     public synchronized List<Exemption> exemptions()
     {
-        return List.copyOf(exemptions.values());
+        return exemptions.list();
     }
 
     /**
@@ -903,23 +814,13 @@ public final class PolicyState
      */
     public Map<String, Long> bypassesSince(final Map<String, Long> reported)
     {
-        final Map<String, Long> delta = new HashMap<>();
-        bypassCounters.forEach((id, counter) ->
-        {
-            final long n = counter.get() - reported.getOrDefault(id, 0L);
-            if (n > 0)
-            {
-                delta.put(id, n);
-            }
-        });
-        return delta;
+        return exemptions.bypassesSince(reported);
     }
 
     /** Bypasses counted on this node for one exemption (0 when unknown). */
     public long bypassesHere(final String id)
     {
-        final AtomicLong counter = bypassCounters.get(id);
-        return counter == null ? 0 : counter.get();
+        return exemptions.bypassesHere(id);
     }
 
     // ---- Reads (admin API) ----
@@ -987,18 +888,7 @@ public final class PolicyState
     /** Audit records matching {@code filter}, oldest first, at most {@code limit} (the newest ones). */
     public synchronized List<AuditRecord> audit(final Predicate<AuditRecord> filter, final int limit)
     {
-        // Both trails share one sequence: merged by it, they read as one log.
-        final List<AuditRecord> matched = new ArrayList<>();
-        for (final AuditRecord record : audit)
-        {
-            if (filter.test(record))
-            {
-                matched.add(record);
-            }
-        }
-        sdkReports.collect(filter, matched);
-        matched.sort(Comparator.comparingLong(AuditRecord::getSequence));
-        return List.copyOf(matched.subList(Math.max(0, matched.size() - limit), matched.size()));
+        return audit.matching(filter, limit);
     }
 
     // ---- Snapshots ----
@@ -1011,15 +901,14 @@ public final class PolicyState
     private PolicyStateSnapshot snapshot(final boolean withAudit)
     {
         final PolicyStateSnapshot.Builder out = PolicyStateSnapshot.newBuilder()
-            .addAllExemptions(exemptions.values())
             .setClock(clock)
             .setDefaultId(defaultId)
             .setSetVersion(setVersion)
             .setBootstrapped(bootstrapped);
+        exemptions.writeTo(out);
         if (withAudit)
         {
-            out.addAllAudit(audit);
-            out.addAllSdkReports(sdkReports.records());
+            audit.writeTo(out);
         }
         for (final History history : byId.values())
         {
@@ -1037,7 +926,7 @@ public final class PolicyState
         synchronized (this)
         {
             restoreQuietly(snapshot, true);
-            compileExemptions();
+            exemptions.compile();
             if (bootstrapped)
             {
                 install();
@@ -1070,15 +959,11 @@ public final class PolicyState
         defaultId = snapshot.getDefaultId();
         setVersion = snapshot.getSetVersion();
         bootstrapped = snapshot.getBootstrapped();
-        exemptions.clear();
-        snapshot.getExemptionsList().forEach(e -> exemptions.put(e.getId(), e));
+        exemptions.restoreFrom(snapshot);
         clock = snapshot.getClock();
         if (withAudit)
         {
-            audit.clear();
-            audit.addAll(snapshot.getAuditList());
-            sdkReports.replaceWith(snapshot.getSdkReportsList());
-            nextAuditSequence = Math.max(audit.isEmpty() ? 0 : audit.getLast().getSequence(), sdkReports.lastSequence()) + 1;
+            audit.restoreFrom(snapshot);
         }
     }
 
