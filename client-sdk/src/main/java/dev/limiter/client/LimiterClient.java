@@ -85,11 +85,9 @@ public final class LimiterClient implements AutoCloseable
     /** Ends every call by its deadline, whatever the I/O threads are doing. */
     private final DeadlineTimer deadlines;
     private final boolean epoll;
-    private final Connection[] connections;
+    private final ConnectionSet connections;
     private final long deadlineNanos;
-    private final AtomicInteger roundRobin = new AtomicInteger();
     /** The endpoint believed to lead (from NOT_LEADER hints), or null: calls go there first. */
-    private volatile String preferredEndpoint;
     private volatile boolean closed;
     private final PolicyCache policies;
     /** Null when local decisions are off. */
@@ -153,12 +151,12 @@ public final class LimiterClient implements AutoCloseable
                     builder.keepAlive.toNanos()));
             }
         }
-        this.connections = list.toArray(new Connection[0]);
-        this.outageReports = new OutageReports(instanceId, connections, () -> closed);
+        this.connections = new ConnectionSet(list);
+        this.outageReports = new OutageReports(instanceId, connections.all(), () -> closed);
         this.circuit = new Circuit(local, rejections, outageReports, () -> closed, builder.circuitThreshold,
             builder.circuitProbe.toNanos(), builder.recoveryRamp.toNanos());
-        final CountDownLatch attempted = new CountDownLatch(connections.length);
-        for (final Connection connection : connections)
+        final CountDownLatch attempted = new CountDownLatch(list.size());
+        for (final Connection connection : list)
         {
             connection.connect(attempted::countDown);
         }
@@ -177,11 +175,11 @@ public final class LimiterClient implements AutoCloseable
         try
         {
             attempted.await(timeout.toNanos(), TimeUnit.NANOSECONDS);
-            while (System.nanoTime() - end < 0 && (pick() == null || needPolicies && policies.current().isEmpty()))
+            while (System.nanoTime() - end < 0 && (connections.pick() == null || needPolicies && policies.current().isEmpty()))
             {
                 Thread.sleep(2);
             }
-            final CompletableFuture<Void> warm = pick() == null ? CompletableFuture.completedFuture(null) : pingAll(end);
+            final CompletableFuture<Void> warm = connections.pick() == null ? CompletableFuture.completedFuture(null) : pingAll(end);
             if (local != null)
             {
                 local.prepare(); // here, not on the deadline timer at the first local decision
@@ -197,10 +195,10 @@ public final class LimiterClient implements AutoCloseable
             LOG.warn("limiter client not ready within {} (no node answered a PING): calls decide locally or fail until one does",
                 timeout);
         }
-        if (pick() == null)
+        if (connections.pick() == null)
         {
             LOG.warn("limiter client: no node of {} reachable within {}; calls decide locally (from a stored policy set) or fail " +
-                "until one is", endpoints(), timeout);
+                "until one is", connections.endpoints(), timeout);
         }
     }
 
@@ -372,11 +370,11 @@ public final class LimiterClient implements AutoCloseable
             return call;
         }
         deadlines.add(call);
-        final Connection connection = pick();
+        final Connection connection = connections.pick();
         if (connection == null)
         {
             final LimiterUnavailableException failure = new LimiterUnavailableException("no open connection to any limiter node " +
-                endpoints() + " (reconnecting; last error: " + connections[0].lastError() + ")");
+                connections.endpoints() + " (reconnecting; last error: " + connections.all()[0].lastError() + ")");
             // On an SDK thread: the fallback may turn it into a decision, and a caller that issues
             // its next call from the callback must not recurse on its own stack.
             callbacks.execute(() -> call.completeExceptionally(failure));
@@ -469,7 +467,7 @@ public final class LimiterClient implements AutoCloseable
     public int fleetInstances()
     {
         int most = 0;
-        for (final Connection connection : connections)
+        for (final Connection connection : connections.all())
         {
             most = Math.max(most, connection.fleetInstances());
         }
@@ -527,17 +525,10 @@ public final class LimiterClient implements AutoCloseable
 
     private CompletableFuture<Void> pingAll(final long deadline)
     {
-        final List<CompletableFuture<Void>> pings = new ArrayList<>();
-        for (final Connection connection : connections)
-        {
-            if (connection.isActive())
-            {
-                pings.add(connection.ping(deadline));
-            }
-        }
+        final List<CompletableFuture<Void>> pings = connections.pingOpen(deadline);
         if (pings.isEmpty())
         {
-            return CompletableFuture.failedFuture(new LimiterUnavailableException("no open connection to " + endpoints()));
+            return CompletableFuture.failedFuture(new LimiterUnavailableException("no open connection to " + connections.endpoints()));
         }
         return CompletableFuture.allOf(pings.toArray(new CompletableFuture[0]));
     }
@@ -546,7 +537,7 @@ public final class LimiterClient implements AutoCloseable
     public boolean awaitConnected(final Duration timeout) throws InterruptedException
     {
         final long end = System.nanoTime() + timeout.toNanos();
-        while (pick() == null)
+        while (connections.pick() == null)
         {
             if (System.nanoTime() - end > 0)
             {
@@ -566,39 +557,7 @@ public final class LimiterClient implements AutoCloseable
     /** Number of connections open now. */
     public int openConnections()
     {
-        int open = 0;
-        for (final Connection connection : connections)
-        {
-            open += connection.isActive() ? 1 : 0;
-        }
-        return open;
-    }
-
-    private Connection pick()
-    {
-        final int n = connections.length;
-        final int start = roundRobin.getAndIncrement() & Integer.MAX_VALUE;
-        final String preferred = preferredEndpoint;
-        if (preferred != null)
-        {
-            for (int i = 0; i < n; i++)
-            {
-                final Connection c = connections[(start + i) % n];
-                if (c.isActive() && c.hostPort().equals(preferred))
-                {
-                    return c;
-                }
-            }
-        }
-        for (int i = 0; i < n; i++)
-        {
-            final Connection c = connections[(start + i) % n];
-            if (c.isActive())
-            {
-                return c;
-            }
-        }
-        return null;
+        return connections.open();
     }
 
     /**
@@ -607,24 +566,7 @@ public final class LimiterClient implements AutoCloseable
      */
     private void reroute(final Connection from, final PendingCall[] calls, final String leaderHint)
     {
-        // A hint is only worth following to a node this client has an open connection to; otherwise
-        // (an election, a dead node still named, an address spelt differently) back off and retry.
-        boolean known = false;
-        if (leaderHint != null && !leaderHint.isEmpty() && !leaderHint.equals(from.hostPort()))
-        {
-            for (final Connection c : connections)
-            {
-                known |= c.isActive() && c.hostPort().equals(leaderHint);
-            }
-        }
-        if (known)
-        {
-            preferredEndpoint = leaderHint;
-        }
-        else if (from.hostPort().equals(preferredEndpoint))
-        {
-            preferredEndpoint = null;
-        }
+        final boolean known = connections.followLeaderHint(from, leaderHint);
         for (final PendingCall call : calls)
         {
             if (call.isDone())
@@ -655,28 +597,13 @@ public final class LimiterClient implements AutoCloseable
             call.completeExceptionally(new LimiterTimeoutException("no leader answered within the call's deadline"));
             return;
         }
-        final Connection connection = closed ? null : pick();
+        final Connection connection = closed ? null : connections.pick();
         if (connection == null)
         {
-            call.completeExceptionally(new LimiterUnavailableException("no open connection to any limiter node " + endpoints()));
+            call.completeExceptionally(new LimiterUnavailableException("no open connection to any limiter node " + connections.endpoints()));
             return;
         }
         connection.submit(call);
-    }
-
-    private String endpoints()
-    {
-        final StringBuilder sb = new StringBuilder("[");
-        for (int i = 0; i < connections.length; i++)
-        {
-            final InetSocketAddress a = connections[i].address();
-            final String s = a.getHostString() + ":" + a.getPort();
-            if (sb.indexOf(s) < 0)
-            {
-                sb.append(sb.length() > 1 ? ", " : "").append(s);
-            }
-        }
-        return sb.append(']').toString();
     }
 
     /** Closes every connection; calls still waiting fail with {@link LimiterUnavailableException}. */
@@ -688,7 +615,7 @@ public final class LimiterClient implements AutoCloseable
             return;
         }
         closed = true;
-        for (final Connection connection : connections)
+        for (final Connection connection : connections.all())
         {
             connection.close();
         }

@@ -1,0 +1,132 @@
+package dev.limiter.client;
+
+import java.net.InetSocketAddress;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * The client's connections to every node and which one a call goes to: round robin over the open
+ * ones, the node last named as leader first. Thread-safe without locks (a call's thread picks; an
+ * I/O thread follows a leader hint).
+ */
+final class ConnectionSet
+{
+    private final Connection[] connections;
+    private final AtomicInteger roundRobin = new AtomicInteger();
+    /** host:port of the node last named as leader, or null. */
+    private volatile String preferred;
+
+    ConnectionSet(final List<Connection> connections)
+    {
+        if (connections.isEmpty())
+        {
+            throw new IllegalArgumentException("a client needs at least one connection");
+        }
+        this.connections = connections.toArray(new Connection[0]);
+    }
+
+    /** Every connection, open or not (do not modify). */
+    Connection[] all()
+    {
+        return connections;
+    }
+
+    /** An open connection for the next call, the leader's first; null when none is open. */
+    Connection pick()
+    {
+        final int n = connections.length;
+        final int start = roundRobin.getAndIncrement() & Integer.MAX_VALUE;
+        final String leader = preferred;
+        if (leader != null)
+        {
+            for (int i = 0; i < n; i++)
+            {
+                final Connection c = connections[(start + i) % n];
+                if (c.isActive() && c.hostPort().equals(leader))
+                {
+                    return c;
+                }
+            }
+        }
+        for (int i = 0; i < n; i++)
+        {
+            final Connection c = connections[(start + i) % n];
+            if (c.isActive())
+            {
+                return c;
+            }
+        }
+        return null;
+    }
+
+    /**
+     * A node refused calls because it does not lead and named {@code leaderHint} (maybe empty):
+     * prefer that node when this client has an open connection to it, and stop preferring the
+     * refusing node. Returns whether the hint can be followed now.
+     */
+    boolean followLeaderHint(final Connection from, final String leaderHint)
+    {
+        // A hint is only worth following to a node this client has an open connection to; otherwise
+        // (an election, a dead node still named, an address spelt differently) the caller backs off.
+        boolean known = false;
+        if (leaderHint != null && !leaderHint.isEmpty() && !leaderHint.equals(from.hostPort()))
+        {
+            for (final Connection c : connections)
+            {
+                known |= c.isActive() && c.hostPort().equals(leaderHint);
+            }
+        }
+        if (known)
+        {
+            preferred = leaderHint;
+        }
+        else if (from.hostPort().equals(preferred))
+        {
+            preferred = null;
+        }
+        return known;
+    }
+
+    /** Number of connections open now. */
+    int open()
+    {
+        int open = 0;
+        for (final Connection connection : connections)
+        {
+            open += connection.isActive() ? 1 : 0;
+        }
+        return open;
+    }
+
+    /** A PING round trip on every open connection, each bounded by {@code deadlineNanos}; empty when none is open. */
+    List<CompletableFuture<Void>> pingOpen(final long deadlineNanos)
+    {
+        final List<CompletableFuture<Void>> pings = new ArrayList<>();
+        for (final Connection connection : connections)
+        {
+            if (connection.isActive())
+            {
+                pings.add(connection.ping(deadlineNanos));
+            }
+        }
+        return pings;
+    }
+
+    /** The endpoints, each once, as {@code [host:port, ...]} for error messages. */
+    String endpoints()
+    {
+        final StringBuilder sb = new StringBuilder("[");
+        for (final Connection connection : connections)
+        {
+            final InetSocketAddress a = connection.address();
+            final String s = a.getHostString() + ":" + a.getPort();
+            if (sb.indexOf(s) < 0)
+            {
+                sb.append(sb.length() > 1 ? ", " : "").append(s);
+            }
+        }
+        return sb.append(']').toString();
+    }
+}
