@@ -113,7 +113,7 @@ public final class AuditCommand implements Callable<Integer>
         final PrintStream out = io.out();
         if (admin.json)
         {
-            out.println(AdminClient.json(page));
+            out.println(Output.json(page));
             return 0;
         }
         if (page.getRecordsCount() == 0)
@@ -124,11 +124,11 @@ public final class AuditCommand implements Callable<Integer>
         final List<List<String>> rows = new ArrayList<>();
         for (final AuditRecord record : page.getRecordsList())
         {
-            rows.add(List.of(AdminClient.number(record.getSequence()), AdminClient.time(record.hasAt(), record.getAt()), record.getActor(),
-                record.getAction(), record.getPolicyId(), record.getVersion() == 0 ? "-" : AdminClient.number(record.getVersion()),
+            rows.add(List.of(Output.number(record.getSequence()), Output.time(record.hasAt(), record.getAt()), record.getActor(),
+                record.getAction(), record.getPolicyId(), record.getVersion() == 0 ? "-" : Output.number(record.getVersion()),
                 record.getOwner(), record.getReason(), record.getDetail()));
         }
-        AdminClient.table(out, List.of("SEQ", "AT", "ACTOR", "ACTION", "POLICY", "VERSION", "OWNER", "REASON", "DETAIL"), rows);
+        Output.table(out, List.of("SEQ", "AT", "ACTOR", "ACTION", "POLICY", "VERSION", "OWNER", "REASON", "DETAIL"), rows);
         return 0;
     }
 

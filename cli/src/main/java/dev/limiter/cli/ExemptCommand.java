@@ -287,10 +287,10 @@ public final class ExemptCommand implements Callable<Integer>
             final PrintStream out = parent.io.out();
             if (admin.json)
             {
-                out.println(AdminClient.json(result));
+                out.println(Output.json(result));
                 return 0;
             }
-            out.println("exemption " + exemptionId + " in force until " + AdminClient.time(true, exemption.getExpiresAt()));
+            out.println("exemption " + exemptionId + " in force until " + Output.time(true, exemption.getExpiresAt()));
             return 0;
         }
     }
@@ -318,7 +318,7 @@ public final class ExemptCommand implements Callable<Integer>
             final PrintStream out = parent.io.out();
             if (admin.json)
             {
-                out.println(AdminClient.json(list));
+                out.println(Output.json(list));
                 return 0;
             }
             if (list.getExemptionsCount() == 0)
@@ -330,10 +330,10 @@ public final class ExemptCommand implements Callable<Integer>
             for (final Exemption exemption : list.getExemptionsList())
             {
                 rows.add(List.of(exemption.getId(), exemption.getTenant(), exemption.getPrincipal(), exemption.getRoute(),
-                    AdminClient.time(exemption.hasExpiresAt(), exemption.getExpiresAt()), exemption.getOwner(),
-                    AdminClient.number(exemption.getBypassed()), exemption.getReason()));
+                    Output.time(exemption.hasExpiresAt(), exemption.getExpiresAt()), exemption.getOwner(),
+                    Output.number(exemption.getBypassed()), exemption.getReason()));
             }
-            AdminClient.table(out, List.of("ID", "TENANT", "PRINCIPAL", "ROUTE", "EXPIRES", "OWNER", "BYPASSED", "REASON"), rows);
+            Output.table(out, List.of("ID", "TENANT", "PRINCIPAL", "ROUTE", "EXPIRES", "OWNER", "BYPASSED", "REASON"), rows);
             return 0;
         }
     }
@@ -370,7 +370,7 @@ public final class ExemptCommand implements Callable<Integer>
             final PrintStream out = parent.io.out();
             if (admin.json)
             {
-                out.println(AdminClient.json(result));
+                out.println(Output.json(result));
                 return 0;
             }
             out.println("exemption " + exemptionId + " removed");

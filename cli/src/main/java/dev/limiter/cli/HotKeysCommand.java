@@ -108,8 +108,8 @@ public final class HotKeysCommand implements Callable<Integer>
         if (admin.json)
         {
             final List<String> parts = new ArrayList<>();
-            reports.forEach((address, report) -> parts.add(AdminClient.json(Value.newBuilder().setStringValue(address)) +
-                ": " + AdminClient.json(report)));
+            reports.forEach((address, report) -> parts.add(Output.json(Value.newBuilder().setStringValue(address)) +
+                ": " + Output.json(report)));
             out.println("{" + String.join(", ", parts) + "}");
             return 0;
         }
@@ -124,7 +124,7 @@ public final class HotKeysCommand implements Callable<Integer>
                     final String shown = key.getScope() == Scope.GLOBAL ? "(global)" :
                         key.getKey().isEmpty() ? "-" : key.getKey();
                     rows.add(List.of(address, Integer.toString(shard.getShard()), shown,
-                        key.getPolicyId(), AdminClient.number(key.getPolicyVersion()), key.getScope().name(),
+                        key.getPolicyId(), Output.number(key.getPolicyVersion()), key.getScope().name(),
                         String.format(Locale.ROOT, "%.1f%%", 100 * key.getShare()),
                         String.format(Locale.ROOT, "%.1f%%", 100 * key.getOverestimate() / sampled)));
                 }
@@ -136,7 +136,7 @@ public final class HotKeysCommand implements Callable<Integer>
         }
         else
         {
-            AdminClient.table(out, List.of("NODE", "SHARD", "KEY", "POLICY", "VERSION", "SCOPE", "SHARE", "AT MOST OTHERS'"), rows);
+            Output.table(out, List.of("NODE", "SHARD", "KEY", "POLICY", "VERSION", "SCOPE", "SHARE", "AT MOST OTHERS'"), rows);
         }
         return 0;
     }

@@ -86,7 +86,7 @@ public final class MembersCommand implements Callable<Integer>
         final PrintStream out = io.out();
         if (admin.json)
         {
-            out.println(AdminClient.json(members));
+            out.println(Output.json(members));
             return 0;
         }
         final StringJoiner list = new StringJoiner(",");

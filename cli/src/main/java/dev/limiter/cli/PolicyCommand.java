@@ -106,14 +106,14 @@ public final class PolicyCommand implements Callable<Integer>
     {
         if (json)
         {
-            out.println(AdminClient.json(result));
+            out.println(Output.json(result));
             return;
         }
         final PolicyVersion made = result.getVersion();
         final Policy policy = made.getPolicy();
         final String id = policy.getId().isEmpty() ? requestedId : policy.getId();
-        final String version = AdminClient.number(policy.getVersion());
-        final String set = "set version " + AdminClient.number(result.getSetVersion());
+        final String version = Output.number(policy.getVersion());
+        final String set = "set version " + Output.number(result.getSetVersion());
         if (made.getDeleted())
         {
             out.println("policy " + id + " deleted at version " + version + " (" + set + ")");
@@ -122,12 +122,12 @@ public final class PolicyCommand implements Callable<Integer>
             Instant.ofEpochSecond(policy.getEffectiveFrom().getSeconds(), policy.getEffectiveFrom().getNanos()).isAfter(Instant.now()))
         {
             out.println("policy " + id + " version " + version + " accepted, in force from " +
-                AdminClient.time(true, policy.getEffectiveFrom()) + " (" + set + ")");
+                Output.time(true, policy.getEffectiveFrom()) + " (" + set + ")");
         }
         else if (made.getRolledBackFrom() != 0)
         {
             out.println("policy " + id + " version " + version + " in force, a copy of version " +
-                AdminClient.number(made.getRolledBackFrom()) + " (" + set + ")");
+                Output.number(made.getRolledBackFrom()) + " (" + set + ")");
         }
         else
         {
@@ -165,7 +165,7 @@ public final class PolicyCommand implements Callable<Integer>
         }
         catch (final InvalidProtocolBufferException | RuntimeException e)
         {
-            final String why = AdminClient.oneLine(e.getMessage());
+            final String why = Output.oneLine(e.getMessage());
             throw AdminClient.usage(shown + " is not one policy in protobuf JSON: " + why +
                 (why.contains("policies") ? " (that looks like a policy set: " + command + " takes one policy)" : ""));
         }
@@ -251,23 +251,23 @@ public final class PolicyCommand implements Callable<Integer>
             final PrintStream out = parent.io.out();
             if (admin.json)
             {
-                out.println(AdminClient.json(policy));
+                out.println(Output.json(policy));
                 return 0;
             }
-            AdminClient.table(out, null, List.of(
+            Output.table(out, null, List.of(
                 List.of("ID", policy.getId()),
-                List.of("VERSION", AdminClient.number(policy.getVersion())),
+                List.of("VERSION", Output.number(policy.getVersion())),
                 List.of("OWNER", policy.getOwner()),
-                List.of("RATE", AdminClient.rate(policy)),
-                List.of("BURST", AdminClient.burst(policy)),
-                List.of("SCOPE", AdminClient.scope(policy)),
-                List.of("MODE", AdminClient.mode(policy)),
-                List.of("CONSISTENCY", AdminClient.consistency(policy)),
-                List.of("FAILURE MODE", AdminClient.named(policy.getFailureMode(), policy.getFailureModeValue(), "OPEN")),
-                List.of("ALGORITHM", AdminClient.named(policy.getAlgorithm(), policy.getAlgorithmValue(), "TOKEN_BUCKET")),
+                List.of("RATE", Output.rate(policy)),
+                List.of("BURST", Output.burst(policy)),
+                List.of("SCOPE", Output.scope(policy)),
+                List.of("MODE", Output.mode(policy)),
+                List.of("CONSISTENCY", Output.consistency(policy)),
+                List.of("FAILURE MODE", Output.named(policy.getFailureMode(), policy.getFailureModeValue(), "OPEN")),
+                List.of("ALGORITHM", Output.named(policy.getAlgorithm(), policy.getAlgorithmValue(), "TOKEN_BUCKET")),
                 List.of("PRIORITY", Integer.toString(policy.getPriority())),
-                List.of("SELECTOR", AdminClient.selector(policy.getSelector())),
-                List.of("EFFECTIVE FROM", AdminClient.time(policy.hasEffectiveFrom(), policy.getEffectiveFrom())),
+                List.of("SELECTOR", Output.selector(policy.getSelector())),
+                List.of("EFFECTIVE FROM", Output.time(policy.hasEffectiveFrom(), policy.getEffectiveFrom())),
                 List.of("REASON", policy.getReason())));
             return 0;
         }
@@ -297,30 +297,30 @@ public final class PolicyCommand implements Callable<Integer>
             final PrintStream out = parent.io.out();
             if (admin.json)
             {
-                out.println(AdminClient.json(set));
+                out.println(Output.json(set));
                 return 0;
             }
             final List<List<String>> rows = new ArrayList<>();
             for (final Policy policy : set.getPoliciesList())
             {
-                rows.add(row(policy, AdminClient.selector(policy.getSelector()) + rollout(policy)));
+                rows.add(row(policy, Output.selector(policy.getSelector()) + rollout(policy)));
             }
             if (set.hasDefaultPolicy())
             {
                 rows.add(row(set.getDefaultPolicy(), "(default: requests no policy matches)" + rollout(set.getDefaultPolicy())));
             }
-            AdminClient.table(out, List.of("ID", "VERSION", "OWNER", "RATE", "BURST", "SCOPE", "MODE", "CONSISTENCY", "SELECTOR"), rows);
+            Output.table(out, List.of("ID", "VERSION", "OWNER", "RATE", "BURST", "SCOPE", "MODE", "CONSISTENCY", "SELECTOR"), rows);
             // Counted as the node counts them (/health, limiter_policies): the default included.
             final int count = set.getPoliciesCount() + (set.hasDefaultPolicy() ? 1 : 0);
-            out.println("policy set version " + AdminClient.number(set.getVersion()) + ", " + count +
+            out.println("policy set version " + Output.number(set.getVersion()) + ", " + count +
                 (count == 1 ? " policy" : " policies") + (set.hasDefaultPolicy() ? " (the default included)" : ""));
             return 0;
         }
 
         private static List<String> row(final Policy policy, final String selector)
         {
-            return List.of(policy.getId(), AdminClient.number(policy.getVersion()), policy.getOwner(), AdminClient.rate(policy),
-                AdminClient.burst(policy), AdminClient.scope(policy), AdminClient.mode(policy), AdminClient.consistency(policy), selector);
+            return List.of(policy.getId(), Output.number(policy.getVersion()), policy.getOwner(), Output.rate(policy),
+                Output.burst(policy), Output.scope(policy), Output.mode(policy), Output.consistency(policy), selector);
         }
 
         /** " rollout=25% +2 tenants" for a version being rolled out, else nothing. */

@@ -42,7 +42,7 @@ final class PolicyHistoryCommand implements Callable<Integer>
         final PrintStream out = parent.io.out();
         if (admin.json)
         {
-            out.println(AdminClient.json(history));
+            out.println(Output.json(history));
             return 0;
         }
         final List<List<String>> rows = new ArrayList<>();
@@ -76,11 +76,11 @@ final class PolicyHistoryCommand implements Callable<Integer>
             final List<String> notes = new ArrayList<>();
             if (version.getRolledBackFrom() != 0)
             {
-                notes.add("rollback of v" + AdminClient.number(version.getRolledBackFrom()));
+                notes.add("rollback of v" + Output.number(version.getRolledBackFrom()));
             }
             if (policy.hasEffectiveFrom())
             {
-                notes.add("from " + AdminClient.time(true, policy.getEffectiveFrom()));
+                notes.add("from " + Output.time(true, policy.getEffectiveFrom()));
             }
             if (version.getBlocked())
             {
@@ -98,11 +98,11 @@ final class PolicyHistoryCommand implements Callable<Integer>
             {
                 notes.add("shadow");
             }
-            rows.add(List.of(AdminClient.number(policy.getVersion()), AdminClient.time(version.hasCreatedAt(), version.getCreatedAt()),
-                version.getActor(), policy.getOwner(), version.getDeleted() ? "-" : AdminClient.rate(policy),
-                version.getDeleted() ? "-" : AdminClient.burst(policy), String.join(", ", notes), policy.getReason()));
+            rows.add(List.of(Output.number(policy.getVersion()), Output.time(version.hasCreatedAt(), version.getCreatedAt()),
+                version.getActor(), policy.getOwner(), version.getDeleted() ? "-" : Output.rate(policy),
+                version.getDeleted() ? "-" : Output.burst(policy), String.join(", ", notes), policy.getReason()));
         }
-        AdminClient.table(out, List.of("VERSION", "CREATED", "ACTOR", "OWNER", "RATE", "BURST", "NOTE", "REASON"), rows);
+        Output.table(out, List.of("VERSION", "CREATED", "ACTOR", "OWNER", "RATE", "BURST", "NOTE", "REASON"), rows);
         return 0;
     }
 }

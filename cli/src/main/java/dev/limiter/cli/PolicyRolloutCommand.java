@@ -180,7 +180,7 @@ final class PolicyRolloutCommand implements Callable<Integer>
             if (!version.getPolicy().hasRollout())
             {
                 throw AdminClient.failed("policy " + policyId + " is not being rolled out (its newest version, " +
-                    AdminClient.number(version.getPolicy().getVersion()) + ", has no rollout): start a rollout with --file F");
+                    Output.number(version.getPolicy().getVersion()) + ", has no rollout): start a rollout with --file F");
             }
             return version.getPolicy();
         }
@@ -192,12 +192,12 @@ final class PolicyRolloutCommand implements Callable<Integer>
     {
         if (admin.json)
         {
-            out.println(AdminClient.json(result));
+            out.println(Output.json(result));
             return;
         }
         final Policy made = result.getVersion().getPolicy();
         final String prefix = "policy " + (made.getId().isEmpty() ? requestedId : made.getId()) + " version " +
-            AdminClient.number(made.getVersion());
+            Output.number(made.getVersion());
         if (complete)
         {
             out.println(prefix + " in force for every tenant (rollout complete)");
@@ -209,7 +209,7 @@ final class PolicyRolloutCommand implements Callable<Integer>
         final List<String> others = new ArrayList<>();
         if (rollout.hasFallback())
         {
-            others.add("others on version " + AdminClient.number(rollout.getFallback().getVersion()));
+            others.add("others on version " + Output.number(rollout.getFallback().getVersion()));
         }
         if (rollout.getOthersInShadow())
         {
