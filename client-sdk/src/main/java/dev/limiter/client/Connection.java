@@ -44,6 +44,10 @@ import javax.net.ssl.SSLParameters;
  * frame and a syscall), keeps every frame in flight by correlation id, answers calls from result
  * frames, fails them on their deadline, and reconnects with jittered backoff when the link drops.
  * Everything but {@link #submit} runs on the event loop.
+ * <p>
+ * Longer than the house's 500 lines because everything that touches the in-flight table (batching,
+ * answers, NOT_LEADER returns, reconnects, keep-alive, the policy subscription) runs on the one
+ * event loop that owns it; split apart, each piece would need that table's thread rules again.
  */
 final class Connection
 {

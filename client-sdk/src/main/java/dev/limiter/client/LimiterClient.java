@@ -55,6 +55,10 @@ import javax.net.ssl.SSLContext;
  * {@link LimiterUnavailableException} (no open connection). Connections that drop are re-opened
  * in the background with jittered backoff. Futures complete on the SDK's I/O threads: do not block
  * in their callbacks (use the {@code *Async} variants with your own executor for slow work).
+ * <p>
+ * About a third of this file is the {@link Builder}, one documented setter per option; the calls
+ * themselves use {@link ConnectionSet}, {@link Circuit}, {@link OutageReports}, the policy cache and
+ * the local fallback, each a class of its own.
  */
 public final class LimiterClient implements AutoCloseable
 {

@@ -29,6 +29,9 @@ import java.util.regex.Pattern;
  * A validated, compiled policy set and the matcher over it. A request gets its most specific
  * matching policy (ties: higher priority, then smaller id), or the set's default baseline. The
  * request never supplies a limit. Immutable and safe to share between threads.
+ * <p>
+ * Validation and compilation stay together here (a little over 500 lines): the nodes and the SDK
+ * must agree on which policy a request gets, so both use this one class for it.
  */
 public final class PolicySetIndex
 {
