@@ -14,6 +14,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.StringJoiner;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
@@ -25,6 +26,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAccumulator;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.LockSupport;
+import javax.net.ssl.SSLContext;
 
 /**
  * {@code ./limiter bench}: drives a store through the SDK and reports throughput and latency.
@@ -45,7 +47,10 @@ import java.util.concurrent.locks.LockSupport;
         "as its last line, one JSON object: decisionsPerSec, p50Us, p99Us, p999Us, maxUs, allowed,",
         "denied, errors, degraded (decisions the SDK made on its own while no node answered; counted in",
         "allowed/denied too), maxNodeUs and maxSdkUs (the slowest call a node decided, and the slowest",
-        "the SDK decided itself), plus the settings used. Runs for --duration seconds after --warmup, then stops."},
+        "the SDK decided itself), nodes (per --server: cpuUsPerDecision, this node's CPU over the decisions",
+        "nodes made; cpuCores; decisionFramesPerSec; redirects, frames it answered NOT_LEADER; read over STATUS",
+        "at the start and end of the measured window), plus the settings used.",
+        "Runs for --duration seconds after --warmup, then stops."},
     sortOptions = false)
 public final class LoadGenerator implements Callable<Integer>
 {
@@ -103,6 +108,8 @@ public final class LoadGenerator implements Callable<Integer>
     private final AtomicBoolean running = new AtomicBoolean(true);
     private final AtomicLong expectedIntervalNanos = new AtomicLong();
     private Descriptor[] descriptors;
+    /** For the STATUS readings of each node: null without TLS. */
+    private SSLContext tlsContext;
     private final ScheduledExecutorService retries =
         Executors.newSingleThreadScheduledExecutor(r ->
         {
@@ -128,6 +135,7 @@ public final class LoadGenerator implements Callable<Integer>
         final LimiterClient client;
         try
         {
+            tlsContext = tls.contextOrNull();
             client = tls.applyTo(LimiterClient.builder().endpoints(servers.toArray(new String[0])).connections(connections)
                 .ioThreads(ioThreads).maxBatch(maxBatch).deadline(Duration.ofMillis(deadlineMs))).build();
         }
@@ -238,7 +246,8 @@ public final class LoadGenerator implements Callable<Integer>
             int key = 0;
             while (running.get())
             {
-                final long due = (long)((System.nanoTime() - start) / nanosPerRequest);
+                // Request i is due at start + i x interval: by now, those up to and including floor(elapsed / interval).
+                final long due = (long)((System.nanoTime() - start) / nanosPerRequest) + 1;
                 if (issued >= due)
                 {
                     LockSupport.parkNanos(20_000);
@@ -269,6 +278,7 @@ public final class LoadGenerator implements Callable<Integer>
         final long denied0 = denied.sum();
         final long errors0 = errors.sum();
         final long degraded0 = degraded.sum();
+        final List<NodeCounters> nodesBefore = NodeCounters.readAll(servers, tlsContext);
         measuring.set(true);
         final long start = System.nanoTime();
         final Histogram total = new Histogram(TimeUnit.SECONDS.toNanos(60), 3);
@@ -287,6 +297,7 @@ public final class LoadGenerator implements Callable<Integer>
         }
         measuring.set(false);
         final double seconds = (System.nanoTime() - start) / 1e9;
+        final List<NodeCounters> nodesAfter = NodeCounters.readAll(servers, tlsContext);
         running.set(false);
         interval = recorder.getIntervalHistogram(interval);
         total.add(interval);
@@ -295,6 +306,14 @@ public final class LoadGenerator implements Callable<Integer>
         final long a = allowed.sum() - allowed0;
         final long d = denied.sum() - denied0;
         final long e = errors.sum() - errors0;
+        final long nodeDecisions = a + d - (degraded.sum() - degraded0);
+        final StringJoiner nodes = new StringJoiner(",", "[", "]");
+        for (int i = 0; i < nodesAfter.size(); i++)
+        {
+            final String node = nodesAfter.get(i).report(nodesBefore.get(i), nodeDecisions, seconds);
+            System.out.println("node " + node);
+            nodes.add(node);
+        }
         if (!errorKinds.isEmpty())
         {
             errorKinds.forEach((kind, n) -> System.err.println("errors: " + n.sum() + " x " + kind));
@@ -303,12 +322,12 @@ public final class LoadGenerator implements Callable<Integer>
             "{\"decisionsPerSec\":%.0f,\"p50Us\":%.1f,\"p99Us\":%.1f,\"p999Us\":%.1f,\"maxUs\":%.1f,\"allowed\":%d,\"denied\":%d," +
             "\"errors\":%d,\"degraded\":%d,\"mode\":\"%s\",\"connections\":%d,\"pipeline\":%d,\"lanes\":%d,\"rate\":%d,\"keys\":%d," +
             "\"durationSec\":%.1f,\"coCorrectionIntervalUs\":%.1f,\"rawP50Us\":%.1f,\"rawP99Us\":%.1f,\"rawP999Us\":%.1f," +
-            "\"maxNodeUs\":%.1f,\"maxSdkUs\":%.1f}%n",
+            "\"maxNodeUs\":%.1f,\"maxSdkUs\":%.1f,\"nodes\":%s}%n",
             (a + d) / seconds, reported.getValueAtPercentile(50) / 1e3, reported.getValueAtPercentile(99) / 1e3,
             reported.getValueAtPercentile(99.9) / 1e3, reported.getMaxValue() / 1e3, a, d, e, degraded.sum() - degraded0, mode, connections,
             rate > 0 ? 0 : pipeline, lanes, rate, keys, seconds, expectedIntervalNanos.get() / 1e3,
             total.getValueAtPercentile(50) / 1e3, total.getValueAtPercentile(99) / 1e3, total.getValueAtPercentile(99.9) / 1e3,
-            slowestByNode.get() / 1e3, slowestBySdk.get() / 1e3);
+            slowestByNode.get() / 1e3, slowestBySdk.get() / 1e3, nodes);
         return 0;
     }
 

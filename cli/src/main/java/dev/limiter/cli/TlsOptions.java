@@ -45,6 +45,16 @@ public final class TlsOptions
     }
 
     /**
+     * The TLS context the options describe, or null when none was given (plain TCP).
+     *
+     * @throws IllegalArgumentException naming what is wrong with the files
+     */
+    public SSLContext contextOrNull()
+    {
+        return requested() ? Pem.context(cert, key, ca) : null;
+    }
+
+    /**
      * The TLS context the options describe (the JDK's default trust when no CA was given).
      *
      * @throws AdminClient.Failure a usage failure naming what is wrong with the files

@@ -1,6 +1,7 @@
 package dev.limiter.server;
 
 import com.google.protobuf.util.Timestamps;
+import com.sun.management.OperatingSystemMXBean;
 import dev.limiter.protocol.CompiledPolicy;
 import dev.limiter.protocol.ErrorCode;
 import dev.limiter.protocol.ErrorCodec;
@@ -61,6 +62,7 @@ import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.lang.management.ManagementFactory;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -351,7 +353,8 @@ public final class StoreServer implements NodeStatus, AutoCloseable
 
     /**
      * This node's standing as one JSON object: node id, address, role, leader, term, applied index,
-     * members, shards (each with this node's role for it), buckets. Served by STATUS and /status.
+     * members, process CPU time (ns), decision frames received and frames redirected (NOT_LEADER),
+     * shards (each with this node's role for it), buckets. Served by STATUS and /status.
      */
     @Override
     public String statusJson()
@@ -403,7 +406,12 @@ public final class StoreServer implements NodeStatus, AutoCloseable
             field(json, "id", "single").append(',');
             field(json, "address", address).append('}');
         }
-        json.append("],\"shards\":[");
+        json.append("],");
+        // What a load generator divides by its decisions: this process's CPU and the frames it took.
+        json.append("\"cpuNanos\":").append(processCpuNanos()).append(',');
+        json.append("\"decisionFrames\":").append(metrics.decisionFrames()).append(',');
+        json.append("\"redirects\":").append(metrics.redirects()).append(',');
+        json.append("\"shards\":[");
         for (int i = 0; i < shards.size(); i++)
         {
             // A member's buckets are its committed tables (the leader's deciding tables run ahead of them).
@@ -412,6 +420,13 @@ public final class StoreServer implements NodeStatus, AutoCloseable
                 .append("\",\"buckets\":").append(buckets).append('}');
         }
         return json.append("]}").toString();
+    }
+
+    /** CPU time this process has used, all threads, in nanoseconds; -1 where the JVM cannot say. */
+    private static long processCpuNanos()
+    {
+        return ManagementFactory.getOperatingSystemMXBean() instanceof OperatingSystemMXBean os ?
+            os.getProcessCpuTime() : -1;
     }
 
     private static StringBuilder field(final StringBuilder json, final String name, final String value)

@@ -34,6 +34,8 @@ public final class ServerMetrics
     private final Timer frameLatency;
     private final Counter protocolErrors;
     private final Counter connectionsOpened;
+    private final Counter decisionFrames;
+    private final Counter redirects;
 
     public ServerMetrics()
     {
@@ -46,6 +48,36 @@ public final class ServerMetrics
             .description("Frames answered with ERROR or connections closed for bad input")
             .register(registry);
         connectionsOpened = Counter.builder("limiter.connections.opened").register(registry);
+        decisionFrames = Counter.builder("limiter.decision.frames")
+            .description("ACQUIRE and BATCH_ACQUIRE frames received on the data port, decided here or not")
+            .register(registry);
+        redirects = Counter.builder("limiter.redirects")
+            .description("Frames answered NOT_LEADER, sending the caller to the leader (decision frames and SDK reports)")
+            .register(registry);
+    }
+
+    /** One ACQUIRE or BATCH_ACQUIRE frame received. */
+    public void decisionFrame()
+    {
+        decisionFrames.increment();
+    }
+
+    /** One frame answered NOT_LEADER. */
+    public void redirected()
+    {
+        redirects.increment();
+    }
+
+    /** Decision frames received since start. */
+    public long decisionFrames()
+    {
+        return (long)decisionFrames.count();
+    }
+
+    /** Frames answered NOT_LEADER since start. */
+    public long redirects()
+    {
+        return (long)redirects.count();
     }
 
     /** SDK instances subscribed to policies at this node (what it reports to them as FLEET). */

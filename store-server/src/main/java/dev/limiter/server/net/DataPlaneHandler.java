@@ -138,6 +138,7 @@ public final class DataPlaneHandler extends ChannelInboundHandlerAdapter impleme
     private void acquire(final ChannelHandlerContext ctx, final ByteBuf frame, final long correlationId, final boolean single)
     {
         final long start = System.nanoTime();
+        metrics.decisionFrame();
         final FrameRouter router = routers.get();
         final AcquireDecoder decoder = router.decoder();
         final String malformed = decoder.wrap(frame, Frame.bodyOffset(frame), Frame.frameEnd(frame), single);
@@ -183,6 +184,7 @@ public final class DataPlaneHandler extends ChannelInboundHandlerAdapter impleme
     @Override
     public void notLeader(final ChannelHandlerContext ctx, final long correlationId)
     {
+        metrics.redirected();
         final ByteBuf out = ctx.alloc().buffer(64);
         ErrorCodec.encode(out, correlationId, ErrorCode.NOT_LEADER, replication == null ? "" : replication.leaderAddress());
         ctx.writeAndFlush(out, ctx.voidPromise());

@@ -1,0 +1,91 @@
+package dev.limiter.bench;
+
+import dev.limiter.cli.BlockingRequest;
+import dev.limiter.protocol.MessageType;
+
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import javax.net.ssl.SSLContext;
+
+/**
+ * What one node says of itself over STATUS that a benchmark divides by its own count of
+ * decisions: the process's CPU time, the decision frames it received and those it answered
+ * NOT_LEADER. Read at the start and at the end of the measured window; a node that cannot be read
+ * is reported with why, never left out silently.
+ *
+ * @param cpuNanos       CPU time of the node's process, all threads, in nanoseconds
+ * @param decisionFrames ACQUIRE and BATCH_ACQUIRE frames received since the node started
+ * @param redirects      frames answered NOT_LEADER since the node started
+ * @param error          why the node could not be read, or null
+ */
+record NodeCounters(String server, long cpuNanos, long decisionFrames, long redirects, String error)
+{
+    private static final int TIMEOUT_MILLIS = 2000;
+
+    static List<NodeCounters> readAll(final List<String> servers, final SSLContext tls)
+    {
+        final List<NodeCounters> all = new ArrayList<>(servers.size());
+        servers.forEach(server -> all.add(read(server, tls)));
+        return all;
+    }
+
+    static NodeCounters read(final String server, final SSLContext tls)
+    {
+        try
+        {
+            final BlockingRequest.Answer answer = BlockingRequest.send(server, MessageType.STATUS, new byte[0], TIMEOUT_MILLIS, tls);
+            if (answer.type() != MessageType.STATUS_RESULT)
+            {
+                return failed(server, "answered " + MessageType.name(answer.type()) + " to STATUS");
+            }
+            final String json = answer.text();
+            final long cpu = number(json, "cpuNanos");
+            if (cpu < 0)
+            {
+                return failed(server, "reports no CPU time (a node older than this generator, or a JVM without the measure)");
+            }
+            return new NodeCounters(server, cpu, number(json, "decisionFrames"), number(json, "redirects"), null);
+        }
+        catch (final IOException | IllegalArgumentException e)
+        {
+            return failed(server, e.getClass().getSimpleName() + ": " + e.getMessage());
+        }
+    }
+
+    private static NodeCounters failed(final String server, final String why)
+    {
+        return new NodeCounters(server, -1, -1, -1, why);
+    }
+
+    private static long number(final String json, final String name)
+    {
+        final Matcher m = Pattern.compile("\"" + name + "\":(-?\\d+)").matcher(json);
+        return m.find() ? Long.parseLong(m.group(1)) : -1;
+    }
+
+    /**
+     * One JSON object for the window from {@code before} to this reading: CPU microseconds per
+     * decision (this node's CPU over the decisions nodes made for the generator, cluster-wide),
+     * cores used, decision frames per second and redirects.
+     *
+     * @param nodeDecisions decisions any node made in the window (the SDK's own left out)
+     * @param seconds       the window's length
+     */
+    String report(final NodeCounters before, final long nodeDecisions, final double seconds)
+    {
+        if (error != null || before.error != null)
+        {
+            return String.format(Locale.ROOT, "{\"server\":\"%s\",\"error\":\"%s\"}", server,
+                (error != null ? error : before.error).replace('"', '\''));
+        }
+        final double cpuMicros = (cpuNanos - before.cpuNanos) / 1e3;
+        return String.format(Locale.ROOT,
+            "{\"server\":\"%s\",\"cpuUsPerDecision\":%.2f,\"cpuCores\":%.2f,\"decisionFramesPerSec\":%.0f,\"redirects\":%d}",
+            server, nodeDecisions > 0 ? cpuMicros / nodeDecisions : 0.0, cpuMicros / 1e6 / seconds,
+            (decisionFrames - before.decisionFrames) / seconds, redirects - before.redirects);
+    }
+}
