@@ -271,6 +271,8 @@ public final class LoadGenerator implements Callable<Integer>
 
     private int measure(final String mode, final int lanes) throws InterruptedException
     {
+        // STATUS readings first and last: the window's counts and clock lie between them.
+        final List<NodeCounters> nodesBefore = NodeCounters.readAll(servers, tlsContext);
         recorder.reset();
         slowestByNode.reset();
         slowestBySdk.reset();
@@ -278,7 +280,6 @@ public final class LoadGenerator implements Callable<Integer>
         final long denied0 = denied.sum();
         final long errors0 = errors.sum();
         final long degraded0 = degraded.sum();
-        final List<NodeCounters> nodesBefore = NodeCounters.readAll(servers, tlsContext);
         measuring.set(true);
         final long start = System.nanoTime();
         final Histogram total = new Histogram(TimeUnit.SECONDS.toNanos(60), 3);
@@ -297,16 +298,17 @@ public final class LoadGenerator implements Callable<Integer>
         }
         measuring.set(false);
         final double seconds = (System.nanoTime() - start) / 1e9;
+        final long a = allowed.sum() - allowed0;
+        final long d = denied.sum() - denied0;
+        final long e = errors.sum() - errors0;
+        final long g = degraded.sum() - degraded0;
         final List<NodeCounters> nodesAfter = NodeCounters.readAll(servers, tlsContext);
         running.set(false);
         interval = recorder.getIntervalHistogram(interval);
         total.add(interval);
         final Histogram reported = expectedIntervalNanos.get() > 0 ?
             total.copyCorrectedForCoordinatedOmission(expectedIntervalNanos.get()) : total;
-        final long a = allowed.sum() - allowed0;
-        final long d = denied.sum() - denied0;
-        final long e = errors.sum() - errors0;
-        final long nodeDecisions = a + d - (degraded.sum() - degraded0);
+        final long nodeDecisions = a + d - g;
         final StringJoiner nodes = new StringJoiner(",", "[", "]");
         for (int i = 0; i < nodesAfter.size(); i++)
         {
@@ -324,7 +326,7 @@ public final class LoadGenerator implements Callable<Integer>
             "\"durationSec\":%.1f,\"coCorrectionIntervalUs\":%.1f,\"rawP50Us\":%.1f,\"rawP99Us\":%.1f,\"rawP999Us\":%.1f," +
             "\"maxNodeUs\":%.1f,\"maxSdkUs\":%.1f,\"nodes\":%s}%n",
             (a + d) / seconds, reported.getValueAtPercentile(50) / 1e3, reported.getValueAtPercentile(99) / 1e3,
-            reported.getValueAtPercentile(99.9) / 1e3, reported.getMaxValue() / 1e3, a, d, e, degraded.sum() - degraded0, mode, connections,
+            reported.getValueAtPercentile(99.9) / 1e3, reported.getMaxValue() / 1e3, a, d, e, g, mode, connections,
             rate > 0 ? 0 : pipeline, lanes, rate, keys, seconds, expectedIntervalNanos.get() / 1e3,
             total.getValueAtPercentile(50) / 1e3, total.getValueAtPercentile(99) / 1e3, total.getValueAtPercentile(99.9) / 1e3,
             slowestByNode.get() / 1e3, slowestBySdk.get() / 1e3, nodes);

@@ -79,13 +79,37 @@ record NodeCounters(String server, long cpuNanos, long decisionFrames, long redi
     {
         if (error != null || before.error != null)
         {
-            return String.format(Locale.ROOT, "{\"server\":\"%s\",\"error\":\"%s\"}", server,
-                (error != null ? error : before.error).replace('"', '\''));
+            return "{\"server\":" + quoted(server) + ",\"error\":" + quoted(error != null ? error : before.error) + "}";
         }
         final double cpuMicros = (cpuNanos - before.cpuNanos) / 1e3;
+        // No decision by any node (all failed, or the SDK decided them all): no figure, not a zero.
+        final String perDecision = nodeDecisions > 0 ? String.format(Locale.ROOT, "%.2f", cpuMicros / nodeDecisions) : "null";
         return String.format(Locale.ROOT,
-            "{\"server\":\"%s\",\"cpuUsPerDecision\":%.2f,\"cpuCores\":%.2f,\"decisionFramesPerSec\":%.0f,\"redirects\":%d}",
-            server, nodeDecisions > 0 ? cpuMicros / nodeDecisions : 0.0, cpuMicros / 1e6 / seconds,
+            "{\"server\":%s,\"cpuUsPerDecision\":%s,\"cpuCores\":%.2f,\"decisionFramesPerSec\":%.0f,\"redirects\":%d}",
+            quoted(server), perDecision, cpuMicros / 1e6 / seconds,
             (decisionFrames - before.decisionFrames) / seconds, redirects - before.redirects);
+    }
+
+    /** A JSON string: quotes, backslashes and control characters escaped. */
+    private static String quoted(final String text)
+    {
+        final StringBuilder out = new StringBuilder(text.length() + 2).append('"');
+        for (int i = 0; i < text.length(); i++)
+        {
+            final char c = text.charAt(i);
+            if (c == '"' || c == '\\')
+            {
+                out.append('\\').append(c);
+            }
+            else if (c < 0x20)
+            {
+                out.append(String.format(Locale.ROOT, "\\u%04x", (int)c));
+            }
+            else
+            {
+                out.append(c);
+            }
+        }
+        return out.append('"').toString();
     }
 }

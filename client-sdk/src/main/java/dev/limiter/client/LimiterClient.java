@@ -91,7 +91,6 @@ public final class LimiterClient implements AutoCloseable
     private final boolean epoll;
     private final ConnectionSet connections;
     private final long deadlineNanos;
-    /** The endpoint believed to lead (from NOT_LEADER hints), or null: calls go there first. */
     private volatile boolean closed;
     private final PolicyCache policies;
     /** Null when local decisions are off. */
