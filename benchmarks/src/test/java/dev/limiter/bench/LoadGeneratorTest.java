@@ -64,8 +64,47 @@ class LoadGeneratorTest
         assertTrue(summary.get("allowed").getAsLong() + summary.get("denied").getAsLong() > summary.get("degraded").getAsLong(),
             "and the node's before it: " + summary);
         assertEquals(3, lines.stream().filter(l -> l.startsWith("t=")).count(), "a progress line every measured second: " + lines);
-        final long lastSecond = Long.parseLong(lines.get(lines.size() - 2).replaceAll(".*decisions/s=(\\d+).*", "$1"));
+        final String lastProgress = lines.stream().filter(l -> l.startsWith("t=")).reduce((first, second) -> second).orElseThrow();
+        final long lastSecond = Long.parseLong(lastProgress.replaceAll(".*decisions/s=(\\d+).*", "$1"));
         assertTrue(lastSecond > 0, "still deciding in the last second, a second or more after the kill: " + lines);
         assertTrue(tookSeconds < 1 + 3 + 10, "the run ended on time: " + tookSeconds + " s");
+        final JsonObject gone = summary.getAsJsonArray("nodes").get(0).getAsJsonObject();
+        assertTrue(gone.get("error").getAsString().contains("Connection refused"), "a node that cannot be read says why: " + gone);
+    }
+
+    @Test
+    void theBenchReportsEachNodesCpuPerDecisionFramesAndRedirects() throws Exception
+    {
+        try (StoreServer node = new StoreServer(new ServerConfig().host("127.0.0.1").port(0).adminPort(-1).shards(1)
+            .ioThreads(1).policiesFile(Path.of("..", "config", "policies.json")).dataDir(dir)).start())
+        {
+            final List<String> lines = run("--server", "127.0.0.1:" + node.port(), "--connections", "1", "--pipeline", "16",
+                "--keys", "100", "--warmup", "1", "--duration", "1");
+            final JsonObject summary = JsonParser.parseString(lines.get(lines.size() - 1)).getAsJsonObject();
+            final JsonObject report = summary.getAsJsonArray("nodes").get(0).getAsJsonObject();
+            assertEquals("127.0.0.1:" + node.port(), report.get("server").getAsString());
+            final double perDecision = report.get("cpuUsPerDecision").getAsDouble();
+            // The node's whole process CPU over its decisions: more than nothing, less than a millisecond a decision.
+            assertTrue(perDecision > 0 && perDecision < 1000, "CPU per decision: " + report);
+            assertTrue(report.get("decisionFramesPerSec").getAsDouble() > 0, "frames: " + report);
+            assertEquals(0, report.get("redirects").getAsLong(), "a lone node sends nobody elsewhere: " + report);
+            assertTrue(lines.stream().anyMatch(l -> l.startsWith("node {")), "a line per node before the summary: " + lines);
+        }
+    }
+
+    private static List<String> run(final String... args)
+    {
+        final PrintStream original = System.out;
+        final ByteArrayOutputStream captured = new ByteArrayOutputStream();
+        System.setOut(new PrintStream(captured, true, StandardCharsets.UTF_8));
+        try
+        {
+            assertEquals(0, new CommandLine(new LoadGenerator()).execute(args));
+        }
+        finally
+        {
+            System.setOut(original);
+        }
+        return captured.toString(StandardCharsets.UTF_8).lines().toList();
     }
 }
