@@ -43,14 +43,19 @@ import javax.net.ssl.SSLContext;
     name = "bench",
     mixinStandardHelpOptions = true,
     description = {
-        "Load-generates against store node(s) through the SDK. Prints a progress line per second and,",
-        "as its last line, one JSON object: decisionsPerSec, p50Us, p99Us, p999Us, maxUs, allowed,",
-        "denied, errors, degraded (decisions the SDK made on its own while no node answered; counted in",
-        "allowed/denied too), maxNodeUs and maxSdkUs (the slowest call a node decided, and the slowest",
-        "the SDK decided itself), nodes (per --server: cpuUsPerDecision, this node's CPU over the decisions",
-        "nodes made; cpuCores; decisionFramesPerSec; redirects, frames it answered NOT_LEADER; read over STATUS",
-        "at the start and end of the measured window), plus the settings used.",
-        "Runs for --duration seconds after --warmup, then stops."},
+        "Load-generates against store node(s) through the SDK; stops by itself",
+        "after --warmup + --duration seconds. Prints a progress line per second,",
+        "a line per --server node, and last one JSON object:",
+        "  decisionsPerSec, p50Us, p99Us, p999Us, maxUs, allowed, denied, errors;",
+        "  degraded: decisions the SDK made itself while no node answered",
+        "    (counted in allowed/denied too);",
+        "  maxNodeUs, maxSdkUs: the slowest call a node decided, and the slowest",
+        "    the SDK decided itself;",
+        "  nodes: per --server, cpuUsPerDecision (the node's CPU over the",
+        "    decisions nodes made), cpuCores, decisionFramesPerSec and redirects",
+        "    (frames answered NOT_LEADER), read over STATUS at the start and the",
+        "    end of the measured window;",
+        "  and the settings used."},
     sortOptions = false)
 public final class LoadGenerator implements Callable<Integer>
 {
