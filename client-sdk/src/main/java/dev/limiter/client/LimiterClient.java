@@ -103,6 +103,8 @@ public final class LimiterClient implements AutoCloseable
     private final int clientNumber = CLIENTS_IN_PROCESS.incrementAndGet();
     private final String instanceId = CLIENT_NAME + "#" + clientNumber;
     private final LongAdder lateDeadlines = new LongAdder();
+    /** Frames a node answered NOT_LEADER (their calls were sent on to another node). */
+    private final LongAdder redirectedFrames = new LongAdder();
     private final Circuit circuit;
     private final OutageReports outageReports;
 
@@ -557,6 +559,16 @@ public final class LimiterClient implements AutoCloseable
         return epoll;
     }
 
+    /**
+     * Frames a node answered NOT_LEADER since this client started; their calls went on to the
+     * leader it named (or, in an election, to another node a little later) within their deadlines.
+     * In steady state it stays still: the client sends to the node last named as leader.
+     */
+    public long redirects()
+    {
+        return redirectedFrames.sum();
+    }
+
     /** Number of connections open now. */
     public int openConnections()
     {
@@ -569,6 +581,7 @@ public final class LimiterClient implements AutoCloseable
      */
     private void reroute(final Connection from, final PendingCall[] calls, final String leaderHint)
     {
+        redirectedFrames.increment();
         final boolean known = connections.followLeaderHint(from, leaderHint);
         for (final PendingCall call : calls)
         {

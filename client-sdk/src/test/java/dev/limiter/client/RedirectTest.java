@@ -1,0 +1,101 @@
+package dev.limiter.client;
+
+import dev.limiter.protocol.ErrorCode;
+import dev.limiter.protocol.ErrorCodec;
+import dev.limiter.protocol.Frame;
+import dev.limiter.protocol.MessageType;
+import dev.limiter.protocol.ReasonCode;
+import dev.limiter.protocol.ResultCodec;
+import dev.limiter.protocol.policy.Policy;
+import dev.limiter.protocol.policy.PolicySet;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** A follower's NOT_LEADER: the calls go on to the leader it names, and the client counts the redirect. */
+@Timeout(30)
+class RedirectTest
+{
+    private static final byte[] SET = PolicySet.newBuilder().setVersion(1)
+        .setDefaultPolicy(Policy.newBuilder().setId("baseline").setRate(100).setBurst(100).setOwner("infra")).build().toByteArray();
+
+    @Test
+    void aCallRefusedByAFollowerIsDecidedByTheLeaderItNamesAndLaterCallsGoThereFirst() throws Exception
+    {
+        final AtomicInteger refused = new AtomicInteger();
+        final AtomicInteger decided = new AtomicInteger();
+        try (ScriptedNode leader = new ScriptedNode(request -> answer(request, null, decided));
+             ScriptedNode follower = new ScriptedNode(request -> answer(request, leader.endpoint(), refused));
+             LimiterClient client = LimiterClient.builder().endpoints(follower.endpoint(), leader.endpoint()).connections(1)
+                 .deadline(Duration.ofSeconds(1)).build())
+        {
+            assertTrue(client.awaitConnected(Duration.ofSeconds(5)));
+            assertEquals(0, client.redirects());
+            final Descriptor key = Descriptor.of("t", "/x");
+            for (int i = 0; i < 20; i++)
+            {
+                final Decision d = client.acquireBlocking(key, 1);
+                assertTrue(d.allowed(), "call " + i + ": " + d);
+                assertFalse(d.degraded(), "decided by a node, not by the SDK: " + d);
+            }
+            // Round robin sends one of the first two calls to the follower; after its answer the
+            // client goes to the leader first.
+            assertEquals(1, refused.get(), "frames the follower refused");
+            assertEquals(1, client.redirects(), "the redirect is counted");
+            assertEquals(20, decided.get(), "every call decided by the leader");
+        }
+    }
+
+    /** POLICIES and PING answered; decision frames refused with NOT_LEADER naming {@code leader}, or allowed when it is null. */
+    private static ByteBuf answer(final ScriptedNode.Request request, final String leader, final AtomicInteger counted)
+    {
+        final ByteBuf answer = Unpooled.buffer();
+        final int type = request.type();
+        final long correlationId = request.correlationId();
+        if (type == MessageType.POLICIES)
+        {
+            final int start = Frame.begin(answer, MessageType.POLICIES_RESULT, 0);
+            answer.writeLong(7).writeBytes(SET);
+            Frame.finish(answer, start);
+        }
+        else if (type == MessageType.PING)
+        {
+            Frame.finish(answer, Frame.begin(answer, MessageType.PONG, correlationId));
+        }
+        else if (type == MessageType.ACQUIRE || type == MessageType.BATCH_ACQUIRE)
+        {
+            if (leader != null)
+            {
+                counted.incrementAndGet();
+                ErrorCodec.encode(answer, correlationId, ErrorCode.NOT_LEADER, leader);
+                return answer;
+            }
+            final int count = type == MessageType.ACQUIRE ? 1 :
+                request.frame().getShort(Frame.HEADER_LENGTH - Frame.LENGTH_FIELD_LENGTH) & 0xFFFF;
+            counted.addAndGet(count);
+            final int start = ResultCodec.beginBatch(answer, type == MessageType.ACQUIRE ? MessageType.RESULT : MessageType.BATCH_RESULT,
+                correlationId, count);
+            for (int i = 0; i < count; i++)
+            {
+                ResultCodec.putRecord(answer, ResultCodec.recordOffset(start, i), true, ReasonCode.ALLOWED, 1, 99, 100, 0, 0, 1, 1);
+            }
+            ResultCodec.beginPolicies(answer, 1);
+            ResultCodec.appendPolicy(answer, 1, "baseline".getBytes(StandardCharsets.UTF_8));
+            Frame.finish(answer, start);
+        }
+        else
+        {
+            return null;
+        }
+        return answer;
+    }
+}
