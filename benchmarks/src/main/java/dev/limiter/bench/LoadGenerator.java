@@ -51,6 +51,7 @@ import javax.net.ssl.SSLContext;
         "    (counted in allowed/denied too);",
         "  maxNodeUs, maxSdkUs: the slowest call a node decided, and the slowest",
         "    the SDK decided itself;",
+        "  sdkRedirects: frames a node answered NOT_LEADER (sent on to the leader);",
         "  nodes: per --server, cpuUsPerDecision (the node's CPU over the",
         "    decisions nodes made), cpuCores, decisionFramesPerSec and redirects",
         "    (frames answered NOT_LEADER), read over STATUS at the start and the",
@@ -172,7 +173,7 @@ public final class LoadGenerator implements Callable<Integer>
         // Expected interval per lane = lanes / throughput, from the warm-up.
         final long warmupNanos = Math.max(1, System.nanoTime() - warmupStart);
         expectedIntervalNanos.set(warmupDone > 0 ? lanes * warmupNanos / warmupDone : 0);
-        return measure("closed-loop", lanes);
+        return measure(client, "closed-loop", lanes);
     }
 
     private long warmup() throws InterruptedException
@@ -269,12 +270,12 @@ public final class LoadGenerator implements Callable<Integer>
         driver.setDaemon(true);
         driver.start();
         warmup();
-        final int status = measure("open-loop", 0);
+        final int status = measure(client, "open-loop", 0);
         driver.join(2000);
         return status;
     }
 
-    private int measure(final String mode, final int lanes) throws InterruptedException
+    private int measure(final LimiterClient client, final String mode, final int lanes) throws InterruptedException
     {
         // STATUS readings first and last: the window's counts and clock lie between them.
         final List<NodeCounters> nodesBefore = NodeCounters.readAll(servers, tlsContext);
@@ -285,6 +286,7 @@ public final class LoadGenerator implements Callable<Integer>
         final long denied0 = denied.sum();
         final long errors0 = errors.sum();
         final long degraded0 = degraded.sum();
+        final long redirects0 = client.redirects();
         measuring.set(true);
         final long start = System.nanoTime();
         final Histogram total = new Histogram(TimeUnit.SECONDS.toNanos(60), 3);
@@ -307,6 +309,7 @@ public final class LoadGenerator implements Callable<Integer>
         final long d = denied.sum() - denied0;
         final long e = errors.sum() - errors0;
         final long g = degraded.sum() - degraded0;
+        final long redirected = client.redirects() - redirects0;
         final List<NodeCounters> nodesAfter = NodeCounters.readAll(servers, tlsContext);
         running.set(false);
         interval = recorder.getIntervalHistogram(interval);
@@ -329,12 +332,12 @@ public final class LoadGenerator implements Callable<Integer>
             "{\"decisionsPerSec\":%.0f,\"p50Us\":%.1f,\"p99Us\":%.1f,\"p999Us\":%.1f,\"maxUs\":%.1f,\"allowed\":%d,\"denied\":%d," +
             "\"errors\":%d,\"degraded\":%d,\"mode\":\"%s\",\"connections\":%d,\"pipeline\":%d,\"lanes\":%d,\"rate\":%d,\"keys\":%d," +
             "\"durationSec\":%.1f,\"coCorrectionIntervalUs\":%.1f,\"rawP50Us\":%.1f,\"rawP99Us\":%.1f,\"rawP999Us\":%.1f," +
-            "\"maxNodeUs\":%.1f,\"maxSdkUs\":%.1f,\"nodes\":%s}%n",
+            "\"maxNodeUs\":%.1f,\"maxSdkUs\":%.1f,\"sdkRedirects\":%d,\"nodes\":%s}%n",
             (a + d) / seconds, reported.getValueAtPercentile(50) / 1e3, reported.getValueAtPercentile(99) / 1e3,
             reported.getValueAtPercentile(99.9) / 1e3, reported.getMaxValue() / 1e3, a, d, e, g, mode, connections,
             rate > 0 ? 0 : pipeline, lanes, rate, keys, seconds, expectedIntervalNanos.get() / 1e3,
             total.getValueAtPercentile(50) / 1e3, total.getValueAtPercentile(99) / 1e3, total.getValueAtPercentile(99.9) / 1e3,
-            slowestByNode.get() / 1e3, slowestBySdk.get() / 1e3, nodes);
+            slowestByNode.get() / 1e3, slowestBySdk.get() / 1e3, redirected, nodes);
         return 0;
     }
 

@@ -88,6 +88,7 @@ class LoadGeneratorTest
             assertTrue(perDecision > 0 && perDecision < 1000, "CPU per decision: " + report);
             assertTrue(report.get("decisionFramesPerSec").getAsDouble() > 0, "frames: " + report);
             assertEquals(0, report.get("redirects").getAsLong(), "a lone node sends nobody elsewhere: " + report);
+            assertEquals(0, summary.get("sdkRedirects").getAsLong(), "nor does the SDK see a redirect: " + summary);
             assertTrue(lines.stream().anyMatch(l -> l.startsWith("node {")), "a line per node before the summary: " + lines);
         }
     }
