@@ -16,8 +16,8 @@ import io.micrometer.core.instrument.MeterRegistry;
  *   <li>{@code limiter.sdk.degraded.seconds}: time spent with the circuit open;</li>
  *   <li>{@code limiter.sdk.late.deadlines}: blocking calls the caller's thread failed at their
  *   deadline because the SDK's I/O thread was late (a sign the SDK's threads are starved);</li>
- *   <li>{@code limiter.sdk.redirects}: frames a node answered NOT_LEADER (their calls went on to
- *   the leader it named); still in steady state;</li>
+ *   <li>{@code limiter.sdk.redirects}: frames a node answered NOT_LEADER (their calls were retried,
+ *   on the leader it named when it named one); still in steady state;</li>
  *   <li>{@code limiter.sdk.policy.version}: version of the policy set held.</li>
  * </ul>
  */
@@ -39,7 +39,7 @@ public final class LimiterMetrics
             .description("Blocking calls failed on the caller's thread because the SDK's I/O thread was late at their deadline")
             .register(registry);
         FunctionCounter.builder("limiter.sdk.redirects", client, LimiterClient::redirects)
-            .description("Frames a node answered NOT_LEADER; their calls were sent on to the leader it named").register(registry);
+            .description("Frames a node answered NOT_LEADER; their calls were retried, on the leader it named when it named one").register(registry);
         Gauge.builder("limiter.sdk.policy.version", client, c -> c.policies().version())
             .description("Version of the policy set this client holds (0: none yet)").register(registry);
         final LocalFallback local = client.localFallback();

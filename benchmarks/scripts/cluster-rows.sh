@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Runs load-generator rows against a fresh local 3-node cluster after 40 s of warm-up load, one
+# summary line per row, then stops the cluster. Used for the figures in docs/cluster.md.
+#
+#   benchmarks/scripts/cluster-rows.sh "--connections 4 --rate 200 --route /bench-strict" "--connections 50 --pipeline 16"
+#
+# Each row runs as: ./limiter bench --server <the three nodes> <row> --keys 100000 --duration 8 --warmup 2
+# It deletes data/n1..n3 (the local cluster's state) first; nodes take extra JVM flags from
+# LIMITER_JAVA_OPTS. Bounded: about 45 s of start-up and warm-up plus 10 s a row.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+S=127.0.0.1:7401,127.0.0.1:7402,127.0.0.1:7403
+[ $# -gt 0 ] || { echo "usage: $0 \"<bench args>\"..." >&2; exit 2; }
+rm -rf data/n1 data/n2 data/n3
+./limiter cluster > data/cluster-rows.log 2>&1 &
+CLUSTER=$!
+trap 'kill $CLUSTER 2>/dev/null || true; wait $CLUSTER 2>/dev/null || true' EXIT
+for _ in $(seq 1 60); do
+  sleep 1
+  ./limiter status --server $S --json 2>/dev/null | grep -q '"LEADER"' && break
+done
+sleep 2
+./limiter bench --server $S --connections 4 --pipeline 64 --duration 12 --warmup 2 > /dev/null 2>&1
+./limiter bench --server $S --connections 4 --pipeline 8 --route /bench-strict --duration 10 --warmup 1 > /dev/null 2>&1
+./limiter bench --server $S --connections 4 --rate 2000 --route /bench-strict --duration 12 --warmup 1 > /dev/null 2>&1
+for row in "$@"; do
+  # shellcheck disable=SC2086
+  echo "$row: $(./limiter bench --server $S $row --keys 100000 --duration 8 --warmup 2 2>/dev/null | tail -1)"
+done
