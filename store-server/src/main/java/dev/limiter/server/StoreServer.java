@@ -71,6 +71,7 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -122,9 +123,11 @@ public final class StoreServer implements NodeStatus, AutoCloseable
         this.config = config.validate();
         this.clock = clock;
         this.seed = loadPolicies(config);
-        if (config.shards() > 1 && seed.policies().stream().anyMatch(CompiledPolicy::stacked))
+        final List<String> stackedProblems = seed.policies().stream().filter(CompiledPolicy::stacked)
+            .map(p -> PolicyControl.stackedScopeProblem(p.id(), p.scope(), config.shards())).filter(Objects::nonNull).toList();
+        if (!stackedProblems.isEmpty())
         {
-            throw new PolicyValidationException(List.of(PolicyControl.stackedNeedsOneShard(config.shards())));
+            throw new PolicyValidationException(stackedProblems);
         }
         this.adminToken = AdminToken.resolve(config.adminPort() >= 0, config.adminToken(), config.dataDir());
         this.tls = ServerTls.from(config.tlsCert(), config.tlsKey(), config.tlsCa(), config.tlsClientAuth(), metrics);

@@ -3,6 +3,7 @@ package dev.limiter.server;
 import dev.limiter.client.Decision;
 import dev.limiter.client.Descriptor;
 import dev.limiter.client.LimiterClient;
+import dev.limiter.client.LimiterRequestException;
 import dev.limiter.server.engine.MonotonicClock;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -495,6 +496,58 @@ class AdminApiTest
             assertTrue(refused.body().contains("--shards 1"), refused.body());
             assertEquals(null, server.policyState().current("orders-global"));
         }
+    }
+
+    @Test
+    void tenantScopedStackedPoliciesChargeAllOrNoneOnANodeWithSeveralShards() throws Exception
+    {
+        final ManualClock clock = new ManualClock(SECOND);
+        try (StoreServer server = new StoreServer(TestNode.config(dir, 0, 4).adminToken(TOKEN), clock).start();
+             LimiterClient client = LimiterClient.builder().endpoints("127.0.0.1:" + server.port()).deadline(Duration.ofSeconds(5)).build())
+        {
+            // Each user's allowance (burst 2) stacked on the per-tenant orders policy (burst 5): both on the tenant's shard.
+            assertEquals(200, call(server, "PUT", "/v1/policies/orders-user", "{\"selector\":{\"route\":\"/v1/orders/{id}\"}," +
+                "\"rate\":1,\"burst\":2,\"scope\":\"PRINCIPAL\",\"stacked\":true,\"owner\":\"platform\",\"reason\":\"per user\"}").statusCode());
+            // Twelve tenants, spread over the four shards.
+            for (int t = 0; t < 12; t++)
+            {
+                final String tenant = "tenant-" + t;
+                assertTrue(orders(client, tenant, "u1").allowed());
+                assertTrue(orders(client, tenant, "u1").allowed());
+                final Decision userSpent = orders(client, tenant, "u1");
+                assertFalse(userSpent.allowed(), tenant);
+                assertEquals("orders-user", userSpent.policyId(), "the user's budget refused: " + tenant);
+                assertTrue(orders(client, tenant, "u2").allowed());
+                assertTrue(orders(client, tenant, "u2").allowed());
+                // The tenant's bucket holds 5: 4 charged so far, none for the refused request.
+                assertTrue(orders(client, tenant, "u3").allowed(), "a refused request charged none of its budgets: " + tenant);
+                final Decision tenantSpent = orders(client, tenant, "u3");
+                assertFalse(tenantSpent.allowed(), tenant);
+                assertEquals("orders", tenantSpent.policyId(), "now the tenant's own policy refuses: " + tenant);
+            }
+        }
+    }
+
+    @Test
+    void onSeveralShardsARequestWhoseOwnPolicyIsGlobalIsNotChargedAgainstStackedPolicies() throws Exception
+    {
+        try (StoreServer server = start(TestNode.config(dir, 0, 4).adminToken(TOKEN));
+             LimiterClient client = LimiterClient.builder().endpoints("127.0.0.1:" + server.port()).deadline(Duration.ofSeconds(5)).build())
+        {
+            // Each tenant's share of the GLOBAL "hot" route, stacked on it: the two buckets cannot share a shard.
+            assertEquals(200, call(server, "PUT", "/v1/policies/hot-per-tenant", "{\"selector\":{\"route\":\"/hot\"}," +
+                "\"rate\":100,\"burst\":100,\"scope\":\"TENANT\",\"stacked\":true,\"owner\":\"platform\",\"reason\":\"share\"}").statusCode());
+            final LimiterRequestException refused = assertThrows(LimiterRequestException.class,
+                () -> client.acquireBlocking(Descriptor.of("acme", "/hot"), 1));
+            assertTrue(refused.getMessage().contains("'hot' is GLOBAL-scoped") && refused.getMessage().contains("--shards 1"),
+                refused.getMessage());
+            assertTrue(client.acquireBlocking(Descriptor.of("acme", "/v1/orders/1"), 1).allowed(), "requests no stacked policy matches are decided");
+        }
+    }
+
+    private static Decision orders(final LimiterClient client, final String tenant, final String user)
+    {
+        return client.acquireBlocking(Descriptor.builder().tenant(tenant).principal(user).route("/v1/orders/1").build(), 1);
     }
 
     @Test

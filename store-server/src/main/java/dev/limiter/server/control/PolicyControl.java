@@ -1,8 +1,10 @@
 package dev.limiter.server.control;
 
 import dev.limiter.protocol.policy.AdminError;
+import dev.limiter.protocol.policy.Policy;
 import dev.limiter.protocol.policy.PolicyCommand;
 import dev.limiter.protocol.policy.PolicyHistory;
+import dev.limiter.protocol.policy.Scope;
 import dev.limiter.raft.NotLeaderException;
 
 import java.util.concurrent.CompletableFuture;
@@ -40,27 +42,62 @@ public final class PolicyControl
     }
 
     /**
-     * The one statement of a limit of this version: stacked (hierarchical) policies charge all their
-     * budgets atomically on one shard, so they need nodes with one shard. Null when {@code shards} is 1.
+     * The one statement of where stacked (hierarchical) policies can run. A request's own budget and
+     * its stacked ones are checked and charged, all or none, by one shard; each bucket must also
+     * always live on the same shard. Tenant and principal buckets live on the tenant's shard, so on
+     * a node with several shards a stacked policy must be TENANT- or PRINCIPAL-scoped (and, per
+     * request, so must the request's own policy: {@link #stackedOwnScopeProblem}). Null when it may run.
+     *
+     * @param scope the stacked policy's scope as written (unspecified means TENANT)
      */
-    public static String stackedNeedsOneShard(final int shards)
+    public static String stackedScopeProblem(final String policyId, final Scope scope, final int shards)
     {
-        return shards > 1 ? "hierarchical (stacked) policies need nodes with one shard (--shards 1) in this version; " +
-            "this node has " + shards : null;
+        if (shards <= 1 || tenantScoped(scope))
+        {
+            return null;
+        }
+        return "stacked policy '" + policyId + "' is " + scope + "-scoped: on a node with " + shards + " shards a stacked " +
+            "policy must be TENANT- or PRINCIPAL-scoped (its buckets then share the tenant's shard with the request's own), " +
+            "or run the nodes with --shards 1";
+    }
+
+    /**
+     * Why a request whose own policy has {@code ownScope} cannot also be charged against stacked
+     * policies on a node with {@code shards} shards (its own bucket lives on another shard than the
+     * tenant's), or null.
+     */
+    public static String stackedOwnScopeProblem(final String ownPolicyId, final Scope ownScope, final int shards)
+    {
+        if (shards <= 1 || tenantScoped(ownScope))
+        {
+            return null;
+        }
+        return "policy '" + ownPolicyId + "' is " + ownScope + "-scoped and stacked policies match the request too: on a node " +
+            "with " + shards + " shards a request charged against stacked policies must have a TENANT- or PRINCIPAL-scoped " +
+            "policy of its own, or run the nodes with --shards 1";
+    }
+
+    private static boolean tenantScoped(final Scope scope)
+    {
+        return scope == Scope.SCOPE_UNSPECIFIED || scope == Scope.TENANT || scope == Scope.PRINCIPAL;
     }
 
     /** Why this node cannot take the change, or null. */
     private String unsupported(final PolicyCommand command)
     {
-        boolean stacked = command.hasPut() && command.getPut().getStacked();
+        Policy wanted = command.hasPut() ? command.getPut() : null;
         if (command.hasRollback())
         {
             final PolicyHistory history = state.history(command.getRollback().getId());
             final long to = command.getRollback().getToVersion();
-            stacked = history != null && to >= 1 && to <= history.getVersionsCount() &&
-                history.getVersions((int)to - 1).getPolicy().getStacked();
+            wanted = history != null && to >= 1 && to <= history.getVersionsCount() ? history.getVersions((int)to - 1).getPolicy() : null;
         }
-        return stacked && shards > 1 ? "policy.stacked: " + stackedNeedsOneShard(shards) : null;
+        if (wanted == null || !wanted.getStacked())
+        {
+            return null;
+        }
+        final String problem = stackedScopeProblem(wanted.getId(), wanted.getScope(), shards);
+        return problem == null ? null : "policy.stacked: " + problem;
     }
 
     public PolicyState state()

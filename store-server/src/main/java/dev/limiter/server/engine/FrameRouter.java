@@ -111,7 +111,7 @@ public final class FrameRouter
             work.count++;
             if (work.stacked)
             {
-                final String problem = addStacked(work, decoder, stacked, index, i, shardCount);
+                final String problem = addStacked(work, decoder, stacked, index, i, policy, shardCount);
                 if (problem != null)
                 {
                     work.recycle();
@@ -195,12 +195,14 @@ public final class FrameRouter
 
     /**
      * Adds the stacked policies matching the current entry as parts it is charged against too (on
-     * the same shard: the shard checks every part, then charges all of them or none).
+     * the same shard: the shard checks every part, then charges all of them or none). With several
+     * shards every part and the entry's own policy must be tenant- or principal-scoped, so that all
+     * their buckets live on the tenant's shard ({@link PolicyControl#stackedScopeProblem}).
      *
      * @return why the entry cannot be decided, or null
      */
     private static String addStacked(final FrameWork work, final AcquireDecoder decoder, final CompiledPolicy[] scratch,
-        final PolicySetIndex index, final int entry, final int shardCount)
+        final PolicySetIndex index, final int entry, final CompiledPolicy own, final int shardCount)
     {
         final int matched = index.matchStacked(decoder, scratch);
         work.stackFrom[entry] = work.partCount;
@@ -209,15 +211,21 @@ public final class FrameRouter
         {
             return null;
         }
-        if (shardCount > 1)
+        final String ownProblem = PolicyControl.stackedOwnScopeProblem(own.id(), own.scope(), shardCount);
+        if (ownProblem != null)
         {
-            // Checked when policies change; kept here so a misconfigured node refuses rather than half-charges.
-            return PolicyControl.stackedNeedsOneShard(shardCount);
+            return ownProblem;
         }
         for (int k = 0; k < matched; k++)
         {
             final CompiledPolicy part = scratch[k].forRequest(decoder);
             scratch[k] = null;
+            // Checked when policies change; kept here so that a part on another shard is refused, never half-charged.
+            final String partProblem = PolicyControl.stackedScopeProblem(part.id(), part.scope(), shardCount);
+            if (partProblem != null)
+            {
+                return partProblem;
+            }
             final String missing = missingScopeField(part, decoder);
             if (missing != null)
             {
