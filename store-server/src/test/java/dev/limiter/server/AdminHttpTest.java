@@ -80,6 +80,27 @@ class AdminHttpTest
     }
 
     @Test
+    void shouldStartWithATenantScopedStackedPolicyOnSeveralShardsAndRefuseAGlobalOne() throws Exception
+    {
+        final String file = "{\"policies\":[{\"id\":\"%s\",\"selector\":{\"route\":\"/x\"},\"rate\":100,\"scope\":\"%s\"," +
+            "\"stacked\":true,\"owner\":\"o\"}]}";
+        final Path tenantTotal = dir.resolve("tenant-total.json");
+        Files.writeString(tenantTotal, String.format(file, "tenant-total", "TENANT"));
+        try (StoreServer server = new StoreServer(new ServerConfig().host("127.0.0.1").port(0).adminPort(-1).shards(2)
+            .policiesFile(tenantTotal).dataDir(dir)).start())
+        {
+            assertTrue(server.port() > 0);
+        }
+        final Path routeCapacity = dir.resolve("route-capacity.json");
+        Files.writeString(routeCapacity, String.format(file, "route-capacity", "GLOBAL"));
+        final dev.limiter.protocol.PolicyValidationException refused = assertThrows(
+            dev.limiter.protocol.PolicyValidationException.class,
+            () -> new StoreServer(new ServerConfig().host("127.0.0.1").port(0).adminPort(-1).shards(2).policiesFile(routeCapacity).dataDir(dir)));
+        assertTrue(refused.errors().stream().anyMatch(e -> e.contains("'route-capacity' is GLOBAL-scoped") && e.contains("--shards 1")),
+            refused.getMessage());
+    }
+
+    @Test
     void shouldServeTheSamplePolicyFileFromTheRepository() throws Exception
     {
         try (StoreServer server = new StoreServer(new ServerConfig().port(0).adminPort(-1)
