@@ -560,6 +560,44 @@ class ClusterTest
         await("replicas to converge on the hierarchical decisions", Duration.ofSeconds(10), this::converged);
     }
 
+    @Test
+    void tenantScopedHierarchicalDecisionsOnFourShardsReplicateToEqualTables() throws Exception
+    {
+        final String token = "drill-token-0123456789abcdef";
+        startCluster(4, token);
+        final StoreServer leader = leader();
+        final java.net.http.HttpResponse<String> put = AdminApiTest.call(java.net.http.HttpClient.newHttpClient(), leader.adminPort(), "PUT",
+            "/v1/policies/orders-user", "{\"selector\":{\"route\":\"/v1/orders/{id}\"},\"rate\":1,\"burst\":2,\"scope\":\"PRINCIPAL\"," +
+                "\"stacked\":true,\"owner\":\"platform\",\"reason\":\"per user\"}", token);
+        assertEquals(200, put.statusCode(), put.body());
+        int deniedByUser = 0;
+        int deniedByTenant = 0;
+        try (LimiterClient client = client())
+        {
+            // Twelve tenants over the four shards, three users each, three calls a user: each user's
+            // third call is refused by its allowance (2), and the tenant's burst (5) refuses the rest.
+            for (int t = 0; t < 12; t++)
+            {
+                for (int u = 0; u < 3; u++)
+                {
+                    for (int i = 0; i < 3; i++)
+                    {
+                        final Decision decision = client.acquireBlocking(
+                            Descriptor.builder().tenant("tenant-" + t).principal("user-" + u).route("/v1/orders/1").build(), 1);
+                        assertFalse(decision.degraded(), "decided by a node: " + decision);
+                        if (!decision.allowed())
+                        {
+                            deniedByUser += decision.policyId().equals("orders-user") ? 1 : 0;
+                            deniedByTenant += decision.policyId().equals("orders") ? 1 : 0;
+                        }
+                    }
+                }
+            }
+        }
+        assertTrue(deniedByUser > 0 && deniedByTenant > 0, "both scopes refused some: user " + deniedByUser + ", tenant " + deniedByTenant);
+        await("replicas to converge on the hierarchical decisions", Duration.ofSeconds(10), this::converged);
+    }
+
     /** One call made by the outage drill's load: when it started and ended (nanoTime), and what came back. */
     private record Call(int tenant, boolean strict, long startNanos, long endNanos, Decision decision)
     {
