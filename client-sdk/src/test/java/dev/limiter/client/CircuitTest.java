@@ -4,8 +4,6 @@ import dev.limiter.protocol.ErrorCode;
 import dev.limiter.protocol.ErrorCodec;
 import dev.limiter.protocol.Frame;
 import dev.limiter.protocol.MessageType;
-import dev.limiter.protocol.ReasonCode;
-import dev.limiter.protocol.ResultCodec;
 import dev.limiter.protocol.policy.Policy;
 import dev.limiter.protocol.policy.PolicySet;
 import io.netty.buffer.ByteBuf;
@@ -13,7 +11,6 @@ import io.netty.buffer.Unpooled;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -124,33 +121,19 @@ class CircuitTest
         final long correlationId = request.correlationId();
         if (type == MessageType.POLICIES)
         {
-            final int start = Frame.begin(answer, MessageType.POLICIES_RESULT, 0);
-            answer.writeLong(7).writeBytes(set);
-            Frame.finish(answer, start);
+            return ScriptedNode.policies(set);
         }
         else if (type == MessageType.ACQUIRE || type == MessageType.BATCH_ACQUIRE)
         {
-            final int count = request.frame().getShort(Frame.HEADER_LENGTH - Frame.LENGTH_FIELD_LENGTH) & 0xFFFF;
             if (mode == Mode.SILENT)
             {
                 return null;
             }
-            if (mode == Mode.OVERLOADED)
+            if (mode == Mode.ANSWER)
             {
-                ErrorCodec.encode(answer, correlationId, ErrorCode.OVERLOADED, "node busy, retry shortly");
+                return ScriptedNode.allowAll(request);
             }
-            else
-            {
-                final int start = ResultCodec.beginBatch(answer, type == MessageType.ACQUIRE ? MessageType.RESULT :
-                    MessageType.BATCH_RESULT, correlationId, count);
-                for (int i = 0; i < count; i++)
-                {
-                    ResultCodec.putRecord(answer, ResultCodec.recordOffset(start, i), true, ReasonCode.ALLOWED, 1, 99, 100, 0, 0, 1, 1);
-                }
-                ResultCodec.beginPolicies(answer, 1);
-                ResultCodec.appendPolicy(answer, 1, "baseline".getBytes(StandardCharsets.UTF_8));
-                Frame.finish(answer, start);
-            }
+            ErrorCodec.encode(answer, correlationId, ErrorCode.OVERLOADED, "node busy, retry shortly");
         }
         else if (type == MessageType.DEGRADED_REPORT)
         {

@@ -4,8 +4,6 @@ import dev.limiter.protocol.ErrorCode;
 import dev.limiter.protocol.ErrorCodec;
 import dev.limiter.protocol.Frame;
 import dev.limiter.protocol.MessageType;
-import dev.limiter.protocol.ReasonCode;
-import dev.limiter.protocol.ResultCodec;
 import dev.limiter.protocol.policy.Policy;
 import dev.limiter.protocol.policy.PolicySet;
 import io.netty.buffer.ByteBuf;
@@ -13,7 +11,6 @@ import io.netty.buffer.Unpooled;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.concurrent.atomic.AtomicInteger;
 
@@ -63,9 +60,7 @@ class RedirectTest
         final long correlationId = request.correlationId();
         if (type == MessageType.POLICIES)
         {
-            final int start = Frame.begin(answer, MessageType.POLICIES_RESULT, 0);
-            answer.writeLong(7).writeBytes(SET);
-            Frame.finish(answer, start);
+            return ScriptedNode.policies(SET);
         }
         else if (type == MessageType.PING)
         {
@@ -79,18 +74,8 @@ class RedirectTest
                 ErrorCodec.encode(answer, correlationId, ErrorCode.NOT_LEADER, leader);
                 return answer;
             }
-            final int count = type == MessageType.ACQUIRE ? 1 :
-                request.frame().getShort(Frame.HEADER_LENGTH - Frame.LENGTH_FIELD_LENGTH) & 0xFFFF;
-            counted.addAndGet(count);
-            final int start = ResultCodec.beginBatch(answer, type == MessageType.ACQUIRE ? MessageType.RESULT : MessageType.BATCH_RESULT,
-                correlationId, count);
-            for (int i = 0; i < count; i++)
-            {
-                ResultCodec.putRecord(answer, ResultCodec.recordOffset(start, i), true, ReasonCode.ALLOWED, 1, 99, 100, 0, 0, 1, 1);
-            }
-            ResultCodec.beginPolicies(answer, 1);
-            ResultCodec.appendPolicy(answer, 1, "baseline".getBytes(StandardCharsets.UTF_8));
-            Frame.finish(answer, start);
+            counted.addAndGet(ScriptedNode.entries(request));
+            return ScriptedNode.allowAll(request);
         }
         else
         {

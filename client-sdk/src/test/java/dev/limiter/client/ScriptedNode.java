@@ -1,7 +1,11 @@
 package dev.limiter.client;
 
 import dev.limiter.protocol.Frame;
+import dev.limiter.protocol.MessageType;
+import dev.limiter.protocol.ReasonCode;
+import dev.limiter.protocol.ResultCodec;
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
 
 import java.io.DataInputStream;
 import java.io.IOException;
@@ -10,6 +14,7 @@ import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
 import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
 
 /**
  * A stand-in node on loopback for SDK tests: it accepts one connection, reads its frames and writes
@@ -41,6 +46,39 @@ final class ScriptedNode implements AutoCloseable
         final Thread thread = new Thread(() -> serve(script), "scripted-node");
         thread.setDaemon(true);
         thread.start();
+    }
+
+    /** A POLICIES_RESULT carrying {@code set} (a serialized PolicySet) as fleet size 7. */
+    static ByteBuf policies(final byte[] set)
+    {
+        final ByteBuf answer = Unpooled.buffer();
+        final int start = Frame.begin(answer, MessageType.POLICIES_RESULT, 0);
+        answer.writeLong(7).writeBytes(set);
+        Frame.finish(answer, start);
+        return answer;
+    }
+
+    /** Entries in an ACQUIRE or BATCH_ACQUIRE frame. */
+    static int entries(final Request request)
+    {
+        return request.frame().getShort(Frame.HEADER_LENGTH - Frame.LENGTH_FIELD_LENGTH) & 0xFFFF;
+    }
+
+    /** The answer to an ACQUIRE or BATCH_ACQUIRE that allows every entry under policy 1, "baseline". */
+    static ByteBuf allowAll(final Request request)
+    {
+        final ByteBuf answer = Unpooled.buffer();
+        final int count = entries(request);
+        final int start = ResultCodec.beginBatch(answer, request.type() == MessageType.ACQUIRE ? MessageType.RESULT :
+            MessageType.BATCH_RESULT, request.correlationId(), count);
+        for (int i = 0; i < count; i++)
+        {
+            ResultCodec.putRecord(answer, ResultCodec.recordOffset(start, i), true, ReasonCode.ALLOWED, 1, 99, 100, 0, 0, 1, 1);
+        }
+        ResultCodec.beginPolicies(answer, 1);
+        ResultCodec.appendPolicy(answer, 1, "baseline".getBytes(StandardCharsets.UTF_8));
+        Frame.finish(answer, start);
+        return answer;
     }
 
     String endpoint()
