@@ -51,11 +51,11 @@ import javax.net.ssl.SSLContext;
         "    (counted in allowed/denied too);",
         "  maxNodeUs, maxSdkUs: the slowest call a node decided, and the slowest",
         "    the SDK decided itself;",
-        "  sdkRedirects: frames a node answered NOT_LEADER (sent on to the leader);",
-        "  nodes: per --server, cpuUsPerDecision (the node's CPU over the",
-        "    decisions nodes made), cpuCores, decisionFramesPerSec and redirects",
-        "    (frames answered NOT_LEADER), read over STATUS at the start and the",
-        "    end of the measured window;",
+        "  sdkRedirects: frames a node answered NOT_LEADER (calls retried elsewhere);",
+        "  nodes: per --server, its role at the end, cpuUsPerDecision (the",
+        "    node's CPU over the decisions nodes made), cpuCores,",
+        "    decisionFramesPerSec and redirects (frames answered NOT_LEADER),",
+        "    read over STATUS at the start and the end of the measured window;",
         "  and the settings used."},
     sortOptions = false)
 public final class LoadGenerator implements Callable<Integer>

@@ -20,9 +20,10 @@ import javax.net.ssl.SSLContext;
  * @param cpuNanos       CPU time of the node's process, all threads, in nanoseconds
  * @param decisionFrames ACQUIRE and BATCH_ACQUIRE frames received since the node started
  * @param redirects      frames answered NOT_LEADER since the node started
+ * @param role           what the node said it is (LEADER, FOLLOWER, ...) when read
  * @param error          why the node could not be read, or null
  */
-record NodeCounters(String server, long cpuNanos, long decisionFrames, long redirects, String error)
+record NodeCounters(String server, long cpuNanos, long decisionFrames, long redirects, String role, String error)
 {
     private static final int TIMEOUT_MILLIS = 2000;
 
@@ -48,7 +49,7 @@ record NodeCounters(String server, long cpuNanos, long decisionFrames, long redi
             {
                 return failed(server, "reports no CPU time (a node older than this generator, or a JVM without the measure)");
             }
-            return new NodeCounters(server, cpu, number(json, "decisionFrames"), number(json, "redirects"), null);
+            return new NodeCounters(server, cpu, number(json, "decisionFrames"), number(json, "redirects"), text(json, "role"), null);
         }
         catch (final IOException | IllegalArgumentException e)
         {
@@ -58,7 +59,13 @@ record NodeCounters(String server, long cpuNanos, long decisionFrames, long redi
 
     private static NodeCounters failed(final String server, final String why)
     {
-        return new NodeCounters(server, -1, -1, -1, why);
+        return new NodeCounters(server, -1, -1, -1, "", why);
+    }
+
+    private static String text(final String json, final String name)
+    {
+        final Matcher m = Pattern.compile("\"" + name + "\":\"([^\"]*)\"").matcher(json);
+        return m.find() ? m.group(1) : "";
     }
 
     private static long number(final String json, final String name)
@@ -85,8 +92,8 @@ record NodeCounters(String server, long cpuNanos, long decisionFrames, long redi
         // No decision by any node (all failed, or the SDK decided them all): no figure, not a zero.
         final String perDecision = nodeDecisions > 0 ? String.format(Locale.ROOT, "%.2f", cpuMicros / nodeDecisions) : "null";
         return String.format(Locale.ROOT,
-            "{\"server\":%s,\"cpuUsPerDecision\":%s,\"cpuCores\":%.2f,\"decisionFramesPerSec\":%.0f,\"redirects\":%d}",
-            quoted(server), perDecision, cpuMicros / 1e6 / seconds,
+            "{\"server\":%s,\"role\":%s,\"cpuUsPerDecision\":%s,\"cpuCores\":%.2f,\"decisionFramesPerSec\":%.0f,\"redirects\":%d}",
+            quoted(server), quoted(role), perDecision, cpuMicros / 1e6 / seconds,
             (decisionFrames - before.decisionFrames) / seconds, redirects - before.redirects);
     }
 

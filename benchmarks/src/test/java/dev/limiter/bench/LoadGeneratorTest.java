@@ -83,6 +83,7 @@ class LoadGeneratorTest
             final JsonObject summary = JsonParser.parseString(lines.get(lines.size() - 1)).getAsJsonObject();
             final JsonObject report = summary.getAsJsonArray("nodes").get(0).getAsJsonObject();
             assertEquals("127.0.0.1:" + node.port(), report.get("server").getAsString());
+            assertEquals("LEADER", report.get("role").getAsString(), "a lone node decides: " + report);
             final double perDecision = report.get("cpuUsPerDecision").getAsDouble();
             // The node's whole process CPU over its decisions: more than nothing, less than a millisecond a decision.
             assertTrue(perDecision > 0 && perDecision < 1000, "CPU per decision: " + report);
