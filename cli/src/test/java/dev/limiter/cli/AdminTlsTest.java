@@ -28,11 +28,7 @@ class AdminTlsTest
 
     private PolicyCommandTest.Result policy(final String... args)
     {
-        final ByteArrayOutputStream out = new ByteArrayOutputStream();
-        final ByteArrayOutputStream err = new ByteArrayOutputStream();
-        final int status = PolicyCommand.run(args, new PrintStream(out, true, StandardCharsets.UTF_8),
-            new PrintStream(err, true, StandardCharsets.UTF_8), Map.of(AdminClient.TOKEN_ENVIRONMENT, TOKEN), dir);
-        return new PolicyCommandTest.Result(status, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
+        return CommandRun.capture(PolicyCommand::run, args, Map.of(AdminClient.TOKEN_ENVIRONMENT, TOKEN), dir);
     }
 
     @Test

@@ -5,11 +5,8 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
-import java.io.ByteArrayOutputStream;
-import java.io.PrintStream;
 import java.net.InetAddress;
 import java.net.ServerSocket;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -39,11 +36,7 @@ class HotKeysCommandTest
 
     private PolicyCommandTest.Result hotKeys(final String... args)
     {
-        final ByteArrayOutputStream out = new ByteArrayOutputStream();
-        final ByteArrayOutputStream err = new ByteArrayOutputStream();
-        final int status = HotKeysCommand.run(args, new PrintStream(out, true, StandardCharsets.UTF_8),
-            new PrintStream(err, true, StandardCharsets.UTF_8), Map.of(AdminClient.TOKEN_ENVIRONMENT, PolicyCommandTest.TOKEN), dir);
-        return new PolicyCommandTest.Result(status, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
+        return CommandRun.capture(HotKeysCommand::run, args, Map.of(AdminClient.TOKEN_ENVIRONMENT, PolicyCommandTest.TOKEN), dir);
     }
 
     private static String unusedAddress() throws Exception

@@ -5,9 +5,6 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
-import java.io.ByteArrayOutputStream;
-import java.io.PrintStream;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -44,11 +41,7 @@ class MembersCommandTest
 
     private PolicyCommandTest.Result cluster(final String... args)
     {
-        final ByteArrayOutputStream out = new ByteArrayOutputStream();
-        final ByteArrayOutputStream err = new ByteArrayOutputStream();
-        final int status = MembersCommand.run(args, new PrintStream(out, true, StandardCharsets.UTF_8),
-            new PrintStream(err, true, StandardCharsets.UTF_8), Map.of(AdminClient.TOKEN_ENVIRONMENT, PolicyCommandTest.TOKEN), dir);
-        return new PolicyCommandTest.Result(status, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
+        return CommandRun.capture(MembersCommand::run, args, Map.of(AdminClient.TOKEN_ENVIRONMENT, PolicyCommandTest.TOKEN), dir);
     }
 
     @Test

@@ -68,11 +68,7 @@ class PolicyCommandTest
 
     private Result policy(final String... args)
     {
-        final ByteArrayOutputStream out = new ByteArrayOutputStream();
-        final ByteArrayOutputStream err = new ByteArrayOutputStream();
-        final int status = PolicyCommand.run(args, new PrintStream(out, true, StandardCharsets.UTF_8),
-            new PrintStream(err, true, StandardCharsets.UTF_8), env, dir);
-        return new Result(status, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
+        return CommandRun.capture(PolicyCommand::run, args, env, dir);
     }
 
     /** A failure is reported as exactly one line, starting with the command's name. */
