@@ -94,10 +94,6 @@ public final class ExemptCommand implements Callable<Integer>
         return AdminClient.required(id, "the exemption id is empty");
     }
 
-    private static String reason(final String reason) throws AdminClient.Failure
-    {
-        return AdminClient.reason(reason);
-    }
 
     private static String path(final String id)
     {
@@ -263,7 +259,7 @@ public final class ExemptCommand implements Callable<Integer>
             {
                 throw AdminClient.usage("--owner is empty: name the team or person answerable for the exemption");
             }
-            final String why = reason(reason);
+            final String why = AdminClient.reason(reason);
             final Instant end = expiry(expiresIn, expiresAt, Instant.now());
             final Exemption.Builder exemption = Exemption.newBuilder()
                 .setId(exemptionId)
@@ -364,7 +360,7 @@ public final class ExemptCommand implements Callable<Integer>
         public Integer call() throws AdminClient.Failure
         {
             final String exemptionId = id(id);
-            final String why = reason(reason);
+            final String why = AdminClient.reason(reason);
             final ChangeResult result = admin.connect(parent.io)
                 .call("DELETE", path(exemptionId) + "?reason=" + AdminClient.encode(why), null, ChangeResult.getDefaultInstance());
             final PrintStream out = parent.io.out();

@@ -91,10 +91,6 @@ public final class PolicyCommand implements Callable<Integer>
         return AdminClient.required(id, "the policy id is empty");
     }
 
-    static String reason(final String reason) throws AdminClient.Failure
-    {
-        return AdminClient.reason(reason);
-    }
 
     static String path(final String id)
     {
@@ -213,7 +209,7 @@ public final class PolicyCommand implements Callable<Integer>
             }
             if (reason != null)
             {
-                policy.setReason(reason(reason));
+                policy.setReason(AdminClient.reason(reason));
             }
             if (policy.getReason().isBlank())
             {
@@ -370,7 +366,7 @@ public final class PolicyCommand implements Callable<Integer>
             {
                 throw AdminClient.usage("--to must be a version number, 1 or more (was " + toVersion + "; see ./limiter policy history " + policyId + ")");
             }
-            final RollbackRequest request = RollbackRequest.newBuilder().setToVersion(toVersion).setReason(reason(reason)).build();
+            final RollbackRequest request = RollbackRequest.newBuilder().setToVersion(toVersion).setReason(AdminClient.reason(reason)).build();
             final ChangeResult result = admin.connect(parent.io)
                 .call("POST", path(policyId) + "/rollback", request, ChangeResult.getDefaultInstance());
             printChange(parent.io.out(), admin.json, result, policyId);
@@ -405,7 +401,7 @@ public final class PolicyCommand implements Callable<Integer>
         public Integer call() throws AdminClient.Failure
         {
             final String policyId = id(id);
-            final String why = reason(reason);
+            final String why = AdminClient.reason(reason);
             final ChangeResult result = admin.connect(parent.io)
                 .call("DELETE", path(policyId) + "?reason=" + AdminClient.encode(why), null, ChangeResult.getDefaultInstance());
             printChange(parent.io.out(), admin.json, result, policyId);

@@ -82,7 +82,7 @@ final class PolicyRolloutCommand implements Callable<Integer>
         {
             throw AdminClient.usage("--percent must be 0 to 100, was " + percent);
         }
-        final String why = PolicyCommand.reason(reason);
+        final String why = AdminClient.reason(reason);
         final Boolean othersInShadow = others(others);
         final Set<String> listed = new LinkedHashSet<>();
         for (final String tenant : tenants == null ? List.<String>of() : tenants)
