@@ -545,9 +545,12 @@ class AdminApiTest
         }
     }
 
+    /** One call, decided by the node (never by the SDK on its own). */
     private static Decision orders(final LimiterClient client, final String tenant, final String user)
     {
-        return client.acquireBlocking(Descriptor.builder().tenant(tenant).principal(user).route("/v1/orders/1").build(), 1);
+        final Decision decision = client.acquireBlocking(Descriptor.builder().tenant(tenant).principal(user).route("/v1/orders/1").build(), 1);
+        assertFalse(decision.degraded(), "decided by the node: " + decision);
+        return decision;
     }
 
     @Test
