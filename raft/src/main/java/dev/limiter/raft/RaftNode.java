@@ -4,85 +4,122 @@ import org.apache.ratis.conf.Parameters;
 import org.apache.ratis.conf.RaftProperties;
 import org.apache.ratis.grpc.GrpcConfigKeys;
 import org.apache.ratis.grpc.GrpcTlsConfig;
-import org.apache.ratis.proto.RaftProtos;
 import org.apache.ratis.protocol.ClientId;
-import org.apache.ratis.protocol.Message;
+import org.apache.ratis.protocol.GroupManagementRequest;
 import org.apache.ratis.protocol.RaftClientReply;
-import org.apache.ratis.protocol.RaftClientRequest;
 import org.apache.ratis.protocol.RaftGroup;
 import org.apache.ratis.protocol.RaftGroupId;
 import org.apache.ratis.protocol.RaftPeer;
 import org.apache.ratis.protocol.RaftPeerId;
-import org.apache.ratis.protocol.SetConfigurationRequest;
-import org.apache.ratis.protocol.SnapshotManagementRequest;
-import org.apache.ratis.server.DivisionInfo;
-import org.apache.ratis.server.RaftConfiguration;
 import org.apache.ratis.server.RaftServer;
 import org.apache.ratis.server.RaftServerConfigKeys;
 import org.apache.ratis.server.storage.RaftStorage;
-import org.apache.ratis.thirdparty.com.google.protobuf.UnsafeByteOperations;
 import org.apache.ratis.util.SizeInBytes;
 import org.apache.ratis.util.TimeDuration;
 
 import java.io.File;
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.net.InetSocketAddress;
-import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * One member of a replicated group, on Apache Ratis (gRPC transport). The application submits
- * payloads on the leader ({@link #submit}); they are stamped with the cluster clock, replicated,
- * committed on a quorum and applied, in log order, on every member by its
- * {@link ReplicatedStateMachine}. Snapshots are taken automatically every
- * {@link RaftNodeConfig#snapshotEveryEntries()} entries, after which the log is purged; a member
- * that falls behind the purged log receives a snapshot. A restarted member recovers from its
- * latest snapshot plus its log.
+ * One member of a cluster, on Apache Ratis (gRPC transport): one Raft server hosting one or more
+ * Raft groups (Ratis divisions, {@link RaftGroupMember}), each with its own log, leader, cluster
+ * clock and {@link ReplicatedStateMachine}, all on one Raft port. The application submits payloads
+ * to a group on its leader; they are stamped with that group's clock, replicated, committed on a
+ * quorum and applied, in log order, on every member. Snapshots are taken per group automatically
+ * every {@link RaftNodeConfig#snapshotEveryEntries()} entries, after which the group's log is
+ * purged; a member that falls behind the purged log receives a snapshot. A restarted member
+ * recovers every group from its latest snapshot plus its log.
+ *
+ * <p>With several groups every member belongs to all of them, and each group prefers one member
+ * as its leader (a Ratis priority, round robin over the members sorted by id), so leadership is
+ * spread evenly and returns to the preferred member once it is back and caught up.
  */
 public final class RaftNode implements AutoCloseable
 {
     private final RaftNodeConfig config;
-    private final StampedStateMachine stateMachine;
-    private final RaftGroup group;
+    private final List<RaftGroupMember> groups = new ArrayList<>();
     private final RaftPeerId selfId;
-    private final ClientId clientId = ClientId.randomId();
-    private final AtomicLong callIds = new AtomicLong();
-    private RaftServer server;
+    private final RaftProperties clientProperties = new RaftProperties();
+    private final Parameters clientParameters = new Parameters();
+    private volatile RaftServer server;
 
+    /** A node with one group. */
     public RaftNode(final RaftNodeConfig config, final ReplicatedStateMachine application)
     {
-        this.config = config.validate();
-        this.stateMachine = new StampedStateMachine(application, config.nodeId());
-        this.selfId = RaftPeerId.valueOf(config.nodeId());
-        this.group = RaftGroup.valueOf(groupId(config.groupName()), peers(config.peers()));
+        this(config, List.of(application));
     }
 
-    /** The group id every member derives from the group name. */
-    static RaftGroupId groupId(final String groupName)
+    /**
+     * A node with one group per application, in order: group 0 is {@code applications.get(0)}'s.
+     * Every member of a cluster must host the same number of groups.
+     */
+    public RaftNode(final RaftNodeConfig config, final List<? extends ReplicatedStateMachine> applications)
     {
-        return RaftGroupId.valueOf(UUID.nameUUIDFromBytes(("limiter-group:" + groupName).getBytes(StandardCharsets.UTF_8)));
+        this.config = config.validate();
+        if (applications.isEmpty())
+        {
+            throw new IllegalArgumentException("a node needs at least one group");
+        }
+        this.selfId = RaftPeerId.valueOf(config.nodeId());
+        for (int g = 0; g < applications.size(); g++)
+        {
+            final String preferred = applications.size() > 1 ? preferredLeader(config.peers().keySet(), g) : null;
+            final RaftGroup group = RaftGroup.valueOf(groupId(config.groupName(), g), peers(config.peers(), preferred));
+            groups.add(new RaftGroupMember(g, group, new StampedStateMachine(applications.get(g), config.nodeId()),
+                config.nodeId(), this::server, () -> clientProperties, () -> clientParameters));
+        }
     }
 
-    private static List<RaftPeer> peers(final Map<String, InetSocketAddress> peers)
+    /**
+     * The member that group {@code g} prefers as leader: round robin over the member ids in sorted
+     * order, so N groups on N members give each member one group to lead.
+     */
+    public static String preferredLeader(final Collection<String> memberIds, final int g)
+    {
+        final List<String> sorted = memberIds.stream().sorted().toList();
+        return sorted.get(g % sorted.size());
+    }
+
+    /**
+     * The id of group {@code g}: every member derives it from the group name (group 0 keeps the id
+     * a single-group node always had, so its data directory stays valid).
+     */
+    static RaftGroupId groupId(final String groupName, final int g)
+    {
+        final String name = g == 0 ? groupName : groupName + "#" + g;
+        return RaftGroupId.valueOf(UUID.nameUUIDFromBytes(("limiter-group:" + name).getBytes(StandardCharsets.UTF_8)));
+    }
+
+    /** Peers for a group configuration, {@code preferred} (if any) with the higher priority. */
+    static List<RaftPeer> peers(final Map<String, InetSocketAddress> peers, final String preferred)
     {
         final List<RaftPeer> list = new ArrayList<>();
         peers.forEach((id, address) -> list.add(RaftPeer.newBuilder().setId(id)
-            .setAddress(address.getHostString() + ":" + address.getPort()).build()));
+            .setAddress(address.getHostString() + ":" + address.getPort())
+            .setPriority(id.equals(preferred) ? 1 : 0).build()));
         return list;
     }
 
-    /** Opens the storage (recovering from it), binds the Raft port and joins the group. */
+    private RaftServer server()
+    {
+        final RaftServer current = server;
+        if (current == null)
+        {
+            throw new IllegalStateException("node " + config.nodeId() + " is not running");
+        }
+        return current;
+    }
+
+    /** Opens the storage (recovering every group from it), binds the Raft port and joins the groups. */
     public RaftNode start() throws IOException
     {
         final RaftProperties properties = new RaftProperties();
@@ -119,80 +156,71 @@ public final class RaftNode implements AutoCloseable
             GrpcConfigKeys.Server.setTlsConf(parameters, tls);
             GrpcConfigKeys.Client.setTlsConf(parameters, tls);
             GrpcConfigKeys.Admin.setTlsConf(parameters, tls);
+            GrpcConfigKeys.Client.setTlsConf(clientParameters, tls);
+            GrpcConfigKeys.Admin.setTlsConf(clientParameters, tls);
         }
-        server = RaftServer.newBuilder()
+        final boolean recover = checkStorage();
+        final Map<RaftGroupId, StampedStateMachine> machines = new HashMap<>();
+        groups.forEach(member -> machines.put(member.group().getGroupId(), member.stateMachine()));
+        final RaftServer built = RaftServer.newBuilder()
             .setServerId(selfId)
-            .setGroup(group)
+            .setGroup(groups.get(0).group())
             .setProperties(properties)
             .setParameters(parameters)
-            .setStateMachine(stateMachine)
-            .setOption(storageExists() ? RaftStorage.StartupOption.RECOVER :
-                RaftStorage.StartupOption.FORMAT)
+            .setStateMachineRegistry(machines::get)
+            .setOption(recover ? RaftStorage.StartupOption.RECOVER : RaftStorage.StartupOption.FORMAT)
             .build();
-        server.start();
+        built.start();
+        server = built;
+        if (!recover)
+        {
+            // Ratis starts with one group; the others are added here, as new, on every member alike.
+            final ClientId local = ClientId.randomId();
+            for (int g = 1; g < groups.size(); g++)
+            {
+                final RaftClientReply reply = built.groupManagement(GroupManagementRequest.newAdd(local, selfId, g,
+                    groups.get(g).group(), true));
+                if (!reply.isSuccess())
+                {
+                    throw new IOException("could not create Raft group " + g + ": " + reply.getException());
+                }
+            }
+        }
         return this;
     }
 
-    private boolean storageExists()
+    /**
+     * Whether the storage holds this node's groups (recover them) or none (format them). Refuses a
+     * directory written with another number of groups: shards would move between logs.
+     */
+    private boolean checkStorage() throws IOException
     {
-        final File dir = config.storageDir().resolve(group.getGroupId().getUuid().toString()).toFile();
-        return dir.isDirectory();
+        int present = 0;
+        for (final RaftGroupMember member : groups)
+        {
+            if (config.storageDir().resolve(member.group().getGroupId().getUuid().toString()).toFile().isDirectory())
+            {
+                present++;
+            }
+        }
+        final File[] dirs = config.storageDir().toFile().listFiles(File::isDirectory);
+        final int found = dirs == null ? 0 : dirs.length;
+        if (present == 0 && found == 0)
+        {
+            return false;
+        }
+        if (present != groups.size() || found != groups.size())
+        {
+            throw new IOException(config.storageDir() + " holds " + found + " Raft group(s) (" + present + " of this node's), " +
+                "but this node runs " + groups.size() + "; every member must keep the number of groups its data was written " +
+                "with (or start from an empty data directory and catch up)");
+        }
+        return true;
     }
 
     private static TimeDuration millis(final long ms)
     {
         return TimeDuration.valueOf(ms, TimeUnit.MILLISECONDS);
-    }
-
-    /**
-     * Replicates {@code payload}; completes with the application's reply once the entry is
-     * committed and applied on this node, or exceptionally with {@link NotLeaderException} when
-     * this node is not the leader.
-     */
-    public CompletableFuture<ByteBuffer> submit(final ByteBuffer payload)
-    {
-        final RaftClientRequest request = RaftClientRequest.newBuilder()
-            .setClientId(clientId)
-            .setServerId(selfId)
-            .setGroupId(group.getGroupId())
-            .setCallId(callIds.incrementAndGet())
-            .setMessage(Message.valueOf(UnsafeByteOperations.unsafeWrap(payload.duplicate())))
-            .setType(RaftClientRequest.writeRequestType())
-            .build();
-        try
-        {
-            return server.submitClientRequestAsync(request).thenApply(this::unwrap);
-        }
-        catch (final IOException e)
-        {
-            return CompletableFuture.failedFuture(e);
-        }
-    }
-
-    private ByteBuffer unwrap(final RaftClientReply reply)
-    {
-        if (reply.isSuccess())
-        {
-            return reply.getMessage().getContent().asReadOnlyByteBuffer();
-        }
-        if (reply.getNotLeaderException() != null)
-        {
-            final RaftPeer suggested = reply.getNotLeaderException().getSuggestedLeader();
-            throw new NotLeaderException(config.nodeId(), suggested == null ? null : suggested.getId().toString());
-        }
-        throw new IllegalStateException("entry not committed: " + reply.getException());
-    }
-
-    private DivisionInfo info()
-    {
-        try
-        {
-            return server.getDivision(group.getGroupId()).getInfo();
-        }
-        catch (final IOException e)
-        {
-            throw new UncheckedIOException(e);
-        }
     }
 
     public String nodeId()
@@ -205,206 +233,25 @@ public final class RaftNode implements AutoCloseable
         return config;
     }
 
-    /** Whether this node is the leader and has committed an entry of its term (ready to serve). */
-    public boolean isLeader()
+    /** How many groups this node hosts. */
+    public int groupCount()
     {
-        final DivisionInfo info = info();
-        return info.isLeader() && info.isLeaderReady();
+        return groups.size();
     }
 
-    /** The members of the group now in force (from the committed configuration): id to Raft address. */
-    public Map<String, String> members()
+    /** This node's part in group {@code g} (0 to {@link #groupCount()} - 1). */
+    public RaftGroupMember group(final int g)
     {
-        try
-        {
-            final Map<String, String> members = new LinkedHashMap<>();
-            server.getDivision(group.getGroupId()).getRaftConf().getCurrentPeers()
-                .forEach(peer -> members.put(peer.getId().toString(), peer.getAddress()));
-            return members;
-        }
-        catch (final IOException e)
-        {
-            throw new UncheckedIOException(e);
-        }
-    }
-
-    /**
-     * When this leader last heard from a majority of its group, itself included ({@link System#nanoTime()}
-     * terms, from each follower's latest reply; millisecond precision, rounded down), or
-     * {@link Long#MIN_VALUE} when it does not lead or is not a member of the configuration in force
-     * (a leader that removed itself). While a configuration change is under way both the old and
-     * the new members must have answered. This is what a leader lease is measured from.
-     */
-    public long majorityContactNanos()
-    {
-        final RaftServer.Division division;
-        try
-        {
-            division = server.getDivision(group.getGroupId());
-        }
-        catch (final IOException e)
-        {
-            return Long.MIN_VALUE;
-        }
-        final DivisionInfo info = division.getInfo();
-        if (!info.isLeader())
-        {
-            return Long.MIN_VALUE;
-        }
-        final RaftProtos.RoleInfoProto role = info.getRoleInfoProto();
-        if (!role.hasLeaderInfo())
-        {
-            return Long.MIN_VALUE;
-        }
-        final long now = System.nanoTime();
-        final Map<String, Long> heardAt = new HashMap<>();
-        for (final RaftProtos.ServerRpcProto follower : role.getLeaderInfo().getFollowerInfoList())
-        {
-            heardAt.put(follower.getId().getId().toStringUtf8(),
-                now - TimeUnit.MILLISECONDS.toNanos(follower.getLastRpcElapsedTimeMs() + 1));
-        }
-        heardAt.put(selfId.toString(), now);
-        final RaftConfiguration conf = division.getRaftConf();
-        if (conf.getCurrentPeers().stream().noneMatch(peer -> peer.getId().equals(selfId)))
-        {
-            return Long.MIN_VALUE;
-        }
-        final long current = majorityHeardAt(conf.getCurrentPeers(), heardAt);
-        final Collection<RaftPeer> previous = conf.getPreviousPeers();
-        return previous.isEmpty() ? current : Math.min(current, majorityHeardAt(previous, heardAt));
-    }
-
-    /** The latest time by which a majority of {@code members} had been heard from. */
-    private static long majorityHeardAt(final Collection<RaftPeer> members, final Map<String, Long> heardAt)
-    {
-        final long[] times = members.stream().mapToLong(peer -> heardAt.getOrDefault(peer.getId().toString(), Long.MIN_VALUE))
-            .sorted().toArray();
-        // Sorted ascending: the majority-th most recent is at index size - majority.
-        return times.length == 0 ? Long.MIN_VALUE : times[times.length - (times.length / 2 + 1)];
-    }
-
-    /** Whether Ratis holds this node as leader of its group now (ready or not). */
-    public boolean isRaftLeader()
-    {
-        return info().isLeader();
-    }
-
-    /** The leader this node knows of, or null. */
-    public String leaderId()
-    {
-        final RaftPeerId leader = info().getLeaderId();
-        return leader == null ? null : leader.toString();
-    }
-
-    public long term()
-    {
-        return info().getCurrentTerm();
-    }
-
-    public long lastAppliedIndex()
-    {
-        return info().getLastAppliedIndex();
-    }
-
-    /**
-     * The leader's cluster clock, for deciding now: non-decreasing, continuing just after the
-     * latest stamp this node knows when its term began. Only meaningful on the leader.
-     */
-    public long leaderClockNanos()
-    {
-        return stateMachine.stamp(term());
-    }
-
-    /** Re-bases the leader clock on the latest applied stamp at the next stamp (see the class doc). */
-    public void rebaseLeaderClock()
-    {
-        stateMachine.rebaseClock();
-    }
-
-    /** Cluster time of the latest applied entry, in nanoseconds (Long.MIN_VALUE before the first). */
-    public long lastAppliedClusterNanos()
-    {
-        return stateMachine.lastAppliedStamp();
-    }
-
-    /** Size in bytes of the latest snapshot this node wrote (0 before the first). */
-    public long lastSnapshotBytes()
-    {
-        return stateMachine.lastSnapshotBytes();
-    }
-
-    /** How long writing the latest snapshot took, in nanoseconds. */
-    public long lastSnapshotNanos()
-    {
-        return stateMachine.lastSnapshotNanos();
-    }
-
-    /** Snapshots this node has written. */
-    public long snapshotsTaken()
-    {
-        return stateMachine.snapshotsTaken();
-    }
-
-    /** Snapshots this node received from a leader because it had fallen behind the purged log. */
-    public long snapshotsInstalled()
-    {
-        return stateMachine.snapshotsInstalled();
-    }
-
-    public void addLeaderListener(final LeaderListener listener)
-    {
-        stateMachine.addListener(listener);
-    }
-
-    /** Takes a snapshot now (normally automatic); completes with its log index. */
-    public CompletableFuture<Long> snapshot()
-    {
-        return server.snapshotManagementAsync(SnapshotManagementRequest.newCreate(clientId, selfId, group.getGroupId(),
-            callIds.incrementAndGet(), 10_000)).thenApply(reply ->
-        {
-            if (!reply.isSuccess())
-            {
-                throw new IllegalStateException("snapshot failed: " + reply.getException());
-            }
-            return reply.getLogIndex();
-        });
-    }
-
-    /**
-     * Changes the group's members (run on the leader): nodes added catch up from the log or a
-     * snapshot; nodes removed stop taking part.
-     */
-    public CompletableFuture<Void> setMembers(final Map<String, InetSocketAddress> members)
-    {
-        try
-        {
-            return server.setConfigurationAsync(new SetConfigurationRequest(clientId, selfId, group.getGroupId(),
-                callIds.incrementAndGet(), peers(members))).thenApply(reply ->
-            {
-                if (reply.getNotLeaderException() != null)
-                {
-                    final RaftPeer suggested = reply.getNotLeaderException().getSuggestedLeader();
-                    throw new NotLeaderException(config.nodeId(), suggested == null ? null : suggested.getId().toString());
-                }
-                if (!reply.isSuccess())
-                {
-                    throw new IllegalStateException("membership change failed: " + reply.getException());
-                }
-                return null;
-            });
-        }
-        catch (final IOException e)
-        {
-            return CompletableFuture.failedFuture(e);
-        }
+        return groups.get(g);
     }
 
     @Override
     public void close() throws IOException
     {
-        if (server != null)
+        final RaftServer running = server;
+        if (running != null)
         {
-            server.close();
+            running.close();
             server = null;
         }
     }

@@ -37,7 +37,10 @@ class RaftNodeTest
     private final Map<String, InetSocketAddress> peers = new LinkedHashMap<>();
     private final Map<String, RaftNode> nodes = new LinkedHashMap<>();
     private final Map<String, RecordingStateMachine> machines = new LinkedHashMap<>();
+    /** Multi-group tests: every group's state machine on each node (group 0's is also in machines). */
+    private final Map<String, List<RecordingStateMachine>> groupMachines = new LinkedHashMap<>();
     private long snapshotEvery = 10_000;
+    private int groupCount = 1;
 
     @AfterEach
     void stopAll() throws IOException
@@ -70,11 +73,16 @@ class RaftNodeTest
 
     private RaftNode start(final String id) throws IOException
     {
-        final RecordingStateMachine machine = new RecordingStateMachine();
+        final List<RecordingStateMachine> groupsOfNode = new ArrayList<>();
+        for (int g = 0; g < groupCount; g++)
+        {
+            groupsOfNode.add(new RecordingStateMachine());
+        }
         final RaftNode node = new RaftNode(new RaftNodeConfig().nodeId(id).peers(peers).storageDir(dir.resolve(id))
-            .snapshotEveryEntries(snapshotEvery).logSegmentBytes(4096).snapshotChunkBytes(1024), machine).start();
+            .snapshotEveryEntries(snapshotEvery).logSegmentBytes(4096).snapshotChunkBytes(1024), groupsOfNode).start();
         nodes.put(id, node);
-        machines.put(id, machine);
+        machines.put(id, groupsOfNode.get(0));
+        groupMachines.put(id, groupsOfNode);
         return node;
     }
 
@@ -103,7 +111,7 @@ class RaftNodeTest
         {
             for (final RaftNode node : nodes.values())
             {
-                if (node.isLeader())
+                if (node.group(0).isLeader())
                 {
                     found[0] = node;
                     return true;
@@ -116,7 +124,7 @@ class RaftNodeTest
 
     private static long submit(final RaftNode node, final int value)
     {
-        return node.submit(ByteBuffer.allocate(4).putInt(0, value)).join().getLong(0);
+        return node.group(0).submit(ByteBuffer.allocate(4).putInt(0, value)).join().getLong(0);
     }
 
     private List<CompletableFuture<ByteBuffer>> submitMany(final RaftNode node, final int from, final int count)
@@ -124,7 +132,7 @@ class RaftNodeTest
         final List<CompletableFuture<ByteBuffer>> futures = new ArrayList<>();
         for (int i = from; i < from + count; i++)
         {
-            futures.add(node.submit(ByteBuffer.allocate(4).putInt(0, i)));
+            futures.add(node.group(0).submit(ByteBuffer.allocate(4).putInt(0, i)));
         }
         return futures;
     }
@@ -165,9 +173,9 @@ class RaftNodeTest
         final RaftNode leader = leader();
         submit(leader, 1); // the followers learn who leads
         final RaftNode follower = nodes.values().stream().filter(n -> n != leader).findFirst().orElseThrow();
-        await("the follower to know the leader", Duration.ofSeconds(10), () -> leader.nodeId().equals(follower.leaderId()));
+        await("the follower to know the leader", Duration.ofSeconds(10), () -> leader.nodeId().equals(follower.group(0).leaderId()));
         final CompletionException e = assertThrows(CompletionException.class,
-            () -> follower.submit(ByteBuffer.allocate(4)).join());
+            () -> follower.group(0).submit(ByteBuffer.allocate(4)).join());
         assertTrue(e.getCause() instanceof NotLeaderException, String.valueOf(e.getCause()));
         assertEquals(leader.nodeId(), ((NotLeaderException)e.getCause()).leaderHint());
     }
@@ -206,15 +214,15 @@ class RaftNodeTest
         submitMany(leader, 20, 10).forEach(CompletableFuture::join);
         RaftNode follower = start(followerId);
         awaitConverged(30);
-        assertEquals(0, follower.snapshotsInstalled(), "caught up by log replay, not a snapshot");
+        assertEquals(0, follower.group(0).snapshotsInstalled(), "caught up by log replay, not a snapshot");
 
         // Long absence: the leader snapshots and purges the log past what the follower has.
         stop(followerId);
         submitMany(leader, 30, 400).forEach(CompletableFuture::join);
-        assertTrue(leader.snapshot().join() >= 400);
+        assertTrue(leader.group(0).snapshot().join() >= 400);
         follower = start(followerId);
         final RaftNode rejoined = follower;
-        await("the follower to receive a snapshot", Duration.ofSeconds(30), () -> rejoined.snapshotsInstalled() > 0);
+        await("the follower to receive a snapshot", Duration.ofSeconds(30), () -> rejoined.group(0).snapshotsInstalled() > 0);
         awaitConverged(430);
     }
 
@@ -227,7 +235,7 @@ class RaftNodeTest
         submitMany(leader, 0, 250).forEach(CompletableFuture::join);
         awaitConverged(250);
         final long digest = machines.get(leader.nodeId()).digest;
-        final long lastStamp = leader.lastAppliedClusterNanos();
+        final long lastStamp = leader.group(0).lastAppliedClusterNanos();
         for (final String id : new ArrayList<>(nodes.keySet()))
         {
             stop(id);
@@ -239,18 +247,95 @@ class RaftNodeTest
         leader = leader();
         final RaftNode restarted = leader;
         await("the restarted leader to re-apply its state", Duration.ofSeconds(30),
-            () -> restarted.lastAppliedClusterNanos() >= lastStamp);
+            () -> restarted.group(0).lastAppliedClusterNanos() >= lastStamp);
         final long next = submit(leader, 9999);
         assertTrue(next > lastStamp, "cluster time after a restart continues after the last stamp");
         assertTrue(next - lastStamp < TimeUnit.MILLISECONDS.toNanos(100), "and does not credit the downtime");
         await("every member to apply the new entry", Duration.ofSeconds(30), () ->
-            nodes.values().stream().allMatch(n -> n.lastAppliedClusterNanos() >= next));
-        assertNotNull(leader.leaderId());
+            nodes.values().stream().allMatch(n -> n.group(0).lastAppliedClusterNanos() >= next));
+        assertNotNull(leader.group(0).leaderId());
         final long restoredDigest = machines.get(leader.nodeId()).digest;
         for (final RecordingStateMachine machine : machines.values())
         {
             assertEquals(restoredDigest, machine.digest, "replicas agree after a restart");
         }
         assertNotEquals(digest, restoredDigest, "the new entry was applied on top of the recovered state");
+    }
+
+    private String leaderOf(final int g)
+    {
+        for (final RaftNode node : nodes.values())
+        {
+            if (node.group(g).isLeader())
+            {
+                return node.nodeId();
+            }
+        }
+        return null;
+    }
+
+    @Test
+    void severalGroupsEachHaveTheirOwnLogAndTheirLeadersAreSpreadOverTheMembers() throws Exception
+    {
+        groupCount = 3;
+        startCluster();
+        // Each group prefers one member (round robin over the sorted ids): n1 leads 0, n2 leads 1, n3 leads 2.
+        await("each member to lead the group it is preferred for", Duration.ofSeconds(30), () ->
+            "n1".equals(leaderOf(0)) && "n2".equals(leaderOf(1)) && "n3".equals(leaderOf(2)));
+        for (int g = 0; g < 3; g++)
+        {
+            final RaftNode leader = nodes.get(leaderOf(g));
+            for (int i = 0; i < 10 * (g + 1); i++)
+            {
+                leader.group(g).submit(ByteBuffer.allocate(4).putInt(0, g * 1000 + i)).join();
+            }
+        }
+        for (int g = 0; g < 3; g++)
+        {
+            final int group = g;
+            await("group " + g + " to apply its entries everywhere", Duration.ofSeconds(30), () ->
+                groupMachines.values().stream().allMatch(list -> list.get(group).applied == 10L * (group + 1)));
+            final long digest = groupMachines.get("n1").get(g).digest;
+            for (final List<RecordingStateMachine> list : groupMachines.values())
+            {
+                assertEquals(digest, list.get(g).digest, "group " + g + " is the same on every member");
+            }
+        }
+        // A member that does not lead a group refuses to submit to it and names its leader.
+        final CompletionException e = assertThrows(CompletionException.class,
+            () -> nodes.get("n1").group(1).submit(ByteBuffer.allocate(4)).join());
+        assertEquals("n2", ((NotLeaderException)e.getCause()).leaderHint());
+    }
+
+    @Test
+    void leadershipOfAGroupMovesOnWhenItsLeaderDiesAndReturnsOnceItIsBack() throws Exception
+    {
+        groupCount = 3;
+        startCluster();
+        await("leaders spread", Duration.ofSeconds(30), () ->
+            "n1".equals(leaderOf(0)) && "n2".equals(leaderOf(1)) && "n3".equals(leaderOf(2)));
+        nodes.get("n2").group(1).submit(ByteBuffer.allocate(4).putInt(0, 7)).join();
+        stop("n2");
+        await("group 1 to elect another leader", Duration.ofSeconds(30), () -> leaderOf(1) != null);
+        final String stand_in = leaderOf(1);
+        assertNotEquals("n2", stand_in);
+        nodes.get(stand_in).group(1).submit(ByteBuffer.allocate(4).putInt(0, 8)).join();
+        start("n2");
+        await("group 1's leadership to return to n2", Duration.ofSeconds(30), () -> "n2".equals(leaderOf(1)));
+        await("n2 to hold both of group 1's entries", Duration.ofSeconds(30), () -> groupMachines.get("n2").get(1).applied == 2);
+        assertEquals("n1", leaderOf(0));
+        assertEquals("n3", leaderOf(2));
+    }
+
+    @Test
+    void aNodeRefusesADataDirectoryWrittenWithAnotherNumberOfGroups() throws Exception
+    {
+        groupCount = 2;
+        startCluster();
+        await("a leader of group 1", Duration.ofSeconds(30), () -> leaderOf(1) != null);
+        stop("n3");
+        groupCount = 3;
+        final IOException e = assertThrows(IOException.class, () -> start("n3"));
+        assertTrue(e.getMessage().contains("holds 2 Raft group(s)") && e.getMessage().contains("runs 3"), e.getMessage());
     }
 }

@@ -51,6 +51,7 @@ public final class ServerConfig
     private int adminPort = DEFAULT_ADMIN_PORT;
     private Path policiesFile;
     private int shards = DEFAULT_SHARDS;
+    private int raftGroups = 1;
     private int ioThreads = DEFAULT_IO_THREADS;
     private int maxBucketsPerShard = DEFAULT_MAX_BUCKETS_PER_SHARD;
     private int keyArenaBytesPerShard = DEFAULT_KEY_ARENA_BYTES_PER_SHARD;
@@ -111,6 +112,8 @@ public final class ServerConfig
             require(nodeId != null && peers.containsKey(nodeId),
                 "--node-id must be one of the ids in --peers (" + peers.keySet() + "), was " + nodeId);
             require(!shardThreads, "--shard-threads is not supported in a cluster: shards live on the event loops");
+            require(raftGroups >= 1 && raftGroups <= shards,
+                "--raft-groups must be 1 to --shards (" + shards + "): each group owns at least one shard; was " + raftGroups);
             require(raftPortOffset > 0 && raftPortOffset < 10000, "raft port offset must be 1 to 9999, was " + raftPortOffset);
             for (final Map.Entry<String, InetSocketAddress> peer : peers.entrySet())
             {
@@ -121,6 +124,7 @@ public final class ServerConfig
         else
         {
             require(nodeId == null, "--node-id needs --peers (the members of the cluster, this node included)");
+            require(raftGroups == 1, "--raft-groups needs --peers: a single node replicates nothing");
         }
         return this;
     }
@@ -188,6 +192,18 @@ public final class ServerConfig
     public ServerConfig shards(final int shards)
     {
         this.shards = shards;
+        return this;
+    }
+
+    /** Raft groups in a cluster: shard s belongs to group s mod groups (1, the default: one group for every shard). */
+    public int raftGroups()
+    {
+        return raftGroups;
+    }
+
+    public ServerConfig raftGroups(final int raftGroups)
+    {
+        this.raftGroups = raftGroups;
         return this;
     }
 

@@ -39,6 +39,11 @@ public final class ServerMain implements Callable<Integer>
     @Option(names = "--shards", description = "Shards, each owned by one thread: an event loop, or its own with --shard-threads (default: ${DEFAULT-VALUE}).")
     int shards = ServerConfig.DEFAULT_SHARDS;
 
+    @Option(names = "--raft-groups", paramLabel = "N",
+        description = "Cluster: Raft groups, each with its own log and leader, spread over the members; shard s belongs to group s mod N, " +
+            "so N is at most --shards. Every member must run the same N for the life of its data (default: ${DEFAULT-VALUE}).")
+    int raftGroups = 1;
+
     @Option(names = "--io-threads", description = "Netty event loops for connections (default: ${DEFAULT-VALUE}).")
     int ioThreads = ServerConfig.DEFAULT_IO_THREADS;
 
@@ -112,7 +117,7 @@ public final class ServerMain implements Callable<Integer>
     public Integer call() throws Exception
     {
         final ServerConfig config = new ServerConfig()
-            .host(host).port(port).adminPort(adminPort).policiesFile(policies).shards(shards).ioThreads(ioThreads)
+            .host(host).port(port).adminPort(adminPort).policiesFile(policies).shards(shards).raftGroups(raftGroups).ioThreads(ioThreads)
             .maxBucketsPerShard(maxBuckets).keyArenaBytesPerShard(keyArenaBytes).maxFrameBytes(maxFrameBytes)
             .preferEpoll(!nio).shardThreads(shardThreads).nodeId(nodeId).raftPortOffset(raftPortOffset).dataDir(dataDir).joining(join).adminToken(adminToken)
             .maxConnections(maxConnections).idleTimeoutMillis(idleTimeoutMillis).frameTimeoutMillis(frameTimeoutMillis)

@@ -12,14 +12,13 @@ import dev.limiter.protocol.policy.HotKeyReport;
 import dev.limiter.protocol.policy.PolicyCommand;
 import dev.limiter.protocol.policy.PolicySet;
 import dev.limiter.protocol.policy.Tick;
-import dev.limiter.raft.RaftNode;
 import dev.limiter.raft.RaftNodeConfig;
 import dev.limiter.server.admin.AdminServer;
 import dev.limiter.server.admin.AdminToken;
 import dev.limiter.server.admin.NodeStatus;
 import dev.limiter.server.cluster.Membership;
-import dev.limiter.server.cluster.ReplicatedBuckets;
 import dev.limiter.server.cluster.Replication;
+import dev.limiter.server.cluster.ReplicationGroups;
 import dev.limiter.server.control.PolicyControl;
 import dev.limiter.server.control.PolicyState;
 import dev.limiter.server.engine.EngineMeters;
@@ -34,6 +33,8 @@ import dev.limiter.server.net.FrameDecoder;
 import dev.limiter.server.net.PolicyPublisher;
 import dev.limiter.server.net.SdkReportGate;
 import dev.limiter.server.net.ServerTls;
+import dev.limiter.server.table.BucketKeys;
+import dev.limiter.server.table.BucketRates;
 import dev.limiter.server.table.BucketTable;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.buffer.ByteBuf;
@@ -67,6 +68,7 @@ import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -110,7 +112,8 @@ public final class StoreServer implements NodeStatus, AutoCloseable
     private EventLoopGroup workerGroup;
     private Channel dataChannel;
     private AdminServer admin;
-    private Replication replication;
+    /** Cluster mode: the node's Raft groups, or null on a single node. */
+    private ReplicationGroups groups;
     private boolean epoll;
     private volatile boolean closed;
 
@@ -189,7 +192,8 @@ public final class StoreServer implements NodeStatus, AutoCloseable
         for (int i = 0; i < config.shards(); i++)
         {
             // Shard i belongs to event loop i mod n, unless shards get threads of their own.
-            shards.add(new Shard(i, config.maxBucketsPerShard(), config.keyArenaBytesPerShard(), clock, policyState::latestRate, config.shardThreads() ? null : loops.get(i % loops.size())));
+            shards.add(new Shard(i, config.maxBucketsPerShard(), config.keyArenaBytesPerShard(), clock, bucketRates(),
+                config.shardThreads() ? null : loops.get(i % loops.size())));
         }
         EngineMeters.bind(metrics.registry(), policyState, shards, connections::size);
         if (config.clustered())
@@ -198,7 +202,7 @@ public final class StoreServer implements NodeStatus, AutoCloseable
         }
         publisher = new PolicyPublisher(policyState, 16 << 20, () -> metrics.refused("sdk-instance-ids-per-address")); // 16 MiB: what an SDK reads in one frame
         metrics.bindFleet(publisher::instanceCount);
-        control = new PolicyControl(policyState, replication, config.shards());
+        control = new PolicyControl(policyState, groups == null ? null : groups.control(), config.shards());
         final FastThreadLocal<FrameRouter> routers = new FastThreadLocal<>()
         {
             @Override
@@ -236,7 +240,7 @@ public final class StoreServer implements NodeStatus, AutoCloseable
                     ch.pipeline()
                         .addLast("flush", new FlushConsolidationHandler(256, true))
                         .addLast("frames", new FrameDecoder(config.maxFrameBytes(), guard))
-                        .addLast("data-plane", new DataPlaneHandler(policyState::index, policyState::activeExemptions, publisher, () -> control, shards, metrics, routers, replication,
+                        .addLast("data-plane", new DataPlaneHandler(policyState::index, policyState::activeExemptions, publisher, () -> control, shards, metrics, routers, groups,
                             StoreServer.this::statusJson, reportGate));
                 }
             });
@@ -251,7 +255,7 @@ public final class StoreServer implements NodeStatus, AutoCloseable
         if (config.adminPort() >= 0)
         {
             admin = new AdminServer(config.host(), config.adminPort(), metrics, this, bossGroup, workerGroup, epoll,
-                control, adminToken, new Membership(replication, control, config.raftPortOffset()),
+                control, adminToken, new Membership(groups, control, config.raftPortOffset()),
                 new AdminServer.Limits(config.adminMaxConnections(), config.adminIdleTimeoutMillis(), config.frameTimeoutMillis()), tls);
             admin.start();
         }
@@ -262,19 +266,26 @@ public final class StoreServer implements NodeStatus, AutoCloseable
         return this;
     }
 
+    /**
+     * A stored bucket refills at the rate of the policy version its key names: the same on every
+     * replica whatever it has applied of other groups' logs, so sweeps evict alike everywhere.
+     */
+    private BucketRates bucketRates()
+    {
+        return (policy, key, keyOffset, keyLength) -> policyState.rateIfKnown(policy, BucketKeys.version(key, keyOffset));
+    }
+
     private void startReplication()
     {
         final BucketTable[] committed = new BucketTable[shards.size()];
         for (int i = 0; i < committed.length; i++)
         {
-            committed[i] = new BucketTable(config.maxBucketsPerShard(), config.keyArenaBytesPerShard(),
-                policyState::latestRate, true);
+            committed[i] = new BucketTable(config.maxBucketsPerShard(), config.keyArenaBytesPerShard(), bucketRates(), true);
         }
-        final ReplicatedBuckets buckets = new ReplicatedBuckets(committed, policyState, config.nodeId());
         final Map<String, InetSocketAddress> raftAddresses = new LinkedHashMap<>();
         config.peers().forEach((id, address) -> raftAddresses.put(id,
             new InetSocketAddress(address.getHostString(), address.getPort() + config.raftPortOffset())));
-        final RaftNode node = new RaftNode(new RaftNodeConfig()
+        groups = new ReplicationGroups(new RaftNodeConfig()
             .nodeId(config.nodeId())
             .peers(raftAddresses)
             .storageDir(config.dataDir().resolve("raft"))
@@ -282,15 +293,18 @@ public final class StoreServer implements NodeStatus, AutoCloseable
             .joining(config.joining())
             .tls(config.tlsCert(), config.tlsKey(), config.tlsCa())
             .prefaceTimeoutMillis(config.frameTimeoutMillis())
-            .refusals(reason -> metrics.refused("raft", reason)), buckets);
-        replication = new Replication(node, buckets, config.peers(), config.raftPortOffset());
-        replication.bootstrapWith(seedCommand());
-        shards.forEach(shard -> shard.replicate(replication, metrics, policyState::rate));
-        replication.shards(shards);
-        metrics.bindReplication(replication);
+            .refusals(reason -> metrics.refused("raft", reason)),
+            committed, config.raftGroups(), policyState, config.peers(), config.raftPortOffset());
+        groups.control().bootstrapWith(seedCommand());
+        for (final Replication group : groups.all())
+        {
+            group.shards(shards.stream().filter(shard -> groups.ofShard(shard.id()) == group).toList());
+        }
+        shards.forEach(shard -> shard.replicate(groups.ofShard(shard.id()), metrics, policyState::rate));
+        metrics.bindReplication(groups.all());
         try
         {
-            replication.start();
+            groups.start();
         }
         catch (final IOException e)
         {
@@ -308,7 +322,7 @@ public final class StoreServer implements NodeStatus, AutoCloseable
     {
         try
         {
-            if (closed || (replication != null && !replication.canDecide()))
+            if (closed || (groups != null && !groups.control().canDecide()))
             {
                 return;
             }
@@ -341,10 +355,16 @@ public final class StoreServer implements NodeStatus, AutoCloseable
         }
     }
 
-    /** Cluster mode: the replication state, or null on a single node. */
+    /** Cluster mode: the control group's replication state (group 0), or null on a single node. */
     public Replication replication()
     {
-        return replication;
+        return groups == null ? null : groups.control();
+    }
+
+    /** Cluster mode: every Raft group of this node, or null on a single node. */
+    public ReplicationGroups replicationGroups()
+    {
+        return groups;
     }
 
     /** The busiest bucket keys of each shard, from a sample of its decisions (GET /v1/hot-keys). */
@@ -355,9 +375,11 @@ public final class StoreServer implements NodeStatus, AutoCloseable
     }
 
     /**
-     * This node's standing as one JSON object: node id, address, role, leader, term, applied index,
-     * members, process CPU time (ns), decision frames received and frames redirected (NOT_LEADER),
-     * shards (each with this node's role for it), buckets. Served by STATUS and /status.
+     * This node's standing as one JSON object: node id, address, role, leader, term and applied
+     * index (of the control group), every Raft group (its leader, this node's role, term, applied
+     * index and shards), members, process CPU time (ns), decision frames received and frames
+     * redirected (NOT_LEADER), shards (each with this node's role for it, its group and that group's
+     * leader's address), buckets. Served by STATUS and /status.
      */
     @Override
     public String statusJson()
@@ -368,27 +390,29 @@ public final class StoreServer implements NodeStatus, AutoCloseable
         field(json, "address", address).append(',');
         json.append("\"clustered\":").append(config.clustered()).append(',');
         String role = "LEADER";
+        final Replication replication = replication();
         if (replication != null)
         {
-            final boolean leads = replication.isLeader();
-            role = leads ? (replication.canDecide() ? "LEADER" : "LEADER_STARTING") : "FOLLOWER";
+            role = roleIn(replication);
             field(json, "leader", String.valueOf(replication.leaderId())).append(',');
             field(json, "leaderAddress", replication.leaderAddress()).append(',');
-            long term = -1;
-            long applied = -1;
-            try
+            json.append("\"term\":").append(termOf(replication)).append(',');
+            json.append("\"appliedIndex\":").append(appliedIndexOf(replication)).append(',');
+            json.append("\"appliedDecisions\":").append(groups.appliedDecisions()).append(',');
+            json.append("\"digest\":").append(groups.digest()).append(',');
+            // Each Raft group: its leader, this node's role in it, and the shards it owns.
+            json.append("\"groups\":[");
+            for (final Replication group : groups.all())
             {
-                term = replication.node().term();
-                applied = replication.node().lastAppliedIndex();
+                json.append(group.group() == 0 ? "" : ",").append("{\"group\":").append(group.group()).append(',');
+                field(json, "leader", String.valueOf(group.leaderId())).append(',');
+                field(json, "leaderAddress", group.leaderAddress()).append(',');
+                field(json, "role", roleIn(group)).append(',');
+                json.append("\"term\":").append(termOf(group)).append(',');
+                json.append("\"appliedIndex\":").append(appliedIndexOf(group)).append(',');
+                json.append("\"shards\":").append(Arrays.toString(group.buckets().owned()).replace(" ", "")).append('}');
             }
-            catch (final RuntimeException e)
-            {
-                // stopping
-            }
-            json.append("\"term\":").append(term).append(',');
-            json.append("\"appliedIndex\":").append(applied).append(',');
-            json.append("\"appliedDecisions\":").append(replication.buckets().appliedDecisions()).append(',');
-            json.append("\"digest\":").append(replication.buckets().digest()).append(',');
+            json.append("],");
         }
         field(json, "role", role).append(',');
         json.append("\"members\":[");
@@ -418,11 +442,47 @@ public final class StoreServer implements NodeStatus, AutoCloseable
         for (int i = 0; i < shards.size(); i++)
         {
             // A member's buckets are its committed tables (the leader's deciding tables run ahead of them).
-            final int buckets = replication != null ? replication.buckets().committed(i).publishedSize() : shards.get(i).table().publishedSize();
-            json.append(i == 0 ? "" : ",").append("{\"shard\":").append(i).append(",\"role\":\"").append(role)
-                .append("\",\"buckets\":").append(buckets).append('}');
+            final Replication group = groups == null ? null : groups.ofShard(i);
+            final int buckets = group != null ? group.buckets().committed(i).publishedSize() : shards.get(i).table().publishedSize();
+            json.append(i == 0 ? "" : ",").append("{\"shard\":").append(i).append(",\"role\":\"").append(group == null ? role : roleIn(group))
+                .append('"');
+            if (group != null)
+            {
+                json.append(",\"group\":").append(group.group()).append(',');
+                field(json, "leaderAddress", group.leaderAddress());
+            }
+            json.append(",\"buckets\":").append(buckets).append('}');
         }
         return json.append("]}").toString();
+    }
+
+    private static String roleIn(final Replication group)
+    {
+        return group.isLeader() ? (group.canDecide() ? "LEADER" : "LEADER_STARTING") : "FOLLOWER";
+    }
+
+    private static long termOf(final Replication group)
+    {
+        try
+        {
+            return group.member().term();
+        }
+        catch (final RuntimeException stopping)
+        {
+            return -1;
+        }
+    }
+
+    private static long appliedIndexOf(final Replication group)
+    {
+        try
+        {
+            return group.member().lastAppliedIndex();
+        }
+        catch (final RuntimeException stopping)
+        {
+            return -1;
+        }
     }
 
     /** CPU time this process has used, all threads, in nanoseconds; -1 where the JVM cannot say. */
@@ -523,14 +583,14 @@ public final class StoreServer implements NodeStatus, AutoCloseable
             admin.close();
         }
         connections.close().awaitUninterruptibly(5, TimeUnit.SECONDS);
-        if (replication != null)
+        if (groups != null)
         {
             // Before the event loops stop: frames waiting on the log are released on their loops,
             // then the log closes (its late answers find nothing left to complete).
             shards.forEach(Shard::abandonLog);
             try
             {
-                replication.close();
+                groups.close();
             }
             catch (final IOException e)
             {

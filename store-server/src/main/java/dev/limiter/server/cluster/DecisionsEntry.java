@@ -1,6 +1,7 @@
 package dev.limiter.server.cluster;
 
 import dev.limiter.protocol.TokenBucket;
+import dev.limiter.server.table.BucketKeys;
 import dev.limiter.server.table.BucketTable;
 import dev.limiter.server.table.Decision;
 import dev.limiter.server.table.KeyHash;
@@ -8,7 +9,6 @@ import org.agrona.DirectBuffer;
 import org.agrona.concurrent.UnsafeBuffer;
 
 import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 
 /**
  * The one owner of the DECISIONS log entry: a leader's shard writes it, every replica (and a
@@ -18,7 +18,7 @@ import java.nio.ByteOrder;
  * u8 1 | u16 shard | u32 count | i64 reserved (0)
  *      | count x (u16 policy ordinal | i32 cost | i64 decision time (ns) | u16 key length | key)
  * </pre>
- * A key starts with its policy's ordinal and version (u16, u32, big-endian): a decision is
+ * A key starts with its policy's ordinal and version ({@link BucketKeys}): a decision is
  * replayed with the rate of the version it was made under, even when a later version was
  * applied before it. Replaying repeats exactly what the leader did (same key, policy, cost and
  * cluster time, in the same order), so every table fed the same entries holds the same buckets.
@@ -74,7 +74,7 @@ public final class DecisionsEntry
                 final int keyLength = entry.getShort(at + 14) & 0xFFFF;
                 at += RECORD_HEADER;
                 keyView.wrap(entry, at, keyLength);
-                final long version = keyView.getInt(2, ByteOrder.BIG_ENDIAN) & 0xFFFF_FFFFL;
+                final long version = BucketKeys.version(keyView, 0);
                 table.acquire(keyView, 0, keyLength, KeyHash.hash(keyView, 0, keyLength), policy, rates.rate(policy, version), cost,
                     time, scratch);
                 at += keyLength;

@@ -5,7 +5,6 @@ import dev.limiter.protocol.policy.MemberList;
 import dev.limiter.protocol.policy.MembersChange;
 import dev.limiter.raft.NotLeaderException;
 import dev.limiter.raft.RaftNodeConfig;
-import dev.limiter.server.cluster.Replication;
 import dev.limiter.server.control.PolicyControl;
 import dev.limiter.server.control.PolicyState;
 
@@ -17,8 +16,9 @@ import java.util.regex.Pattern;
 
 /**
  * Membership changes, as the authenticated admin API asks for them (the data port never changes
- * membership): one member added or removed at a time, on the leader, recorded in the audit log
- * before Raft changes the configuration (a leader that removes itself can record nothing after).
+ * membership): one member added or removed at a time, on the control group's leader, recorded in
+ * the audit log before Raft changes the configuration of every group (a leader that removes itself
+ * can record nothing after).
  */
 public final class Membership
 {
@@ -38,16 +38,19 @@ public final class Membership
         }
     }
 
+    private final ReplicationGroups groups;
+    /** The control group's replication: its members and leader are the cluster's. */
     private final Replication replication;
     private final PolicyControl control;
     private final int raftPortOffset;
 
     /**
-     * @param replication null on a single node (which has no members to change)
+     * @param groups null on a single node (which has no members to change)
      */
-    public Membership(final Replication replication, final PolicyControl control, final int raftPortOffset)
+    public Membership(final ReplicationGroups groups, final PolicyControl control, final int raftPortOffset)
     {
-        this.replication = replication;
+        this.groups = groups;
+        this.replication = groups == null ? null : groups.control();
         this.control = control;
         this.raftPortOffset = raftPortOffset;
     }
@@ -118,7 +121,7 @@ public final class Membership
                 {
                     throw new Refused(400, outcome.error().getError());
                 }
-                return replication.changeMembers(after);
+                return groups.changeMembers(after);
             })
             .thenApply(done -> list());
     }

@@ -14,21 +14,25 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.nio.ByteBuffer;
-import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
 
 /**
- * The committed bucket tables of every shard, driven only by applied log entries (the Ratis apply
- * thread is their single writer). Entries:
+ * The committed bucket tables of the shards one Raft group owns, driven only by that group's
+ * applied log entries (its Ratis apply thread is their single writer). Group 0 is the control
+ * group: it also carries the policy commands. Entries:
  *
  * <pre>
  * DECISIONS: see {@link DecisionsEntry} (its one owner)
  * SYNC:      see {@link SyncEntry} (its one owner)
  *            (a leader's marker: copy committed into its deciding tables; submission is the marker's
  *            place in the leader's order of submissions, so it knows which of its batches follow it)
- * POLICY:    see {@link PolicyEntry} (its one owner; the reply is PolicyState.Outcome)
+ * POLICY:    see {@link PolicyEntry} (its one owner; the reply is PolicyState.Outcome; control group only)
  * </pre>
  * Applying a decision repeats exactly what the leader did (same key, policy, cost and cluster time,
- * in the same order), so every replica's tables equal the leader's. Nothing here reads a clock.
+ * in the same order), so every replica's tables equal the leader's. Nothing here reads a clock. In
+ * any other group than the control group, a decision made under a policy version this replica has
+ * not applied yet waits for it ({@link PolicyState#awaitRate}): the two logs are not ordered
+ * against each other, but the rate of a version never changes once it exists.
  */
 public final class ReplicatedBuckets implements ReplicatedStateMachine
 {
@@ -46,7 +50,11 @@ public final class ReplicatedBuckets implements ReplicatedStateMachine
         void syncFrom(BucketTable[] committed, long term, long submission);
     }
 
+    /** Every shard's committed table, by shard id; this group reads and writes only its own. */
     private final BucketTable[] committed;
+    /** The shards this group owns, ascending. */
+    private final int[] owned;
+    private final boolean control;
     private final PolicyState policies;
     private final String selfId;
     private final DecisionsEntry.Replayer replayer;
@@ -61,12 +69,32 @@ public final class ReplicatedBuckets implements ReplicatedStateMachine
     {
     }
 
-    public ReplicatedBuckets(final BucketTable[] committed, final PolicyState policies, final String selfId)
+    /**
+     * @param committed every shard's committed table, by shard id (shared by the node's groups)
+     * @param owned     the shards this group owns
+     * @param control   whether this is the control group (policy commands, and their snapshot)
+     */
+    public ReplicatedBuckets(final BucketTable[] committed, final int[] owned, final boolean control, final PolicyState policies,
+        final String selfId)
     {
         this.committed = committed;
+        this.owned = owned.clone();
+        this.control = control;
         this.policies = policies;
         this.selfId = selfId;
-        this.replayer = new DecisionsEntry.Replayer(policies::rate);
+        this.replayer = new DecisionsEntry.Replayer(control ? policies::rate : policies::awaitRate);
+    }
+
+    /** The shards this group owns, ascending. */
+    public int[] owned()
+    {
+        return owned.clone();
+    }
+
+    /** Whether this group carries the policy commands. */
+    public boolean control()
+    {
+        return control;
     }
 
     public void syncTarget(final SyncTarget target)
@@ -95,6 +123,10 @@ public final class ReplicatedBuckets implements ReplicatedStateMachine
         }
         else if (type == PolicyEntry.TYPE)
         {
+            if (!control)
+            {
+                throw new IllegalStateException("a POLICY entry at index " + index + " of a group that does not carry policies");
+            }
             final PolicyCommand command;
             try
             {
@@ -116,10 +148,10 @@ public final class ReplicatedBuckets implements ReplicatedStateMachine
     private void applyDecisions(final ByteBuffer payload)
     {
         final int shard = DecisionsEntry.shard(payload);
-        if (shard >= committed.length)
+        if (shard >= committed.length || !owns(shard))
         {
-            throw new IllegalStateException("a DECISIONS entry names shard " + shard + " of " + committed.length +
-                "; every member of a cluster must run the same --shards");
+            throw new IllegalStateException("a DECISIONS entry names shard " + shard + ", which this group does not own (" +
+                committed.length + " shards); every member of a cluster must run the same --shards and --raft-groups");
         }
         final BucketTable table = committed[shard];
         appliedDecisions += replayer.replay(payload, table);
@@ -132,32 +164,37 @@ public final class ReplicatedBuckets implements ReplicatedStateMachine
      */
     private void claimTables()
     {
-        for (final BucketTable table : committed)
+        for (final int shard : owned)
         {
-            table.claim();
+            committed[shard].claim();
         }
+    }
+
+    private boolean owns(final int shard)
+    {
+        return Arrays.binarySearch(owned, shard) >= 0;
     }
 
     /** Apply thread: makes the counts and digests of the committed tables readable elsewhere. */
     private void publish()
     {
         long digest = 0;
-        for (final BucketTable table : committed)
+        for (final int shard : owned)
         {
-            digest = digest * 1_000_003 + table.trackedDigest();
+            digest = digest * 1_000_003 + committed[shard].trackedDigest();
         }
         published = new Published(appliedDecisions, digest);
     }
 
-    /** Decisions applied so far on this replica, as of the latest entry applied (any thread). */
+    /** Decisions applied so far by this group on this replica, as of its latest entry applied (any thread). */
     public long appliedDecisions()
     {
         return published.appliedDecisions();
     }
 
     /**
-     * Digest of every committed table as of the same entry as {@link #appliedDecisions()} (any
-     * thread): equal on replicas that applied the same log.
+     * Digest of this group's committed tables as of the same entry as {@link #appliedDecisions()}
+     * (any thread): equal on replicas that applied the same log.
      */
     public long digest()
     {
@@ -175,13 +212,15 @@ public final class ReplicatedBuckets implements ReplicatedStateMachine
         claimTables();
         final DataOutputStream data = new DataOutputStream(out);
         data.writeInt(SNAPSHOT_MAGIC);
-        final byte[] control = policies.snapshot().toByteArray();
-        data.writeInt(control.length);
-        data.write(control);
-        data.writeInt(committed.length);
+        // Only the control group's snapshot holds the policies (another group's holds none).
+        final byte[] controlState = control ? policies.snapshot().toByteArray() : new byte[0];
+        data.writeInt(controlState.length);
+        data.write(controlState);
+        data.writeInt(owned.length);
         data.writeLong(appliedDecisions);
-        for (final BucketTable table : committed)
+        for (final int shard : owned)
         {
+            final BucketTable table = committed[shard];
             data.writeInt(table.size());
             final IOException[] failure = new IOException[1];
             table.forEach((keyBuffer, keyOffset, keyLength, policy, tokens, last) ->
@@ -218,18 +257,22 @@ public final class ReplicatedBuckets implements ReplicatedStateMachine
         {
             throw new IOException("snapshot written by an older version of the store; remove the node's data directory and let it catch up");
         }
-        final byte[] control = new byte[data.readInt()];
-        data.readFully(control);
-        policies.restore(PolicyStateSnapshot.parseFrom(control));
-        final int shards = data.readInt();
-        if (shards != committed.length)
+        final byte[] controlState = new byte[data.readInt()];
+        data.readFully(controlState);
+        if (control)
         {
-            throw new IOException("snapshot has " + shards + " shards, this node " + committed.length +
-                "; every member of a cluster must run the same --shards");
+            policies.restore(PolicyStateSnapshot.parseFrom(controlState));
+        }
+        final int shards = data.readInt();
+        if (shards != owned.length)
+        {
+            throw new IOException("snapshot has " + shards + " shards, this node's group " + owned.length +
+                "; every member of a cluster must run the same --shards and --raft-groups");
         }
         appliedDecisions = data.readLong();
-        for (final BucketTable table : committed)
+        for (final int shard : owned)
         {
+            final BucketTable table = committed[shard];
             table.clear();
             final int count = data.readInt();
             for (int i = 0; i < count; i++)
@@ -253,14 +296,17 @@ public final class ReplicatedBuckets implements ReplicatedStateMachine
     public void reset()
     {
         claimTables();
-        for (final BucketTable table : committed)
+        for (final int shard : owned)
         {
-            table.clear();
-            table.publish();
+            committed[shard].clear();
+            committed[shard].publish();
         }
         appliedDecisions = 0;
         publish();
-        policies.reset();
+        if (control)
+        {
+            policies.reset();
+        }
     }
 
     public PolicyState policies()

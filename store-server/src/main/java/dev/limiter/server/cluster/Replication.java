@@ -3,6 +3,7 @@ package dev.limiter.server.cluster;
 import dev.limiter.protocol.HostPort;
 import dev.limiter.protocol.policy.PolicyCommand;
 import dev.limiter.raft.NotLeaderException;
+import dev.limiter.raft.RaftGroupMember;
 import dev.limiter.raft.RaftNode;
 import dev.limiter.server.control.PolicyLog;
 import dev.limiter.server.table.BucketTable;
@@ -57,6 +58,10 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, PolicyLo
     }
 
     private final RaftNode node;
+    /** This node's part in the Raft group this replication is for. */
+    private final RaftGroupMember member;
+    /** How log lines name this node and group. */
+    private final String name;
     private final ReplicatedBuckets buckets;
     private final Map<String, InetSocketAddress> dataAddresses;
     private final int raftPortOffset;
@@ -69,16 +74,21 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, PolicyLo
     private final long leaseNanos;
     private volatile boolean leaseLapsed;
 
-    public Replication(final RaftNode node, final ReplicatedBuckets buckets, final Map<String, InetSocketAddress> dataAddresses,
-        final int raftPortOffset)
+    /**
+     * @param group the node's Raft group this replication is for; {@code buckets} is its state machine
+     */
+    public Replication(final RaftNode node, final int group, final ReplicatedBuckets buckets,
+        final Map<String, InetSocketAddress> dataAddresses, final int raftPortOffset)
     {
         this.raftPortOffset = raftPortOffset;
         this.leaseNanos = TimeUnit.MILLISECONDS.toNanos(node.config().leaseMillis());
         this.node = node;
+        this.member = node.group(group);
+        this.name = node.groupCount() == 1 ? node.nodeId() : node.nodeId() + " group " + group;
         this.buckets = buckets;
         this.dataAddresses = dataAddresses;
         buckets.syncTarget(this);
-        node.addLeaderListener((id, self) ->
+        member.addLeaderListener((id, self) ->
         {
             leaderChanges++;
             checkLeadership(); // act at once; the watchdog repeats the same check every 20 ms
@@ -90,9 +100,9 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, PolicyLo
         this.shards = shards;
     }
 
-    public void start() throws IOException
+    /** Starts watching leadership (the Raft node must be started). */
+    public void start()
     {
-        node.start();
         // Ratis does not always announce a change (a leader that steps down for want of a majority
         // has no successor to name), so leadership is also checked every 20 ms.
         watchdog = RETRIES.scheduleWithFixedDelay(this::checkLeadership, 20, 20, TimeUnit.MILLISECONDS);
@@ -113,8 +123,8 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, PolicyLo
         long term;
         try
         {
-            raftLeader = node.isRaftLeader();
-            term = node.term();
+            raftLeader = member.isRaftLeader();
+            term = member.term();
         }
         catch (final RuntimeException e)
         {
@@ -125,7 +135,7 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, PolicyLo
         {
             if (leader)
             {
-                LOG.info("{}: no longer leading; not deciding", node.nodeId());
+                LOG.info("{}: no longer leading; not deciding", name);
             }
             leader = false;
             readyTerm = -1;
@@ -141,7 +151,7 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, PolicyLo
         final boolean holds = leaseHolds(System.nanoTime());
         if (!holds && !leaseLapsed)
         {
-            LOG.warn("{}: no majority answered within {} ms (or this node left the group): not deciding", node.nodeId(),
+            LOG.warn("{}: no majority answered within {} ms (or this node left the group): not deciding", name,
                 TimeUnit.NANOSECONDS.toMillis(leaseNanos));
         }
         leaseLapsed = !holds;
@@ -195,7 +205,7 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, PolicyLo
     {
         if (readyTerm >= 0)
         {
-            LOG.warn("{}: a batch of decisions was not committed; re-syncing from the committed tables", node.nodeId());
+            LOG.warn("{}: a batch of decisions was not committed; re-syncing from the committed tables", name);
         }
         readyTerm = -1;
         syncSentAt = 0;
@@ -236,7 +246,7 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, PolicyLo
         {
             if (!copied.await(30, TimeUnit.SECONDS))
             {
-                LOG.error("{}: shards did not copy the committed tables within 30 s; not deciding in term {}", node.nodeId(), term);
+                LOG.error("{}: shards did not copy the committed tables within 30 s; not deciding in term {}", name, term);
                 return;
             }
         }
@@ -247,9 +257,9 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, PolicyLo
         }
         if (leader && term == electedTerm)
         {
-            node.rebaseLeaderClock(); // every entry before the marker is applied: continue after its last stamp
+            member.rebaseLeaderClock(); // every entry before the marker is applied: continue after its last stamp
             readyTerm = term;
-            LOG.info("{}: leading term {}, deciding from {} committed decisions", node.nodeId(), term, buckets.appliedDecisions());
+            LOG.info("{}: leading term {}, deciding from {} committed decisions", name, term, buckets.appliedDecisions());
         }
     }
 
@@ -280,7 +290,7 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, PolicyLo
         final long contact;
         try
         {
-            contact = node.majorityContactNanos();
+            contact = member.majorityContactNanos();
         }
         catch (final RuntimeException stopping)
         {
@@ -298,7 +308,7 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, PolicyLo
     /** Cluster time to decide at (leader only). */
     public long clusterNanos()
     {
-        return node.leaderClockNanos();
+        return member.leaderClockNanos();
     }
 
     /** An entry handed to the log: its place in this node's order of submissions, and its commit. */
@@ -328,7 +338,7 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, PolicyLo
             {
                 try
                 {
-                    node.submit(entry.apply(number)).whenComplete((reply, failure) ->
+                    member.submit(entry.apply(number)).whenComplete((reply, failure) ->
                     {
                         if (failure != null)
                         {
@@ -379,7 +389,7 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, PolicyLo
         final Map<String, String> members = new LinkedHashMap<>();
         try
         {
-            node.members().forEach((id, raftAddress) -> members.put(id, HostPort.shifted(raftAddress, -raftPortOffset)));
+            member.members().forEach((id, raftAddress) -> members.put(id, HostPort.shifted(raftAddress, -raftPortOffset)));
         }
         catch (final RuntimeException e)
         {
@@ -389,14 +399,15 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, PolicyLo
     }
 
     /**
-     * Makes {@code dataAddresses} (id to data-plane address, the complete new list) the members;
-     * run on the leader. Added members catch up from the log or a snapshot.
+     * Makes {@code newMembers} (id to data-plane address, the complete new list) the members of
+     * this group, wherever its leader is. Added members catch up from the log or a snapshot.
      */
     public CompletableFuture<Void> changeMembers(final Map<String, InetSocketAddress> newMembers)
     {
         final Map<String, InetSocketAddress> raft = new LinkedHashMap<>();
         newMembers.forEach((id, a) -> raft.put(id, new InetSocketAddress(a.getHostString(), a.getPort() + raftPortOffset)));
-        return node.setMembers(raft);
+        final String preferred = node.groupCount() > 1 ? RaftNode.preferredLeader(raft.keySet(), member.index()) : null;
+        return member.setMembers(raft, preferred);
     }
 
     @Override
@@ -416,7 +427,7 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, PolicyLo
     {
         try
         {
-            return node.leaderId();
+            return member.leaderId();
         }
         catch (final RuntimeException e)
         {
@@ -440,6 +451,18 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, PolicyLo
         return node;
     }
 
+    /** This node's part in the group (term, applied index, snapshots). */
+    public RaftGroupMember member()
+    {
+        return member;
+    }
+
+    /** The Raft group this replication is for (0 is the control group). */
+    public int group()
+    {
+        return member.index();
+    }
+
     public ReplicatedBuckets buckets()
     {
         return buckets;
@@ -456,6 +479,5 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, PolicyLo
         }
         submitter.shutdown();
         readyTerm = -1;
-        node.close();
     }
 }

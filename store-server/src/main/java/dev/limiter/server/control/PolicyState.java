@@ -25,6 +25,8 @@ import dev.limiter.protocol.policy.PolicyStateSnapshot;
 import dev.limiter.protocol.policy.PolicyVersion;
 import dev.limiter.protocol.policy.RemoveExemption;
 import dev.limiter.protocol.policy.RollbackCommand;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
@@ -35,6 +37,7 @@ import java.util.Map;
 import java.util.StringJoiner;
 import java.util.TreeMap;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
 import java.util.function.Predicate;
 import java.util.stream.IntStream;
 
@@ -63,6 +66,8 @@ import java.util.stream.IntStream;
  */
 public final class PolicyState
 {
+    private static final Logger LOG = LoggerFactory.getLogger(PolicyState.class);
+
     /** Audit records kept; older ones are dropped. */
     public static final int MAX_AUDIT_RECORDS = AuditTrail.MAX_RECORDS;
     /** Longest SDK instance id a degraded window may name. */
@@ -210,14 +215,67 @@ public final class PolicyState
      */
     public TokenBucket.Rate rate(final int ordinal, final long version)
     {
-        // Read for every replayed decision: a volatile read of an immutable table, no lock.
-        final TokenBucket.Rate[][] rates = versionRates;
-        if (ordinal >= rates.length || version < 1 || version > rates[ordinal].length)
+        final TokenBucket.Rate rate = rateIfKnown(ordinal, version);
+        if (rate == null)
         {
             throw new IllegalStateException("a decision names policy ordinal " + ordinal + " version " + version +
                 ", which this replica does not have");
         }
+        return rate;
+    }
+
+    /** Rate of one version of a policy, or null when this replica does not have that version (yet). */
+    public TokenBucket.Rate rateIfKnown(final int ordinal, final long version)
+    {
+        // Read for every replayed decision: a volatile read of an immutable table, no lock.
+        final TokenBucket.Rate[][] rates = versionRates;
+        if (ordinal >= rates.length || version < 1 || version > rates[ordinal].length)
+        {
+            return null;
+        }
         return rates[ordinal][(int)(version - 1)];
+    }
+
+    /**
+     * Rate of one version of a policy, waiting until this replica has applied it. Decisions kept
+     * in another Raft group than the policy changes may reach a replica before the version they
+     * were made under (never on the node that made them), so their group's apply thread waits for
+     * the control group here; the control group never waits for anything, so this cannot deadlock.
+     *
+     * @throws IllegalStateException when interrupted (the node is stopping)
+     */
+    public TokenBucket.Rate awaitRate(final int ordinal, final long version)
+    {
+        final TokenBucket.Rate known = rateIfKnown(ordinal, version);
+        if (known != null)
+        {
+            return known;
+        }
+        final long start = System.nanoTime();
+        long warned = start;
+        synchronized (this)
+        {
+            TokenBucket.Rate rate;
+            while ((rate = rateIfKnown(ordinal, version)) == null)
+            {
+                try
+                {
+                    wait(1000);
+                }
+                catch (final InterruptedException e)
+                {
+                    Thread.currentThread().interrupt();
+                    throw new IllegalStateException("stopped waiting for policy ordinal " + ordinal + " version " + version, e);
+                }
+                if (System.nanoTime() - warned > TimeUnit.SECONDS.toNanos(10))
+                {
+                    warned = System.nanoTime();
+                    LOG.warn("a replicated decision waits {} s for policy ordinal {} version {} (the control group is behind here)",
+                        TimeUnit.NANOSECONDS.toSeconds(warned - start), ordinal, version);
+                }
+            }
+            return rate;
+        }
     }
 
     /** Runs after every change, on the thread that applied it. */
@@ -236,6 +294,7 @@ public final class PolicyState
         synchronized (this)
         {
             outcome = dispatch(command);
+            notifyAll(); // decisions of other groups may wait for a version (awaitRate)
         }
         if (outcome.status() == Status.OK)
         {
@@ -937,6 +996,7 @@ public final class PolicyState
                 latestRates = new TokenBucket.Rate[0];
                 versionRates = new TokenBucket.Rate[0][];
             }
+            notifyAll();
         }
         listeners.forEach(Runnable::run);
     }

@@ -12,8 +12,13 @@ public interface FrameResponder
     /** Answers the frame with an ERROR (bad input, or the node could not decide it). */
     void error(ChannelHandlerContext ctx, long correlationId, ErrorCode code, String message);
 
-    /** Answers NOT_LEADER: this node may not decide now. */
-    void notLeader(ChannelHandlerContext ctx, long correlationId);
+    /**
+     * Answers NOT_LEADER: this node may not decide now.
+     *
+     * @param shard the shard that refused (the hint names the leader of its Raft group), or -1
+     *              for the control group's leader
+     */
+    void notLeader(ChannelHandlerContext ctx, long correlationId, int shard);
 
     /** The frame is being decided (before any shard has it): the connection may pause reading. */
     void frameAccepted(ChannelHandlerContext ctx);

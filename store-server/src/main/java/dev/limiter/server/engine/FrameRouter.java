@@ -12,10 +12,12 @@ import dev.limiter.protocol.ResultCodec;
 import dev.limiter.server.control.ActiveExemptions;
 import dev.limiter.server.control.PolicyControl;
 import dev.limiter.server.metrics.ServerMetrics;
+import dev.limiter.server.table.BucketKeys;
 import dev.limiter.server.table.BucketTable;
 import dev.limiter.server.table.KeyHash;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelHandlerContext;
+import org.agrona.DirectBuffer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -32,8 +34,6 @@ import java.util.List;
 public final class FrameRouter
 {
     private static final Logger LOG = LoggerFactory.getLogger(FrameRouter.class);
-    /** Bytes before a bucket key's scope part: u16 policy ordinal, u32 policy version. */
-    public static final int KEY_PREFIX_LENGTH = 6;
 
     private final AcquireDecoder decoder = new AcquireDecoder();
     private final FrameWork.Pool pool;
@@ -244,6 +244,16 @@ public final class FrameRouter
         return null;
     }
 
+    /**
+     * The shard that holds a tenant's tenant- and principal-scoped buckets, among {@code shardCount}
+     * (the same rule {@link #route} applies to every entry).
+     */
+    public static int tenantShard(final DirectBuffer tenant, final int offset, final int length, final int shardCount)
+    {
+        final long hash = KeyHash.hash(tenant, offset, length);
+        return shardOf(hash == 0 ? 1 : hash, 0, shardCount);
+    }
+
     /** Tenant-scoped buckets live on the tenant's shard; global and per-IP ones on their key's. */
     private static int shardOf(final long tenantHash, final long keyHash, final int shardCount)
     {
@@ -280,9 +290,8 @@ public final class FrameRouter
 
 
     /**
-     * Writes the bucket key for the current entry at the work's key cursor:
-     * {@code u16 policy ordinal | u32 policy version | scope part} (a new version starts new buckets,
-     * and a replica replays a decision with the version it was made under), where the scope part is
+     * Writes the bucket key for the current entry at the work's key cursor: the {@link BucketKeys}
+     * prefix (policy ordinal and version), then the scope part, which is
      * nothing (GLOBAL), the tenant (TENANT), {@code u8 tenant length | tenant | principal}
      * (PRINCIPAL) or the client IP's 16-byte value (CLIENT_IP).
      *
@@ -292,9 +301,8 @@ public final class FrameRouter
     {
         work.ensureKeyRoom(BucketTable.MAX_KEY_LENGTH);
         int at = work.keyCursor;
-        work.keys.putShort(at, (short)policy.ordinal(), ByteOrder.BIG_ENDIAN);
-        work.keys.putInt(at + 2, (int)policy.version(), ByteOrder.BIG_ENDIAN);
-        at += KEY_PREFIX_LENGTH;
+        BucketKeys.putPrefix(work.keys, at, policy.ordinal(), policy.version());
+        at += BucketKeys.PREFIX_LENGTH;
         final ByteBuf buf = d.buffer();
         long tenantHash = 0;
         switch (policy.scope())

@@ -74,6 +74,8 @@ public final class FrameWork implements Runnable
     volatile boolean failed;
     /** Set when this node may not decide (cluster mode): the frame is answered with NOT_LEADER. */
     volatile boolean notLeader;
+    /** The shard that refused (its group's leader is the hint), or -1. */
+    volatile int notLeaderShard = -1;
     /** Set when the replication log is too far behind to take more decisions now. */
     volatile boolean overloaded;
 
@@ -96,6 +98,7 @@ public final class FrameWork implements Runnable
         this.correlationId = correlationId;
         this.failed = false;
         this.notLeader = false;
+        this.notLeaderShard = -1;
         this.overloaded = false;
         this.policies = policies;
         this.count = 0;
@@ -194,6 +197,13 @@ public final class FrameWork implements Runnable
         }
     }
 
+    /** {@code shard} may not decide here now: the frame is answered NOT_LEADER, naming that shard's leader. */
+    void refuseNotLeader(final int shard)
+    {
+        notLeaderShard = shard;
+        notLeader = true;
+    }
+
     /** Completes the response on the connection's event loop once every shard has filled its records. */
     @Override
     public void run()
@@ -209,7 +219,7 @@ public final class FrameWork implements Runnable
             else if (notLeader && !failed)
             {
                 response.release();
-                connection.notLeader(ctx, correlationId);
+                connection.notLeader(ctx, correlationId, notLeaderShard);
             }
             else if (failed)
             {

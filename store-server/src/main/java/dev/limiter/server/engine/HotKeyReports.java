@@ -7,6 +7,7 @@ import dev.limiter.protocol.policy.Policy;
 import dev.limiter.protocol.policy.Scope;
 import dev.limiter.protocol.policy.ShardHotKeys;
 import dev.limiter.server.control.PolicyState;
+import dev.limiter.server.table.BucketKeys;
 
 import java.net.InetAddress;
 import java.net.UnknownHostException;
@@ -43,7 +44,7 @@ public final class HotKeyReports
     {
         final byte[] key = entry.key();
         final HotKey.Builder out = HotKey.newBuilder().setShare(entry.share()).setOverestimate(entry.overestimate());
-        if (key.length < FrameRouter.KEY_PREFIX_LENGTH)
+        if (key.length < BucketKeys.PREFIX_LENGTH)
         {
             return out.setPolicyId("?").setKey(hex(key)).build();
         }
@@ -52,7 +53,7 @@ public final class HotKeyReports
         final long version = Integer.toUnsignedLong(prefix.getInt());
         final Policy policy = policies.policyAt(ordinal, version);
         out.setPolicyVersion(version).setPolicyId(policy == null ? "ordinal " + ordinal : policy.getId());
-        final byte[] part = Arrays.copyOfRange(key, FrameRouter.KEY_PREFIX_LENGTH, key.length);
+        final byte[] part = Arrays.copyOfRange(key, BucketKeys.PREFIX_LENGTH, key.length);
         final Scope scope = policy == null ? Scope.SCOPE_UNSPECIFIED :
             policy.getScope() == Scope.SCOPE_UNSPECIFIED ? Scope.TENANT : policy.getScope();
         out.setScope(scope);

@@ -7,6 +7,7 @@ import dev.limiter.protocol.TokenBucket;
 import dev.limiter.server.cluster.DecisionsEntry;
 import dev.limiter.server.cluster.Replication;
 import dev.limiter.server.metrics.ServerMetrics;
+import dev.limiter.server.table.BucketRates;
 import dev.limiter.server.table.BucketTable;
 import dev.limiter.server.table.Decision;
 import io.netty.channel.EventLoop;
@@ -20,7 +21,6 @@ import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLongArray;
-import java.util.function.IntFunction;
 
 /**
  * One shard: a bucket table and the single thread that owns it, so the decision path needs no
@@ -67,13 +67,13 @@ public final class Shard implements Replication.DecidingShard
     /**
      * @param loop the event loop that owns this shard, or null for a dedicated thread
      */
-    public Shard(final int id, final int maxBuckets, final int keyArenaBytes, final MonotonicClock clock, final IntFunction<TokenBucket.Rate> rateByOrdinal,
+    public Shard(final int id, final int maxBuckets, final int keyArenaBytes, final MonotonicClock clock, final BucketRates rates,
         final EventLoop loop)
     {
         this.id = id;
         this.clock = clock;
         this.loop = loop;
-        this.table = new BucketTable(maxBuckets, keyArenaBytes, rateByOrdinal);
+        this.table = new BucketTable(maxBuckets, keyArenaBytes, rates, false);
         if (loop == null)
         {
             this.queue = new ManyToOneConcurrentArrayQueue<>(QUEUE_CAPACITY);
@@ -202,7 +202,7 @@ public final class Shard implements Replication.DecidingShard
         {
             if (replication != null && !replication.canDecide())
             {
-                work.notLeader = true;
+                work.refuseNotLeader(id);
                 work.shardDone();
                 return;
             }

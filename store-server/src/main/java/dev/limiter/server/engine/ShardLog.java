@@ -200,7 +200,7 @@ public final class ShardLog
         {
             if (failure != null || batch.epoch != epoch)
             {
-                work.notLeader = true; // not known to be committed: the caller must not count on it
+                work.refuseNotLeader(shard); // not known to be committed: the caller must not count on it
             }
             work.shardDone();
         }
@@ -241,7 +241,7 @@ public final class ShardLog
         metrics.decisionsDropped(count);
         for (final FrameWork work : waiters)
         {
-            work.notLeader = true;
+            work.refuseNotLeader(shard);
             work.shardDone();
         }
         waiters = new ArrayList<>();
@@ -262,7 +262,7 @@ public final class ShardLog
         {
             for (final FrameWork work : batch.waiters)
             {
-                work.notLeader = true;
+                work.refuseNotLeader(shard);
                 work.shardDone();
             }
         }

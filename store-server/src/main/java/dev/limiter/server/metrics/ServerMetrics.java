@@ -11,6 +11,7 @@ import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.DistributionSummary;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.Tags;
 import io.micrometer.core.instrument.Timer;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
@@ -92,27 +93,34 @@ public final class ServerMetrics
     private Timer commitLatency;
     private DistributionSummary decisionsPerEntry;
 
-    /** Cluster mode: replication meters. */
-    public void bindReplication(final Replication replication)
+    /** Cluster mode: replication meters, the Raft ones once per group (tag {@code group}). */
+    public void bindReplication(final List<Replication> groups)
     {
         commitLatency = Timer.builder("limiter.replication.commit.latency")
             .description("From handing a batch of decisions to the log to its commit and apply on the leader")
             .publishPercentiles(0.5, 0.95, 0.99).distributionStatisticExpiry(Duration.ofMinutes(1)).register(registry);
         decisionsPerEntry = DistributionSummary.builder("limiter.replication.decisions.per.entry")
             .description("Decisions carried by one log entry (group commit)").register(registry);
-        Gauge.builder("limiter.raft.term", replication, r -> safe(() -> r.node().term())).register(registry);
-        Gauge.builder("limiter.raft.leader", replication, r -> r.isLeader() ? 1 : 0)
-            .description("1 while this node leads").register(registry);
-        Gauge.builder("limiter.raft.applied.index", replication, r -> safe(() -> r.node().lastAppliedIndex())).register(registry);
-        FunctionCounter.builder("limiter.raft.leader.changes", replication, r -> r.leaderChanges()).register(registry);
-        FunctionCounter.builder("limiter.raft.snapshots.installed", replication, r -> r.node().snapshotsInstalled()).register(registry);
-        FunctionCounter.builder("limiter.raft.snapshots.taken", replication, r -> r.node().snapshotsTaken()).register(registry);
-        Gauge.builder("limiter.raft.snapshot.size", replication, r -> r.node().lastSnapshotBytes()).baseUnit("bytes")
-            .description("Size of the latest snapshot written").register(registry);
-        Gauge.builder("limiter.raft.snapshot.duration", replication, r -> r.node().lastSnapshotNanos() / 1e9).baseUnit("seconds")
-            .description("Time the latest snapshot took to write").register(registry);
-        FunctionCounter.builder("limiter.replication.decisions.applied", replication, r -> r.buckets().appliedDecisions())
-            .description("Decisions applied from the log on this replica").register(registry);
+        for (final Replication replication : groups)
+        {
+            final Tags group = Tags.of("group", String.valueOf(replication.group()));
+            Gauge.builder("limiter.raft.term", replication, r -> safe(() -> r.member().term())).tags(group).register(registry);
+            Gauge.builder("limiter.raft.leader", replication, r -> r.isLeader() ? 1 : 0).tags(group)
+                .description("1 while this node leads the group").register(registry);
+            Gauge.builder("limiter.raft.applied.index", replication, r -> safe(() -> r.member().lastAppliedIndex())).tags(group)
+                .register(registry);
+            FunctionCounter.builder("limiter.raft.leader.changes", replication, r -> r.leaderChanges()).tags(group).register(registry);
+            FunctionCounter.builder("limiter.raft.snapshots.installed", replication, r -> r.member().snapshotsInstalled()).tags(group)
+                .register(registry);
+            FunctionCounter.builder("limiter.raft.snapshots.taken", replication, r -> r.member().snapshotsTaken()).tags(group)
+                .register(registry);
+            Gauge.builder("limiter.raft.snapshot.size", replication, r -> r.member().lastSnapshotBytes()).tags(group).baseUnit("bytes")
+                .description("Size of the latest snapshot of the group written").register(registry);
+            Gauge.builder("limiter.raft.snapshot.duration", replication, r -> r.member().lastSnapshotNanos() / 1e9).tags(group)
+                .baseUnit("seconds").description("Time the latest snapshot of the group took to write").register(registry);
+            FunctionCounter.builder("limiter.replication.decisions.applied", replication, r -> r.buckets().appliedDecisions())
+                .tags(group).description("Decisions applied from the group's log on this replica").register(registry);
+        }
     }
 
     private static double safe(final LongSupplier value)

@@ -6,7 +6,7 @@ import dev.limiter.protocol.ErrorCodec;
 import dev.limiter.protocol.Frame;
 import dev.limiter.protocol.MessageType;
 import dev.limiter.protocol.PolicySetIndex;
-import dev.limiter.server.cluster.Replication;
+import dev.limiter.server.cluster.ReplicationGroups;
 import dev.limiter.server.control.ActiveExemptions;
 import dev.limiter.server.control.PolicyControl;
 import dev.limiter.server.engine.FrameResponder;
@@ -48,8 +48,8 @@ public final class DataPlaneHandler extends ChannelInboundHandlerAdapter impleme
     private final List<Shard> shards;
     private final ServerMetrics metrics;
     private final FastThreadLocal<FrameRouter> routers;
-    /** Cluster mode only (else null): who may decide, and where the leader is. */
-    private final Replication replication;
+    /** Cluster mode only (else null): who may decide, and where each group's leader is. */
+    private final ReplicationGroups groups;
     private final Supplier<String> statusJson;
     /** Owners of the frames that are not decisions, by message type (null: not served). */
     private final ControlFrame[] controlFrames = new ControlFrame[256];
@@ -66,16 +66,16 @@ public final class DataPlaneHandler extends ChannelInboundHandlerAdapter impleme
         final List<Shard> shards,
         final ServerMetrics metrics,
         final FastThreadLocal<FrameRouter> routers,
-        final Replication replication,
+        final ReplicationGroups groups,
         final Supplier<String> statusJson,
         final SdkReportGate reportGate)
     {
         controlFrames[MessageType.POLICIES] = publisher::answer;
-        controlFrames[MessageType.DEGRADED_REPORT] = new SdkReports(control, replication, reportGate, metrics);
+        controlFrames[MessageType.DEGRADED_REPORT] = new SdkReports(control, groups == null ? null : groups.control(), reportGate, metrics);
         controlFrames[MessageType.STATUS] = this::status;
         controlFrames[MessageType.PING] = DataPlaneHandler::pong;
         controlFrames[MessageType.MEMBERS] = this::noMembershipHere;
-        this.replication = replication;
+        this.groups = groups;
         this.statusJson = statusJson;
         this.policies = policies;
         this.exemptions = exemptions;
@@ -147,9 +147,9 @@ public final class DataPlaneHandler extends ChannelInboundHandlerAdapter impleme
             error(ctx, correlationId, decoder.errorCode(), malformed);
             return;
         }
-        if (replication != null && !replication.canDecide())
+        if (groups != null && !groups.canDecideAny())
         {
-            notLeader(ctx, correlationId); // a follower never decides: send the caller to the leader
+            notLeader(ctx, correlationId, -1); // a follower of every group never decides: send the caller to a leader
             return;
         }
         router.route(ctx, this, policies.get(), exemptions.get(), shards, correlationId, start, single);
@@ -180,13 +180,14 @@ public final class DataPlaneHandler extends ChannelInboundHandlerAdapter impleme
             "admin token); nothing changed");
     }
 
-    /** Answers NOT_LEADER with the leader's data address (empty while there is none). */
+    /** Answers NOT_LEADER with the data address of the refusing shard's leader (empty while there is none). */
     @Override
-    public void notLeader(final ChannelHandlerContext ctx, final long correlationId)
+    public void notLeader(final ChannelHandlerContext ctx, final long correlationId, final int shard)
     {
         metrics.redirected();
         final ByteBuf out = ctx.alloc().buffer(64);
-        ErrorCodec.encode(out, correlationId, ErrorCode.NOT_LEADER, replication == null ? "" : replication.leaderAddress());
+        final String hint = groups == null ? "" : (shard >= 0 ? groups.ofShard(shard) : groups.control()).leaderAddress();
+        ErrorCodec.encode(out, correlationId, ErrorCode.NOT_LEADER, hint);
         ctx.writeAndFlush(out, ctx.voidPromise());
     }
 

@@ -77,7 +77,7 @@ public final class SdkReports implements ControlFrame
         }
         if (replication != null && !replication.isLeader())
         {
-            answers.notLeader(ctx, correlationId); // only the leader appends: do not spend this connection's allowance here
+            answers.notLeader(ctx, correlationId, -1); // only the leader appends: do not spend this connection's allowance here
             return;
         }
         // Every report becomes a log entry: bounded per connection and for the whole node.
@@ -99,7 +99,7 @@ public final class SdkReports implements ControlFrame
             {
                 if (failure != null)
                 {
-                    answers.notLeader(ctx, correlationId); // a follower, or leadership lost meanwhile: the SDK tries another node
+                    answers.notLeader(ctx, correlationId, -1); // a follower, or leadership lost meanwhile: the SDK tries another node
                 }
                 else if (outcome.status() != PolicyState.Status.OK)
                 {

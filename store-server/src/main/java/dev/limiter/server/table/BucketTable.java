@@ -84,7 +84,7 @@ public final class BucketTable
     private final int maxSlotCount;
     private final int maxBuckets;
     private final KeyArena arena;
-    private final IntFunction<TokenBucket.Rate> rateByPolicy;
+    private final BucketRates rates;
     private int size;
     private int sweepCursor;
     private long evictions;
@@ -129,6 +129,15 @@ public final class BucketTable
     public BucketTable(final int maxBuckets, final int keyArenaBytes, final IntFunction<TokenBucket.Rate> rateByPolicy,
         final boolean tracksDigest)
     {
+        this(maxBuckets, keyArenaBytes, (policy, key, keyOffset, keyLength) -> rateByPolicy.apply(policy), tracksDigest);
+    }
+
+    /**
+     * @param rates the rate a stored bucket refills at (from its policy ordinal and key), used to
+     *              decide whether an idle bucket is full
+     */
+    public BucketTable(final int maxBuckets, final int keyArenaBytes, final BucketRates rates, final boolean tracksDigest)
+    {
         if (maxBuckets < 1)
         {
             throw new IllegalArgumentException("maxBuckets must be at least 1, was " + maxBuckets);
@@ -147,7 +156,7 @@ public final class BucketTable
         this.maxBuckets = maxBuckets;
         allocateSlots(Math.min(INITIAL_SLOTS, maxSlotCount));
         this.arena = new KeyArena(keyArenaBytes);
-        this.rateByPolicy = rateByPolicy;
+        this.rates = rates;
         this.tracksDigest = tracksDigest;
         published.lazySet(PUBLISHED_SLOTS, slotCount); // not publish(): the constructing thread is not the owner
     }
@@ -447,7 +456,12 @@ public final class BucketTable
 
     private boolean isFull(final int base, final long nowNanos)
     {
-        final TokenBucket.Rate rate = rateByPolicy.apply(slots.getShort(base + POLICY_OFFSET) & 0xFFFF);
+        final TokenBucket.Rate rate = rates.rate(slots.getShort(base + POLICY_OFFSET) & 0xFFFF, arena.buffer(),
+            slots.getInt(base + KEY_OFFSET_OFFSET), slots.getShort(base + KEY_LENGTH_OFFSET) & KEY_LENGTH_MASK);
+        if (rate == null)
+        {
+            return false; // a rate not known here (yet): keep the bucket
+        }
         final long tokens = rate.refill(slots.getLong(base + TOKENS_OFFSET), slots.getLong(base + LAST_NANOS_OFFSET), nowNanos);
         return tokens >= rate.burstUnits();
     }

@@ -1,6 +1,7 @@
 package dev.limiter.server.cluster;
 
 import dev.limiter.protocol.TokenBucket;
+import dev.limiter.server.table.BucketKeys;
 import dev.limiter.server.table.BucketTable;
 import dev.limiter.server.table.Decision;
 import dev.limiter.server.table.KeyHash;
@@ -10,7 +11,6 @@ import org.junit.jupiter.api.RepetitionInfo;
 import org.junit.jupiter.api.Test;
 
 import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.util.Random;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -47,8 +47,7 @@ class DecisionsEntryTest
                 final int ordinal = random.nextInt(2);
                 final int version = 1 + random.nextInt(rates[ordinal].length);
                 final byte[] tenant = ("tenant-" + random.nextInt(300)).getBytes(java.nio.charset.StandardCharsets.UTF_8);
-                key.putShort(0, (short)ordinal, ByteOrder.BIG_ENDIAN);
-                key.putInt(2, version, ByteOrder.BIG_ENDIAN);
+                BucketKeys.putPrefix(key, 0, ordinal, version);
                 key.putBytes(6, tenant);
                 final int keyLength = 6 + tenant.length;
                 final int cost = 1 + random.nextInt(6);

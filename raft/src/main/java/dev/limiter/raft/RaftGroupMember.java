@@ -1,0 +1,328 @@
+package dev.limiter.raft;
+
+import org.apache.ratis.client.RaftClient;
+import org.apache.ratis.conf.Parameters;
+import org.apache.ratis.conf.RaftProperties;
+import org.apache.ratis.proto.RaftProtos;
+import org.apache.ratis.protocol.ClientId;
+import org.apache.ratis.protocol.Message;
+import org.apache.ratis.protocol.RaftClientReply;
+import org.apache.ratis.protocol.RaftClientRequest;
+import org.apache.ratis.protocol.RaftGroup;
+import org.apache.ratis.protocol.RaftPeer;
+import org.apache.ratis.protocol.RaftPeerId;
+import org.apache.ratis.protocol.SnapshotManagementRequest;
+import org.apache.ratis.server.DivisionInfo;
+import org.apache.ratis.server.RaftConfiguration;
+import org.apache.ratis.retry.RetryPolicies;
+import org.apache.ratis.server.RaftServer;
+import org.apache.ratis.thirdparty.com.google.protobuf.UnsafeByteOperations;
+import org.apache.ratis.util.TimeDuration;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Supplier;
+
+/**
+ * This node's part in one Raft group of a {@link RaftNode} (a Ratis division): submitting entries
+ * while it leads, leadership and term, the members, the leader's lease and clock, snapshots and
+ * membership changes. Each group has its own log, leader, clock and state machine.
+ */
+public final class RaftGroupMember
+{
+    private final int index;
+    private final RaftGroup group;
+    private final StampedStateMachine stateMachine;
+    private final RaftPeerId selfId;
+    private final String nodeId;
+    private final ClientId clientId = ClientId.randomId();
+    private final AtomicLong callIds = new AtomicLong();
+    private final Supplier<RaftServer> server;
+    private final Supplier<RaftProperties> clientProperties;
+    private final Supplier<Parameters> clientParameters;
+
+    RaftGroupMember(final int index, final RaftGroup group, final StampedStateMachine stateMachine, final String nodeId,
+        final Supplier<RaftServer> server, final Supplier<RaftProperties> clientProperties, final Supplier<Parameters> clientParameters)
+    {
+        this.index = index;
+        this.group = group;
+        this.stateMachine = stateMachine;
+        this.nodeId = nodeId;
+        this.selfId = RaftPeerId.valueOf(nodeId);
+        this.server = server;
+        this.clientProperties = clientProperties;
+        this.clientParameters = clientParameters;
+    }
+
+    /** This group's place among the node's groups (0 is the first). */
+    public int index()
+    {
+        return index;
+    }
+
+    RaftGroup group()
+    {
+        return group;
+    }
+
+    StampedStateMachine stateMachine()
+    {
+        return stateMachine;
+    }
+
+    /**
+     * Replicates {@code payload}; completes with the application's reply once the entry is
+     * committed and applied on this node, or exceptionally with {@link NotLeaderException} when
+     * this node does not lead the group.
+     */
+    public CompletableFuture<ByteBuffer> submit(final ByteBuffer payload)
+    {
+        final RaftClientRequest request = RaftClientRequest.newBuilder()
+            .setClientId(clientId)
+            .setServerId(selfId)
+            .setGroupId(group.getGroupId())
+            .setCallId(callIds.incrementAndGet())
+            .setMessage(Message.valueOf(UnsafeByteOperations.unsafeWrap(payload.duplicate())))
+            .setType(RaftClientRequest.writeRequestType())
+            .build();
+        try
+        {
+            return server.get().submitClientRequestAsync(request).thenApply(this::unwrap);
+        }
+        catch (final IOException e)
+        {
+            return CompletableFuture.failedFuture(e);
+        }
+    }
+
+    private ByteBuffer unwrap(final RaftClientReply reply)
+    {
+        if (reply.isSuccess())
+        {
+            return reply.getMessage().getContent().asReadOnlyByteBuffer();
+        }
+        if (reply.getNotLeaderException() != null)
+        {
+            final RaftPeer suggested = reply.getNotLeaderException().getSuggestedLeader();
+            throw new NotLeaderException(nodeId, suggested == null ? null : suggested.getId().toString());
+        }
+        throw new IllegalStateException("entry not committed: " + reply.getException());
+    }
+
+    private RaftServer.Division division()
+    {
+        try
+        {
+            return server.get().getDivision(group.getGroupId());
+        }
+        catch (final IOException e)
+        {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    private DivisionInfo info()
+    {
+        return division().getInfo();
+    }
+
+    /** Whether this node leads the group and has committed an entry of its term (ready to serve). */
+    public boolean isLeader()
+    {
+        final DivisionInfo info = info();
+        return info.isLeader() && info.isLeaderReady();
+    }
+
+    /** Whether Ratis holds this node as leader of the group now (ready or not). */
+    public boolean isRaftLeader()
+    {
+        return info().isLeader();
+    }
+
+    /** The leader this node knows of, or null. */
+    public String leaderId()
+    {
+        final RaftPeerId leader = info().getLeaderId();
+        return leader == null ? null : leader.toString();
+    }
+
+    public long term()
+    {
+        return info().getCurrentTerm();
+    }
+
+    public long lastAppliedIndex()
+    {
+        return info().getLastAppliedIndex();
+    }
+
+    /** The members of the group now in force (from the committed configuration): id to Raft address. */
+    public Map<String, String> members()
+    {
+        final Map<String, String> members = new LinkedHashMap<>();
+        division().getRaftConf().getCurrentPeers().forEach(peer -> members.put(peer.getId().toString(), peer.getAddress()));
+        return members;
+    }
+
+    /**
+     * When this leader last heard from a majority of its group, itself included ({@link System#nanoTime()}
+     * terms, from each follower's latest reply; millisecond precision, rounded down), or
+     * {@link Long#MIN_VALUE} when it does not lead or is not a member of the configuration in force
+     * (a leader that removed itself). While a configuration change is under way both the old and
+     * the new members must have answered. This is what a leader lease is measured from.
+     */
+    public long majorityContactNanos()
+    {
+        final RaftServer.Division division;
+        try
+        {
+            division = server.get().getDivision(group.getGroupId());
+        }
+        catch (final IOException e)
+        {
+            return Long.MIN_VALUE;
+        }
+        final DivisionInfo info = division.getInfo();
+        if (!info.isLeader())
+        {
+            return Long.MIN_VALUE;
+        }
+        final RaftProtos.RoleInfoProto role = info.getRoleInfoProto();
+        if (!role.hasLeaderInfo())
+        {
+            return Long.MIN_VALUE;
+        }
+        final long now = System.nanoTime();
+        final Map<String, Long> heardAt = new HashMap<>();
+        for (final RaftProtos.ServerRpcProto follower : role.getLeaderInfo().getFollowerInfoList())
+        {
+            heardAt.put(follower.getId().getId().toStringUtf8(),
+                now - TimeUnit.MILLISECONDS.toNanos(follower.getLastRpcElapsedTimeMs() + 1));
+        }
+        heardAt.put(selfId.toString(), now);
+        final RaftConfiguration conf = division.getRaftConf();
+        if (conf.getCurrentPeers().stream().noneMatch(peer -> peer.getId().equals(selfId)))
+        {
+            return Long.MIN_VALUE;
+        }
+        final long current = majorityHeardAt(conf.getCurrentPeers(), heardAt);
+        final Collection<RaftPeer> previous = conf.getPreviousPeers();
+        return previous.isEmpty() ? current : Math.min(current, majorityHeardAt(previous, heardAt));
+    }
+
+    /** The latest time by which a majority of {@code members} had been heard from. */
+    private static long majorityHeardAt(final Collection<RaftPeer> members, final Map<String, Long> heardAt)
+    {
+        final long[] times = members.stream().mapToLong(peer -> heardAt.getOrDefault(peer.getId().toString(), Long.MIN_VALUE))
+            .sorted().toArray();
+        // Sorted ascending: the majority-th most recent is at index size - majority.
+        return times.length == 0 ? Long.MIN_VALUE : times[times.length - (times.length / 2 + 1)];
+    }
+
+    /**
+     * The leader's cluster clock for this group, for deciding now: non-decreasing, continuing just
+     * after the latest stamp this node knows when its term began. Only meaningful on the leader.
+     */
+    public long leaderClockNanos()
+    {
+        return stateMachine.stamp(term());
+    }
+
+    /** Re-bases the leader clock on the latest applied stamp at the next stamp. */
+    public void rebaseLeaderClock()
+    {
+        stateMachine.rebaseClock();
+    }
+
+    /** Cluster time of the latest applied entry, in nanoseconds (Long.MIN_VALUE before the first). */
+    public long lastAppliedClusterNanos()
+    {
+        return stateMachine.lastAppliedStamp();
+    }
+
+    /** Size in bytes of the latest snapshot this node wrote for the group (0 before the first). */
+    public long lastSnapshotBytes()
+    {
+        return stateMachine.lastSnapshotBytes();
+    }
+
+    /** How long writing the latest snapshot took, in nanoseconds. */
+    public long lastSnapshotNanos()
+    {
+        return stateMachine.lastSnapshotNanos();
+    }
+
+    /** Snapshots this node has written for the group. */
+    public long snapshotsTaken()
+    {
+        return stateMachine.snapshotsTaken();
+    }
+
+    /** Snapshots this node received from a leader because it had fallen behind the purged log. */
+    public long snapshotsInstalled()
+    {
+        return stateMachine.snapshotsInstalled();
+    }
+
+    public void addLeaderListener(final LeaderListener listener)
+    {
+        stateMachine.addListener(listener);
+    }
+
+    /** Takes a snapshot of this group now (normally automatic); completes with its log index. */
+    public CompletableFuture<Long> snapshot()
+    {
+        return server.get().snapshotManagementAsync(SnapshotManagementRequest.newCreate(clientId, selfId, group.getGroupId(),
+            callIds.incrementAndGet(), 10_000)).thenApply(reply ->
+        {
+            if (!reply.isSuccess())
+            {
+                throw new IllegalStateException("snapshot failed: " + reply.getException());
+            }
+            return reply.getLogIndex();
+        });
+    }
+
+    /**
+     * Changes the group's members, wherever its leader is (through a Ratis client that finds it):
+     * nodes added catch up from the log or a snapshot; nodes removed stop taking part.
+     *
+     * @param members id to Raft address, the complete new list
+     * @param preferred the member this group's leadership should return to (Ratis priority), or null
+     */
+    public CompletableFuture<Void> setMembers(final Map<String, InetSocketAddress> members, final String preferred)
+    {
+        final List<RaftPeer> peers = RaftNode.peers(members, preferred);
+        return CompletableFuture.runAsync(() ->
+        {
+            try (RaftClient client = RaftClient.newBuilder()
+                .setRaftGroup(RaftGroup.valueOf(group.getGroupId(), division().getRaftConf().getCurrentPeers()))
+                .setProperties(clientProperties.get())
+                .setParameters(clientParameters.get())
+                // Bounded: a group without a leader for ten seconds fails the change instead of hanging it.
+                .setRetryPolicy(RetryPolicies.retryUpToMaximumCountWithFixedSleep(100, TimeDuration.valueOf(100, TimeUnit.MILLISECONDS)))
+                .build())
+            {
+                final RaftClientReply reply = client.admin().setConfiguration(peers);
+                if (!reply.isSuccess())
+                {
+                    throw new IllegalStateException("membership change of group " + index + " failed: " + reply.getException());
+                }
+            }
+            catch (final IOException e)
+            {
+                throw new UncheckedIOException("membership change of group " + index + " failed: " + e.getMessage(), e);
+            }
+        });
+    }
+}

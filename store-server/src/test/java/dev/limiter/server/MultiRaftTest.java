@@ -1,0 +1,298 @@
+package dev.limiter.server;
+
+import dev.limiter.client.Decision;
+import dev.limiter.client.Descriptor;
+import dev.limiter.client.LimiterClient;
+import dev.limiter.protocol.AcquireCodec;
+import dev.limiter.protocol.ErrorCode;
+import dev.limiter.protocol.MessageType;
+import dev.limiter.server.cluster.ReplicationGroups;
+import dev.limiter.server.engine.FrameRouter;
+import org.agrona.concurrent.UnsafeBuffer;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.http.HttpClient;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.function.BooleanSupplier;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Three real nodes, three shards, three Raft groups (--raft-groups 3): each node leads one group,
+ * decides only that group's shard, sends callers of the others to their leaders, and every
+ * group's tables converge on every replica, through a policy change and a leader's death and
+ * return.
+ */
+@Timeout(180)
+class MultiRaftTest
+{
+    private static final int RAFT_OFFSET = 100;
+    private static final int SHARDS = 3;
+    private static final String TOKEN = "multi-raft-token-0123456789";
+    /** Five tokens an hour: nothing refills while a test runs, so every token is accounted for. */
+    private static final String NO_REFILL = "{\"selector\":{\"route\":\"/v1/orders/{id}\"},\"rate\":1,\"period\":\"3600s\"," +
+        "\"burst\":5,\"owner\":\"test\",\"reason\":\"no refill during the test\"}";
+
+    @TempDir
+    Path dir;
+
+    private final Map<String, InetSocketAddress> peers = new LinkedHashMap<>();
+    private final Map<String, StoreServer> nodes = new LinkedHashMap<>();
+    private final Map<String, LimiterClient> clients = new LinkedHashMap<>();
+
+    @AfterEach
+    void stopAll()
+    {
+        clients.values().forEach(LimiterClient::close);
+        nodes.values().forEach(StoreServer::close);
+    }
+
+    private static boolean bindable(final int port)
+    {
+        try (ServerSocket socket = new ServerSocket(port, 1, InetAddress.getLoopbackAddress()))
+        {
+            return true;
+        }
+        catch (final IOException e)
+        {
+            return false;
+        }
+    }
+
+    private void choosePorts()
+    {
+        while (true)
+        {
+            final int base = 20_000 + ThreadLocalRandom.current().nextInt(30_000);
+            boolean free = true;
+            for (int i = 0; i < 3 && free; i++)
+            {
+                free = bindable(base + i) && bindable(base + i + RAFT_OFFSET);
+            }
+            if (free)
+            {
+                for (int i = 0; i < 3; i++)
+                {
+                    peers.put("n" + (i + 1), new InetSocketAddress("127.0.0.1", base + i));
+                }
+                return;
+            }
+        }
+    }
+
+    private StoreServer start(final String id) throws Exception
+    {
+        Files.createDirectories(dir.resolve(id + "-config"));
+        final ServerConfig config = TestNode.config(dir.resolve(id + "-config"), peers.get(id).getPort(), SHARDS)
+            .nodeId(id).peers(peers).raftPortOffset(RAFT_OFFSET).dataDir(dir.resolve(id)).raftGroups(3).adminToken(TOKEN);
+        final StoreServer server = new StoreServer(config).start();
+        nodes.put(id, server);
+        return server;
+    }
+
+    private void startCluster() throws Exception
+    {
+        choosePorts();
+        for (final String id : peers.keySet())
+        {
+            start(id);
+        }
+    }
+
+    private static void await(final String what, final Duration timeout, final BooleanSupplier condition) throws InterruptedException
+    {
+        final long end = System.nanoTime() + timeout.toNanos();
+        while (!condition.getAsBoolean())
+        {
+            if (System.nanoTime() > end)
+            {
+                throw new AssertionError("timed out waiting for " + what);
+            }
+            Thread.sleep(10);
+        }
+    }
+
+    /** The node that decides for group {@code g} now, or null. */
+    private String decider(final int g)
+    {
+        for (final Map.Entry<String, StoreServer> node : nodes.entrySet())
+        {
+            if (node.getValue().replicationGroups().all().get(g).canDecide())
+            {
+                return node.getKey();
+            }
+        }
+        return null;
+    }
+
+    private void awaitSpreadLeaders() throws InterruptedException
+    {
+        // Each group prefers one member, round robin over the sorted ids: n1 leads 0, n2 leads 1, n3 leads 2.
+        await("each node to decide for the group it is preferred for", Duration.ofSeconds(30), () ->
+            "n1".equals(decider(0)) && "n2".equals(decider(1)) && "n3".equals(decider(2)));
+    }
+
+    private static int shardOf(final String tenant)
+    {
+        final byte[] bytes = tenant.getBytes(StandardCharsets.UTF_8);
+        return FrameRouter.tenantShard(new UnsafeBuffer(bytes), 0, bytes.length, SHARDS);
+    }
+
+    /** A tenant whose buckets live on {@code shard} (shard s is group s's, with three of each). */
+    private static String tenantOn(final int shard, final int nth)
+    {
+        int found = 0;
+        for (int i = 0; ; i++)
+        {
+            final String tenant = "tenant-" + i;
+            if (shardOf(tenant) == shard && found++ == nth)
+            {
+                return tenant;
+            }
+        }
+    }
+
+    /** A client of one node only: what it gets is that node's answer (or a local decision, which tests reject). */
+    private LimiterClient clientOf(final String id)
+    {
+        return clients.computeIfAbsent(id, n -> LimiterClient.builder().endpoints("127.0.0.1:" + peers.get(n).getPort())
+            .connections(1).deadline(Duration.ofSeconds(3)).build());
+    }
+
+    private Decision decide(final String tenant) throws Exception
+    {
+        final String node = decider(ReplicationGroups.groupOf(shardOf(tenant), 3));
+        final Decision decision = clientOf(node).acquireBlocking(Descriptor.of(tenant, "/v1/orders/1"), 1);
+        assertFalse(decision.degraded(), "decided by node " + node + ": " + decision);
+        return decision;
+    }
+
+    /** Every running node applied the same decisions in every group and holds equal tables. */
+    private boolean converged()
+    {
+        for (int g = 0; g < 3; g++)
+        {
+            final int group = g;
+            final long applied = nodes.values().iterator().next().replicationGroups().all().get(g).buckets().appliedDecisions();
+            final long digest = nodes.values().iterator().next().replicationGroups().all().get(g).buckets().digest();
+            if (!nodes.values().stream().map(n -> n.replicationGroups().all().get(group).buckets())
+                .allMatch(b -> b.appliedDecisions() == applied && b.digest() == digest))
+            {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    private long appliedIn(final String node, final int g)
+    {
+        return nodes.get(node).replicationGroups().all().get(g).buckets().appliedDecisions();
+    }
+
+    /** Makes a new version of "orders" (through the control group's leader) and waits until every node has it in force. */
+    private void putOrders(final String json, final long burst) throws Exception
+    {
+        final HttpResponse<String> put = AdminApiTest.call(HttpClient.newHttpClient(), nodes.get("n1").adminPort(), "PUT",
+            "/v1/policies/orders", json, TOKEN);
+        assertEquals(200, put.statusCode(), put.body());
+        await("every node to have the new version in force", Duration.ofSeconds(10), () ->
+            nodes.values().stream().allMatch(n -> n.policies().policies().stream()
+                .anyMatch(p -> p.id().equals("orders") && p.version() == 2 && p.rate().burstTokens() == burst)));
+    }
+
+    @Test
+    void eachNodeLeadsOneGroupDecidesItsShardAndEveryGroupConvergesOnEveryReplica() throws Exception
+    {
+        startCluster();
+        awaitSpreadLeaders();
+        putOrders(NO_REFILL, 5);
+        for (int shard = 0; shard < SHARDS; shard++)
+        {
+            for (int t = 0; t < 4; t++)
+            {
+                final String tenant = tenantOn(shard, t);
+                for (int i = 0; i < 6; i++)
+                {
+                    // Five tokens per tenant, none refilled: the sixth call is refused.
+                    assertEquals(i < 5, decide(tenant).allowed(), tenant + " call " + i);
+                }
+            }
+        }
+        // Each group logs each of its tenants' decisions (refusals too), and only those.
+        await("every group to apply its 24 decisions and converge on every replica", Duration.ofSeconds(20), () ->
+            appliedIn("n1", 0) == 24 && appliedIn("n1", 1) == 24 && appliedIn("n1", 2) == 24 && converged());
+
+        // A node asked for a shard it does not lead names that shard's leader.
+        final String tenant = tenantOn(1, 0);
+        final RawConnection.Answer answer = RawConnection.exchange(peers.get("n1").getPort(), MessageType.ACQUIRE,
+            BadInputTest.acquireBody(AcquireCodec.encodeFields(tenant, "", "", "/v1/orders/1", "", "")));
+        assertEquals(ErrorCode.NOT_LEADER, answer.errorCode());
+        assertEquals("127.0.0.1:" + peers.get("n2").getPort(), answer.errorMessage());
+
+        // Status names every group's leader and every shard's.
+        final String status = RawConnection.exchange(peers.get("n3").getPort(), MessageType.STATUS, new byte[0]).text();
+        assertTrue(status.contains("\"groups\":[{\"group\":0,\"leader\":\"n1\""), status);
+        assertTrue(status.contains("{\"group\":2,\"leader\":\"n3\"") && status.contains("\"role\":\"LEADER\""), status);
+        assertTrue(status.contains("{\"shard\":1,\"role\":\"FOLLOWER\",\"group\":1,\"leaderAddress\":\"127.0.0.1:" +
+            peers.get("n2").getPort() + "\""), status);
+    }
+
+    @Test
+    void aPolicyChangeInTheControlGroupGovernsDecisionsReplicatedInTheOtherGroups() throws Exception
+    {
+        startCluster();
+        awaitSpreadLeaders();
+        // The deciders of groups 1 and 2 apply the new version from the control group, then decide under it.
+        putOrders("{\"selector\":{\"route\":\"/v1/orders/{id}\"},\"rate\":1,\"burst\":2,\"owner\":\"test\",\"reason\":\"tighter\"}", 2);
+        for (int shard = 1; shard < SHARDS; shard++)
+        {
+            final String tenant = tenantOn(shard, 0);
+            assertTrue(decide(tenant).allowed());
+            assertTrue(decide(tenant).allowed());
+            final Decision third = decide(tenant);
+            assertFalse(third.allowed(), "burst 2 under the new version: " + third);
+            assertEquals(2, third.policyVersion(), third.toString());
+        }
+        await("every group to converge on every replica", Duration.ofSeconds(20), () -> converged() && appliedIn("n1", 1) == 3);
+    }
+
+    @Test
+    void aGroupLeadersDeathMovesOnlyItsGroupAndLeadershipReturnsWhenItIsBack() throws Exception
+    {
+        startCluster();
+        awaitSpreadLeaders();
+        putOrders(NO_REFILL, 5);
+        final String tenant = tenantOn(1, 0);
+        assertTrue(decide(tenant).allowed());
+        assertTrue(decide(tenant).allowed());
+        nodes.remove("n2").close();
+        await("group 1 to be decided by another node", Duration.ofSeconds(10), () -> decider(1) != null);
+        assertNotEquals("n2", decider(1));
+        assertEquals("n1", decider(0), "the other groups keep their leaders");
+        assertEquals("n3", decider(2), "the other groups keep their leaders");
+        assertTrue(decide(tenant).allowed(), "the third of five");
+        start("n2");
+        await("group 1's leadership to return to n2", Duration.ofSeconds(30), () -> "n2".equals(decider(1)));
+        assertTrue(decide(tenant).allowed(), "the fourth of five");
+        assertTrue(decide(tenant).allowed(), "the fifth of five");
+        assertFalse(decide(tenant).allowed(), "nothing was forgotten across two leader changes");
+        await("every group to converge on every replica", Duration.ofSeconds(20), () -> converged() && appliedIn("n2", 1) == 6);
+    }
+}

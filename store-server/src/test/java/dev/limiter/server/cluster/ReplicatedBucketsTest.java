@@ -1,0 +1,151 @@
+package dev.limiter.server.cluster;
+
+import com.google.protobuf.util.JsonFormat;
+import dev.limiter.protocol.policy.Policy;
+import dev.limiter.protocol.policy.PolicySet;
+import dev.limiter.protocol.policy.Selector;
+import dev.limiter.server.control.PolicyState;
+import dev.limiter.server.table.BucketKeys;
+import dev.limiter.server.table.BucketTable;
+import org.agrona.concurrent.UnsafeBuffer;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicReference;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The committed tables of one Raft group among several: a group owns its shards only, only the
+ * control group carries policies, and a decision replayed in another group waits for the policy
+ * version it was made under when its own log got ahead of the control group's.
+ */
+@Timeout(30)
+class ReplicatedBucketsTest
+{
+    private static final long T0 = 1_796_000_000_000L;
+    private static final long SECOND = 1_000_000_000L;
+
+    private final BucketTable[] committed = {table(), table()};
+    private final PolicyState policies = new PolicyState();
+    private final ReplicatedBuckets control = new ReplicatedBuckets(committed, new int[] {0}, true, policies, "n1");
+    private final ReplicatedBuckets other = new ReplicatedBuckets(committed, new int[] {1}, false, policies, "n1");
+
+    private BucketTable table()
+    {
+        return new BucketTable(1000, 64_000, ordinal -> policies.latestRate(ordinal), true);
+    }
+
+    private static Policy orders(final long burst)
+    {
+        return Policy.newBuilder().setId("orders").setSelector(Selector.newBuilder().setRoute("/v1/orders/{id}"))
+            .setRate(1).setBurst(burst).setOwner("team-orders").setReason("test").build();
+    }
+
+    private void bootstrap() throws Exception
+    {
+        final PolicySet.Builder file = PolicySet.newBuilder();
+        JsonFormat.parser().merge("{\"version\":1,\"defaultPolicy\":{\"id\":\"baseline\",\"rate\":2,\"owner\":\"infra\"}}", file);
+        control.apply(1, 0, PolicyEntry.encode(PolicyState.command("n1", T0).setBootstrap(file).build()));
+        control.apply(2, 0, PolicyEntry.encode(PolicyState.command("alice", T0).setPut(orders(10)).build()));
+    }
+
+    /** A DECISIONS entry for {@code shard}: {@code count} decisions of cost 1 for one tenant under ordinal/version. */
+    private static ByteBuffer decisions(final int shard, final int ordinal, final int version, final int count)
+    {
+        final byte[] bytes = new byte[4096];
+        final ByteBuffer view = ByteBuffer.wrap(bytes);
+        final UnsafeBuffer key = new UnsafeBuffer(new byte[64]);
+        BucketKeys.putPrefix(key, 0, ordinal, version);
+        final byte[] tenant = "acme".getBytes(StandardCharsets.UTF_8);
+        key.putBytes(6, tenant);
+        int at = DecisionsEntry.HEADER;
+        for (int i = 0; i < count; i++)
+        {
+            DecisionsEntry.putRecord(view, bytes, at, ordinal, 1, SECOND + i, key, 0, 6 + tenant.length);
+            at += DecisionsEntry.recordLength(6 + tenant.length);
+        }
+        DecisionsEntry.putHeader(view, shard, count);
+        return ByteBuffer.wrap(bytes, 0, at).slice();
+    }
+
+    private int ordersOrdinal()
+    {
+        return policies.index().policies().stream().filter(p -> p.id().equals("orders")).findFirst().orElseThrow().ordinal();
+    }
+
+    @Test
+    void aDecisionAheadOfItsPolicyVersionWaitsForTheControlGroupToApplyIt() throws Exception
+    {
+        bootstrap();
+        final int ordinal = ordersOrdinal();
+        final AtomicReference<Thread> applier = new AtomicReference<>();
+        final CompletableFuture<Void> applied = CompletableFuture.runAsync(() ->
+        {
+            applier.set(Thread.currentThread());
+            other.apply(1, SECOND, decisions(1, ordinal, 2, 3)); // version 2 is not applied yet
+        });
+        // Wait for the apply to block on the missing version (not a timed guess: its thread's state).
+        while (applier.get() == null || applier.get().getState() != Thread.State.TIMED_WAITING)
+        {
+            assertFalse(applied.isDone(), "replayed a decision under a version this replica did not have");
+            Thread.onSpinWait();
+        }
+        assertEquals(0, other.appliedDecisions());
+        control.apply(3, 0, PolicyEntry.encode(PolicyState.command("alice", T0 + 1).setPut(orders(20)).build()));
+        applied.get();
+        assertEquals(3, other.appliedDecisions(), "replayed under version 2 once the control group applied it");
+        assertEquals(1, committed[1].publishedSize());
+    }
+
+    @Test
+    void aGroupRefusesEntriesThatBelongToAnotherGroup() throws Exception
+    {
+        bootstrap();
+        final IllegalStateException shard = assertThrows(IllegalStateException.class,
+            () -> other.apply(1, SECOND, decisions(0, ordersOrdinal(), 1, 1)));
+        assertTrue(shard.getMessage().contains("does not own") && shard.getMessage().contains("--raft-groups"), shard.getMessage());
+        final IllegalStateException policy = assertThrows(IllegalStateException.class,
+            () -> other.apply(2, SECOND, PolicyEntry.encode(PolicyState.command("alice", T0).setPut(orders(5)).build())));
+        assertTrue(policy.getMessage().contains("does not carry policies"), policy.getMessage());
+    }
+
+    @Test
+    void aGroupsSnapshotHoldsItsOwnShardsAndOnlyTheControlGroupsHoldsPolicies() throws Exception
+    {
+        bootstrap();
+        other.apply(3, SECOND, decisions(1, ordersOrdinal(), 1, 4));
+        final ByteArrayOutputStream otherSnapshot = new ByteArrayOutputStream();
+        other.writeSnapshot(otherSnapshot);
+        final ByteArrayOutputStream controlSnapshot = new ByteArrayOutputStream();
+        control.writeSnapshot(controlSnapshot);
+        assertTrue(otherSnapshot.size() < controlSnapshot.size(), "no policies in another group's snapshot");
+
+        // A fresh replica: the control group restores the policies, the other group its shard.
+        final PolicyState freshPolicies = new PolicyState();
+        final BucketTable[] freshTables = {table(), table()};
+        final ReplicatedBuckets freshControl = new ReplicatedBuckets(freshTables, new int[] {0}, true, freshPolicies, "n2");
+        final ReplicatedBuckets freshOther = new ReplicatedBuckets(freshTables, new int[] {1}, false, freshPolicies, "n2");
+        freshControl.restoreSnapshot(new ByteArrayInputStream(controlSnapshot.toByteArray()));
+        freshOther.restoreSnapshot(new ByteArrayInputStream(otherSnapshot.toByteArray()));
+        assertEquals(policies.index().size(), freshPolicies.index().size());
+        assertEquals(1, freshTables[1].publishedSize());
+        assertEquals(other.digest(), freshOther.digest());
+        assertEquals(4, freshOther.appliedDecisions());
+
+        // A group of another size refuses the snapshot instead of misplacing buckets.
+        final ReplicatedBuckets wider = new ReplicatedBuckets(new BucketTable[] {table(), table()}, new int[] {0, 1}, false,
+            new PolicyState(), "n3");
+        final IOException e = assertThrows(IOException.class, () -> wider.restoreSnapshot(new ByteArrayInputStream(otherSnapshot.toByteArray())));
+        assertTrue(e.getMessage().contains("--raft-groups"), e.getMessage());
+    }
+}
