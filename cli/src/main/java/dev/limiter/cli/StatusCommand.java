@@ -11,20 +11,25 @@ import java.util.ArrayList;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.concurrent.Callable;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import javax.net.ssl.SSLContext;
 
-/** {@code ./limiter status}: members, leader, term, applied index and lag, from every member. */
+/** {@code ./limiter status}: members, leaders of every Raft group, terms, applied indexes and lag, from every member. */
 @Command(
     name = "status",
     mixinStandardHelpOptions = true,
     description = {
         "Asks a node (and through it every member it knows) how the cluster stands: members, role per",
-        "shard, leader, term, applied index and lag behind the most advanced member.",
-        "--json prints one JSON object: {\"members\":[{\"id\":..,\"address\":..,\"role\":..,\"shards\":[..],...}]}.",
+        "shard, the groups each member leads, leader, term, applied index and lag behind the most advanced",
+        "member (of any Raft group). With several Raft groups (--raft-groups) it also lists each group's",
+        "leader and shards, and how many groups each member leads.",
+        "--json prints one JSON object: {\"members\":[{\"id\":..,\"address\":..,\"role\":..,\"groups\":[..],",
+        "\"shards\":[..],...}],\"groups\":[{\"group\":..,\"leader\":..,\"shards\":[..]}],\"leadersPerNode\":{..}}.",
         "With TLS on the data ports: --tls-ca (and --tls-cert/--tls-key under mutual TLS).",
         "Exit status: 0 when every member answered, 1 otherwise, 2 for bad options."},
     sortOptions = false)
@@ -45,6 +50,28 @@ public final class StatusCommand implements Callable<Integer>
     private SSLContext context;
 
     private static final Pattern MEMBER = Pattern.compile("\\{\"id\":\"([^\"]*)\",\"address\":\"([^\"]*)\"}");
+    private static final Pattern GROUP = Pattern.compile("\\{\"group\":(\\d+),\"leader\":\"([^\"]*)\",\"leaderAddress\":\"[^\"]*\"," +
+        "\"role\":\"([^\"]*)\",\"term\":-?\\d+,\"appliedIndex\":(-?\\d+),\"shards\":\\[([\\d,]*)]}");
+
+    /** One Raft group as one member reported it. */
+    private record GroupView(int group, String leader, String role, long applied, String shards)
+    {
+    }
+
+    private static List<GroupView> groups(final String answer)
+    {
+        final List<GroupView> groups = new ArrayList<>();
+        if (answer == null)
+        {
+            return groups;
+        }
+        final Matcher m = GROUP.matcher(answer);
+        while (m.find())
+        {
+            groups.add(new GroupView(Integer.parseInt(m.group(1)), m.group(2), m.group(3), Long.parseLong(m.group(4)), m.group(5)));
+        }
+        return groups;
+    }
 
     @Override
     public Integer call()
@@ -87,17 +114,34 @@ public final class StatusCommand implements Callable<Integer>
         }
         final List<String> answers = new ArrayList<>();
         boolean allAnswered = true;
-        long maxApplied = Long.MIN_VALUE;
+        // The most advanced member's applied index, per Raft group: lag is measured against it.
+        final Map<Integer, Long> maxApplied = new TreeMap<>();
+        // Each group's leader and shards, as its leader (else any member) reports them.
+        final Map<Integer, GroupView> groupLeaders = new TreeMap<>();
         for (final String address : addresses)
         {
             final String answer = ask(address);
             answers.add(answer);
             allAnswered &= answer != null && answer.startsWith("{");
-            if (answer != null && answer.startsWith("{"))
+            for (final GroupView group : groups(answer))
             {
-                maxApplied = Math.max(maxApplied, number(answer, "appliedIndex"));
+                maxApplied.merge(group.group(), group.applied(), Math::max);
+                if (!groupLeaders.containsKey(group.group()) || "LEADER".equals(group.role()))
+                {
+                    groupLeaders.put(group.group(), group);
+                }
             }
         }
+        final Map<String, Integer> leadersPerNode = new TreeMap<>();
+        for (final String answer : answers)
+        {
+            if (answer != null && answer.startsWith("{") && answer.contains("\"groups\""))
+            {
+                leadersPerNode.put(text(answer, "id"), 0);
+            }
+        }
+        groupLeaders.values().forEach(g -> leadersPerNode.merge(g.leader(), 1, Integer::sum));
+        leadersPerNode.remove("null");
         if (json)
         {
             final StringBuilder out = new StringBuilder("{\"members\":[");
@@ -108,8 +152,7 @@ public final class StatusCommand implements Callable<Integer>
                 out.append(i++ == 0 ? "" : ",");
                 if (answer != null && answer.startsWith("{"))
                 {
-                    out.append(answer, 0, answer.length() - 1).append(",\"lag\":")
-                        .append(Math.max(0, maxApplied - number(answer, "appliedIndex"))).append('}');
+                    out.append(answer, 0, answer.length() - 1).append(",\"lag\":").append(lag(answer, maxApplied)).append('}');
                 }
                 else
                 {
@@ -117,12 +160,27 @@ public final class StatusCommand implements Callable<Integer>
                         .append(answer == null ? "no answer" : answer.replace("\"", "'")).append("\"}");
                 }
             }
-            System.out.println(out.append("]}"));
+            out.append("],\"groups\":[");
+            boolean first = true;
+            for (final GroupView group : groupLeaders.values())
+            {
+                out.append(first ? "" : ",").append("{\"group\":").append(group.group()).append(",\"leader\":\"")
+                    .append(group.leader()).append("\",\"shards\":[").append(group.shards()).append("]}");
+                first = false;
+            }
+            out.append("],\"leadersPerNode\":{");
+            first = true;
+            for (final Map.Entry<String, Integer> node : leadersPerNode.entrySet())
+            {
+                out.append(first ? "" : ",").append('"').append(node.getKey()).append("\":").append(node.getValue());
+                first = false;
+            }
+            System.out.println(out.append("}}"));
         }
         else
         {
-            System.out.printf(Locale.ROOT, "%-8s %-22s %-16s %-8s %-6s %-12s %-6s %s%n", "ID", "ADDRESS", "ROLE", "LEADER", "TERM",
-                "APPLIED", "LAG", "BUCKETS(by shard)");
+            System.out.printf(Locale.ROOT, "%-8s %-22s %-16s %-8s %-8s %-6s %-12s %-6s %s%n", "ID", "ADDRESS", "ROLE", "LEADS", "LEADER",
+                "TERM", "APPLIED", "LAG", "BUCKETS(by shard)");
             int i = 0;
             for (final String address : addresses)
             {
@@ -133,10 +191,20 @@ public final class StatusCommand implements Callable<Integer>
                     continue;
                 }
                 final long applied = number(answer, "appliedIndex");
-                System.out.printf(Locale.ROOT, "%-8s %-22s %-16s %-8s %-6s %-12s %-6s %s%n", text(answer, "id"), address,
-                    text(answer, "role"), text(answer, "leader"), answer.contains("\"term\"") ? number(answer, "term") : "-",
+                final String leads = groups(answer).stream().filter(g -> "LEADER".equals(g.role())).map(g -> String.valueOf(g.group()))
+                    .reduce((a, b) -> a + "," + b).orElse(answer.contains("\"groups\"") ? "-" : "all");
+                System.out.printf(Locale.ROOT, "%-8s %-22s %-16s %-8s %-8s %-6s %-12s %-6s %s%n", text(answer, "id"), address,
+                    text(answer, "role"), leads, text(answer, "leader"), answer.contains("\"term\"") ? number(answer, "term") : "-",
                     answer.contains("\"appliedIndex\"") ? applied : "-",
-                    answer.contains("\"appliedIndex\"") ? Math.max(0, maxApplied - applied) : "-", buckets(answer));
+                    answer.contains("\"appliedIndex\"") ? lag(answer, maxApplied) : "-", buckets(answer));
+            }
+            if (groupLeaders.size() > 1)
+            {
+                System.out.printf(Locale.ROOT, "%n%-6s %-8s %s%n", "GROUP", "LEADER", "SHARDS");
+                groupLeaders.values().forEach(g -> System.out.printf(Locale.ROOT, "%-6d %-8s %s%n", g.group(), g.leader(), g.shards()));
+                final StringBuilder spread = new StringBuilder("groups led per node:");
+                leadersPerNode.forEach((node, led) -> spread.append(' ').append(node).append('=').append(led));
+                System.out.println(spread);
             }
         }
         return allAnswered ? 0 : 1;
@@ -153,6 +221,17 @@ public final class StatusCommand implements Callable<Integer>
         {
             return e.getClass().getSimpleName() + ": " + e.getMessage();
         }
+    }
+
+    /** How far this member is behind the most advanced one, in log entries, in the group where it is furthest. */
+    private static long lag(final String answer, final Map<Integer, Long> maxApplied)
+    {
+        long lag = 0;
+        for (final GroupView group : groups(answer))
+        {
+            lag = Math.max(lag, maxApplied.getOrDefault(group.group(), group.applied()) - group.applied());
+        }
+        return lag;
     }
 
     private static long number(final String json, final String name)
