@@ -5,6 +5,7 @@ import dev.limiter.protocol.ErrorCode;
 import dev.limiter.protocol.ErrorCodec;
 import dev.limiter.protocol.Frame;
 import dev.limiter.protocol.MessageType;
+import dev.limiter.protocol.ShardMap;
 import dev.limiter.protocol.ReasonCode;
 import dev.limiter.protocol.ResultDecoder;
 import io.netty.bootstrap.Bootstrap;
@@ -36,6 +37,7 @@ import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Consumer;
 import javax.net.ssl.SSLParameters;
 
 /**
@@ -63,6 +65,8 @@ final class Connection
     private final int maxBatch;
     private final int maxFrameBytes;
     private final Rerouter rerouter;
+    /** Told every shard map a node sends (on this connection's I/O thread). */
+    private final Consumer<ShardMap> shardMaps;
     private final Class<? extends Channel> channelType;
     private final long connectTimeoutMillis;
     private final Queue<PendingCall> queue = PlatformDependent.newMpscQueue();
@@ -169,8 +173,9 @@ final class Connection
     Connection(final InetSocketAddress address, final EventLoop loop, final int maxBatch, final int maxFrameBytes,
         final long connectTimeoutMillis, final Class<? extends Channel> channelType, final Rerouter rerouter,
         final PolicyCache policies, final long policyRefreshNanos, final String instanceId, final SslContext tls,
-        final long keepAliveNanos)
+        final long keepAliveNanos, final Consumer<ShardMap> shardMaps)
     {
+        this.shardMaps = shardMaps;
         this.tls = tls;
         this.keepAliveNanos = keepAliveNanos;
         this.instanceId = instanceId.getBytes(StandardCharsets.UTF_8);
@@ -276,9 +281,13 @@ final class Connection
                 {
                     channel.close();
                 }
-                else if (policies != null)
+                else
                 {
-                    subscribePolicies(channel);
+                    if (policies != null)
+                    {
+                        subscribePolicies(channel);
+                    }
+                    askShardMap(channel);
                 }
                 if (heartbeat == null)
                 {
@@ -369,6 +378,27 @@ final class Connection
                 }
             }, policyRefreshNanos, policyRefreshNanos, TimeUnit.NANOSECONDS);
         }
+    }
+
+    /** Asks the node which node leads each shard (answered with correlation id 0). Any thread. */
+    void requestShardMap()
+    {
+        loop.execute(() ->
+        {
+            final Channel ch = channel;
+            if (ch != null && active && !closed)
+            {
+                askShardMap(ch);
+            }
+        });
+    }
+
+    private void askShardMap(final Channel ch)
+    {
+        final ByteBuf request = ch.alloc().buffer(Frame.HEADER_LENGTH);
+        Frame.finish(request, Frame.begin(request, MessageType.SHARD_MAP, 0));
+        ch.writeAndFlush(request, ch.voidPromise());
+        framesWritten++;
     }
 
     private void scheduleReconnect()
@@ -623,6 +653,13 @@ final class Connection
         });
     }
 
+    /** An ERROR saying the node does not serve a request type (an older node, asked for a shard map). */
+    private static boolean isUnknownType(final ByteBuf frame)
+    {
+        return Frame.frameEnd(frame) - Frame.bodyOffset(frame) >= 2 &&
+            frame.getUnsignedShort(Frame.bodyOffset(frame)) == ErrorCode.UNKNOWN_TYPE.code();
+    }
+
     private final class Handler extends ChannelInboundHandlerAdapter
     {
         @Override
@@ -645,7 +682,7 @@ final class Connection
                         onResult(frame, correlationId);
                         break;
                     case MessageType.ERROR:
-                        if (correlationId == 0 && policies != null)
+                        if (correlationId == 0 && (policies != null || isUnknownType(frame)))
                         {
                             // The answer to a policy subscription (an older node, or a set too large): calls are unaffected.
                             if (countedForFleet && Frame.frameEnd(frame) - Frame.bodyOffset(frame) >= 2 &&
@@ -670,6 +707,16 @@ final class Connection
                             final byte[] set = new byte[Frame.frameEnd(frame) - body - 8];
                             frame.getBytes(body + 8, set);
                             policies.received(frame.getLong(body), set);
+                        }
+                        break;
+                    case MessageType.SHARD_MAP_RESULT:
+                        try
+                        {
+                            shardMaps.accept(ShardMap.decode(frame, Frame.bodyOffset(frame), Frame.frameEnd(frame)));
+                        }
+                        catch (final IllegalArgumentException e)
+                        {
+                            LOG.warn("ignoring a shard map from {} this SDK cannot read: {}", address, e.getMessage());
                         }
                         break;
                     case MessageType.FLEET:

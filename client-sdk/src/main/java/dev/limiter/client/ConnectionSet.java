@@ -1,5 +1,7 @@
 package dev.limiter.client;
 
+import dev.limiter.protocol.ShardMap;
+
 import java.net.InetSocketAddress;
 import java.util.ArrayList;
 import java.util.List;
@@ -7,9 +9,10 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * The client's connections to every node and which one a call goes to: round robin over the open
- * ones, the node last named as leader first. Thread-safe without locks (a call's thread picks; an
- * I/O thread follows a leader hint).
+ * The client's connections to every node and which one a call goes to: with a cluster of several
+ * Raft groups, the leader of the shard that holds the call's tenant (from the nodes' shard map);
+ * otherwise round robin over the open ones, the node last named as leader first. Thread-safe
+ * without locks (a call's thread picks; an I/O thread follows a leader hint or a new map).
  */
 final class ConnectionSet
 {
@@ -17,6 +20,8 @@ final class ConnectionSet
     private final AtomicInteger roundRobin = new AtomicInteger();
     /** host:port of the node last named as leader, or null. */
     private volatile String preferred;
+    /** Which node leads each shard, as a node last told; null before the first map or with one group. */
+    private volatile ShardMap shardMap;
 
     ConnectionSet(final List<Connection> connections)
     {
@@ -33,23 +38,68 @@ final class ConnectionSet
         return connections;
     }
 
+    /**
+     * An open connection for a call about {@code descriptor}: its shard's leader when the shard map
+     * names one this client is connected to, else as {@link #pick()}.
+     */
+    Connection pick(final Descriptor descriptor)
+    {
+        final ShardMap map = shardMap;
+        final long tenantHash = descriptor.tenantHash();
+        if (map != null && tenantHash != 0)
+        {
+            final Connection leader = open(map.leaderOf(ShardMap.shardOf(tenantHash, map.shards())));
+            if (leader != null)
+            {
+                return leader;
+            }
+        }
+        return pick();
+    }
+
+    /** An open connection to {@code hostPort} (round robin among several), or null. */
+    Connection open(final String hostPort)
+    {
+        if (hostPort.isEmpty())
+        {
+            return null;
+        }
+        final int n = connections.length;
+        final int start = roundRobin.getAndIncrement() & Integer.MAX_VALUE;
+        for (int i = 0; i < n; i++)
+        {
+            final Connection c = connections[(start + i) % n];
+            if (c.isActive() && c.hostPort().equals(hostPort))
+            {
+                return c;
+            }
+        }
+        return null;
+    }
+
+    /** A node's shard map: calls route by it while it names several groups (one group needs no routing). */
+    void shardMap(final ShardMap map)
+    {
+        shardMap = map.groups() > 1 ? map : null;
+    }
+
+    /** Whether calls are routed by a shard map now. */
+    boolean routesByShard()
+    {
+        return shardMap != null;
+    }
+
     /** An open connection for the next call, the leader's first; null when none is open. */
     Connection pick()
     {
+        final String leader = preferred;
+        final Connection preferredOpen = leader == null ? null : open(leader);
+        if (preferredOpen != null)
+        {
+            return preferredOpen;
+        }
         final int n = connections.length;
         final int start = roundRobin.getAndIncrement() & Integer.MAX_VALUE;
-        final String leader = preferred;
-        if (leader != null)
-        {
-            for (int i = 0; i < n; i++)
-            {
-                final Connection c = connections[(start + i) % n];
-                if (c.isActive() && c.hostPort().equals(leader))
-                {
-                    return c;
-                }
-            }
-        }
         for (int i = 0; i < n; i++)
         {
             final Connection c = connections[(start + i) % n];

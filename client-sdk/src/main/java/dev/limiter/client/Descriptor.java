@@ -4,6 +4,7 @@ import dev.limiter.protocol.AcquireCodec;
 import dev.limiter.protocol.DescriptorField;
 import dev.limiter.protocol.DescriptorRules;
 import dev.limiter.protocol.FieldProblem;
+import dev.limiter.protocol.ShardMap;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 
@@ -34,6 +35,8 @@ public final class Descriptor
     private final String clientIp;
     private final String region;
     private final byte[] encoded;
+    /** What places the tenant's buckets on a shard ({@link ShardMap#tenantHash}); 0 without a tenant. */
+    private final long tenantHash;
 
     private Descriptor(final String[] values)
     {
@@ -44,6 +47,7 @@ public final class Descriptor
         this.clientIp = values[4];
         this.region = values[5];
         this.encoded = AcquireCodec.encodeFields(tenant, principal, method, route, clientIp, region);
+        this.tenantHash = tenant.isEmpty() ? 0 : ShardMap.tenantHash(tenant.getBytes(StandardCharsets.UTF_8));
     }
 
     public static Builder builder()
@@ -93,6 +97,11 @@ public final class Descriptor
     byte[] encoded()
     {
         return encoded;
+    }
+
+    long tenantHash()
+    {
+        return tenantHash;
     }
 
     @Override

@@ -4,6 +4,7 @@ import dev.limiter.protocol.AcquireCodec;
 import dev.limiter.protocol.Frame;
 import dev.limiter.protocol.HostPort;
 import dev.limiter.protocol.Pem;
+import dev.limiter.protocol.ShardMap;
 import dev.limiter.protocol.policy.FailureMode;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
@@ -114,6 +115,8 @@ public final class LimiterClient implements AutoCloseable
     public static final Duration DEFAULT_POLICY_TTL = Duration.ofMinutes(5);
     /** A connection that sent nothing for this long pings its node (nodes close connections silent for 120 s by default). */
     public static final Duration DEFAULT_KEEP_ALIVE = Duration.ofSeconds(30);
+    /** How often a client routing by shard asks for the shard map again (a NOT_LEADER asks at once). */
+    private static final long SHARD_MAP_REFRESH_NANOS = TimeUnit.SECONDS.toNanos(1);
 
     private LimiterClient(final Builder builder)
     {
@@ -153,10 +156,14 @@ public final class LimiterClient implements AutoCloseable
                 list.add(new Connection(endpoint, group.next(), builder.maxBatch, builder.maxFrameBytes, builder.connectTimeout.toMillis(),
                     epoll ? EpollSocketChannel.class : NioSocketChannel.class, this::reroute,
                     builder.followPolicies ? policies : null, Math.max(1, builder.policyTtl.toNanos() / 3), instanceId, tls,
-                    builder.keepAlive.toNanos()));
+                    builder.keepAlive.toNanos(), this::shardMapReceived));
             }
         }
         this.connections = new ConnectionSet(list);
+        // With several Raft groups, calls go to their shard's leader: keep the map current (a
+        // NOT_LEADER asks for it at once too). Nothing is sent while the cluster has one group.
+        group.next().scheduleWithFixedDelay(this::refreshShardMap, SHARD_MAP_REFRESH_NANOS, SHARD_MAP_REFRESH_NANOS,
+            TimeUnit.NANOSECONDS);
         this.outageReports = new OutageReports(instanceId, connections.all(), () -> closed);
         this.circuit = new Circuit(local, rejections, outageReports, () -> closed, builder.circuitThreshold,
             builder.circuitProbe.toNanos(), builder.recoveryRamp.toNanos());
@@ -375,7 +382,7 @@ public final class LimiterClient implements AutoCloseable
             return call;
         }
         deadlines.add(call);
-        final Connection connection = connections.pick();
+        final Connection connection = connections.pick(descriptor);
         if (connection == null)
         {
             final LimiterUnavailableException failure = new LimiterUnavailableException("no open connection to any limiter node " +
@@ -583,6 +590,10 @@ public final class LimiterClient implements AutoCloseable
     {
         redirectedFrames.increment();
         final boolean known = connections.followLeaderHint(from, leaderHint);
+        if (connections.routesByShard())
+        {
+            from.requestShardMap(); // leadership moved: the refusing node knows where to
+        }
         for (final PendingCall call : calls)
         {
             if (call.isDone())
@@ -591,18 +602,34 @@ public final class LimiterClient implements AutoCloseable
             }
             if (known)
             {
-                resubmit(call);
+                resubmit(call, leaderHint);
             }
             else
             {
                 // No leader yet: try again a little later (jittered), on any node.
                 final long delay = 5_000_000L + ThreadLocalRandom.current().nextLong(20_000_000L);
-                from.loop().schedule(() -> resubmit(call), delay, TimeUnit.NANOSECONDS);
+                from.loop().schedule(() -> resubmit(call, ""), delay, TimeUnit.NANOSECONDS);
             }
         }
     }
 
-    private void resubmit(final PendingCall call)
+    /** Sends a refused call again: to {@code leaderHint} when it is open, else where it would go now. */
+    /** A node's answer to SHARD_MAP (on an I/O thread). */
+    private void shardMapReceived(final ShardMap map)
+    {
+        connections.shardMap(map);
+    }
+
+    private void refreshShardMap()
+    {
+        final Connection any = connections.routesByShard() && !closed ? connections.pick() : null;
+        if (any != null)
+        {
+            any.requestShardMap();
+        }
+    }
+
+    private void resubmit(final PendingCall call, final String leaderHint)
     {
         if (call.isDone())
         {
@@ -613,7 +640,8 @@ public final class LimiterClient implements AutoCloseable
             call.completeExceptionally(new LimiterTimeoutException("no leader answered within the call's deadline"));
             return;
         }
-        final Connection connection = closed ? null : connections.pick();
+        final Connection hinted = closed ? null : connections.open(leaderHint);
+        final Connection connection = closed ? null : hinted != null ? hinted : connections.pick(call.descriptor);
         if (connection == null)
         {
             call.completeExceptionally(new LimiterUnavailableException("no open connection to any limiter node " + connections.endpoints()));

@@ -295,4 +295,60 @@ class MultiRaftTest
         assertFalse(decide(tenant).allowed(), "nothing was forgotten across two leader changes");
         await("every group to converge on every replica", Duration.ofSeconds(20), () -> converged() && appliedIn("n2", 1) == 6);
     }
+
+    private long nodeRedirects()
+    {
+        return nodes.values().stream().mapToLong(n -> n.metrics().redirects()).sum();
+    }
+
+    @Test
+    void aClientOfEveryNodeSendsEachTenantStraightToItsShardsLeaderAndFollowsAFailover() throws Exception
+    {
+        startCluster();
+        awaitSpreadLeaders();
+        putOrders(NO_REFILL, 5);
+        final String endpoints = String.join(",", peers.values().stream().map(a -> "127.0.0.1:" + a.getPort()).toList());
+        try (LimiterClient client = LimiterClient.builder().endpoints(endpoints).connections(1).deadline(Duration.ofSeconds(3)).build())
+        {
+            // Until the client has the shard map a call may be sent to a node that does not lead its shard.
+            await("a round of calls that no node redirects", Duration.ofSeconds(10), () ->
+            {
+                final long before = client.redirects();
+                for (int shard = 0; shard < SHARDS; shard++)
+                {
+                    client.acquireBlocking(Descriptor.of(tenantOn(shard, 9), "/v1/orders/1"), 1);
+                }
+                return client.redirects() == before;
+            });
+            final long clientRedirects = client.redirects();
+            final long redirects = nodeRedirects();
+            int allowed = 0;
+            for (int t = 0; t < 30; t++)
+            {
+                final String tenant = "steady-" + t;
+                for (int i = 0; i < 6; i++)
+                {
+                    final Decision decision = client.acquireBlocking(Descriptor.of(tenant, "/v1/orders/1"), 1);
+                    assertFalse(decision.degraded(), "decided by a node: " + decision);
+                    allowed += decision.allowed() ? 1 : 0;
+                }
+            }
+            assertEquals(30 * 5, allowed, "five tokens per tenant, whichever node decided it");
+            assertEquals(clientRedirects, client.redirects(), "in steady state no call is sent back");
+            assertEquals(redirects, nodeRedirects(), "in steady state no node bounces a frame");
+
+            // Group 1's leader dies: its tenants are decided by the new leader, within their deadlines.
+            final String tenant = tenantOn(1, 3);
+            nodes.remove("n2").close();
+            await("group 1 to be decided by another node", Duration.ofSeconds(10), () -> decider(1) != null);
+            for (int i = 0; i < 5; i++)
+            {
+                final Decision decision = client.acquireBlocking(Descriptor.of(tenant, "/v1/orders/1"), 1);
+                assertFalse(decision.degraded(), "decided by the new leader: " + decision);
+                assertTrue(decision.allowed(), "call " + i + ": " + decision);
+            }
+            final Decision sixth = client.acquireBlocking(Descriptor.of(tenant, "/v1/orders/1"), 1);
+            assertFalse(sixth.degraded() || sixth.allowed(), "the sixth call is refused by a node: " + sixth);
+        }
+    }
 }

@@ -56,6 +56,13 @@ public final class MessageType
      * instances}. SDKs split fleet-wide emergency budgets by it.
      */
     public static final int FLEET = 16;
+    /**
+     * Asks which node leads each shard (empty body), so that a client sends each entry straight to
+     * the leader of its shard ({@link ShardMap}). Any member answers, followers included.
+     */
+    public static final int SHARD_MAP = 17;
+    /** The answer to {@link #SHARD_MAP}: a {@link ShardMap}. */
+    public static final int SHARD_MAP_RESULT = 18;
 
     /** Largest {@link #DEGRADED_REPORT} body a node takes. */
     public static final int MAX_DEGRADED_REPORT_BYTES = 64 * 1024;
@@ -84,6 +91,8 @@ public final class MessageType
             case DEGRADED_REPORT: return "DEGRADED_REPORT";
             case DEGRADED_REPORT_RESULT: return "DEGRADED_REPORT_RESULT";
             case FLEET: return "FLEET";
+            case SHARD_MAP: return "SHARD_MAP";
+            case SHARD_MAP_RESULT: return "SHARD_MAP_RESULT";
             default: return "UNKNOWN(" + type + ")";
         }
     }

@@ -1,5 +1,6 @@
 package dev.limiter.server.cluster;
 
+import dev.limiter.protocol.ShardMap;
 import dev.limiter.raft.RaftNode;
 import dev.limiter.raft.RaftNodeConfig;
 import dev.limiter.server.control.PolicyState;
@@ -94,6 +95,18 @@ public final class ReplicationGroups implements AutoCloseable
     public int size()
     {
         return groups.size();
+    }
+
+    /** Which node leads each shard now, as clients route by it. */
+    public ShardMap shardMap()
+    {
+        final int shards = groups.stream().mapToInt(g -> g.buckets().owned().length).sum();
+        final int[] groupOfShard = new int[shards];
+        for (int s = 0; s < shards; s++)
+        {
+            groupOfShard[s] = groupOf(s, groups.size());
+        }
+        return new ShardMap(groupOfShard, groups.stream().map(Replication::leaderAddress).toArray(String[]::new));
     }
 
     /** Whether this node may decide now for at least one group. */

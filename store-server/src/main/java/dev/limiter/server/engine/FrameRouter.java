@@ -9,6 +9,7 @@ import dev.limiter.protocol.MessageType;
 import dev.limiter.protocol.PolicySetIndex;
 import dev.limiter.protocol.ReasonCode;
 import dev.limiter.protocol.ResultCodec;
+import dev.limiter.protocol.ShardMap;
 import dev.limiter.server.control.ActiveExemptions;
 import dev.limiter.server.control.PolicyControl;
 import dev.limiter.server.metrics.ServerMetrics;
@@ -254,10 +255,13 @@ public final class FrameRouter
         return shardOf(hash == 0 ? 1 : hash, 0, shardCount);
     }
 
-    /** Tenant-scoped buckets live on the tenant's shard; global and per-IP ones on their key's. */
+    /**
+     * Tenant-scoped buckets live on the tenant's shard; global and per-IP ones on their key's
+     * (the rule clients route by: {@link ShardMap#shardOf}).
+     */
     private static int shardOf(final long tenantHash, final long keyHash, final int shardCount)
     {
-        return (int)Long.remainderUnsigned((tenantHash != 0 ? tenantHash : keyHash) >>> 32, shardCount);
+        return ShardMap.shardOf(tenantHash != 0 ? tenantHash : keyHash, shardCount);
     }
 
     /**

@@ -6,6 +6,7 @@ import dev.limiter.protocol.ErrorCodec;
 import dev.limiter.protocol.Frame;
 import dev.limiter.protocol.MessageType;
 import dev.limiter.protocol.PolicySetIndex;
+import dev.limiter.protocol.ShardMap;
 import dev.limiter.server.cluster.ReplicationGroups;
 import dev.limiter.server.control.ActiveExemptions;
 import dev.limiter.server.control.PolicyControl;
@@ -75,6 +76,7 @@ public final class DataPlaneHandler extends ChannelInboundHandlerAdapter impleme
         controlFrames[MessageType.STATUS] = this::status;
         controlFrames[MessageType.PING] = DataPlaneHandler::pong;
         controlFrames[MessageType.MEMBERS] = this::noMembershipHere;
+        controlFrames[MessageType.SHARD_MAP] = this::shardMap;
         this.groups = groups;
         this.statusJson = statusJson;
         this.policies = policies;
@@ -124,7 +126,7 @@ public final class DataPlaneHandler extends ChannelInboundHandlerAdapter impleme
             if (owner == null)
             {
                 error(ctx, correlationId, ErrorCode.UNKNOWN_TYPE, "message type " + MessageType.name(type) +
-                    " is not a request this node serves (ACQUIRE=1, BATCH_ACQUIRE=3, PING=5, STATUS=8, MEMBERS=10, POLICIES=12, DEGRADED_REPORT=14)");
+                    " is not a request this node serves (ACQUIRE=1, BATCH_ACQUIRE=3, PING=5, STATUS=8, MEMBERS=10, POLICIES=12, DEGRADED_REPORT=14, SHARD_MAP=17)");
                 return;
             }
             owner.handle(ctx, frame, correlationId, this);
@@ -162,6 +164,17 @@ public final class DataPlaneHandler extends ChannelInboundHandlerAdapter impleme
         status.writeCharSequence(statusJson.get(), StandardCharsets.UTF_8);
         Frame.finish(status, start);
         ctx.writeAndFlush(status, ctx.voidPromise());
+    }
+
+    /** Which node leads each shard now (a single node: one group, no leader to name, so clients need not route). */
+    private void shardMap(final ChannelHandlerContext ctx, final ByteBuf frame, final long correlationId, final FrameResponder answers)
+    {
+        final ShardMap map = groups != null ? groups.shardMap() : new ShardMap(new int[shards.size()], new String[] {""});
+        final ByteBuf out = ctx.alloc().buffer(64 + 2 * shards.size());
+        final int start = Frame.begin(out, MessageType.SHARD_MAP_RESULT, correlationId);
+        map.encode(out);
+        Frame.finish(out, start);
+        ctx.writeAndFlush(out, ctx.voidPromise());
     }
 
     private static void pong(final ChannelHandlerContext ctx, final ByteBuf frame, final long correlationId, final FrameResponder answers)
