@@ -6,13 +6,15 @@
 #
 # Each row runs as: ./limiter bench --server <the three nodes> <row> --keys 100000 --duration 8 --warmup 2
 # It deletes data/n1..n3 (the local cluster's state) first; nodes take extra JVM flags from
-# LIMITER_JAVA_OPTS. Bounded: about 45 s of start-up and warm-up plus 10 s a row.
+# LIMITER_JAVA_OPTS, and ./limiter cluster its options from LIMITER_CLUSTER_ARGS (for example
+# "--raft-groups 3"). Bounded: about 45 s of start-up and warm-up plus 10 s a row.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 S=127.0.0.1:7401,127.0.0.1:7402,127.0.0.1:7403
 [ $# -gt 0 ] || { echo "usage: $0 \"<bench args>\"..." >&2; exit 2; }
 rm -rf data/n1 data/n2 data/n3
-./limiter cluster > data/cluster-rows.log 2>&1 &
+# shellcheck disable=SC2086
+./limiter cluster ${LIMITER_CLUSTER_ARGS:-} > data/cluster-rows.log 2>&1 &
 CLUSTER=$!
 trap 'kill $CLUSTER 2>/dev/null || true; wait $CLUSTER 2>/dev/null || true' EXIT
 for _ in $(seq 1 60); do

@@ -20,10 +20,12 @@ import javax.net.ssl.SSLContext;
  * @param cpuNanos       CPU time of the node's process, all threads, in nanoseconds
  * @param decisionFrames ACQUIRE and BATCH_ACQUIRE frames received since the node started
  * @param redirects      frames answered NOT_LEADER since the node started
- * @param role           what the node said it is (LEADER, FOLLOWER, ...) when read
+ * @param role           what the node said it is (LEADER, FOLLOWER, ...) when read: its role in the
+ *                       control group when it has several Raft groups
+ * @param groupsLed      of its Raft groups, how many it led when read (-1: a node without groups)
  * @param error          why the node could not be read, or null
  */
-record NodeCounters(String server, long cpuNanos, long decisionFrames, long redirects, String role, String error)
+record NodeCounters(String server, long cpuNanos, long decisionFrames, long redirects, String role, int groupsLed, String error)
 {
     private static final int TIMEOUT_MILLIS = 2000;
 
@@ -49,7 +51,8 @@ record NodeCounters(String server, long cpuNanos, long decisionFrames, long redi
             {
                 return failed(server, "reports no CPU time (a node older than this generator, or a JVM without the measure)");
             }
-            return new NodeCounters(server, cpu, number(json, "decisionFrames"), number(json, "redirects"), text(json, "role"), null);
+            return new NodeCounters(server, cpu, number(json, "decisionFrames"), number(json, "redirects"), text(json, "role"),
+                groupsLed(json), null);
         }
         catch (final IOException | IllegalArgumentException e)
         {
@@ -59,7 +62,25 @@ record NodeCounters(String server, long cpuNanos, long decisionFrames, long redi
 
     private static NodeCounters failed(final String server, final String why)
     {
-        return new NodeCounters(server, -1, -1, -1, "", why);
+        return new NodeCounters(server, -1, -1, -1, "", -1, why);
+    }
+
+    /** How many of the "groups" in a STATUS answer name this node's role as LEADER; -1 without groups. */
+    private static int groupsLed(final String json)
+    {
+        final int start = json.indexOf("\"groups\":[");
+        if (start < 0)
+        {
+            return -1;
+        }
+        final int end = json.indexOf("}]", start); // each group closes with "]}" (its shards), the array with "}]"
+        final String groups = json.substring(start, end < 0 ? json.length() : end);
+        int led = 0;
+        for (int at = groups.indexOf("\"role\":\"LEADER\""); at >= 0; at = groups.indexOf("\"role\":\"LEADER\"", at + 1))
+        {
+            led++;
+        }
+        return led;
     }
 
     private static String text(final String json, final String name)
@@ -92,8 +113,8 @@ record NodeCounters(String server, long cpuNanos, long decisionFrames, long redi
         // No decision by any node (all failed, or the SDK decided them all): no figure, not a zero.
         final String perDecision = nodeDecisions > 0 ? String.format(Locale.ROOT, "%.2f", cpuMicros / nodeDecisions) : "null";
         return String.format(Locale.ROOT,
-            "{\"server\":%s,\"role\":%s,\"cpuUsPerDecision\":%s,\"cpuCores\":%.2f,\"decisionFramesPerSec\":%.0f,\"redirects\":%d}",
-            quoted(server), quoted(role), perDecision, cpuMicros / 1e6 / seconds,
+            "{\"server\":%s,\"role\":%s,%s\"cpuUsPerDecision\":%s,\"cpuCores\":%.2f,\"decisionFramesPerSec\":%.0f,\"redirects\":%d}",
+            quoted(server), quoted(role), groupsLed < 0 ? "" : "\"groupsLed\":" + groupsLed + ",", perDecision, cpuMicros / 1e6 / seconds,
             (decisionFrames - before.decisionFrames) / seconds, redirects - before.redirects);
     }
 

@@ -1,7 +1,5 @@
 package dev.limiter.client;
 
-import dev.limiter.protocol.ShardMap;
-
 import java.net.InetSocketAddress;
 import java.util.ArrayList;
 import java.util.List;
@@ -10,9 +8,9 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * The client's connections to every node and which one a call goes to: with a cluster of several
- * Raft groups, the leader of the shard that holds the call's tenant (from the nodes' shard map);
+ * Raft groups, the leader of the shard that holds the call's bucket ({@link ShardRouter});
  * otherwise round robin over the open ones, the node last named as leader first. Thread-safe
- * without locks (a call's thread picks; an I/O thread follows a leader hint or a new map).
+ * without locks (a call's thread picks; an I/O thread follows a leader hint).
  */
 final class ConnectionSet
 {
@@ -20,8 +18,6 @@ final class ConnectionSet
     private final AtomicInteger roundRobin = new AtomicInteger();
     /** host:port of the node last named as leader, or null. */
     private volatile String preferred;
-    /** Which node leads each shard, as a node last told; null before the first map or with one group. */
-    private volatile ShardMap shardMap;
 
     ConnectionSet(final List<Connection> connections)
     {
@@ -39,22 +35,13 @@ final class ConnectionSet
     }
 
     /**
-     * An open connection for a call about {@code descriptor}: its shard's leader when the shard map
-     * names one this client is connected to, else as {@link #pick()}.
+     * An open connection to {@code shardLeader} (the leader of the shard a call's bucket lives on,
+     * "" when not known), else as {@link #pick()}.
      */
-    Connection pick(final Descriptor descriptor)
+    Connection pick(final String shardLeader)
     {
-        final ShardMap map = shardMap;
-        final long tenantHash = descriptor.tenantHash();
-        if (map != null && tenantHash != 0)
-        {
-            final Connection leader = open(map.leaderOf(ShardMap.shardOf(tenantHash, map.shards())));
-            if (leader != null)
-            {
-                return leader;
-            }
-        }
-        return pick();
+        final Connection leader = open(shardLeader);
+        return leader != null ? leader : pick();
     }
 
     /** An open connection to {@code hostPort} (round robin among several), or null. */
@@ -75,18 +62,6 @@ final class ConnectionSet
             }
         }
         return null;
-    }
-
-    /** A node's shard map: calls route by it while it names several groups (one group needs no routing). */
-    void shardMap(final ShardMap map)
-    {
-        shardMap = map.groups() > 1 ? map : null;
-    }
-
-    /** Whether calls are routed by a shard map now. */
-    boolean routesByShard()
-    {
-        return shardMap != null;
     }
 
     /** An open connection for the next call, the leader's first; null when none is open. */

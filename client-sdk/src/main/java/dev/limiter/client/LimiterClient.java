@@ -82,6 +82,8 @@ public final class LimiterClient implements AutoCloseable
     public static final Duration DEFAULT_STARTUP_TIMEOUT = Duration.ofSeconds(2);
 
     private final EventLoopGroup group;
+    /** Which node leads the shard of a call's bucket (several Raft groups). */
+    private final ShardRouter router;
     /**
      * Delivers what the SDK decides itself (local decisions, deadline expiries), so that callers
      * chaining calls from callbacks never crowd the I/O threads that read the nodes' answers.
@@ -122,6 +124,8 @@ public final class LimiterClient implements AutoCloseable
     {
         final SslContext tls = builder.tlsContext(); // first: bad TLS files fail before any thread starts
         this.policies = new PolicyCache(builder.policyTtl, System::nanoTime);
+        this.router = new ShardRouter(builder.followPolicies ? policies : null);
+        policies.onChange(snapshot -> router.policiesChanged());
         this.local = builder.followPolicies && builder.localFallback ?
             new LocalFallback(policies, System::nanoTime, builder.circuitProbe.toNanos(), builder.outageListener, this::fleetInstances) : null;
         this.rejections = builder.fastLocalRejection ? new LocalRejections() : null;
@@ -382,7 +386,7 @@ public final class LimiterClient implements AutoCloseable
             return call;
         }
         deadlines.add(call);
-        final Connection connection = connections.pick(descriptor);
+        final Connection connection = connections.pick(router.leaderFor(descriptor));
         if (connection == null)
         {
             final LimiterUnavailableException failure = new LimiterUnavailableException("no open connection to any limiter node " +
@@ -590,7 +594,7 @@ public final class LimiterClient implements AutoCloseable
     {
         redirectedFrames.increment();
         final boolean known = connections.followLeaderHint(from, leaderHint);
-        if (connections.routesByShard())
+        if (router.routes())
         {
             from.requestShardMap(); // leadership moved: the refusing node knows where to
         }
@@ -617,12 +621,12 @@ public final class LimiterClient implements AutoCloseable
     /** A node's answer to SHARD_MAP (on an I/O thread). */
     private void shardMapReceived(final ShardMap map)
     {
-        connections.shardMap(map);
+        router.mapReceived(map);
     }
 
     private void refreshShardMap()
     {
-        final Connection any = connections.routesByShard() && !closed ? connections.pick() : null;
+        final Connection any = router.routes() && !closed ? connections.pick() : null;
         if (any != null)
         {
             any.requestShardMap();
@@ -641,7 +645,7 @@ public final class LimiterClient implements AutoCloseable
             return;
         }
         final Connection hinted = closed ? null : connections.open(leaderHint);
-        final Connection connection = closed ? null : hinted != null ? hinted : connections.pick(call.descriptor);
+        final Connection connection = closed ? null : hinted != null ? hinted : connections.pick(router.leaderFor(call.descriptor));
         if (connection == null)
         {
             call.completeExceptionally(new LimiterUnavailableException("no open connection to any limiter node " + connections.endpoints()));

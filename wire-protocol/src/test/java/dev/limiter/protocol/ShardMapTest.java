@@ -29,6 +29,27 @@ class ShardMapTest
     }
 
     @Test
+    void theOrdinalsOfTheSetInForceReadBackAndAMapWithoutThemIsStillRead()
+    {
+        final ShardMap map = new ShardMap(new int[] {0, 1}, new String[] {"a:1", "b:2"}, 7, java.util.Map.of("orders", 3, "search", 0));
+        final ByteBuf buf = Unpooled.buffer();
+        map.encode(buf);
+        final ShardMap read = ShardMap.decode(buf, 0, buf.writerIndex());
+        assertEquals(7, read.policySetVersion());
+        assertEquals(java.util.Map.of("orders", 3, "search", 0), read.ordinals());
+        assertTrue(assertThrows(IllegalArgumentException.class, () -> ShardMap.decode(buf, 0, buf.writerIndex() - 1)).getMessage()
+            .contains("policy 1 is cut short"));
+
+        final ByteBuf older = Unpooled.buffer();
+        new ShardMap(new int[] {0, 1}, new String[] {"a:1", "b:2"}).encode(older);
+        final int withoutOrdinals = older.writerIndex() - 10; // what a node sends that has no ordinals to give
+        final ShardMap plain = ShardMap.decode(older, 0, withoutOrdinals);
+        assertEquals(0, plain.policySetVersion());
+        assertTrue(plain.ordinals().isEmpty());
+        assertEquals("b:2", plain.leaderOf(1));
+    }
+
+    @Test
     void aBodyCutShortOrInconsistentIsRefusedSayingWhy()
     {
         final ByteBuf buf = Unpooled.buffer();
@@ -36,8 +57,10 @@ class ShardMapTest
         final int whole = buf.writerIndex();
         assertTrue(assertThrows(IllegalArgumentException.class, () -> ShardMap.decode(buf, 0, 3)).getMessage().contains("at least 4 bytes"));
         assertTrue(assertThrows(IllegalArgumentException.class, () -> ShardMap.decode(buf, 0, 6)).getMessage().contains("cut short"));
-        assertTrue(assertThrows(IllegalArgumentException.class, () -> ShardMap.decode(buf, 0, whole - 1)).getMessage()
+        assertTrue(assertThrows(IllegalArgumentException.class, () -> ShardMap.decode(buf, 0, whole - 11)).getMessage()
             .contains("leader of group 1 is cut short"));
+        assertTrue(assertThrows(IllegalArgumentException.class, () -> ShardMap.decode(buf, 0, whole - 1)).getMessage()
+            .contains("policy ordinals are cut short"));
         final ByteBuf wrongGroup = Unpooled.buffer().writeShort(1).writeShort(1).writeShort(5).writeShort(0);
         assertTrue(assertThrows(IllegalArgumentException.class, () -> ShardMap.decode(wrongGroup, 0, wrongGroup.writerIndex()))
             .getMessage().contains("names group 5 of 1"));

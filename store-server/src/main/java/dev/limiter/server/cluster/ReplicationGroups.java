@@ -1,5 +1,7 @@
 package dev.limiter.server.cluster;
 
+import dev.limiter.protocol.CompiledPolicy;
+import dev.limiter.protocol.PolicySetIndex;
 import dev.limiter.protocol.ShardMap;
 import dev.limiter.raft.RaftNode;
 import dev.limiter.raft.RaftNodeConfig;
@@ -10,6 +12,7 @@ import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
@@ -27,6 +30,7 @@ public final class ReplicationGroups implements AutoCloseable
 {
     private final RaftNode node;
     private final List<Replication> groups;
+    private final PolicyState policies;
 
     /**
      * @param committed every shard's committed table, by shard id
@@ -47,6 +51,7 @@ public final class ReplicationGroups implements AutoCloseable
             final int[] owned = IntStream.range(0, committed.length).filter(s -> groupOf(s, groupCount) == group).toArray();
             machines.add(new ReplicatedBuckets(committed, owned, g == 0, policies, raft.nodeId()));
         }
+        this.policies = policies;
         this.node = new RaftNode(raft, machines);
         final List<Replication> replications = new ArrayList<>();
         for (int g = 0; g < groupCount; g++)
@@ -97,7 +102,10 @@ public final class ReplicationGroups implements AutoCloseable
         return groups.size();
     }
 
-    /** Which node leads each shard now, as clients route by it. */
+    /**
+     * Which node leads each shard now, as clients route by it, with this node's ordinal of every
+     * enforced policy of the set in force (a client builds GLOBAL and CLIENT_IP bucket keys with it).
+     */
     public ShardMap shardMap()
     {
         final int shards = groups.stream().mapToInt(g -> g.buckets().owned().length).sum();
@@ -106,7 +114,18 @@ public final class ReplicationGroups implements AutoCloseable
         {
             groupOfShard[s] = groupOf(s, groups.size());
         }
-        return new ShardMap(groupOfShard, groups.stream().map(Replication::leaderAddress).toArray(String[]::new));
+        final PolicySetIndex index = policies.index();
+        final Map<String, Integer> ordinals = new HashMap<>();
+        for (final CompiledPolicy policy : index.policies())
+        {
+            if (!policy.shadow())
+            {
+                ordinals.put(policy.id(), policy.ordinal());
+            }
+        }
+        ordinals.put(index.defaultPolicy().id(), index.defaultPolicy().ordinal());
+        return new ShardMap(groupOfShard, groups.stream().map(Replication::leaderAddress).toArray(String[]::new), index.version(),
+            ordinals);
     }
 
     /** Whether this node may decide now for at least one group. */

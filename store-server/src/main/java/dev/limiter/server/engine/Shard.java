@@ -55,6 +55,7 @@ public final class Shard implements Replication.DecidingShard
 
     /** Cluster mode only: the replication state and this shard's group commit. */
     private Replication replication;
+    private ServerMetrics metrics;
     private ShardLog log;
 
     /** Decisions by policy ordinal, allowed and denied; written only by the owner thread. */
@@ -103,7 +104,26 @@ public final class Shard implements Replication.DecidingShard
             throw new IllegalStateException("cluster mode needs shards on event loops (drop --shard-threads)");
         }
         this.replication = replication;
+        this.metrics = metrics;
         this.log = new ShardLog(id, loop, replication, metrics, rates);
+    }
+
+    /** The shadow evaluations of the frame on this shard when it holds nothing else of the frame, else 0. */
+    private int shadowsOnly(final FrameWork work)
+    {
+        for (int i = 0; i < work.count; i++)
+        {
+            if (work.shard[i] == id)
+            {
+                return 0;
+            }
+        }
+        int shadows = 0;
+        for (int j = 0; j < work.shadowCount; j++)
+        {
+            shadows += work.shadowShard[j] == id ? 1 : 0;
+        }
+        return shadows;
     }
 
     /** Stopping: release every frame waiting on the log (runs on the owner loop; waits for it). */
@@ -202,7 +222,17 @@ public final class Shard implements Replication.DecidingShard
         {
             if (replication != null && !replication.canDecide())
             {
-                work.refuseNotLeader(id);
+                final int shadows = shadowsOnly(work);
+                if (shadows > 0)
+                {
+                    // Only shadow evaluations fell on this shard, whose group another node leads: a
+                    // shadow never refuses a request, so they are skipped (and counted), not refused.
+                    metrics.shadowsSkipped(shadows);
+                }
+                else
+                {
+                    work.refuseNotLeader(id);
+                }
                 work.shardDone();
                 return;
             }

@@ -148,6 +148,16 @@ public final class ServerMetrics
         }
     }
 
+    private final Counter shadowsSkipped = Counter.builder("limiter.shadow.skipped")
+        .description("Shadow evaluations not made because their bucket's shard is led by another node (several Raft groups)")
+        .register(registry);
+
+    /** Shadow evaluations skipped: their shard's group is led elsewhere (a shadow never refuses a request). */
+    public void shadowsSkipped(final long evaluations)
+    {
+        shadowsSkipped.increment(evaluations);
+    }
+
     public void recordCommit(final int decisions, final long nanos)
     {
         if (commitLatency != null)

@@ -1,0 +1,178 @@
+package dev.limiter.client;
+
+import dev.limiter.protocol.AcquireCodec;
+import dev.limiter.protocol.AcquireDecoder;
+import dev.limiter.protocol.CompiledPolicy;
+import dev.limiter.protocol.DescriptorField;
+import dev.limiter.protocol.Frame;
+import dev.limiter.protocol.IpAddresses;
+import dev.limiter.protocol.MessageType;
+import dev.limiter.protocol.PolicySetIndex;
+import dev.limiter.protocol.ShardMap;
+import dev.limiter.protocol.policy.Mode;
+import dev.limiter.protocol.policy.Policy;
+import dev.limiter.protocol.policy.PolicySet;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Which shard a call's bucket lives on, as the node will place it: the request is matched against
+ * the policy set in force (compiled with the node's ordinals from its shard map) and its bucket
+ * key is placed by the node's rule: a tenant- or principal-scoped bucket on its tenant's shard, a
+ * GLOBAL one and a CLIENT_IP one by the hash of their key. Without a map naming several groups
+ * nothing is routed; without the ordinals of the set this client holds (an older node, or a set
+ * that changed since the map) tenant-scoped calls are still routed by tenant. Thread-safe: the
+ * matcher's scratch is per thread, and nothing is allocated per call.
+ */
+final class ShardRouter
+{
+    private static final Logger LOG = LoggerFactory.getLogger(ShardRouter.class);
+
+    /** What the client routes by: the map, and the policy set compiled with its ordinals (or null). */
+    private record Routing(ShardMap map, PolicySetIndex index)
+    {
+    }
+
+    /** A thread's matcher: a frame holding one entry, its decoder, and key scratch. */
+    private static final class Scratch
+    {
+        final ByteBuf frame = Unpooled.buffer(Frame.HEADER_LENGTH + AcquireCodec.BATCH_HEADER_LENGTH + 4 + 1024);
+        final AcquireDecoder decoder = new AcquireDecoder();
+        final byte[] key = new byte[ShardMap.KEY_PREFIX_LENGTH + IpAddresses.LENGTH];
+    }
+
+    private static final ThreadLocal<Scratch> SCRATCH = ThreadLocal.withInitial(Scratch::new);
+
+    private final PolicyCache policies;
+    private volatile ShardMap map;
+    private volatile Routing routing;
+
+    ShardRouter(final PolicyCache policies)
+    {
+        this.policies = policies;
+    }
+
+    /** A node's shard map; routing follows it while it names several groups. */
+    void mapReceived(final ShardMap received)
+    {
+        map = received.groups() > 1 ? received : null;
+        rebuild();
+    }
+
+    /** The held policy set changed: the matcher follows once a map carries the new set's ordinals. */
+    void policiesChanged()
+    {
+        rebuild();
+    }
+
+    private synchronized void rebuild()
+    {
+        final ShardMap current = map;
+        if (current == null)
+        {
+            routing = null;
+            return;
+        }
+        final Routing previous = routing;
+        if (previous != null && previous.index() != null && previous.index().version() == current.policySetVersion() &&
+            previous.map().ordinals().equals(current.ordinals()))
+        {
+            routing = new Routing(current, previous.index()); // same set: only leaders moved
+            return;
+        }
+        routing = new Routing(current, compile(current));
+    }
+
+    /** The held set compiled with the map's ordinals, or null when they are not of the same set. */
+    private PolicySetIndex compile(final ShardMap current)
+    {
+        final PolicyCache.Snapshot held = policies == null ? null : policies.current().orElse(null);
+        if (held == null || held.version() != current.policySetVersion() || current.ordinals().isEmpty())
+        {
+            return null;
+        }
+        try
+        {
+            // Enforced, not stacked: what a node matches a request's own policy against.
+            final PolicySet.Builder enforced = held.policies().toBuilder().clearPolicies();
+            for (final Policy p : held.policies().getPoliciesList())
+            {
+                if (p.getMode() != Mode.SHADOW && !p.getStacked())
+                {
+                    enforced.addPolicies(p);
+                }
+            }
+            return PolicySetIndex.compile(enforced.setVersion(held.version()).build(), p ->
+            {
+                final Integer ordinal = current.ordinals().get(p.getId());
+                if (ordinal == null)
+                {
+                    throw new IllegalArgumentException("no ordinal for policy '" + p.getId() + "' in the shard map");
+                }
+                return ordinal;
+            });
+        }
+        catch (final IllegalArgumentException e) // PolicyValidationException included
+        {
+            LOG.debug("routing by tenant only: the policy set (version {}) does not compile with the map's ordinals: {}",
+                held.version(), e.getMessage());
+            return null;
+        }
+    }
+
+    /** Whether calls are routed by shard now. */
+    boolean routes()
+    {
+        return routing != null;
+    }
+
+    /** The leader ({@code host:port}) of the shard {@code descriptor}'s bucket lives on; "" when unknown or not routed. */
+    String leaderFor(final Descriptor descriptor)
+    {
+        final Routing current = routing;
+        if (current == null)
+        {
+            return "";
+        }
+        final int shard = shardOf(current, descriptor);
+        return shard < 0 ? "" : current.map().leaderOf(shard);
+    }
+
+    private static int shardOf(final Routing current, final Descriptor descriptor)
+    {
+        final int shards = current.map().shards();
+        final long tenantHash = descriptor.tenantHash();
+        if (current.index() == null)
+        {
+            return tenantHash == 0 ? -1 : ShardMap.shardOf(tenantHash, shards);
+        }
+        final Scratch scratch = SCRATCH.get();
+        final ByteBuf frame = scratch.frame.clear();
+        final int start = AcquireCodec.beginBatch(frame, MessageType.ACQUIRE, 0);
+        AcquireCodec.appendEntry(frame, 1, descriptor.encoded());
+        AcquireCodec.finishBatch(frame, start, 1);
+        final AcquireDecoder decoder = scratch.decoder;
+        if (decoder.wrap(frame, Frame.HEADER_LENGTH, frame.writerIndex(), true) != null || !decoder.next())
+        {
+            return -1;
+        }
+        final CompiledPolicy policy = current.index().match(decoder).forRequest(decoder);
+        switch (policy.scope())
+        {
+            case GLOBAL:
+                return ShardMap.keyShard(scratch.key, ShardMap.KEY_PREFIX_LENGTH, policy.ordinal(), policy.version(), shards);
+            case CLIENT_IP:
+                if (!IpAddresses.parse(frame, decoder.offset(DescriptorField.CLIENT_IP), decoder.length(DescriptorField.CLIENT_IP),
+                    scratch.key, ShardMap.KEY_PREFIX_LENGTH))
+                {
+                    return -1;
+                }
+                return ShardMap.keyShard(scratch.key, ShardMap.KEY_PREFIX_LENGTH + IpAddresses.LENGTH, policy.ordinal(), policy.version(),
+                    shards);
+            default: // TENANT, PRINCIPAL: the tenant's shard
+                return tenantHash == 0 ? -1 : ShardMap.shardOf(tenantHash, shards);
+        }
+    }
+}
