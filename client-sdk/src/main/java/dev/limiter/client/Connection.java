@@ -65,6 +65,7 @@ final class Connection
     private final int maxBatch;
     private final int maxFrameBytes;
     private final Rerouter rerouter;
+    private final String hostPort;
     /** Told every shard map a node sends (on this connection's I/O thread). */
     private final Consumer<ShardMap> shardMaps;
     private final Class<? extends Channel> channelType;
@@ -189,6 +190,7 @@ final class Connection
         this.maxFrameBytes = maxFrameBytes;
         this.channelType = channelType;
         this.address = address;
+        this.hostPort = address.getHostString() + ":" + address.getPort(); // compared on every routed call: made once
         this.loop = loop;
         this.maxBatch = maxBatch;
         this.connectTimeoutMillis = connectTimeoutMillis;
@@ -205,10 +207,10 @@ final class Connection
         return address;
     }
 
-    /** {@code host:port} as nodes name each other in NOT_LEADER hints. */
+    /** {@code host:port} as nodes name each other in NOT_LEADER hints and shard maps. */
     String hostPort()
     {
-        return address.getHostString() + ":" + address.getPort();
+        return hostPort;
     }
 
     EventLoop loop()
