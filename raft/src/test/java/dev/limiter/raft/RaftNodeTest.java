@@ -274,14 +274,19 @@ class RaftNodeTest
         return null;
     }
 
+    /** Each group prefers one member (round robin over the sorted ids): n1 leads 0, n2 leads 1, n3 leads 2. */
+    private void awaitSpreadLeaders() throws InterruptedException
+    {
+        await("each member to lead the group it is preferred for", Duration.ofSeconds(30), () ->
+            "n1".equals(leaderOf(0)) && "n2".equals(leaderOf(1)) && "n3".equals(leaderOf(2)));
+    }
+
     @Test
     void severalGroupsEachHaveTheirOwnLogAndTheirLeadersAreSpreadOverTheMembers() throws Exception
     {
         groupCount = 3;
         startCluster();
-        // Each group prefers one member (round robin over the sorted ids): n1 leads 0, n2 leads 1, n3 leads 2.
-        await("each member to lead the group it is preferred for", Duration.ofSeconds(30), () ->
-            "n1".equals(leaderOf(0)) && "n2".equals(leaderOf(1)) && "n3".equals(leaderOf(2)));
+        awaitSpreadLeaders();
         for (int g = 0; g < 3; g++)
         {
             final RaftNode leader = nodes.get(leaderOf(g));
@@ -312,14 +317,13 @@ class RaftNodeTest
     {
         groupCount = 3;
         startCluster();
-        await("leaders spread", Duration.ofSeconds(30), () ->
-            "n1".equals(leaderOf(0)) && "n2".equals(leaderOf(1)) && "n3".equals(leaderOf(2)));
+        awaitSpreadLeaders();
         nodes.get("n2").group(1).submit(ByteBuffer.allocate(4).putInt(0, 7)).join();
         stop("n2");
         await("group 1 to elect another leader", Duration.ofSeconds(30), () -> leaderOf(1) != null);
-        final String stand_in = leaderOf(1);
-        assertNotEquals("n2", stand_in);
-        nodes.get(stand_in).group(1).submit(ByteBuffer.allocate(4).putInt(0, 8)).join();
+        final String standIn = leaderOf(1);
+        assertNotEquals("n2", standIn);
+        nodes.get(standIn).group(1).submit(ByteBuffer.allocate(4).putInt(0, 8)).join();
         start("n2");
         await("group 1's leadership to return to n2", Duration.ofSeconds(30), () -> "n2".equals(leaderOf(1)));
         await("n2 to hold both of group 1's entries", Duration.ofSeconds(30), () -> groupMachines.get("n2").get(1).applied == 2);

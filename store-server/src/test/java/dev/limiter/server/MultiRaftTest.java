@@ -14,10 +14,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
-import java.io.IOException;
-import java.net.InetAddress;
 import java.net.InetSocketAddress;
-import java.net.ServerSocket;
 import java.net.http.HttpClient;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
@@ -26,7 +23,6 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
-import java.util.concurrent.ThreadLocalRandom;
 import java.util.function.BooleanSupplier;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -64,36 +60,12 @@ class MultiRaftTest
         nodes.values().forEach(StoreServer::close);
     }
 
-    private static boolean bindable(final int port)
-    {
-        try (ServerSocket socket = new ServerSocket(port, 1, InetAddress.getLoopbackAddress()))
-        {
-            return true;
-        }
-        catch (final IOException e)
-        {
-            return false;
-        }
-    }
-
     private void choosePorts()
     {
-        while (true)
+        final int[] ports = ClusterPorts.free(3, RAFT_OFFSET);
+        for (int i = 0; i < 3; i++)
         {
-            final int base = 20_000 + ThreadLocalRandom.current().nextInt(30_000);
-            boolean free = true;
-            for (int i = 0; i < 3 && free; i++)
-            {
-                free = bindable(base + i) && bindable(base + i + RAFT_OFFSET);
-            }
-            if (free)
-            {
-                for (int i = 0; i < 3; i++)
-                {
-                    peers.put("n" + (i + 1), new InetSocketAddress("127.0.0.1", base + i));
-                }
-                return;
-            }
+            peers.put("n" + (i + 1), new InetSocketAddress("127.0.0.1", ports[i]));
         }
     }
 

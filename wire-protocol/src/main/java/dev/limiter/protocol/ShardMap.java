@@ -217,6 +217,13 @@ public final class ShardMap
             tail |= (key[i] & 0xFFL) << shift;
         }
         h = Long.rotateLeft(h ^ (tail * P1), 31) * P2;
+        return mix(h);
+    }
+
+    /** The murmur3 64-bit finaliser (fmix64), which ends the node's key hash and this one alike. */
+    public static long mix(final long value)
+    {
+        long h = value;
         h ^= h >>> 33;
         h *= 0xFF51AFD7ED558CCDL;
         h ^= h >>> 33;

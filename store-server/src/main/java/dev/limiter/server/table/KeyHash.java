@@ -1,5 +1,6 @@
 package dev.limiter.server.table;
 
+import dev.limiter.protocol.ShardMap;
 import org.agrona.DirectBuffer;
 
 import java.nio.ByteOrder;
@@ -34,15 +35,9 @@ public final class KeyHash
         return mix(h);
     }
 
-    /** murmur3 fmix64. */
+    /** murmur3 fmix64: the same finaliser clients hash with ({@link ShardMap#mix}), so their placement matches. */
     public static long mix(final long value)
     {
-        long h = value;
-        h ^= h >>> 33;
-        h *= 0xFF51AFD7ED558CCDL;
-        h ^= h >>> 33;
-        h *= 0xC4CEB9FE1A85EC53L;
-        h ^= h >>> 33;
-        return h;
+        return ShardMap.mix(value);
     }
 }
