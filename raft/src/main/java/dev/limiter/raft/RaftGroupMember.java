@@ -12,6 +12,7 @@ import org.apache.ratis.protocol.RaftGroup;
 import org.apache.ratis.protocol.RaftPeer;
 import org.apache.ratis.protocol.RaftPeerId;
 import org.apache.ratis.protocol.SnapshotManagementRequest;
+import org.apache.ratis.protocol.TransferLeadershipRequest;
 import org.apache.ratis.server.DivisionInfo;
 import org.apache.ratis.server.RaftConfiguration;
 import org.apache.ratis.retry.RetryPolicies;
@@ -62,6 +63,71 @@ public final class RaftGroupMember
         this.server = server;
         this.clientProperties = clientProperties;
         this.clientParameters = clientParameters;
+    }
+
+    /** A leader does not ask for a transfer more often than this, in nanoseconds. */
+    private static final long TRANSFER_RETRY_NANOS = TimeUnit.SECONDS.toNanos(3);
+    /** A leader leads this long before it hands the lead over (its followers' reply times are known by then). */
+    private static final long SETTLE_MILLIS = 3000;
+    /** A preferred member that has not answered within this is not handed the lead. */
+    private static final long ALIVE_MILLIS = 1000;
+    private volatile long lastTransferNanos = System.nanoTime() - TRANSFER_RETRY_NANOS;
+
+    /**
+     * On the leader of a group of several: hands the lead to the member this group prefers
+     * ({@link RaftNode#preferredLeader}, from the configuration in force) when that is another
+     * member that answered within the last second; Ratis moves it only once that member's log has
+     * caught up. At most one request every few seconds; nothing during a configuration change.
+     */
+    void handOverToPreferred()
+    {
+        final long now = System.nanoTime();
+        if (now - lastTransferNanos < TRANSFER_RETRY_NANOS)
+        {
+            return;
+        }
+        try
+        {
+            final RaftServer.Division division = division();
+            final DivisionInfo info = division.getInfo();
+            final RaftConfiguration conf = division.getRaftConf();
+            // A new leader's view of its followers starts fresh: judge them after a few seconds of leading.
+            if (!info.isLeader() || !info.isLeaderReady() || !conf.getPreviousPeers().isEmpty() ||
+                info.getRoleInfoProto().getRoleElapsedTimeMs() < SETTLE_MILLIS)
+            {
+                return;
+            }
+            final List<String> ids = conf.getCurrentPeers().stream().map(peer -> peer.getId().toString()).toList();
+            final String preferred = RaftNode.preferredLeader(ids, index);
+            if (preferred.equals(nodeId) || !answeredRecently(info, preferred))
+            {
+                return;
+            }
+            lastTransferNanos = now;
+            server.get().transferLeadershipAsync(new TransferLeadershipRequest(clientId, selfId, group.getGroupId(),
+                callIds.incrementAndGet(), RaftPeerId.valueOf(preferred), 2000));
+        }
+        catch (final IOException | RuntimeException stopping)
+        {
+            // Not running (stopping, or the group is being removed): nothing to hand over.
+        }
+    }
+
+    private static boolean answeredRecently(final DivisionInfo info, final String member)
+    {
+        final RaftProtos.RoleInfoProto role = info.getRoleInfoProto();
+        if (!role.hasLeaderInfo())
+        {
+            return false;
+        }
+        for (final RaftProtos.ServerRpcProto follower : role.getLeaderInfo().getFollowerInfoList())
+        {
+            if (follower.getId().getId().toStringUtf8().equals(member))
+            {
+                return follower.getLastRpcElapsedTimeMs() < ALIVE_MILLIS;
+            }
+        }
+        return false;
     }
 
     /** This group's place among the node's groups (0 is the first). */
@@ -298,11 +364,10 @@ public final class RaftGroupMember
      * nodes added catch up from the log or a snapshot; nodes removed stop taking part.
      *
      * @param members id to Raft address, the complete new list
-     * @param preferred the member this group's leadership should return to (Ratis priority), or null
      */
-    public CompletableFuture<Void> setMembers(final Map<String, InetSocketAddress> members, final String preferred)
+    public CompletableFuture<Void> setMembers(final Map<String, InetSocketAddress> members)
     {
-        final List<RaftPeer> peers = RaftNode.peers(members, preferred);
+        final List<RaftPeer> peers = RaftNode.peers(members);
         return CompletableFuture.runAsync(() ->
         {
             try (RaftClient client = RaftClient.newBuilder()

@@ -27,6 +27,8 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -40,8 +42,12 @@ import java.util.concurrent.TimeUnit;
  * recovers every group from its latest snapshot plus its log.
  *
  * <p>With several groups every member belongs to all of them, and each group prefers one member
- * as its leader (a Ratis priority, round robin over the members sorted by id), so leadership is
- * spread evenly and returns to the preferred member once it is back and caught up.
+ * as its leader (round robin over the members sorted by id): twice a second the leader of a group
+ * that is not its preferred member hands the lead over (a Ratis leadership transfer) once that
+ * member answers, so leadership is spread evenly and returns to the preferred member after a
+ * failover. Not Ratis priorities: with those, members refuse to elect anyone while the preferred
+ * member lives but does not campaign (a member started with {@code --join} waits a day for its
+ * first election), and a group could stay without a leader.
  */
 public final class RaftNode implements AutoCloseable
 {
@@ -51,6 +57,9 @@ public final class RaftNode implements AutoCloseable
     private final RaftProperties clientProperties = new RaftProperties();
     private final Parameters clientParameters = new Parameters();
     private volatile RaftServer server;
+    /** How often a group's leader checks whether to hand the lead to the group's preferred member. */
+    private static final long REBALANCE_MILLIS = 500;
+    private ScheduledExecutorService rebalancer;
 
     /** A node with one group. */
     public RaftNode(final RaftNodeConfig config, final ReplicatedStateMachine application)
@@ -72,8 +81,7 @@ public final class RaftNode implements AutoCloseable
         this.selfId = RaftPeerId.valueOf(config.nodeId());
         for (int g = 0; g < applications.size(); g++)
         {
-            final String preferred = applications.size() > 1 ? preferredLeader(config.peers().keySet(), g) : null;
-            final RaftGroup group = RaftGroup.valueOf(groupId(config.groupName(), g), peers(config.peers(), preferred));
+            final RaftGroup group = RaftGroup.valueOf(groupId(config.groupName(), g), peers(config.peers()));
             groups.add(new RaftGroupMember(g, group, new StampedStateMachine(applications.get(g), config.nodeId()),
                 config.nodeId(), this::server, () -> clientProperties, () -> clientParameters));
         }
@@ -99,13 +107,12 @@ public final class RaftNode implements AutoCloseable
         return RaftGroupId.valueOf(UUID.nameUUIDFromBytes(("limiter-group:" + name).getBytes(StandardCharsets.UTF_8)));
     }
 
-    /** Peers for a group configuration, {@code preferred} (if any) with the higher priority. */
-    static List<RaftPeer> peers(final Map<String, InetSocketAddress> peers, final String preferred)
+    /** Peers for a group configuration. */
+    static List<RaftPeer> peers(final Map<String, InetSocketAddress> peers)
     {
         final List<RaftPeer> list = new ArrayList<>();
         peers.forEach((id, address) -> list.add(RaftPeer.newBuilder().setId(id)
-            .setAddress(address.getHostString() + ":" + address.getPort())
-            .setPriority(id.equals(preferred) ? 1 : 0).build()));
+            .setAddress(address.getHostString() + ":" + address.getPort()).build()));
         return list;
     }
 
@@ -186,6 +193,17 @@ public final class RaftNode implements AutoCloseable
                 }
             }
         }
+        if (groups.size() > 1)
+        {
+            rebalancer = Executors.newSingleThreadScheduledExecutor(r ->
+            {
+                final Thread thread = new Thread(r, config.nodeId() + "-raft-rebalance");
+                thread.setDaemon(true);
+                return thread;
+            });
+            rebalancer.scheduleWithFixedDelay(() -> groups.forEach(RaftGroupMember::handOverToPreferred), REBALANCE_MILLIS,
+                REBALANCE_MILLIS, TimeUnit.MILLISECONDS);
+        }
         return this;
     }
 
@@ -248,6 +266,10 @@ public final class RaftNode implements AutoCloseable
     @Override
     public void close() throws IOException
     {
+        if (rebalancer != null)
+        {
+            rebalancer.shutdownNow();
+        }
         final RaftServer running = server;
         if (running != null)
         {

@@ -21,6 +21,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.function.BooleanSupplier;
@@ -85,6 +86,33 @@ class MultiRaftTest
         for (final String id : peers.keySet())
         {
             start(id);
+        }
+    }
+
+    /** What each node says of group {@code g}: the leader it knows, the members, whether it decides. */
+    private String groupView(final int g)
+    {
+        final StringBuilder view = new StringBuilder();
+        nodes.forEach((id, n) ->
+        {
+            final dev.limiter.server.cluster.Replication group = n.replicationGroups().all().get(g);
+            view.append(id).append(": leader ").append(group.leaderId()).append(", members ").append(group.members().keySet())
+                .append(", decides ").append(group.canDecide()).append("; ");
+        });
+        return view.toString();
+    }
+
+    private static void await(final java.util.function.Supplier<String> what, final Duration timeout, final BooleanSupplier condition)
+        throws InterruptedException
+    {
+        final long end = System.nanoTime() + timeout.toNanos();
+        while (!condition.getAsBoolean())
+        {
+            if (System.nanoTime() > end)
+            {
+                throw new AssertionError("timed out waiting for " + what.get());
+            }
+            Thread.sleep(10);
         }
     }
 
@@ -376,5 +404,91 @@ class MultiRaftTest
         final double skipped = nodes.values().stream()
             .mapToDouble(n -> n.metrics().registry().find("limiter.shadow.skipped").counter().count()).sum();
         assertTrue(skipped > 0, "shadow evaluations on shards led elsewhere are skipped and counted");
+    }
+
+    @Test
+    void aWholeClusterRestartRecoversEveryGroupAndDrainedBucketsStayDrained() throws Exception
+    {
+        startCluster();
+        awaitSpreadLeaders();
+        putOrders(NO_REFILL, 5);
+        for (int shard = 0; shard < SHARDS; shard++)
+        {
+            for (int i = 0; i < 5; i++)
+            {
+                assertTrue(decide(tenantOn(shard, 0)).allowed());
+            }
+        }
+        await("every group to converge", Duration.ofSeconds(20), () -> converged() && appliedIn("n3", 2) == 5);
+        clients.values().forEach(LimiterClient::close);
+        clients.clear();
+        for (final String id : new ArrayList<>(nodes.keySet()))
+        {
+            nodes.remove(id).close();
+        }
+        for (final String id : peers.keySet())
+        {
+            start(id);
+        }
+        awaitSpreadLeaders();
+        for (int shard = 0; shard < SHARDS; shard++)
+        {
+            final Decision after = decide(tenantOn(shard, 0));
+            assertFalse(after.allowed(), "shard " + shard + "'s group recovered its drained bucket from disk: " + after);
+        }
+        await("every group to converge after the restart", Duration.ofSeconds(20), () -> converged() && appliedIn("n1", 1) == 6);
+    }
+
+    @Test
+    void aMemberAddedJoinsEveryGroupAndARemovedOneLeavesEveryGroup() throws Exception
+    {
+        startCluster();
+        awaitSpreadLeaders();
+        for (int shard = 0; shard < SHARDS; shard++)
+        {
+            for (int t = 0; t < 3; t++)
+            {
+                decide(tenantOn(shard, t));
+            }
+        }
+        final int port = ClusterPorts.free(1, RAFT_OFFSET)[0];
+        final Map<String, InetSocketAddress> four = new LinkedHashMap<>(peers);
+        four.put("n4", new InetSocketAddress("127.0.0.1", port));
+        Files.createDirectories(dir.resolve("n4-config"));
+        nodes.put("n4", new StoreServer(TestNode.config(dir.resolve("n4-config"), port, SHARDS).adminPort(-1).nodeId("n4").peers(four)
+            .raftPortOffset(RAFT_OFFSET).dataDir(dir.resolve("n4")).raftGroups(3).joining(true)).start());
+
+        final HttpResponse<String> added = AdminApiTest.call(HttpClient.newHttpClient(), nodes.get("n1").adminPort(), "PUT",
+            "/v1/members/n4?reason=test", "{\"address\":\"127.0.0.1:" + port + "\"}", TOKEN);
+        assertEquals(200, added.statusCode(), added.body());
+        for (int g = 0; g < 3; g++)
+        {
+            final int group = g;
+            await("n4 to be a member of group " + g + " everywhere", Duration.ofSeconds(20), () ->
+                nodes.values().stream().allMatch(n -> n.replicationGroups().all().get(group).members().containsKey("n4")));
+        }
+        await("n4 to catch up in every group", Duration.ofSeconds(30), this::converged);
+
+        final HttpResponse<String> removed = AdminApiTest.call(HttpClient.newHttpClient(), nodes.get("n1").adminPort(), "DELETE",
+            "/v1/members/n3?reason=test", null, TOKEN);
+        assertEquals(200, removed.statusCode(), removed.body());
+        nodes.remove("n3").close();
+        clients.remove("n3");
+        for (int g = 0; g < 3; g++)
+        {
+            final int group = g;
+            await(() -> "group " + group + " to drop n3 and have a leader: " + groupView(group), Duration.ofSeconds(30), () ->
+                decider(group) != null &&
+                nodes.values().stream().noneMatch(n -> n.replicationGroups().all().get(group).members().containsKey("n3")));
+        }
+        // Group 2, which n3 led, now prefers n4 (the members sorted: n1, n2, n4).
+        await("group 2's leadership to settle on n4", Duration.ofSeconds(30), () -> "n4".equals(decider(2)));
+        peers.remove("n3");
+        peers.put("n4", new InetSocketAddress("127.0.0.1", port));
+        for (int shard = 0; shard < SHARDS; shard++)
+        {
+            assertFalse(decide(tenantOn(shard, 5)).degraded(), "shard " + shard + " is decided by a member");
+        }
+        await("the members to converge", Duration.ofSeconds(30), this::converged);
     }
 }

@@ -406,8 +406,7 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, PolicyLo
     {
         final Map<String, InetSocketAddress> raft = new LinkedHashMap<>();
         newMembers.forEach((id, a) -> raft.put(id, new InetSocketAddress(a.getHostString(), a.getPort() + raftPortOffset)));
-        final String preferred = node.groupCount() > 1 ? RaftNode.preferredLeader(raft.keySet(), member.index()) : null;
-        return member.setMembers(raft, preferred);
+        return member.setMembers(raft);
     }
 
     @Override
