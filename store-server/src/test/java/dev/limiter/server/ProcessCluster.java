@@ -20,6 +20,7 @@ final class ProcessCluster implements AutoCloseable
     private final Path dir;
     private final Map<String, Process> processes = new LinkedHashMap<>();
     private final Map<String, Integer> ports = new LinkedHashMap<>();
+    private final Map<String, List<String>> commands = new LinkedHashMap<>();
 
     /** Starts {@code size} members n1..nN, one shard each, no admin port, policies of {@link TestNode}. */
     ProcessCluster(final Path dir, final int size) throws IOException
@@ -43,9 +44,21 @@ final class ProcessCluster implements AutoCloseable
                 "-Xmx256m", "-cp", System.getProperty("java.class.path"), "dev.limiter.server.ServerMain",
                 "--node-id", id, "--peers", peers.toString(), "--admin-port", "-1", "--data-dir", data.toString(),
                 "--policies", policies.toString(), "--shards", "1", "--io-threads", "1"));
-            processes.put(id, new ProcessBuilder(command).redirectErrorStream(true)
-                .redirectOutput(data.resolve("node.log").toFile()).start());
+            commands.put(id, command);
+            start(id);
         }
+    }
+
+    private void start(final String id) throws IOException
+    {
+        processes.put(id, new ProcessBuilder(commands.get(id)).redirectErrorStream(true)
+            .redirectOutput(ProcessBuilder.Redirect.appendTo(dir.resolve(id).resolve("node.log").toFile())).start());
+    }
+
+    /** Starts a killed member again, with its data directory: it recovers from its log and snapshot. */
+    void restart(final String id) throws IOException
+    {
+        start(id);
     }
 
     Map<String, Integer> ports()

@@ -1,0 +1,132 @@
+package dev.limiter.server;
+
+import dev.limiter.client.Decision;
+import dev.limiter.client.Descriptor;
+import dev.limiter.client.LimiterClient;
+import dev.limiter.client.LimiterException;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.condition.EnabledIfSystemProperty;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.locks.LockSupport;
+
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Failover as a caller sees it, ten times in a row: with closed-loop load running, the leader
+ * process is killed with SIGKILL, a fresh client asks for a decision, and the killed member is
+ * started again before the next round. Every round, a node (never the SDK on its own) must decide
+ * the fresh client's call soon after the kill: asserted under 2 s on this shared machine, where
+ * four JVMs and the load share two cores; the aim is 1 s and the times are printed.
+ *
+ * <p>Two minutes long and not yet passing here (2026-12-04: rounds of 0.65-1.3 s, but 2.8 s and
+ * 6.2 s in two of ten), so it runs only when asked:
+ * {@code mvn -B -ntp test -pl store-server -am -Dtest=TenKillDrillTest -Dlimiter.drills=true -Dsurefire.failIfNoSpecifiedTests=false}.
+ */
+@Timeout(240)
+@EnabledIfSystemProperty(named = "limiter.drills", matches = "true")
+class TenKillDrillTest
+{
+    @TempDir
+    Path dir;
+
+    @Test
+    void tenLeaderKillsInARowEachAnsweredByANodeSoonAfter() throws Exception
+    {
+        try (ProcessCluster cluster = new ProcessCluster(dir, 3))
+        {
+            final List<String> endpoints = new ArrayList<>();
+            cluster.ports().values().forEach(p -> endpoints.add("127.0.0.1:" + p));
+            final String all = String.join(",", endpoints);
+            final AtomicBoolean running = new AtomicBoolean(true);
+            final List<Long> answeredMillis = new ArrayList<>();
+            try (LimiterClient load = LimiterClient.builder().endpoints(all).connections(1).deadline(Duration.ofSeconds(2)).build())
+            {
+                // Closed-loop load through the kills; a caller does some work between requests (1 ms).
+                final Thread loader = new Thread(() ->
+                {
+                    int i = 0;
+                    while (running.get())
+                    {
+                        try
+                        {
+                            load.acquireBlocking(Descriptor.of("load-" + (i++ % 200), "/v1/orders/1"), 1);
+                        }
+                        catch (final LimiterException e)
+                        {
+                            // no leader for a moment
+                        }
+                        LockSupport.parkNanos(1_000_000L);
+                    }
+                });
+                loader.start();
+                for (int round = 0; round < 10; round++)
+                {
+                    final String leader = cluster.awaitLeader(null);
+                    final long killedAt = System.nanoTime();
+                    cluster.kill(leader); // SIGKILL
+                    answeredMillis.add(firstNodeAnswerMillis(all, killedAt));
+                    cluster.restart(leader);
+                    awaitMember(cluster, leader);
+                }
+                running.set(false);
+                loader.join(10_000);
+            }
+            System.out.println("ten SIGKILLs of the leader: a fresh client's first node decision after " + answeredMillis + " ms");
+            for (int round = 0; round < answeredMillis.size(); round++)
+            {
+                assertTrue(answeredMillis.get(round) < 2000, "round " + round + ": first node decision " + answeredMillis.get(round) +
+                    " ms after the kill (all rounds: " + answeredMillis + ")");
+            }
+        }
+    }
+
+    /** A fresh client's first decision made by a node (not by the SDK itself), in ms after the kill; bounded at 10 s. */
+    private static long firstNodeAnswerMillis(final String endpoints, final long killedAt) throws InterruptedException
+    {
+        try (LimiterClient fresh = LimiterClient.builder().endpoints(endpoints).connections(1).deadline(Duration.ofMillis(500))
+            .circuit(3, Duration.ofMillis(50)).build())
+        {
+            final long end = killedAt + 10_000_000_000L;
+            while (System.nanoTime() < end)
+            {
+                try
+                {
+                    final Decision decision = fresh.acquireBlocking(Descriptor.of("fresh", "/v1/orders/1"), 1);
+                    if (!decision.degraded())
+                    {
+                        return (System.nanoTime() - killedAt) / 1_000_000;
+                    }
+                }
+                catch (final LimiterException e)
+                {
+                    // no node decided: ask again
+                }
+                Thread.sleep(5);
+            }
+            return Long.MAX_VALUE;
+        }
+    }
+
+    /** Waits (up to 60 s) until the restarted member answers STATUS as a member again. */
+    private static void awaitMember(final ProcessCluster cluster, final String id) throws InterruptedException
+    {
+        final long end = System.nanoTime() + 60_000_000_000L;
+        while (System.nanoTime() < end)
+        {
+            final String role = cluster.role(id);
+            if ("FOLLOWER".equals(role) || "LEADER".equals(role))
+            {
+                return;
+            }
+            Thread.sleep(100);
+        }
+        throw new AssertionError(id + " did not come back within 60 s");
+    }
+}
