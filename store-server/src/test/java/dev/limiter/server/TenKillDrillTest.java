@@ -25,8 +25,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * the fresh client's call soon after the kill: asserted under 2 s on this shared machine, where
  * four JVMs and the load share two cores; the aim is 1 s and the times are printed.
  *
- * <p>Two minutes long and not yet passing here (2026-12-04: rounds of 0.65-1.3 s, but 2.8 s and
- * 6.2 s in two of ten), so it runs only when asked:
+ * <p>Two minutes long and not reliably passing here (2026-12-04, three runs: most rounds 0.6-1.3 s,
+ * but 5 of 30 over 2 s, up to 6.2 s), so it runs only when asked:
  * {@code mvn -B -ntp test -pl store-server -am -Dtest=TenKillDrillTest -Dlimiter.drills=true -Dsurefire.failIfNoSpecifiedTests=false}.
  */
 @Timeout(240)
