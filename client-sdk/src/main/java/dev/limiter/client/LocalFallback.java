@@ -1,18 +1,12 @@
 package dev.limiter.client;
 
-import dev.limiter.protocol.AcquireCodec;
-import dev.limiter.protocol.AcquireDecoder;
 import dev.limiter.protocol.CompiledPolicy;
-import dev.limiter.protocol.Frame;
 import dev.limiter.protocol.IpAddresses;
-import dev.limiter.protocol.MessageType;
 import dev.limiter.protocol.PolicySetIndex;
 import dev.limiter.protocol.ReasonCode;
 import dev.limiter.protocol.TokenBucket;
 import dev.limiter.protocol.policy.FailureMode;
-import dev.limiter.protocol.policy.Mode;
 import dev.limiter.protocol.policy.Policy;
-import dev.limiter.protocol.policy.PolicySet;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import org.slf4j.Logger;
@@ -136,7 +130,7 @@ final class LocalFallback
         {
             return null;
         }
-        final CompiledPolicy policy = match(index, descriptor);
+        final CompiledPolicy policy = PolicyMatcher.match(index, descriptor);
         final Policy source = policy.source();
         if (source.getFailureMode() == FailureMode.CLOSED)
         {
@@ -265,7 +259,7 @@ final class LocalFallback
         {
             return null;
         }
-        final CompiledPolicy policy = match(index, descriptor);
+        final CompiledPolicy policy = PolicyMatcher.match(index, descriptor);
         final long now = nanoClock.getAsLong();
         final LocalBucket bucket = bucket(rampBuckets, policy, descriptor, now, () -> new LocalBucket(policy.rate(), now, true));
         final long[] taken = bucket.take(cost, now);
@@ -395,15 +389,7 @@ final class LocalFallback
         {
             // What decides locally: the enforced versions only (shadows never decide; stacked scopes
             // are the cluster's to charge atomically).
-            final PolicySet.Builder enforced = held.get().policies().toBuilder().clearPolicies();
-            for (final Policy p : held.get().policies().getPoliciesList())
-            {
-                if (p.getMode() != Mode.SHADOW && !p.getStacked())
-                {
-                    enforced.addPolicies(p);
-                }
-            }
-            final PolicySetIndex index = PolicySetIndex.compile(enforced.build(), null);
+            final PolicySetIndex index = PolicySetIndex.compile(PolicyMatcher.enforced(held.get().policies()).build(), null);
             compiled = new Compiled(held.get().version(), index);
             return index;
         }
@@ -411,29 +397,6 @@ final class LocalFallback
         {
             LOG.warn("cannot decide locally: the held policy set (version {}) does not compile here: {}", held.get().version(), e.getMessage());
             return null;
-        }
-    }
-
-    /** Matches as a node does: the descriptor goes through the same decoder and matcher. */
-    private static CompiledPolicy match(final PolicySetIndex index, final Descriptor descriptor)
-    {
-        final ByteBuf buf = Unpooled.buffer(Frame.HEADER_LENGTH + AcquireCodec.BATCH_HEADER_LENGTH + 4 + descriptor.encoded().length);
-        try
-        {
-            final int start = AcquireCodec.beginBatch(buf, MessageType.ACQUIRE, 0);
-            AcquireCodec.appendEntry(buf, 1, descriptor.encoded());
-            AcquireCodec.finishBatch(buf, start, 1);
-            final AcquireDecoder decoder = new AcquireDecoder();
-            decoder.wrap(buf, Frame.HEADER_LENGTH, buf.writerIndex(), true);
-            if (!decoder.next())
-            {
-                return index.defaultPolicy();
-            }
-            return index.match(decoder).forRequest(decoder);
-        }
-        finally
-        {
-            buf.release();
         }
     }
 }

@@ -1,19 +1,11 @@
 package dev.limiter.client;
 
-import dev.limiter.protocol.AcquireCodec;
 import dev.limiter.protocol.AcquireDecoder;
 import dev.limiter.protocol.CompiledPolicy;
 import dev.limiter.protocol.DescriptorField;
-import dev.limiter.protocol.Frame;
 import dev.limiter.protocol.IpAddresses;
-import dev.limiter.protocol.MessageType;
 import dev.limiter.protocol.PolicySetIndex;
 import dev.limiter.protocol.ShardMap;
-import dev.limiter.protocol.policy.Mode;
-import dev.limiter.protocol.policy.Policy;
-import dev.limiter.protocol.policy.PolicySet;
-import io.netty.buffer.ByteBuf;
-import io.netty.buffer.Unpooled;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -24,7 +16,8 @@ import org.slf4j.LoggerFactory;
  * GLOBAL one and a CLIENT_IP one by the hash of their key. Without a map naming several groups
  * nothing is routed; without the ordinals of the set this client holds (an older node, or a set
  * that changed since the map) tenant-scoped calls are still routed by tenant. Thread-safe: the
- * matcher's scratch is per thread, and nothing is allocated per call.
+ * matcher's scratch ({@link PolicyMatcher}) and the key's are per thread, and nothing is
+ * allocated per call.
  */
 final class ShardRouter
 {
@@ -35,15 +28,8 @@ final class ShardRouter
     {
     }
 
-    /** A thread's matcher: a frame holding one entry, its decoder, and key scratch. */
-    private static final class Scratch
-    {
-        final ByteBuf frame = Unpooled.buffer(Frame.HEADER_LENGTH + AcquireCodec.BATCH_HEADER_LENGTH + 4 + 1024);
-        final AcquireDecoder decoder = new AcquireDecoder();
-        final byte[] key = new byte[ShardMap.KEY_PREFIX_LENGTH + IpAddresses.LENGTH];
-    }
-
-    private static final ThreadLocal<Scratch> SCRATCH = ThreadLocal.withInitial(Scratch::new);
+    /** A thread's scratch for a bucket key: the prefix and an address's 16 bytes. */
+    private static final ThreadLocal<byte[]> KEY = ThreadLocal.withInitial(() -> new byte[ShardMap.KEY_PREFIX_LENGTH + IpAddresses.LENGTH]);
 
     private final PolicyCache policies;
     private volatile ShardMap map;
@@ -95,16 +81,7 @@ final class ShardRouter
         }
         try
         {
-            // Enforced, not stacked: what a node matches a request's own policy against.
-            final PolicySet.Builder enforced = held.policies().toBuilder().clearPolicies();
-            for (final Policy p : held.policies().getPoliciesList())
-            {
-                if (p.getMode() != Mode.SHADOW && !p.getStacked())
-                {
-                    enforced.addPolicies(p);
-                }
-            }
-            return PolicySetIndex.compile(enforced.setVersion(held.version()).build(), p ->
+            return PolicySetIndex.compile(PolicyMatcher.enforced(held.policies()).setVersion(held.version()).build(), p ->
             {
                 final Integer ordinal = current.ordinals().get(p.getId());
                 if (ordinal == null)
@@ -148,28 +125,24 @@ final class ShardRouter
         {
             return tenantHash == 0 ? -1 : ShardMap.shardOf(tenantHash, shards);
         }
-        final Scratch scratch = SCRATCH.get();
-        final ByteBuf frame = scratch.frame.clear();
-        final int start = AcquireCodec.beginBatch(frame, MessageType.ACQUIRE, 0);
-        AcquireCodec.appendEntry(frame, 1, descriptor.encoded());
-        AcquireCodec.finishBatch(frame, start, 1);
-        final AcquireDecoder decoder = scratch.decoder;
-        if (decoder.wrap(frame, Frame.HEADER_LENGTH, frame.writerIndex(), true) != null || !decoder.next())
+        final AcquireDecoder decoder = PolicyMatcher.decode(descriptor);
+        if (decoder == null)
         {
             return -1;
         }
         final CompiledPolicy policy = current.index().match(decoder).forRequest(decoder);
+        final byte[] key = KEY.get();
         switch (policy.scope())
         {
             case GLOBAL:
-                return ShardMap.keyShard(scratch.key, ShardMap.KEY_PREFIX_LENGTH, policy.ordinal(), policy.version(), shards);
+                return ShardMap.keyShard(key, ShardMap.KEY_PREFIX_LENGTH, policy.ordinal(), policy.version(), shards);
             case CLIENT_IP:
-                if (!IpAddresses.parse(frame, decoder.offset(DescriptorField.CLIENT_IP), decoder.length(DescriptorField.CLIENT_IP),
-                    scratch.key, ShardMap.KEY_PREFIX_LENGTH))
+                if (!IpAddresses.parse(decoder.buffer(), decoder.offset(DescriptorField.CLIENT_IP), decoder.length(DescriptorField.CLIENT_IP),
+                    key, ShardMap.KEY_PREFIX_LENGTH))
                 {
                     return -1;
                 }
-                return ShardMap.keyShard(scratch.key, ShardMap.KEY_PREFIX_LENGTH + IpAddresses.LENGTH, policy.ordinal(), policy.version(),
+                return ShardMap.keyShard(key, ShardMap.KEY_PREFIX_LENGTH + IpAddresses.LENGTH, policy.ordinal(), policy.version(),
                     shards);
             default: // TENANT, PRINCIPAL: the tenant's shard
                 return tenantHash == 0 ? -1 : ShardMap.shardOf(tenantHash, shards);

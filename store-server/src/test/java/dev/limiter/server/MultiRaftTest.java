@@ -120,15 +120,7 @@ class MultiRaftTest
 
     private static void await(final String what, final Duration timeout, final BooleanSupplier condition) throws InterruptedException
     {
-        final long end = System.nanoTime() + timeout.toNanos();
-        while (!condition.getAsBoolean())
-        {
-            if (System.nanoTime() > end)
-            {
-                throw new AssertionError("timed out waiting for " + what);
-            }
-            Thread.sleep(10);
-        }
+        await(() -> what, timeout, condition);
     }
 
     /** The node that decides for group {@code g} now, or null. */

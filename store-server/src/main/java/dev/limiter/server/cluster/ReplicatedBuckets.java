@@ -91,11 +91,6 @@ public final class ReplicatedBuckets implements ReplicatedStateMachine
         return owned.clone();
     }
 
-    /** Whether this group carries the policy commands. */
-    public boolean control()
-    {
-        return control;
-    }
 
     public void syncTarget(final SyncTarget target)
     {

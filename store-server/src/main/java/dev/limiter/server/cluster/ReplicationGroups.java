@@ -31,6 +31,7 @@ public final class ReplicationGroups implements AutoCloseable
     private final RaftNode node;
     private final List<Replication> groups;
     private final PolicyState policies;
+    private final int shards;
 
     /**
      * @param committed every shard's committed table, by shard id
@@ -52,6 +53,7 @@ public final class ReplicationGroups implements AutoCloseable
             machines.add(new ReplicatedBuckets(committed, owned, g == 0, policies, raft.nodeId()));
         }
         this.policies = policies;
+        this.shards = committed.length;
         this.node = new RaftNode(raft, machines);
         final List<Replication> replications = new ArrayList<>();
         for (int g = 0; g < groupCount; g++)
@@ -74,11 +76,6 @@ public final class ReplicationGroups implements AutoCloseable
         groups.forEach(Replication::start);
     }
 
-    public RaftNode node()
-    {
-        return node;
-    }
-
     /** The control group (group 0): policy commands, audit, membership, and its own shards. */
     public Replication control()
     {
@@ -97,18 +94,12 @@ public final class ReplicationGroups implements AutoCloseable
         return groups;
     }
 
-    public int size()
-    {
-        return groups.size();
-    }
-
     /**
      * Which node leads each shard now, as clients route by it, with this node's ordinal of every
      * enforced policy of the set in force (a client builds GLOBAL and CLIENT_IP bucket keys with it).
      */
     public ShardMap shardMap()
     {
-        final int shards = groups.stream().mapToInt(g -> g.buckets().owned().length).sum();
         final int[] groupOfShard = new int[shards];
         for (int s = 0; s < shards; s++)
         {
