@@ -1,0 +1,37 @@
+package dev.limiter.server;
+
+import dev.limiter.raft.RaftNodeConfig;
+import org.junit.jupiter.api.Test;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** Bad Raft group settings are refused before anything starts, saying what to change. */
+class ServerConfigTest
+{
+    private static ServerConfig member(final int shards, final int groups)
+    {
+        return new ServerConfig().shards(shards).raftGroups(groups).nodeId("n1")
+            .peers(RaftNodeConfig.parsePeers("n1=127.0.0.1:7401,n2=127.0.0.1:7402,n3=127.0.0.1:7403"));
+    }
+
+    @Test
+    void moreRaftGroupsThanShardsOrNoneAtAllIsRefusedNamingTheRange()
+    {
+        final IllegalArgumentException tooMany = assertThrows(IllegalArgumentException.class, () -> member(2, 3).validate());
+        assertTrue(tooMany.getMessage().contains("--raft-groups must be 1 to --shards (2)") && tooMany.getMessage().contains("was 3"),
+            tooMany.getMessage());
+        final IllegalArgumentException none = assertThrows(IllegalArgumentException.class, () -> member(2, 0).validate());
+        assertTrue(none.getMessage().contains("was 0"), none.getMessage());
+        assertEquals(3, member(3, 3).validate().raftGroups());
+    }
+
+    @Test
+    void raftGroupsOnASingleNodeAreRefused()
+    {
+        final IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+            () -> new ServerConfig().shards(3).raftGroups(3).validate());
+        assertTrue(e.getMessage().contains("--raft-groups needs --peers"), e.getMessage());
+    }
+}
