@@ -11,12 +11,13 @@ import org.agrona.concurrent.UnsafeBuffer;
 import java.nio.ByteBuffer;
 
 /**
- * The one owner of the DECISIONS log entry: a leader's shard writes it, every replica (and a
- * leader re-syncing its own table) replays it.
+ * The one owner of the DECISIONS log entry: a leader's shards write its sections, every replica
+ * (and a leader re-syncing its own table) replays them. An entry is one or more sections back to
+ * back, one per shard batch (the shards of a Raft group share entries: {@link LogSubmitter}):
  *
  * <pre>
- * u8 1 | u16 shard | u32 count | i64 reserved (0)
- *      | count x (u16 policy ordinal | i32 cost | i64 decision time (ns) | u16 key length | key)
+ * section: u8 1 | u16 shard | u32 count | i64 reserved (0)
+ *               | count x (u16 policy ordinal | i32 cost | i64 decision time (ns) | u16 key length | key)
  * </pre>
  * A key starts with its policy's ordinal and version ({@link BucketKeys}): a decision is
  * replayed with the rate of the version it was made under, even when a later version was
@@ -52,17 +53,29 @@ public final class DecisionsEntry
         }
 
         /**
-         * Applies every decision of the entry at {@code [offset, offset + length)} of {@code entry}
-         * to {@code table}.
+         * Applies every decision of the section at {@code entry}'s position to {@code table}.
          *
          * @return the decisions applied
          */
         public int replay(final ByteBuffer entry, final BucketTable table)
         {
-            int at = entry.position();
+            final int at = entry.position();
+            replaySection(entry, at, table);
+            return count(entry, at);
+        }
+
+        /**
+         * Applies every decision of the section that starts at {@code at} of {@code entry} to
+         * {@code table}.
+         *
+         * @return where the next section starts (the entry's limit after the last one)
+         */
+        public int replaySection(final ByteBuffer entry, final int start, final BucketTable table)
+        {
+            int at = start;
             if (entry.get(at) != TYPE)
             {
-                throw new IllegalArgumentException("not a DECISIONS entry (type " + entry.get(at) + ")");
+                throw new IllegalArgumentException("not a DECISIONS section at byte " + at + " (type " + entry.get(at) + ")");
             }
             final int count = entry.getInt(at + 3);
             at += HEADER;
@@ -79,7 +92,7 @@ public final class DecisionsEntry
                     time, scratch);
                 at += keyLength;
             }
-            return count;
+            return at;
         }
     }
 
@@ -87,16 +100,44 @@ public final class DecisionsEntry
     {
     }
 
-    /** The shard an entry (positioned at its start) carries decisions for. */
+    /** The shard of the first section of an entry positioned at its start. */
     public static int shard(final ByteBuffer entry)
     {
-        return entry.getShort(entry.position() + 1) & 0xFFFF;
+        return shard(entry, entry.position());
     }
 
-    /** Decisions in an entry positioned at its start. */
+    /** The shard of the section that starts at {@code at}. */
+    public static int shard(final ByteBuffer entry, final int at)
+    {
+        return entry.getShort(at + 1) & 0xFFFF;
+    }
+
+    /** Decisions in the first section of an entry positioned at its start. */
     public static int count(final ByteBuffer entry)
     {
-        return entry.getInt(entry.position() + 3);
+        return count(entry, entry.position());
+    }
+
+    /** Decisions in the section that starts at {@code at}. */
+    public static int count(final ByteBuffer entry, final int at)
+    {
+        return entry.getInt(at + 3);
+    }
+
+    /** Where the section that starts at {@code at} ends (the next one starts), read from its records' key lengths. */
+    public static int sectionEnd(final ByteBuffer entry, final int at)
+    {
+        if (entry.get(at) != TYPE)
+        {
+            throw new IllegalArgumentException("not a DECISIONS section at byte " + at + " (type " + entry.get(at) + ")");
+        }
+        final int count = entry.getInt(at + 3);
+        int end = at + HEADER;
+        for (int i = 0; i < count; i++)
+        {
+            end += RECORD_HEADER + (entry.getShort(end + 14) & 0xFFFF);
+        }
+        return end;
     }
 
     /** Bytes a record of this key takes. */
@@ -116,7 +157,7 @@ public final class DecisionsEntry
         key.getBytes(keyOffset, bytes, at + RECORD_HEADER, keyLength);
     }
 
-    /** Writes the header once the records are in place. */
+    /** Writes a section's header (at the start of {@code view}) once its records are in place. */
     public static void putHeader(final ByteBuffer view, final int shard, final int count)
     {
         view.put(0, TYPE);

@@ -142,15 +142,24 @@ public final class ReplicatedBuckets implements ReplicatedStateMachine
 
     private void applyDecisions(final ByteBuffer payload)
     {
-        final int shard = DecisionsEntry.shard(payload);
-        if (shard >= committed.length || !owns(shard))
+        // Every section is checked before any is applied: an entry is applied whole or not at all.
+        for (int at = payload.position(); at < payload.limit(); at = DecisionsEntry.sectionEnd(payload, at))
         {
-            throw new IllegalStateException("a DECISIONS entry names shard " + shard + ", which this group does not own (" +
-                committed.length + " shards); every member of a cluster must run the same --shards and --raft-groups");
+            final int shard = DecisionsEntry.shard(payload, at);
+            if (shard >= committed.length || !owns(shard))
+            {
+                throw new IllegalStateException("a DECISIONS entry names shard " + shard + ", which this group does not own (" +
+                    committed.length + " shards); every member of a cluster must run the same --shards and --raft-groups");
+            }
         }
-        final BucketTable table = committed[shard];
-        appliedDecisions += replayer.replay(payload, table);
-        table.publish();
+        int at = payload.position();
+        while (at < payload.limit())
+        {
+            final BucketTable table = committed[DecisionsEntry.shard(payload, at)];
+            appliedDecisions += DecisionsEntry.count(payload, at);
+            at = replayer.replaySection(payload, at, table);
+            table.publish();
+        }
     }
 
     /**

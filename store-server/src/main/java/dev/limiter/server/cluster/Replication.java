@@ -19,13 +19,11 @@ import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Executor;
-import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
-import java.util.function.LongFunction;
+import java.util.function.IntConsumer;
 
 /**
  * A node's part in the cluster: whether it may decide (it leads and its deciding tables have been
@@ -63,6 +61,7 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, PolicyLo
     /** How log lines name this node and group. */
     private final String name;
     private final ReplicatedBuckets buckets;
+    private final LogSubmitter submitter;
     private final Map<String, InetSocketAddress> dataAddresses;
     private final int raftPortOffset;
     private List<? extends DecidingShard> shards = List.of();
@@ -86,6 +85,7 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, PolicyLo
         this.member = node.group(group);
         this.name = node.groupCount() == 1 ? node.nodeId() : node.nodeId() + " group " + group;
         this.buckets = buckets;
+        this.submitter = new LogSubmitter(member::submit, "limiter-log-submit-" + group);
         this.dataAddresses = dataAddresses;
         buckets.syncTarget(this);
         member.addLeaderListener((id, self) ->
@@ -185,9 +185,9 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, PolicyLo
         final PolicyCommand seed = bootstrap;
         if (seed != null && !buckets.policies().bootstrapped())
         {
-            submit(number -> PolicyEntry.encode(seed)); // before the marker; its failure shows as a SYNC failure too
+            submitter.submit(number -> PolicyEntry.encode(seed)); // before the marker; its failure shows as a SYNC failure too
         }
-        submit(submission -> new SyncEntry(term, node.nodeId(), submission).encode()).committed().whenComplete((reply, failure) ->
+        submitter.submit(submission -> new SyncEntry(term, node.nodeId(), submission).encode()).whenComplete((reply, failure) ->
         {
             if (failure != null)
             {
@@ -311,67 +311,22 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, PolicyLo
         return member.leaderClockNanos();
     }
 
-    /** An entry handed to the log: its place in this node's order of submissions, and its commit. */
-    public record Submission(long number, CompletableFuture<ByteBuffer> committed)
-    {
-    }
-
     /**
-     * Appends a batch of decisions to the log; {@link Submission#committed()} completes when it is
-     * committed and applied here. Handing the entry to Ratis takes its locks (shared with its RPC
-     * threads), so that happens on a thread of its own: an event loop never waits for Ratis.
-     * Batches and SYNC markers go through that one thread in the order they were numbered, so they
-     * reach the log in that order.
+     * Hands a shard's batch of decisions to the log, joined with the other shards' batches of this
+     * group into one entry ({@link LogSubmitter}); {@link ShardBatch#committed()} completes when it
+     * is committed and applied here. Batches and SYNC markers reach the log in the order they are
+     * numbered.
      */
-    public Submission append(final ByteBuffer batch)
+    public void append(final ShardBatch batch)
     {
-        return submit(number -> batch);
+        submitter.offer(batch);
     }
 
-    private synchronized Submission submit(final LongFunction<ByteBuffer> entry)
+    /** Told the decisions carried by every DECISIONS entry this node hands to this group's log. */
+    public void onDecisionEntry(final IntConsumer listener)
     {
-        final long number = ++submissions;
-        final CompletableFuture<ByteBuffer> committed = new CompletableFuture<>();
-        try
-        {
-            submitter.execute(() ->
-            {
-                try
-                {
-                    member.submit(entry.apply(number)).whenComplete((reply, failure) ->
-                    {
-                        if (failure != null)
-                        {
-                            committed.completeExceptionally(failure);
-                        }
-                        else
-                        {
-                            committed.complete(reply);
-                        }
-                    });
-                }
-                catch (final RuntimeException e)
-                {
-                    committed.completeExceptionally(e);
-                }
-            });
-        }
-        catch (final RejectedExecutionException stopping)
-        {
-            committed.completeExceptionally(stopping);
-        }
-        return new Submission(number, committed);
+        submitter.onDecisionEntry(listener);
     }
-
-    /** Submissions numbered so far (guarded by this). */
-    private long submissions;
-
-    private final ExecutorService submitter = Executors.newSingleThreadExecutor(r ->
-    {
-        final Thread thread = new Thread(r, "limiter-log-submit");
-        thread.setDaemon(true);
-        return thread;
-    });
 
     /** The leader's data-plane address ({@code host:port}), or "" when none is known. */
     public String leaderAddress()
@@ -418,7 +373,8 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, PolicyLo
     @Override
     public CompletableFuture<ByteBuffer> append(final PolicyCommand command)
     {
-        return append(PolicyEntry.encode(command)).committed();
+        final ByteBuffer entry = PolicyEntry.encode(command);
+        return submitter.submit(number -> entry);
     }
 
     /** The leader Ratis knows of now (null during an election), read live so it is never stale. */
@@ -476,7 +432,7 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, PolicyLo
         {
             watchdog.cancel(false);
         }
-        submitter.shutdown();
+        submitter.close();
         readyTerm = -1;
     }
 }

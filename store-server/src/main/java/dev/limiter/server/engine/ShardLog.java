@@ -2,6 +2,7 @@ package dev.limiter.server.engine;
 
 import dev.limiter.server.cluster.DecisionsEntry;
 import dev.limiter.server.cluster.Replication;
+import dev.limiter.server.cluster.ShardBatch;
 import dev.limiter.server.metrics.ServerMetrics;
 import dev.limiter.server.table.BucketTable;
 import io.netty.channel.EventLoop;
@@ -15,45 +16,39 @@ import java.util.List;
 import java.util.concurrent.RejectedExecutionException;
 
 /**
- * Group commit for one shard: the decisions its leader makes are appended here and travel to the
- * log as one entry per batch ({@link DecisionsEntry}). A batch holding a STRICT decision is sent as
- * soon as fewer than {@value #MAX_IN_FLIGHT} are in flight, one of FAST decisions only when none
- * is, so under load decisions pile up while the previous entries commit and the batch size
- * follows the commit latency; a batch is cut at {@value #MAX_BATCH_BYTES} bytes (kept small enough
- * that neither it nor Ratis' copies are humongous objects for G1), and full batches may go out with
- * up to {@value #MAX_IN_FLIGHT_FULL} in flight. Frames that hold STRICT decisions wait for the
- * commit of their batch. Owned by the shard's event loop.
+ * The decisions one shard's leader makes, on their way to the log: appended here and handed to the
+ * shard's Raft group once per event-loop turn as a {@link ShardBatch}; the group joins the batches
+ * of all its shards into few entries ({@code LogSubmitter}: group commit across shards, entries
+ * grow with the load). A batch is cut at {@value #MAX_BATCH_BYTES} bytes, and a shard with
+ * {@value #MAX_UNCOMMITTED_BYTES} bytes handed and not committed stops deciding (the log is
+ * behind). Frames that hold STRICT decisions wait for the commit of their batch. Owned by the
+ * shard's event loop.
  *
  * <p>A resync (the shard's table becomes a copy of the committed one, at a SYNC marker) keeps what
- * was answered: the batches this log submitted after the marker are replayed on the copy (they
- * reach the log after it), and so is the batch not sent yet when the term is the same. Only a new
- * term drops what the old one had not sent (answered FAST decisions then never commit: the FAST
+ * was answered: the batches of this shard that reach the log after the marker are replayed on the
+ * copy, and so is the batch not handed over yet when the term is the same. Only a new term drops
+ * what the old one had not handed over (answered FAST decisions then never commit: the FAST
  * bound, counted in {@code limiter_replication_decisions_dropped_total}).
  */
 public final class ShardLog
 {
-    static final int MAX_IN_FLIGHT = 2;
+    /** Kept small enough that neither a batch nor Ratis' copies of it are humongous objects for G1. */
     static final int MAX_BATCH_BYTES = 256 * 1024;
-    /** Full batches may go out beyond {@link #MAX_IN_FLIGHT}, up to this many in flight. */
-    static final int MAX_IN_FLIGHT_FULL = 8;
+    /** Handed to the log and not committed yet: beyond this the shard refuses to decide (overloaded). */
+    static final int MAX_UNCOMMITTED_BYTES = 8 * MAX_BATCH_BYTES;
 
     /** A batch handed to the log and not yet answered (compared by identity). */
     private static final class Batch
     {
-        final long number;
-        final ByteBuffer entry;
+        final ShardBatch handed;
         final List<FrameWork> waiters;
-        final int decisions;
         final long epoch;
         final long startNanos;
 
-        Batch(final long number, final ByteBuffer entry, final List<FrameWork> waiters, final int decisions, final long epoch,
-            final long startNanos)
+        Batch(final ShardBatch handed, final List<FrameWork> waiters, final long epoch, final long startNanos)
         {
-            this.number = number;
-            this.entry = entry;
+            this.handed = handed;
             this.waiters = waiters;
-            this.decisions = decisions;
             this.epoch = epoch;
             this.startNanos = startNanos;
         }
@@ -70,8 +65,9 @@ public final class ShardLog
     private int position = DecisionsEntry.HEADER;
     private int count;
     private List<FrameWork> waiters = new ArrayList<>();
-    /** Batches handed to the log and not yet answered, in the order they were submitted. */
+    /** Batches handed to the log and not yet answered, in the order they were handed over. */
     private final ArrayDeque<Batch> inFlight = new ArrayDeque<>();
+    private long uncommittedBytes;
     /** Decisions recorded since this log began (never reset): tells a frame whether it added any. */
     private long appended;
     private boolean flushScheduled;
@@ -117,13 +113,12 @@ public final class ShardLog
     }
 
     /**
-     * Whether this shard must stop deciding for now: the batch being filled is full and the most
-     * batches allowed are already waiting for the log. Keeps every batch far below Ratis' entry
-     * size limit and the memory of a slow log bounded.
+     * Whether this shard must stop deciding for now: too much it handed to the log is not committed
+     * yet. Keeps the memory of a slow log bounded.
      */
     boolean saturated()
     {
-        return position >= MAX_BATCH_BYTES && inFlight.size() >= MAX_IN_FLIGHT_FULL;
+        return uncommittedBytes >= MAX_UNCOMMITTED_BYTES;
     }
 
     /** The frame completes for this shard when the batch holding its decisions commits. */
@@ -145,24 +140,20 @@ public final class ShardLog
     private void flush()
     {
         flushScheduled = false;
-        final boolean full = position >= MAX_BATCH_BYTES;
-        // Nobody waits for a batch of FAST decisions only: it goes out when nothing is in flight,
-        // so light load makes fewer, fuller entries (Ratis costs about a millisecond of CPU per
-        // entry across the cluster here). A STRICT waiter lets a second batch overlap the first.
-        final int maxInFlight = full ? MAX_IN_FLIGHT_FULL : waiters.isEmpty() ? 1 : MAX_IN_FLIGHT;
-        if (count == 0 || abandoned || inFlight.size() >= maxInFlight)
+        if (count == 0 || abandoned)
         {
-            return; // a commit completing will send it
+            return;
         }
         DecisionsEntry.putHeader(view, shard, count);
-        final ByteBuffer entry = ByteBuffer.wrap(Arrays.copyOf(buffer, position));
-        final Replication.Submission submission = replication.append(entry.duplicate());
-        final Batch batch = new Batch(submission.number(), entry, waiters, count, epoch, System.nanoTime());
+        final ShardBatch handed = new ShardBatch(ByteBuffer.wrap(Arrays.copyOf(buffer, position)), count, !waiters.isEmpty());
+        final Batch batch = new Batch(handed, waiters, epoch, System.nanoTime());
         waiters = new ArrayList<>();
         position = DecisionsEntry.HEADER;
         count = 0;
         inFlight.addLast(batch);
-        submission.committed().whenComplete((reply, failure) ->
+        uncommittedBytes += handed.section().remaining();
+        replication.append(handed);
+        handed.committed().whenComplete((ignored, failure) ->
         {
             try
             {
@@ -181,14 +172,15 @@ public final class ShardLog
         {
             return; // released by abandon() when the node began to stop
         }
+        uncommittedBytes -= batch.handed.section().remaining();
         if (failure == null)
         {
-            metrics.recordCommit(batch.decisions, System.nanoTime() - batch.startNanos);
+            metrics.recordCommit(System.nanoTime() - batch.startNanos);
         }
         else
         {
             // Answered (FAST) but not committed: the tables will not hold them once resynced.
-            metrics.decisionsDropped(batch.decisions);
+            metrics.decisionsDropped(batch.handed.decisions());
             if (batch.epoch == epoch)
             {
                 // Decided here but not in the log: the deciding table is ahead of what was committed.
@@ -204,7 +196,6 @@ public final class ShardLog
             }
             work.shardDone();
         }
-        flush();
     }
 
     /**
@@ -216,9 +207,9 @@ public final class ShardLog
     {
         for (final Batch batch : inFlight)
         {
-            if (batch.number > submission)
+            if (batch.handed.submission() > submission)
             {
-                replayer.replay(batch.entry.duplicate(), table); // reaches the log after the marker
+                replayer.replay(batch.handed.section(), table); // reaches the log after the marker (or has not been sent yet)
             }
         }
         if (newTerm == term)
@@ -267,5 +258,6 @@ public final class ShardLog
             }
         }
         inFlight.clear();
+        uncommittedBytes = 0;
     }
 }

@@ -100,9 +100,10 @@ public final class ServerMetrics
             .description("From handing a batch of decisions to the log to its commit and apply on the leader")
             .publishPercentiles(0.5, 0.95, 0.99).distributionStatisticExpiry(Duration.ofMinutes(1)).register(registry);
         decisionsPerEntry = DistributionSummary.builder("limiter.replication.decisions.per.entry")
-            .description("Decisions carried by one log entry (group commit)").register(registry);
+            .description("Decisions carried by one log entry (group commit: the batches of all of a group's shards)").register(registry);
         for (final Replication replication : groups)
         {
+            replication.onDecisionEntry(decisionsPerEntry::record);
             final Tags group = Tags.of("group", String.valueOf(replication.group()));
             Gauge.builder("limiter.raft.term", replication, r -> safe(() -> r.member().term())).tags(group).register(registry);
             Gauge.builder("limiter.raft.leader", replication, r -> r.isLeader() ? 1 : 0).tags(group)
@@ -158,12 +159,12 @@ public final class ServerMetrics
         shadowsSkipped.increment(evaluations);
     }
 
-    public void recordCommit(final int decisions, final long nanos)
+    /** A shard's batch committed {@code nanos} after it was handed to the log. */
+    public void recordCommit(final long nanos)
     {
         if (commitLatency != null)
         {
             commitLatency.record(nanos, TimeUnit.NANOSECONDS);
-            decisionsPerEntry.record(decisions);
         }
     }
 

@@ -107,6 +107,46 @@ class ReplicatedBucketsTest
         assertEquals(1, committed[1].publishedSize());
     }
 
+    private static ByteBuffer joined(final ByteBuffer... sections)
+    {
+        final ByteBuffer entry = ByteBuffer.allocate(java.util.Arrays.stream(sections).mapToInt(ByteBuffer::remaining).sum());
+        for (final ByteBuffer section : sections)
+        {
+            entry.put(section.duplicate());
+        }
+        return entry.flip();
+    }
+
+    @Test
+    void anEntryJoiningTheBatchesOfSeveralShardsAppliesEachToItsOwnShard() throws Exception
+    {
+        final BucketTable[] three = {table(), table(), table()};
+        final ReplicatedBuckets group = new ReplicatedBuckets(three, new int[] {0, 2}, true, policies, "n1");
+        group.apply(1, 0, PolicyEntry.encode(PolicyState.command("n1", T0).setBootstrap(PolicySet.newBuilder().setVersion(1)
+            .setDefaultPolicy(Policy.newBuilder().setId("baseline").setRate(2).setOwner("infra"))).build()));
+        group.apply(2, 0, PolicyEntry.encode(PolicyState.command("alice", T0).setPut(orders(10)).build()));
+        final int ordinal = ordersOrdinal();
+
+        group.apply(3, SECOND, joined(decisions(2, ordinal, 1, 3), decisions(0, ordinal, 1, 2)));
+
+        assertEquals(5, group.appliedDecisions());
+        assertEquals(1, three[0].publishedSize());
+        assertEquals(1, three[2].publishedSize());
+        assertEquals(0, three[1].publishedSize(), "a shard no section named");
+    }
+
+    @Test
+    void anEntryWithOneSectionOfAShardTheGroupDoesNotOwnIsRefusedWhole() throws Exception
+    {
+        bootstrap();
+        final int ordinal = ordersOrdinal();
+        final IllegalStateException refused = assertThrows(IllegalStateException.class,
+            () -> other.apply(1, SECOND, joined(decisions(1, ordinal, 1, 2), decisions(0, ordinal, 1, 1))));
+        assertTrue(refused.getMessage().contains("shard 0"), refused.getMessage());
+        assertEquals(0, other.appliedDecisions(), "the section of its own shard was not applied either");
+        assertEquals(0, committed[1].publishedSize());
+    }
+
     @Test
     void aGroupRefusesEntriesThatBelongToAnotherGroup() throws Exception
     {

@@ -1,0 +1,268 @@
+package dev.limiter.server.cluster;
+
+import org.agrona.concurrent.ManyToOneConcurrentLinkedQueue;
+
+import java.nio.ByteBuffer;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Function;
+import java.util.function.IntConsumer;
+import java.util.function.LongFunction;
+
+/**
+ * The one way entries enter a Raft group's log from this node: on a thread of its own (handing an
+ * entry to Ratis takes locks shared with its RPC threads, and an event loop never waits for them),
+ * numbered in the order they are handed over, so a SYNC marker knows which batches follow it.
+ *
+ * <p>Group commit across shards: the decision batches of all the shards of the group are joined
+ * into one DECISIONS entry, and the number of such entries in flight is kept small, because what a
+ * Raft entry costs (appends, RPCs, fsyncs and wake-ups on every member) does not depend on how
+ * many decisions it carries. A batch a STRICT caller waits for goes out as soon as fewer than
+ * {@value #MAX_IN_FLIGHT} decision entries are in flight; FAST-only batches go out when none is,
+ * so decisions pile up while an entry commits and entries grow with the load instead of
+ * multiplying with the shards. An entry is cut at {@value #MAX_ENTRY_BYTES} bytes (small enough
+ * that neither it nor Ratis' copies are humongous objects for G1), and while a full entry's worth
+ * waits, up to {@value #MAX_IN_FLIGHT_FULL} may be in flight. Markers and policy commands go out
+ * at once, in their order among the batches.
+ */
+final class LogSubmitter
+{
+    static final int MAX_IN_FLIGHT = 2;
+    static final int MAX_IN_FLIGHT_FULL = 8;
+    static final int MAX_ENTRY_BYTES = 256 * 1024;
+
+    private final Function<ByteBuffer, CompletableFuture<ByteBuffer>> log;
+    private final ExecutorService thread;
+    private final ManyToOneConcurrentLinkedQueue<ShardBatch> offered = new ManyToOneConcurrentLinkedQueue<>();
+    private final AtomicBoolean drainScheduled = new AtomicBoolean();
+    private final Runnable drain = this::drain;
+    private volatile IntConsumer entryDecisions = decisions -> { };
+
+    // Owned by the submitter thread:
+    private final ArrayDeque<ShardBatch> waiting = new ArrayDeque<>();
+    private int waitingBytes;
+    private int waitingAwaited;
+    private int decisionEntriesInFlight;
+    private long submissions;
+
+    /**
+     * @param log   hands one entry to the log; completes when it is committed and applied here
+     * @param name  the submitter thread's name
+     */
+    LogSubmitter(final Function<ByteBuffer, CompletableFuture<ByteBuffer>> log, final String name)
+    {
+        this.log = log;
+        this.thread = Executors.newSingleThreadExecutor(r ->
+        {
+            final Thread t = new Thread(r, name);
+            t.setDaemon(true);
+            return t;
+        });
+    }
+
+    /** Told the decisions carried by every DECISIONS entry this node hands to the log. */
+    void onDecisionEntry(final IntConsumer listener)
+    {
+        this.entryDecisions = listener;
+    }
+
+    /**
+     * Sends an entry built from its place in the order of submissions (a SYNC marker names its
+     * own), without waiting for a slot.
+     */
+    CompletableFuture<ByteBuffer> submit(final LongFunction<ByteBuffer> entry)
+    {
+        final CompletableFuture<ByteBuffer> committed = new CompletableFuture<>();
+        try
+        {
+            thread.execute(() ->
+            {
+                try
+                {
+                    forward(log(entry.apply(++submissions)), committed);
+                }
+                catch (final RuntimeException e)
+                {
+                    committed.completeExceptionally(e);
+                }
+            });
+        }
+        catch (final RejectedExecutionException stopping)
+        {
+            committed.completeExceptionally(stopping);
+        }
+        return committed;
+    }
+
+    /** Hands a shard's batch to the log (any thread); its {@link ShardBatch#committed()} tells the outcome. */
+    void offer(final ShardBatch batch)
+    {
+        offered.offer(batch);
+        if (drainScheduled.compareAndSet(false, true))
+        {
+            try
+            {
+                thread.execute(drain);
+            }
+            catch (final RejectedExecutionException stopping)
+            {
+                drainScheduled.set(false);
+                failOffered(stopping);
+            }
+        }
+    }
+
+    private void drain()
+    {
+        drainScheduled.set(false);
+        ShardBatch batch;
+        while ((batch = offered.poll()) != null)
+        {
+            waiting.addLast(batch);
+            waitingBytes += batch.bytes();
+            waitingAwaited += batch.awaited() ? 1 : 0;
+        }
+        sendWhileAllowed();
+    }
+
+    private void sendWhileAllowed()
+    {
+        while (!waiting.isEmpty())
+        {
+            final int allowed = waitingBytes >= MAX_ENTRY_BYTES ? MAX_IN_FLIGHT_FULL : waitingAwaited > 0 ? MAX_IN_FLIGHT : 1;
+            if (decisionEntriesInFlight >= allowed)
+            {
+                return; // an entry completing sends what waits
+            }
+            send();
+        }
+    }
+
+    private void send()
+    {
+        final List<ShardBatch> parts = new ArrayList<>();
+        int bytes = 0;
+        int decisions = 0;
+        while (!waiting.isEmpty() && (parts.isEmpty() || bytes + waiting.peekFirst().bytes() <= MAX_ENTRY_BYTES))
+        {
+            final ShardBatch batch = waiting.pollFirst();
+            parts.add(batch);
+            bytes += batch.bytes();
+            decisions += batch.decisions();
+            waitingBytes -= batch.bytes();
+            waitingAwaited -= batch.awaited() ? 1 : 0;
+        }
+        final ByteBuffer entry;
+        if (parts.size() == 1)
+        {
+            entry = parts.get(0).section();
+        }
+        else
+        {
+            entry = ByteBuffer.allocate(bytes);
+            for (final ShardBatch part : parts)
+            {
+                entry.put(part.section()); // sections back to back: DecisionsEntry's layout
+            }
+            entry.flip();
+        }
+        final long number = ++submissions;
+        for (final ShardBatch part : parts)
+        {
+            part.submitted(number);
+        }
+        decisionEntriesInFlight++;
+        entryDecisions.accept(decisions);
+        log(entry).whenComplete((reply, failure) ->
+        {
+            for (final ShardBatch part : parts)
+            {
+                if (failure == null)
+                {
+                    part.committed().complete(null);
+                }
+                else
+                {
+                    part.committed().completeExceptionally(failure);
+                }
+            }
+            try
+            {
+                thread.execute(() ->
+                {
+                    decisionEntriesInFlight--;
+                    sendWhileAllowed();
+                });
+            }
+            catch (final RejectedExecutionException stopping)
+            {
+                // Closed: what still waits was failed by close().
+            }
+        });
+    }
+
+    private CompletableFuture<ByteBuffer> log(final ByteBuffer entry)
+    {
+        try
+        {
+            return log.apply(entry);
+        }
+        catch (final RuntimeException e)
+        {
+            return CompletableFuture.failedFuture(e);
+        }
+    }
+
+    private static void forward(final CompletableFuture<ByteBuffer> from, final CompletableFuture<ByteBuffer> to)
+    {
+        from.whenComplete((reply, failure) ->
+        {
+            if (failure != null)
+            {
+                to.completeExceptionally(failure);
+            }
+            else
+            {
+                to.complete(reply);
+            }
+        });
+    }
+
+    private void failOffered(final Throwable why)
+    {
+        ShardBatch batch;
+        while ((batch = offered.poll()) != null)
+        {
+            batch.committed().completeExceptionally(why);
+        }
+    }
+
+    /** Stops sending: batches not handed to the log yet fail. */
+    void close()
+    {
+        final RejectedExecutionException closed = new RejectedExecutionException("the log submitter is closed");
+        try
+        {
+            thread.execute(() ->
+            {
+                for (final ShardBatch batch : waiting)
+                {
+                    batch.committed().completeExceptionally(closed);
+                }
+                waiting.clear();
+                failOffered(closed);
+            });
+        }
+        catch (final RejectedExecutionException already)
+        {
+            return;
+        }
+        thread.shutdown();
+    }
+}

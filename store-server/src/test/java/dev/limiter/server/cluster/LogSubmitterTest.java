@@ -1,0 +1,228 @@
+package dev.limiter.server.cluster;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Group commit across shards: the batches the shards of a group hand over while an entry is in
+ * flight leave together as one entry; FAST-only batches keep one entry in flight, a STRICT waiter
+ * two, a full entry's worth up to eight; markers go out at once and every entry is numbered in the
+ * order it reached the log. The log here is a queue the test completes by hand.
+ */
+@Timeout(30)
+class LogSubmitterTest
+{
+    /** An entry handed to the fake log, and the commit the test completes. */
+    private record Sent(ByteBuffer entry, CompletableFuture<ByteBuffer> commit)
+    {
+    }
+
+    private final LinkedBlockingQueue<Sent> log = new LinkedBlockingQueue<>();
+    private final List<Integer> entryDecisions = new ArrayList<>();
+    private final LogSubmitter submitter = new LogSubmitter(entry ->
+    {
+        final CompletableFuture<ByteBuffer> commit = new CompletableFuture<>();
+        log.add(new Sent(entry, commit));
+        return commit;
+    }, "test-log-submit");
+
+    {
+        submitter.onDecisionEntry(decisions ->
+        {
+            synchronized (entryDecisions)
+            {
+                entryDecisions.add(decisions);
+            }
+        });
+    }
+
+    @AfterEach
+    void close()
+    {
+        submitter.close();
+    }
+
+    /** A section of {@code shard} with {@code decisions} one-byte-key records (content irrelevant here). */
+    private static ShardBatch batch(final int shard, final int decisions, final boolean awaited, final int keyBytes)
+    {
+        final int length = DecisionsEntry.HEADER + decisions * DecisionsEntry.recordLength(keyBytes);
+        final ByteBuffer section = ByteBuffer.allocate(length);
+        int at = DecisionsEntry.HEADER;
+        for (int i = 0; i < decisions; i++)
+        {
+            section.putShort(at + 14, (short)keyBytes);
+            at += DecisionsEntry.recordLength(keyBytes);
+        }
+        DecisionsEntry.putHeader(section, shard, decisions);
+        return new ShardBatch(section, decisions, awaited);
+    }
+
+    private Sent next() throws InterruptedException
+    {
+        final Sent sent = log.poll(10, TimeUnit.SECONDS);
+        assertNotNull(sent, "nothing reached the log");
+        return sent;
+    }
+
+    /** Nothing more reaches the log: checked after a round trip through the submitter's thread. */
+    private void nothingMoreSent() throws Exception
+    {
+        submitter.submit(n -> ByteBuffer.allocate(0));
+        final Sent probe = next();
+        assertEquals(0, probe.entry().remaining(), "a decision entry went out beyond the limit");
+        probe.commit().complete(ByteBuffer.allocate(0));
+        assertNull(log.poll());
+    }
+
+    private static List<Integer> shards(final ByteBuffer entry)
+    {
+        final List<Integer> shards = new ArrayList<>();
+        for (int at = entry.position(); at < entry.limit(); at = DecisionsEntry.sectionEnd(entry, at))
+        {
+            shards.add(DecisionsEntry.shard(entry, at));
+        }
+        return shards;
+    }
+
+    @Test
+    void batchesHandedOverWhileAnEntryCommitsLeaveTogetherAsOneEntry() throws Exception
+    {
+        final ShardBatch first = batch(0, 2, false, 4);
+        submitter.offer(first);
+        final Sent one = next();
+        assertEquals(List.of(0), shards(one.entry()));
+
+        final ShardBatch a = batch(1, 3, false, 4);
+        final ShardBatch b = batch(2, 1, false, 4);
+        final ShardBatch c = batch(0, 5, false, 4);
+        submitter.offer(a);
+        submitter.offer(b);
+        submitter.offer(c);
+        nothingMoreSent(); // FAST only: one decision entry in flight
+        assertEquals(ShardBatch.NOT_SUBMITTED, a.submission());
+
+        one.commit().complete(ByteBuffer.allocate(0));
+        first.committed().get(10, TimeUnit.SECONDS);
+        final Sent two = next();
+        assertEquals(List.of(1, 2, 0), shards(two.entry()), "the three shards' batches in one entry, in the order handed over");
+        assertTrue(a.submission() > first.submission());
+        assertEquals(a.submission(), b.submission());
+        assertEquals(a.submission(), c.submission());
+        assertFalse(a.committed().isDone());
+        two.commit().complete(ByteBuffer.allocate(0));
+        CompletableFuture.allOf(a.committed(), b.committed(), c.committed()).get(10, TimeUnit.SECONDS);
+        synchronized (entryDecisions)
+        {
+            assertEquals(List.of(2, 9), entryDecisions);
+        }
+    }
+
+    @Test
+    void aBatchAStrictCallerWaitsForOvertakesTheFastLimitButNotTheStrictOne() throws Exception
+    {
+        submitter.offer(batch(0, 1, false, 4));
+        final Sent fast = next();
+        submitter.offer(batch(1, 1, true, 4));
+        final Sent strict = next(); // a second entry in flight for the waiting caller
+        submitter.offer(batch(1, 1, true, 4));
+        nothingMoreSent(); // not a third
+        fast.commit().complete(ByteBuffer.allocate(0));
+        assertEquals(List.of(1), shards(next().entry()));
+        strict.commit().complete(ByteBuffer.allocate(0));
+    }
+
+    @Test
+    void aFullEntrysWorthMayHaveUpToEightEntriesInFlightEachWithinTheSizeLimit() throws Exception
+    {
+        final int keyBytes = 1000;
+        final int perBatch = (LogSubmitter.MAX_ENTRY_BYTES / 2 - DecisionsEntry.HEADER) / DecisionsEntry.recordLength(keyBytes); // about half an entry each
+        submitter.offer(batch(0, 1, false, 4));
+        final Sent fast = next(); // a FAST entry in flight holds back what is less than a full entry
+        for (int i = 0; i < 2 * (LogSubmitter.MAX_IN_FLIGHT_FULL + 2); i++)
+        {
+            submitter.offer(batch(i % 3, perBatch, false, keyBytes));
+        }
+        for (int i = 1; i < LogSubmitter.MAX_IN_FLIGHT_FULL; i++)
+        {
+            final Sent sent = next();
+            assertTrue(sent.entry().remaining() <= LogSubmitter.MAX_ENTRY_BYTES, "entry of " + sent.entry().remaining() + " bytes");
+            assertEquals(2, shards(sent.entry()).size(), "two half-entry batches per entry");
+        }
+        nothingMoreSent(); // eight in flight
+        fast.commit().complete(ByteBuffer.allocate(0));
+        assertEquals(2, shards(next().entry()).size());
+        nothingMoreSent();
+    }
+
+    @Test
+    void markersGoOutAtOnceNumberedInTheOrderEverythingReachedTheLog() throws Exception
+    {
+        final ShardBatch before = batch(0, 1, false, 4);
+        submitter.offer(before);
+        final Sent batchEntry = next();
+        final ShardBatch waiting = batch(0, 1, false, 4);
+        submitter.offer(waiting);
+        final CompletableFuture<ByteBuffer> marker = submitter.submit(number -> ByteBuffer.allocate(8).putLong(0, number));
+        final Sent markerEntry = next(); // not held back by the decision entry in flight
+        final long markerNumber = markerEntry.entry().getLong(0);
+        assertTrue(before.submission() < markerNumber);
+        assertEquals(ShardBatch.NOT_SUBMITTED, waiting.submission(), "reaches the log after the marker: a resync replays it");
+        markerEntry.commit().complete(ByteBuffer.wrap(new byte[] {7}));
+        assertArrayEquals(new byte[] {7}, marker.get(10, TimeUnit.SECONDS).array());
+        batchEntry.commit().complete(ByteBuffer.allocate(0));
+        next();
+        assertTrue(waiting.submission() > markerNumber);
+    }
+
+    @Test
+    void aFailedEntryFailsEveryBatchItCarriedAndTheNextOneStillGoesOut() throws Exception
+    {
+        submitter.offer(batch(0, 1, false, 4));
+        final Sent first = next();
+        final ShardBatch a = batch(1, 1, false, 4);
+        final ShardBatch b = batch(2, 1, false, 4);
+        submitter.offer(a);
+        submitter.offer(b);
+        first.commit().completeExceptionally(new IllegalStateException("not leader"));
+        final Sent second = next();
+        second.commit().completeExceptionally(new IllegalStateException("not leader"));
+        assertThrows(ExecutionException.class, () -> a.committed().get(10, TimeUnit.SECONDS));
+        assertThrows(ExecutionException.class, () -> b.committed().get(10, TimeUnit.SECONDS));
+        final ShardBatch c = batch(0, 1, false, 4);
+        submitter.offer(c);
+        next().commit().complete(ByteBuffer.allocate(0));
+        c.committed().get(10, TimeUnit.SECONDS);
+    }
+
+    @Test
+    void closingFailsWhatWasNotHandedToTheLogAndRefusesWhatComesAfter() throws Exception
+    {
+        submitter.offer(batch(0, 1, false, 4));
+        next();
+        final ShardBatch waiting = batch(1, 1, false, 4);
+        submitter.offer(waiting);
+        submitter.close();
+        assertThrows(ExecutionException.class, () -> waiting.committed().get(10, TimeUnit.SECONDS));
+        final ShardBatch late = batch(1, 1, false, 4);
+        submitter.offer(late);
+        assertThrows(ExecutionException.class, () -> late.committed().get(10, TimeUnit.SECONDS));
+        assertThrows(ExecutionException.class, () -> submitter.submit(n -> ByteBuffer.allocate(1)).get(10, TimeUnit.SECONDS));
+    }
+}
