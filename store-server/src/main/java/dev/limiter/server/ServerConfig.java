@@ -52,6 +52,8 @@ public final class ServerConfig
     private Path policiesFile;
     private int shards = DEFAULT_SHARDS;
     private int raftGroups = 1;
+    private long snapshotEveryEntries = dev.limiter.raft.RaftNodeConfig.DEFAULT_SNAPSHOT_EVERY_ENTRIES;
+    private int logSegmentBytes = 1 << 20;
     private int ioThreads = DEFAULT_IO_THREADS;
     private int maxBucketsPerShard = DEFAULT_MAX_BUCKETS_PER_SHARD;
     private int keyArenaBytesPerShard = DEFAULT_KEY_ARENA_BYTES_PER_SHARD;
@@ -325,6 +327,32 @@ public final class ServerConfig
     public ServerConfig joining(final boolean joining)
     {
         this.joining = joining;
+        return this;
+    }
+
+    /** Log entries between a Raft group's snapshots (each group counts its own). */
+    public long snapshotEveryEntries()
+    {
+        return snapshotEveryEntries;
+    }
+
+    /** Drills take snapshots often, so that a member that was away catches up by one. */
+    public ServerConfig snapshotEveryEntries(final long entries)
+    {
+        this.snapshotEveryEntries = entries;
+        return this;
+    }
+
+    /** Bytes of a Raft log segment; only closed segments are purged after a snapshot. */
+    public int logSegmentBytes()
+    {
+        return logSegmentBytes;
+    }
+
+    /** Drills use small segments, so that a snapshot lets the log be purged past an absent member. */
+    public ServerConfig logSegmentBytes(final int bytes)
+    {
+        this.logSegmentBytes = bytes;
         return this;
     }
 

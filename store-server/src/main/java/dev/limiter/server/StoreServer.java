@@ -291,6 +291,8 @@ public final class StoreServer implements NodeStatus, AutoCloseable
             .storageDir(config.dataDir().resolve("raft"))
             .groupName("buckets")
             .joining(config.joining())
+            .snapshotEveryEntries(config.snapshotEveryEntries())
+            .logSegmentBytes(config.logSegmentBytes())
             .tls(config.tlsCert(), config.tlsKey(), config.tlsCa())
             .prefaceTimeoutMillis(config.frameTimeoutMillis())
             .refusals(reason -> metrics.refused("raft", reason)),

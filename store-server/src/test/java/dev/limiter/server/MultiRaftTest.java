@@ -21,6 +21,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.concurrent.TimeUnit;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -29,6 +30,7 @@ import java.util.function.BooleanSupplier;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -55,6 +57,8 @@ class MultiRaftTest
     private final Map<String, InetSocketAddress> peers = new LinkedHashMap<>();
     private final Map<String, StoreServer> nodes = new LinkedHashMap<>();
     private final Map<String, LimiterClient> clients = new LinkedHashMap<>();
+    /** Snapshots every 20 entries and 4 KiB log segments, so the log is purged past an absent member. */
+    private boolean compactEagerly;
 
     @AfterEach
     void stopAll()
@@ -77,6 +81,10 @@ class MultiRaftTest
         Files.createDirectories(dir.resolve(id + "-config"));
         final ServerConfig config = TestNode.config(dir.resolve(id + "-config"), peers.get(id).getPort(), SHARDS)
             .nodeId(id).peers(peers).raftPortOffset(RAFT_OFFSET).dataDir(dir.resolve(id)).raftGroups(3).adminToken(TOKEN);
+        if (compactEagerly)
+        {
+            config.snapshotEveryEntries(20).logSegmentBytes(4096);
+        }
         final StoreServer server = new StoreServer(config).start();
         nodes.put(id, server);
         return server;
@@ -246,6 +254,57 @@ class MultiRaftTest
         assertTrue(status.contains("{\"group\":2,\"leader\":\"n3\"") && status.contains("\"role\":\"LEADER\""), status);
         assertTrue(status.contains("{\"shard\":1,\"role\":\"FOLLOWER\",\"group\":1,\"leaderAddress\":\"127.0.0.1:" +
             peers.get("n2").getPort() + "\""), status);
+    }
+
+    @Test
+    void aMemberAwayWhileEveryGroupCompactsItsLogCatchesUpBySnapshotsAndConverges() throws Exception
+    {
+        compactEagerly = true;
+        startCluster();
+        awaitSpreadLeaders();
+        putOrders(NO_REFILL_STRICT, 5); // STRICT: one log entry per call (FAST calls would share entries)
+        final long[] n3Had = new long[3];
+        for (int g = 0; g < 3; g++)
+        {
+            n3Had[g] = nodes.get("n3").replicationGroups().all().get(g).member().lastAppliedIndex();
+        }
+        nodes.remove("n3").close();
+        await("group 2 to be decided by n1 or n2", Duration.ofSeconds(10), () -> decider(2) != null);
+        // One entry per decision: 180 per group, well past 20 entries and
+        // several 4 KiB segments, so every group snapshots and purges what n3 would have replayed.
+        for (int shard = 0; shard < SHARDS; shard++)
+        {
+            for (int t = 0; t < 60; t++)
+            {
+                final String tenant = tenantOn(shard, t);
+                for (int i = 0; i < 3; i++)
+                {
+                    assertTrue(decide(tenant).allowed(), tenant + " call " + i);
+                }
+            }
+        }
+        for (int g = 0; g < 3; g++)
+        {
+            final int group = g;
+            final String leader = decider(g);
+            assertNotNull(leader, "group " + g + " has a decider");
+            // A snapshot now, so the purge covers the latest decisions too (automatic ones came every 20 entries).
+            final long snapshotIndex = nodes.get(leader).replicationGroups().all().get(group).member().snapshot().get(10, TimeUnit.SECONDS);
+            assertTrue(snapshotIndex > n3Had[group] + 100, "group " + group + ": snapshot at " + snapshotIndex + ", n3 had " + n3Had[group]);
+        }
+        final StoreServer back = start("n3");
+        await(() -> "n3 to install a snapshot in every group: " + java.util.stream.IntStream.range(0, 3)
+                .mapToObj(g -> String.valueOf(back.replicationGroups().all().get(g).member().snapshotsInstalled())).toList(),
+            Duration.ofSeconds(60), () -> java.util.stream.IntStream.range(0, 3)
+                .allMatch(g -> back.replicationGroups().all().get(g).member().snapshotsInstalled() > 0));
+        await("every group to converge on every replica, n3 included", Duration.ofSeconds(30),
+            () -> converged() && appliedIn("n3", 0) == 180 && appliedIn("n3", 1) == 180 && appliedIn("n3", 2) == 180);
+        // What n3 holds came from the snapshots: each tenant has spent 3 of its 5 tokens there too.
+        awaitSpreadLeaders();
+        final String tenant = tenantOn(2, 0);
+        assertTrue(decide(tenant).allowed(), "the fourth of five, decided by n3 again");
+        assertTrue(decide(tenant).allowed(), "the fifth of five");
+        assertFalse(decide(tenant).allowed(), "the sixth: n3's tables came from the snapshot, not from nothing");
     }
 
     @Test
