@@ -13,18 +13,9 @@
 # and 10 s a row.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-S=127.0.0.1:7401,127.0.0.1:7402,127.0.0.1:7403
 [ $# -gt 0 ] || { echo "usage: $0 \"<bench args>\"..." >&2; exit 2; }
-rm -rf data/n1 data/n2 data/n3
-# shellcheck disable=SC2086
-./limiter cluster ${LIMITER_CLUSTER_ARGS:-} > data/cluster-rows.log 2>&1 &
-CLUSTER=$!
-trap 'kill $CLUSTER 2>/dev/null || true; wait $CLUSTER 2>/dev/null || true' EXIT
-for _ in $(seq 1 60); do
-  sleep 1
-  ./limiter status --server $S --json 2>/dev/null | grep -q '"LEADER"' && break
-done
-sleep 2
+. benchmarks/scripts/local-cluster.sh
+start_local_cluster data/cluster-rows.log
 ./limiter bench --server $S --connections 4 --pipeline 64 --duration 12 --warmup 2 > /dev/null 2>&1
 ./limiter bench --server $S --connections 4 --pipeline 8 --route /bench-strict --duration 10 --warmup 1 > /dev/null 2>&1
 ./limiter bench --server $S --connections 4 --rate 2000 --route /bench-strict --duration 12 --warmup 1 > /dev/null 2>&1

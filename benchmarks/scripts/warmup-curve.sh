@@ -11,18 +11,9 @@
 # Deletes data/n1..n3 first. Bounded: start-up, N x about 20 s, and three 10 s rows.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-S=127.0.0.1:7401,127.0.0.1:7402,127.0.0.1:7403
 RUNS=${1:?usage: $0 <runs of 18 s>}
-rm -rf data/n1 data/n2 data/n3
-# shellcheck disable=SC2086
-./limiter cluster ${LIMITER_CLUSTER_ARGS:-} > data/warmup-curve.log 2>&1 &
-CLUSTER=$!
-trap 'kill $CLUSTER 2>/dev/null || true; wait $CLUSTER 2>/dev/null || true' EXIT
-for _ in $(seq 1 60); do
-  sleep 1
-  ./limiter status --server $S --json 2>/dev/null | grep -q '"LEADER"' && break
-done
-sleep 2
+. benchmarks/scripts/local-cluster.sh
+start_local_cluster data/warmup-curve.log
 N1=$(pgrep -f -- '--node-id n1' | head -1)
 c2_ticks() {
   for t in /proc/"$N1"/task/*; do

@@ -41,7 +41,11 @@ final class ProcessCluster implements AutoCloseable
             final Path data = dir.resolve(id);
             Files.createDirectories(data);
             final List<String> command = new ArrayList<>(List.of(java, "--add-exports=java.base/jdk.internal.misc=ALL-UNNAMED",
-                "-Xmx256m", "-cp", System.getProperty("java.class.path"), "dev.limiter.server.ServerMain",
+                "-Xmx256m",
+                // Wall-clock times and leadership changes in node.log, to see where a drill's seconds went.
+                "-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS", "-Dorg.slf4j.simpleLogger.log.dev.limiter=info",
+                "-Dorg.slf4j.simpleLogger.log.org.apache.ratis.server.RaftServer$Division=info",
+                "-cp", System.getProperty("java.class.path"), "dev.limiter.server.ServerMain",
                 "--node-id", id, "--peers", peers.toString(), "--admin-port", "-1", "--data-dir", data.toString(),
                 "--policies", policies.toString(), "--shards", "1", "--io-threads", "1"));
             commands.put(id, command);

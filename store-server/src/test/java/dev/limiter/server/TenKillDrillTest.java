@@ -25,8 +25,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * the fresh client's call soon after the kill: asserted under 2 s on this shared machine, where
  * four JVMs and the load share two cores; the aim is 1 s and the times are printed.
  *
- * <p>Two minutes long and not reliably passing here (2026-12-04, three runs: most rounds 0.6-1.3 s,
- * but 5 of 30 over 2 s, up to 6.2 s), so it runs only when asked:
+ * <p>Two minutes long and not reliably passing here (2026-12-04, five runs: most rounds 0.6-1.3 s,
+ * but 6 of 50 over 2 s, up to 6.2 s; a slow round is a survivor waiting for the vote of the member
+ * restarted the round before, still catching up: docs/cluster.md), so it runs only when asked. When a
+ * round takes over 1 s it copies the nodes' logs to {@code target/ten-kill-drill/}:
  * {@code mvn -B -ntp test -pl store-server -am -Dtest=TenKillDrillTest -Dlimiter.drills=true -Dsurefire.failIfNoSpecifiedTests=false}.
  */
 @Timeout(240)
@@ -70,6 +72,7 @@ class TenKillDrillTest
                 {
                     final String leader = cluster.awaitLeader(null);
                     final long killedAt = System.nanoTime();
+                    System.out.println("round " + round + ": SIGKILL " + leader + " at " + java.time.Instant.now());
                     cluster.kill(leader); // SIGKILL
                     answeredMillis.add(firstNodeAnswerMillis(all, killedAt));
                     cluster.restart(leader);
@@ -79,12 +82,32 @@ class TenKillDrillTest
                 loader.join(10_000);
             }
             System.out.println("ten SIGKILLs of the leader: a fresh client's first node decision after " + answeredMillis + " ms");
+            if (answeredMillis.stream().anyMatch(ms -> ms > 1000))
+            {
+                keepNodeLogs();
+            }
             for (int round = 0; round < answeredMillis.size(); round++)
             {
                 assertTrue(answeredMillis.get(round) < 2000, "round " + round + ": first node decision " + answeredMillis.get(round) +
                     " ms after the kill (all rounds: " + answeredMillis + ")");
             }
         }
+    }
+
+    /** Copies the nodes' logs where they outlive the test, to see where a slow round's time went. */
+    private void keepNodeLogs() throws java.io.IOException
+    {
+        final Path kept = Path.of("target", "ten-kill-drill");
+        java.nio.file.Files.createDirectories(kept);
+        try (java.util.stream.Stream<Path> logs = java.nio.file.Files.walk(dir))
+        {
+            for (final Path log : logs.filter(p -> p.getFileName().toString().equals("node.log")).toList())
+            {
+                java.nio.file.Files.copy(log, kept.resolve(log.getParent().getFileName() + ".log"),
+                    java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+            }
+        }
+        System.out.println("a round took over 1 s: the nodes' logs are in " + kept.toAbsolutePath());
     }
 
     /** A fresh client's first decision made by a node (not by the SDK itself), in ms after the kill; bounded at 10 s. */
