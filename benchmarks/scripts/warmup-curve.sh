@@ -17,7 +17,9 @@ start_local_cluster data/warmup-curve.log
 N1=$(pgrep -f -- '--node-id n1' | head -1)
 c2_ticks() {
   for t in /proc/"$N1"/task/*; do
-    [ "$(cat "$t/comm" 2>/dev/null)" = "C2 CompilerThre" ] && awk '{print $14 + $15}' "$t/stat" 2>/dev/null
+    if [ "$(cat "$t/comm" 2>/dev/null || true)" = "C2 CompilerThre" ]; then
+      awk '{print $14 + $15}' "$t/stat" 2>/dev/null || true
+    fi
   done | awk '{s += $1} END {print s + 0}'
 }
 summary() {

@@ -21,10 +21,11 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.concurrent.TimeUnit;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
+import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -305,6 +306,47 @@ class MultiRaftTest
         assertTrue(decide(tenant).allowed(), "the fourth of five, decided by n3 again");
         assertTrue(decide(tenant).allowed(), "the fifth of five");
         assertFalse(decide(tenant).allowed(), "the sixth: n3's tables came from the snapshot, not from nothing");
+    }
+
+    @Test
+    void tenantScopedHierarchicalLimitsAreChargedAllOrNoneInTheGroupOfEachTenant() throws Exception
+    {
+        startCluster();
+        awaitSpreadLeaders();
+        putOrders(NO_REFILL, 5);
+        final HttpResponse<String> put = AdminApiTest.call(HttpClient.newHttpClient(), nodes.get("n1").adminPort(), "PUT",
+            "/v1/policies/orders-user", "{\"selector\":{\"route\":\"/v1/orders/{id}\"},\"rate\":1,\"period\":\"3600s\",\"burst\":2," +
+                "\"scope\":\"PRINCIPAL\",\"stacked\":true,\"owner\":\"platform\",\"reason\":\"per user\"}", TOKEN);
+        assertEquals(200, put.statusCode(), put.body());
+        await("every node to have the stacked policy in force", Duration.ofSeconds(10), () ->
+            nodes.values().stream().allMatch(n -> n.policies().policies().stream().anyMatch(p -> p.id().equals("orders-user"))));
+        for (int shard = 0; shard < SHARDS; shard++)
+        {
+            // In each tenant's group: a user's third call is refused by its allowance (2), and once the
+            // tenant's five tokens are spent the tenant's policy refuses the next user's second call.
+            final String tenant = tenantOn(shard, 0);
+            final List<String> answers = new ArrayList<>();
+            for (final String user : List.of("u1", "u2", "u3"))
+            {
+                for (int i = 0; i < 3; i++)
+                {
+                    final Decision decision = decideAs(tenant, user);
+                    answers.add(user + ":" + (decision.allowed() ? "ok" : decision.policyId()));
+                }
+            }
+            assertEquals(List.of("u1:ok", "u1:ok", "u1:orders-user", "u2:ok", "u2:ok", "u2:orders-user", "u3:ok", "u3:orders",
+                "u3:orders"), answers, "shard " + shard);
+        }
+        await("every group to converge on every replica", Duration.ofSeconds(20), () -> converged() && appliedIn("n1", 1) > 0);
+    }
+
+    private Decision decideAs(final String tenant, final String principal) throws Exception
+    {
+        final String node = decider(ReplicationGroups.groupOf(shardOf(tenant), 3));
+        final Decision decision = clientOf(node).acquireBlocking(
+            Descriptor.builder().tenant(tenant).principal(principal).route("/v1/orders/1").build(), 1);
+        assertFalse(decision.degraded(), "decided by node " + node + ": " + decision);
+        return decision;
     }
 
     @Test
