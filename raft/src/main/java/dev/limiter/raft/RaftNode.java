@@ -153,6 +153,10 @@ public final class RaftNode implements AutoCloseable
         RaftServerConfigKeys.Log.setSegmentCacheNumMax(properties, 2);
         RaftServerConfigKeys.Log.Appender.setSnapshotChunkSizeMax(properties, SizeInBytes.valueOf(config.snapshotChunkBytes()));
         RaftServerConfigKeys.Log.setPurgeGap(properties, 1);
+        // No metadata entry (the commit index) after each commit: it doubles the entries Ratis writes
+        // and sends, for a faster restart only; a restarted member learns the commit index from the
+        // leader's next append instead (docs/cluster.md has what it saves here).
+        RaftServerConfigKeys.Log.setLogMetadataEnabled(properties, false);
         final Parameters parameters = new Parameters();
         GrpcConfigKeys.Server.setServicesCustomizer(parameters, new RaftPortGuard(config));
         if (config.tlsCert() != null)
