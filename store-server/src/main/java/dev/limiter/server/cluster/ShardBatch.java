@@ -26,12 +26,12 @@ public final class ShardBatch
      */
     public ShardBatch(final ByteBuffer section, final int decisions, final boolean awaited)
     {
-        this.section = section.asReadOnlyBuffer();
+        this.section = section; // kept array-backed: Ratis wraps it without a copy (nothing writes to it once handed over)
         this.decisions = decisions;
         this.awaited = awaited;
     }
 
-    /** The section, positioned at its header (a fresh view each call). */
+    /** The section, positioned at its header (a fresh view each call; read it, never write to it). */
     public ByteBuffer section()
     {
         return section.duplicate();
