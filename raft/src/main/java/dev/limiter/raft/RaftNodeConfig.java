@@ -16,6 +16,8 @@ public final class RaftNodeConfig
     public static final Duration DEFAULT_ELECTION_TIMEOUT_MAX = Duration.ofMillis(300);
     /** Entries between automatic snapshots (after which the log up to the snapshot is purged). */
     public static final long DEFAULT_SNAPSHOT_EVERY_ENTRIES = 10_000;
+    /** Bytes of a log segment; only closed segments are purged after a snapshot. */
+    public static final int DEFAULT_LOG_SEGMENT_BYTES = 1 << 20;
     /**
      * Ratis' leader step-down wait (its default is 10 s): how long a member that stepped down for
      * want of a majority waits before it campaigns, and the JVM pause past which a leader steps
@@ -43,7 +45,7 @@ public final class RaftNodeConfig
     private final Duration electionTimeoutMin = DEFAULT_ELECTION_TIMEOUT_MIN;
     private final Duration electionTimeoutMax = DEFAULT_ELECTION_TIMEOUT_MAX;
     private long snapshotEveryEntries = DEFAULT_SNAPSHOT_EVERY_ENTRIES;
-    private int logSegmentBytes = 1 << 20;
+    private int logSegmentBytes = DEFAULT_LOG_SEGMENT_BYTES;
     private long leaderStepDownMillis = DEFAULT_LEADER_STEP_DOWN_MILLIS;
     private boolean joining;
     private int snapshotChunkBytes = 16 << 20;

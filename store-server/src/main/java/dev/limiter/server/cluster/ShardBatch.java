@@ -37,7 +37,8 @@ public final class ShardBatch
         return section.duplicate();
     }
 
-    int bytes()
+    /** Bytes of the section. */
+    public int bytes()
     {
         return section.remaining();
     }

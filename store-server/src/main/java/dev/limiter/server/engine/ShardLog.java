@@ -151,7 +151,7 @@ public final class ShardLog
         position = DecisionsEntry.HEADER;
         count = 0;
         inFlight.addLast(batch);
-        uncommittedBytes += handed.section().remaining();
+        uncommittedBytes += handed.bytes();
         replication.append(handed);
         handed.committed().whenComplete((ignored, failure) ->
         {
@@ -172,7 +172,7 @@ public final class ShardLog
         {
             return; // released by abandon() when the node began to stop
         }
-        uncommittedBytes -= batch.handed.section().remaining();
+        uncommittedBytes -= batch.handed.bytes();
         if (failure == null)
         {
             metrics.recordCommit(System.nanoTime() - batch.startNanos);
