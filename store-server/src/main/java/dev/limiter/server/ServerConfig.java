@@ -1,6 +1,7 @@
 package dev.limiter.server;
 
 import dev.limiter.protocol.Frame;
+import dev.limiter.raft.RaftNodeConfig;
 import dev.limiter.server.net.TlsClientAuth;
 import dev.limiter.server.table.BucketTable;
 
@@ -52,8 +53,8 @@ public final class ServerConfig
     private Path policiesFile;
     private int shards = DEFAULT_SHARDS;
     private int raftGroups = 1;
-    private long snapshotEveryEntries = dev.limiter.raft.RaftNodeConfig.DEFAULT_SNAPSHOT_EVERY_ENTRIES;
-    private int logSegmentBytes = 1 << 20;
+    private long snapshotEveryEntries = RaftNodeConfig.DEFAULT_SNAPSHOT_EVERY_ENTRIES;
+    private int logSegmentBytes = RaftNodeConfig.DEFAULT_LOG_SEGMENT_BYTES;
     private int ioThreads = DEFAULT_IO_THREADS;
     private int maxBucketsPerShard = DEFAULT_MAX_BUCKETS_PER_SHARD;
     private int keyArenaBytesPerShard = DEFAULT_KEY_ARENA_BYTES_PER_SHARD;
@@ -117,6 +118,8 @@ public final class ServerConfig
             require(raftGroups >= 1 && raftGroups <= shards,
                 "--raft-groups must be 1 to --shards (" + shards + "): each group owns at least one shard; was " + raftGroups);
             require(raftPortOffset > 0 && raftPortOffset < 10000, "raft port offset must be 1 to 9999, was " + raftPortOffset);
+            require(snapshotEveryEntries >= 1, "snapshots must come every 1 or more log entries, was " + snapshotEveryEntries);
+            require(logSegmentBytes >= 1024, "a Raft log segment must be at least 1 KiB, was " + logSegmentBytes + " bytes");
             for (final Map.Entry<String, InetSocketAddress> peer : peers.entrySet())
             {
                 require(peer.getValue().getPort() + raftPortOffset <= 65535,

@@ -34,4 +34,16 @@ class ServerConfigTest
             () -> new ServerConfig().shards(3).raftGroups(3).validate());
         assertTrue(e.getMessage().contains("--raft-groups needs --peers"), e.getMessage());
     }
+
+    @Test
+    void aSnapshotIntervalBelowOneEntryOrALogSegmentBelowOneKibIsRefused()
+    {
+        final IllegalArgumentException interval = assertThrows(IllegalArgumentException.class,
+            () -> member(1, 1).snapshotEveryEntries(0).validate());
+        assertTrue(interval.getMessage().contains("every 1 or more log entries, was 0"), interval.getMessage());
+        final IllegalArgumentException segment = assertThrows(IllegalArgumentException.class,
+            () -> member(1, 1).logSegmentBytes(512).validate());
+        assertTrue(segment.getMessage().contains("at least 1 KiB, was 512 bytes"), segment.getMessage());
+        assertEquals(20, member(1, 1).snapshotEveryEntries(20).logSegmentBytes(4096).validate().snapshotEveryEntries());
+    }
 }
