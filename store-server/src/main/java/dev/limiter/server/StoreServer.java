@@ -92,7 +92,7 @@ public final class StoreServer implements NodeStatus, AutoCloseable
     private final ServerConfig config;
     private final MonotonicClock clock;
     private final PolicySetIndex seed;
-    private final PolicyState policyState = new PolicyState();
+    private final PolicyState policyState;
     private final String adminToken;
     private PolicyControl control;
     private PolicyPublisher publisher;
@@ -124,10 +124,11 @@ public final class StoreServer implements NodeStatus, AutoCloseable
     public StoreServer(final ServerConfig config, final MonotonicClock clock)
     {
         this.config = config.validate();
+        this.policyState = new PolicyState(this.config.shards());
         this.clock = clock;
         this.seed = loadPolicies(config);
         final List<String> stackedProblems = seed.policies().stream().filter(CompiledPolicy::stacked)
-            .map(p -> PolicyControl.stackedScopeProblem(p.id(), p.scope(), config.shards())).filter(Objects::nonNull).toList();
+            .map(p -> PolicyControl.stackedProblem(p.source(), config.shards())).filter(Objects::nonNull).toList();
         if (!stackedProblems.isEmpty())
         {
             throw new PolicyValidationException(stackedProblems);
@@ -192,7 +193,7 @@ public final class StoreServer implements NodeStatus, AutoCloseable
         for (int i = 0; i < config.shards(); i++)
         {
             // Shard i belongs to event loop i mod n, unless shards get threads of their own.
-            shards.add(new Shard(i, config.maxBucketsPerShard(), config.keyArenaBytesPerShard(), clock, bucketRates(),
+            shards.add(new Shard(i, config.shards(), config.maxBucketsPerShard(), config.keyArenaBytesPerShard(), clock, bucketRates(i),
                 config.shardThreads() ? null : loops.get(i % loops.size())));
         }
         EngineMeters.bind(metrics.registry(), policyState, shards, connections::size);
@@ -267,12 +268,13 @@ public final class StoreServer implements NodeStatus, AutoCloseable
     }
 
     /**
-     * A stored bucket refills at the rate of the policy version its key names: the same on every
+     * A stored bucket on {@code shard} refills at the rate of the policy version its key names (its
+     * shard's share, for a budget split across shards): the same on every
      * replica whatever it has applied of other groups' logs, so sweeps evict alike everywhere.
      */
-    private BucketRates bucketRates()
+    private BucketRates bucketRates(final int shard)
     {
-        return (policy, key, keyOffset, keyLength) -> policyState.rateIfKnown(policy, BucketKeys.version(key, keyOffset));
+        return (policy, key, keyOffset, keyLength) -> policyState.rateIfKnown(policy, BucketKeys.version(key, keyOffset), shard);
     }
 
     private void startReplication()
@@ -280,7 +282,7 @@ public final class StoreServer implements NodeStatus, AutoCloseable
         final BucketTable[] committed = new BucketTable[shards.size()];
         for (int i = 0; i < committed.length; i++)
         {
-            committed[i] = new BucketTable(config.maxBucketsPerShard(), config.keyArenaBytesPerShard(), bucketRates(), true);
+            committed[i] = new BucketTable(config.maxBucketsPerShard(), config.keyArenaBytesPerShard(), bucketRates(i), true);
         }
         final Map<String, InetSocketAddress> raftAddresses = new LinkedHashMap<>();
         config.peers().forEach((id, address) -> raftAddresses.put(id,

@@ -486,15 +486,69 @@ class AdminApiTest
     }
 
     @Test
-    void stackedPoliciesAreRefusedOnANodeWithSeveralShards() throws Exception
+    void aStackedGlobalBudgetTooSmallToSplitIntoOneShareAShardIsRefused() throws Exception
     {
         try (StoreServer server = start(TestNode.config(dir, 0, 2).adminToken(TOKEN)))
         {
-            final HttpResponse<String> refused = call(server, "PUT", "/v1/policies/orders-global",
-                "{\"selector\":{\"route\":\"/v1/orders/{id}\"},\"rate\":1,\"scope\":\"GLOBAL\",\"stacked\":true,\"owner\":\"p\",\"reason\":\"r\"}");
+            final String global = "{\"selector\":{\"route\":\"/v1/orders/{id}\"},\"rate\":1,%s\"scope\":\"GLOBAL\",\"stacked\":true," +
+                "\"owner\":\"p\",\"reason\":\"r\"}";
+            final HttpResponse<String> refused = call(server, "PUT", "/v1/policies/orders-global", String.format(global, ""));
             assertEquals(400, refused.statusCode());
-            assertTrue(refused.body().contains("--shards 1"), refused.body());
+            assertTrue(refused.body().contains("split into 2 equal shares") && refused.body().contains("raise the burst to at least 2"),
+                refused.body());
             assertEquals(null, server.policyState().current("orders-global"));
+            assertEquals(200, call(server, "PUT", "/v1/policies/orders-global", String.format(global, "\"burst\":2,")).statusCode());
+        }
+    }
+
+    @Test
+    void aStackedGlobalBudgetOnSeveralShardsKeepsAnEqualShareOnEachAndNeverAdmitsMoreThanTheWhole() throws Exception
+    {
+        final ManualClock clock = new ManualClock(SECOND);
+        try (StoreServer server = new StoreServer(TestNode.config(dir, 0, 4).adminToken(TOKEN), clock).start();
+             LimiterClient client = LimiterClient.builder().endpoints("127.0.0.1:" + server.port()).deadline(Duration.ofSeconds(5)).build())
+        {
+            // The route's capacity: 40 tokens, one more per hour, stacked on the per-tenant orders policy (burst 5).
+            // On four shards each keeps a share: 10 tokens, one more every four hours.
+            assertEquals(200, call(server, "PUT", "/v1/policies/orders-global", "{\"selector\":{\"route\":\"/v1/orders/{id}\"}," +
+                "\"rate\":1,\"period\":\"3600s\",\"burst\":40,\"scope\":\"GLOBAL\",\"stacked\":true,\"owner\":\"platform\"," +
+                "\"reason\":\"route capacity\"}").statusCode());
+            assertEquals(200, call(server, "PUT", "/v1/policies/orders-hot", "{\"selector\":{\"tenant\":\"hot\",\"route\":\"/v1/orders/{id}\"}," +
+                "\"rate\":1000,\"burst\":1000,\"owner\":\"platform\",\"reason\":\"a big tenant\"}").statusCode());
+            // One tenant alone gets its shard's share, not the whole budget (the cost of splitting).
+            int hotAllowed = 0;
+            for (int i = 0; i < 30; i++)
+            {
+                final Decision decision = orders(client, "hot", "u");
+                if (decision.allowed())
+                {
+                    hotAllowed++;
+                    continue;
+                }
+                assertEquals("orders-global", decision.policyId(), decision.toString());
+                assertEquals(10, decision.limit(), "the answer shows the share that refused: " + decision);
+                assertEquals(0, decision.remaining());
+                assertTrue(decision.retryAfter().toMinutes() > 60, "a token returns to the share every four hours: " + decision);
+            }
+            assertEquals(10, hotAllowed);
+            // Many tenants over every shard take the other shares, and never more than the whole 40.
+            int allowed = hotAllowed;
+            for (int t = 0; t < 160; t++)
+            {
+                final Decision decision = orders(client, "tenant-" + t, "u");
+                allowed += decision.allowed() ? 1 : 0;
+                if (!decision.allowed())
+                {
+                    assertEquals("orders-global", decision.policyId(), decision.toString());
+                }
+            }
+            assertEquals(40, allowed, "every share spent, none exceeded");
+            // Four hours refill one token on each share: the hot tenant gets exactly its shard's one.
+            clock.advance(4 * 3600 * SECOND);
+            assertTrue(orders(client, "hot", "u").allowed());
+            assertFalse(orders(client, "hot", "u").allowed());
+            final String metrics = call(http, server.adminPort(), "GET", "/metrics", null, null).body();
+            assertTrue(metric(metrics, "limiter_decisions_total{outcome=\"allowed\",policy=\"orders-global\"}") >= 1, metrics);
         }
     }
 
@@ -556,8 +610,16 @@ class AdminApiTest
     @Test
     void underSaturationLowerPrioritiesAreRefusedFirstWhileTheReserveServesHigherOnes() throws Exception
     {
+        // One shard holds the whole pool and reserve; on two, each shard holds half of both, so the
+        // premium tenant finds the reserve of its own shard only (2 of the 4).
+        reserveServesHigherPriorities(1, 4);
+        reserveServesHigherPriorities(2, 2);
+    }
+
+    private void reserveServesHigherPriorities(final int shards, final int premiumExpected) throws Exception
+    {
         final ManualClock clock = new ManualClock(SECOND);
-        try (StoreServer server = new StoreServer(TestNode.config(dir, 0, 1).adminToken(TOKEN), clock).start();
+        try (StoreServer server = new StoreServer(TestNode.config(dir, 0, shards).adminToken(TOKEN), clock).start();
              LimiterClient client = LimiterClient.builder().endpoints("127.0.0.1:" + server.port()).deadline(Duration.ofSeconds(5)).build())
         {
             // Premium tenant acme: its own policy ranks 10. Everyone shares a route pool of 10, of which 4
@@ -570,7 +632,7 @@ class AdminApiTest
             assertEquals(200, pool.statusCode(), pool.body());
 
             int standard = 0;
-            for (int t = 0; t < 10; t++)
+            for (int t = 0; t < 20; t++)
             {
                 final Decision d = client.acquireBlocking(Descriptor.of("tenant-" + t, "/v1/orders/1"), 1);
                 standard += d.allowed() ? 1 : 0;
@@ -580,13 +642,13 @@ class AdminApiTest
                     assertTrue(d.retryAfter().toSeconds() > 0, d.toString());
                 }
             }
-            assertEquals(6, standard, "standard tenants stop where the reserve begins");
+            assertEquals(6, standard, "standard tenants stop where the reserve begins, on " + shards + " shards");
             int premium = 0;
             for (int i = 0; i < 6; i++)
             {
                 premium += client.acquireBlocking(Descriptor.of("acme", "/v1/orders/1"), 1).allowed() ? 1 : 0;
             }
-            assertEquals(4, premium, "the premium tenant still gets the reserved 4, then the pool is empty for everyone");
+            assertEquals(premiumExpected, premium, "the premium tenant still gets the reserve, then the pool is empty for everyone");
 
             final HttpResponse<String> bad = call(server, "PUT", "/v1/policies/orders-pool2", "{\"selector\":{\"route\":\"/v2\"}," +
                 "\"rate\":5,\"reserve\":{\"tokens\":5},\"owner\":\"p\",\"reason\":\"r\"}");

@@ -80,24 +80,27 @@ class AdminHttpTest
     }
 
     @Test
-    void shouldStartWithATenantScopedStackedPolicyOnSeveralShardsAndRefuseAGlobalOne() throws Exception
+    void shouldStartWithStackedPoliciesOnSeveralShardsAndRefuseAGlobalOneTooSmallToSplit() throws Exception
     {
-        final String file = "{\"policies\":[{\"id\":\"%s\",\"selector\":{\"route\":\"/x\"},\"rate\":100,\"scope\":\"%s\"," +
+        final String file = "{\"policies\":[{\"id\":\"%s\",\"selector\":{\"route\":\"/x\"},\"rate\":100,\"burst\":%d,\"scope\":\"%s\"," +
             "\"stacked\":true,\"owner\":\"o\"}]}";
-        final Path tenantTotal = dir.resolve("tenant-total.json");
-        Files.writeString(tenantTotal, String.format(file, "tenant-total", "TENANT"));
-        try (StoreServer server = new StoreServer(new ServerConfig().host("127.0.0.1").port(0).adminPort(-1).shards(2)
-            .policiesFile(tenantTotal).dataDir(dir)).start())
+        for (final String scope : new String[] {"TENANT", "GLOBAL"})
         {
-            assertTrue(server.port() > 0);
+            final Path fine = dir.resolve(scope + ".json");
+            Files.writeString(fine, String.format(file, "total", 4, scope));
+            try (StoreServer server = new StoreServer(new ServerConfig().host("127.0.0.1").port(0).adminPort(-1).shards(4)
+                .policiesFile(fine).dataDir(dir)).start())
+            {
+                assertTrue(server.port() > 0, scope);
+            }
         }
         final Path routeCapacity = dir.resolve("route-capacity.json");
-        Files.writeString(routeCapacity, String.format(file, "route-capacity", "GLOBAL"));
+        Files.writeString(routeCapacity, String.format(file, "route-capacity", 3, "GLOBAL"));
         final dev.limiter.protocol.PolicyValidationException refused = assertThrows(
             dev.limiter.protocol.PolicyValidationException.class,
-            () -> new StoreServer(new ServerConfig().host("127.0.0.1").port(0).adminPort(-1).shards(2).policiesFile(routeCapacity).dataDir(dir)));
-        assertTrue(refused.errors().stream().anyMatch(e -> e.contains("'route-capacity' is GLOBAL-scoped") && e.contains("--shards 1")),
-            refused.getMessage());
+            () -> new StoreServer(new ServerConfig().host("127.0.0.1").port(0).adminPort(-1).shards(4).policiesFile(routeCapacity).dataDir(dir)));
+        assertTrue(refused.errors().stream().anyMatch(e -> e.contains("'route-capacity' is GLOBAL-scoped") &&
+            e.contains("raise the burst to at least 4")), refused.getMessage());
     }
 
     @Test

@@ -310,7 +310,7 @@ class MultiRaftTest
     }
 
     @Test
-    void tenantScopedHierarchicalLimitsAreChargedAllOrNoneInTheGroupOfEachTenant() throws Exception
+    void hierarchicalLimitsAreChargedAllOrNoneInTheGroupOfEachTenantAndARouteBudgetKeepsAShareInEachGroup() throws Exception
     {
         startCluster();
         awaitSpreadLeaders();
@@ -319,8 +319,13 @@ class MultiRaftTest
             "/v1/policies/orders-user", "{\"selector\":{\"route\":\"/v1/orders/{id}\"},\"rate\":1,\"period\":\"3600s\",\"burst\":2," +
                 "\"scope\":\"PRINCIPAL\",\"stacked\":true,\"owner\":\"platform\",\"reason\":\"per user\"}", TOKEN);
         assertEquals(200, put.statusCode(), put.body());
-        await("every node to have the stacked policy in force", Duration.ofSeconds(10), () ->
-            nodes.values().stream().allMatch(n -> n.policies().policies().stream().anyMatch(p -> p.id().equals("orders-user"))));
+        // The API's capacity, split into one share of 6 per shard (so per group): decided by each group's leader alone.
+        final HttpResponse<String> global = AdminApiTest.call(HttpClient.newHttpClient(), nodes.get("n1").adminPort(), "PUT",
+            "/v1/policies/orders-global", "{\"selector\":{\"route\":\"/v1/{resource}/{id}\"},\"rate\":1,\"period\":\"3600s\",\"burst\":" +
+                6 * SHARDS + ",\"scope\":\"GLOBAL\",\"stacked\":true,\"owner\":\"platform\",\"reason\":\"route capacity\"}", TOKEN);
+        assertEquals(200, global.statusCode(), global.body());
+        await("every node to have the stacked policies in force", Duration.ofSeconds(10), () ->
+            nodes.values().stream().allMatch(n -> n.policies().policies().stream().filter(p -> p.id().startsWith("orders-")).count() == 2));
         for (int shard = 0; shard < SHARDS; shard++)
         {
             // In each tenant's group: a user's third call is refused by its allowance (2), and once the
@@ -337,7 +342,15 @@ class MultiRaftTest
             }
             assertEquals(List.of("u1:ok", "u1:ok", "u1:orders-user", "u2:ok", "u2:ok", "u2:orders-user", "u3:ok", "u3:orders",
                 "u3:orders"), answers, "shard " + shard);
+            // Five of the shard's six route tokens are spent: another tenant of the shard gets the sixth, then the share refuses.
+            final String neighbour = tenantOn(shard, 1);
+            assertTrue(decideAs(neighbour, "u1").allowed(), "shard " + shard);
+            final Decision spent = decideAs(neighbour, "u1");
+            assertFalse(spent.allowed(), "shard " + shard);
+            assertEquals("orders-global", spent.policyId(), "shard " + shard + ": " + spent);
+            assertEquals(6, spent.limit(), "the answer shows the shard's share: " + spent);
         }
+        // Every replica replays each section at its shard's share (ReplicatedBucketsTest checks the share a replica uses).
         await("every group to converge on every replica", Duration.ofSeconds(20), () -> converged() && appliedIn("n1", 1) > 0);
     }
 

@@ -32,6 +32,8 @@ public final class CompiledPolicy
     private final long specificity;
     private final long windowSeconds;
     private final boolean strict;
+    /** Per-shard shares of a budget split across shards, for the last shard count asked (immutable once built). */
+    private volatile TokenBucket.Rate[] shares;
 
     CompiledPolicy(final Policy source, final int ordinal, final TokenBucket.Rate rate, final RouteTemplate route)
     {
@@ -58,7 +60,8 @@ public final class CompiledPolicy
             (region != null ? 1L : 0);
     }
 
-    static Scope effectiveScope(final Policy policy)
+    /** The scope a policy's buckets are keyed by: as written, TENANT when unspecified. */
+    public static Scope effectiveScope(final Policy policy)
     {
         return policy.getScope() == Scope.SCOPE_UNSPECIFIED || policy.getScope() == Scope.UNRECOGNIZED ?
             Scope.TENANT : policy.getScope();
@@ -188,6 +191,85 @@ public final class CompiledPolicy
     public long floorFor(final CompiledPolicy own)
     {
         return source.hasReserve() && own.priority() < reserveMinPriority() ? reserveUnits() : 0;
+    }
+
+    /**
+     * What a request whose own policy is {@code own} must leave in this budget's bucket on shard
+     * {@code shard} of {@code shards}: {@link #floorFor(CompiledPolicy)}, or, for a budget split
+     * across shards, that shard's part of the reserve ({@link TokenBucket#shareOf}), in the share's units.
+     */
+    public long floorFor(final CompiledPolicy own, final int shard, final int shards)
+    {
+        if (!splitAcrossShards(shards))
+        {
+            return floorFor(own);
+        }
+        return source.hasReserve() && own.priority() < reserveMinPriority() ?
+            rateOnShard(shard, shards).costUnits(TokenBucket.shareOf(source.getReserve().getTokens(), shard, shards)) : 0;
+    }
+
+    /**
+     * Whether a policy is a budget that a node with several shards splits into one equal share per
+     * shard: a stacked GLOBAL or CLIENT_IP budget. The requests it is stacked on are decided by the
+     * shard of their own bucket (often their tenant's), so no one shard could hold the whole budget;
+     * each keeps 1/shards of it instead ({@link TokenBucket.Rate#share}), which never admits more than
+     * the whole budget and may refuse a request while another shard's share still has tokens.
+     */
+    public static boolean splitsAcrossShards(final Policy policy)
+    {
+        final Scope scope = effectiveScope(policy);
+        return policy.getStacked() && (scope == Scope.GLOBAL || scope == Scope.CLIENT_IP);
+    }
+
+    /** {@link #splitsAcrossShards(Policy)} on a node with {@code shards} shards. */
+    public boolean splitAcrossShards(final int shards)
+    {
+        return shards > 1 && splitsAcrossShards(source);
+    }
+
+    /**
+     * The rate and capacity of this policy's bucket on shard {@code shard} of {@code shards}: the
+     * policy's own, or, for a budget split across shards, that shard's equal share. Allocates nothing
+     * once computed for a shard count.
+     *
+     * @throws IllegalStateException when the budget cannot be split that many ways (its burst is
+     *                               below {@code shards}: validation refuses such a policy first)
+     */
+    public TokenBucket.Rate rateOnShard(final int shard, final int shards)
+    {
+        if (!splitAcrossShards(shards))
+        {
+            return rate;
+        }
+        TokenBucket.Rate[] split = shares;
+        if (split == null || split.length != shards)
+        {
+            try
+            {
+                split = shares(rate, shards);
+            }
+            catch (final IllegalArgumentException e)
+            {
+                throw new IllegalStateException("policy '" + id() + "' cannot be split across " + shards + " shards: " + e.getMessage(), e);
+            }
+            shares = split;
+        }
+        return split[shard];
+    }
+
+    /**
+     * Every shard's share of {@code rate}, by shard.
+     *
+     * @throws IllegalArgumentException when the rate cannot be split that many ways, saying why
+     */
+    public static TokenBucket.Rate[] shares(final TokenBucket.Rate rate, final int shards)
+    {
+        final TokenBucket.Rate[] split = new TokenBucket.Rate[shards];
+        for (int s = 0; s < shards; s++)
+        {
+            split[s] = rate.share(s, shards);
+        }
+        return split;
     }
 
     /** Charged beside the most specific policy of every request it matches (hierarchical limits). */

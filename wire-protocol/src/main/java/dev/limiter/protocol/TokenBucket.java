@@ -118,6 +118,40 @@ public final class TokenBucket
             return nanosUntil(units, burstUnits);
         }
 
+        /**
+         * Share {@code index} of {@code shares} equal parts of this rate and capacity: each share
+         * refills at exactly 1/{@code shares} of the rate (the period is multiplied, so the shares'
+         * rates add up to this one with no rounding) and holds {@link #shareOf shareOf(burst)}
+         * tokens (the bursts add up to this one too). Tokens granted by all the shares over any
+         * interval of T ns therefore never exceed what this rate grants: burst + rate x T.
+         *
+         * @throws IllegalArgumentException when a share would hold less than one token (the burst is
+         *                                  below {@code shares}) or is beyond exact arithmetic
+         */
+        public Rate share(final int index, final int shares)
+        {
+            if (shares < 1 || index < 0 || index >= shares)
+            {
+                throw new IllegalArgumentException("share " + index + " of " + shares + " does not exist");
+            }
+            if (burstTokens < shares)
+            {
+                throw new IllegalArgumentException("a burst of " + burstTokens + " cannot be split into " + shares +
+                    " shares of at least one token: raise the burst to at least " + shares);
+            }
+            final long periodUnits;
+            try
+            {
+                periodUnits = Math.multiplyExact(unitsPerToken, (long)shares);
+            }
+            catch (final ArithmeticException e)
+            {
+                throw new IllegalArgumentException("a rate of " + unitsPerNano + " per " + unitsPerToken + " ns split into " + shares +
+                    " shares is beyond exact arithmetic: use a rate that divides its period more evenly", e);
+            }
+            return rate(unitsPerNano, periodUnits, shareOf(burstTokens, index, shares));
+        }
+
         @Override
         public String toString()
         {
@@ -154,6 +188,15 @@ public final class TokenBucket
                 "lower the burst, shorten the period, or use a rate that divides the period more evenly");
         }
         return new Rate(unitsPerToken, unitsPerNano, burst);
+    }
+
+    /**
+     * Part {@code index} of {@code total} split into {@code shares} parts that differ by at most one
+     * and add up to {@code total} exactly (the remainder goes to the lowest indexes).
+     */
+    public static long shareOf(final long total, final int index, final int shares)
+    {
+        return total / shares + (index < total % shares ? 1 : 0);
     }
 
     static long ceilDiv(final long a, final long b)

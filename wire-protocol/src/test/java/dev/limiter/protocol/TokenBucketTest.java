@@ -2,6 +2,9 @@ package dev.limiter.protocol;
 
 import org.junit.jupiter.api.Test;
 
+import java.math.BigInteger;
+import java.util.SplittableRandom;
+
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -96,5 +99,64 @@ class TokenBucketTest
         final IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
             () -> TokenBucket.rate(7, 86_400 * SECOND, 1_000_000_000L));
         assertTrue(e.getMessage().contains("lower the burst"), e.getMessage());
+    }
+    @Test
+    void sharesOfARateGrantTogetherNoMoreThanTheWholeRateOverAnyInterval()
+    {
+        final SplittableRandom random = new SplittableRandom(20261204);
+        for (int round = 0; round < 200; round++)
+        {
+            final long tokens = 1 + random.nextLong(5_000);
+            final long period = 1 + random.nextLong(10 * SECOND);
+            final int shares = 1 + random.nextInt(64);
+            final long burst = shares + random.nextLong(10_000);
+            final TokenBucket.Rate whole = TokenBucket.rate(tokens, period, burst);
+            final TokenBucket.Rate[] parts = new TokenBucket.Rate[shares];
+            long bursts = 0;
+            for (int s = 0; s < shares; s++)
+            {
+                parts[s] = whole.share(s, shares);
+                bursts += parts[s].burstTokens();
+            }
+            assertEquals(burst, bursts, "the shares' bursts add up to the whole burst");
+            // Every share is drained greedily at random moments: what all of them granted by time t
+            // never exceeds burst + tokens x t / period (the whole bucket's own bound).
+            final long[] units = new long[shares];
+            final long[] last = new long[shares];
+            for (int s = 0; s < shares; s++)
+            {
+                units[s] = parts[s].burstUnits();
+            }
+            long granted = 0;
+            long now = 0;
+            for (int step = 0; step < 400; step++)
+            {
+                now += random.nextLong(1 + 3 * period / Math.max(1, tokens));
+                final int s = random.nextInt(shares);
+                units[s] = parts[s].refill(units[s], last[s], now);
+                last[s] = now;
+                final long take = parts[s].wholeTokens(units[s]);
+                units[s] -= parts[s].costUnits(take);
+                granted += take;
+                final BigInteger bound = BigInteger.valueOf(tokens).multiply(BigInteger.valueOf(now))
+                    .divide(BigInteger.valueOf(period)).add(BigInteger.valueOf(burst));
+                assertTrue(BigInteger.valueOf(granted).compareTo(bound) <= 0,
+                    "round " + round + ": " + granted + " granted by " + now + " ns, bound " + bound + " (" + whole + ")");
+            }
+        }
+    }
+
+    @Test
+    void aShareRefillsAtExactlyItsPartOfTheRate()
+    {
+        final TokenBucket.Rate whole = TokenBucket.rate(1000, SECOND, 10);
+        final TokenBucket.Rate quarter = whole.share(3, 4);
+        assertEquals(2, quarter.burstTokens(), "10 tokens in 4 shares: 3, 3, 2, 2");
+        assertEquals(3, whole.share(0, 4).burstTokens());
+        assertEquals(4_000_000, quarter.nanosUntil(0, quarter.costUnits(1)), "a token every 4 ms: a quarter of 1000/s");
+        assertEquals(1_000_000, whole.nanosUntil(0, whole.costUnits(1)));
+        final IllegalArgumentException tooSmall = assertThrows(IllegalArgumentException.class, () -> whole.share(0, 11));
+        assertTrue(tooSmall.getMessage().contains("raise the burst to at least 11"), tooSmall.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> whole.share(4, 4));
     }
 }

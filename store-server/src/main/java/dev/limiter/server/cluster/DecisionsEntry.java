@@ -33,11 +33,14 @@ public final class DecisionsEntry
     /** Bytes of a record before its key. */
     public static final int RECORD_HEADER = 16;
 
-    /** The rate a decision was made under: ordinal and version, as its key names them. */
+    /**
+     * The rate a decision was made under: ordinal and version, as its key names them, on the shard
+     * its section names (a budget split across shards has a share per shard).
+     */
     @FunctionalInterface
     public interface Rates
     {
-        TokenBucket.Rate rate(int ordinal, long version);
+        TokenBucket.Rate rate(int ordinal, long version, int shard);
     }
 
     /** Reusable state for replaying (one per thread). */
@@ -77,6 +80,7 @@ public final class DecisionsEntry
             {
                 throw new IllegalArgumentException("not a DECISIONS section at byte " + at + " (type " + entry.get(at) + ")");
             }
+            final int shard = shard(entry, at);
             final int count = entry.getInt(at + 3);
             at += HEADER;
             for (int i = 0; i < count; i++)
@@ -88,7 +92,7 @@ public final class DecisionsEntry
                 at += RECORD_HEADER;
                 keyView.wrap(entry, at, keyLength);
                 final long version = BucketKeys.version(keyView, 0);
-                table.acquire(keyView, 0, keyLength, KeyHash.hash(keyView, 0, keyLength), policy, rates.rate(policy, version), cost,
+                table.acquire(keyView, 0, keyLength, KeyHash.hash(keyView, 0, keyLength), policy, rates.rate(policy, version, shard), cost,
                     time, scratch);
                 at += keyLength;
             }

@@ -1,5 +1,8 @@
 package dev.limiter.server.control;
 
+import dev.limiter.protocol.CompiledPolicy;
+import dev.limiter.protocol.PolicySetIndex;
+import dev.limiter.protocol.TokenBucket;
 import dev.limiter.protocol.policy.AdminError;
 import dev.limiter.protocol.policy.Policy;
 import dev.limiter.protocol.policy.PolicyCommand;
@@ -31,8 +34,8 @@ public final class PolicyControl
 
     /**
      * @param log    null on a single node
-     * @param shards the node's shard count: stacked (hierarchical) policies need one shard in this
-     *               version, so with more they are refused here
+     * @param shards the node's shard count: a stacked budget that cannot be split into that many
+     *               shares is refused here ({@link #stackedProblem})
      */
     public PolicyControl(final PolicyState state, final PolicyLog log, final int shards)
     {
@@ -42,39 +45,56 @@ public final class PolicyControl
     }
 
     /**
-     * The one statement of where stacked (hierarchical) policies can run. A request's own budget and
-     * its stacked ones are checked and charged, all or none, by one shard; each bucket must also
-     * always live on the same shard. Tenant and principal buckets live on the tenant's shard, so on
-     * a node with several shards a stacked policy must be TENANT- or PRINCIPAL-scoped (and, per
-     * request, so must the request's own policy: {@link #stackedOwnScopeProblem}). Null when it may run.
-     *
-     * @param scope the stacked policy's scope as written (unspecified means TENANT)
+     * The one statement of how stacked (hierarchical) policies run on a node with {@code shards}
+     * shards. A request's own budget and its stacked ones are checked and charged, all or none, by
+     * one shard: the shard of the request's own bucket. TENANT and PRINCIPAL budgets live on the
+     * tenant's shard; a stacked GLOBAL or CLIENT_IP budget is split into one equal share per shard
+     * ({@link CompiledPolicy#splitsAcrossShards}), so its burst must allow at least one token per
+     * share. Null when the policy may run.
      */
-    public static String stackedScopeProblem(final String policyId, final Scope scope, final int shards)
+    public static String stackedProblem(final Policy policy, final int shards)
     {
-        if (shards <= 1 || tenantScoped(scope))
+        if (shards <= 1 || !CompiledPolicy.splitsAcrossShards(policy))
         {
             return null;
         }
-        return "stacked policy '" + policyId + "' is " + scope + "-scoped: on a node with " + shards + " shards a stacked " +
-            "policy must be TENANT- or PRINCIPAL-scoped (its buckets then share the tenant's shard with the request's own), " +
-            "or run the nodes with --shards 1";
+        final TokenBucket.Rate rate;
+        try
+        {
+            rate = PolicySetIndex.rateOf(policy);
+        }
+        catch (final IllegalArgumentException e)
+        {
+            return null; // not a valid rate at all: the policy's own validation says so, field by field
+        }
+        try
+        {
+            CompiledPolicy.shares(rate, shards);
+            return null;
+        }
+        catch (final IllegalArgumentException e)
+        {
+            return "stacked policy '" + policy.getId() + "' is " + CompiledPolicy.effectiveScope(policy) + "-scoped: on a node with " +
+                shards + " shards its budget is split into " + shards + " equal shares, one per shard, and " + e.getMessage() +
+                " (or run the nodes with fewer shards)";
+        }
     }
 
     /**
-     * Why a request whose own policy has {@code ownScope} cannot also be charged against stacked
-     * policies on a node with {@code shards} shards (its own bucket lives on another shard than the
-     * tenant's), or null.
+     * Why a request whose own policy has {@code ownScope} cannot also be charged against the
+     * stacked policy {@code partId} of {@code partScope} on a node with {@code shards} shards (the
+     * two buckets live on different shards), or null.
      */
-    public static String stackedOwnScopeProblem(final String ownPolicyId, final Scope ownScope, final int shards)
+    public static String stackedOwnScopeProblem(final String ownPolicyId, final Scope ownScope, final String partId,
+        final Scope partScope, final int shards)
     {
-        if (shards <= 1 || tenantScoped(ownScope))
+        if (shards <= 1 || tenantScoped(ownScope) || !tenantScoped(partScope))
         {
             return null;
         }
-        return "policy '" + ownPolicyId + "' is " + ownScope + "-scoped and stacked policies match the request too: on a node " +
-            "with " + shards + " shards a request charged against stacked policies must have a TENANT- or PRINCIPAL-scoped " +
-            "policy of its own, or run the nodes with --shards 1";
+        return "policy '" + ownPolicyId + "' is " + ownScope + "-scoped and stacked policy '" + partId + "' is " + partScope +
+            "-scoped: on a node with " + shards + " shards their buckets live on different shards, so no request can be charged " +
+            "against both; give such requests a TENANT- or PRINCIPAL-scoped policy of their own, or run the nodes with --shards 1";
     }
 
     private static boolean tenantScoped(final Scope scope)
@@ -96,7 +116,7 @@ public final class PolicyControl
         {
             return null;
         }
-        final String problem = stackedScopeProblem(wanted.getId(), wanted.getScope(), shards);
+        final String problem = stackedProblem(wanted, shards);
         return problem == null ? null : "policy.stacked: " + problem;
     }
 

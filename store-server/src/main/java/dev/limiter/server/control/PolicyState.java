@@ -131,6 +131,8 @@ public final class PolicyState
         final String id;
         final List<PolicyVersion> versions = new ArrayList<>();
         final List<TokenBucket.Rate> rates = new ArrayList<>();
+        /** Whether each version's budget is split into per-shard shares ({@link CompiledPolicy#splitsAcrossShards}). */
+        final List<Boolean> split = new ArrayList<>();
         int enforceOrdinal = -1;
         int shadowOrdinal = -1;
 
@@ -154,6 +156,7 @@ public final class PolicyState
             versions.add(version);
             // A tombstone keeps the rate of what it deleted: buckets of that version still refill.
             rates.add(version.getDeleted() && !rates.isEmpty() ? rates.get(rates.size() - 1) : PolicySetIndex.rateOf(version.getPolicy()));
+            split.add(version.getDeleted() && !split.isEmpty() ? split.get(split.size() - 1) : CompiledPolicy.splitsAcrossShards(version.getPolicy()));
         }
     }
 
@@ -174,11 +177,33 @@ public final class PolicyState
     private volatile boolean bootstrapped;
     private volatile PolicySetIndex index = PolicySetIndex.compile(PolicySet.getDefaultInstance());
     private volatile TokenBucket.Rate[] latestRates = new TokenBucket.Rate[0];
-    /** Rates by ordinal, then version - 1: every version a bucket may have been decided under. */
-    private volatile TokenBucket.Rate[][] versionRates = new TokenBucket.Rate[0][];
+    /**
+     * Rates by ordinal, then version - 1, then shard: every version a bucket may have been decided
+     * under. One rate when the version's buckets have the same rate on every shard, one share per
+     * shard when it is split across shards, null when it cannot be split this many ways (refused
+     * when changed, so no bucket has it).
+     */
+    private volatile TokenBucket.Rate[][][] versionRates = new TokenBucket.Rate[0][][];
+    private final int shards;
     private final List<Runnable> listeners = new CopyOnWriteArrayList<>();
     /** The latest command time applied: the cluster's wall clock as the log has seen it. */
     private Timestamp clock = Timestamp.getDefaultInstance();
+
+    /** A state for a node with one shard. */
+    public PolicyState()
+    {
+        this(1);
+    }
+
+    /**
+     * @param shards the node's shard count: a stacked GLOBAL or CLIENT_IP budget keeps one equal
+     *               share on each ({@link CompiledPolicy#splitsAcrossShards}), and a replica replays
+     *               and sweeps its buckets at their shard's share
+     */
+    public PolicyState(final int shards)
+    {
+        this.shards = shards;
+    }
 
     /** Furthest ahead a version may be scheduled. */
     public static final long MAX_SCHEDULE_MILLIS = 366L * 24 * 3600 * 1000;
@@ -209,13 +234,13 @@ public final class PolicyState
     }
 
     /**
-     * Rate of one version of a policy (replaying a decision made under it).
+     * Rate of one version of a policy's buckets on one shard (replaying a decision made under it).
      *
      * @throws IllegalStateException when no such version exists: the log and this state disagree
      */
-    public TokenBucket.Rate rate(final int ordinal, final long version)
+    public TokenBucket.Rate rate(final int ordinal, final long version, final int shard)
     {
-        final TokenBucket.Rate rate = rateIfKnown(ordinal, version);
+        final TokenBucket.Rate rate = rateIfKnown(ordinal, version, shard);
         if (rate == null)
         {
             throw new IllegalStateException("a decision names policy ordinal " + ordinal + " version " + version +
@@ -224,16 +249,24 @@ public final class PolicyState
         return rate;
     }
 
-    /** Rate of one version of a policy, or null when this replica does not have that version (yet). */
-    public TokenBucket.Rate rateIfKnown(final int ordinal, final long version)
+    /**
+     * Rate of one version of a policy's buckets on one shard (the same on every shard unless the
+     * version is split across shards), or null when this replica does not have that version (yet).
+     */
+    public TokenBucket.Rate rateIfKnown(final int ordinal, final long version, final int shard)
     {
         // Read for every replayed decision: a volatile read of an immutable table, no lock.
-        final TokenBucket.Rate[][] rates = versionRates;
+        final TokenBucket.Rate[][][] rates = versionRates;
         if (ordinal >= rates.length || version < 1 || version > rates[ordinal].length)
         {
             return null;
         }
-        return rates[ordinal][(int)(version - 1)];
+        final TokenBucket.Rate[] byShard = rates[ordinal][(int)(version - 1)];
+        if (byShard == null)
+        {
+            return null;
+        }
+        return byShard.length == 1 ? byShard[0] : shard < byShard.length ? byShard[shard] : null;
     }
 
     /**
@@ -244,9 +277,9 @@ public final class PolicyState
      *
      * @throws IllegalStateException when interrupted (the node is stopping)
      */
-    public TokenBucket.Rate awaitRate(final int ordinal, final long version)
+    public TokenBucket.Rate awaitRate(final int ordinal, final long version, final int shard)
     {
-        final TokenBucket.Rate known = rateIfKnown(ordinal, version);
+        final TokenBucket.Rate known = rateIfKnown(ordinal, version, shard);
         if (known != null)
         {
             return known;
@@ -256,7 +289,7 @@ public final class PolicyState
         synchronized (this)
         {
             TokenBucket.Rate rate;
-            while ((rate = rateIfKnown(ordinal, version)) == null)
+            while ((rate = rateIfKnown(ordinal, version, shard)) == null)
             {
                 try
                 {
@@ -311,7 +344,7 @@ public final class PolicyState
      */
     public Outcome check(final PolicyCommand command)
     {
-        final PolicyState copy = new PolicyState();
+        final PolicyState copy = new PolicyState(shards);
         synchronized (this)
         {
             // The audit trail is not copied: a check records nothing, and no command's validity depends on it.
@@ -734,12 +767,33 @@ public final class PolicyState
             }
         }
         latestRates = rates;
-        final TokenBucket.Rate[][] byVersion = new TokenBucket.Rate[byOrdinal.size()][];
+        final TokenBucket.Rate[][][] byVersion = new TokenBucket.Rate[byOrdinal.size()][][];
         for (int ordinal = 0; ordinal < byVersion.length; ordinal++)
         {
-            byVersion[ordinal] = byOrdinal.get(ordinal).history().rates.toArray(new TokenBucket.Rate[0]);
+            final History history = byOrdinal.get(ordinal).history();
+            byVersion[ordinal] = new TokenBucket.Rate[history.rates.size()][];
+            for (int v = 0; v < history.rates.size(); v++)
+            {
+                byVersion[ordinal][v] = ratesByShard(history.rates.get(v), history.split.get(v));
+            }
         }
         versionRates = byVersion;
+    }
+
+    private TokenBucket.Rate[] ratesByShard(final TokenBucket.Rate rate, final boolean split)
+    {
+        if (!split || shards <= 1)
+        {
+            return new TokenBucket.Rate[] {rate};
+        }
+        try
+        {
+            return CompiledPolicy.shares(rate, shards);
+        }
+        catch (final IllegalArgumentException e)
+        {
+            return null; // cannot be split this many ways: refused when changed, so no bucket was decided under it here
+        }
     }
 
     private void record(final PolicyCommand command, final String action, final String id, final long version, final String owner,
@@ -994,7 +1048,7 @@ public final class PolicyState
             {
                 index = PolicySetIndex.compile(PolicySet.getDefaultInstance());
                 latestRates = new TokenBucket.Rate[0];
-                versionRates = new TokenBucket.Rate[0][];
+                versionRates = new TokenBucket.Rate[0][][];
             }
             notifyAll();
         }

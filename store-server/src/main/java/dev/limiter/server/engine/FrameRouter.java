@@ -196,9 +196,10 @@ public final class FrameRouter
 
     /**
      * Adds the stacked policies matching the current entry as parts it is charged against too (on
-     * the same shard: the shard checks every part, then charges all of them or none). With several
-     * shards every part and the entry's own policy must be tenant- or principal-scoped, so that all
-     * their buckets live on the tenant's shard ({@link PolicyControl#stackedScopeProblem}).
+     * the entry's shard: the shard checks every part, then charges all of them or none). With several
+     * shards a TENANT or PRINCIPAL part lives on the tenant's shard, so the entry's own policy must
+     * be tenant- or principal-scoped too; a GLOBAL or CLIENT_IP part is charged against the entry
+     * shard's share of it ({@link CompiledPolicy#rateOnShard}).
      *
      * @return why the entry cannot be decided, or null
      */
@@ -208,28 +209,20 @@ public final class FrameRouter
         final int matched = index.matchStacked(decoder, scratch);
         work.stackFrom[entry] = work.partCount;
         work.stackCount[entry] = 0;
-        if (matched == 0)
-        {
-            return null;
-        }
-        final String ownProblem = PolicyControl.stackedOwnScopeProblem(own.id(), own.scope(), shardCount);
-        if (ownProblem != null)
-        {
-            return ownProblem;
-        }
         for (int k = 0; k < matched; k++)
         {
             final CompiledPolicy part = scratch[k].forRequest(decoder);
             scratch[k] = null;
-            // Checked when policies change; kept here so that a part on another shard is refused, never half-charged.
-            final String partProblem = PolicyControl.stackedScopeProblem(part.id(), part.scope(), shardCount);
-            if (partProblem != null)
+            final String ownProblem = PolicyControl.stackedOwnScopeProblem(own.id(), own.scope(), part.id(), part.scope(), shardCount);
+            if (ownProblem != null)
             {
-                return partProblem;
+                clear(scratch, k + 1, matched);
+                return ownProblem;
             }
             final String missing = missingScopeField(part, decoder);
             if (missing != null)
             {
+                clear(scratch, k + 1, matched);
                 return missing;
             }
             final int p = work.partCount;
@@ -243,6 +236,14 @@ public final class FrameRouter
             work.stackCount[entry]++;
         }
         return null;
+    }
+
+    private static void clear(final CompiledPolicy[] scratch, final int from, final int to)
+    {
+        for (int k = from; k < to; k++)
+        {
+            scratch[k] = null;
+        }
     }
 
     /**

@@ -39,6 +39,7 @@ public final class Shard implements Replication.DecidingShard
     private static final int FRAMES_PER_CYCLE = 64;
 
     private final int id;
+    private final int shardCount;
     private final BucketTable table;
     /** The busiest keys of this shard (written by the owner thread only). */
     private final HotKeys hotKeys = new HotKeys();
@@ -66,12 +67,14 @@ public final class Shard implements Replication.DecidingShard
     private volatile AtomicLongArray shadowDeniedByPolicy = new AtomicLongArray(16);
 
     /**
-     * @param loop the event loop that owns this shard, or null for a dedicated thread
+     * @param shardCount the node's shards (a stacked GLOBAL budget keeps 1/shardCount of itself here)
+     * @param loop       the event loop that owns this shard, or null for a dedicated thread
      */
-    public Shard(final int id, final int maxBuckets, final int keyArenaBytes, final MonotonicClock clock, final BucketRates rates,
-        final EventLoop loop)
+    public Shard(final int id, final int shardCount, final int maxBuckets, final int keyArenaBytes, final MonotonicClock clock,
+        final BucketRates rates, final EventLoop loop)
     {
         this.id = id;
+        this.shardCount = shardCount;
         this.clock = clock;
         this.loop = loop;
         this.table = new BucketTable(maxBuckets, keyArenaBytes, rates, false);
@@ -372,7 +375,7 @@ public final class Shard implements Replication.DecidingShard
             // A shared budget's reserve is a floor for requests whose own policy ranks below it.
             final CompiledPolicy part = work.partPolicy[from + k];
             if (!table.peek(work.keys, work.partKeyOffset[from + k], work.partKeyLength[from + k], work.partKeyHash[from + k],
-                part.rate(), cost, part.floorFor(own), now, decision))
+                part.rateOnShard(id, shardCount), cost, part.floorFor(own, id, shardCount), now, decision))
             {
                 denying = k;
             }
@@ -389,7 +392,7 @@ public final class Shard implements Replication.DecidingShard
             // the answer is that scope's view, which the peek that refused left in the decision.
             named = denying == -1 ? own : work.partPolicy[from + denying];
             answered = false;
-            putRecord(work, i, named, answered, decision.reason(), decision.remainingTokens(), decision.retryAfterNanos(),
+            putRecord(work, i, named, named.rateOnShard(id, shardCount), answered, decision.reason(), decision.remainingTokens(), decision.retryAfterNanos(),
                 decision.resetAfterNanos());
         }
         else
@@ -410,7 +413,7 @@ public final class Shard implements Replication.DecidingShard
             {
                 final CompiledPolicy part = work.partPolicy[from + k];
                 table.acquire(work.keys, work.partKeyOffset[from + k], work.partKeyLength[from + k], work.partKeyHash[from + k],
-                    part.ordinal(), part.rate(), cost, now, decision);
+                    part.ordinal(), part.rateOnShard(id, shardCount), cost, now, decision);
                 if (log != null && decision.reason() != ReasonCode.STORE_FULL)
                 {
                     log.append(work.keys, work.partKeyOffset[from + k], work.partKeyLength[from + k], part.ordinal(), cost, now);
@@ -426,7 +429,7 @@ public final class Shard implements Replication.DecidingShard
                 }
             }
             answered = allowed;
-            putRecord(work, i, named, allowed, reason, remaining, retry, reset);
+            putRecord(work, i, named, named.rateOnShard(id, shardCount), allowed, reason, remaining, retry, reset);
         }
         work.policy[i] = named; // the answer names the policy that limited it
         if (named.ordinal() >= allowedByPolicy.length())
@@ -438,11 +441,12 @@ public final class Shard implements Replication.DecidingShard
         return strict;
     }
 
-    private static void putRecord(final FrameWork work, final int i, final CompiledPolicy policy, final boolean allowed,
-        final ReasonCode reason, final long remaining, final long retryAfter, final long resetAfter)
+    /** The record names {@code policy}; its limit is the burst of the bucket that answered ({@code rate}: a share, when split). */
+    private static void putRecord(final FrameWork work, final int i, final CompiledPolicy policy, final TokenBucket.Rate rate,
+        final boolean allowed, final ReasonCode reason, final long remaining, final long retryAfter, final long resetAfter)
     {
         ResultCodec.putRecord(work.response, ResultCodec.recordOffset(work.frameStart, i), allowed, reason, policy.ordinal(), remaining,
-            policy.rate().burstTokens(), retryAfter, resetAfter, policy.version(), policy.windowSeconds());
+            rate.burstTokens(), retryAfter, resetAfter, policy.version(), policy.windowSeconds());
     }
 
     /** Owner thread only (the only writer), so no count is lost in the copy. */

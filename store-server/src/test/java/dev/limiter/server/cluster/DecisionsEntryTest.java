@@ -28,7 +28,7 @@ class DecisionsEntryTest
         final TokenBucket.Rate[][] rates = {
             {TokenBucket.rate(10, SECOND, 5), TokenBucket.rate(100, SECOND, 50)},
             {TokenBucket.rate(1, 60 * SECOND, 3)}};
-        final DecisionsEntry.Rates lookup = (ordinal, version) -> rates[ordinal][(int)version - 1];
+        final DecisionsEntry.Rates lookup = (ordinal, version, shard) -> rates[ordinal][(int)version - 1];
         final BucketTable leader = new BucketTable(50_000, 50_000 * 32, o -> rates[o][rates[o].length - 1], true);
         final BucketTable replica = new BucketTable(50_000, 50_000 * 32, o -> rates[o][rates[o].length - 1], true);
         final DecisionsEntry.Replayer replayer = new DecisionsEntry.Replayer(lookup);
@@ -51,7 +51,7 @@ class DecisionsEntryTest
                 key.putBytes(6, tenant);
                 final int keyLength = 6 + tenant.length;
                 final int cost = 1 + random.nextInt(6);
-                leader.acquire(key, 0, keyLength, KeyHash.hash(key, 0, keyLength), ordinal, lookup.rate(ordinal, version), cost, now, decision);
+                leader.acquire(key, 0, keyLength, KeyHash.hash(key, 0, keyLength), ordinal, lookup.rate(ordinal, version, 0), cost, now, decision);
                 DecisionsEntry.putRecord(view, bytes, at, ordinal, cost, now, key, 0, keyLength);
                 at += DecisionsEntry.recordLength(keyLength);
             }
@@ -69,7 +69,7 @@ class DecisionsEntryTest
     @Test
     void anEntryOfAnotherTypeIsRefused()
     {
-        final DecisionsEntry.Replayer replayer = new DecisionsEntry.Replayer((o, v) -> TokenBucket.rate(1, SECOND, 1));
+        final DecisionsEntry.Replayer replayer = new DecisionsEntry.Replayer((o, v, s) -> TokenBucket.rate(1, SECOND, 1));
         final BucketTable table = new BucketTable(10, 1024, o -> TokenBucket.rate(1, SECOND, 1));
         assertThrows(IllegalArgumentException.class, () -> replayer.replay(ByteBuffer.wrap(new byte[] {2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}), table));
     }

@@ -1,12 +1,17 @@
 package dev.limiter.server.cluster;
 
 import com.google.protobuf.util.JsonFormat;
+import dev.limiter.protocol.CompiledPolicy;
+import dev.limiter.protocol.TokenBucket;
 import dev.limiter.protocol.policy.Policy;
 import dev.limiter.protocol.policy.PolicySet;
+import dev.limiter.protocol.policy.Scope;
 import dev.limiter.protocol.policy.Selector;
 import dev.limiter.server.control.PolicyState;
 import dev.limiter.server.table.BucketKeys;
 import dev.limiter.server.table.BucketTable;
+import dev.limiter.server.table.Decision;
+import dev.limiter.server.table.KeyHash;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -187,5 +192,39 @@ class ReplicatedBucketsTest
             new PolicyState(), "n3");
         final IOException e = assertThrows(IOException.class, () -> wider.restoreSnapshot(new ByteArrayInputStream(otherSnapshot.toByteArray())));
         assertTrue(e.getMessage().contains("--raft-groups"), e.getMessage());
+    }
+    @Test
+    void aBudgetSplitAcrossShardsIsReplayedAtTheShareOfEachSectionsShard() throws Exception
+    {
+        final PolicyState twoShards = new PolicyState(2);
+        final BucketTable[] tables = {table(), table()};
+        final ReplicatedBuckets group = new ReplicatedBuckets(tables, new int[] {0, 1}, true, twoShards, "n1");
+        final PolicySet.Builder file = PolicySet.newBuilder();
+        JsonFormat.parser().merge("{\"version\":1,\"defaultPolicy\":{\"id\":\"baseline\",\"rate\":2,\"owner\":\"infra\"}}", file);
+        group.apply(1, 0, PolicyEntry.encode(PolicyState.command("n1", T0).setBootstrap(file).build()));
+        // 11 tokens, 1 a second, split over two shards: 6 on shard 0 and 5 on shard 1, each refilling at 1 per 2 s.
+        final Policy capacity = Policy.newBuilder().setId("capacity").setSelector(Selector.newBuilder().setRoute("/v1/orders/{id}"))
+            .setScope(Scope.GLOBAL).setStacked(true).setRate(1).setBurst(11).setOwner("platform").setReason("test").build();
+        group.apply(2, 0, PolicyEntry.encode(PolicyState.command("alice", T0).setPut(capacity).build()));
+        final CompiledPolicy compiled = twoShards.index().policies().stream().filter(p -> p.id().equals("capacity")).findFirst().orElseThrow();
+        final int ordinal = compiled.ordinal();
+        group.apply(3, SECOND, joined(decisions(0, ordinal, 1, 4), decisions(1, ordinal, 1, 3)));
+
+        final UnsafeBuffer key = new UnsafeBuffer(new byte[64]);
+        BucketKeys.putPrefix(key, 0, ordinal, 1);
+        key.putBytes(6, "acme".getBytes(StandardCharsets.UTF_8));
+        final Decision seen = new Decision();
+        for (int shard = 0; shard < 2; shard++)
+        {
+            // What the leader's shard holds after the same charges at its share (CompiledPolicy#rateOnShard).
+            final TokenBucket.Rate share = compiled.rateOnShard(shard, 2);
+            assertEquals(shard == 0 ? 6 : 5, share.burstTokens());
+            tables[shard].peek(key, 0, 10, KeyHash.hash(key, 0, 10), share, 1, 0, SECOND + 10, seen);
+            assertEquals(1, seen.remainingTokens(), "shard " + shard + ": its share less its charges, less the one peeked at");
+            assertEquals(share.toString(), twoShards.rate(ordinal, 1, shard).toString(), "a replica sweeps and replays the same share");
+        }
+        // Two seconds later each share has one more token (1 per 2 s), not two (the whole rate).
+        tables[1].peek(key, 0, 10, KeyHash.hash(key, 0, 10), compiled.rateOnShard(1, 2), 1, 0, 3 * SECOND + 10, seen);
+        assertEquals(2, seen.remainingTokens());
     }
 }

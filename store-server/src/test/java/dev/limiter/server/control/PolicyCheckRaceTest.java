@@ -105,7 +105,7 @@ class PolicyCheckRaceTest
                     try
                     {
                         // A replica replays decisions made under every version applied so far.
-                        state.rate(ordinal, 1 + replay % version);
+                        state.rate(ordinal, 1 + replay % version, 0);
                     }
                     catch (final IllegalStateException e)
                     {

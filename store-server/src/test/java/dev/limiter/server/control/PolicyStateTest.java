@@ -72,9 +72,9 @@ class PolicyStateTest
         assertEquals(ordinal, state.index().policies().stream().filter(p -> p.id().equals("orders")).findFirst().orElseThrow().ordinal());
         assertEquals(2, state.index().policies().stream().filter(p -> p.id().equals("orders")).findFirst().orElseThrow().version());
         // The old version stays readable for decisions made under it.
-        assertEquals(10, state.rate(ordinal, 1).burstTokens());
-        assertEquals(20, state.rate(ordinal, 2).burstTokens());
-        assertThrows(IllegalStateException.class, () -> state.rate(ordinal, 3));
+        assertEquals(10, state.rate(ordinal, 1, 0).burstTokens());
+        assertEquals(20, state.rate(ordinal, 2, 0).burstTokens());
+        assertThrows(IllegalStateException.class, () -> state.rate(ordinal, 3, 0));
         assertEquals(List.of(10L, 20L), state.history("orders").getVersionsList().stream().map(v -> v.getPolicy().getRate()).toList());
         assertEquals("alice", state.history("orders").getVersions(1).getActor());
     }
@@ -375,7 +375,7 @@ class PolicyStateTest
         final long enforcedOrdinal = state.index().policies().stream().filter(p -> p.id().equals("orders") && !p.shadow()).findFirst().orElseThrow().ordinal();
         final long shadowOrdinal = state.index().policies().stream().filter(p -> p.id().equals("orders") && p.shadow()).findFirst().orElseThrow().ordinal();
         assertTrue(enforcedOrdinal != shadowOrdinal, "a shadow spends its own buckets");
-        assertEquals(3, state.rate((int)shadowOrdinal, 2).burstTokens());
+        assertEquals(3, state.rate((int)shadowOrdinal, 2, 0).burstTokens());
         assertEquals(3, state.latestRate((int)shadowOrdinal).burstTokens());
         assertEquals(10, state.latestRate((int)enforcedOrdinal).burstTokens());
 
