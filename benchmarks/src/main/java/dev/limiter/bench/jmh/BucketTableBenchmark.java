@@ -10,6 +10,7 @@ import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Fork;
 import org.openjdk.jmh.annotations.Measurement;
 import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OperationsPerInvocation;
 import org.openjdk.jmh.annotations.OutputTimeUnit;
 import org.openjdk.jmh.annotations.Param;
 import org.openjdk.jmh.annotations.Scope;
@@ -78,6 +79,33 @@ public class BucketTableBenchmark
             hashes[i] = KeyHash.hash(keyBuffer, at, key.length);
             at += key.length;
         }
+        final int[] order = new int[keys];
+        for (int i = 0; i < keys; i++)
+        {
+            order[i] = i;
+        }
+        final java.util.SplittableRandom random = new java.util.SplittableRandom(42);
+        for (int i = keys - 1; i > 0; i--)
+        {
+            final int j = random.nextInt(i + 1);
+            final int t = order[i];
+            order[i] = order[j];
+            order[j] = t;
+        }
+        section = new UnsafeBuffer(new byte[bytes.length]);
+        sectionOffsets = new int[keys];
+        sectionLengths = new int[keys];
+        sectionHashes = new long[keys];
+        int sectionAt = 0;
+        for (int k = 0; k < keys; k++)
+        {
+            final int i = order[k];
+            section.putBytes(sectionAt, keyBuffer, keyOffsets[i], keyLengths[i]);
+            sectionOffsets[k] = sectionAt;
+            sectionLengths[k] = keyLengths[i];
+            sectionHashes[k] = hashes[i];
+            sectionAt += keyLengths[i];
+        }
         now = 1_000_000_000L;
         for (int i = 0; i < keys; i++)
         {
@@ -93,6 +121,62 @@ public class BucketTableBenchmark
         now += 1_000;
         table.acquire(keyBuffer, keyOffsets[i], keyLengths[i], hashes[i], 0, rate, 1, now, decision);
         return decision.allowed();
+    }
+
+    /** The keys again, in a shuffled order and back to back, as a log section brings them to a replica. */
+    private UnsafeBuffer section;
+    private int[] sectionOffsets;
+    private int[] sectionLengths;
+    private long[] sectionHashes;
+    private int nextInSection;
+    private final int[] touched = new int[BATCH];
+    private static final int BATCH = 16;
+
+    /**
+     * {@link #BATCH} decisions of shuffled keys read from a section, one after another: how a
+     * replica's replay decides. Score per decision.
+     */
+    @Benchmark
+    @OperationsPerInvocation(BATCH)
+    public long decideShuffledBatch()
+    {
+        long allowed = 0;
+        for (int b = 0; b < BATCH; b++)
+        {
+            final int i = nextInSection;
+            nextInSection = i + 1 == keys ? 0 : i + 1;
+            now += 1_000;
+            table.acquire(section, sectionOffsets[i], sectionLengths[i], sectionHashes[i], 0, rate, 1, now, decision);
+            allowed += decision.allowed() ? 1 : 0;
+        }
+        return allowed;
+    }
+
+    /** The same batch, its slots and then its stored keys touched first so that their cache misses overlap. */
+    @Benchmark
+    @OperationsPerInvocation(BATCH)
+    public long decideShuffledBatchTouchedFirst()
+    {
+        int at = nextInSection;
+        for (int b = 0; b < BATCH; b++)
+        {
+            touched[b] = table.touchSlot(sectionHashes[at]);
+            at = at + 1 == keys ? 0 : at + 1;
+        }
+        long sum = 0;
+        for (int b = 0; b < BATCH; b++)
+        {
+            sum += table.touchKey(touched[b]);
+        }
+        for (int b = 0; b < BATCH; b++)
+        {
+            final int i = nextInSection;
+            nextInSection = i + 1 == keys ? 0 : i + 1;
+            now += 1_000;
+            table.acquire(section, sectionOffsets[i], sectionLengths[i], sectionHashes[i], 0, rate, 1, now, decision);
+            sum += decision.allowed() ? 1 : 0;
+        }
+        return sum;
     }
 
     @Benchmark

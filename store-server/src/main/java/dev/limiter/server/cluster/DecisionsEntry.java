@@ -46,9 +46,17 @@ public final class DecisionsEntry
     /** Reusable state for replaying (one per thread). */
     public static final class Replayer
     {
+        /** Decisions whose table memory is touched before any of them is applied (their cache misses overlap). */
+        private static final int AHEAD = 16;
+
         private final Decision scratch = new Decision();
         private final UnsafeBuffer keyView = new UnsafeBuffer(new byte[0]);
         private final Rates rates;
+        private final int[] recordAt = new int[AHEAD];
+        private final long[] hashes = new long[AHEAD];
+        private final int[] touched = new int[AHEAD];
+        /** What touching read: kept so that the reads are not optimised away. */
+        private long touchedSum;
 
         public Replayer(final Rates rates)
         {
@@ -69,7 +77,8 @@ public final class DecisionsEntry
 
         /**
          * Applies every decision of the section that starts at {@code at} of {@code entry} to
-         * {@code table}.
+         * {@code table}, {@link #AHEAD} at a time: first their slots and stored keys are touched
+         * ({@link BucketTable#touchSlot}), then they are applied in order.
          *
          * @return where the next section starts (the entry's limit after the last one)
          */
@@ -83,19 +92,37 @@ public final class DecisionsEntry
             final int shard = shard(entry, at);
             final int count = entry.getInt(at + 3);
             at += HEADER;
-            for (int i = 0; i < count; i++)
+            long sum = 0;
+            for (int done = 0; done < count; )
             {
-                final int policy = entry.getShort(at) & 0xFFFF;
-                final int cost = entry.getInt(at + 2);
-                final long time = entry.getLong(at + 6);
-                final int keyLength = entry.getShort(at + 14) & 0xFFFF;
-                at += RECORD_HEADER;
-                keyView.wrap(entry, at, keyLength);
-                final long version = BucketKeys.version(keyView, 0);
-                table.acquire(keyView, 0, keyLength, KeyHash.hash(keyView, 0, keyLength), policy, rates.rate(policy, version, shard), cost,
-                    time, scratch);
-                at += keyLength;
+                final int n = Math.min(AHEAD, count - done);
+                for (int k = 0; k < n; k++)
+                {
+                    final int keyLength = entry.getShort(at + 14) & 0xFFFF;
+                    keyView.wrap(entry, at + RECORD_HEADER, keyLength);
+                    recordAt[k] = at;
+                    hashes[k] = KeyHash.hash(keyView, 0, keyLength);
+                    touched[k] = table.touchSlot(hashes[k]);
+                    at += RECORD_HEADER + keyLength;
+                }
+                for (int k = 0; k < n; k++)
+                {
+                    sum += table.touchKey(touched[k]);
+                }
+                for (int k = 0; k < n; k++)
+                {
+                    final int record = recordAt[k];
+                    final int policy = entry.getShort(record) & 0xFFFF;
+                    final int cost = entry.getInt(record + 2);
+                    final long time = entry.getLong(record + 6);
+                    final int keyLength = entry.getShort(record + 14) & 0xFFFF;
+                    keyView.wrap(entry, record + RECORD_HEADER, keyLength);
+                    final long version = BucketKeys.version(keyView, 0);
+                    table.acquire(keyView, 0, keyLength, hashes[k], policy, rates.rate(policy, version, shard), cost, time, scratch);
+                }
+                done += n;
             }
+            touchedSum += sum;
             return at;
         }
     }

@@ -266,4 +266,20 @@ class BucketTableTest
         assertTrue(acquire(copy, "k123", tenPerSecondBurstFive, 5, T0));
         assertThrows(IllegalArgumentException.class, () -> copy.copyFrom(table(50_000, tenPerSecondBurstFive)));
     }
+    @Test
+    void touchingAKeyReadsItsHomeSlotAndStoredBytesAndChangesNothing()
+    {
+        final BucketTable table = new BucketTable(100, 100 * 64, ordinal -> tenPerSecondBurstFive, true);
+        assertTrue(acquire(table, "stored", tenPerSecondBurstFive, 1, T0));
+        final long digest = table.trackedDigest();
+        final UnsafeBuffer stored = key("stored");
+        final long hash = KeyHash.hash(stored, 0, stored.capacity());
+        assertEquals('s', table.touchKey(table.touchSlot(hash)), "the stored key's first byte, read through its home slot");
+        final UnsafeBuffer absent = key("absent");
+        assertEquals(-1, table.touchSlot(KeyHash.hash(absent, 0, absent.capacity())), "no stored key there: nothing more to touch");
+        assertEquals(0, table.touchKey(-1));
+        assertEquals(digest, table.trackedDigest());
+        assertTrue(acquire(table, "stored", tenPerSecondBurstFive, 1, T0));
+        assertEquals(3, decision.remainingTokens(), "the bucket is where it was: 5 - 2");
+    }
 }
