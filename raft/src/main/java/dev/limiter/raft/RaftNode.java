@@ -4,6 +4,7 @@ import org.apache.ratis.conf.Parameters;
 import org.apache.ratis.conf.RaftProperties;
 import org.apache.ratis.grpc.GrpcConfigKeys;
 import org.apache.ratis.grpc.GrpcTlsConfig;
+import org.apache.ratis.grpc.server.GrpcServerProtocolClient;
 import org.apache.ratis.protocol.ClientId;
 import org.apache.ratis.protocol.GroupManagementRequest;
 import org.apache.ratis.protocol.RaftClientReply;
@@ -13,9 +14,12 @@ import org.apache.ratis.protocol.RaftPeer;
 import org.apache.ratis.protocol.RaftPeerId;
 import org.apache.ratis.server.RaftServer;
 import org.apache.ratis.server.RaftServerConfigKeys;
+import org.apache.ratis.server.RaftServerRpcWithProxy;
 import org.apache.ratis.server.storage.RaftStorage;
 import org.apache.ratis.util.SizeInBytes;
 import org.apache.ratis.util.TimeDuration;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 import java.io.File;
 import java.io.IOException;
@@ -51,6 +55,7 @@ import java.util.concurrent.TimeUnit;
  */
 public final class RaftNode implements AutoCloseable
 {
+    private static final Logger LOG = LoggerFactory.getLogger(RaftNode.class);
     private final RaftNodeConfig config;
     private final List<RaftGroupMember> groups = new ArrayList<>();
     private final RaftPeerId selfId;
@@ -82,8 +87,46 @@ public final class RaftNode implements AutoCloseable
         for (int g = 0; g < applications.size(); g++)
         {
             final RaftGroup group = RaftGroup.valueOf(groupId(config.groupName(), g), peers(config.peers()));
-            groups.add(new RaftGroupMember(g, group, new StampedStateMachine(applications.get(g), config.nodeId()),
-                config.nodeId(), this::server, () -> clientProperties, () -> clientParameters));
+            final StampedStateMachine machine = new StampedStateMachine(applications.get(g), config.nodeId());
+            machine.addListener((leader, self) -> reconnectPeersNow());
+            groups.add(new RaftGroupMember(g, group, machine, config.nodeId(), this::server, () -> clientProperties,
+                () -> clientParameters));
+        }
+    }
+
+    /**
+     * Makes this member's channels to its peers try to connect now rather than when gRPC's back-off
+     * ends. While a peer is down its channel backs off for up to seconds (1 s, then 1.6x each try),
+     * and meanwhile every request on it fails at once, vote requests included: when a leader dies
+     * soon after another member came back, the survivors could not reach that member for their
+     * pre-votes and the election took seconds (docs/cluster.md, the ten-kill drill). Called on every
+     * leader change (a lost leader first of all, just before this member campaigns); a connected
+     * channel is not touched.
+     */
+    private void reconnectPeersNow()
+    {
+        final RaftServer running = server;
+        if (running == null || !(running.getServerRpc() instanceof RaftServerRpcWithProxy<?, ?> rpc))
+        {
+            return;
+        }
+        for (final String peer : config.peers().keySet())
+        {
+            if (peer.equals(config.nodeId()))
+            {
+                continue;
+            }
+            try
+            {
+                if (rpc.getProxies().getProxy(RaftPeerId.valueOf(peer)) instanceof GrpcServerProtocolClient channel)
+                {
+                    channel.resetConnectBackoff();
+                }
+            }
+            catch (final IOException | RuntimeException e)
+            {
+                LOG.debug("{}: could not hurry the channel to {}: {}", config.nodeId(), peer, e.toString());
+            }
         }
     }
 

@@ -95,6 +95,35 @@ final class ProcessCluster implements AutoCloseable
         }
     }
 
+    /** The node's applied log index from a STATUS request, or -1 when it does not answer within a second. */
+    long appliedIndex(final String id)
+    {
+        try
+        {
+            final RawConnection.Answer answer = RawConnection.exchange(ports.get(id), MessageType.STATUS, new byte[0], 1000);
+            if (answer == null)
+            {
+                return -1;
+            }
+            final String json = answer.text();
+            final int at = json.indexOf("\"appliedIndex\":");
+            if (at < 0)
+            {
+                return -1;
+            }
+            int end = at + 15;
+            while (end < json.length() && Character.isDigit(json.charAt(end)))
+            {
+                end++;
+            }
+            return Long.parseLong(json.substring(at + 15, end));
+        }
+        catch (final IOException | NumberFormatException e)
+        {
+            return -1;
+        }
+    }
+
     /** The member that leads and decides, other than {@code except}; waits up to 60 s. */
     String awaitLeader(final String except) throws InterruptedException
     {
