@@ -140,16 +140,7 @@ public class BucketTableBenchmark
     @OperationsPerInvocation(BATCH)
     public long decideShuffledBatch()
     {
-        long allowed = 0;
-        for (int b = 0; b < BATCH; b++)
-        {
-            final int i = nextInSection;
-            nextInSection = i + 1 == keys ? 0 : i + 1;
-            now += 1_000;
-            table.acquire(section, sectionOffsets[i], sectionLengths[i], sectionHashes[i], 0, rate, 1, now, decision);
-            allowed += decision.allowed() ? 1 : 0;
-        }
-        return allowed;
+        return decideSectionBatch();
     }
 
     /** The same batch, its slots and then its stored keys touched first so that their cache misses overlap. */
@@ -168,15 +159,22 @@ public class BucketTableBenchmark
         {
             sum += table.touchKey(touched[b]);
         }
+        return sum + decideSectionBatch();
+    }
+
+    /** Decides the next {@link #BATCH} keys of the section in order; returns how many were allowed. */
+    private long decideSectionBatch()
+    {
+        long allowed = 0;
         for (int b = 0; b < BATCH; b++)
         {
             final int i = nextInSection;
             nextInSection = i + 1 == keys ? 0 : i + 1;
             now += 1_000;
             table.acquire(section, sectionOffsets[i], sectionLengths[i], sectionHashes[i], 0, rate, 1, now, decision);
-            sum += decision.allowed() ? 1 : 0;
+            allowed += decision.allowed() ? 1 : 0;
         }
-        return sum;
+        return allowed;
     }
 
     @Benchmark
