@@ -25,6 +25,12 @@ final class ProcessCluster implements AutoCloseable
     /** Starts {@code size} members n1..nN, one shard each, no admin port, policies of {@link TestNode}. */
     ProcessCluster(final Path dir, final int size) throws IOException
     {
+        this(dir, size, 1);
+    }
+
+    /** The same with {@code groups} Raft groups of one shard each (shard g is group g's). */
+    ProcessCluster(final Path dir, final int size, final int groups) throws IOException
+    {
         this.dir = dir;
         final int[] free = ClusterPorts.free(size, 100);
         final StringBuilder peers = new StringBuilder();
@@ -47,7 +53,8 @@ final class ProcessCluster implements AutoCloseable
                 "-Dorg.slf4j.simpleLogger.log.org.apache.ratis.server.RaftServer$Division=info",
                 "-cp", System.getProperty("java.class.path"), "dev.limiter.server.ServerMain",
                 "--node-id", id, "--peers", peers.toString(), "--admin-port", "-1", "--data-dir", data.toString(),
-                "--policies", policies.toString(), "--shards", "1", "--io-threads", "1"));
+                "--policies", policies.toString(), "--shards", Integer.toString(groups), "--raft-groups", Integer.toString(groups),
+                "--io-threads", "1"));
             commands.put(id, command);
             start(id);
         }
@@ -95,33 +102,76 @@ final class ProcessCluster implements AutoCloseable
         }
     }
 
-    /** The node's applied log index from a STATUS request, or -1 when it does not answer within a second. */
-    long appliedIndex(final String id)
+    /** The node's STATUS answer (JSON), or null when it does not answer within a second. */
+    private String status(final String id)
     {
         try
         {
             final RawConnection.Answer answer = RawConnection.exchange(ports.get(id), MessageType.STATUS, new byte[0], 1000);
-            if (answer == null)
-            {
-                return -1;
-            }
-            final String json = answer.text();
-            final int at = json.indexOf("\"appliedIndex\":");
-            if (at < 0)
-            {
-                return -1;
-            }
-            int end = at + 15;
-            while (end < json.length() && Character.isDigit(json.charAt(end)))
-            {
-                end++;
-            }
-            return Long.parseLong(json.substring(at + 15, end));
+            return answer == null ? null : answer.text();
         }
-        catch (final IOException | NumberFormatException e)
+        catch (final IOException e)
+        {
+            return null;
+        }
+    }
+
+    /** The part of a STATUS answer about group {@code g}, or null. */
+    private static String groupPart(final String json, final int g)
+    {
+        if (json == null)
+        {
+            return null;
+        }
+        final int at = json.indexOf("{\"group\":" + g + ",");
+        return at < 0 ? null : json.substring(at, json.indexOf('}', at));
+    }
+
+    /** The node's applied log index in group {@code g}, or -1 when it does not answer. */
+    long appliedIndex(final String id, final int g)
+    {
+        final String part = groupPart(status(id), g);
+        if (part == null)
         {
             return -1;
         }
+        final int at = part.indexOf("\"appliedIndex\":") + 15;
+        int end = at;
+        while (end < part.length() && Character.isDigit(part.charAt(end)))
+        {
+            end++;
+        }
+        return end == at ? -1 : Long.parseLong(part.substring(at, end));
+    }
+
+    /** The node's role in group {@code g} (LEADER once it decides), or null when it does not answer. */
+    String role(final String id, final int g)
+    {
+        final String part = groupPart(status(id), g);
+        if (part == null)
+        {
+            return null;
+        }
+        final int at = part.indexOf("\"role\":\"");
+        return at < 0 ? null : part.substring(at + 8, part.indexOf('"', at + 8));
+    }
+
+    /** The member that leads group {@code g}, other than {@code except}; waits up to 60 s. */
+    String awaitLeader(final String except, final int g) throws InterruptedException
+    {
+        final long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        while (System.nanoTime() < end)
+        {
+            for (final String id : ports.keySet())
+            {
+                if (!id.equals(except) && "LEADER".equals(role(id, g)))
+                {
+                    return id;
+                }
+            }
+            Thread.sleep(50);
+        }
+        throw new AssertionError("no leader of group " + g + " within 60 s; see " + dir + "/n*/node.log");
     }
 
     /** The member that leads and decides, other than {@code except}; waits up to 60 s. */
