@@ -60,6 +60,7 @@ public final class ServerConfig
     private int keyArenaBytesPerShard = DEFAULT_KEY_ARENA_BYTES_PER_SHARD;
     private int maxFrameBytes = Frame.DEFAULT_MAX_FRAME_BYTES;
     private boolean preferEpoll = true;
+    private boolean preferIoUring;
     private boolean shardThreads;
     private String nodeId;
     private final Map<String, InetSocketAddress> peers = new LinkedHashMap<>();
@@ -503,6 +504,21 @@ public final class ServerConfig
     public ServerConfig preferEpoll(final boolean preferEpoll)
     {
         this.preferEpoll = preferEpoll;
+        return this;
+    }
+
+    public boolean preferIoUring()
+    {
+        return preferIoUring;
+    }
+
+    /**
+     * Use io_uring for the data and admin ports when the kernel allows it (default false: epoll);
+     * one submission per event-loop turn instead of a read and a write system call per frame.
+     */
+    public ServerConfig preferIoUring(final boolean preferIoUring)
+    {
+        this.preferIoUring = preferIoUring;
         return this;
     }
 }

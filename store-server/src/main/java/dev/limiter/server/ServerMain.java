@@ -82,6 +82,10 @@ public final class ServerMain implements Callable<Integer>
     @Option(names = "--nio", description = "Use the NIO transport even where epoll is available.")
     boolean nio;
 
+    @Option(names = "--io-uring", description = "Use the io_uring transport for the data and admin ports where the kernel allows it " +
+        "(falls back to epoll, said at start).")
+    boolean ioUring;
+
     @Option(names = "--tls-cert", paramLabel = "FILE",
         description = "PEM certificate chain: turns TLS on for the data, admin and Raft ports (off by default). Needs --tls-key.")
     Path tlsCert;
@@ -119,7 +123,7 @@ public final class ServerMain implements Callable<Integer>
         final ServerConfig config = new ServerConfig()
             .host(host).port(port).adminPort(adminPort).policiesFile(policies).shards(shards).raftGroups(raftGroups).ioThreads(ioThreads)
             .maxBucketsPerShard(maxBuckets).keyArenaBytesPerShard(keyArenaBytes).maxFrameBytes(maxFrameBytes)
-            .preferEpoll(!nio).shardThreads(shardThreads).nodeId(nodeId).raftPortOffset(raftPortOffset).dataDir(dataDir).joining(join).adminToken(adminToken)
+            .preferEpoll(!nio).preferIoUring(ioUring && !nio).shardThreads(shardThreads).nodeId(nodeId).raftPortOffset(raftPortOffset).dataDir(dataDir).joining(join).adminToken(adminToken)
             .maxConnections(maxConnections).idleTimeoutMillis(idleTimeoutMillis).frameTimeoutMillis(frameTimeoutMillis)
             .adminMaxConnections(adminMaxConnections).adminIdleTimeoutMillis(adminIdleTimeoutMillis)
             .tlsCert(tlsCert).tlsKey(tlsKey).tlsCa(tlsCa);

@@ -50,6 +50,9 @@ import io.netty.channel.WriteBufferWaterMark;
 import io.netty.channel.epoll.Epoll;
 import io.netty.channel.epoll.EpollIoHandler;
 import io.netty.channel.epoll.EpollServerSocketChannel;
+import io.netty.channel.uring.IoUring;
+import io.netty.channel.uring.IoUringIoHandler;
+import io.netty.channel.uring.IoUringServerSocketChannel;
 import io.netty.channel.group.ChannelGroup;
 import io.netty.channel.group.DefaultChannelGroup;
 import io.netty.channel.nio.NioIoHandler;
@@ -114,7 +117,9 @@ public final class StoreServer implements NodeStatus, AutoCloseable
     private AdminServer admin;
     /** Cluster mode: the node's Raft groups, or null on a single node. */
     private ReplicationGroups groups;
-    private boolean epoll;
+    /** The data and admin ports' transport as said at start (with why io_uring was not used, if asked for). */
+    private String transportNote = "nio";
+    private Class<? extends ServerChannel> channelType = NioServerSocketChannel.class;
     private volatile boolean closed;
 
     /**
@@ -183,9 +188,25 @@ public final class StoreServer implements NodeStatus, AutoCloseable
     /** Binds the ports and starts the shards. */
     public StoreServer start() throws InterruptedException
     {
-        epoll = config.preferEpoll() && Epoll.isAvailable();
-        final IoHandlerFactory ioFactory = epoll ? EpollIoHandler.newFactory() : NioIoHandler.newFactory();
-        final Class<? extends ServerChannel> channelType = epoll ? EpollServerSocketChannel.class : NioServerSocketChannel.class;
+        final IoHandlerFactory ioFactory;
+        if (config.preferIoUring() && IoUring.isAvailable())
+        {
+            transportNote = "io_uring";
+            ioFactory = IoUringIoHandler.newFactory();
+            channelType = IoUringServerSocketChannel.class;
+        }
+        else if (config.preferEpoll() && Epoll.isAvailable())
+        {
+            transportNote = config.preferIoUring() ? "epoll (io_uring unavailable: " + IoUring.unavailabilityCause() + ")" : "epoll";
+            ioFactory = EpollIoHandler.newFactory();
+            channelType = EpollServerSocketChannel.class;
+        }
+        else
+        {
+            transportNote = "nio";
+            ioFactory = NioIoHandler.newFactory();
+            channelType = NioServerSocketChannel.class;
+        }
         bossGroup = new MultiThreadIoEventLoopGroup(1, ioFactory);
         workerGroup = new MultiThreadIoEventLoopGroup(config.ioThreads(), ioFactory);
         final List<EventLoop> loops = new ArrayList<>();
@@ -255,13 +276,13 @@ public final class StoreServer implements NodeStatus, AutoCloseable
         ticker.scheduleWithFixedDelay(this::tick, 250, 250, TimeUnit.MILLISECONDS);
         if (config.adminPort() >= 0)
         {
-            admin = new AdminServer(config.host(), config.adminPort(), metrics, this, bossGroup, workerGroup, epoll,
+            admin = new AdminServer(config.host(), config.adminPort(), metrics, this, bossGroup, workerGroup, channelType,
                 control, adminToken, new Membership(groups, control, config.raftPortOffset()),
                 new AdminServer.Limits(config.adminMaxConnections(), config.adminIdleTimeoutMillis(), config.frameTimeoutMillis()), tls);
             admin.start();
         }
         LOG.info("limiter store serving on {}:{} ({} transport, {} shards on {}, {} io threads, {} policies), admin on {}",
-            config.host(), port(), epoll ? "epoll" : "nio", shards.size(), config.shardThreads() ? "their own threads" : "the event loops",
+            config.host(), port(), transportNote, shards.size(), config.shardThreads() ? "their own threads" : "the event loops",
             config.ioThreads(), policyState.index().size(),
             admin == null ? "off" : config.host() + ":" + admin.port());
         return this;
@@ -542,7 +563,13 @@ public final class StoreServer implements NodeStatus, AutoCloseable
 
     public boolean epoll()
     {
-        return epoll;
+        return channelType == EpollServerSocketChannel.class;
+    }
+
+    /** The data and admin ports' transport: io_uring, epoll or nio. */
+    public String transport()
+    {
+        return channelType == IoUringServerSocketChannel.class ? "io_uring" : epoll() ? "epoll" : "nio";
     }
 
     /** Buckets held by all shards. */
@@ -563,7 +590,7 @@ public final class StoreServer implements NodeStatus, AutoCloseable
         final boolean healthy = healthy();
         return "{\"status\":\"" + (healthy ? "UP" : "DOWN") + "\",\"port\":" + port() + ",\"shards\":" + shards.size() +
             ",\"buckets\":" + bucketCount() + ",\"policies\":" + policies().size() + ",\"policySetVersion\":" +
-            policies().version() + ",\"transport\":\"" + (epoll ? "epoll" : "nio") + "\"}";
+            policies().version() + ",\"transport\":\"" + transport() + "\"}";
     }
 
     @Override

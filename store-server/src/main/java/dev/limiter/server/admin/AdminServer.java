@@ -14,11 +14,10 @@ import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoopGroup;
+import io.netty.channel.ServerChannel;
 import io.netty.channel.SimpleChannelInboundHandler;
 import io.netty.channel.WriteBufferWaterMark;
-import io.netty.channel.epoll.EpollServerSocketChannel;
 import io.netty.channel.socket.SocketChannel;
-import io.netty.channel.socket.nio.NioServerSocketChannel;
 import io.netty.handler.codec.http.DefaultFullHttpResponse;
 import io.netty.handler.codec.http.FullHttpRequest;
 import io.netty.handler.codec.http.FullHttpResponse;
@@ -50,7 +49,7 @@ public final class AdminServer implements AutoCloseable
     private final NodeStatus server;
     private final EventLoopGroup boss;
     private final EventLoopGroup workers;
-    private final boolean epoll;
+    private final Class<? extends ServerChannel> channelType;
     private final PolicyControl control;
     private final String token;
     private final Membership membership;
@@ -64,7 +63,7 @@ public final class AdminServer implements AutoCloseable
     }
 
     public AdminServer(final String host, final int port, final ServerMetrics metrics, final NodeStatus server,
-        final EventLoopGroup boss, final EventLoopGroup workers, final boolean epoll,
+        final EventLoopGroup boss, final EventLoopGroup workers, final Class<? extends ServerChannel> channelType,
         final PolicyControl control, final String token, final Membership membership,
         final Limits limits, final ServerTls tls)
     {
@@ -80,14 +79,14 @@ public final class AdminServer implements AutoCloseable
         this.server = server;
         this.boss = boss;
         this.workers = workers;
-        this.epoll = epoll;
+        this.channelType = channelType;
     }
 
     public void start() throws InterruptedException
     {
         channel = new ServerBootstrap()
             .group(boss, workers)
-            .channel(epoll ? EpollServerSocketChannel.class : NioServerSocketChannel.class)
+            .channel(channelType)
             .childOption(ChannelOption.WRITE_BUFFER_WATER_MARK, new WriteBufferWaterMark(64 * 1024, 256 * 1024))
             .childHandler(new ChannelInitializer<SocketChannel>()
             {
