@@ -117,8 +117,6 @@ public final class StoreServer implements NodeStatus, AutoCloseable
     private AdminServer admin;
     /** Cluster mode: the node's Raft groups, or null on a single node. */
     private ReplicationGroups groups;
-    /** The data and admin ports' transport as said at start (with why io_uring was not used, if asked for). */
-    private String transportNote = "nio";
     private Class<? extends ServerChannel> channelType = NioServerSocketChannel.class;
     private volatile boolean closed;
 
@@ -191,19 +189,16 @@ public final class StoreServer implements NodeStatus, AutoCloseable
         final IoHandlerFactory ioFactory;
         if (config.preferIoUring() && IoUring.isAvailable())
         {
-            transportNote = "io_uring";
             ioFactory = IoUringIoHandler.newFactory();
             channelType = IoUringServerSocketChannel.class;
         }
         else if (config.preferEpoll() && Epoll.isAvailable())
         {
-            transportNote = config.preferIoUring() ? "epoll (io_uring unavailable: " + IoUring.unavailabilityCause() + ")" : "epoll";
             ioFactory = EpollIoHandler.newFactory();
             channelType = EpollServerSocketChannel.class;
         }
         else
         {
-            transportNote = "nio";
             ioFactory = NioIoHandler.newFactory();
             channelType = NioServerSocketChannel.class;
         }
@@ -282,7 +277,8 @@ public final class StoreServer implements NodeStatus, AutoCloseable
             admin.start();
         }
         LOG.info("limiter store serving on {}:{} ({} transport, {} shards on {}, {} io threads, {} policies), admin on {}",
-            config.host(), port(), transportNote, shards.size(), config.shardThreads() ? "their own threads" : "the event loops",
+            config.host(), port(), transport() + (config.preferIoUring() && !IoUring.isAvailable() ?
+                " (io_uring unavailable: " + IoUring.unavailabilityCause() + ")" : ""), shards.size(), config.shardThreads() ? "their own threads" : "the event loops",
             config.ioThreads(), policyState.index().size(),
             admin == null ? "off" : config.host() + ":" + admin.port());
         return this;
@@ -561,15 +557,10 @@ public final class StoreServer implements NodeStatus, AutoCloseable
         return policyState;
     }
 
-    public boolean epoll()
-    {
-        return channelType == EpollServerSocketChannel.class;
-    }
-
     /** The data and admin ports' transport: io_uring, epoll or nio. */
     public String transport()
     {
-        return channelType == IoUringServerSocketChannel.class ? "io_uring" : epoll() ? "epoll" : "nio";
+        return channelType == IoUringServerSocketChannel.class ? "io_uring" : channelType == EpollServerSocketChannel.class ? "epoll" : "nio";
     }
 
     /** Buckets held by all shards. */

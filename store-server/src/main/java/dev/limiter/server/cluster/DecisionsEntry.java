@@ -53,6 +53,7 @@ public final class DecisionsEntry
         private final UnsafeBuffer keyView = new UnsafeBuffer(new byte[0]);
         private final Rates rates;
         private final int[] recordAt = new int[AHEAD];
+        private final int[] keyLengths = new int[AHEAD];
         private final long[] hashes = new long[AHEAD];
         private final int[] touched = new int[AHEAD];
         /** What touching read: kept so that the reads are not optimised away. */
@@ -101,6 +102,7 @@ public final class DecisionsEntry
                     final int keyLength = entry.getShort(at + 14) & 0xFFFF;
                     keyView.wrap(entry, at + RECORD_HEADER, keyLength);
                     recordAt[k] = at;
+                    keyLengths[k] = keyLength;
                     hashes[k] = KeyHash.hash(keyView, 0, keyLength);
                     touched[k] = table.touchSlot(hashes[k]);
                     at += RECORD_HEADER + keyLength;
@@ -115,7 +117,7 @@ public final class DecisionsEntry
                     final int policy = entry.getShort(record) & 0xFFFF;
                     final int cost = entry.getInt(record + 2);
                     final long time = entry.getLong(record + 6);
-                    final int keyLength = entry.getShort(record + 14) & 0xFFFF;
+                    final int keyLength = keyLengths[k];
                     keyView.wrap(entry, record + RECORD_HEADER, keyLength);
                     final long version = BucketKeys.version(keyView, 0);
                     table.acquire(keyView, 0, keyLength, hashes[k], policy, rates.rate(policy, version, shard), cost, time, scratch);

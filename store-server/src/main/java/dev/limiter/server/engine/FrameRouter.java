@@ -23,6 +23,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.nio.ByteOrder;
+import java.util.Arrays;
 import java.util.List;
 
 /**
@@ -216,13 +217,13 @@ public final class FrameRouter
             final String ownProblem = PolicyControl.stackedOwnScopeProblem(own.id(), own.scope(), part.id(), part.scope(), shardCount);
             if (ownProblem != null)
             {
-                clear(scratch, k + 1, matched);
+                Arrays.fill(scratch, k + 1, matched, null);
                 return ownProblem;
             }
             final String missing = missingScopeField(part, decoder);
             if (missing != null)
             {
-                clear(scratch, k + 1, matched);
+                Arrays.fill(scratch, k + 1, matched, null);
                 return missing;
             }
             final int p = work.partCount;
@@ -236,14 +237,6 @@ public final class FrameRouter
             work.stackCount[entry]++;
         }
         return null;
-    }
-
-    private static void clear(final CompiledPolicy[] scratch, final int from, final int to)
-    {
-        for (int k = from; k < to; k++)
-        {
-            scratch[k] = null;
-        }
     }
 
     /**

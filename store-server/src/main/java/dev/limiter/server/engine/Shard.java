@@ -37,11 +37,11 @@ public final class Shard implements Replication.DecidingShard
     private static final int QUEUE_CAPACITY = 4096;
     /** Frames a dedicated thread takes from its queue per duty cycle. */
     private static final int FRAMES_PER_CYCLE = 64;
+    /** Entries whose table memory is touched before any of them is decided. */
+    private static final int TOUCH_AHEAD = 16;
 
     private final int id;
     private final int shardCount;
-    /** Entries whose table memory is touched before any of them is decided. */
-    private static final int TOUCH_AHEAD = 16;
     private final int[] touched = new int[TOUCH_AHEAD];
     /** What touching read: kept so that the reads are not optimised away (owner thread). */
     private long touchedSum;

@@ -342,7 +342,6 @@ public final class BucketTable
         return allowed;
     }
 
-    /** Slot index holding the key, or -1. */
     /**
      * First step of touching what {@link #acquire} of a key will read: the key's home slot. A caller
      * about to decide a batch touches every key's slot, then every key's bytes
@@ -374,6 +373,7 @@ public final class BucketTable
         return keyOffset < 0 ? 0 : arena.buffer().getByte(keyOffset);
     }
 
+    /** Slot index holding the key, or -1. */
     private int find(final DirectBuffer key, final int keyOffset, final int keyLength, final long hash)
     {
         int slot = (int)hash & mask;
