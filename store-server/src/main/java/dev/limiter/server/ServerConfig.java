@@ -86,6 +86,7 @@ public final class ServerConfig
         require(adminPort >= -1 && adminPort <= 65535, "admin port must be -1 (off), 0 (any free port) or up to 65535, was " + adminPort);
         require(shards >= 1 && shards <= 64, "shards must be 1 to 64, was " + shards);
         require(ioThreads >= 1 && ioThreads <= 256, "io threads must be 1 to 256, was " + ioThreads);
+        require(!(preferIoUring && !preferEpoll), "--io-uring and --nio ask for two different transports: keep one of them");
         require(maxBucketsPerShard >= 1 && maxBucketsPerShard <= BucketTable.MAX_BUCKETS,
             "max buckets per shard must be 1 to " + BucketTable.MAX_BUCKETS + " (use more shards beyond that), was " + maxBucketsPerShard);
         require(keyArenaBytesPerShard >= BucketTable.MAX_KEY_LENGTH,

@@ -123,7 +123,7 @@ public final class ServerMain implements Callable<Integer>
         final ServerConfig config = new ServerConfig()
             .host(host).port(port).adminPort(adminPort).policiesFile(policies).shards(shards).raftGroups(raftGroups).ioThreads(ioThreads)
             .maxBucketsPerShard(maxBuckets).keyArenaBytesPerShard(keyArenaBytes).maxFrameBytes(maxFrameBytes)
-            .preferEpoll(!nio).preferIoUring(ioUring && !nio).shardThreads(shardThreads).nodeId(nodeId).raftPortOffset(raftPortOffset).dataDir(dataDir).joining(join).adminToken(adminToken)
+            .preferEpoll(!nio).preferIoUring(ioUring).shardThreads(shardThreads).nodeId(nodeId).raftPortOffset(raftPortOffset).dataDir(dataDir).joining(join).adminToken(adminToken)
             .maxConnections(maxConnections).idleTimeoutMillis(idleTimeoutMillis).frameTimeoutMillis(frameTimeoutMillis)
             .adminMaxConnections(adminMaxConnections).adminIdleTimeoutMillis(adminIdleTimeoutMillis)
             .tlsCert(tlsCert).tlsKey(tlsKey).tlsCa(tlsCa);

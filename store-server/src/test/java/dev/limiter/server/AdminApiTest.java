@@ -635,6 +635,7 @@ class AdminApiTest
             for (int t = 0; t < 20; t++)
             {
                 final Decision d = client.acquireBlocking(Descriptor.of("tenant-" + t, "/v1/orders/1"), 1);
+                assertFalse(d.degraded(), "decided by the node: " + d);
                 standard += d.allowed() ? 1 : 0;
                 if (!d.allowed())
                 {
@@ -646,7 +647,9 @@ class AdminApiTest
             int premium = 0;
             for (int i = 0; i < 6; i++)
             {
-                premium += client.acquireBlocking(Descriptor.of("acme", "/v1/orders/1"), 1).allowed() ? 1 : 0;
+                final Decision d = client.acquireBlocking(Descriptor.of("acme", "/v1/orders/1"), 1);
+                assertFalse(d.degraded(), "decided by the node: " + d);
+                premium += d.allowed() ? 1 : 0;
             }
             assertEquals(premiumExpected, premium, "the premium tenant still gets the reserve, then the pool is empty for everyone");
 

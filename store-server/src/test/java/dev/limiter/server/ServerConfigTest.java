@@ -28,6 +28,15 @@ class ServerConfigTest
     }
 
     @Test
+    void ioUringAndNioTogetherAreRefusedSayingToKeepOne()
+    {
+        final IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+            () -> new ServerConfig().preferIoUring(true).preferEpoll(false).validate());
+        assertTrue(e.getMessage().contains("--io-uring and --nio") && e.getMessage().contains("keep one"), e.getMessage());
+        assertTrue(new ServerConfig().preferIoUring(true).validate().preferIoUring());
+    }
+
+    @Test
     void raftGroupsOnASingleNodeAreRefused()
     {
         final IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
