@@ -61,15 +61,18 @@ class SdkStartAndPauseTest
             assertTrue(number(result, "pauses") > 5, "the client's JVM paused: " + result);
             assertTrue(number(result, "node") > 1000, result);
             assertEquals(0, number(result, "errors"), "calls that failed: " + result);
-            // Pauses never open the circuit and never count against the store: every local decision is
-            // put down to this side (pausedTimeouts); nearly always there is none, the answers that
-            // arrived meanwhile being read once the process runs again. The deadline is 200 ms, as in the
-            // service this was first seen in (63% of decisions local then). With 50 ms, about one run in
-            // two here also had a call the node itself answered late (sent 2 ms after a 141 ms stop of
-            // the client, no answer 50 ms later: on two cores the node shares one with everything else
-            // while the client collects on the other), and once three in a row opened the circuit.
+            // Pauses never open the circuit and never count against the store: a local decision is put
+            // down to this side (pausedTimeouts) when this process stood still while the call waited; nearly
+            // always there is none, the answers that arrived meanwhile being read once the process runs
+            // again. The deadline is 200 ms, as in the service this was first seen in (63% of decisions
+            // local then). A call the node itself answers late is the store's failure and rightly counted
+            // so: on two cores the node shares one with everything else while the client collects on the
+            // other, and in one CI run of the whole suite 2 calls of 11,398 were (at 50 ms, about one run
+            // in two had one, and once three in a row opened the circuit). Those may be 1 in 2,000 at most.
             final long local = number(result, "local");
-            assertEquals(number(result, "pausedTimeouts"), local, "local decisions not put down to this side's pauses: " + result);
+            final long unexplained = local - number(result, "pausedTimeouts");
+            assertTrue(unexplained >= 0 && unexplained * 2000 <= number(result, "node"),
+                "local decisions not put down to this side's pauses: " + result + "\n" + output);
             assertTrue(local * 1000 <= number(result, "node"), "calls decided by the SDK itself: " + result);
             assertTrue(result.contains("circuitOpened=false"), "the circuit opened: " + result);
             assertEquals(0, number(result, "windows"), "an outage window was reported (the circuit opened): " + result);
