@@ -4,6 +4,7 @@ import dev.limiter.protocol.CompiledPolicy;
 import dev.limiter.protocol.IpAddresses;
 import dev.limiter.protocol.PolicySetIndex;
 import dev.limiter.protocol.ReasonCode;
+import dev.limiter.protocol.Limit;
 import dev.limiter.protocol.TokenBucket;
 import dev.limiter.protocol.policy.FailureMode;
 import dev.limiter.protocol.policy.Policy;
@@ -137,7 +138,7 @@ final class LocalFallback
             degradedDenied.incrementAndGet();
             count(policy.id(), FailureMode.CLOSED, false);
             page(policy, FailureMode.CLOSED, "no node answered (" + why + "); fail-closed policy " + policy.id() + " refuses");
-            return new Decision(false, ReasonCode.CLUSTER_UNAVAILABLE, 0, policy.rate().burstTokens(), retryAfterNanos, retryAfterNanos,
+            return new Decision(false, ReasonCode.CLUSTER_UNAVAILABLE, 0, policy.limit().burstTokens(), retryAfterNanos, retryAfterNanos,
                 policy.id(), policy.version(), policy.windowSeconds(), true);
         }
         if (source.getEmergency().getPage())
@@ -146,7 +147,7 @@ final class LocalFallback
         }
         final long now = nanoClock.getAsLong();
         final LocalBucket bucket = bucket(buckets, policy, descriptor, now,
-            () -> new LocalBucket(emergencyRate(source, policy.rate(), fleetInstances.getAsInt()), now));
+            () -> new LocalBucket(emergencyRate(source, policy.limit(), fleetInstances.getAsInt()), now));
         final long[] taken = bucket.take(cost, now);
         final boolean allowed = taken[0] == 1;
         (allowed ? degradedAllowed : degradedDenied).incrementAndGet();
@@ -261,14 +262,14 @@ final class LocalFallback
         }
         final CompiledPolicy policy = PolicyMatcher.match(index, descriptor);
         final long now = nanoClock.getAsLong();
-        final LocalBucket bucket = bucket(rampBuckets, policy, descriptor, now, () -> new LocalBucket(policy.rate(), now, true));
+        final LocalBucket bucket = bucket(rampBuckets, policy, descriptor, now, () -> new LocalBucket(policy.limit().asTokenBucket(), now, true));
         final long[] taken = bucket.take(cost, now);
         if (taken[0] == 1)
         {
             return null;
         }
         rampRefusals.incrementAndGet();
-        return new Decision(false, ReasonCode.RATE_LIMITED, 0, policy.rate().burstTokens(), taken[2], policy.rate().nanosUntilFull(0),
+        return new Decision(false, ReasonCode.RATE_LIMITED, 0, bucket.rate.burstTokens(), taken[2], bucket.rate.nanosUntilFull(0),
             policy.id(), policy.version(), policy.windowSeconds(), true);
     }
 
@@ -336,7 +337,7 @@ final class LocalFallback
      *
      * @param instances SDK instances the nodes last reported; 0 or 1: the whole budget
      */
-    static TokenBucket.Rate emergencyRate(final Policy source, final TokenBucket.Rate policyRate, final int instances)
+    static TokenBucket.Rate emergencyRate(final Policy source, final Limit policyLimit, final int instances)
     {
         final long periodNanos = source.hasPeriod() ? source.getPeriod().getSeconds() * 1_000_000_000L + source.getPeriod().getNanos() :
             1_000_000_000L;
@@ -351,7 +352,7 @@ final class LocalFallback
         {
             final int percent = source.getEmergency().getPercent() == 0 ? DEFAULT_PERCENT : source.getEmergency().getPercent();
             rate = Math.max(1, source.getRate() * percent / 100);
-            burst = Math.max(1, policyRate.burstTokens() * percent / 100);
+            burst = Math.max(1, policyLimit.burstTokens() * percent / 100);
         }
         final int share = source.getEmergency().getPerInstance() ? 1 : Math.max(1, instances);
         if (share == 1)

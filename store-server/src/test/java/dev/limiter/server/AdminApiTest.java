@@ -318,6 +318,54 @@ class AdminApiTest
     }
 
     @Test
+    void aDailyFixedWindowEndsAtMidnightUtcAndASlidingWindowGivesItsBudgetBackGradually() throws Exception
+    {
+        final ManualClock clock = new ManualClock(SECOND);
+        // The node's wall clock reads 2026-12-04T23:59:58Z now.
+        final long lateEvening = java.time.Instant.parse("2026-12-04T23:59:58Z").getEpochSecond() * SECOND;
+        clock.wallOffset(lateEvening - SECOND);
+        try (StoreServer server = new StoreServer(TestNode.config(dir, 0, 2).adminToken(TOKEN), clock).start();
+             LimiterClient client = LimiterClient.builder().endpoints("127.0.0.1:" + server.port()).deadline(Duration.ofSeconds(5)).build())
+        {
+            assertEquals(200, call(server, "PUT", "/v1/policies/daily", "{\"selector\":{\"route\":\"/v1/daily/{id}\"},\"rate\":3," +
+                "\"period\":\"86400s\",\"algorithm\":\"FIXED_WINDOW\",\"owner\":\"team-billing\",\"reason\":\"3 a day\"}").statusCode());
+            assertEquals(200, call(server, "PUT", "/v1/policies/rolling", "{\"selector\":{\"route\":\"/v1/rolling/{id}\"},\"rate\":10," +
+                "\"period\":\"1s\",\"algorithm\":\"SLIDING_WINDOW\",\"owner\":\"team-search\",\"reason\":\"10 a second\"}").statusCode());
+
+            for (int i = 0; i < 3; i++)
+            {
+                assertTrue(client.acquireBlocking(Descriptor.of("acme", "/v1/daily/1"), 1).allowed());
+            }
+            final Decision refused = client.acquireBlocking(Descriptor.of("acme", "/v1/daily/1"), 1);
+            assertFalse(refused.allowed());
+            assertEquals("daily", refused.policyId());
+            assertEquals(Duration.ofSeconds(2), refused.retryAfter(), "until midnight UTC");
+            assertEquals(86_400, refused.windowSeconds());
+            assertEquals(3, refused.limit());
+            assertTrue(client.acquireBlocking(Descriptor.of("globex", "/v1/daily/1"), 1).allowed(), "each tenant has its own window");
+
+            // The sliding window: 10 in the second that starts at 23:59:58, then half a second into the next.
+            for (int i = 0; i < 10; i++)
+            {
+                assertTrue(client.acquireBlocking(Descriptor.of("acme", "/v1/rolling/1"), 1).allowed());
+            }
+            final Decision full = client.acquireBlocking(Descriptor.of("acme", "/v1/rolling/1"), 1);
+            assertFalse(full.allowed());
+            assertEquals(Duration.ofMillis(1100), full.retryAfter(), "a tenth into the next second this one weighs 9/10: one more fits");
+            clock.advance(SECOND + SECOND / 2);
+            int allowed = 0;
+            for (int i = 0; i < 10; i++)
+            {
+                allowed += client.acquireBlocking(Descriptor.of("acme", "/v1/rolling/1"), 1).allowed() ? 1 : 0;
+            }
+            assertEquals(5, allowed, "half-way through the next second, half the previous one still counts");
+
+            clock.advance(SECOND / 2); // midnight UTC
+            assertTrue(client.acquireBlocking(Descriptor.of("acme", "/v1/daily/1"), 1).allowed(), "a new day, a new window");
+        }
+    }
+
+    @Test
     void aScheduledVersionDecidesFromItsEffectiveTimeOn() throws Exception
     {
         try (StoreServer server = start(TestNode.config(dir, 0, 1).adminToken(TOKEN));

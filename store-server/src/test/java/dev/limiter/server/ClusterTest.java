@@ -561,6 +561,48 @@ class ClusterTest
     }
 
     @Test
+    void windowPoliciesDecideOnTheLeadersUtcClockAndReplicateToEqualTables() throws Exception
+    {
+        final String token = "drill-token-0123456789abcdef";
+        startCluster(2, token);
+        final StoreServer leader = leader();
+        final java.net.http.HttpClient http = java.net.http.HttpClient.newHttpClient();
+        assertEquals(200, AdminApiTest.call(http, leader.adminPort(), "PUT", "/v1/policies/daily", "{\"selector\":{\"route\":\"/v1/daily/{id}\"}," +
+            "\"rate\":5,\"period\":\"86400s\",\"algorithm\":\"FIXED_WINDOW\",\"owner\":\"billing\",\"reason\":\"5 a day\"}", token).statusCode());
+        assertEquals(200, AdminApiTest.call(http, leader.adminPort(), "PUT", "/v1/policies/rolling", "{\"selector\":{\"route\":\"/v1/rolling/{id}\"}," +
+            "\"rate\":5,\"period\":\"3600s\",\"algorithm\":\"SLIDING_WINDOW\",\"owner\":\"search\",\"reason\":\"5 an hour\"}", token).statusCode());
+        final long dayBefore = Math.floorDiv(System.currentTimeMillis(), 86_400_000L);
+        int dailyAllowed = 0;
+        int rollingAllowed = 0;
+        Decision dailyRefused = null;
+        try (LimiterClient client = client())
+        {
+            for (int tenant = 0; tenant < 20; tenant++)
+            {
+                for (int i = 0; i < 8; i++)
+                {
+                    final Decision daily = client.acquireBlocking(Descriptor.of("tenant-" + tenant, "/v1/daily/1"), 1);
+                    final Decision rolling = client.acquireBlocking(Descriptor.of("tenant-" + tenant, "/v1/rolling/1"), 1);
+                    assertFalse(daily.degraded() || rolling.degraded(), "decided by a node");
+                    dailyAllowed += daily.allowed() ? 1 : 0;
+                    rollingAllowed += rolling.allowed() ? 1 : 0;
+                    dailyRefused = daily.allowed() ? dailyRefused : daily;
+                }
+            }
+        }
+        final long msToMidnight = 86_400_000L - Math.floorMod(System.currentTimeMillis(), 86_400_000L);
+        if (Math.floorDiv(System.currentTimeMillis(), 86_400_000L) == dayBefore)
+        {
+            assertEquals(100, dailyAllowed, "20 tenants x 5 a day");
+            assertTrue(Math.abs(dailyRefused.retryAfter().toMillis() - msToMidnight) < 5000,
+                "a refusal says when the UTC day ends: " + dailyRefused.retryAfter() + ", " + msToMidnight + " ms from now");
+        }
+        assertEquals(100, rollingAllowed, "20 tenants x 5 an hour (an hour's boundary on the way keeps the count, weighted)");
+        await("replicas to converge on the window decisions", Duration.ofSeconds(10),
+            () -> leader.replication().buckets().appliedDecisions() >= 320 && converged());
+    }
+
+    @Test
     void tenantScopedHierarchicalDecisionsOnFourShardsReplicateToEqualTables() throws Exception
     {
         final String token = "drill-token-0123456789abcdef";

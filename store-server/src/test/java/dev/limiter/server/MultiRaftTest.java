@@ -217,7 +217,7 @@ class MultiRaftTest
         assertEquals(200, put.statusCode(), put.body());
         await("every node to have the new version in force", Duration.ofSeconds(10), () ->
             nodes.values().stream().allMatch(n -> n.policies().policies().stream()
-                .anyMatch(p -> p.id().equals("orders") && p.version() == 2 && p.rate().burstTokens() == burst)));
+                .anyMatch(p -> p.id().equals("orders") && p.version() == 2 && p.limit().burstTokens() == burst)));
     }
 
     @Test

@@ -14,14 +14,14 @@ import java.util.Locale;
 
 /**
  * A validated policy in the form the hot path uses: selector values as bytes, the route as a
- * {@link RouteTemplate}, the rate as exact {@link TokenBucket.Rate} arithmetic. Immutable.
+ * {@link RouteTemplate}, the limit as exact {@link Limit} arithmetic (its algorithm's). Immutable.
  */
 public final class CompiledPolicy
 {
     private final Policy source;
     private final int ordinal;
     private final byte[] idUtf8;
-    private final TokenBucket.Rate rate;
+    private final Limit limit;
     private final Scope scope;
     private final byte[] tenant;
     private final byte[] principal;
@@ -33,16 +33,16 @@ public final class CompiledPolicy
     private final long windowSeconds;
     private final boolean strict;
     /** Per-shard shares of a budget split across shards, for the last shard count asked (immutable once built). */
-    private volatile TokenBucket.Rate[] shares;
+    private volatile Limit[] shares;
 
-    CompiledPolicy(final Policy source, final int ordinal, final TokenBucket.Rate rate, final RouteTemplate route)
+    CompiledPolicy(final Policy source, final int ordinal, final Limit limit, final RouteTemplate route)
     {
         this.source = source;
         this.ordinal = ordinal;
         this.idUtf8 = source.getId().getBytes(StandardCharsets.UTF_8);
-        this.rate = rate;
+        this.limit = limit;
         this.scope = effectiveScope(source);
-        this.windowSeconds = ResultCodec.windowSeconds(rate);
+        this.windowSeconds = limit.windowSeconds();
         this.strict = source.getConsistency() == Consistency.STRICT;
         // Selectors are trimmed by exactly the rule requests are (ASCII whitespace only).
         this.tenant = bytesOrNull(DescriptorRules.trim(source.getSelector().getTenant()));
@@ -146,12 +146,13 @@ public final class CompiledPolicy
         return Math.max(1, source.getVersion());
     }
 
-    public TokenBucket.Rate rate()
+    /** The policy's limit: its algorithm's arithmetic with its rate, period and burst. */
+    public Limit limit()
     {
-        return rate;
+        return limit;
     }
 
-    /** Whole seconds an empty bucket takes to fill (the RateLimit-Policy window). */
+    /** The RateLimit-Policy window: whole seconds an empty bucket takes to fill, or a window's length. */
     public long windowSeconds()
     {
         return windowSeconds;
@@ -179,7 +180,7 @@ public final class CompiledPolicy
      */
     public long reserveUnits()
     {
-        return source.hasReserve() ? rate.costUnits(source.getReserve().getTokens()) : 0;
+        return source.hasReserve() ? limit.costUnits(source.getReserve().getTokens()) : 0;
     }
 
     public int reserveMinPriority()
@@ -205,14 +206,14 @@ public final class CompiledPolicy
             return floorFor(own);
         }
         return source.hasReserve() && own.priority() < reserveMinPriority() ?
-            rateOnShard(shard, shards).costUnits(TokenBucket.shareOf(source.getReserve().getTokens(), shard, shards)) : 0;
+            limitOnShard(shard, shards).costUnits(TokenBucket.shareOf(source.getReserve().getTokens(), shard, shards)) : 0;
     }
 
     /**
      * Whether a policy is a budget that a node with several shards splits into one equal share per
      * shard: a stacked GLOBAL or CLIENT_IP budget. The requests it is stacked on are decided by the
      * shard of their own bucket (often their tenant's), so no one shard could hold the whole budget;
-     * each keeps 1/shards of it instead ({@link TokenBucket.Rate#share}), which never admits more than
+     * each keeps 1/shards of it instead ({@link Limit#share}), which never admits more than
      * the whole budget and may refuse a request while another shard's share still has tokens.
      */
     public static boolean splitsAcrossShards(final Policy policy)
@@ -228,25 +229,25 @@ public final class CompiledPolicy
     }
 
     /**
-     * The rate and capacity of this policy's bucket on shard {@code shard} of {@code shards}: the
+     * The limit of this policy's bucket on shard {@code shard} of {@code shards}: the
      * policy's own, or, for a budget split across shards, that shard's equal share. Allocates nothing
      * once computed for a shard count.
      *
      * @throws IllegalStateException when the budget cannot be split that many ways (its burst is
      *                               below {@code shards}: validation refuses such a policy first)
      */
-    public TokenBucket.Rate rateOnShard(final int shard, final int shards)
+    public Limit limitOnShard(final int shard, final int shards)
     {
         if (!splitAcrossShards(shards))
         {
-            return rate;
+            return limit;
         }
-        TokenBucket.Rate[] split = shares;
+        Limit[] split = shares;
         if (split == null || split.length != shards)
         {
             try
             {
-                split = shares(rate, shards);
+                split = shares(limit, shards);
             }
             catch (final IllegalArgumentException e)
             {
@@ -258,16 +259,16 @@ public final class CompiledPolicy
     }
 
     /**
-     * Every shard's share of {@code rate}, by shard.
+     * Every shard's share of {@code limit}, by shard.
      *
-     * @throws IllegalArgumentException when the rate cannot be split that many ways, saying why
+     * @throws IllegalArgumentException when the limit cannot be split that many ways, saying why
      */
-    public static TokenBucket.Rate[] shares(final TokenBucket.Rate rate, final int shards)
+    public static Limit[] shares(final Limit limit, final int shards)
     {
-        final TokenBucket.Rate[] split = new TokenBucket.Rate[shards];
+        final Limit[] split = new Limit[shards];
         for (int s = 0; s < shards; s++)
         {
-            split[s] = rate.share(s, shards);
+            split[s] = limit.share(s, shards);
         }
         return split;
     }
@@ -376,6 +377,6 @@ public final class CompiledPolicy
     @Override
     public String toString()
     {
-        return "CompiledPolicy{" + id() + " v" + version() + ", " + rate + ", scope=" + scope + '}';
+        return "CompiledPolicy{" + id() + " v" + version() + ", " + limit + ", scope=" + scope + '}';
     }
 }

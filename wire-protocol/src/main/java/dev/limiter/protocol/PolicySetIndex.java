@@ -272,11 +272,24 @@ public final class PolicySetIndex
         return compiled;
     }
 
-    /** Compiles one validated policy's rate (for buckets of a version no longer in force). */
-    public static TokenBucket.Rate rateOf(final Policy policy)
+    /** Compiles one validated policy's limit (for buckets of a version no longer in force). */
+    public static Limit limitOf(final Policy policy)
+    {
+        return limitOf(policy, periodNanos(policy));
+    }
+
+    private static Limit limitOf(final Policy policy, final long periodNanos)
     {
         final long burst = policy.getBurst() == 0 ? policy.getRate() : policy.getBurst();
-        return TokenBucket.rate(policy.getRate(), periodNanos(policy), burst);
+        switch (policy.getAlgorithm())
+        {
+            case FIXED_WINDOW:
+                return new FixedWindow(policy.getRate(), periodNanos);
+            case SLIDING_WINDOW:
+                return new SlidingWindow(policy.getRate(), periodNanos);
+            default:
+                return TokenBucket.rate(policy.getRate(), periodNanos, burst);
+        }
     }
 
     private static CompiledPolicy compileOne(final Policy p, final int ordinal, final String where, final List<String> errors)
@@ -300,10 +313,7 @@ public final class PolicySetIndex
         {
             errors.add(where + ".burst: must be a positive number of tokens, was " + Long.toUnsignedString(p.getBurst()));
         }
-        if (p.getAlgorithm() != Algorithm.ALGORITHM_UNSPECIFIED && p.getAlgorithm() != Algorithm.TOKEN_BUCKET)
-        {
-            errors.add(where + ".algorithm: only TOKEN_BUCKET is supported");
-        }
+        checkAlgorithm(p, where, errors);
         if (p.getScope() == Scope.UNRECOGNIZED)
         {
             errors.add(where + ".scope: unknown scope");
@@ -407,10 +417,9 @@ public final class PolicySetIndex
                 return null;
             }
         }
-        final long burst = p.getBurst() == 0 ? p.getRate() : p.getBurst();
         try
         {
-            final CompiledPolicy compiled = new CompiledPolicy(p, ordinal, TokenBucket.rate(p.getRate(), periodNanos, burst), route);
+            final CompiledPolicy compiled = new CompiledPolicy(p, ordinal, limitOf(p, periodNanos), route);
             if (fallback != null)
             {
                 final byte[][] tenants = p.getRollout().getTenantsList().stream()
@@ -423,6 +432,31 @@ public final class PolicySetIndex
         {
             errors.add(where + ": " + e.getMessage());
             return null;
+        }
+    }
+
+    private static void checkAlgorithm(final Policy p, final String where, final List<String> errors)
+    {
+        switch (p.getAlgorithm())
+        {
+            case ALGORITHM_UNSPECIFIED:
+            case TOKEN_BUCKET:
+                return;
+            case FIXED_WINDOW:
+            case SLIDING_WINDOW:
+                if (p.getBurst() != 0 && p.getBurst() != p.getRate())
+                {
+                    errors.add(where + ".burst: a " + p.getAlgorithm() + " grants `rate` per window and has no burst of its own; " +
+                        "leave burst 0 (or equal to rate), was " + Long.toUnsignedString(p.getBurst()));
+                }
+                if (p.getAlgorithm() == Algorithm.SLIDING_WINDOW && p.getRate() > SlidingWindow.MAX_LIMIT)
+                {
+                    errors.add(where + ".rate: a SLIDING_WINDOW counts at most " + SlidingWindow.MAX_LIMIT + " per period, was " +
+                        Long.toUnsignedString(p.getRate()) + "; use FIXED_WINDOW or TOKEN_BUCKET, or a shorter period");
+                }
+                return;
+            default:
+                errors.add(where + ".algorithm: unknown algorithm; TOKEN_BUCKET, FIXED_WINDOW or SLIDING_WINDOW");
         }
     }
 

@@ -87,14 +87,6 @@ public final class ResultCodec
         out.setLong(recordOffset + POLICY_VERSION_OFFSET, policyVersion);
     }
 
-    /**
-     * Window of a policy for the record: whole seconds an empty bucket takes to fill (rounded up).
-     */
-    public static long windowSeconds(final TokenBucket.Rate rate)
-    {
-        return -Math.floorDiv(-rate.nanosUntilFull(0), 1_000_000_000L);
-    }
-
     /** Policy ref stored in a record (for building the dictionary). */
     public static int policyRef(final ByteBuf buf, final int recordOffset)
     {

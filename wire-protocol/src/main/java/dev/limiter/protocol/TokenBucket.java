@@ -23,8 +23,8 @@ public final class TokenBucket
     {
     }
 
-    /** A compiled rate and capacity. Immutable. */
-    public static final class Rate
+    /** A compiled rate and capacity: a key's state is its content in units. Immutable. */
+    public static final class Rate extends Limit
     {
         private final long unitsPerToken;
         private final long unitsPerNano;
@@ -39,7 +39,7 @@ public final class TokenBucket
             this.burstUnits = burstTokens * unitsPerToken;
         }
 
-        /** Units one token is worth. */
+        @Override
         public long unitsPerToken()
         {
             return unitsPerToken;
@@ -51,34 +51,83 @@ public final class TokenBucket
             return unitsPerNano;
         }
 
-        /** Capacity in tokens. */
+        @Override
         public long burstTokens()
         {
             return burstTokens;
         }
 
-        /** Capacity in units. */
+        @Override
         public long burstUnits()
         {
             return burstUnits;
         }
 
-        /** Units for a cost in tokens; callers check {@code cost <= burstTokens()} first. */
+        @Override
         public long costUnits(final long costTokens)
         {
             return costTokens * unitsPerToken;
         }
 
-        /** Whole tokens held by a bucket with {@code units} (rounded down). */
+        @Override
         public long wholeTokens(final long units)
         {
             return units / unitsPerToken;
+        }
+
+        @Override
+        public long fullState()
+        {
+            return burstUnits;
+        }
+
+        @Override
+        public long available(final long units, final long nowNanos)
+        {
+            return units;
+        }
+
+        @Override
+        public long charge(final long units, final long costUnits)
+        {
+            return units - costUnits;
+        }
+
+        @Override
+        public long nanosUntil(final long units, final long targetUnits, final long nowNanos)
+        {
+            return nanosUntil(units, targetUnits);
+        }
+
+        @Override
+        public long nanosUntilFull(final long units, final long nowNanos)
+        {
+            return nanosUntil(units, burstUnits);
+        }
+
+        @Override
+        public long windowSeconds()
+        {
+            return -Math.floorDiv(-nanosUntilFull(0), 1_000_000_000L);
+        }
+
+        @Override
+        public Rate asTokenBucket()
+        {
+            return this;
+        }
+
+        @Override
+        public String algorithm()
+        {
+            return "TOKEN_BUCKET";
         }
 
         /**
          * Bucket content after refilling from {@code lastNanos} to {@code nowNanos}: elapsed time is
          * clamped at zero and the result capped at the burst. Never overflows.
          */
+        @Override
         public long refill(final long units, final long lastNanos, final long nowNanos)
         {
             final long elapsed = nowNanos - lastNanos;
@@ -128,17 +177,10 @@ public final class TokenBucket
          * @throws IllegalArgumentException when a share would hold less than one token (the burst is
          *                                  below {@code shares}) or is beyond exact arithmetic
          */
+        @Override
         public Rate share(final int index, final int shares)
         {
-            if (shares < 1 || index < 0 || index >= shares)
-            {
-                throw new IllegalArgumentException("share " + index + " of " + shares + " does not exist");
-            }
-            if (burstTokens < shares)
-            {
-                throw new IllegalArgumentException("a burst of " + burstTokens + " cannot be split into " + shares +
-                    " shares of at least one token: raise the burst to at least " + shares);
-            }
+            checkShare(burstTokens, index, shares, "burst");
             final long periodUnits;
             try
             {

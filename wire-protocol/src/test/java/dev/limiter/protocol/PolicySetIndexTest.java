@@ -81,7 +81,7 @@ class PolicySetIndexTest
     {
         final PolicySetIndex index = PolicySetIndex.fromJson("{\"policies\":[]}");
         assertEquals("default", index.defaultPolicy().id());
-        assertEquals(20, index.defaultPolicy().rate().burstTokens());
+        assertEquals(20, index.defaultPolicy().limit().burstTokens());
         assertEquals(1, index.size());
     }
 
@@ -89,7 +89,7 @@ class PolicySetIndexTest
     void shouldDefaultBurstToRateAndPeriodToOneSecond()
     {
         final CompiledPolicy p = PolicySetIndex.fromJson(SET).policies().get(0);
-        assertEquals(100, p.rate().burstTokens());
+        assertEquals(100, p.limit().burstTokens());
         assertEquals(1, p.windowSeconds());
     }
 
@@ -111,6 +111,31 @@ class PolicySetIndexTest
         assertTrue(all.contains("policies[1] (ok).period"), all);
         assertTrue(all.contains("policies[1] (ok).selector.route"), all);
         assertTrue(all.contains("policies[1] (ok).selector.method contains a character"), all);
+    }
+
+    @Test
+    void windowPoliciesCompileToTheirAlgorithmAndRefuseABurstOrATooLargeSlidingLimit()
+    {
+        final PolicySetIndex index = PolicySetIndex.fromJson("{\"policies\":[" +
+            "{\"id\":\"daily\",\"rate\":10000,\"period\":\"86400s\",\"algorithm\":\"FIXED_WINDOW\",\"owner\":\"o\",\"selector\":{\"route\":\"/a\"}}," +
+            "{\"id\":\"rolling\",\"rate\":100,\"period\":\"60s\",\"burst\":100,\"algorithm\":\"SLIDING_WINDOW\",\"owner\":\"o\",\"selector\":{\"route\":\"/b\"}}]}");
+        final CompiledPolicy daily = index.policies().stream().filter(p -> p.id().equals("daily")).findFirst().orElseThrow();
+        assertTrue(daily.limit() instanceof FixedWindow && daily.limit().wallClock(), daily.limit().toString());
+        assertEquals(10_000, daily.limit().burstTokens());
+        assertEquals(86_400, daily.windowSeconds());
+        final CompiledPolicy rolling = index.policies().stream().filter(p -> p.id().equals("rolling")).findFirst().orElseThrow();
+        assertEquals("SLIDING_WINDOW", rolling.limit().algorithm());
+        assertEquals(60, rolling.windowSeconds());
+
+        final String all = String.join("\n", reject("{\"policies\":[" +
+            "{\"id\":\"a\",\"rate\":10,\"burst\":20,\"algorithm\":\"FIXED_WINDOW\",\"owner\":\"o\",\"selector\":{\"route\":\"/a\"}}," +
+            "{\"id\":\"b\",\"rate\":3000000000,\"algorithm\":\"SLIDING_WINDOW\",\"owner\":\"o\",\"selector\":{\"route\":\"/b\"}}]}").errors());
+        assertTrue(all.contains("policies[0] (a).burst: a FIXED_WINDOW grants `rate` per window and has no burst of its own"), all);
+        assertTrue(all.contains("policies[1] (b).rate: a SLIDING_WINDOW counts at most 2147483647 per period"), all);
+        assertTrue(reject("{\"policies\":[{\"id\":\"a\",\"rate\":1,\"owner\":\"o\",\"algorithm\":\"GCRAX\"}]}").getMessage().contains("GCRAX"));
+        assertTrue(String.join("\n", PolicySetIndex.validatePolicy(
+            dev.limiter.protocol.policy.Policy.newBuilder().setId("a").setRate(1).setOwner("o").setAlgorithmValue(99).build()))
+            .contains("policy.algorithm: unknown algorithm; TOKEN_BUCKET, FIXED_WINDOW or SLIDING_WINDOW"));
     }
 
     @Test

@@ -1,6 +1,6 @@
 package dev.limiter.server.cluster;
 
-import dev.limiter.protocol.TokenBucket;
+import dev.limiter.protocol.Limit;
 import dev.limiter.server.table.BucketKeys;
 import dev.limiter.server.table.BucketTable;
 import dev.limiter.server.table.Decision;
@@ -16,13 +16,15 @@ import java.nio.ByteBuffer;
  * back, one per shard batch (the shards of a Raft group share entries: {@link LogSubmitter}):
  *
  * <pre>
- * section: u8 1 | u16 shard | u32 count | i64 reserved (0)
+ * section: u8 1 | u16 shard | u32 count | i64 wall-clock offset (ns; UTC = decision time + offset)
  *               | count x (u16 policy ordinal | i32 cost | i64 decision time (ns) | u16 key length | key)
  * </pre>
  * A key starts with its policy's ordinal and version ({@link BucketKeys}): a decision is
  * replayed with the rate of the version it was made under, even when a later version was
  * applied before it. Replaying repeats exactly what the leader did (same key, policy, cost and
- * cluster time, in the same order), so every table fed the same entries holds the same buckets.
+ * cluster time, in the same order, and the section's wall-clock offset for limits whose windows
+ * are aligned to UTC), so every table fed the same entries holds the same buckets. Sections
+ * written before the offset existed carry 0 there (no window policies existed then).
  */
 public final class DecisionsEntry
 {
@@ -40,7 +42,7 @@ public final class DecisionsEntry
     @FunctionalInterface
     public interface Rates
     {
-        TokenBucket.Rate rate(int ordinal, long version, int shard);
+        Limit rate(int ordinal, long version, int shard);
     }
 
     /** Reusable state for replaying (one per thread). */
@@ -92,6 +94,7 @@ public final class DecisionsEntry
             }
             final int shard = shard(entry, at);
             final int count = entry.getInt(at + 3);
+            table.wallClockOffset(wallClockOffset(entry, at));
             at += HEADER;
             long sum = 0;
             for (int done = 0; done < count; )
@@ -145,6 +148,12 @@ public final class DecisionsEntry
         return entry.getShort(at + 1) & 0xFFFF;
     }
 
+    /** UTC minus cluster time for the decisions of the section that starts at {@code at}. */
+    public static long wallClockOffset(final ByteBuffer entry, final int at)
+    {
+        return entry.getLong(at + 7);
+    }
+
     /** Decisions in the first section of an entry positioned at its start. */
     public static int count(final ByteBuffer entry)
     {
@@ -190,12 +199,15 @@ public final class DecisionsEntry
         key.getBytes(keyOffset, bytes, at + RECORD_HEADER, keyLength);
     }
 
-    /** Writes a section's header (at the start of {@code view}) once its records are in place. */
-    public static void putHeader(final ByteBuffer view, final int shard, final int count)
+    /**
+     * Writes a section's header (at the start of {@code view}) once its records are in place:
+     * {@code wallClockOffset} is what its decisions added to their time for UTC-aligned windows.
+     */
+    public static void putHeader(final ByteBuffer view, final int shard, final int count, final long wallClockOffset)
     {
         view.put(0, TYPE);
         view.putShort(1, (short)shard);
         view.putInt(3, count);
-        view.putLong(7, 0L); // reserved
+        view.putLong(7, wallClockOffset);
     }
 }

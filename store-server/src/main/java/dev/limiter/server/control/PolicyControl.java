@@ -2,7 +2,7 @@ package dev.limiter.server.control;
 
 import dev.limiter.protocol.CompiledPolicy;
 import dev.limiter.protocol.PolicySetIndex;
-import dev.limiter.protocol.TokenBucket;
+import dev.limiter.protocol.Limit;
 import dev.limiter.protocol.policy.AdminError;
 import dev.limiter.protocol.policy.Policy;
 import dev.limiter.protocol.policy.PolicyCommand;
@@ -58,10 +58,10 @@ public final class PolicyControl
         {
             return null;
         }
-        final TokenBucket.Rate rate;
+        final Limit rate;
         try
         {
-            rate = PolicySetIndex.rateOf(policy);
+            rate = PolicySetIndex.limitOf(policy);
         }
         catch (final IllegalArgumentException e)
         {

@@ -6,7 +6,7 @@ import com.google.protobuf.util.Timestamps;
 import dev.limiter.protocol.CompiledPolicy;
 import dev.limiter.protocol.PolicySetIndex;
 import dev.limiter.protocol.PolicyValidationException;
-import dev.limiter.protocol.TokenBucket;
+import dev.limiter.protocol.Limit;
 import dev.limiter.protocol.policy.AdminError;
 import dev.limiter.protocol.policy.AuditRecord;
 import dev.limiter.protocol.policy.ChangeResult;
@@ -130,7 +130,7 @@ public final class PolicyState
     {
         final String id;
         final List<PolicyVersion> versions = new ArrayList<>();
-        final List<TokenBucket.Rate> rates = new ArrayList<>();
+        final List<Limit> rates = new ArrayList<>();
         /** Whether each version's budget is split into per-shard shares ({@link CompiledPolicy#splitsAcrossShards}). */
         final List<Boolean> split = new ArrayList<>();
         int enforceOrdinal = -1;
@@ -155,7 +155,7 @@ public final class PolicyState
         {
             versions.add(version);
             // A tombstone keeps the rate of what it deleted: buckets of that version still refill.
-            rates.add(version.getDeleted() && !rates.isEmpty() ? rates.get(rates.size() - 1) : PolicySetIndex.rateOf(version.getPolicy()));
+            rates.add(version.getDeleted() && !rates.isEmpty() ? rates.get(rates.size() - 1) : PolicySetIndex.limitOf(version.getPolicy()));
             split.add(version.getDeleted() && !split.isEmpty() ? split.get(split.size() - 1) : CompiledPolicy.splitsAcrossShards(version.getPolicy()));
         }
     }
@@ -176,14 +176,14 @@ public final class PolicyState
     private long setVersion;
     private volatile boolean bootstrapped;
     private volatile PolicySetIndex index = PolicySetIndex.compile(PolicySet.getDefaultInstance());
-    private volatile TokenBucket.Rate[] latestRates = new TokenBucket.Rate[0];
+    private volatile Limit[] latestRates = new Limit[0];
     /**
      * Rates by ordinal, then version - 1, then shard: every version a bucket may have been decided
      * under. One rate when the version's buckets have the same rate on every shard, one share per
      * shard when it is split across shards, null when it cannot be split this many ways (refused
      * when changed, so no bucket has it).
      */
-    private volatile TokenBucket.Rate[][][] versionRates = new TokenBucket.Rate[0][][];
+    private volatile Limit[][][] versionRates = new Limit[0][][];
     private final int shards;
     private final List<Runnable> listeners = new CopyOnWriteArrayList<>();
     /** The latest command time applied: the cluster's wall clock as the log has seen it. */
@@ -227,10 +227,10 @@ public final class PolicyState
      * Rate of the newest version of the policy with this ordinal, in force or deleted (what a sweep
      * asks of a stored bucket); the built-in default for an ordinal never assigned.
      */
-    public TokenBucket.Rate latestRate(final int ordinal)
+    public Limit latestRate(final int ordinal)
     {
-        final TokenBucket.Rate[] rates = latestRates;
-        return ordinal < rates.length ? rates[ordinal] : PolicySetIndex.rateOf(PolicySetIndex.BUILT_IN_DEFAULT);
+        final Limit[] rates = latestRates;
+        return ordinal < rates.length ? rates[ordinal] : PolicySetIndex.limitOf(PolicySetIndex.BUILT_IN_DEFAULT);
     }
 
     /**
@@ -238,9 +238,9 @@ public final class PolicyState
      *
      * @throws IllegalStateException when no such version exists: the log and this state disagree
      */
-    public TokenBucket.Rate rate(final int ordinal, final long version, final int shard)
+    public Limit rate(final int ordinal, final long version, final int shard)
     {
-        final TokenBucket.Rate rate = rateIfKnown(ordinal, version, shard);
+        final Limit rate = rateIfKnown(ordinal, version, shard);
         if (rate == null)
         {
             throw new IllegalStateException("a decision names policy ordinal " + ordinal + " version " + version +
@@ -253,15 +253,15 @@ public final class PolicyState
      * Rate of one version of a policy's buckets on one shard (the same on every shard unless the
      * version is split across shards), or null when this replica does not have that version (yet).
      */
-    public TokenBucket.Rate rateIfKnown(final int ordinal, final long version, final int shard)
+    public Limit rateIfKnown(final int ordinal, final long version, final int shard)
     {
         // Read for every replayed decision: a volatile read of an immutable table, no lock.
-        final TokenBucket.Rate[][][] rates = versionRates;
+        final Limit[][][] rates = versionRates;
         if (ordinal >= rates.length || version < 1 || version > rates[ordinal].length)
         {
             return null;
         }
-        final TokenBucket.Rate[] byShard = rates[ordinal][(int)(version - 1)];
+        final Limit[] byShard = rates[ordinal][(int)(version - 1)];
         if (byShard == null)
         {
             return null;
@@ -277,9 +277,9 @@ public final class PolicyState
      *
      * @throws IllegalStateException when interrupted (the node is stopping)
      */
-    public TokenBucket.Rate awaitRate(final int ordinal, final long version, final int shard)
+    public Limit awaitRate(final int ordinal, final long version, final int shard)
     {
-        final TokenBucket.Rate known = rateIfKnown(ordinal, version, shard);
+        final Limit known = rateIfKnown(ordinal, version, shard);
         if (known != null)
         {
             return known;
@@ -288,7 +288,7 @@ public final class PolicyState
         long warned = start;
         synchronized (this)
         {
-            TokenBucket.Rate rate;
+            Limit rate;
             while ((rate = rateIfKnown(ordinal, version, shard)) == null)
             {
                 try
@@ -749,7 +749,7 @@ public final class PolicyState
     {
         provisional.clear();
         index = PolicySetIndex.compile(inForceSet("", null).toBuilder().setVersion(setVersion).build(), this::ordinalForCompile);
-        final TokenBucket.Rate[] rates = new TokenBucket.Rate[byOrdinal.size()];
+        final Limit[] rates = new Limit[byOrdinal.size()];
         for (int ordinal = 0; ordinal < rates.length; ordinal++)
         {
             // A sweep asks of a bucket under this ordinal: the newest version of the ordinal's mode.
@@ -767,11 +767,11 @@ public final class PolicyState
             }
         }
         latestRates = rates;
-        final TokenBucket.Rate[][][] byVersion = new TokenBucket.Rate[byOrdinal.size()][][];
+        final Limit[][][] byVersion = new Limit[byOrdinal.size()][][];
         for (int ordinal = 0; ordinal < byVersion.length; ordinal++)
         {
             final History history = byOrdinal.get(ordinal).history();
-            byVersion[ordinal] = new TokenBucket.Rate[history.rates.size()][];
+            byVersion[ordinal] = new Limit[history.rates.size()][];
             for (int v = 0; v < history.rates.size(); v++)
             {
                 byVersion[ordinal][v] = ratesByShard(history.rates.get(v), history.split.get(v));
@@ -780,11 +780,11 @@ public final class PolicyState
         versionRates = byVersion;
     }
 
-    private TokenBucket.Rate[] ratesByShard(final TokenBucket.Rate rate, final boolean split)
+    private Limit[] ratesByShard(final Limit rate, final boolean split)
     {
         if (!split || shards <= 1)
         {
-            return new TokenBucket.Rate[] {rate};
+            return new Limit[] {rate};
         }
         try
         {
@@ -1047,8 +1047,8 @@ public final class PolicyState
             else
             {
                 index = PolicySetIndex.compile(PolicySet.getDefaultInstance());
-                latestRates = new TokenBucket.Rate[0];
-                versionRates = new TokenBucket.Rate[0][][];
+                latestRates = new Limit[0];
+                versionRates = new Limit[0][][];
             }
             notifyAll();
         }

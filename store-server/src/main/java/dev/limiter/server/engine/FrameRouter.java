@@ -145,7 +145,7 @@ public final class FrameRouter
                 if (work.shard[i] == FrameWork.EXEMPT)
                 {
                     final CompiledPolicy policy = work.policy[i];
-                    final long burst = policy.rate().burstTokens();
+                    final long burst = policy.limit().burstTokens();
                     ResultCodec.putRecord(response, ResultCodec.recordOffset(work.frameStart, i), true, ReasonCode.EXEMPT,
                         policy.ordinal(), burst, burst, 0, 0, policy.version(), policy.windowSeconds());
                 }
@@ -200,7 +200,7 @@ public final class FrameRouter
      * the entry's shard: the shard checks every part, then charges all of them or none). With several
      * shards a TENANT or PRINCIPAL part lives on the tenant's shard, so the entry's own policy must
      * be tenant- or principal-scoped too; a GLOBAL or CLIENT_IP part is charged against the entry
-     * shard's share of it ({@link CompiledPolicy#rateOnShard}).
+     * shard's share of it ({@link CompiledPolicy#limitOnShard}).
      *
      * @return why the entry cannot be decided, or null
      */

@@ -3,7 +3,7 @@ package dev.limiter.server.engine;
 import dev.limiter.protocol.CompiledPolicy;
 import dev.limiter.protocol.ReasonCode;
 import dev.limiter.protocol.ResultCodec;
-import dev.limiter.protocol.TokenBucket;
+import dev.limiter.protocol.Limit;
 import dev.limiter.server.cluster.DecisionsEntry;
 import dev.limiter.server.cluster.Replication;
 import dev.limiter.server.metrics.ServerMetrics;
@@ -251,6 +251,8 @@ public final class Shard implements Replication.DecidingShard
                 return;
             }
             final long now = replication != null ? replication.clusterNanos() : clock.nanoTime();
+            // UTC = cluster time + offset, for windows; a logged batch keeps one offset, which replicas replay with.
+            table.wallClockOffset(log != null ? log.wallClockOffset(clock.wallNanos() - now) : clock.wallNanos() - now);
             for (int i = 0; i < work.count; i++)
             {
                 if (i % TOUCH_AHEAD == 0)
@@ -268,7 +270,7 @@ public final class Shard implements Replication.DecidingShard
                 }
                 final CompiledPolicy policy = work.policy[i];
                 table.acquire(work.keys, work.keyOffset[i], work.keyLength[i], work.keyHash[i], policy.ordinal(),
-                    policy.rate(), work.cost[i], now, decision);
+                    policy.limit(), work.cost[i], now, decision);
                 hotKeys.decided(work.keys, work.keyOffset[i], work.keyLength[i], work.keyHash[i], now);
                 if (log != null)
                 {
@@ -276,7 +278,7 @@ public final class Shard implements Replication.DecidingShard
                     strict |= policy.strict();
                 }
                 ResultCodec.putRecord(work.response, ResultCodec.recordOffset(work.frameStart, i), decision.allowed(),
-                    decision.reason(), policy.ordinal(), decision.remainingTokens(), policy.rate().burstTokens(),
+                    decision.reason(), policy.ordinal(), decision.remainingTokens(), policy.limit().burstTokens(),
                     decision.retryAfterNanos(), decision.resetAfterNanos(), policy.version(), policy.windowSeconds());
                 if (policy.ordinal() >= allowedByPolicy.length())
                 {
@@ -294,7 +296,7 @@ public final class Shard implements Replication.DecidingShard
                 // A shadow spends its own bucket (replicated like any other) and is only counted.
                 final CompiledPolicy shadow = work.shadowPolicy[j];
                 table.acquire(work.keys, work.shadowKeyOffset[j], work.shadowKeyLength[j], work.shadowKeyHash[j], shadow.ordinal(),
-                    shadow.rate(), work.shadowCost[j], now, decision);
+                    shadow.limit(), work.shadowCost[j], now, decision);
                 if (log != null)
                 {
                     log.append(work.keys, work.shadowKeyOffset[j], work.shadowKeyLength[j], shadow.ordinal(), work.shadowCost[j], now);
@@ -397,13 +399,13 @@ public final class Shard implements Replication.DecidingShard
         {
             hotKeys.decided(work.keys, work.partKeyOffset[from + k], work.partKeyLength[from + k], work.partKeyHash[from + k], now);
         }
-        int denying = table.peek(work.keys, work.keyOffset[i], work.keyLength[i], work.keyHash[i], own.rate(), cost, 0, now, decision) ? -2 : -1;
+        int denying = table.peek(work.keys, work.keyOffset[i], work.keyLength[i], work.keyHash[i], own.limit(), cost, 0, now, decision) ? -2 : -1;
         for (int k = 0; k < parts && denying == -2; k++)
         {
             // A shared budget's reserve is a floor for requests whose own policy ranks below it.
             final CompiledPolicy part = work.partPolicy[from + k];
             if (!table.peek(work.keys, work.partKeyOffset[from + k], work.partKeyLength[from + k], work.partKeyHash[from + k],
-                part.rateOnShard(id, shardCount), cost, part.floorFor(own, id, shardCount), now, decision))
+                part.limitOnShard(id, shardCount), cost, part.floorFor(own, id, shardCount), now, decision))
             {
                 denying = k;
             }
@@ -420,13 +422,13 @@ public final class Shard implements Replication.DecidingShard
             // the answer is that scope's view, which the peek that refused left in the decision.
             named = denying == -1 ? own : work.partPolicy[from + denying];
             answered = false;
-            putRecord(work, i, named, named.rateOnShard(id, shardCount), answered, decision.reason(), decision.remainingTokens(), decision.retryAfterNanos(),
+            putRecord(work, i, named, named.limitOnShard(id, shardCount), answered, decision.reason(), decision.remainingTokens(), decision.retryAfterNanos(),
                 decision.resetAfterNanos());
         }
         else
         {
             // Every scope allows: charge all; the record names the tightest (fewest tokens left).
-            table.acquire(work.keys, work.keyOffset[i], work.keyLength[i], work.keyHash[i], own.ordinal(), own.rate(), cost, now, decision);
+            table.acquire(work.keys, work.keyOffset[i], work.keyLength[i], work.keyHash[i], own.ordinal(), own.limit(), cost, now, decision);
             if (log != null)
             {
                 log.append(work.keys, work.keyOffset[i], work.keyLength[i], own.ordinal(), cost, now);
@@ -441,7 +443,7 @@ public final class Shard implements Replication.DecidingShard
             {
                 final CompiledPolicy part = work.partPolicy[from + k];
                 table.acquire(work.keys, work.partKeyOffset[from + k], work.partKeyLength[from + k], work.partKeyHash[from + k],
-                    part.ordinal(), part.rateOnShard(id, shardCount), cost, now, decision);
+                    part.ordinal(), part.limitOnShard(id, shardCount), cost, now, decision);
                 if (log != null && decision.reason() != ReasonCode.STORE_FULL)
                 {
                     log.append(work.keys, work.partKeyOffset[from + k], work.partKeyLength[from + k], part.ordinal(), cost, now);
@@ -457,7 +459,7 @@ public final class Shard implements Replication.DecidingShard
                 }
             }
             answered = allowed;
-            putRecord(work, i, named, named.rateOnShard(id, shardCount), allowed, reason, remaining, retry, reset);
+            putRecord(work, i, named, named.limitOnShard(id, shardCount), allowed, reason, remaining, retry, reset);
         }
         work.policy[i] = named; // the answer names the policy that limited it
         if (named.ordinal() >= allowedByPolicy.length())
@@ -469,12 +471,12 @@ public final class Shard implements Replication.DecidingShard
         return strict;
     }
 
-    /** The record names {@code policy}; its limit is the burst of the bucket that answered ({@code rate}: a share, when split). */
-    private static void putRecord(final FrameWork work, final int i, final CompiledPolicy policy, final TokenBucket.Rate rate,
+    /** The record names {@code policy}; its limit is the burst of the key that answered ({@code limit}: a share, when split). */
+    private static void putRecord(final FrameWork work, final int i, final CompiledPolicy policy, final Limit limit,
         final boolean allowed, final ReasonCode reason, final long remaining, final long retryAfter, final long resetAfter)
     {
         ResultCodec.putRecord(work.response, ResultCodec.recordOffset(work.frameStart, i), allowed, reason, policy.ordinal(), remaining,
-            rate.burstTokens(), retryAfter, resetAfter, policy.version(), policy.windowSeconds());
+            limit.burstTokens(), retryAfter, resetAfter, policy.version(), policy.windowSeconds());
     }
 
     /** Owner thread only (the only writer), so no count is lost in the copy. */

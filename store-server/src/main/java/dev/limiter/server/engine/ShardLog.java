@@ -76,6 +76,8 @@ public final class ShardLog
     /** The term of the latest resync: the pending decisions belong to it. */
     private long term = -1;
     private boolean abandoned;
+    /** UTC minus cluster time for the pending section's decisions: one per section, chosen when it starts. */
+    private long wallClockOffset;
 
     ShardLog(final int shard, final EventLoop loop, final Replication replication, final ServerMetrics metrics,
         final DecisionsEntry.Rates rates)
@@ -104,6 +106,20 @@ public final class ShardLog
         {
             flush();
         }
+    }
+
+    /**
+     * The wall-clock offset to decide with now: {@code current} when the pending section is empty
+     * (it becomes the section's), else the section's own, so that every decision of a section was
+     * made with the offset its header carries and replicas replay them alike.
+     */
+    long wallClockOffset(final long current)
+    {
+        if (count == 0)
+        {
+            wallClockOffset = current;
+        }
+        return wallClockOffset;
     }
 
     /** Decisions recorded so far (owner thread). */
@@ -144,7 +160,7 @@ public final class ShardLog
         {
             return;
         }
-        DecisionsEntry.putHeader(view, shard, count);
+        DecisionsEntry.putHeader(view, shard, count, wallClockOffset);
         final ShardBatch handed = new ShardBatch(ByteBuffer.wrap(Arrays.copyOf(buffer, position)), count, !waiters.isEmpty());
         final Batch batch = new Batch(handed, waiters, epoch, System.nanoTime());
         waiters = new ArrayList<>();
@@ -216,7 +232,7 @@ public final class ShardLog
         {
             if (count > 0)
             {
-                DecisionsEntry.putHeader(view, shard, count);
+                DecisionsEntry.putHeader(view, shard, count, wallClockOffset);
                 replayer.replay(ByteBuffer.wrap(buffer, 0, position), table); // still to be sent, in this term
             }
             return;

@@ -1,10 +1,10 @@
 package dev.limiter.server.table;
 
-import dev.limiter.protocol.TokenBucket;
+import dev.limiter.protocol.Limit;
 import org.agrona.DirectBuffer;
 
 /**
- * The rate a stored bucket refills at, asked by the eviction sweep (is this idle bucket full?).
+ * The limit of a stored key, asked by the eviction sweep (is this idle key back to full?).
  * Given the bucket's policy ordinal and its key, so that an answer may depend on what the key
  * says (the policy version it was made under) and every replica sweeps alike.
  */
@@ -12,7 +12,7 @@ import org.agrona.DirectBuffer;
 public interface BucketRates
 {
     /**
-     * @return the bucket's rate, or null when it is not known here (the bucket is then kept)
+     * @return the key's limit, or null when it is not known here (the key is then kept)
      */
-    TokenBucket.Rate rate(int policy, DirectBuffer key, int keyOffset, int keyLength);
+    Limit rate(int policy, DirectBuffer key, int keyOffset, int keyLength);
 }

@@ -2,7 +2,7 @@ package dev.limiter.server.table;
 
 import dev.limiter.protocol.ReasonCode;
 import dev.limiter.protocol.ResultCodec;
-import dev.limiter.protocol.TokenBucket;
+import dev.limiter.protocol.Limit;
 import org.agrona.BufferUtil;
 import org.agrona.DirectBuffer;
 import org.agrona.concurrent.UnsafeBuffer;
@@ -18,7 +18,7 @@ import java.util.function.IntFunction;
  * nothing.
  *
  * <pre>
- * slot (32 bytes): i64 key hash | i64 tokens (units, see TokenBucket) | i64 last update (ns)
+ * slot (32 bytes): i64 key hash | i64 state (its limit's, see Limit: a bucket's units) | i64 last update (ns)
  *                  | i32 key offset in the arena | u16 policy ordinal
  *                  | u16 key length (bits 0-8; 0 = empty) and arena chunk class (bits 12-14)
  * </pre>
@@ -90,6 +90,8 @@ public final class BucketTable
     private long evictions;
     private long storeFullRejections;
     private final boolean tracksDigest;
+    /** Added to the cluster's monotonic time for limits on its UTC wall time (windows): set per batch by the owner. */
+    private long wallClockOffsetNanos;
     /** Sum of every stored bucket's {@link #contribution}: equals {@link #digest()} when tracked. */
     private long trackedDigest;
     /** What other threads may read: written by the owner in {@link #publish()} only. */
@@ -117,7 +119,7 @@ public final class BucketTable
      * @param keyArenaBytes bytes for keys (each key takes its length rounded up to 16, 32, ... 256)
      * @param rateByPolicy the rate of a policy ordinal, used to decide whether an idle bucket is full
      */
-    public BucketTable(final int maxBuckets, final int keyArenaBytes, final IntFunction<TokenBucket.Rate> rateByPolicy)
+    public BucketTable(final int maxBuckets, final int keyArenaBytes, final IntFunction<? extends Limit> rateByPolicy)
     {
         this(maxBuckets, keyArenaBytes, rateByPolicy, false);
     }
@@ -126,7 +128,7 @@ public final class BucketTable
      * @param tracksDigest keep the content digest current on every change (two hash mixes per
      *                     decision), so {@link #publish()} can publish it
      */
-    public BucketTable(final int maxBuckets, final int keyArenaBytes, final IntFunction<TokenBucket.Rate> rateByPolicy,
+    public BucketTable(final int maxBuckets, final int keyArenaBytes, final IntFunction<? extends Limit> rateByPolicy,
         final boolean tracksDigest)
     {
         this(maxBuckets, keyArenaBytes, (policy, key, keyOffset, keyLength) -> rateByPolicy.apply(policy), tracksDigest);
@@ -227,14 +229,15 @@ public final class BucketTable
     }
 
     /**
-     * The atomic token-bucket step for one request at time {@code nowNanos}: load (or start
-     * full), refill, allow iff enough tokens, charge, store.
+     * The atomic step of a key's limit for one request at time {@code nowNanos}: load (or start
+     * full), refill, allow iff enough is available, charge, store.
      *
      * @param key       key bytes; {@code keyLength} in [1, {@link #MAX_KEY_LENGTH}]
      * @param hash      {@link KeyHash#hash} of the key
      * @param policy    ordinal of the policy the key belongs to (part of the key, too)
-     * @param rate      that policy's rate
+     * @param limit     that policy's limit
      * @param cost      tokens asked for, at least 1
+     * @param nowNanos  the cluster's monotonic time (limits on wall time add {@link #wallClockOffset})
      * @param out       receives the outcome
      */
     public void acquire(
@@ -243,7 +246,7 @@ public final class BucketTable
         final int keyLength,
         final long hash,
         final int policy,
-        final TokenBucket.Rate rate,
+        final Limit limit,
         final long cost,
         final long nowNanos,
         final Decision out)
@@ -253,29 +256,30 @@ public final class BucketTable
             checkOwner();
         }
         final int slot = find(key, keyOffset, keyLength, hash);
-        long tokens = rate.burstUnits();
-        long last = nowNanos;
+        // Never move a key's time backwards: elapsed time is clamped at zero, so the old stamp stays.
+        long now = timeFor(limit, nowNanos);
+        long state = limit.fullState();
         if (slot >= 0)
         {
             final int base = slot * SLOT_LENGTH;
-            last = slots.getLong(base + LAST_NANOS_OFFSET);
-            tokens = rate.refill(slots.getLong(base + TOKENS_OFFSET), last, nowNanos);
+            final long last = slots.getLong(base + LAST_NANOS_OFFSET);
+            now = Math.max(last, now);
+            state = limit.refill(slots.getLong(base + TOKENS_OFFSET), last, now);
         }
-        if (cost > rate.burstTokens())
+        final long available = limit.available(state, now);
+        if (cost > limit.burstTokens())
         {
             // Never satisfiable: report and change nothing.
-            out.set(false, ReasonCode.COST_EXCEEDS_BURST, rate.wholeTokens(tokens), ResultCodec.NEVER,
-                rate.nanosUntilFull(tokens));
+            out.set(false, ReasonCode.COST_EXCEEDS_BURST, limit.wholeTokens(available), ResultCodec.NEVER,
+                limit.nanosUntilFull(state, now));
             return;
         }
-        final long costUnits = rate.costUnits(cost);
-        final boolean allowed = tokens >= costUnits;
+        final long costUnits = limit.costUnits(cost);
+        final boolean allowed = available >= costUnits;
         if (allowed)
         {
-            tokens -= costUnits;
+            state = limit.charge(state, costUnits);
         }
-        // Never move a bucket's time backwards: elapsed is clamped at zero, so the old stamp stays.
-        final long stamp = Math.max(last, nowNanos);
         if (slot >= 0)
         {
             final int base = slot * SLOT_LENGTH;
@@ -283,27 +287,28 @@ public final class BucketTable
             {
                 trackedDigest -= contribution(base);
             }
-            slots.putLong(base + TOKENS_OFFSET, tokens);
-            slots.putLong(base + LAST_NANOS_OFFSET, stamp);
+            slots.putLong(base + TOKENS_OFFSET, state);
+            slots.putLong(base + LAST_NANOS_OFFSET, now);
             if (tracksDigest)
             {
                 trackedDigest += contribution(base);
             }
         }
-        else if (allowed && !insert(key, keyOffset, keyLength, hash, policy, tokens, stamp, nowNanos))
+        else if (allowed && !insert(key, keyOffset, keyLength, hash, policy, state, now, nowNanos))
         {
             storeFullRejections++;
-            out.set(false, ReasonCode.STORE_FULL, rate.burstTokens(), 0, 0);
+            out.set(false, ReasonCode.STORE_FULL, limit.burstTokens(), 0, 0);
             return;
         }
-        out.set(allowed, allowed ? ReasonCode.ALLOWED : ReasonCode.RATE_LIMITED, rate.wholeTokens(tokens),
-            allowed ? 0 : rate.nanosUntil(tokens, costUnits), rate.nanosUntilFull(tokens));
+        out.set(allowed, allowed ? ReasonCode.ALLOWED : ReasonCode.RATE_LIMITED, limit.wholeTokens(allowed ? available - costUnits : available),
+            allowed ? 0 : limit.nanosUntil(state, costUnits, now), limit.nanosUntilFull(state, now));
     }
 
     /**
-     * What {@link #acquire} would decide at {@code nowNanos} if the bucket had to keep
-     * {@code floorUnits} after the charge, changing nothing (hierarchical limits check every scope
-     * before charging any; a reserve is the floor a lower-priority request may not go below).
+     * What {@link #acquire} would decide at {@code nowNanos} if the key had to keep
+     * {@code floorUnits} available after the charge, changing nothing (hierarchical limits check
+     * every scope before charging any; a reserve is the floor a lower-priority request may not go
+     * below).
      *
      * @return whether it would allow; {@code out} holds the details either way
      */
@@ -312,7 +317,7 @@ public final class BucketTable
         final int keyOffset,
         final int keyLength,
         final long hash,
-        final TokenBucket.Rate rate,
+        final Limit limit,
         final long cost,
         final long floorUnits,
         final long nowNanos,
@@ -323,23 +328,44 @@ public final class BucketTable
             checkOwner();
         }
         final int slot = find(key, keyOffset, keyLength, hash);
-        long tokens = rate.burstUnits();
+        long now = timeFor(limit, nowNanos);
+        long state = limit.fullState();
         if (slot >= 0)
         {
             final int base = slot * SLOT_LENGTH;
-            tokens = rate.refill(slots.getLong(base + TOKENS_OFFSET), slots.getLong(base + LAST_NANOS_OFFSET), nowNanos);
+            final long last = slots.getLong(base + LAST_NANOS_OFFSET);
+            now = Math.max(last, now);
+            state = limit.refill(slots.getLong(base + TOKENS_OFFSET), last, now);
         }
-        if (cost > rate.burstTokens())
+        final long available = limit.available(state, now);
+        if (cost > limit.burstTokens())
         {
-            out.set(false, ReasonCode.COST_EXCEEDS_BURST, rate.wholeTokens(tokens), ResultCodec.NEVER, rate.nanosUntilFull(tokens));
+            out.set(false, ReasonCode.COST_EXCEEDS_BURST, limit.wholeTokens(available), ResultCodec.NEVER, limit.nanosUntilFull(state, now));
             return false;
         }
-        final long costUnits = rate.costUnits(cost);
-        final boolean allowed = tokens - floorUnits >= costUnits;
-        final long after = allowed ? tokens - costUnits : tokens;
-        out.set(allowed, allowed ? ReasonCode.ALLOWED : ReasonCode.RATE_LIMITED, rate.wholeTokens(Math.max(0, after - floorUnits)),
-            allowed ? 0 : rate.nanosUntil(tokens, costUnits + floorUnits), rate.nanosUntilFull(after));
+        final long costUnits = limit.costUnits(cost);
+        final boolean allowed = available - floorUnits >= costUnits;
+        final long after = allowed ? limit.charge(state, costUnits) : state;
+        out.set(allowed, allowed ? ReasonCode.ALLOWED : ReasonCode.RATE_LIMITED,
+            limit.wholeTokens(Math.max(0, (allowed ? available - costUnits : available) - floorUnits)),
+            allowed ? 0 : limit.nanosUntil(state, costUnits + floorUnits, now), limit.nanosUntilFull(after, now));
         return allowed;
+    }
+
+    /**
+     * Sets what is added to the cluster's monotonic time for limits on its UTC wall time
+     * ({@link Limit#wallClock()}: windows aligned to UTC). The deciding shard sets its leader's
+     * offset for a batch and writes it into the batch's log section; a replica replaying the
+     * section sets the same, so both compute the same windows. Owner only.
+     */
+    public void wallClockOffset(final long offsetNanos)
+    {
+        wallClockOffsetNanos = offsetNanos;
+    }
+
+    private long timeFor(final Limit limit, final long nowNanos)
+    {
+        return limit.wallClock() ? nowNanos + wallClockOffsetNanos : nowNanos;
     }
 
     /**
@@ -487,14 +513,15 @@ public final class BucketTable
 
     private boolean isFull(final int base, final long nowNanos)
     {
-        final TokenBucket.Rate rate = rates.rate(slots.getShort(base + POLICY_OFFSET) & 0xFFFF, arena.buffer(),
+        final Limit limit = rates.rate(slots.getShort(base + POLICY_OFFSET) & 0xFFFF, arena.buffer(),
             slots.getInt(base + KEY_OFFSET_OFFSET), slots.getShort(base + KEY_LENGTH_OFFSET) & KEY_LENGTH_MASK);
-        if (rate == null)
+        if (limit == null)
         {
-            return false; // a rate not known here (yet): keep the bucket
+            return false; // a limit not known here (yet): keep the bucket
         }
-        final long tokens = rate.refill(slots.getLong(base + TOKENS_OFFSET), slots.getLong(base + LAST_NANOS_OFFSET), nowNanos);
-        return tokens >= rate.burstUnits();
+        final long last = slots.getLong(base + LAST_NANOS_OFFSET);
+        final long now = Math.max(last, timeFor(limit, nowNanos));
+        return limit.isFull(limit.refill(slots.getLong(base + TOKENS_OFFSET), last, now), now);
     }
 
     private void delete(final int slotToDelete)

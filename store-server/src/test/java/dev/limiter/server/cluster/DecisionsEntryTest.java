@@ -1,5 +1,8 @@
 package dev.limiter.server.cluster;
 
+import dev.limiter.protocol.FixedWindow;
+import dev.limiter.protocol.Limit;
+import dev.limiter.protocol.SlidingWindow;
 import dev.limiter.protocol.TokenBucket;
 import dev.limiter.server.table.BucketKeys;
 import dev.limiter.server.table.BucketTable;
@@ -25,9 +28,12 @@ class DecisionsEntryTest
     void aReplicaReplayingRandomBatchesHoldsTheLeadersTable(final RepetitionInfo repetition)
     {
         final Random random = new Random(0xDEC15L * repetition.getCurrentRepetition());
-        final TokenBucket.Rate[][] rates = {
+        // Every algorithm; the windows on UTC (cluster time plus each section's offset, which jitters and may step back).
+        final Limit[][] rates = {
             {TokenBucket.rate(10, SECOND, 5), TokenBucket.rate(100, SECOND, 50)},
-            {TokenBucket.rate(1, 60 * SECOND, 3)}};
+            {TokenBucket.rate(1, 60 * SECOND, 3)},
+            {new FixedWindow(4, SECOND / 2), new SlidingWindow(20, SECOND)},
+            {new SlidingWindow(7, 300_000_000L)}};
         final DecisionsEntry.Rates lookup = (ordinal, version, shard) -> rates[ordinal][(int)version - 1];
         final BucketTable leader = new BucketTable(50_000, 50_000 * 32, o -> rates[o][rates[o].length - 1], true);
         final BucketTable replica = new BucketTable(50_000, 50_000 * 32, o -> rates[o][rates[o].length - 1], true);
@@ -41,10 +47,12 @@ class DecisionsEntryTest
             final ByteBuffer view = ByteBuffer.wrap(bytes);
             int at = DecisionsEntry.HEADER;
             final int count = 1 + random.nextInt(500);
+            final long wallClockOffset = 1_796_000_000_000_000_000L + random.nextInt(20_000_000) - 10_000_000;
+            leader.wallClockOffset(wallClockOffset);
             for (int i = 0; i < count; i++)
             {
                 now += random.nextInt(3) == 0 ? 0 : random.nextInt(50_000_000);
-                final int ordinal = random.nextInt(2);
+                final int ordinal = random.nextInt(rates.length);
                 final int version = 1 + random.nextInt(rates[ordinal].length);
                 final byte[] tenant = ("tenant-" + random.nextInt(300)).getBytes(java.nio.charset.StandardCharsets.UTF_8);
                 BucketKeys.putPrefix(key, 0, ordinal, version);
@@ -55,7 +63,7 @@ class DecisionsEntryTest
                 DecisionsEntry.putRecord(view, bytes, at, ordinal, cost, now, key, 0, keyLength);
                 at += DecisionsEntry.recordLength(keyLength);
             }
-            DecisionsEntry.putHeader(view, 3, count);
+            DecisionsEntry.putHeader(view, 3, count, wallClockOffset);
             final ByteBuffer entry = ByteBuffer.wrap(bytes, 0, at).slice();
             assertEquals(3, DecisionsEntry.shard(entry));
             assertEquals(count, DecisionsEntry.count(entry));

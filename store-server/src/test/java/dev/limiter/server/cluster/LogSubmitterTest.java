@@ -70,7 +70,7 @@ class LogSubmitterTest
             section.putShort(at + 14, (short)keyBytes);
             at += DecisionsEntry.recordLength(keyBytes);
         }
-        DecisionsEntry.putHeader(section, shard, decisions);
+        DecisionsEntry.putHeader(section, shard, decisions, 0);
         return new ShardBatch(section, decisions, awaited);
     }
 

@@ -2,7 +2,7 @@ package dev.limiter.server.cluster;
 
 import com.google.protobuf.util.JsonFormat;
 import dev.limiter.protocol.CompiledPolicy;
-import dev.limiter.protocol.TokenBucket;
+import dev.limiter.protocol.Limit;
 import dev.limiter.protocol.policy.Policy;
 import dev.limiter.protocol.policy.PolicySet;
 import dev.limiter.protocol.policy.Scope;
@@ -79,7 +79,7 @@ class ReplicatedBucketsTest
             DecisionsEntry.putRecord(view, bytes, at, ordinal, 1, SECOND + i, key, 0, 6 + tenant.length);
             at += DecisionsEntry.recordLength(6 + tenant.length);
         }
-        DecisionsEntry.putHeader(view, shard, count);
+        DecisionsEntry.putHeader(view, shard, count, 0);
         return ByteBuffer.wrap(bytes, 0, at).slice();
     }
 
@@ -216,15 +216,15 @@ class ReplicatedBucketsTest
         final Decision seen = new Decision();
         for (int shard = 0; shard < 2; shard++)
         {
-            // What the leader's shard holds after the same charges at its share (CompiledPolicy#rateOnShard).
-            final TokenBucket.Rate share = compiled.rateOnShard(shard, 2);
+            // What the leader's shard holds after the same charges at its share (CompiledPolicy#limitOnShard).
+            final Limit share = compiled.limitOnShard(shard, 2);
             assertEquals(shard == 0 ? 6 : 5, share.burstTokens());
             tables[shard].peek(key, 0, 10, KeyHash.hash(key, 0, 10), share, 1, 0, SECOND + 10, seen);
             assertEquals(1, seen.remainingTokens(), "shard " + shard + ": its share less its charges, less the one peeked at");
             assertEquals(share.toString(), twoShards.rate(ordinal, 1, shard).toString(), "a replica sweeps and replays the same share");
         }
         // Two seconds later each share has one more token (1 per 2 s), not two (the whole rate).
-        tables[1].peek(key, 0, 10, KeyHash.hash(key, 0, 10), compiled.rateOnShard(1, 2), 1, 0, 3 * SECOND + 10, seen);
+        tables[1].peek(key, 0, 10, KeyHash.hash(key, 0, 10), compiled.limitOnShard(1, 2), 1, 0, 3 * SECOND + 10, seen);
         assertEquals(2, seen.remainingTokens());
     }
 }

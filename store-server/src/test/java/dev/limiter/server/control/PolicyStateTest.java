@@ -406,7 +406,7 @@ class PolicyStateTest
 
         assertEquals(PolicyState.Status.OK, tick(T0 + 60_000, java.util.Map.of()).status());
         assertEquals(2, state.current("orders").getVersion());
-        assertEquals(50, state.index().policies().stream().filter(p -> p.id().equals("orders")).findFirst().orElseThrow().rate().burstTokens());
+        assertEquals(50, state.index().policies().stream().filter(p -> p.id().equals("orders")).findFirst().orElseThrow().limit().burstTokens());
         assertEquals("POLICY_IN_FORCE", state.audit(r -> true, 1).get(0).getAction());
         assertFalse(state.scheduledDue(T0 + 120_000), "taken effect once");
 
