@@ -287,6 +287,8 @@ public final class PolicySetIndex
                 return new FixedWindow(policy.getRate(), periodNanos);
             case SLIDING_WINDOW:
                 return new SlidingWindow(policy.getRate(), periodNanos);
+            case GCRA:
+                return new Gcra(TokenBucket.rate(policy.getRate(), periodNanos, burst));
             default:
                 return TokenBucket.rate(policy.getRate(), periodNanos, burst);
         }
@@ -441,6 +443,7 @@ public final class PolicySetIndex
         {
             case ALGORITHM_UNSPECIFIED:
             case TOKEN_BUCKET:
+            case GCRA:
                 return;
             case FIXED_WINDOW:
             case SLIDING_WINDOW:
@@ -456,7 +459,7 @@ public final class PolicySetIndex
                 }
                 return;
             default:
-                errors.add(where + ".algorithm: unknown algorithm; TOKEN_BUCKET, FIXED_WINDOW or SLIDING_WINDOW");
+                errors.add(where + ".algorithm: unknown algorithm; TOKEN_BUCKET, GCRA, FIXED_WINDOW or SLIDING_WINDOW");
         }
     }
 

@@ -135,7 +135,7 @@ class PolicySetIndexTest
         assertTrue(reject("{\"policies\":[{\"id\":\"a\",\"rate\":1,\"owner\":\"o\",\"algorithm\":\"GCRAX\"}]}").getMessage().contains("GCRAX"));
         assertTrue(String.join("\n", PolicySetIndex.validatePolicy(
             dev.limiter.protocol.policy.Policy.newBuilder().setId("a").setRate(1).setOwner("o").setAlgorithmValue(99).build()))
-            .contains("policy.algorithm: unknown algorithm; TOKEN_BUCKET, FIXED_WINDOW or SLIDING_WINDOW"));
+            .contains("policy.algorithm: unknown algorithm; TOKEN_BUCKET, GCRA, FIXED_WINDOW or SLIDING_WINDOW"));
     }
 
     @Test

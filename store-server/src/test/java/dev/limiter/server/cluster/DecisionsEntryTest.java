@@ -1,6 +1,7 @@
 package dev.limiter.server.cluster;
 
 import dev.limiter.protocol.FixedWindow;
+import dev.limiter.protocol.Gcra;
 import dev.limiter.protocol.Limit;
 import dev.limiter.protocol.SlidingWindow;
 import dev.limiter.protocol.TokenBucket;
@@ -33,7 +34,7 @@ class DecisionsEntryTest
             {TokenBucket.rate(10, SECOND, 5), TokenBucket.rate(100, SECOND, 50)},
             {TokenBucket.rate(1, 60 * SECOND, 3)},
             {new FixedWindow(4, SECOND / 2), new SlidingWindow(20, SECOND)},
-            {new SlidingWindow(7, 300_000_000L)}};
+            {new SlidingWindow(7, 300_000_000L), new Gcra(TokenBucket.rate(3, SECOND, 4))}};
         final DecisionsEntry.Rates lookup = (ordinal, version, shard) -> rates[ordinal][(int)version - 1];
         final BucketTable leader = new BucketTable(50_000, 50_000 * 32, o -> rates[o][rates[o].length - 1], true);
         final BucketTable replica = new BucketTable(50_000, 50_000 * 32, o -> rates[o][rates[o].length - 1], true);
