@@ -190,6 +190,11 @@ public final class SlidingWindow extends Limit
     /** floor(a x b / d) for a, b >= 0 and d > 0, exact, when the result fits a long (128-bit product). */
     static long floorMulDiv(final long a, final long b, final long d)
     {
+        final long product = a * b;
+        if (Math.multiplyHigh(a, b) == 0 && product >= 0)
+        {
+            return product / d; // fits 63 bits: the common case (counts times a sub-day window)
+        }
         // A double estimate, then corrected by exact 128-bit comparisons (a step or two at most).
         long q = (long)((double)a * (double)b / (double)d);
         while (q > 0 && compareProducts(q, d, a, b) > 0)
@@ -209,6 +214,12 @@ public final class SlidingWindow extends Limit
         if (a == 0)
         {
             return 0;
+        }
+        final long product = a * b;
+        if (Math.multiplyHigh(a, b) == 0 && product >= 0)
+        {
+            final long q = product / d;
+            return q * d == product ? q : q + 1;
         }
         final long q = floorMulDiv(a, b, d);
         return compareProducts(q, d, a, b) == 0 ? q : q + 1;

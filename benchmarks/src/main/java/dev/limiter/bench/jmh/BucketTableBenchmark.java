@@ -1,5 +1,9 @@
 package dev.limiter.bench.jmh;
 
+import dev.limiter.protocol.FixedWindow;
+import dev.limiter.protocol.Gcra;
+import dev.limiter.protocol.Limit;
+import dev.limiter.protocol.SlidingWindow;
 import dev.limiter.protocol.TokenBucket;
 import dev.limiter.server.table.BucketTable;
 import dev.limiter.server.table.Decision;
@@ -22,12 +26,17 @@ import java.nio.charset.StandardCharsets;
 import java.util.concurrent.TimeUnit;
 
 /**
- * One token-bucket decision in the off-heap table: hash lookup with full key comparison, refill,
- * charge, store. Time advances 1 us per decision, keys cycle through {@code keys} buckets. Runs
- * with the flags {@code ./limiter server} uses (Agrona bounds checks off). {@code tracksDigest}
- * shows what keeping the content digest current costs a replica per replayed decision.
+ * One decision in the off-heap table: hash lookup with full key comparison, refill, charge,
+ * store. Time advances 1 us per decision, keys cycle through {@code keys} buckets. Runs with the
+ * flags {@code ./limiter server} uses (Agrona bounds checks off). {@code tracksDigest} shows what
+ * keeping the content digest current costs a replica per replayed decision. {@code algorithm}
+ * picks the limit (1000 per second, burst 1000): one of the policy algorithms, or {@code MIXED}, the
+ * four of them on alternate keys (a node whose policies use several: the table's calls to the
+ * limit are then megamorphic).
  *
- * <pre>./limiter jmh BucketTableBenchmark -prof gc</pre>
+ * <pre>./limiter jmh BucketTableBenchmark -prof gc
+ * ./limiter jmh 'BucketTableBenchmark.decide$' -p keys=10000 -p tableBuckets=0 -p tracksDigest=false \
+ *     -p algorithm=TOKEN_BUCKET,GCRA,FIXED_WINDOW,SLIDING_WINDOW,MIXED -prof gc</pre>
  */
 @State(Scope.Thread)
 @BenchmarkMode(Mode.AverageTime)
@@ -48,8 +57,13 @@ public class BucketTableBenchmark
     @Param({ "false", "true" })
     boolean tracksDigest;
 
+    /** TOKEN_BUCKET, GCRA, FIXED_WINDOW, SLIDING_WINDOW or MIXED (all four, by key). */
+    @Param({ "TOKEN_BUCKET" })
+    String algorithm;
+
     private BucketTable table;
-    private TokenBucket.Rate rate;
+    /** The limit of each key. */
+    private Limit[] limits;
     private UnsafeBuffer keyBuffer;
     private int[] keyOffsets;
     private int[] keyLengths;
@@ -61,9 +75,18 @@ public class BucketTableBenchmark
     @Setup
     public void setUp()
     {
-        rate = TokenBucket.rate(1000, 1_000_000_000L, 1000);
+        final Limit[] kinds = {TokenBucket.rate(1000, 1_000_000_000L, 1000), new Gcra(TokenBucket.rate(1000, 1_000_000_000L, 1000)),
+            new FixedWindow(1000, 1_000_000_000L), new SlidingWindow(1000, 1_000_000_000L)};
+        final java.util.List<String> names = java.util.List.of("TOKEN_BUCKET", "GCRA", "FIXED_WINDOW", "SLIDING_WINDOW");
+        limits = new Limit[keys];
+        for (int i = 0; i < keys; i++)
+        {
+            limits[i] = "MIXED".equals(algorithm) ? kinds[i & 3] : kinds[names.indexOf(algorithm)];
+        }
         final int capacity = tableBuckets == 0 ? keys + keys / 2 : Math.max(tableBuckets, keys + keys / 2);
-        table = new BucketTable(capacity, capacity * 32, ordinal -> rate, tracksDigest);
+        // Every key under ordinal 0; sweeps are not measured here (the table is sized for the keys).
+        table = new BucketTable(capacity, capacity * 32, ordinal -> limits[0], tracksDigest);
+        table.wallClockOffset(1_796_000_000_000_000_000L);
         final byte[] bytes = new byte[keys * 24];
         keyBuffer = new UnsafeBuffer(bytes);
         keyOffsets = new int[keys];
@@ -96,6 +119,7 @@ public class BucketTableBenchmark
         sectionOffsets = new int[keys];
         sectionLengths = new int[keys];
         sectionHashes = new long[keys];
+        sectionLimits = new Limit[keys];
         int sectionAt = 0;
         for (int k = 0; k < keys; k++)
         {
@@ -104,12 +128,13 @@ public class BucketTableBenchmark
             sectionOffsets[k] = sectionAt;
             sectionLengths[k] = keyLengths[i];
             sectionHashes[k] = hashes[i];
+            sectionLimits[k] = limits[i];
             sectionAt += keyLengths[i];
         }
         now = 1_000_000_000L;
         for (int i = 0; i < keys; i++)
         {
-            table.acquire(keyBuffer, keyOffsets[i], keyLengths[i], hashes[i], 0, rate, 1, now, decision);
+            table.acquire(keyBuffer, keyOffsets[i], keyLengths[i], hashes[i], 0, limits[i], 1, now, decision);
         }
     }
 
@@ -119,7 +144,7 @@ public class BucketTableBenchmark
         final int i = next;
         next = i + 1 == keys ? 0 : i + 1;
         now += 1_000;
-        table.acquire(keyBuffer, keyOffsets[i], keyLengths[i], hashes[i], 0, rate, 1, now, decision);
+        table.acquire(keyBuffer, keyOffsets[i], keyLengths[i], hashes[i], 0, limits[i], 1, now, decision);
         return decision.allowed();
     }
 
@@ -128,6 +153,7 @@ public class BucketTableBenchmark
     private int[] sectionOffsets;
     private int[] sectionLengths;
     private long[] sectionHashes;
+    private Limit[] sectionLimits;
     private int nextInSection;
     private final int[] touched = new int[BATCH];
     private static final int BATCH = 16;
@@ -171,7 +197,7 @@ public class BucketTableBenchmark
             final int i = nextInSection;
             nextInSection = i + 1 == keys ? 0 : i + 1;
             now += 1_000;
-            table.acquire(section, sectionOffsets[i], sectionLengths[i], sectionHashes[i], 0, rate, 1, now, decision);
+            table.acquire(section, sectionOffsets[i], sectionLengths[i], sectionHashes[i], 0, sectionLimits[i], 1, now, decision);
             allowed += decision.allowed() ? 1 : 0;
         }
         return allowed;
