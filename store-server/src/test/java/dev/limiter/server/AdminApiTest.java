@@ -147,6 +147,13 @@ class AdminApiTest
             assertEquals(400, unknownField.statusCode());
             assertTrue(unknownField.body().contains("colour"), unknownField.body());
 
+            final HttpResponse<String> window = call(server, "PUT", "/v1/policies/orders",
+                ORDERS_V2.replace("\"rate\":1,", "\"rate\":3000000000,\"algorithm\":\"SLIDING_WINDOW\",")
+                    .replace("\"burst\":1,", "\"burst\":7,"));
+            assertEquals(400, window.statusCode(), window.body());
+            assertTrue(window.body().contains("policy.burst: a SLIDING_WINDOW grants `rate` per window and has no burst of its own") &&
+                window.body().contains("policy.rate: a SLIDING_WINDOW counts at most 2147483647 per period"), window.body());
+
             assertEquals(400, call(server, "PUT", "/v1/policies/orders", "{not json").statusCode());
             assertEquals(400, call(server, "PUT", "/v1/policies/other", ORDERS_V2).statusCode(), "id in body differs from path");
             assertEquals(400, call(server, "PUT", "/v1/policies/orders", "").statusCode());
