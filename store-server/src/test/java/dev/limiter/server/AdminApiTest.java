@@ -3,6 +3,7 @@ package dev.limiter.server;
 import dev.limiter.client.Decision;
 import dev.limiter.client.Descriptor;
 import dev.limiter.client.LimiterClient;
+import dev.limiter.protocol.ReasonCode;
 import dev.limiter.client.LimiterRequestException;
 import dev.limiter.server.engine.MonotonicClock;
 import org.junit.jupiter.api.Test;
@@ -369,6 +370,38 @@ class AdminApiTest
 
             clock.advance(SECOND / 2); // midnight UTC
             assertTrue(client.acquireBlocking(Descriptor.of("acme", "/v1/daily/1"), 1).allowed(), "a new day, a new window");
+        }
+    }
+
+    @Test
+    void aSoftOverageIsAllowedToldAndCountedAndABadOneIsRefused() throws Exception
+    {
+        final ManualClock clock = new ManualClock(SECOND);
+        try (StoreServer server = new StoreServer(TestNode.config(dir, 0, 2).adminToken(TOKEN), clock).start();
+             LimiterClient client = LimiterClient.builder().endpoints("127.0.0.1:" + server.port()).deadline(Duration.ofSeconds(5)).build())
+        {
+            final String soft = "{\"selector\":{\"route\":\"/v1/reports/{id}\"},\"rate\":10,\"period\":\"60s\",\"algorithm\":\"FIXED_WINDOW\"," +
+                "\"excess\":\"SOFT_OVERAGE\",\"overagePercent\":%d,\"owner\":\"billing\",\"reason\":\"bill beyond 10 a minute\"}";
+            final HttpResponse<String> bad = call(server, "PUT", "/v1/policies/reports", String.format(soft, 0));
+            assertEquals(400, bad.statusCode());
+            assertTrue(bad.body().contains("policy.overagePercent: a SOFT_OVERAGE allows 1 to 100 percent of the limit beyond it, was 0"),
+                bad.body());
+            assertEquals(200, call(server, "PUT", "/v1/policies/reports", String.format(soft, 30)).statusCode());
+
+            int allowed = 0;
+            int overage = 0;
+            for (int i = 0; i < 20; i++)
+            {
+                final Decision decision = client.acquireBlocking(Descriptor.of("acme", "/v1/reports/1"), 1);
+                allowed += decision.allowed() ? 1 : 0;
+                overage += decision.reason() == ReasonCode.SOFT_OVERAGE ? 1 : 0;
+                assertEquals(decision.reason() == ReasonCode.SOFT_OVERAGE, i >= 10 && i < 13, "request " + i + ": " + decision);
+            }
+            assertEquals(13, allowed, "10 a minute and 30% of it beyond");
+            assertEquals(3, overage);
+            final String metrics = call(http, server.adminPort(), "GET", "/metrics", null, null).body();
+            assertEquals(3, metric(metrics, "limiter_soft_overage_total{policy=\"reports\"}"), metrics);
+            assertEquals(13, metric(metrics, "limiter_decisions_total{outcome=\"allowed\",policy=\"reports\"}"));
         }
     }
 

@@ -50,6 +50,15 @@ public abstract class Limit
         return units / unitsPerToken();
     }
 
+    /**
+     * Units a key may take beyond what is {@link #available} (a soft overage): grants that need
+     * them are answered {@link ReasonCode#SOFT_OVERAGE}. 0 unless the policy allows an overage.
+     */
+    public long overageUnits()
+    {
+        return 0;
+    }
+
     /** The state of a key never seen (a full bucket, an unused window). */
     public abstract long fullState();
 

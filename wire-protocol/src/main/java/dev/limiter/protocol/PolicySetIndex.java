@@ -4,6 +4,8 @@ import com.google.protobuf.Duration;
 import com.google.protobuf.InvalidProtocolBufferException;
 import com.google.protobuf.util.JsonFormat;
 import dev.limiter.protocol.policy.Algorithm;
+import dev.limiter.protocol.policy.CalendarWindow;
+import dev.limiter.protocol.policy.Excess;
 import dev.limiter.protocol.policy.Mode;
 import dev.limiter.protocol.policy.Policy;
 import dev.limiter.protocol.policy.PolicySet;
@@ -280,11 +282,18 @@ public final class PolicySetIndex
 
     private static Limit limitOf(final Policy policy, final long periodNanos)
     {
+        final Limit limit = plainLimitOf(policy, periodNanos);
+        return policy.getExcess() == Excess.SOFT_OVERAGE ? new SoftOverage(limit, policy.getOveragePercent()) : limit;
+    }
+
+    private static Limit plainLimitOf(final Policy policy, final long periodNanos)
+    {
         final long burst = policy.getBurst() == 0 ? policy.getRate() : policy.getBurst();
         switch (policy.getAlgorithm())
         {
             case FIXED_WINDOW:
-                return new FixedWindow(policy.getRate(), periodNanos);
+                return policy.getCalendarWindow() == CalendarWindow.MONTH ? new CalendarMonthWindow(policy.getRate()) :
+                    new FixedWindow(policy.getRate(), periodNanos);
             case SLIDING_WINDOW:
                 return new SlidingWindow(policy.getRate(), periodNanos);
             case GCRA:
@@ -439,6 +448,34 @@ public final class PolicySetIndex
 
     private static void checkAlgorithm(final Policy p, final String where, final List<String> errors)
     {
+        if (p.getExcess() == Excess.UNRECOGNIZED)
+        {
+            errors.add(where + ".excess: unknown excess handling; REJECT or SOFT_OVERAGE");
+        }
+        else if (p.getExcess() == Excess.SOFT_OVERAGE && (p.getOveragePercent() < 1 || p.getOveragePercent() > 100))
+        {
+            errors.add(where + ".overagePercent: a SOFT_OVERAGE allows 1 to 100 percent of the limit beyond it, was " +
+                Integer.toUnsignedString(p.getOveragePercent()));
+        }
+        else if (p.getExcess() != Excess.SOFT_OVERAGE && p.getOveragePercent() != 0)
+        {
+            errors.add(where + ".overagePercent: only a policy with excess SOFT_OVERAGE allows an overage; set excess: SOFT_OVERAGE or drop it");
+        }
+        if (p.getCalendarWindow() != CalendarWindow.CALENDAR_WINDOW_UNSPECIFIED)
+        {
+            if (p.getCalendarWindow() == CalendarWindow.UNRECOGNIZED)
+            {
+                errors.add(where + ".calendarWindow: unknown calendar window; MONTH");
+            }
+            else if (p.getAlgorithm() != Algorithm.FIXED_WINDOW)
+            {
+                errors.add(where + ".calendarWindow: only a FIXED_WINDOW counts per calendar month; set algorithm FIXED_WINDOW");
+            }
+            else if (p.hasPeriod())
+            {
+                errors.add(where + ".period: a calendar-month window has no period of its own; leave period unset");
+            }
+        }
         switch (p.getAlgorithm())
         {
             case ALGORITHM_UNSPECIFIED:

@@ -19,7 +19,12 @@ public enum ReasonCode
      */
     CLUSTER_UNAVAILABLE(5),
     /** Decided by the SDK from its emergency budget while no node answered (allowed or not: see allowed). */
-    LOCAL_EMERGENCY(6);
+    LOCAL_EMERGENCY(6),
+    /**
+     * Allowed and charged beyond the policy's limit, within the soft overage it allows (a
+     * percentage of its capacity): counted apart, for billing and alerting.
+     */
+    SOFT_OVERAGE(7);
 
     private static final ReasonCode[] BY_CODE = values();
 

@@ -127,6 +127,16 @@ class PolicySetIndexTest
         assertEquals("SLIDING_WINDOW", rolling.limit().algorithm());
         assertEquals(60, rolling.windowSeconds());
 
+        final CompiledPolicy monthly = PolicySetIndex.fromJson("{\"policies\":[{\"id\":\"monthly\",\"rate\":10000," +
+            "\"algorithm\":\"FIXED_WINDOW\",\"calendarWindow\":\"MONTH\",\"owner\":\"o\"}]}").policies().get(0);
+        assertTrue(monthly.limit() instanceof CalendarMonthWindow, monthly.limit().toString());
+        final String calendar = String.join("\n", reject("{\"policies\":[" +
+            "{\"id\":\"a\",\"rate\":10,\"calendarWindow\":\"MONTH\",\"owner\":\"o\",\"selector\":{\"route\":\"/a\"}}," +
+            "{\"id\":\"b\",\"rate\":10,\"period\":\"60s\",\"algorithm\":\"FIXED_WINDOW\",\"calendarWindow\":\"MONTH\",\"owner\":\"o\"," +
+            "\"selector\":{\"route\":\"/b\"}}]}").errors());
+        assertTrue(calendar.contains("policies[0] (a).calendarWindow: only a FIXED_WINDOW counts per calendar month"), calendar);
+        assertTrue(calendar.contains("policies[1] (b).period: a calendar-month window has no period of its own"), calendar);
+
         final String all = String.join("\n", reject("{\"policies\":[" +
             "{\"id\":\"a\",\"rate\":10,\"burst\":20,\"algorithm\":\"FIXED_WINDOW\",\"owner\":\"o\",\"selector\":{\"route\":\"/a\"}}," +
             "{\"id\":\"b\",\"rate\":3000000000,\"algorithm\":\"SLIDING_WINDOW\",\"owner\":\"o\",\"selector\":{\"route\":\"/b\"}}]}").errors());

@@ -69,6 +69,46 @@ class WindowLimitsTest
     }
 
     @Test
+    void calendarMonthsAreJavaTimesMonthsInUtc()
+    {
+        final SplittableRandom random = new SplittableRandom(17);
+        for (int i = 0; i < 200_000; i++)
+        {
+            // 1900 to 2185, with instants close to month boundaries half of the time.
+            long nanos = -2_208_988_800L * SECOND + random.nextLong(9_000_000_000L * SECOND);
+            final java.time.YearMonth month = java.time.YearMonth.from(java.time.Instant.ofEpochSecond(Math.floorDiv(nanos, SECOND))
+                .atZone(java.time.ZoneOffset.UTC));
+            final long start = month.atDay(1).atStartOfDay(java.time.ZoneOffset.UTC).toEpochSecond() * SECOND;
+            if (random.nextBoolean())
+            {
+                nanos = start + random.nextLong(-2, 2);
+            }
+            final java.time.YearMonth expected = java.time.YearMonth.from(java.time.Instant.ofEpochSecond(Math.floorDiv(nanos, SECOND))
+                .atZone(java.time.ZoneOffset.UTC));
+            final long index = (expected.getYear() - 1970L) * 12 + expected.getMonthValue() - 1;
+            assertEquals(index, CalendarMonthWindow.monthIndex(nanos), "month of " + nanos);
+            assertEquals(expected.atDay(1).atStartOfDay(java.time.ZoneOffset.UTC).toEpochSecond() * SECOND,
+                CalendarMonthWindow.monthStartNanos(index), "start of " + expected);
+        }
+    }
+
+    @Test
+    void aMonthlyWindowResetsOnTheFirstOfTheMonthUtcWhateverTheMonthsLength()
+    {
+        final CalendarMonthWindow monthly = new CalendarMonthWindow(10_000);
+        final long leapDayEvening = Instant.parse("2028-02-29T23:00:00Z").getEpochSecond() * SECOND;
+        final Key key = new Key(monthly, Instant.parse("2028-02-01T00:00:00Z").getEpochSecond() * SECOND);
+        assertEquals(1, key.take(monthly, 10_000, Instant.parse("2028-02-01T00:00:00Z").getEpochSecond() * SECOND)[0]);
+        final long[] refused = key.take(monthly, 1, leapDayEvening);
+        assertEquals(0, refused[0], "the whole of February's limit was taken on the 1st");
+        assertEquals(3600 * SECOND, refused[1], "retry at March 1st, 00:00 UTC");
+        assertEquals(1, key.take(monthly, 10_000, leapDayEvening + 3600 * SECOND)[0], "March: the whole limit again");
+        assertEquals(0, key.take(monthly, 1, Instant.parse("2028-03-31T23:59:59Z").getEpochSecond() * SECOND)[0]);
+        assertTrue(monthly.isFull(monthly.refill(key.state, key.last, Instant.parse("2028-04-01T00:00:00Z").getEpochSecond() * SECOND),
+            Instant.parse("2028-04-01T00:00:00Z").getEpochSecond() * SECOND), "April: as never seen");
+    }
+
+    @Test
     void fixedWindowGrantsWhatAReferenceCounterGrants()
     {
         final SplittableRandom random = new SplittableRandom(7);

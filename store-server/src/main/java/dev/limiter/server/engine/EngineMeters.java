@@ -120,6 +120,10 @@ public final class EngineMeters
                 .description("Decisions by policy and outcome")
                 .tags("policy", id, "outcome", "denied")
                 .register(registry);
+            FunctionCounter.builder("limiter.soft.overage", shards, s -> s.stream().mapToLong(x -> x.overage(ordinal)).sum())
+                .description("Decisions allowed beyond the policy's limit within its soft overage (also counted as allowed)")
+                .tags("policy", id)
+                .register(registry);
             Gauge.builder("limiter.policy.rollout.percent", policies, p ->
                 {
                     final Policy current = p.current(id);

@@ -67,6 +67,8 @@ public final class Shard implements Replication.DecidingShard
     /** Decisions by policy ordinal, allowed and denied; written only by the owner thread. */
     private volatile AtomicLongArray allowedByPolicy = new AtomicLongArray(16);
     private volatile AtomicLongArray deniedByPolicy = new AtomicLongArray(16);
+    /** Allowed beyond the limit, within a soft overage (also counted as allowed). */
+    private volatile AtomicLongArray overageByPolicy = new AtomicLongArray(16);
     /** What shadow evaluations would have decided, by the ordinal they spent. */
     private volatile AtomicLongArray shadowAllowedByPolicy = new AtomicLongArray(16);
     private volatile AtomicLongArray shadowDeniedByPolicy = new AtomicLongArray(16);
@@ -286,6 +288,10 @@ public final class Shard implements Replication.DecidingShard
                 }
                 final AtomicLongArray counter = decision.allowed() ? allowedByPolicy : deniedByPolicy;
                 counter.lazySet(policy.ordinal(), counter.get(policy.ordinal()) + 1);
+                if (decision.reason() == ReasonCode.SOFT_OVERAGE)
+                {
+                    overageByPolicy.lazySet(policy.ordinal(), overageByPolicy.get(policy.ordinal()) + 1);
+                }
             }
             for (int j = 0; j < work.shadowCount; j++)
             {
@@ -416,6 +422,7 @@ public final class Shard implements Replication.DecidingShard
         }
         CompiledPolicy named;
         final boolean answered;
+        boolean overage = false;
         if (denying != -2)
         {
             // One scope refuses: nothing is charged or stored anywhere (so nothing is logged either);
@@ -459,6 +466,7 @@ public final class Shard implements Replication.DecidingShard
                 }
             }
             answered = allowed;
+            overage = reason == ReasonCode.SOFT_OVERAGE;
             putRecord(work, i, named, named.limitOnShard(id, shardCount), allowed, reason, remaining, retry, reset);
         }
         work.policy[i] = named; // the answer names the policy that limited it
@@ -468,6 +476,10 @@ public final class Shard implements Replication.DecidingShard
         }
         final AtomicLongArray counter = answered ? allowedByPolicy : deniedByPolicy;
         counter.lazySet(named.ordinal(), counter.get(named.ordinal()) + 1);
+        if (overage)
+        {
+            overageByPolicy.lazySet(named.ordinal(), overageByPolicy.get(named.ordinal()) + 1);
+        }
         return strict;
     }
 
@@ -485,6 +497,7 @@ public final class Shard implements Replication.DecidingShard
         final int length = Math.max(ordinal + 1, allowedByPolicy.length() * 2);
         allowedByPolicy = copy(allowedByPolicy, length);
         deniedByPolicy = copy(deniedByPolicy, length);
+        overageByPolicy = copy(overageByPolicy, length);
         shadowAllowedByPolicy = copy(shadowAllowedByPolicy, length);
         shadowDeniedByPolicy = copy(shadowDeniedByPolicy, length);
     }
@@ -519,6 +532,13 @@ public final class Shard implements Replication.DecidingShard
     long denied(final int ordinal)
     {
         return ordinal < deniedByPolicy.length() ? deniedByPolicy.get(ordinal) : 0;
+    }
+
+    /** Decisions under this ordinal allowed beyond its limit, within its soft overage. */
+    long overage(final int ordinal)
+    {
+        final AtomicLongArray counts = overageByPolicy;
+        return ordinal < counts.length() ? counts.get(ordinal) : 0;
     }
 
     /** Frames waiting for a dedicated shard thread (0 for event-loop shards). */

@@ -275,7 +275,8 @@ public final class BucketTable
             return;
         }
         final long costUnits = limit.costUnits(cost);
-        final boolean allowed = available >= costUnits;
+        // A soft overage lets a key go past its limit by a share of it: such grants are told so.
+        final boolean allowed = available + limit.overageUnits() >= costUnits;
         if (allowed)
         {
             state = limit.charge(state, costUnits);
@@ -300,8 +301,9 @@ public final class BucketTable
             out.set(false, ReasonCode.STORE_FULL, limit.burstTokens(), 0, 0);
             return;
         }
-        out.set(allowed, allowed ? ReasonCode.ALLOWED : ReasonCode.RATE_LIMITED, limit.wholeTokens(allowed ? available - costUnits : available),
-            allowed ? 0 : limit.nanosUntil(state, costUnits, now), limit.nanosUntilFull(state, now));
+        out.set(allowed, !allowed ? ReasonCode.RATE_LIMITED : available >= costUnits ? ReasonCode.ALLOWED : ReasonCode.SOFT_OVERAGE,
+            limit.wholeTokens(Math.max(0, allowed ? available - costUnits : available)),
+            allowed ? 0 : limit.nanosUntil(state, costUnits - limit.overageUnits(), now), limit.nanosUntilFull(state, now));
     }
 
     /**
@@ -344,11 +346,11 @@ public final class BucketTable
             return false;
         }
         final long costUnits = limit.costUnits(cost);
-        final boolean allowed = available - floorUnits >= costUnits;
+        final boolean allowed = available + limit.overageUnits() - floorUnits >= costUnits;
         final long after = allowed ? limit.charge(state, costUnits) : state;
-        out.set(allowed, allowed ? ReasonCode.ALLOWED : ReasonCode.RATE_LIMITED,
+        out.set(allowed, !allowed ? ReasonCode.RATE_LIMITED : available - floorUnits >= costUnits ? ReasonCode.ALLOWED : ReasonCode.SOFT_OVERAGE,
             limit.wholeTokens(Math.max(0, (allowed ? available - costUnits : available) - floorUnits)),
-            allowed ? 0 : limit.nanosUntil(state, costUnits + floorUnits, now), limit.nanosUntilFull(after, now));
+            allowed ? 0 : limit.nanosUntil(state, costUnits + floorUnits - limit.overageUnits(), now), limit.nanosUntilFull(after, now));
         return allowed;
     }
 

@@ -2,6 +2,9 @@ package dev.limiter.server.table;
 
 import dev.limiter.protocol.ReasonCode;
 import dev.limiter.protocol.ResultCodec;
+import dev.limiter.protocol.FixedWindow;
+import dev.limiter.protocol.Limit;
+import dev.limiter.protocol.SoftOverage;
 import dev.limiter.protocol.TokenBucket;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.Test;
@@ -26,14 +29,14 @@ class BucketTableTest
         return new UnsafeBuffer(text.getBytes(StandardCharsets.UTF_8));
     }
 
-    private boolean acquire(final BucketTable table, final String key, final TokenBucket.Rate rate, final long cost, final long now)
+    private boolean acquire(final BucketTable table, final String key, final Limit rate, final long cost, final long now)
     {
         final UnsafeBuffer k = key(key);
         table.acquire(k, 0, k.capacity(), KeyHash.hash(k, 0, k.capacity()), 0, rate, cost, now, decision);
         return decision.allowed();
     }
 
-    private BucketTable table(final int maxBuckets, final TokenBucket.Rate rate)
+    private BucketTable table(final int maxBuckets, final Limit rate)
     {
         return new BucketTable(maxBuckets, maxBuckets * 64, ordinal -> rate);
     }
@@ -51,6 +54,44 @@ class BucketTableTest
         assertEquals(ReasonCode.RATE_LIMITED, decision.reason());
         assertEquals(SECOND / 10, decision.retryAfterNanos(), "exactly one token interval");
         assertEquals(SECOND / 2, decision.resetAfterNanos(), "five tokens to refill");
+    }
+
+    @Test
+    void aSoftOverageAllowsItsShareBeyondTheLimitTellsSoAndIsPaidBackFirst()
+    {
+        final SoftOverage soft = new SoftOverage(TokenBucket.rate(10, SECOND, 10), 20);
+        final BucketTable table = table(100, soft);
+        for (int i = 0; i < 10; i++)
+        {
+            assertTrue(acquire(table, "a", soft, 1, T0));
+            assertEquals(ReasonCode.ALLOWED, decision.reason());
+        }
+        for (int i = 0; i < 2; i++)
+        {
+            assertTrue(acquire(table, "a", soft, 1, T0), "20% of a burst of 10 beyond it");
+            assertEquals(ReasonCode.SOFT_OVERAGE, decision.reason());
+            assertEquals(0, decision.remainingTokens());
+        }
+        assertFalse(acquire(table, "a", soft, 1, T0));
+        assertEquals(ReasonCode.RATE_LIMITED, decision.reason());
+        assertEquals(SECOND / 10, decision.retryAfterNanos(), "one token more brings it back within the overage");
+        assertEquals(12 * SECOND / 10, decision.resetAfterNanos(), "the overage is paid back before the bucket is full");
+        assertTrue(acquire(table, "a", soft, 1, T0 + SECOND / 10));
+        assertEquals(ReasonCode.SOFT_OVERAGE, decision.reason(), "still beyond the limit: the overage is paid back first");
+        assertTrue(acquire(table, "a", soft, 3, T0 + SECOND / 10 + 5 * SECOND / 10));
+        assertEquals(ReasonCode.ALLOWED, decision.reason(), "paid back (2) and 3 more: within the limit again");
+
+        final SoftOverage window = new SoftOverage(new FixedWindow(100, SECOND), 10);
+        final BucketTable windows = table(100, window);
+        int allowed = 0;
+        int overage = 0;
+        for (int i = 0; i < 200; i++)
+        {
+            allowed += acquire(windows, "w", window, 1, T0 + i) ? 1 : 0;
+            overage += decision.reason() == ReasonCode.SOFT_OVERAGE ? 1 : 0;
+        }
+        assertEquals(110, allowed, "a window of 100 with 10% soft overage");
+        assertEquals(10, overage);
     }
 
     @Test
