@@ -406,6 +406,63 @@ class AdminApiTest
     }
 
     @Test
+    void aPolicyWithSeveralLimitsChargesEveryOneOrNoneAndNamesTheOneThatRefused() throws Exception
+    {
+        final ManualClock clock = new ManualClock(SECOND);
+        clock.wallOffset(java.time.Instant.parse("2026-12-04T10:00:00Z").getEpochSecond() * SECOND - SECOND);
+        try (StoreServer server = new StoreServer(TestNode.config(dir, 0, 2).adminToken(TOKEN), clock).start();
+             LimiterClient client = LimiterClient.builder().endpoints("127.0.0.1:" + server.port()).deadline(Duration.ofSeconds(5)).build())
+        {
+            // 5 a second (burst 5), and at most 8 a minute.
+            assertEquals(200, call(server, "PUT", "/v1/policies/search", "{\"selector\":{\"route\":\"/v1/search\"},\"rate\":5,\"burst\":5," +
+                "\"limits\":[{\"rate\":8,\"period\":\"60s\",\"algorithm\":\"FIXED_WINDOW\"}],\"owner\":\"search\",\"reason\":\"5/s, 8/min\"}")
+                .statusCode());
+            for (int i = 0; i < 5; i++)
+            {
+                assertTrue(client.acquireBlocking(Descriptor.of("acme", "/v1/search"), 1).allowed());
+            }
+            final Decision perSecond = client.acquireBlocking(Descriptor.of("acme", "/v1/search"), 1);
+            assertFalse(perSecond.allowed());
+            assertEquals(5, perSecond.limit(), "the per-second limit refused");
+            assertEquals(Duration.ofMillis(200), perSecond.retryAfter());
+
+            clock.advance(SECOND);
+            int allowed = 0;
+            Decision perMinute = null;
+            for (int i = 0; i < 5; i++)
+            {
+                final Decision d = client.acquireBlocking(Descriptor.of("acme", "/v1/search"), 1);
+                allowed += d.allowed() ? 1 : 0;
+                perMinute = d.allowed() ? perMinute : d;
+            }
+            assertEquals(3, allowed, "the minute's 8 less the 5 already taken");
+            assertEquals(8, perMinute.limit(), "the per-minute limit refused");
+            assertEquals(60, perMinute.windowSeconds());
+            assertEquals(Duration.ofSeconds(59), perMinute.retryAfter(), "until the minute ends");
+            assertEquals("search", perMinute.policyId());
+
+            // All or none: 10 an hour (burst 10) and at most 2 a second. Five asks every second: the
+            // second's refusals take nothing from the hour's bucket, so it lasts five seconds (10 granted).
+            assertEquals(200, call(server, "PUT", "/v1/policies/export", "{\"selector\":{\"route\":\"/v1/export\"},\"rate\":10," +
+                "\"period\":\"3600s\",\"burst\":10,\"limits\":[{\"rate\":2,\"period\":\"1s\",\"algorithm\":\"FIXED_WINDOW\"}]," +
+                "\"owner\":\"data\",\"reason\":\"10/h, 2/s\"}").statusCode());
+            int granted = 0;
+            Decision last = null;
+            for (int second = 0; second < 7; second++)
+            {
+                for (int i = 0; i < 5; i++)
+                {
+                    last = client.acquireBlocking(Descriptor.of("acme", "/v1/export"), 1);
+                    granted += last.allowed() ? 1 : 0;
+                }
+                clock.advance(SECOND);
+            }
+            assertEquals(10, granted, "the hour's 10, two a second: no refusal of the second's limit charged the hour's");
+            assertEquals(10, last.limit(), "at the end the hour's limit refuses");
+        }
+    }
+
+    @Test
     void aScheduledVersionDecidesFromItsEffectiveTimeOn() throws Exception
     {
         try (StoreServer server = start(TestNode.config(dir, 0, 1).adminToken(TOKEN));

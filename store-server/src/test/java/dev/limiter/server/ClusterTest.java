@@ -561,7 +561,7 @@ class ClusterTest
     }
 
     @Test
-    void windowPoliciesDecideOnTheLeadersUtcClockAndReplicateToEqualTables() throws Exception
+    void windowAndSeveralLimitPoliciesDecideOnTheLeadersUtcClockAndReplicateToEqualTables() throws Exception
     {
         final String token = "drill-token-0123456789abcdef";
         startCluster(2, token);
@@ -571,9 +571,14 @@ class ClusterTest
             "\"rate\":5,\"period\":\"86400s\",\"algorithm\":\"FIXED_WINDOW\",\"owner\":\"billing\",\"reason\":\"5 a day\"}", token).statusCode());
         assertEquals(200, AdminApiTest.call(http, leader.adminPort(), "PUT", "/v1/policies/rolling", "{\"selector\":{\"route\":\"/v1/rolling/{id}\"}," +
             "\"rate\":5,\"period\":\"3600s\",\"algorithm\":\"SLIDING_WINDOW\",\"owner\":\"search\",\"reason\":\"5 an hour\"}", token).statusCode());
+        // Several limits: 4 an hour in a bucket, and at most 3 a day: the day's refusals charge nothing.
+        assertEquals(200, AdminApiTest.call(http, leader.adminPort(), "PUT", "/v1/policies/both", "{\"selector\":{\"route\":\"/v1/both/{id}\"}," +
+            "\"rate\":4,\"period\":\"3600s\",\"burst\":4,\"limits\":[{\"rate\":3,\"period\":\"86400s\",\"algorithm\":\"FIXED_WINDOW\"}]," +
+            "\"owner\":\"data\",\"reason\":\"4 an hour, 3 a day\"}", token).statusCode());
         final long dayBefore = Math.floorDiv(System.currentTimeMillis(), 86_400_000L);
         int dailyAllowed = 0;
         int rollingAllowed = 0;
+        int bothAllowed = 0;
         Decision dailyRefused = null;
         try (LimiterClient client = client())
         {
@@ -587,6 +592,7 @@ class ClusterTest
                     dailyAllowed += daily.allowed() ? 1 : 0;
                     rollingAllowed += rolling.allowed() ? 1 : 0;
                     dailyRefused = daily.allowed() ? dailyRefused : daily;
+                    bothAllowed += client.acquireBlocking(Descriptor.of("tenant-" + tenant, "/v1/both/1"), 1).allowed() ? 1 : 0;
                 }
             }
         }
@@ -594,12 +600,13 @@ class ClusterTest
         if (Math.floorDiv(System.currentTimeMillis(), 86_400_000L) == dayBefore)
         {
             assertEquals(100, dailyAllowed, "20 tenants x 5 a day");
+            assertEquals(60, bothAllowed, "20 tenants x 3 a day (the tighter of the two limits)");
             assertTrue(Math.abs(dailyRefused.retryAfter().toMillis() - msToMidnight) < 5000,
                 "a refusal says when the UTC day ends: " + dailyRefused.retryAfter() + ", " + msToMidnight + " ms from now");
         }
         assertEquals(100, rollingAllowed, "20 tenants x 5 an hour (an hour's boundary on the way keeps the count, weighted)");
         await("replicas to converge on the window decisions", Duration.ofSeconds(10),
-            () -> leader.replication().buckets().appliedDecisions() >= 320 && converged());
+            () -> leader.replication().buckets().appliedDecisions() >= 440 && converged());
     }
 
     @Test

@@ -35,12 +35,35 @@ public final class CompiledPolicy
     /** Per-shard shares of a budget split across shards, for the last shard count asked (immutable once built). */
     private volatile Limit[] shares;
 
-    CompiledPolicy(final Policy source, final int ordinal, final Limit limit, final RouteTemplate route)
+    /** 0 for a policy's own limit; k for the companion that carries its extra limit k - 1. */
+    private final int limitIndex;
+    /** The policy's extra limits, each as a companion charged with it (empty when it has none). */
+    private final CompiledPolicy[] companions;
+
+    CompiledPolicy(final Policy source, final int ordinal, final Limit[] limits, final RouteTemplate route)
+    {
+        this(source, ordinal, limits, 0, route);
+    }
+
+    private CompiledPolicy(final Policy source, final int ordinal, final Limit[] limits, final int limitIndex, final RouteTemplate route)
     {
         this.source = source;
         this.ordinal = ordinal;
         this.idUtf8 = source.getId().getBytes(StandardCharsets.UTF_8);
-        this.limit = limit;
+        this.limit = limits[limitIndex];
+        this.limitIndex = limitIndex;
+        if (limitIndex == 0 && limits.length > 1)
+        {
+            companions = new CompiledPolicy[limits.length - 1];
+            for (int k = 1; k < limits.length; k++)
+            {
+                companions[k - 1] = new CompiledPolicy(source, ordinal, limits, k, route);
+            }
+        }
+        else
+        {
+            companions = NO_COMPANIONS;
+        }
         this.scope = effectiveScope(source);
         this.windowSeconds = limit.windowSeconds();
         this.strict = source.getConsistency() == Consistency.STRICT;
@@ -146,10 +169,31 @@ public final class CompiledPolicy
         return Math.max(1, source.getVersion());
     }
 
-    /** The policy's limit: its algorithm's arithmetic with its rate, period and burst. */
+    private static final CompiledPolicy[] NO_COMPANIONS = new CompiledPolicy[0];
+
+    /** The policy's limit: its algorithm's arithmetic with its rate, period and burst (a companion's: its extra limit). */
     public Limit limit()
     {
         return limit;
+    }
+
+    /**
+     * Which of the policy's limits this is: 0 its own, k its extra limit k - 1 ({@code limits}).
+     * Part of its bucket keys, so each limit keeps buckets of its own.
+     */
+    public int limitIndex()
+    {
+        return limitIndex;
+    }
+
+    /**
+     * The policy's extra limits, each as a policy with the same id, ordinal, version, selector and
+     * scope and that limit: a request is charged against all of them with this one, or none.
+     * Empty (never null) for a policy with one limit, and for a companion.
+     */
+    public CompiledPolicy[] companions()
+    {
+        return companions;
     }
 
     /** The RateLimit-Policy window: whole seconds an empty bucket takes to fill, or a window's length. */
@@ -191,7 +235,8 @@ public final class CompiledPolicy
     /** Units a request whose own policy is {@code own} must leave in this budget: the reserve, unless it ranks high enough. */
     public long floorFor(final CompiledPolicy own)
     {
-        return source.hasReserve() && own.priority() < reserveMinPriority() ? reserveUnits() : 0;
+        // The reserve is kept in the policy's own limit, not in its extra ones.
+        return source.hasReserve() && limitIndex == 0 && own.priority() < reserveMinPriority() ? reserveUnits() : 0;
     }
 
     /**
@@ -205,7 +250,7 @@ public final class CompiledPolicy
         {
             return floorFor(own);
         }
-        return source.hasReserve() && own.priority() < reserveMinPriority() ?
+        return source.hasReserve() && limitIndex == 0 && own.priority() < reserveMinPriority() ?
             limitOnShard(shard, shards).costUnits(TokenBucket.shareOf(source.getReserve().getTokens(), shard, shards)) : 0;
     }
 

@@ -6,6 +6,7 @@ import com.google.protobuf.util.JsonFormat;
 import dev.limiter.protocol.policy.Algorithm;
 import dev.limiter.protocol.policy.CalendarWindow;
 import dev.limiter.protocol.policy.Excess;
+import dev.limiter.protocol.policy.LimitSpec;
 import dev.limiter.protocol.policy.Mode;
 import dev.limiter.protocol.policy.Policy;
 import dev.limiter.protocol.policy.PolicySet;
@@ -59,9 +60,17 @@ public final class PolicySetIndex
     private final CompiledPolicy[] shadowBySpecificity;
     private final boolean rolloutShadows;
     private final CompiledPolicy[] stacked;
+    private final boolean extraLimits;
 
     /** Most stacked policies one request is charged against besides its own. */
     public static final int MAX_STACKED_PER_REQUEST = 4;
+    /** Most limits a policy may have beside its own ({@code limits}). */
+    public static final int MAX_EXTRA_LIMITS = 3;
+    /**
+     * Most buckets a request is charged against beside its own: its policy's extra limits, and
+     * every stacked policy with theirs.
+     */
+    public static final int MAX_PARTS_PER_REQUEST = (1 + MAX_STACKED_PER_REQUEST) * (1 + MAX_EXTRA_LIMITS) - 1;
     private final CompiledPolicy defaultPolicy;
     private final long version;
     private final long fingerprint;
@@ -112,6 +121,8 @@ public final class PolicySetIndex
             .filter(p -> p != null && p.stacked())
             .sorted(mostSpecificFirst)
             .toArray(CompiledPolicy[]::new);
+        this.extraLimits = Arrays.stream(byOrdinal).anyMatch(p -> p != null && (p.source().getLimitsCount() > 0 ||
+            p.source().getRollout().getFallback().getLimitsCount() > 0));
     }
 
     /**
@@ -274,10 +285,22 @@ public final class PolicySetIndex
         return compiled;
     }
 
-    /** Compiles one validated policy's limit (for buckets of a version no longer in force). */
+    /** Compiles one validated policy's own limit (for buckets of a version no longer in force). */
     public static Limit limitOf(final Policy policy)
     {
         return limitOf(policy, periodNanos(policy));
+    }
+
+    /** Every limit of one validated policy: its own first, then its extra {@code limits} in order. */
+    public static Limit[] limitsOf(final Policy policy)
+    {
+        final Limit[] limits = new Limit[1 + policy.getLimitsCount()];
+        limits[0] = limitOf(policy);
+        for (int k = 0; k < policy.getLimitsCount(); k++)
+        {
+            limits[k + 1] = limitOf(extraLimit(policy, k));
+        }
+        return limits;
     }
 
     private static Limit limitOf(final Policy policy, final long periodNanos)
@@ -310,21 +333,21 @@ public final class PolicySetIndex
         {
             errors.add(where + ".id: '" + p.getId() + "' must match [a-z0-9][a-z0-9._-]{0,62}");
         }
-        if (p.getRate() <= 0 || p.getRate() > Long.MAX_VALUE / 2)
+        checkLimitFields(p, where, errors);
+        checkExcess(p, where, errors);
+        if (p.getLimitsCount() > MAX_EXTRA_LIMITS)
         {
-            errors.add(where + ".rate: must be a positive number of tokens per period, was " + Long.toUnsignedString(p.getRate()));
+            errors.add(where + ".limits: at most " + MAX_EXTRA_LIMITS + " more limits on one policy, was " + p.getLimitsCount());
         }
-        final long periodNanos = periodNanos(p);
-        if (periodNanos <= 0 || periodNanos > MAX_PERIOD_NANOS)
+        for (int k = 0; k < p.getLimitsCount(); k++)
         {
-            errors.add(where + ".period: must be between 1ns and 366 days, was " + p.getPeriod().getSeconds() + "s " +
-                p.getPeriod().getNanos() + "ns");
+            checkLimitFields(extraLimit(p, k), where + ".limits[" + k + "]", errors);
         }
-        if (p.getBurst() < 0 || p.getBurst() > Long.MAX_VALUE / 2)
+        if (p.getLimitsCount() > 0 && p.getMode() == Mode.SHADOW)
         {
-            errors.add(where + ".burst: must be a positive number of tokens, was " + Long.toUnsignedString(p.getBurst()));
+            errors.add(where + ".limits: a SHADOW version is evaluated against one limit; shadow each limit as a policy of its own, " +
+                "or enforce the version with several limits");
         }
-        checkAlgorithm(p, where, errors);
         if (p.getScope() == Scope.UNRECOGNIZED)
         {
             errors.add(where + ".scope: unknown scope");
@@ -430,7 +453,7 @@ public final class PolicySetIndex
         }
         try
         {
-            final CompiledPolicy compiled = new CompiledPolicy(p, ordinal, limitOf(p, periodNanos), route);
+            final CompiledPolicy compiled = new CompiledPolicy(p, ordinal, limitsOf(p), route);
             if (fallback != null)
             {
                 final byte[][] tenants = p.getRollout().getTenantsList().stream()
@@ -446,7 +469,43 @@ public final class PolicySetIndex
         }
     }
 
-    private static void checkAlgorithm(final Policy p, final String where, final List<String> errors)
+    /** Rate, period, burst and algorithm of a policy's own limit (or of an extra one, as {@link #extraLimit} makes it). */
+    private static void checkLimitFields(final Policy p, final String where, final List<String> errors)
+    {
+        if (p.getRate() <= 0 || p.getRate() > Long.MAX_VALUE / 2)
+        {
+            errors.add(where + ".rate: must be a positive number of tokens per period, was " + Long.toUnsignedString(p.getRate()));
+        }
+        final long periodNanos = periodNanos(p);
+        if (periodNanos <= 0 || periodNanos > MAX_PERIOD_NANOS)
+        {
+            errors.add(where + ".period: must be between 1ns and 366 days, was " + p.getPeriod().getSeconds() + "s " +
+                p.getPeriod().getNanos() + "ns");
+        }
+        if (p.getBurst() < 0 || p.getBurst() > Long.MAX_VALUE / 2)
+        {
+            errors.add(where + ".burst: must be a positive number of tokens, was " + Long.toUnsignedString(p.getBurst()));
+        }
+        checkAlgorithm(p, where, errors);
+    }
+
+    /**
+     * Extra limit {@code k} of a policy as a policy of its own: the policy with that limit's rate,
+     * period, burst, algorithm and calendar window (and the policy's own excess handling).
+     */
+    static Policy extraLimit(final Policy p, final int k)
+    {
+        final LimitSpec spec = p.getLimits(k);
+        final Policy.Builder limit = p.toBuilder().clearLimits().setRate(spec.getRate()).setBurst(spec.getBurst())
+            .setAlgorithm(spec.getAlgorithm()).setCalendarWindow(spec.getCalendarWindow()).clearPeriod();
+        if (spec.hasPeriod())
+        {
+            limit.setPeriod(spec.getPeriod());
+        }
+        return limit.build();
+    }
+
+    private static void checkExcess(final Policy p, final String where, final List<String> errors)
     {
         if (p.getExcess() == Excess.UNRECOGNIZED)
         {
@@ -461,6 +520,10 @@ public final class PolicySetIndex
         {
             errors.add(where + ".overagePercent: only a policy with excess SOFT_OVERAGE allows an overage; set excess: SOFT_OVERAGE or drop it");
         }
+    }
+
+    private static void checkAlgorithm(final Policy p, final String where, final List<String> errors)
+    {
         if (p.getCalendarWindow() != CalendarWindow.CALENDAR_WINDOW_UNSPECIFIED)
         {
             if (p.getCalendarWindow() == CalendarWindow.UNRECOGNIZED)
@@ -583,6 +646,12 @@ public final class PolicySetIndex
     public boolean hasStacked()
     {
         return stacked.length > 0;
+    }
+
+    /** Whether any policy (or the version a rollout leaves tenants on) has several limits ({@code limits}). */
+    public boolean hasExtraLimits()
+    {
+        return extraLimits;
     }
 
     /** Whether any request may be evaluated in shadow: a SHADOW policy, or a rollout shadowing the tenants it leaves out. */

@@ -149,6 +149,32 @@ class PolicySetIndexTest
     }
 
     @Test
+    void aPolicyWithSeveralLimitsCompilesEachAsACompanionAndBadOnesAreNamedField()
+    {
+        final CompiledPolicy p = PolicySetIndex.fromJson("{\"policies\":[{\"id\":\"api\",\"rate\":10,\"owner\":\"o\"," +
+            "\"limits\":[{\"rate\":1000,\"period\":\"3600s\",\"algorithm\":\"FIXED_WINDOW\"},{\"rate\":5000,\"algorithm\":\"FIXED_WINDOW\"," +
+            "\"calendarWindow\":\"MONTH\"}]}]}").policies().get(0);
+        assertEquals(10, p.limit().burstTokens());
+        assertEquals(2, p.companions().length);
+        assertEquals(1, p.companions()[0].limitIndex());
+        assertEquals(p.ordinal(), p.companions()[0].ordinal());
+        assertEquals("api", p.companions()[1].id());
+        assertEquals(3600, p.companions()[0].windowSeconds());
+        assertTrue(p.companions()[1].limit() instanceof CalendarMonthWindow);
+        assertEquals(0, p.companions()[0].companions().length);
+
+        final String all = String.join("\n", reject("{\"policies\":[" +
+            "{\"id\":\"a\",\"rate\":10,\"owner\":\"o\",\"selector\":{\"route\":\"/a\"},\"limits\":[{\"rate\":0},{\"rate\":5,\"burst\":9," +
+            "\"algorithm\":\"FIXED_WINDOW\"}]}," +
+            "{\"id\":\"b\",\"rate\":10,\"owner\":\"o\",\"selector\":{\"route\":\"/b\"},\"limits\":[{\"rate\":1},{\"rate\":1},{\"rate\":1},{\"rate\":1}]}," +
+            "{\"id\":\"c\",\"rate\":10,\"owner\":\"o\",\"mode\":\"SHADOW\",\"selector\":{\"route\":\"/c\"},\"limits\":[{\"rate\":1}]}]}").errors());
+        assertTrue(all.contains("policies[0] (a).limits[0].rate: must be a positive number"), all);
+        assertTrue(all.contains("policies[0] (a).limits[1].burst: a FIXED_WINDOW grants `rate` per window"), all);
+        assertTrue(all.contains("policies[1] (b).limits: at most 3 more limits on one policy, was 4"), all);
+        assertTrue(all.contains("policies[2] (c).limits: a SHADOW version is evaluated against one limit"), all);
+    }
+
+    @Test
     void shouldRejectUnknownFieldsConflictsAndDuplicates()
     {
         assertTrue(reject("{\"policies\":[{\"id\":\"a\",\"rate\":1,\"owner\":\"o\",\"selector\":{\"tenantt\":\"x\"}}]}")

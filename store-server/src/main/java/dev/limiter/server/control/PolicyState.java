@@ -5,6 +5,7 @@ import com.google.protobuf.Timestamp;
 import com.google.protobuf.util.Timestamps;
 import dev.limiter.protocol.CompiledPolicy;
 import dev.limiter.protocol.PolicySetIndex;
+import dev.limiter.server.table.BucketKeys;
 import dev.limiter.protocol.PolicyValidationException;
 import dev.limiter.protocol.Limit;
 import dev.limiter.protocol.policy.AdminError;
@@ -130,7 +131,8 @@ public final class PolicyState
     {
         final String id;
         final List<PolicyVersion> versions = new ArrayList<>();
-        final List<Limit> rates = new ArrayList<>();
+        /** Every limit of each version (its own first, then its extra limits). */
+        final List<Limit[]> rates = new ArrayList<>();
         /** Whether each version's budget is split into per-shard shares ({@link CompiledPolicy#splitsAcrossShards}). */
         final List<Boolean> split = new ArrayList<>();
         int enforceOrdinal = -1;
@@ -155,7 +157,7 @@ public final class PolicyState
         {
             versions.add(version);
             // A tombstone keeps the rate of what it deleted: buckets of that version still refill.
-            rates.add(version.getDeleted() && !rates.isEmpty() ? rates.get(rates.size() - 1) : PolicySetIndex.limitOf(version.getPolicy()));
+            rates.add(version.getDeleted() && !rates.isEmpty() ? rates.get(rates.size() - 1) : PolicySetIndex.limitsOf(version.getPolicy()));
             split.add(version.getDeleted() && !split.isEmpty() ? split.get(split.size() - 1) : CompiledPolicy.splitsAcrossShards(version.getPolicy()));
         }
     }
@@ -178,12 +180,12 @@ public final class PolicyState
     private volatile PolicySetIndex index = PolicySetIndex.compile(PolicySet.getDefaultInstance());
     private volatile Limit[] latestRates = new Limit[0];
     /**
-     * Rates by ordinal, then version - 1, then shard: every version a bucket may have been decided
-     * under. One rate when the version's buckets have the same rate on every shard, one share per
-     * shard when it is split across shards, null when it cannot be split this many ways (refused
-     * when changed, so no bucket has it).
+     * Limits by ordinal, then version - 1, then limit index (the policy's own, then its extra
+     * limits), then shard: every version a bucket may have been decided under. One limit when the
+     * version's buckets have the same on every shard, one share per shard when it is split across
+     * shards, null when it cannot be split this many ways (refused when changed, so no bucket has it).
      */
-    private volatile Limit[][][] versionRates = new Limit[0][][];
+    private volatile Limit[][][][] versionRates = new Limit[0][][][];
     private final int shards;
     private final List<Runnable> listeners = new CopyOnWriteArrayList<>();
     /** The latest command time applied: the cluster's wall clock as the log has seen it. */
@@ -250,18 +252,24 @@ public final class PolicyState
     }
 
     /**
-     * Rate of one version of a policy's buckets on one shard (the same on every shard unless the
+     * Limit of one version of a policy's buckets on one shard (the same on every shard unless the
      * version is split across shards), or null when this replica does not have that version (yet).
+     *
+     * @param version the version as a bucket key carries it ({@link BucketKeys#version}): with the
+     *                index of the policy's limit it is a bucket of in its top bits
      */
     public Limit rateIfKnown(final int ordinal, final long version, final int shard)
     {
         // Read for every replayed decision: a volatile read of an immutable table, no lock.
-        final Limit[][][] rates = versionRates;
-        if (ordinal >= rates.length || version < 1 || version > rates[ordinal].length)
+        final Limit[][][][] rates = versionRates;
+        final long policyVersion = BucketKeys.policyVersion(version);
+        if (ordinal >= rates.length || policyVersion < 1 || policyVersion > rates[ordinal].length)
         {
             return null;
         }
-        final Limit[] byShard = rates[ordinal][(int)(version - 1)];
+        final Limit[][] byLimit = rates[ordinal][(int)(policyVersion - 1)];
+        final int limitIndex = BucketKeys.limitIndex(version);
+        final Limit[] byShard = byLimit == null || limitIndex >= byLimit.length ? null : byLimit[limitIndex];
         if (byShard == null)
         {
             return null;
@@ -755,26 +763,31 @@ public final class PolicyState
             // A sweep asks of a bucket under this ordinal: the newest version of the ordinal's mode.
             final Slot slot = byOrdinal.get(ordinal);
             final History history = slot.history();
-            rates[ordinal] = history.rates.get(0);
+            rates[ordinal] = history.rates.get(0)[0];
             for (int v = history.versions.size() - 1; v >= 0; v--)
             {
                 final PolicyVersion version = history.versions.get(v);
                 if (!version.getDeleted() && PolicyVersions.isShadow(version) == slot.shadow())
                 {
-                    rates[ordinal] = history.rates.get(v);
+                    rates[ordinal] = history.rates.get(v)[0];
                     break;
                 }
             }
         }
         latestRates = rates;
-        final Limit[][][] byVersion = new Limit[byOrdinal.size()][][];
+        final Limit[][][][] byVersion = new Limit[byOrdinal.size()][][][];
         for (int ordinal = 0; ordinal < byVersion.length; ordinal++)
         {
             final History history = byOrdinal.get(ordinal).history();
-            byVersion[ordinal] = new Limit[history.rates.size()][];
+            byVersion[ordinal] = new Limit[history.rates.size()][][];
             for (int v = 0; v < history.rates.size(); v++)
             {
-                byVersion[ordinal][v] = ratesByShard(history.rates.get(v), history.split.get(v));
+                final Limit[] limits = history.rates.get(v);
+                byVersion[ordinal][v] = new Limit[limits.length][];
+                for (int k = 0; k < limits.length; k++)
+                {
+                    byVersion[ordinal][v][k] = ratesByShard(limits[k], history.split.get(v));
+                }
             }
         }
         versionRates = byVersion;
@@ -1048,7 +1061,7 @@ public final class PolicyState
             {
                 index = PolicySetIndex.compile(PolicySet.getDefaultInstance());
                 latestRates = new Limit[0];
-                versionRates = new Limit[0][][];
+                versionRates = new Limit[0][][][];
             }
             notifyAll();
         }

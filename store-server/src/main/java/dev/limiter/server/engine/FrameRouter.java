@@ -196,20 +196,26 @@ public final class FrameRouter
     }
 
     /**
-     * Adds the stacked policies matching the current entry as parts it is charged against too (on
-     * the entry's shard: the shard checks every part, then charges all of them or none). With several
-     * shards a TENANT or PRINCIPAL part lives on the tenant's shard, so the entry's own policy must
-     * be tenant- or principal-scoped too; a GLOBAL or CLIENT_IP part is charged against the entry
-     * shard's share of it ({@link CompiledPolicy#limitOnShard}).
+     * Adds the parts the current entry is charged against too (on the entry's shard: the shard
+     * checks every part, then charges all of them or none): its policy's extra limits (buckets of the
+     * same key under each limit), then the stacked policies matching it, each with its own extra
+     * limits. With several shards a TENANT or PRINCIPAL part lives on the tenant's shard, so the
+     * entry's own policy must be tenant- or principal-scoped too; a GLOBAL or CLIENT_IP part is
+     * charged against the entry shard's share of it ({@link CompiledPolicy#limitOnShard}).
      *
      * @return why the entry cannot be decided, or null
      */
     private static String addStacked(final FrameWork work, final AcquireDecoder decoder, final CompiledPolicy[] scratch,
         final PolicySetIndex index, final int entry, final CompiledPolicy own, final int shardCount)
     {
-        final int matched = index.matchStacked(decoder, scratch);
         work.stackFrom[entry] = work.partCount;
         work.stackCount[entry] = 0;
+        addCompanions(work, decoder, entry, own);
+        if (!index.hasStacked())
+        {
+            return null;
+        }
+        final int matched = index.matchStacked(decoder, scratch);
         for (int k = 0; k < matched; k++)
         {
             final CompiledPolicy part = scratch[k].forRequest(decoder);
@@ -235,8 +241,27 @@ public final class FrameRouter
             work.partPolicy[p] = part;
             work.partCount++;
             work.stackCount[entry]++;
+            addCompanions(work, decoder, entry, part);
         }
         return null;
+    }
+
+    /** Adds a part for each extra limit of {@code policy}: the same key under that limit's index. */
+    private static void addCompanions(final FrameWork work, final AcquireDecoder decoder, final int entry, final CompiledPolicy policy)
+    {
+        final CompiledPolicy[] companions = policy.companions();
+        for (int c = 0; c < companions.length; c++)
+        {
+            final int p = work.partCount;
+            final int keyStart = work.keyCursor;
+            buildKey(work, decoder, companions[c]);
+            work.partKeyOffset[p] = keyStart;
+            work.partKeyLength[p] = work.keyCursor - keyStart;
+            work.partKeyHash[p] = KeyHash.hash(work.keys, keyStart, work.keyCursor - keyStart);
+            work.partPolicy[p] = companions[c];
+            work.partCount++;
+            work.stackCount[entry]++;
+        }
     }
 
     /**
@@ -299,7 +324,7 @@ public final class FrameRouter
     {
         work.ensureKeyRoom(BucketTable.MAX_KEY_LENGTH);
         int at = work.keyCursor;
-        BucketKeys.putPrefix(work.keys, at, policy.ordinal(), policy.version());
+        BucketKeys.putPrefix(work.keys, at, policy.ordinal(), policy.version(), policy.limitIndex());
         at += BucketKeys.PREFIX_LENGTH;
         final ByteBuf buf = d.buffer();
         long tenantHash = 0;

@@ -50,8 +50,9 @@ public final class FrameWork implements Runnable
     CompiledPolicy[] shadowPolicy = new CompiledPolicy[INITIAL_ENTRIES];
     int shadowCount;
     /**
-     * Stacked (hierarchical) scopes of this frame's entries: entry i is also charged against parts
-     * {@code stackFrom[i] .. stackFrom[i] + stackCount[i] - 1}, all or none. Valid while {@link #stacked}.
+     * Stacked (hierarchical) scopes and extra limits of this frame's entries: entry i is also
+     * charged against parts {@code stackFrom[i] .. stackFrom[i] + stackCount[i] - 1}, all or none.
+     * Valid while {@link #stacked}.
      */
     boolean stacked;
     int[] stackFrom = new int[INITIAL_ENTRIES];
@@ -104,7 +105,7 @@ public final class FrameWork implements Runnable
         this.count = 0;
         this.shadowCount = 0;
         this.partCount = 0;
-        this.stacked = policies.hasStacked();
+        this.stacked = policies.hasStacked() || policies.hasExtraLimits();
         this.keyCursor = 0;
         this.startNanos = startNanos;
         if (keyOffset.length < entries)
@@ -117,12 +118,12 @@ public final class FrameWork implements Runnable
             shard = new int[n];
             policy = new CompiledPolicy[n];
         }
-        if (stacked && (stackFrom.length < entries || partKeyOffset.length < entries * PolicySetIndex.MAX_STACKED_PER_REQUEST))
+        if (stacked && (stackFrom.length < entries || partKeyOffset.length < entries * PolicySetIndex.MAX_PARTS_PER_REQUEST))
         {
             final int n = Math.max(INITIAL_ENTRIES, Integer.highestOneBit(Math.max(2, entries) - 1) << 1);
             stackFrom = new int[Math.max(n, stackFrom.length)];
             stackCount = new int[Math.max(n, stackCount.length)];
-            final int parts = n * PolicySetIndex.MAX_STACKED_PER_REQUEST;
+            final int parts = n * PolicySetIndex.MAX_PARTS_PER_REQUEST;
             partKeyOffset = new int[parts];
             partKeyLength = new int[parts];
             partKeyHash = new long[parts];

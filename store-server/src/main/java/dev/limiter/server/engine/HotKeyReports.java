@@ -50,7 +50,8 @@ public final class HotKeyReports
         }
         final ByteBuffer prefix = ByteBuffer.wrap(key);
         final int ordinal = Short.toUnsignedInt(prefix.getShort());
-        final long version = Integer.toUnsignedLong(prefix.getInt());
+        // A bucket of one of the policy's extra limits carries the limit's index above the version.
+        final long version = BucketKeys.policyVersion(Integer.toUnsignedLong(prefix.getInt()));
         final Policy policy = policies.policyAt(ordinal, version);
         out.setPolicyVersion(version).setPolicyId(policy == null ? "ordinal " + ordinal : policy.getId());
         final byte[] part = Arrays.copyOfRange(key, BucketKeys.PREFIX_LENGTH, key.length);

@@ -403,7 +403,10 @@ public final class Shard implements Replication.DecidingShard
         hotKeys.decided(work.keys, work.keyOffset[i], work.keyLength[i], work.keyHash[i], now);
         for (int k = 0; k < parts; k++)
         {
-            hotKeys.decided(work.keys, work.partKeyOffset[from + k], work.partKeyLength[from + k], work.partKeyHash[from + k], now);
+            if (work.partPolicy[from + k].limitIndex() == 0) // an extra limit's bucket is the same key again
+            {
+                hotKeys.decided(work.keys, work.partKeyOffset[from + k], work.partKeyLength[from + k], work.partKeyHash[from + k], now);
+            }
         }
         int denying = table.peek(work.keys, work.keyOffset[i], work.keyLength[i], work.keyHash[i], own.limit(), cost, 0, now, decision) ? -2 : -1;
         for (int k = 0; k < parts && denying == -2; k++)

@@ -8,8 +8,10 @@ import java.nio.ByteOrder;
 /**
  * The prefix every bucket key starts with: {@code u16 policy ordinal | u32 policy version}
  * (big-endian), so that a new version starts new buckets and a replica replays (and sweeps) a
- * bucket with the rate of the version it was made under. What follows the prefix is the scope
- * part, written by the engine's frame router.
+ * bucket with the limit of the version it was made under. The version's top 4 bits say which of
+ * the policy's limits the bucket is for (0: its own; k: its extra limit k - 1), so a policy with
+ * several limits keeps a bucket per limit; versions therefore stay below 2^28. What follows the
+ * prefix is the scope part, written by the engine's frame router.
  */
 public final class BucketKeys
 {
@@ -20,16 +22,38 @@ public final class BucketKeys
     {
     }
 
-    /** Writes the prefix at {@code at}. */
+    /** Largest policy version a key can carry. */
+    public static final long MAX_VERSION = (1L << 28) - 1;
+    private static final int LIMIT_INDEX_SHIFT = 28;
+
+    /** Writes the prefix of a bucket of the policy's own limit at {@code at}. */
     public static void putPrefix(final MutableDirectBuffer key, final int at, final int ordinal, final long version)
     {
-        key.putShort(at, (short)ordinal, ByteOrder.BIG_ENDIAN);
-        key.putInt(at + 2, (int)version, ByteOrder.BIG_ENDIAN);
+        putPrefix(key, at, ordinal, version, 0);
     }
 
-    /** The policy version the key at {@code keyOffset} was made under. */
+    /** Writes the prefix at {@code at}: {@code limitIndex} 0 for the policy's own limit, k for its extra limit k - 1. */
+    public static void putPrefix(final MutableDirectBuffer key, final int at, final int ordinal, final long version, final int limitIndex)
+    {
+        key.putShort(at, (short)ordinal, ByteOrder.BIG_ENDIAN);
+        key.putInt(at + 2, (int)(version | (long)limitIndex << LIMIT_INDEX_SHIFT), ByteOrder.BIG_ENDIAN);
+    }
+
+    /** The version field of the key at {@code keyOffset}: the policy version, with its limit index on top. */
     public static long version(final DirectBuffer key, final int keyOffset)
     {
         return key.getInt(keyOffset + 2, ByteOrder.BIG_ENDIAN) & 0xFFFF_FFFFL;
+    }
+
+    /** The policy version of a key's version field ({@link #version}). */
+    public static long policyVersion(final long versionField)
+    {
+        return versionField & MAX_VERSION;
+    }
+
+    /** Which of the policy's limits a key's version field ({@link #version}) is for: 0 its own, k its extra limit k - 1. */
+    public static int limitIndex(final long versionField)
+    {
+        return (int)(versionField >>> LIMIT_INDEX_SHIFT);
     }
 }
