@@ -642,6 +642,11 @@ class AdminApiTest
             assertTrue(refused.body().contains("split into 2 equal shares") && refused.body().contains("raise the burst to at least 2"),
                 refused.body());
             assertEquals(null, server.policyState().current("orders-global"));
+            final HttpResponse<String> extra = call(server, "PUT", "/v1/policies/orders-global", String.format(global,
+                "\"burst\":2,\"limits\":[{\"rate\":1,\"period\":\"3600s\",\"algorithm\":\"FIXED_WINDOW\"}],"));
+            assertEquals(400, extra.statusCode(), "every limit of a split budget is split alike");
+            assertTrue(extra.body().contains("in its limits[0] a window") && extra.body().contains("rate of 1 cannot be split into 2 shares"),
+                extra.body());
             assertEquals(200, call(server, "PUT", "/v1/policies/orders-global", String.format(global, "\"burst\":2,")).statusCode());
         }
     }

@@ -58,26 +58,29 @@ public final class PolicyControl
         {
             return null;
         }
-        final Limit rate;
+        final Limit[] limits;
         try
         {
-            rate = PolicySetIndex.limitOf(policy);
+            limits = PolicySetIndex.limitsOf(policy);
         }
         catch (final IllegalArgumentException e)
         {
             return null; // not a valid rate at all: the policy's own validation says so, field by field
         }
-        try
+        for (int k = 0; k < limits.length; k++)
         {
-            CompiledPolicy.shares(rate, shards);
-            return null;
+            try
+            {
+                CompiledPolicy.shares(limits[k], shards); // every limit of it is split alike
+            }
+            catch (final IllegalArgumentException e)
+            {
+                return "stacked policy '" + policy.getId() + "' is " + CompiledPolicy.effectiveScope(policy) + "-scoped: on a node with " +
+                    shards + " shards its budget is split into " + shards + " equal shares, one per shard, and " +
+                    (k == 0 ? "" : "in its limits[" + (k - 1) + "] ") + e.getMessage() + " (or run the nodes with fewer shards)";
+            }
         }
-        catch (final IllegalArgumentException e)
-        {
-            return "stacked policy '" + policy.getId() + "' is " + CompiledPolicy.effectiveScope(policy) + "-scoped: on a node with " +
-                shards + " shards its budget is split into " + shards + " equal shares, one per shard, and " + e.getMessage() +
-                " (or run the nodes with fewer shards)";
-        }
+        return null;
     }
 
     /**
