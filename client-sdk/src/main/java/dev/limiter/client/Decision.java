@@ -75,7 +75,9 @@ public final class Decision
 
     /**
      * Exact time until the requested cost is available: zero when allowed, and
-     * {@link ChronoUnit#FOREVER} when it never will be ({@link ReasonCode#COST_EXCEEDS_BURST}).
+     * {@link ChronoUnit#FOREVER} when it never will be ({@link ReasonCode#COST_EXCEEDS_BURST}). For
+     * an allowed {@link ReasonCode#RESERVED} decision (a WAIT policy), how long after the answer the
+     * request may go ahead: {@link #waitNanos()}.
      */
     public Duration retryAfter()
     {
@@ -86,6 +88,16 @@ public final class Decision
     public long retryAfterNanos()
     {
         return retryAfterNanos;
+    }
+
+    /**
+     * Nanoseconds the caller must wait, from when the answer arrived, before the request goes
+     * ahead: the tokens a WAIT policy reserved for it exist only then ({@link ReasonCode#RESERVED}).
+     * 0 for every other decision. {@code LimiterClient.acquireBlocking} has waited it out already.
+     */
+    public long waitNanos()
+    {
+        return allowed && reason == ReasonCode.RESERVED ? retryAfterNanos : 0;
     }
 
     /** Whether retrying later can ever succeed. */

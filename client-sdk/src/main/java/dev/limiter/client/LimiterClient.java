@@ -4,6 +4,7 @@ import dev.limiter.protocol.AcquireCodec;
 import dev.limiter.protocol.Frame;
 import dev.limiter.protocol.HostPort;
 import dev.limiter.protocol.Pem;
+import dev.limiter.protocol.ReasonCode;
 import dev.limiter.protocol.ShardMap;
 import dev.limiter.protocol.policy.FailureMode;
 import io.netty.channel.EventLoopGroup;
@@ -35,6 +36,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.LongAdder;
@@ -409,10 +411,38 @@ public final class LimiterClient implements AutoCloseable
      * thread, so that a pause of the whole process is not taken for it), the call fails on the
      * caller's thread {@value #BLOCKING_SLACK_MILLIS} + 40 ms past the deadline.
      *
+     * <p>Under a WAIT policy the node may allow a request against tokens that exist only a little
+     * later ({@link ReasonCode#RESERVED}): this method then parks the calling thread for that
+     * wait ({@link Decision#waitNanos()}, at most the policy's {@code maxWait}) before returning,
+     * so the caller simply goes ahead when it returns.
+     *
      * @throws LimiterException when no decision arrives within the deadline or no node is reachable,
-     *                          and the SDK cannot decide locally
+     *                          and the SDK cannot decide locally, or when the thread is interrupted
+     *                          while it waits for reserved tokens
      */
     public Decision acquireBlocking(final Descriptor descriptor, final int cost)
+    {
+        final Decision decision = awaitDecision(descriptor, cost);
+        final long wait = decision.waitNanos();
+        if (wait > 0)
+        {
+            // Reserved tokens exist only after the wait: no retry, no race with other callers.
+            final long until = System.nanoTime() + wait;
+            for (long left = wait; left > 0; left = until - System.nanoTime())
+            {
+                LockSupport.parkNanos(this, left);
+                if (Thread.interrupted())
+                {
+                    Thread.currentThread().interrupt();
+                    throw new LimiterException("interrupted while waiting " + Duration.ofNanos(wait) +
+                        " for tokens reserved by policy " + decision.policyId() + " (they stay charged)");
+                }
+            }
+        }
+        return decision;
+    }
+
+    private Decision awaitDecision(final Descriptor descriptor, final int cost)
     {
         final CompletableFuture<Decision> future = acquire(descriptor, cost);
         if (future instanceof Decided decided)

@@ -463,6 +463,37 @@ class AdminApiTest
     }
 
     @Test
+    void underAWaitPolicyABlockingCallerWaitsForItsReservedTokensInsteadOfBeingRefused() throws Exception
+    {
+        final ManualClock clock = new ManualClock(SECOND);
+        try (StoreServer server = new StoreServer(TestNode.config(dir, 0, 2).adminToken(TOKEN), clock).start();
+             LimiterClient client = LimiterClient.builder().endpoints("127.0.0.1:" + server.port()).deadline(Duration.ofSeconds(5)).build())
+        {
+            final String waiting = "{\"selector\":{\"route\":\"/v1/mail\"},\"rate\":5,\"burst\":1,\"excess\":\"WAIT\",%s" +
+                "\"owner\":\"mail\",\"reason\":\"5/s, callers queue for up to 0.5 s\"}";
+            final HttpResponse<String> bad = call(server, "PUT", "/v1/policies/mail", String.format(waiting, "\"algorithm\":\"FIXED_WINDOW\","));
+            assertEquals(400, bad.statusCode());
+            assertTrue(bad.body().contains("policy.maxWait: a WAIT policy needs the longest wait") &&
+                bad.body().contains("policy.algorithm: WAIT needs a TOKEN_BUCKET or GCRA"), bad.body());
+            assertEquals(200, call(server, "PUT", "/v1/policies/mail", String.format(waiting, "\"maxWait\":\"0.5s\",")).statusCode());
+
+            assertEquals(ReasonCode.ALLOWED, client.acquireBlocking(Descriptor.of("acme", "/v1/mail"), 1).reason());
+            final long start = System.nanoTime();
+            final Decision second = client.acquireBlocking(Descriptor.of("acme", "/v1/mail"), 1);
+            final long waited = System.nanoTime() - start;
+            assertTrue(second.allowed());
+            assertEquals(ReasonCode.RESERVED, second.reason());
+            assertEquals(SECOND / 5, second.waitNanos(), "one token at 5/s");
+            assertTrue(waited >= SECOND / 5, "acquireBlocking waited the reservation out: " + waited + " ns");
+            final Decision async = client.acquire(Descriptor.of("acme", "/v1/mail"), 1).get();
+            assertEquals(2 * SECOND / 5, async.waitNanos(), "behind the one before it; an async caller is told how long to wait");
+            final Decision refused = client.acquireBlocking(Descriptor.of("acme", "/v1/mail"), 1);
+            assertFalse(refused.allowed(), "0.6 s is beyond the longest wait");
+            assertEquals(3 * SECOND / 5, refused.retryAfterNanos());
+        }
+    }
+
+    @Test
     void aScheduledVersionDecidesFromItsEffectiveTimeOn() throws Exception
     {
         try (StoreServer server = start(TestNode.config(dir, 0, 1).adminToken(TOKEN));

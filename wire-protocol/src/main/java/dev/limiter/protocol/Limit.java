@@ -59,6 +59,16 @@ public abstract class Limit
         return 0;
     }
 
+    /**
+     * Longest a request may be asked to wait for tokens reserved for it (a WAIT policy): one that
+     * would have its tokens within this time is charged now and answered
+     * {@link ReasonCode#RESERVED}. 0 unless the policy waits.
+     */
+    public long maxWaitNanos()
+    {
+        return 0;
+    }
+
     /** The state of a key never seen (a full bucket, an unused window). */
     public abstract long fullState();
 

@@ -306,7 +306,15 @@ public final class PolicySetIndex
     private static Limit limitOf(final Policy policy, final long periodNanos)
     {
         final Limit limit = plainLimitOf(policy, periodNanos);
-        return policy.getExcess() == Excess.SOFT_OVERAGE ? new SoftOverage(limit, policy.getOveragePercent()) : limit;
+        switch (policy.getExcess())
+        {
+            case SOFT_OVERAGE:
+                return ExcessLimit.softOverage(limit, policy.getOveragePercent());
+            case WAIT:
+                return ExcessLimit.waiting(limit, durationNanos(policy.getMaxWait()));
+            default:
+                return limit;
+        }
     }
 
     private static Limit plainLimitOf(final Policy policy, final long periodNanos)
@@ -509,7 +517,19 @@ public final class PolicySetIndex
     {
         if (p.getExcess() == Excess.UNRECOGNIZED)
         {
-            errors.add(where + ".excess: unknown excess handling; REJECT or SOFT_OVERAGE");
+            errors.add(where + ".excess: unknown excess handling; REJECT, SOFT_OVERAGE or WAIT");
+        }
+        if (p.getExcess() == Excess.WAIT)
+        {
+            final long maxWait = p.hasMaxWait() ? durationNanos(p.getMaxWait()) : 0;
+            if (maxWait < 1 || maxWait > ExcessLimit.MAX_WAIT_NANOS)
+            {
+                errors.add(where + ".maxWait: a WAIT policy needs the longest wait it may ask of a caller, 1ns to 1 hour (e.g. \"0.5s\")");
+            }
+        }
+        else if (p.hasMaxWait())
+        {
+            errors.add(where + ".maxWait: only a policy with excess WAIT waits; set excess: WAIT or drop it");
         }
         else if (p.getExcess() == Excess.SOFT_OVERAGE && (p.getOveragePercent() < 1 || p.getOveragePercent() > 100))
         {
@@ -538,6 +558,12 @@ public final class PolicySetIndex
             {
                 errors.add(where + ".period: a calendar-month window has no period of its own; leave period unset");
             }
+        }
+        if (p.getExcess() == Excess.WAIT && p.getAlgorithm() != Algorithm.ALGORITHM_UNSPECIFIED && p.getAlgorithm() != Algorithm.TOKEN_BUCKET &&
+            p.getAlgorithm() != Algorithm.GCRA)
+        {
+            errors.add(where + ".algorithm: WAIT needs a TOKEN_BUCKET or GCRA, whose steady refill a reservation waits for; a " +
+                p.getAlgorithm() + " answers with the exact retry-after instead (use REJECT)");
         }
         switch (p.getAlgorithm())
         {
@@ -586,7 +612,12 @@ public final class PolicySetIndex
         {
             return 1_000_000_000L;
         }
-        final Duration d = p.getPeriod();
+        return durationNanos(p.getPeriod());
+    }
+
+    /** A duration in nanoseconds, or -1 when negative or beyond 366 days. */
+    private static long durationNanos(final Duration d)
+    {
         if (d.getSeconds() < 0 || d.getNanos() < 0 || d.getSeconds() > MAX_PERIOD_NANOS / 1_000_000_000L)
         {
             return -1;

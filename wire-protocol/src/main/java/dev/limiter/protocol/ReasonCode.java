@@ -24,7 +24,12 @@ public enum ReasonCode
      * Allowed and charged beyond the policy's limit, within the soft overage it allows (a
      * percentage of its capacity): counted apart, for billing and alerting.
      */
-    SOFT_OVERAGE(7);
+    SOFT_OVERAGE(7),
+    /**
+     * Allowed and charged against tokens that exist only after retry-after (a WAIT policy): the
+     * caller proceeds once that time has passed. {@code acquireBlocking} waits it out itself.
+     */
+    RESERVED(8);
 
     private static final ReasonCode[] BY_CODE = values();
 

@@ -409,6 +409,8 @@ public final class Shard implements Replication.DecidingShard
             }
         }
         int denying = table.peek(work.keys, work.keyOffset[i], work.keyLength[i], work.keyHash[i], own.limit(), cost, 0, now, decision) ? -2 : -1;
+        // A WAIT limit may allow only after a wait: the request then waits for the longest of them.
+        long wait = decision.reason() == ReasonCode.RESERVED ? decision.retryAfterNanos() : 0;
         for (int k = 0; k < parts && denying == -2; k++)
         {
             // A shared budget's reserve is a floor for requests whose own policy ranks below it.
@@ -417,6 +419,10 @@ public final class Shard implements Replication.DecidingShard
                 part.limitOnShard(id, shardCount), cost, part.floorFor(own, id, shardCount), now, decision))
             {
                 denying = k;
+            }
+            else if (decision.reason() == ReasonCode.RESERVED)
+            {
+                wait = Math.max(wait, decision.retryAfterNanos());
             }
         }
         for (int k = 0; k < parts; k++)
@@ -470,6 +476,11 @@ public final class Shard implements Replication.DecidingShard
             }
             answered = allowed;
             overage = reason == ReasonCode.SOFT_OVERAGE;
+            if (allowed && wait > 0)
+            {
+                reason = ReasonCode.RESERVED;
+                retry = wait;
+            }
             putRecord(work, i, named, named.limitOnShard(id, shardCount), allowed, reason, remaining, retry, reset);
         }
         work.policy[i] = named; // the answer names the policy that limited it

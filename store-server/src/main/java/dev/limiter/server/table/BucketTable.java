@@ -276,7 +276,10 @@ public final class BucketTable
         }
         final long costUnits = limit.costUnits(cost);
         // A soft overage lets a key go past its limit by a share of it: such grants are told so.
-        final boolean allowed = available + limit.overageUnits() >= costUnits;
+        boolean allowed = available + limit.overageUnits() >= costUnits;
+        // A WAIT policy reserves tokens that will exist within its longest wait: charged now, used later.
+        final long wait = allowed || limit.maxWaitNanos() == 0 ? 0 : limit.nanosUntil(state, costUnits, now);
+        allowed |= wait > 0 && wait <= limit.maxWaitNanos();
         if (allowed)
         {
             state = limit.charge(state, costUnits);
@@ -301,9 +304,17 @@ public final class BucketTable
             out.set(false, ReasonCode.STORE_FULL, limit.burstTokens(), 0, 0);
             return;
         }
-        out.set(allowed, !allowed ? ReasonCode.RATE_LIMITED : available >= costUnits ? ReasonCode.ALLOWED : ReasonCode.SOFT_OVERAGE,
-            limit.wholeTokens(Math.max(0, allowed ? available - costUnits : available)),
-            allowed ? 0 : limit.nanosUntil(state, costUnits - limit.overageUnits(), now), limit.nanosUntilFull(state, now));
+        out.set(allowed, reason(allowed, available, costUnits, wait), limit.wholeTokens(Math.max(0, allowed ? available - costUnits : available)),
+            allowed ? wait : limit.nanosUntil(state, costUnits - limit.overageUnits(), now), limit.nanosUntilFull(state, now));
+    }
+
+    private static ReasonCode reason(final boolean allowed, final long available, final long costUnits, final long wait)
+    {
+        if (!allowed)
+        {
+            return ReasonCode.RATE_LIMITED;
+        }
+        return wait > 0 ? ReasonCode.RESERVED : available >= costUnits ? ReasonCode.ALLOWED : ReasonCode.SOFT_OVERAGE;
     }
 
     /**
@@ -346,11 +357,13 @@ public final class BucketTable
             return false;
         }
         final long costUnits = limit.costUnits(cost);
-        final boolean allowed = available + limit.overageUnits() - floorUnits >= costUnits;
+        boolean allowed = available + limit.overageUnits() - floorUnits >= costUnits;
+        final long wait = allowed || limit.maxWaitNanos() == 0 ? 0 : limit.nanosUntil(state, costUnits + floorUnits, now);
+        allowed |= wait > 0 && wait <= limit.maxWaitNanos();
         final long after = allowed ? limit.charge(state, costUnits) : state;
-        out.set(allowed, !allowed ? ReasonCode.RATE_LIMITED : available - floorUnits >= costUnits ? ReasonCode.ALLOWED : ReasonCode.SOFT_OVERAGE,
+        out.set(allowed, reason(allowed, available - floorUnits, costUnits, wait),
             limit.wholeTokens(Math.max(0, (allowed ? available - costUnits : available) - floorUnits)),
-            allowed ? 0 : limit.nanosUntil(state, costUnits + floorUnits - limit.overageUnits(), now), limit.nanosUntilFull(after, now));
+            allowed ? wait : limit.nanosUntil(state, costUnits + floorUnits - limit.overageUnits(), now), limit.nanosUntilFull(after, now));
         return allowed;
     }
 

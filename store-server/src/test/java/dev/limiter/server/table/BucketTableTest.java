@@ -4,7 +4,7 @@ import dev.limiter.protocol.ReasonCode;
 import dev.limiter.protocol.ResultCodec;
 import dev.limiter.protocol.FixedWindow;
 import dev.limiter.protocol.Limit;
-import dev.limiter.protocol.SoftOverage;
+import dev.limiter.protocol.ExcessLimit;
 import dev.limiter.protocol.TokenBucket;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.Test;
@@ -59,7 +59,7 @@ class BucketTableTest
     @Test
     void aSoftOverageAllowsItsShareBeyondTheLimitTellsSoAndIsPaidBackFirst()
     {
-        final SoftOverage soft = new SoftOverage(TokenBucket.rate(10, SECOND, 10), 20);
+        final Limit soft = ExcessLimit.softOverage(TokenBucket.rate(10, SECOND, 10), 20);
         final BucketTable table = table(100, soft);
         for (int i = 0; i < 10; i++)
         {
@@ -81,7 +81,7 @@ class BucketTableTest
         assertTrue(acquire(table, "a", soft, 3, T0 + SECOND / 10 + 5 * SECOND / 10));
         assertEquals(ReasonCode.ALLOWED, decision.reason(), "paid back (2) and 3 more: within the limit again");
 
-        final SoftOverage window = new SoftOverage(new FixedWindow(100, SECOND), 10);
+        final Limit window = ExcessLimit.softOverage(new FixedWindow(100, SECOND), 10);
         final BucketTable windows = table(100, window);
         int allowed = 0;
         int overage = 0;
@@ -92,6 +92,66 @@ class BucketTableTest
         }
         assertEquals(110, allowed, "a window of 100 with 10% soft overage");
         assertEquals(10, overage);
+    }
+
+    @Test
+    void aWaitPolicyReservesTokensThatExistWithinItsLongestWaitInTurn()
+    {
+        final Limit waiting = ExcessLimit.waiting(TokenBucket.rate(10, SECOND, 2), SECOND / 2);
+        final BucketTable table = table(100, waiting);
+        assertTrue(acquire(table, "a", waiting, 1, T0));
+        assertTrue(acquire(table, "a", waiting, 1, T0));
+        for (int i = 1; i <= 5; i++)
+        {
+            assertTrue(acquire(table, "a", waiting, 1, T0), "reservation " + i);
+            assertEquals(ReasonCode.RESERVED, decision.reason());
+            assertEquals(i * SECOND / 10, decision.retryAfterNanos(), "each caller waits behind the ones before it");
+        }
+        assertFalse(acquire(table, "a", waiting, 1, T0), "600 ms is beyond the longest wait");
+        assertEquals(ReasonCode.RATE_LIMITED, decision.reason());
+        assertEquals(6 * SECOND / 10, decision.retryAfterNanos());
+        assertTrue(acquire(table, "a", waiting, 1, T0 + SECOND / 10));
+        assertEquals(5 * SECOND / 10, decision.retryAfterNanos(), "a refusal reserved nothing");
+    }
+
+    @Test
+    void reservationsNeverLetCallersProceedFasterThanTheRate()
+    {
+        final java.util.SplittableRandom random = new java.util.SplittableRandom(21);
+        for (int round = 0; round < 50; round++)
+        {
+            final long rate = 1 + random.nextInt(50);
+            final long burst = 1 + random.nextInt(10);
+            final TokenBucket.Rate bucket = TokenBucket.rate(rate, SECOND, burst);
+            final Limit waiting = ExcessLimit.waiting(random.nextBoolean() ? bucket : new dev.limiter.protocol.Gcra(bucket),
+                1 + random.nextLong(2 * SECOND));
+            final BucketTable table = table(100, waiting);
+            final java.util.List<Long> proceedAt = new java.util.ArrayList<>();
+            long now = T0;
+            for (int i = 0; i < 400; i++)
+            {
+                now += random.nextLong(2 * SECOND / rate + 1) / 2;
+                final long cost = 1 + random.nextInt((int)burst);
+                if (acquire(table, "k", waiting, cost, now))
+                {
+                    for (long c = 0; c < cost; c++)
+                    {
+                        proceedAt.add(now + decision.retryAfterNanos());
+                    }
+                }
+            }
+            java.util.Collections.sort(proceedAt);
+            for (int i = 0; i < proceedAt.size(); i++)
+            {
+                for (int j = i; j < proceedAt.size(); j++)
+                {
+                    // Tokens used within [t_i, t_j]: at most the burst plus what the rate adds in between.
+                    final long interval = proceedAt.get(j) - proceedAt.get(i);
+                    assertTrue(j - i + 1 <= burst + Math.floorDiv(interval * rate, SECOND) + 1,
+                        "round " + round + ": " + (j - i + 1) + " tokens in " + interval + " ns at " + rate + "/s, burst " + burst);
+                }
+            }
+        }
     }
 
     @Test
