@@ -4,8 +4,10 @@ import dev.limiter.protocol.CompiledPolicy;
 import dev.limiter.protocol.IpAddresses;
 import dev.limiter.protocol.PolicySetIndex;
 import dev.limiter.protocol.ReasonCode;
+import dev.limiter.protocol.CalendarMonthWindow;
 import dev.limiter.protocol.Limit;
 import dev.limiter.protocol.TokenBucket;
+import dev.limiter.protocol.policy.CalendarWindow;
 import dev.limiter.protocol.policy.FailureMode;
 import dev.limiter.protocol.policy.Policy;
 import io.netty.buffer.ByteBuf;
@@ -339,8 +341,9 @@ final class LocalFallback
      */
     static TokenBucket.Rate emergencyRate(final Policy source, final Limit policyLimit, final int instances)
     {
-        final long periodNanos = source.hasPeriod() ? source.getPeriod().getSeconds() * 1_000_000_000L + source.getPeriod().getNanos() :
-            1_000_000_000L;
+        // A calendar month has no period of its own: the average month, as its local budgets use.
+        final long periodNanos = source.getCalendarWindow() == CalendarWindow.MONTH ? CalendarMonthWindow.AVERAGE_MONTH_SECONDS * 1_000_000_000L :
+            source.hasPeriod() ? source.getPeriod().getSeconds() * 1_000_000_000L + source.getPeriod().getNanos() : 1_000_000_000L;
         final long rate;
         final long burst;
         if (source.getEmergency().getRate() > 0)
@@ -357,7 +360,7 @@ final class LocalFallback
         final int share = source.getEmergency().getPerInstance() ? 1 : Math.max(1, instances);
         if (share == 1)
         {
-            return TokenBucket.rate(rate, periodNanos, burst);
+            return TokenBucket.approximately(rate, periodNanos, burst);
         }
         final long shareBurst = Math.max(1, burst / share);
         if (periodNanos <= Long.MAX_VALUE / share)
@@ -371,7 +374,7 @@ final class LocalFallback
                 // fall through: a whole number of tokens per period instead
             }
         }
-        return TokenBucket.rate(Math.max(1, rate / share), periodNanos, shareBurst);
+        return TokenBucket.approximately(Math.max(1, rate / share), periodNanos, shareBurst);
     }
 
     private PolicySetIndex index()

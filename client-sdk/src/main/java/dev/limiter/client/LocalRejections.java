@@ -9,12 +9,16 @@ import java.util.concurrent.atomic.LongAdder;
  * Fast local rejection: after the cluster refused a descriptor with "retry after T", the same
  * descriptor asking for at least the same cost is refused here until T. Only refusals are made
  * locally, so the cluster's budgets are never exceeded by it; a refusal is a little early to lift
- * at most when a policy change or a refund happened within T.
+ * at most when a policy change or a refund happened within T. A refusal is remembered for at most
+ * {@link #MAX_HOLD_NANOS} (a day's window may say "after midnight"), so a raised limit is seen
+ * within that time.
  */
 final class LocalRejections
 {
     /** Descriptors remembered at most; beyond that the table starts again. */
     private static final int MAX_ENTRIES = 50_000;
+    /** Longest a refusal is repeated here without asking the cluster again. */
+    static final long MAX_HOLD_NANOS = 1_000_000_000L;
 
     private record Refusal(long untilNanos, int cost, Decision decision)
     {
@@ -33,7 +37,7 @@ final class LocalRejections
         {
             refusals.clear();
         }
-        refusals.put(descriptor, new Refusal(nowNanos + decision.retryAfterNanos(), cost, decision));
+        refusals.put(descriptor, new Refusal(nowNanos + Math.min(decision.retryAfterNanos(), MAX_HOLD_NANOS), cost, decision));
     }
 
     /** The local refusal, or null when the cluster must be asked. */
@@ -56,8 +60,9 @@ final class LocalRejections
         }
         count.increment();
         final Decision d = refusal.decision();
-        final long elapsed = d.retryAfterNanos() - left;
-        return new Decision(false, ReasonCode.RATE_LIMITED, d.remaining(), d.limit(), left, Math.max(left, d.resetAfterNanos() - elapsed),
+        final long elapsed = Math.min(d.retryAfterNanos(), MAX_HOLD_NANOS) - left;
+        final long retryAfter = d.retryAfterNanos() - elapsed;
+        return new Decision(false, ReasonCode.RATE_LIMITED, d.remaining(), d.limit(), retryAfter, Math.max(retryAfter, d.resetAfterNanos() - elapsed),
             d.policyId(), d.policyVersion(), d.windowSeconds(), false);
     }
 

@@ -1,11 +1,17 @@
 package dev.limiter.client;
 
+import com.google.protobuf.Duration;
+import dev.limiter.protocol.CalendarMonthWindow;
+import dev.limiter.protocol.FixedWindow;
 import dev.limiter.protocol.TokenBucket;
+import dev.limiter.protocol.policy.Algorithm;
+import dev.limiter.protocol.policy.CalendarWindow;
 import dev.limiter.protocol.policy.EmergencyBudget;
 import dev.limiter.protocol.policy.Policy;
 import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** How large an SDK's own emergency bucket is, alone or as one of a fleet. */
 class EmergencyBudgetTest
@@ -32,6 +38,23 @@ class EmergencyBudgetTest
         assertEquals(SECOND / 10, nanosPerToken(rate), "10% of the rate: 10/s");
         assertEquals(rate.burstTokens(), LocalFallback.emergencyRate(policy(100, 50, EmergencyBudget.getDefaultInstance()),
             TokenBucket.rate(100, SECOND, 50), 1).burstTokens(), "one instance reported is the same as none");
+    }
+
+    @Test
+    void aMonthlyQuotasBudgetIsAShareOfTheMonthNotOfASecondAndAnAwkwardWindowStillGetsOne()
+    {
+        final Policy monthly = Policy.newBuilder().setId("p").setRate(10_000).setAlgorithm(Algorithm.FIXED_WINDOW)
+            .setCalendarWindow(CalendarWindow.MONTH).build();
+        final TokenBucket.Rate rate = LocalFallback.emergencyRate(monthly, new CalendarMonthWindow(10_000), 0);
+        assertEquals(1_000, rate.burstTokens(), "10% of the month's limit");
+        assertEquals(CalendarMonthWindow.AVERAGE_MONTH_SECONDS * SECOND / 1_000, nanosPerToken(rate), "1,000 over an average month");
+
+        // 1,000,003 a day is beyond exact token-bucket arithmetic: the local budget is the nearest one below it.
+        final Policy daily = Policy.newBuilder().setId("d").setRate(1_000_003).setPeriod(Duration.newBuilder().setSeconds(86_400))
+            .setAlgorithm(Algorithm.FIXED_WINDOW).build();
+        final TokenBucket.Rate ramp = new FixedWindow(1_000_003, 86_400 * SECOND).asTokenBucket();
+        assertTrue(ramp.burstTokens() <= 1_000_003 && ramp.burstTokens() >= 999_000, ramp.toString());
+        assertTrue(LocalFallback.emergencyRate(daily, new FixedWindow(1_000_003, 86_400 * SECOND), 3).burstTokens() >= 1);
     }
 
     @Test

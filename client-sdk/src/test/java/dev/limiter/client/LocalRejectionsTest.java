@@ -33,6 +33,16 @@ class LocalRejectionsTest
     }
 
     @Test
+    void aRefusalUntilMidnightIsRepeatedForOneSecondAtMostSoARaisedLimitIsSeen()
+    {
+        rejections.denied(acme, 1, refused(ReasonCode.RATE_LIMITED, 3600_000 * MS), 0);
+        final Decision local = rejections.stillDenied(acme, 1, 400 * MS);
+        assertNotNull(local);
+        assertEquals(3600_000 * MS - 400 * MS, local.retryAfterNanos(), "still the cluster's moment");
+        assertNull(rejections.stillDenied(acme, 1, LocalRejections.MAX_HOLD_NANOS), "after a second the cluster is asked again");
+    }
+
+    @Test
     void asksTheClusterForASmallerCostAnotherDescriptorOrARefusalWithoutATime()
     {
         rejections.denied(acme, 5, refused(ReasonCode.RATE_LIMITED, 100 * MS), 0);

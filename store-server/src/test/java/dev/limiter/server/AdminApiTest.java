@@ -402,6 +402,20 @@ class AdminApiTest
             final String metrics = call(http, server.adminPort(), "GET", "/metrics", null, null).body();
             assertEquals(3, metric(metrics, "limiter_soft_overage_total{policy=\"reports\"}"), metrics);
             assertEquals(13, metric(metrics, "limiter_decisions_total{outcome=\"allowed\",policy=\"reports\"}"));
+
+            // A stacked scope's overage is told and counted as its own.
+            assertEquals(200, call(server, "PUT", "/v1/policies/reports-cap", "{\"selector\":{\"route\":\"/v1/reports/{id}\"}," +
+                "\"rate\":5,\"period\":\"60s\",\"algorithm\":\"FIXED_WINDOW\",\"stacked\":true,\"excess\":\"SOFT_OVERAGE\"," +
+                "\"overagePercent\":20,\"owner\":\"billing\",\"reason\":\"a tenant cap\"}").statusCode());
+            final List<ReasonCode> reasons = new java.util.ArrayList<>();
+            for (int i = 0; i < 7; i++)
+            {
+                reasons.add(client.acquireBlocking(Descriptor.of("globex", "/v1/reports/1"), 1).reason());
+            }
+            assertEquals(List.of(ReasonCode.ALLOWED, ReasonCode.ALLOWED, ReasonCode.ALLOWED, ReasonCode.ALLOWED, ReasonCode.ALLOWED,
+                ReasonCode.SOFT_OVERAGE, ReasonCode.RATE_LIMITED), reasons);
+            assertEquals(1, metric(call(http, server.adminPort(), "GET", "/metrics", null, null).body(),
+                "limiter_soft_overage_total{policy=\"reports-cap\"}"));
         }
     }
 

@@ -123,7 +123,7 @@ public final class CalendarMonthWindow extends Limit
     @Override
     public TokenBucket.Rate asTokenBucket()
     {
-        return TokenBucket.rate(limit, AVERAGE_MONTH_SECONDS * 1_000_000_000L, limit);
+        return TokenBucket.approximately(limit, AVERAGE_MONTH_SECONDS * 1_000_000_000L, limit);
     }
 
     @Override

@@ -110,7 +110,7 @@ public final class FixedWindow extends Limit
     @Override
     public TokenBucket.Rate asTokenBucket()
     {
-        return TokenBucket.rate(limit, periodNanos, limit);
+        return TokenBucket.approximately(limit, periodNanos, limit);
     }
 
     @Override

@@ -107,7 +107,10 @@ public abstract class Limit
     /** The window a caller is told (RateLimit-Policy {@code w=}): whole seconds, rounded up. */
     public abstract long windowSeconds();
 
-    /** The same rate as a token bucket (for the SDK's local budgets, which are buckets whatever the policy is). */
+    /**
+     * The same rate as a token bucket (for the SDK's local budgets, which are buckets whatever the
+     * policy is): exact for buckets, {@link TokenBucket#approximately} for windows. Never throws.
+     */
     public abstract TokenBucket.Rate asTokenBucket();
 
     /** Name of the algorithm as policies spell it. */

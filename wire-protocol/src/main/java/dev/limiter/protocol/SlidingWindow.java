@@ -119,6 +119,11 @@ public final class SlidingWindow extends Limit
     @Override
     public long nanosUntil(final long counts, final long targetUnits, final long nowNanos)
     {
+        if (targetUnits > limit)
+        {
+            // Never available (a reserve's floor with a large cost): the soonest the window is empty.
+            return nanosUntilFull(counts, nowNanos);
+        }
         final long into = Math.floorMod(nowNanos, periodNanos);
         final long toNextWindow = periodNanos - into;
         final long previous = previous(counts);
@@ -172,7 +177,7 @@ public final class SlidingWindow extends Limit
     @Override
     public TokenBucket.Rate asTokenBucket()
     {
-        return TokenBucket.rate(limit, periodNanos, limit);
+        return TokenBucket.approximately(limit, periodNanos, limit);
     }
 
     @Override

@@ -233,6 +233,31 @@ public final class TokenBucket
     }
 
     /**
+     * {@link #rate}, or, when that is beyond exact arithmetic, the nearest rate that is not: the
+     * tokens and burst rounded down to a multiple of 10, 100, ... (they then share more factors with
+     * the period), and failing that one token every ceil(period / tokens) ns. Never more than asked; for budgets
+     * that need only be close (the SDK's local budgets for window policies), never for a policy's
+     * own bucket.
+     */
+    public static Rate approximately(final long tokens, final long periodNanos, final long burst)
+    {
+        for (long scale = 1; scale <= 1_000_000_000L; scale *= 10)
+        {
+            try
+            {
+                return rate(Math.max(1, tokens / scale * scale), periodNanos, Math.max(1, burst / scale * scale));
+            }
+            catch (final IllegalArgumentException beyondExactArithmetic)
+            {
+                // coarser
+            }
+        }
+        // One token every ceil(period / tokens) ns: never faster than asked, and always exact.
+        final long nanosPerToken = Math.max(1, -Math.floorDiv(-periodNanos, tokens));
+        return rate(1, nanosPerToken, Math.max(1, Math.min(burst, MAX_UNITS / nanosPerToken - 1)));
+    }
+
+    /**
      * Part {@code index} of {@code total} split into {@code shares} parts that differ by at most one
      * and add up to {@code total} exactly (the remainder goes to the lowest indexes).
      */

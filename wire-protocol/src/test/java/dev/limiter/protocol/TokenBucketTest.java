@@ -159,4 +159,22 @@ class TokenBucketTest
         assertTrue(tooSmall.getMessage().contains("raise the burst to at least 11"), tooSmall.getMessage());
         assertThrows(IllegalArgumentException.class, () -> whole.share(4, 4));
     }
+
+    @Test
+    void anApproximateRateIsExactWhenItCanBeAndNeverMoreThanAskedWhenNot()
+    {
+        assertEquals(TokenBucket.rate(7, SECOND, 3).toString(), TokenBucket.approximately(7, SECOND, 3).toString());
+        final SplittableRandom random = new SplittableRandom(9);
+        for (int i = 0; i < 10_000; i++)
+        {
+            final long tokens = 1 + random.nextLong(1L << (1 + random.nextInt(50)));
+            final long period = 1 + random.nextLong(366L * 86_400 * SECOND);
+            final long burst = 1 + random.nextLong(1L << (1 + random.nextInt(50)));
+            final TokenBucket.Rate rate = TokenBucket.approximately(tokens, period, burst);
+            assertTrue(rate.burstTokens() <= burst, rate + " for a burst of " + burst);
+            // Never faster than asked: a whole period's refill stays within the tokens asked for (and a rounding token).
+            final long perPeriod = rate.wholeTokens(rate.refill(0, 0, Math.min(period, rate.nanosUntilFull(0))));
+            assertTrue(perPeriod <= tokens + 1, rate + " refills " + perPeriod + " of " + tokens + " per " + period + " ns");
+        }
+    }
 }

@@ -288,10 +288,7 @@ public final class Shard implements Replication.DecidingShard
                 }
                 final AtomicLongArray counter = decision.allowed() ? allowedByPolicy : deniedByPolicy;
                 counter.lazySet(policy.ordinal(), counter.get(policy.ordinal()) + 1);
-                if (decision.reason() == ReasonCode.SOFT_OVERAGE)
-                {
-                    overageByPolicy.lazySet(policy.ordinal(), overageByPolicy.get(policy.ordinal()) + 1);
-                }
+                countOverage(policy.ordinal(), decision.reason());
             }
             for (int j = 0; j < work.shadowCount; j++)
             {
@@ -431,7 +428,6 @@ public final class Shard implements Replication.DecidingShard
         }
         CompiledPolicy named;
         final boolean answered;
-        boolean overage = false;
         if (denying != -2)
         {
             // One scope refuses: nothing is charged or stored anywhere (so nothing is logged either);
@@ -450,6 +446,7 @@ public final class Shard implements Replication.DecidingShard
                 log.append(work.keys, work.keyOffset[i], work.keyLength[i], own.ordinal(), cost, now);
             }
             named = own;
+            countOverage(own.ordinal(), decision.reason());
             boolean allowed = decision.allowed();
             ReasonCode reason = decision.reason();
             long remaining = decision.remainingTokens();
@@ -464,7 +461,10 @@ public final class Shard implements Replication.DecidingShard
                 {
                     log.append(work.keys, work.partKeyOffset[from + k], work.partKeyLength[from + k], part.ordinal(), cost, now);
                 }
-                if (!decision.allowed() || decision.remainingTokens() < remaining)
+                countOverage(part.ordinal(), decision.reason());
+                // The tightest scope names the answer; on a tie, one that went into its soft overage.
+                if (!decision.allowed() || decision.remainingTokens() < remaining ||
+                    decision.remainingTokens() == remaining && decision.reason() == ReasonCode.SOFT_OVERAGE)
                 {
                     named = part;
                     allowed = decision.allowed();
@@ -475,7 +475,6 @@ public final class Shard implements Replication.DecidingShard
                 }
             }
             answered = allowed;
-            overage = reason == ReasonCode.SOFT_OVERAGE;
             if (allowed && wait > 0)
             {
                 reason = ReasonCode.RESERVED;
@@ -490,10 +489,6 @@ public final class Shard implements Replication.DecidingShard
         }
         final AtomicLongArray counter = answered ? allowedByPolicy : deniedByPolicy;
         counter.lazySet(named.ordinal(), counter.get(named.ordinal()) + 1);
-        if (overage)
-        {
-            overageByPolicy.lazySet(named.ordinal(), overageByPolicy.get(named.ordinal()) + 1);
-        }
         return strict;
     }
 
@@ -503,6 +498,19 @@ public final class Shard implements Replication.DecidingShard
     {
         ResultCodec.putRecord(work.response, ResultCodec.recordOffset(work.frameStart, i), allowed, reason, policy.ordinal(), remaining,
             limit.burstTokens(), retryAfter, resetAfter, policy.version(), policy.windowSeconds());
+    }
+
+    /** Counts a decision that went into its policy's soft overage (owner thread only). */
+    private void countOverage(final int ordinal, final ReasonCode reason)
+    {
+        if (reason == ReasonCode.SOFT_OVERAGE)
+        {
+            if (ordinal >= overageByPolicy.length())
+            {
+                growCounters(ordinal);
+            }
+            overageByPolicy.lazySet(ordinal, overageByPolicy.get(ordinal) + 1);
+        }
     }
 
     /** Owner thread only (the only writer), so no count is lost in the copy. */

@@ -276,7 +276,7 @@ public final class BucketTable
         }
         final long costUnits = limit.costUnits(cost);
         // A soft overage lets a key go past its limit by a share of it: such grants are told so.
-        boolean allowed = available + limit.overageUnits() >= costUnits;
+        boolean allowed = available >= costUnits - limit.overageUnits(); // (not available + overage: it may pass 2^63)
         // A WAIT policy reserves tokens that will exist within its longest wait: charged now, used later.
         final long wait = allowed || limit.maxWaitNanos() == 0 ? 0 : limit.nanosUntil(state, costUnits, now);
         allowed |= wait > 0 && wait <= limit.maxWaitNanos();
@@ -357,7 +357,7 @@ public final class BucketTable
             return false;
         }
         final long costUnits = limit.costUnits(cost);
-        boolean allowed = available + limit.overageUnits() - floorUnits >= costUnits;
+        boolean allowed = available - floorUnits >= costUnits - limit.overageUnits();
         final long wait = allowed || limit.maxWaitNanos() == 0 ? 0 : limit.nanosUntil(state, costUnits + floorUnits, now);
         allowed |= wait > 0 && wait <= limit.maxWaitNanos();
         final long after = allowed ? limit.charge(state, costUnits) : state;
