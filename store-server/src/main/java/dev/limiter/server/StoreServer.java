@@ -291,7 +291,11 @@ public final class StoreServer implements NodeStatus, AutoCloseable
      */
     private BucketRates bucketRates(final int shard)
     {
-        return (policy, key, keyOffset, keyLength) -> policyState.rateIfKnown(policy, BucketKeys.version(key, keyOffset), shard);
+        return (policy, key, keyOffset, keyLength) ->
+        {
+            final long version = BucketKeys.version(key, keyOffset);
+            return policyState.rateIfKnown(policy, BucketKeys.policyVersion(version), BucketKeys.limitIndex(version), shard);
+        };
     }
 
     private void startReplication()

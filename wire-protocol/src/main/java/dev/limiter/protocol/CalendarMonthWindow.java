@@ -7,22 +7,28 @@ package dev.limiter.protocol;
  * one holding the time stored with it. Months are computed with integer civil-calendar arithmetic
  * (proleptic Gregorian, as {@code java.time}), no allocation. Immutable.
  */
-public final class CalendarMonthWindow extends Limit
+public final class CalendarMonthWindow extends FixedWindow
 {
     private static final long DAY_NANOS = 86_400_000_000_000L;
     /** The average Gregorian month, for the RateLimit-Policy window and the SDK's local budgets. */
     public static final long AVERAGE_MONTH_SECONDS = 2_629_746L;
 
-    private final long limit;
-
     /** @param limit tokens per calendar month, at least 1 */
     public CalendarMonthWindow(final long limit)
     {
-        if (limit < 1)
-        {
-            throw new IllegalArgumentException("a window's limit must be at least 1 token, was " + limit);
-        }
-        this.limit = limit;
+        super(limit, AVERAGE_MONTH_SECONDS * 1_000_000_000L);
+    }
+
+    @Override
+    protected long windowIndex(final long nanos)
+    {
+        return monthIndex(nanos);
+    }
+
+    @Override
+    protected long windowStartNanos(final long index)
+    {
+        return monthStartNanos(index);
     }
 
     /** Months since January 1970 (negative before) of the UTC instant {@code utcNanos}. */
@@ -54,60 +60,6 @@ public final class CalendarMonthWindow extends Limit
     }
 
     @Override
-    public boolean wallClock()
-    {
-        return true;
-    }
-
-    @Override
-    public long unitsPerToken()
-    {
-        return 1;
-    }
-
-    @Override
-    public long burstTokens()
-    {
-        return limit;
-    }
-
-    @Override
-    public long fullState()
-    {
-        return limit;
-    }
-
-    @Override
-    public long refill(final long left, final long lastNanos, final long nowNanos)
-    {
-        return monthIndex(nowNanos) > monthIndex(lastNanos) ? limit : left;
-    }
-
-    @Override
-    public long available(final long left, final long nowNanos)
-    {
-        return left;
-    }
-
-    @Override
-    public long charge(final long left, final long costUnits)
-    {
-        return left - costUnits;
-    }
-
-    @Override
-    public long nanosUntil(final long left, final long targetUnits, final long nowNanos)
-    {
-        return left >= targetUnits ? 0 : monthStartNanos(monthIndex(nowNanos) + 1) - nowNanos;
-    }
-
-    @Override
-    public long nanosUntilFull(final long left, final long nowNanos)
-    {
-        return nanosUntil(left, limit, nowNanos);
-    }
-
-    @Override
     public CalendarMonthWindow share(final int index, final int shares)
     {
         checkShare(limit, index, shares, "window's rate");
@@ -115,26 +67,8 @@ public final class CalendarMonthWindow extends Limit
     }
 
     @Override
-    public long windowSeconds()
-    {
-        return AVERAGE_MONTH_SECONDS;
-    }
-
-    @Override
-    public TokenBucket.Rate asTokenBucket()
-    {
-        return TokenBucket.approximately(limit, AVERAGE_MONTH_SECONDS * 1_000_000_000L, limit);
-    }
-
-    @Override
     public String algorithm()
     {
         return "FIXED_WINDOW (calendar month)";
-    }
-
-    @Override
-    public String toString()
-    {
-        return "CalendarMonthWindow{limit=" + limit + '}';
     }
 }

@@ -10,9 +10,8 @@ package dev.limiter.protocol;
  * close together (up to 2 x limit within any span of one period across a boundary), as with every
  * fixed window. {@link SlidingWindow} smooths that.
  */
-public final class FixedWindow extends Limit
+public class FixedWindow extends WindowLimit
 {
-    private final long limit;
     private final long periodNanos;
 
     /**
@@ -21,75 +20,65 @@ public final class FixedWindow extends Limit
      */
     public FixedWindow(final long limit, final long periodNanos)
     {
-        if (limit < 1)
-        {
-            throw new IllegalArgumentException("a window's limit must be at least 1 token, was " + limit);
-        }
+        super(limit);
         if (periodNanos < 1)
         {
             throw new IllegalArgumentException("a window must last at least 1 ns, was " + periodNanos);
         }
-        this.limit = limit;
         this.periodNanos = periodNanos;
     }
 
-    /** Window length in nanoseconds. */
-    public long periodNanos()
+    /** Window length in nanoseconds (for calendar windows, their average length). */
+    public final long periodNanos()
     {
         return periodNanos;
     }
 
-    @Override
-    public boolean wallClock()
+    /** Which window holds the UTC instant {@code nanos}: windows of the period, counted from the epoch. */
+    protected long windowIndex(final long nanos)
     {
-        return true;
+        return Math.floorDiv(nanos, periodNanos);
+    }
+
+    /** When window {@code index} begins (UTC ns since the epoch). */
+    protected long windowStartNanos(final long index)
+    {
+        return index * periodNanos;
     }
 
     @Override
-    public long unitsPerToken()
-    {
-        return 1;
-    }
-
-    @Override
-    public long burstTokens()
-    {
-        return limit;
-    }
-
-    @Override
-    public long fullState()
+    public final long fullState()
     {
         return limit;
     }
 
     @Override
-    public long refill(final long left, final long lastNanos, final long nowNanos)
+    public final long refill(final long left, final long lastNanos, final long nowNanos)
     {
         // A later window starts afresh; the same one (or an earlier time: clamped) keeps what is left.
-        return nowNanos - windowStart(lastNanos, periodNanos) >= periodNanos ? limit : left;
+        return windowIndex(nowNanos) > windowIndex(lastNanos) ? limit : left;
     }
 
     @Override
-    public long available(final long left, final long nowNanos)
+    public final long available(final long left, final long nowNanos)
     {
         return left;
     }
 
     @Override
-    public long charge(final long left, final long costUnits)
+    public final long charge(final long left, final long costUnits)
     {
         return left - costUnits;
     }
 
     @Override
-    public long nanosUntil(final long left, final long targetUnits, final long nowNanos)
+    public final long nanosUntil(final long left, final long targetUnits, final long nowNanos)
     {
-        return left >= targetUnits ? 0 : windowStart(nowNanos, periodNanos) + periodNanos - nowNanos;
+        return left >= targetUnits ? 0 : windowStartNanos(windowIndex(nowNanos) + 1) - nowNanos;
     }
 
     @Override
-    public long nanosUntilFull(final long left, final long nowNanos)
+    public final long nanosUntilFull(final long left, final long nowNanos)
     {
         return nanosUntil(left, limit, nowNanos);
     }
@@ -102,13 +91,13 @@ public final class FixedWindow extends Limit
     }
 
     @Override
-    public long windowSeconds()
+    public final long windowSeconds()
     {
         return -Math.floorDiv(-periodNanos, 1_000_000_000L);
     }
 
     @Override
-    public TokenBucket.Rate asTokenBucket()
+    public final TokenBucket.Rate asTokenBucket()
     {
         return TokenBucket.approximately(limit, periodNanos, limit);
     }
@@ -122,6 +111,6 @@ public final class FixedWindow extends Limit
     @Override
     public String toString()
     {
-        return "FixedWindow{limit=" + limit + ", periodNanos=" + periodNanos + '}';
+        return getClass().getSimpleName() + "{limit=" + limit + ", periodNanos=" + periodNanos + '}';
     }
 }

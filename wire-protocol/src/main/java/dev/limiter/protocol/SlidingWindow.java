@@ -16,13 +16,12 @@ package dev.limiter.protocol;
  * limit granted at its very end) close to 2 x limit, the same worst case as a fixed window but
  * reached only by that shape of traffic. The limit is at most 2^31 - 1 per window.
  */
-public final class SlidingWindow extends Limit
+public final class SlidingWindow extends WindowLimit
 {
     /** Largest limit: each count has 32 bits of the state and never exceeds the limit. */
     public static final long MAX_LIMIT = (1L << 31) - 1;
     private static final long COUNT_MASK = 0xFFFF_FFFFL;
 
-    private final long limit;
     private final long periodNanos;
 
     /**
@@ -31,7 +30,8 @@ public final class SlidingWindow extends Limit
      */
     public SlidingWindow(final long limit, final long periodNanos)
     {
-        if (limit < 1 || limit > MAX_LIMIT)
+        super(limit);
+        if (limit > MAX_LIMIT)
         {
             throw new IllegalArgumentException("a sliding window's limit must be 1 to " + MAX_LIMIT + " tokens per period, was " + limit +
                 ": use FIXED_WINDOW or TOKEN_BUCKET for more");
@@ -40,7 +40,6 @@ public final class SlidingWindow extends Limit
         {
             throw new IllegalArgumentException("a window must last at least 1 ns, was " + periodNanos);
         }
-        this.limit = limit;
         this.periodNanos = periodNanos;
     }
 
@@ -66,24 +65,6 @@ public final class SlidingWindow extends Limit
     public long periodNanos()
     {
         return periodNanos;
-    }
-
-    @Override
-    public boolean wallClock()
-    {
-        return true;
-    }
-
-    @Override
-    public long unitsPerToken()
-    {
-        return 1;
-    }
-
-    @Override
-    public long burstTokens()
-    {
-        return limit;
     }
 
     @Override

@@ -36,13 +36,14 @@ public final class DecisionsEntry
     public static final int RECORD_HEADER = 16;
 
     /**
-     * The rate a decision was made under: ordinal and version, as its key names them, on the shard
-     * its section names (a budget split across shards has a share per shard).
+     * The limit a decision was made under: ordinal, version and which of the policy's limits (0 its
+     * own, k its extra limit k - 1), as its key names them ({@link BucketKeys}), on the shard its
+     * section names (a budget split across shards has a share per shard).
      */
     @FunctionalInterface
     public interface Rates
     {
-        Limit rate(int ordinal, long version, int shard);
+        Limit rate(int ordinal, long version, int limitIndex, int shard);
     }
 
     /** Reusable state for replaying (one per thread). */
@@ -123,7 +124,8 @@ public final class DecisionsEntry
                     final int keyLength = keyLengths[k];
                     keyView.wrap(entry, record + RECORD_HEADER, keyLength);
                     final long version = BucketKeys.version(keyView, 0);
-                    table.acquire(keyView, 0, keyLength, hashes[k], policy, rates.rate(policy, version, shard), cost, time, scratch);
+                    table.acquire(keyView, 0, keyLength, hashes[k], policy,
+                        rates.rate(policy, BucketKeys.policyVersion(version), BucketKeys.limitIndex(version), shard), cost, time, scratch);
                 }
                 done += n;
             }

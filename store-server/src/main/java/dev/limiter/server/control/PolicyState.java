@@ -5,7 +5,6 @@ import com.google.protobuf.Timestamp;
 import com.google.protobuf.util.Timestamps;
 import dev.limiter.protocol.CompiledPolicy;
 import dev.limiter.protocol.PolicySetIndex;
-import dev.limiter.server.table.BucketKeys;
 import dev.limiter.protocol.PolicyValidationException;
 import dev.limiter.protocol.Limit;
 import dev.limiter.protocol.policy.AdminError;
@@ -242,7 +241,18 @@ public final class PolicyState
      */
     public Limit rate(final int ordinal, final long version, final int shard)
     {
-        final Limit rate = rateIfKnown(ordinal, version, shard);
+        return rate(ordinal, version, 0, shard);
+    }
+
+    /**
+     * Limit {@code limitIndex} (0: the policy's own; k: its extra limit k - 1) of one version of a
+     * policy's buckets on one shard (replaying a decision made under it).
+     *
+     * @throws IllegalStateException when no such version exists: the log and this state disagree
+     */
+    public Limit rate(final int ordinal, final long version, final int limitIndex, final int shard)
+    {
+        final Limit rate = rateIfKnown(ordinal, version, limitIndex, shard);
         if (rate == null)
         {
             throw new IllegalStateException("a decision names policy ordinal " + ordinal + " version " + version +
@@ -255,20 +265,22 @@ public final class PolicyState
      * Limit of one version of a policy's buckets on one shard (the same on every shard unless the
      * version is split across shards), or null when this replica does not have that version (yet).
      *
-     * @param version the version as a bucket key carries it ({@link BucketKeys#version}): with the
-     *                index of the policy's limit it is a bucket of in its top bits
      */
     public Limit rateIfKnown(final int ordinal, final long version, final int shard)
     {
+        return rateIfKnown(ordinal, version, 0, shard);
+    }
+
+    /** Limit {@code limitIndex} of one version of a policy on one shard, or null when this replica does not have it (yet). */
+    public Limit rateIfKnown(final int ordinal, final long version, final int limitIndex, final int shard)
+    {
         // Read for every replayed decision: a volatile read of an immutable table, no lock.
         final Limit[][][][] rates = versionRates;
-        final long policyVersion = BucketKeys.policyVersion(version);
-        if (ordinal >= rates.length || policyVersion < 1 || policyVersion > rates[ordinal].length)
+        if (ordinal >= rates.length || version < 1 || version > rates[ordinal].length)
         {
             return null;
         }
-        final Limit[][] byLimit = rates[ordinal][(int)(policyVersion - 1)];
-        final int limitIndex = BucketKeys.limitIndex(version);
+        final Limit[][] byLimit = rates[ordinal][(int)(version - 1)];
         final Limit[] byShard = byLimit == null || limitIndex >= byLimit.length ? null : byLimit[limitIndex];
         if (byShard == null)
         {
@@ -285,9 +297,9 @@ public final class PolicyState
      *
      * @throws IllegalStateException when interrupted (the node is stopping)
      */
-    public Limit awaitRate(final int ordinal, final long version, final int shard)
+    public Limit awaitRate(final int ordinal, final long version, final int limitIndex, final int shard)
     {
-        final Limit known = rateIfKnown(ordinal, version, shard);
+        final Limit known = rateIfKnown(ordinal, version, limitIndex, shard);
         if (known != null)
         {
             return known;
@@ -297,7 +309,7 @@ public final class PolicyState
         synchronized (this)
         {
             Limit rate;
-            while ((rate = rateIfKnown(ordinal, version, shard)) == null)
+            while ((rate = rateIfKnown(ordinal, version, limitIndex, shard)) == null)
             {
                 try
                 {

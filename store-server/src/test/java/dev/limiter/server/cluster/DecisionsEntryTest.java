@@ -35,7 +35,7 @@ class DecisionsEntryTest
             {TokenBucket.rate(1, 60 * SECOND, 3)},
             {new FixedWindow(4, SECOND / 2), new SlidingWindow(20, SECOND)},
             {new SlidingWindow(7, 300_000_000L), new Gcra(TokenBucket.rate(3, SECOND, 4))}};
-        final DecisionsEntry.Rates lookup = (ordinal, version, shard) -> rates[ordinal][(int)version - 1];
+        final DecisionsEntry.Rates lookup = (ordinal, version, limit, shard) -> rates[ordinal][(int)version - 1];
         final BucketTable leader = new BucketTable(50_000, 50_000 * 32, o -> rates[o][rates[o].length - 1], true);
         final BucketTable replica = new BucketTable(50_000, 50_000 * 32, o -> rates[o][rates[o].length - 1], true);
         final DecisionsEntry.Replayer replayer = new DecisionsEntry.Replayer(lookup);
@@ -60,7 +60,7 @@ class DecisionsEntryTest
                 key.putBytes(6, tenant);
                 final int keyLength = 6 + tenant.length;
                 final int cost = 1 + random.nextInt(6);
-                leader.acquire(key, 0, keyLength, KeyHash.hash(key, 0, keyLength), ordinal, lookup.rate(ordinal, version, 0), cost, now, decision);
+                leader.acquire(key, 0, keyLength, KeyHash.hash(key, 0, keyLength), ordinal, lookup.rate(ordinal, version, 0, 0), cost, now, decision);
                 DecisionsEntry.putRecord(view, bytes, at, ordinal, cost, now, key, 0, keyLength);
                 at += DecisionsEntry.recordLength(keyLength);
             }
@@ -78,7 +78,7 @@ class DecisionsEntryTest
     @Test
     void anEntryOfAnotherTypeIsRefused()
     {
-        final DecisionsEntry.Replayer replayer = new DecisionsEntry.Replayer((o, v, s) -> TokenBucket.rate(1, SECOND, 1));
+        final DecisionsEntry.Replayer replayer = new DecisionsEntry.Replayer((o, v, l, s) -> TokenBucket.rate(1, SECOND, 1));
         final BucketTable table = new BucketTable(10, 1024, o -> TokenBucket.rate(1, SECOND, 1));
         assertThrows(IllegalArgumentException.class, () -> replayer.replay(ByteBuffer.wrap(new byte[] {2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}), table));
     }
