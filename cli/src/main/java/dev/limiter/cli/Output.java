@@ -4,6 +4,8 @@ import com.google.protobuf.InvalidProtocolBufferException;
 import com.google.protobuf.MessageOrBuilder;
 import com.google.protobuf.Timestamp;
 import com.google.protobuf.util.JsonFormat;
+import dev.limiter.protocol.policy.CalendarWindow;
+import dev.limiter.protocol.policy.LimitSpec;
 import dev.limiter.protocol.policy.Policy;
 import dev.limiter.protocol.policy.Selector;
 import java.io.PrintStream;
@@ -53,7 +55,47 @@ final class Output
     /** "100/1s": tokens per period (an unset period means 1s). */
     static String rate(final Policy policy)
     {
-        return number(policy.getRate()) + "/" + period(policy.getPeriod());
+        return rate(policy.getRate(), policy.getPeriod(), policy.getCalendarWindow());
+    }
+
+    /** A limit's rate: per its period, or per calendar month. */
+    static String rate(final long rate, final com.google.protobuf.Duration period, final CalendarWindow calendar)
+    {
+        return number(rate) + "/" + (calendar == CalendarWindow.MONTH ? "month" : period(period));
+    }
+
+    /** The policy's extra limits ({@code limits}), e.g. "1000/1h FIXED_WINDOW", or "-" when it has none. */
+    static String moreLimits(final Policy policy)
+    {
+        if (policy.getLimitsCount() == 0)
+        {
+            return "-";
+        }
+        final StringBuilder out = new StringBuilder();
+        for (final LimitSpec limit : policy.getLimitsList())
+        {
+            out.append(out.length() == 0 ? "" : ", ").append(rate(limit.getRate(), limit.getPeriod(), limit.getCalendarWindow()))
+                .append(' ').append(named(limit.getAlgorithm(), limit.getAlgorithmValue(), "TOKEN_BUCKET"));
+            if (limit.getBurst() != 0 && limit.getBurst() != limit.getRate())
+            {
+                out.append(" burst ").append(number(limit.getBurst()));
+            }
+        }
+        return out.toString();
+    }
+
+    /** What a request beyond the limit gets: REJECT, SOFT_OVERAGE with its percentage, or WAIT with its longest wait. */
+    static String excess(final Policy policy)
+    {
+        switch (policy.getExcess())
+        {
+            case SOFT_OVERAGE:
+                return "SOFT_OVERAGE " + policy.getOveragePercent() + "%";
+            case WAIT:
+                return "WAIT up to " + period(policy.getMaxWait());
+            default:
+                return named(policy.getExcess(), policy.getExcessValue(), "REJECT");
+        }
     }
 
     /** The bucket capacity, 0 meaning "the rate". */

@@ -261,6 +261,8 @@ public final class PolicyCommand implements Callable<Integer>
                 List.of("CONSISTENCY", Output.consistency(policy)),
                 List.of("FAILURE MODE", Output.named(policy.getFailureMode(), policy.getFailureModeValue(), "OPEN")),
                 List.of("ALGORITHM", Output.named(policy.getAlgorithm(), policy.getAlgorithmValue(), "TOKEN_BUCKET")),
+                List.of("MORE LIMITS", Output.moreLimits(policy)),
+                List.of("EXCESS", Output.excess(policy)),
                 List.of("PRIORITY", Integer.toString(policy.getPriority())),
                 List.of("SELECTOR", Output.selector(policy.getSelector())),
                 List.of("EFFECTIVE FROM", Output.time(policy.hasEffectiveFrom(), policy.getEffectiveFrom())),

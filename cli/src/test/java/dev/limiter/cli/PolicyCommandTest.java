@@ -311,6 +311,23 @@ class PolicyCommandTest
     }
 
     @Test
+    void shouldShowAPolicysLimitKindsExtraLimitsAndExcess() throws Exception
+    {
+        final FakeAdminServer node = server(200, """
+            {"id":"reports","rate":"10000","algorithm":"FIXED_WINDOW","calendarWindow":"MONTH","owner":"billing",
+             "limits":[{"rate":"100","period":"60s","algorithm":"SLIDING_WINDOW"},{"rate":"5","burst":"10"}],
+             "excess":"SOFT_OVERAGE","overagePercent":10,"reason":"plan quota"}""");
+
+        final Result result = policy("get", "reports", "--admin", node.address());
+
+        assertEquals(0, result.status(), result.toString());
+        assertTrue(result.out().contains("RATE            10000/month\n"), result.out());
+        assertTrue(result.out().contains("ALGORITHM       FIXED_WINDOW\n"), result.out());
+        assertTrue(result.out().contains("MORE LIMITS     100/1m SLIDING_WINDOW, 5/1s TOKEN_BUCKET burst 10\n"), result.out());
+        assertTrue(result.out().contains("EXCESS          SOFT_OVERAGE 10%\n"), result.out());
+    }
+
+    @Test
     void shouldLetTheOptionsOverrideTheFilesOwnerAndReason() throws Exception
     {
         final FakeAdminServer node = server(200, CHANGE);
