@@ -288,7 +288,7 @@ public final class Shard implements Replication.DecidingShard
                 }
                 final AtomicLongArray counter = decision.allowed() ? allowedByPolicy : deniedByPolicy;
                 counter.lazySet(policy.ordinal(), counter.get(policy.ordinal()) + 1);
-                countOverage(policy.ordinal(), decision.reason());
+                countOverage(policy.ordinal(), decision.reason(), -1);
             }
             for (int j = 0; j < work.shadowCount; j++)
             {
@@ -446,7 +446,8 @@ public final class Shard implements Replication.DecidingShard
                 log.append(work.keys, work.keyOffset[i], work.keyLength[i], own.ordinal(), cost, now);
             }
             named = own;
-            countOverage(own.ordinal(), decision.reason());
+            // A policy's extra limits follow it in the parts and share its ordinal: count its overage once.
+            int overageCounted = countOverage(own.ordinal(), decision.reason(), -1);
             boolean allowed = decision.allowed();
             ReasonCode reason = decision.reason();
             long remaining = decision.remainingTokens();
@@ -461,7 +462,7 @@ public final class Shard implements Replication.DecidingShard
                 {
                     log.append(work.keys, work.partKeyOffset[from + k], work.partKeyLength[from + k], part.ordinal(), cost, now);
                 }
-                countOverage(part.ordinal(), decision.reason());
+                overageCounted = countOverage(part.ordinal(), decision.reason(), overageCounted);
                 // The tightest scope names the answer; on a tie, one that went into its soft overage.
                 if (!decision.allowed() || decision.remainingTokens() < remaining ||
                     decision.remainingTokens() == remaining && decision.reason() == ReasonCode.SOFT_OVERAGE)
@@ -500,17 +501,24 @@ public final class Shard implements Replication.DecidingShard
             limit.burstTokens(), retryAfter, resetAfter, policy.version(), policy.windowSeconds());
     }
 
-    /** Counts a decision that went into its policy's soft overage (owner thread only). */
-    private void countOverage(final int ordinal, final ReasonCode reason)
+    /**
+     * Counts a decision that went into its policy's soft overage, unless {@code counted} (the
+     * ordinal this request counted last) is that policy already (owner thread only).
+     *
+     * @return the ordinal counted last for this request
+     */
+    private int countOverage(final int ordinal, final ReasonCode reason, final int counted)
     {
-        if (reason == ReasonCode.SOFT_OVERAGE)
+        if (reason == ReasonCode.SOFT_OVERAGE && ordinal != counted)
         {
             if (ordinal >= overageByPolicy.length())
             {
                 growCounters(ordinal);
             }
             overageByPolicy.lazySet(ordinal, overageByPolicy.get(ordinal) + 1);
+            return ordinal;
         }
+        return counted;
     }
 
     /** Owner thread only (the only writer), so no count is lost in the copy. */

@@ -358,7 +358,8 @@ public final class BucketTable
         }
         final long costUnits = limit.costUnits(cost);
         boolean allowed = available - floorUnits >= costUnits - limit.overageUnits();
-        final long wait = allowed || limit.maxWaitNanos() == 0 ? 0 : limit.nanosUntil(state, costUnits + floorUnits, now);
+        // Below a reserve's floor nothing is reserved: charging now would spend the reserve for later.
+        final long wait = allowed || limit.maxWaitNanos() == 0 || floorUnits > 0 ? 0 : limit.nanosUntil(state, costUnits, now);
         allowed |= wait > 0 && wait <= limit.maxWaitNanos();
         final long after = allowed ? limit.charge(state, costUnits) : state;
         out.set(allowed, reason(allowed, available - floorUnits, costUnits, wait),

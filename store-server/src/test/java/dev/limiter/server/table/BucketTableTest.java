@@ -115,6 +115,22 @@ class BucketTableTest
     }
 
     @Test
+    void belowAReservesFloorAWaitPolicyReservesNothingSoTheReserveStaysForHigherPriorities()
+    {
+        final Limit waiting = ExcessLimit.waiting(TokenBucket.rate(10, SECOND, 10), SECOND);
+        final BucketTable table = table(100, waiting);
+        final UnsafeBuffer k = key("shared");
+        final long hash = KeyHash.hash(k, 0, k.capacity());
+        assertTrue(acquire(table, "shared", waiting, 5, T0));
+        // 5 left, a floor of 5: a lower-priority request of 1 would dip into the reserve now.
+        assertFalse(table.peek(k, 0, k.capacity(), hash, waiting, 1, waiting.costUnits(5), T0, decision));
+        assertEquals(ReasonCode.RATE_LIMITED, decision.reason());
+        assertEquals(SECOND / 10, decision.retryAfterNanos(), "when one token above the floor exists");
+        assertTrue(table.peek(k, 0, k.capacity(), hash, waiting, 6, 0, T0, decision), "without a floor it reserves");
+        assertEquals(ReasonCode.RESERVED, decision.reason());
+    }
+
+    @Test
     void reservationsNeverLetCallersProceedFasterThanTheRate()
     {
         final java.util.SplittableRandom random = new java.util.SplittableRandom(21);
