@@ -134,7 +134,7 @@ final class Connection
         {
             if (ping != null && !ping.isDone())
             {
-                ping.completeExceptionally(new LimiterTimeoutException("no PONG from " + address));
+                ping.completeExceptionally(new LimiterTimeoutException("no answer from " + address + " within the deadline"));
             }
             for (final PendingCall call : calls)
             {
@@ -443,7 +443,10 @@ final class Connection
         return request(MessageType.PING, null, deadlineNanos);
     }
 
-    /** A request answered by an empty frame (PONG, DEGRADED_REPORT_RESULT) or an ERROR, within the deadline. */
+    /**
+     * A request answered by an empty frame (PONG, DEGRADED_REPORT_RESULT), a RESULT with one
+     * RELEASED record (RELEASE) or an ERROR, within the deadline.
+     */
     CompletableFuture<Void> request(final int type, final byte[] body, final long deadlineNanos)
     {
         final CompletableFuture<Void> result = new CompletableFuture<>();
@@ -561,6 +564,20 @@ final class Connection
         }
         entry.timeout.cancel(false);
         final String malformed = decoder.wrap(frame, Frame.bodyOffset(frame), Frame.frameEnd(frame));
+        if (entry.ping != null)
+        {
+            // A RELEASE: its answer is one RELEASED record.
+            if (malformed != null || decoder.count() != 1 || decoder.reasonCode(0) != ReasonCode.RELEASED.code())
+            {
+                entry.ping.completeExceptionally(new LimiterException("malformed answer to a release from " + address + ": " +
+                    (malformed != null ? malformed : decoder.count() + " records, reason " + decoder.reasonCode(0))));
+            }
+            else
+            {
+                entry.ping.complete(null);
+            }
+            return;
+        }
         if (malformed != null || decoder.count() != entry.calls.length)
         {
             entry.fail(new LimiterException("malformed answer from " + address + ": " +
@@ -572,7 +589,7 @@ final class Connection
             final int reason = decoder.reasonCode(i);
             final boolean allowed = decoder.allowed(i);
             // A code from a newer node is read by its allowed flag rather than failing the call.
-            final Decision decision = new Decision(
+            final Decision answer = new Decision(
                 allowed,
                 ReasonCode.known(reason) ? ReasonCode.of(reason) : allowed ? ReasonCode.ALLOWED : ReasonCode.RATE_LIMITED,
                 decoder.remaining(i),
@@ -582,7 +599,7 @@ final class Connection
                 policyIds.resolve(decoder, decoder.policyRef(i)),
                 decoder.policyVersion(i),
                 decoder.windowSeconds(i));
-            entry.calls[i].complete(decision);
+            entry.calls[i].complete(decoder.holdsLease(i) ? answer.withLease(decoder.leaseId(i)) : answer);
         }
     }
 

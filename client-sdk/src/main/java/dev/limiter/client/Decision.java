@@ -18,6 +18,8 @@ public final class Decision
     private final long policyVersion;
     private final long windowSeconds;
     private final boolean degraded;
+    private final boolean holdsLease;
+    private final long leaseId;
 
     Decision(final boolean allowed, final ReasonCode reason, final long remaining, final long limit,
         final long retryAfterNanos, final long resetAfterNanos, final String policyId, final long policyVersion, final long windowSeconds)
@@ -29,6 +31,15 @@ public final class Decision
         final long retryAfterNanos, final long resetAfterNanos, final String policyId, final long policyVersion, final long windowSeconds,
         final boolean degraded)
     {
+        this(allowed, reason, remaining, limit, retryAfterNanos, resetAfterNanos, policyId, policyVersion, windowSeconds, degraded, false, 0);
+    }
+
+    private Decision(final boolean allowed, final ReasonCode reason, final long remaining, final long limit,
+        final long retryAfterNanos, final long resetAfterNanos, final String policyId, final long policyVersion, final long windowSeconds,
+        final boolean degraded, final boolean holdsLease, final long leaseId)
+    {
+        this.holdsLease = holdsLease;
+        this.leaseId = leaseId;
         this.degraded = degraded;
         this.allowed = allowed;
         this.reason = reason;
@@ -48,6 +59,29 @@ public final class Decision
     public boolean degraded()
     {
         return degraded;
+    }
+
+    /** This decision, holding the lease {@code leaseId} a concurrency limit granted. */
+    Decision withLease(final long leaseId)
+    {
+        return new Decision(allowed, reason, remaining, limit, retryAfterNanos, resetAfterNanos, policyId, policyVersion, windowSeconds,
+            degraded, true, leaseId);
+    }
+
+    /**
+     * Whether the grant took a lease of a concurrency limit ({@code maxConcurrent}) that the
+     * caller gives back when done ({@link Lease#close()}); until then, or until the lease expires
+     * (its policy's {@code leaseTtl}), it counts against the limit.
+     */
+    public boolean holdsLease()
+    {
+        return holdsLease;
+    }
+
+    /** The cluster's id of the lease this grant holds (the cluster time of the grant, ns); 0 when {@link #holdsLease() none}. */
+    public long leaseId()
+    {
+        return leaseId;
     }
 
     /** Whether the request may go ahead (its cost has been charged). */
@@ -137,7 +171,7 @@ public final class Decision
     @Override
     public String toString()
     {
-        return "Decision{" + (allowed ? "allowed" : "denied") + (degraded ? " (degraded)" : "") + ", reason=" + reason + ", remaining=" + remaining +
+        return "Decision{" + (allowed ? "allowed" : "denied") + (degraded ? " (degraded)" : "") + (holdsLease ? " lease " + leaseId : "") + ", reason=" + reason + ", remaining=" + remaining +
             ", limit=" + limit + ", retryAfter=" + (retryAfterNanos < 0 ? "never" : Duration.ofNanos(retryAfterNanos)) +
             ", resetAfter=" + Duration.ofNanos(resetAfterNanos) + ", policy=" + policyId + " v" + policyVersion + '}';
     }

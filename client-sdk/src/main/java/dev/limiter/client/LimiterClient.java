@@ -1,6 +1,9 @@
 package dev.limiter.client;
 
 import dev.limiter.protocol.AcquireCodec;
+import dev.limiter.protocol.ErrorCode;
+import dev.limiter.protocol.LeaseToken;
+import dev.limiter.protocol.MessageType;
 import dev.limiter.protocol.Frame;
 import dev.limiter.protocol.HostPort;
 import dev.limiter.protocol.Pem;
@@ -22,6 +25,7 @@ import org.slf4j.LoggerFactory;
 
 import java.lang.management.ManagementFactory;
 import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -110,6 +114,7 @@ public final class LimiterClient implements AutoCloseable
     private final LongAdder lateDeadlines = new LongAdder();
     /** Frames a node answered NOT_LEADER (their calls were sent on to another node). */
     private final LongAdder redirectedFrames = new LongAdder();
+    private final LongAdder releaseFailures = new LongAdder();
     private final Circuit circuit;
     private final OutageReports outageReports;
 
@@ -440,6 +445,104 @@ public final class LimiterClient implements AutoCloseable
             }
         }
         return decision;
+    }
+
+    /** {@link #acquireLease(Descriptor, int)} with a cost of 1. */
+    public Lease acquireLease(final Descriptor descriptor)
+    {
+        return acquireLease(descriptor, 1);
+    }
+
+    /**
+     * Asks as {@link #acquireBlocking} does; when a concurrency limit ({@code maxConcurrent})
+     * grants it, the grant holds a lease that counts against that limit until the returned
+     * {@link Lease} is closed (or expires after the policy's {@code leaseTtl}). Use it in a
+     * try-with-resources block; for other policies the lease is empty and closing it does nothing.
+     *
+     * @throws LimiterException as {@link #acquireBlocking} does
+     */
+    public Lease acquireLease(final Descriptor descriptor, final int cost)
+    {
+        final Decision decision = acquireBlocking(descriptor, cost);
+        return new Lease(this, decision, descriptor.encoded(), cost, router.leaderFor(descriptor));
+    }
+
+    /**
+     * Gives back a lease by its printable id ({@link Lease#id()}, or what {@code ./limiter acquire
+     * --lease} printed), from any process.
+     *
+     * @return completes when a node has applied the release (a lease that had expired frees
+     * nothing), or exceptionally with a {@link LimiterException}
+     * @throws IllegalArgumentException when {@code leaseId} is not a lease id
+     */
+    public CompletableFuture<Void> release(final String leaseId)
+    {
+        return release(LeaseToken.parse(leaseId), "");
+    }
+
+    /** Most nodes a release tries (following NOT_LEADER) before it fails. */
+    private static final int RELEASE_ATTEMPTS = 3;
+
+    CompletableFuture<Void> release(final LeaseToken lease, final String leaderHint)
+    {
+        final CompletableFuture<Void> done = new CompletableFuture<>();
+        if (closed)
+        {
+            done.completeExceptionally(new LimiterUnavailableException("limiter client closed"));
+            return done;
+        }
+        final byte[] fields = lease.encodedFields();
+        final ByteBuffer body = ByteBuffer.allocate(AcquireCodec.RELEASE_PREFIX_LENGTH + AcquireCodec.BATCH_HEADER_LENGTH + 4 + fields.length);
+        body.putLong(lease.leaseId()).putShort((short)1).putShort((short)0).putInt(lease.cost()).put(fields);
+        sendRelease(body.array(), leaderHint, System.nanoTime() + deadlineNanos, RELEASE_ATTEMPTS, done);
+        return done;
+    }
+
+    private void sendRelease(final byte[] body, final String target, final long deadline, final int attempts, final CompletableFuture<Void> done)
+    {
+        final Connection connection = connections.pick(target);
+        if (connection == null)
+        {
+            done.completeExceptionally(new LimiterUnavailableException("no open connection to any limiter node " + connections.endpoints() +
+                " to release a lease (it counts until it expires)"));
+            return;
+        }
+        connection.request(MessageType.RELEASE, body, deadline).whenComplete((ok, failure) ->
+        {
+            if (failure == null)
+            {
+                done.complete(null);
+            }
+            else if (failure instanceof LimiterRequestException refused && refused.code() == ErrorCode.NOT_LEADER && attempts > 1 &&
+                deadline - System.nanoTime() > 0)
+            {
+                refreshShardMap();
+                sendRelease(body, refused.getMessage(), deadline, attempts - 1, done); // the message is the leader's address
+            }
+            else
+            {
+                done.completeExceptionally(failure);
+            }
+        });
+    }
+
+    /** A lease's release failed: it counts until it expires. */
+    void releaseFailed(final LeaseToken lease, final Throwable cause)
+    {
+        releaseFailures.increment();
+        LOG.warn("could not release lease {} (it counts against its limit until it expires): {}", lease.encode(), cause.toString());
+    }
+
+    /** Releases of leases ({@link Lease#close()}) that failed; each such lease counted until it expired. */
+    public long leaseReleaseFailures()
+    {
+        return releaseFailures.sum();
+    }
+
+    /** The client's default deadline, ns. */
+    long deadlineNanos()
+    {
+        return deadlineNanos;
     }
 
     private Decision awaitDecision(final Descriptor descriptor, final int cost)

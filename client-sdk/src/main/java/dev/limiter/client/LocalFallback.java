@@ -5,6 +5,7 @@ import dev.limiter.protocol.IpAddresses;
 import dev.limiter.protocol.PolicySetIndex;
 import dev.limiter.protocol.ReasonCode;
 import dev.limiter.protocol.CalendarMonthWindow;
+import dev.limiter.protocol.ConcurrencyLimit;
 import dev.limiter.protocol.Limit;
 import dev.limiter.protocol.TokenBucket;
 import dev.limiter.protocol.policy.CalendarWindow;
@@ -342,8 +343,11 @@ final class LocalFallback
     static TokenBucket.Rate emergencyRate(final Policy source, final Limit policyLimit, final int instances)
     {
         // A calendar month has no period of its own: the average month, as its local budgets use.
-        final long periodNanos = source.getCalendarWindow() == CalendarWindow.MONTH ? CalendarMonthWindow.AVERAGE_MONTH_SECONDS * 1_000_000_000L :
+        // A concurrency limit's budget is grants per lease TTL (local decisions see no releases).
+        final long periodNanos = policyLimit instanceof ConcurrencyLimit concurrency ? concurrency.ttlNanos() :
+            source.getCalendarWindow() == CalendarWindow.MONTH ? CalendarMonthWindow.AVERAGE_MONTH_SECONDS * 1_000_000_000L :
             source.hasPeriod() ? source.getPeriod().getSeconds() * 1_000_000_000L + source.getPeriod().getNanos() : 1_000_000_000L;
+        final long policyRate = source.getMaxConcurrent() != 0 ? source.getMaxConcurrent() : source.getRate();
         final long rate;
         final long burst;
         if (source.getEmergency().getRate() > 0)
@@ -354,7 +358,7 @@ final class LocalFallback
         else
         {
             final int percent = source.getEmergency().getPercent() == 0 ? DEFAULT_PERCENT : source.getEmergency().getPercent();
-            rate = Math.max(1, source.getRate() * percent / 100);
+            rate = Math.max(1, policyRate * percent / 100);
             burst = Math.max(1, policyLimit.burstTokens() * percent / 100);
         }
         final int share = source.getEmergency().getPerInstance() ? 1 : Math.max(1, instances);

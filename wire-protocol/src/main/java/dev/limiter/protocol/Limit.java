@@ -69,6 +69,25 @@ public abstract class Limit
         return 0;
     }
 
+    /**
+     * Whether a grant of this limit takes a lease the caller gives back ({@link #release}): a
+     * concurrency limit. Leases are named by the cluster time of their grant.
+     */
+    public boolean leases()
+    {
+        return false;
+    }
+
+    /**
+     * The state after giving back {@code costUnits} of the lease granted at {@code leaseNanos}
+     * (state refilled to {@code nowNanos}); unchanged when that lease has expired, and for limits
+     * that take no leases.
+     */
+    public long release(final long state, final long nowNanos, final long leaseNanos, final long costUnits)
+    {
+        return state;
+    }
+
     /** The state of a key never seen (a full bucket, an unused window). */
     public abstract long fullState();
 

@@ -64,6 +64,13 @@ public final class MessageType
     /** The answer to {@link #SHARD_MAP}: a {@link ShardMap}. */
     public static final int SHARD_MAP_RESULT = 18;
 
+    /**
+     * Gives back a lease a concurrency limit granted: {@code i64 lease id | an ACQUIRE body} (one
+     * entry: the descriptor and cost of the acquire that took it). Answered by {@link #RESULT}
+     * with reason RELEASED, or ERROR (NOT_LEADER from a node that does not lead the entry's shard).
+     */
+    public static final int RELEASE = 19;
+
     /** Largest {@link #DEGRADED_REPORT} body a node takes. */
     public static final int MAX_DEGRADED_REPORT_BYTES = 64 * 1024;
 
@@ -93,6 +100,7 @@ public final class MessageType
             case FLEET: return "FLEET";
             case SHARD_MAP: return "SHARD_MAP";
             case SHARD_MAP_RESULT: return "SHARD_MAP_RESULT";
+            case RELEASE: return "RELEASE";
             default: return "UNKNOWN(" + type + ")";
         }
     }

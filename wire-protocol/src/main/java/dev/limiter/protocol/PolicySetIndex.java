@@ -54,6 +54,8 @@ public final class PolicySetIndex
 
     private static final Pattern ID_PATTERN = Pattern.compile("[a-z0-9][a-z0-9._-]{0,62}");
     private static final long MAX_PERIOD_NANOS = 366L * 24 * 3600 * 1_000_000_000L;
+    /** A concurrency policy's lease TTL when it sets none. */
+    public static final long DEFAULT_LEASE_TTL_NANOS = 60_000_000_000L;
 
     private final CompiledPolicy[] byOrdinal;
     private final CompiledPolicy[] bySpecificity;
@@ -305,6 +307,10 @@ public final class PolicySetIndex
 
     private static Limit limitOf(final Policy policy, final long periodNanos)
     {
+        if (policy.getMaxConcurrent() != 0)
+        {
+            return new ConcurrencyLimit(policy.getMaxConcurrent(), leaseTtlNanos(policy));
+        }
         final Limit limit = plainLimitOf(policy, periodNanos);
         switch (policy.getExcess())
         {
@@ -362,7 +368,7 @@ public final class PolicySetIndex
         }
         if (p.hasReserve())
         {
-            final long burstTokens = p.getBurst() == 0 ? p.getRate() : p.getBurst();
+            final long burstTokens = p.getMaxConcurrent() != 0 ? p.getMaxConcurrent() : p.getBurst() == 0 ? p.getRate() : p.getBurst();
             if (!p.getStacked())
             {
                 errors.add(where + ".reserve: only a stacked (shared) budget keeps a reserve; set stacked: true");
@@ -480,6 +486,15 @@ public final class PolicySetIndex
     /** Rate, period, burst and algorithm of a policy's own limit (or of an extra one, as {@link #extraLimit} makes it). */
     private static void checkLimitFields(final Policy p, final String where, final List<String> errors)
     {
+        if (p.getMaxConcurrent() != 0)
+        {
+            checkConcurrencyFields(p, where, errors);
+            return;
+        }
+        if (p.hasLeaseTtl())
+        {
+            errors.add(where + ".leaseTtl: only a concurrency limit has leases; set maxConcurrent or drop leaseTtl");
+        }
         if (p.getRate() <= 0 || p.getRate() > Long.MAX_VALUE / 2)
         {
             errors.add(where + ".rate: must be a positive number of tokens per period, was " + Long.toUnsignedString(p.getRate()));
@@ -497,6 +512,42 @@ public final class PolicySetIndex
         checkAlgorithm(p, where, errors);
     }
 
+    /** A concurrency limit's fields: maxConcurrent and leaseTtl instead of a rate, REJECT only. */
+    private static void checkConcurrencyFields(final Policy p, final String where, final List<String> errors)
+    {
+        if (p.getMaxConcurrent() > ConcurrencyLimit.MAX_CONCURRENT)
+        {
+            errors.add(where + ".maxConcurrent: must be 1 to " + ConcurrencyLimit.MAX_CONCURRENT + ", was " +
+                Integer.toUnsignedString(p.getMaxConcurrent()));
+        }
+        if (p.getRate() != 0 || p.getBurst() != 0 || p.hasPeriod() || p.getAlgorithm() != Algorithm.ALGORITHM_UNSPECIFIED ||
+            p.getCalendarWindow() != CalendarWindow.CALENDAR_WINDOW_UNSPECIFIED)
+        {
+            errors.add(where + ".maxConcurrent: a concurrency limit counts leases held, not a rate: leave rate, period, burst, " +
+                "algorithm and calendarWindow unset (add a rate as one of its `limits`)");
+        }
+        if (p.hasLeaseTtl())
+        {
+            final long ttl = durationNanos(p.getLeaseTtl());
+            if (ttl < ConcurrencyLimit.MIN_TTL_NANOS || ttl > ConcurrencyLimit.MAX_TTL_NANOS)
+            {
+                errors.add(where + ".leaseTtl: must be 1s to 24h (e.g. \"30s\"), was " + p.getLeaseTtl().getSeconds() + "s " +
+                    p.getLeaseTtl().getNanos() + "ns");
+            }
+        }
+        if (p.getExcess() != Excess.EXCESS_UNSPECIFIED && p.getExcess() != Excess.REJECT)
+        {
+            errors.add(where + ".excess: a concurrency limit only rejects (nothing says when a lease comes back); " +
+                "leave excess unset or REJECT");
+        }
+    }
+
+    /** A concurrency policy's lease TTL in nanoseconds (60 s unless set). */
+    private static long leaseTtlNanos(final Policy p)
+    {
+        return p.hasLeaseTtl() ? durationNanos(p.getLeaseTtl()) : DEFAULT_LEASE_TTL_NANOS;
+    }
+
     /**
      * Extra limit {@code k} of a policy as a policy of its own: the policy with that limit's rate,
      * period, burst, algorithm and calendar window (and the policy's own excess handling).
@@ -505,7 +556,8 @@ public final class PolicySetIndex
     {
         final LimitSpec spec = p.getLimits(k);
         final Policy.Builder limit = p.toBuilder().clearLimits().setRate(spec.getRate()).setBurst(spec.getBurst())
-            .setAlgorithm(spec.getAlgorithm()).setCalendarWindow(spec.getCalendarWindow()).clearPeriod();
+            .setAlgorithm(spec.getAlgorithm()).setCalendarWindow(spec.getCalendarWindow()).clearPeriod()
+            .clearMaxConcurrent().clearLeaseTtl();
         if (spec.hasPeriod())
         {
             limit.setPeriod(spec.getPeriod());

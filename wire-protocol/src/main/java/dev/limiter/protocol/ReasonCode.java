@@ -29,7 +29,12 @@ public enum ReasonCode
      * Allowed and charged against tokens that exist only after retry-after (a WAIT policy): the
      * caller proceeds once that time has passed. {@code acquireBlocking} waits it out itself.
      */
-    RESERVED(8);
+    RESERVED(8),
+    /**
+     * The answer to a RELEASE: the lease's cost is given back (or it had expired already, which
+     * frees nothing); remaining is what the key has free now.
+     */
+    RELEASED(9);
 
     private static final ReasonCode[] BY_CODE = values();
 

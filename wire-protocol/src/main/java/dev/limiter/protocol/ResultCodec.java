@@ -8,13 +8,17 @@ import io.netty.buffer.ByteBuf;
  *
  * <pre>
  * u16 count | u16 reserved (0) | count x record (48 bytes) | u16 policies | policies x policy
- * record:  u8 flags (bit 0: allowed) | u8 reason | u16 policy ref | u32 window (s)
+ *           [ | u16 leases | leases x lease ]
+ * record:  u8 flags (bit 0: allowed, bit 1: holds a lease) | u8 reason | u16 policy ref | u32 window (s)
  *          | i64 remaining (whole tokens) | i64 limit (burst, tokens)
  *          | i64 retry-after (ns; -1: never) | i64 reset-after (ns) | i64 policy version
  * policy:  u16 ref | u8 len | id (UTF-8)
+ * lease:   u16 record | i64 lease id
  * </pre>
  *
- * Record {@code i} answers entry {@code i} of the request.
+ * Record {@code i} answers entry {@code i} of the request. The lease section is there only when a
+ * record holds a lease (a grant of a concurrency limit: give it back with a RELEASE naming the
+ * lease id), so frames without leases are exactly as before leases existed.
  */
 public final class ResultCodec
 {
@@ -24,6 +28,10 @@ public final class ResultCodec
     public static final long NEVER = -1L;
 
     static final int FLAGS_OFFSET = 0;
+    static final int ALLOWED_FLAG = 1;
+    static final int LEASE_FLAG = 2;
+    /** Bytes of one entry of the lease section. */
+    public static final int LEASE_LENGTH = 10;
     static final int REASON_OFFSET = 1;
     static final int POLICY_REF_OFFSET = 2;
     static final int WINDOW_OFFSET = 4;
@@ -76,7 +84,7 @@ public final class ResultCodec
         final long policyVersion,
         final long windowSeconds)
     {
-        out.setByte(recordOffset + FLAGS_OFFSET, allowed ? 1 : 0);
+        out.setByte(recordOffset + FLAGS_OFFSET, allowed ? ALLOWED_FLAG : 0);
         out.setByte(recordOffset + REASON_OFFSET, reason.code());
         out.setShort(recordOffset + POLICY_REF_OFFSET, policyRef);
         out.setInt(recordOffset + WINDOW_OFFSET, (int)Math.min(windowSeconds, 0xFFFF_FFFFL));
@@ -85,6 +93,25 @@ public final class ResultCodec
         out.setLong(recordOffset + RETRY_AFTER_OFFSET, retryAfterNanos);
         out.setLong(recordOffset + RESET_AFTER_OFFSET, resetAfterNanos);
         out.setLong(recordOffset + POLICY_VERSION_OFFSET, policyVersion);
+    }
+
+    /** Marks a written record as holding a lease (listed in the lease section). */
+    public static void markLease(final ByteBuf out, final int recordOffset)
+    {
+        out.setByte(recordOffset + FLAGS_OFFSET, out.getByte(recordOffset + FLAGS_OFFSET) | LEASE_FLAG);
+    }
+
+    /** Appends the lease section's header (after the dictionary); follow with {@code count} calls to {@link #appendLease}. */
+    public static void beginLeases(final ByteBuf out, final int count)
+    {
+        out.writeShort(count);
+    }
+
+    /** Appends one lease: the record that holds it and its id. */
+    public static void appendLease(final ByteBuf out, final int record, final long leaseId)
+    {
+        out.writeShort(record);
+        out.writeLong(leaseId);
     }
 
     /** Policy ref stored in a record (for building the dictionary). */

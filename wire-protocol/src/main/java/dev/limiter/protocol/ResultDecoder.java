@@ -13,6 +13,8 @@ public final class ResultDecoder
     private int count;
     private int dictionaryStart;
     private int dictionaryCount;
+    private int leasesStart;
+    private int leaseCount;
 
     /**
      * @return {@code null} when the body is well formed, otherwise what is wrong with it
@@ -41,9 +43,27 @@ public final class ResultDecoder
             }
             position += 3 + buffer.getUnsignedByte(position + 2);
         }
+        leaseCount = 0;
         if (position != bodyEnd)
         {
-            return "result body has " + (bodyEnd - position) + " bytes after the policy dictionary";
+            if (position + 2 > bodyEnd)
+            {
+                return "result body has " + (bodyEnd - position) + " bytes after the policy dictionary";
+            }
+            leaseCount = buffer.getUnsignedShort(position);
+            leasesStart = position + 2;
+            if (leasesStart + (long)leaseCount * ResultCodec.LEASE_LENGTH != bodyEnd)
+            {
+                return "lease section claims " + leaseCount + " leases but has " + (bodyEnd - leasesStart) + " bytes";
+            }
+            for (int l = 0; l < leaseCount; l++)
+            {
+                final int record = buffer.getUnsignedShort(leasesStart + l * ResultCodec.LEASE_LENGTH);
+                if (record >= count || !holdsLease(record))
+                {
+                    return "lease section names record " + record + ", which holds no lease";
+                }
+            }
         }
         return null;
     }
@@ -60,7 +80,27 @@ public final class ResultDecoder
 
     public boolean allowed(final int i)
     {
-        return (buffer.getByte(record(i) + ResultCodec.FLAGS_OFFSET) & 1) != 0;
+        return (buffer.getByte(record(i) + ResultCodec.FLAGS_OFFSET) & ResultCodec.ALLOWED_FLAG) != 0;
+    }
+
+    /** Whether record {@code i} holds a lease, to be given back with a RELEASE naming {@link #leaseId}. */
+    public boolean holdsLease(final int i)
+    {
+        return (buffer.getByte(record(i) + ResultCodec.FLAGS_OFFSET) & ResultCodec.LEASE_FLAG) != 0;
+    }
+
+    /** The id of the lease record {@code i} holds; 0 when it holds none. */
+    public long leaseId(final int i)
+    {
+        for (int l = 0; l < leaseCount; l++)
+        {
+            final int at = leasesStart + l * ResultCodec.LEASE_LENGTH;
+            if (buffer.getUnsignedShort(at) == i)
+            {
+                return buffer.getLong(at + 2);
+            }
+        }
+        return 0;
     }
 
     public int reasonCode(final int i)

@@ -175,6 +175,32 @@ class PolicySetIndexTest
     }
 
     @Test
+    void aConcurrencyPolicyCompilesToLeasesWithItsTtlAndBadFieldsAreNamed()
+    {
+        final CompiledPolicy exports = PolicySetIndex.fromJson("{\"policies\":[{\"id\":\"exports\",\"maxConcurrent\":4," +
+            "\"leaseTtl\":\"30s\",\"owner\":\"o\",\"limits\":[{\"rate\":100}]}]}").policies().get(0);
+        assertTrue(exports.limit() instanceof ConcurrencyLimit && exports.limit().leases(), exports.limit().toString());
+        assertEquals(4, exports.limit().burstTokens());
+        assertEquals(30, exports.windowSeconds());
+        assertFalse(exports.companions()[0].limit().leases(), "its extra limit is a rate");
+        final CompiledPolicy defaults = PolicySetIndex.fromJson("{\"policies\":[{\"id\":\"d\",\"maxConcurrent\":1,\"owner\":\"o\"}]}")
+            .policies().get(0);
+        assertEquals(PolicySetIndex.DEFAULT_LEASE_TTL_NANOS, ((ConcurrencyLimit)defaults.limit()).ttlNanos());
+
+        final String all = String.join("\n", reject("{\"policies\":[" +
+            "{\"id\":\"a\",\"maxConcurrent\":70000,\"owner\":\"o\",\"selector\":{\"route\":\"/a\"}}," +
+            "{\"id\":\"b\",\"maxConcurrent\":5,\"rate\":10,\"owner\":\"o\",\"selector\":{\"route\":\"/b\"}}," +
+            "{\"id\":\"c\",\"maxConcurrent\":5,\"leaseTtl\":\"0.5s\",\"owner\":\"o\",\"selector\":{\"route\":\"/c\"}}," +
+            "{\"id\":\"d\",\"maxConcurrent\":5,\"excess\":\"WAIT\",\"maxWait\":\"1s\",\"owner\":\"o\",\"selector\":{\"route\":\"/d\"}}," +
+            "{\"id\":\"e\",\"rate\":5,\"leaseTtl\":\"10s\",\"owner\":\"o\",\"selector\":{\"route\":\"/e\"}}]}").errors());
+        assertTrue(all.contains("policies[0] (a).maxConcurrent: must be 1 to 65535, was 70000"), all);
+        assertTrue(all.contains("policies[1] (b).maxConcurrent: a concurrency limit counts leases held, not a rate"), all);
+        assertTrue(all.contains("policies[2] (c).leaseTtl: must be 1s to 24h"), all);
+        assertTrue(all.contains("policies[3] (d).excess: a concurrency limit only rejects"), all);
+        assertTrue(all.contains("policies[4] (e).leaseTtl: only a concurrency limit has leases"), all);
+    }
+
+    @Test
     void shouldRejectUnknownFieldsConflictsAndDuplicates()
     {
         assertTrue(reject("{\"policies\":[{\"id\":\"a\",\"rate\":1,\"owner\":\"o\",\"selector\":{\"tenantt\":\"x\"}}]}")

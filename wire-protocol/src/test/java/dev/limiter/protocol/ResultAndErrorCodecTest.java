@@ -57,6 +57,41 @@ class ResultAndErrorCodecTest
     }
 
     @Test
+    void leasesFollowTheDictionaryOnlyWhenARecordHoldsOne()
+    {
+        final ByteBuf buf = Unpooled.buffer();
+        try
+        {
+            final int start = ResultCodec.beginBatch(buf, MessageType.BATCH_RESULT, 7, 2);
+            ResultCodec.putRecord(buf, ResultCodec.recordOffset(start, 0), true, ReasonCode.ALLOWED, 1, 3, 4, 0, 0, 1, 30);
+            ResultCodec.putRecord(buf, ResultCodec.recordOffset(start, 1), true, ReasonCode.ALLOWED, 1, 2, 4, 0, 0, 1, 30);
+            ResultCodec.markLease(buf, ResultCodec.recordOffset(start, 1));
+            ResultCodec.beginPolicies(buf, 1);
+            ResultCodec.appendPolicy(buf, 1, "exports".getBytes(StandardCharsets.UTF_8));
+            final int withoutLeases = buf.writerIndex();
+            ResultCodec.beginLeases(buf, 1);
+            ResultCodec.appendLease(buf, 1, -42L);
+            Frame.finish(buf, start);
+
+            final ResultDecoder decoder = new ResultDecoder();
+            assertNull(decoder.wrap(buf, Frame.bodyOffset(buf), Frame.frameEnd(buf)));
+            assertFalse(decoder.holdsLease(0));
+            assertEquals(0, decoder.leaseId(0));
+            assertTrue(decoder.holdsLease(1));
+            assertTrue(decoder.allowed(1));
+            assertEquals(-42L, decoder.leaseId(1));
+            assertNotNull(decoder.wrap(buf, Frame.bodyOffset(buf), Frame.frameEnd(buf) - 1), "truncated lease section");
+            assertNotNull(decoder.wrap(buf, Frame.bodyOffset(buf), withoutLeases + 1), "one stray byte");
+            buf.setShort(withoutLeases + 2, 0); // the lease names record 0, which holds none
+            assertTrue(decoder.wrap(buf, Frame.bodyOffset(buf), Frame.frameEnd(buf)).contains("holds no lease"));
+        }
+        finally
+        {
+            buf.release();
+        }
+    }
+
+    @Test
     void shouldRoundTripErrorsAndCutLongMessagesAtACharacterBoundary()
     {
         final ByteBuf buf = Unpooled.buffer();

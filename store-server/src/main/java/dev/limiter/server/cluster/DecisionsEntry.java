@@ -17,8 +17,11 @@ import java.nio.ByteBuffer;
  *
  * <pre>
  * section: u8 1 | u16 shard | u32 count | i64 wall-clock offset (ns; UTC = decision time + offset)
- *               | count x (u16 policy ordinal | i32 cost | i64 decision time (ns) | u16 key length | key)
+ *               | count x (u16 policy ordinal | i32 cost | i64 decision time (ns) | u16 key length
+ *                          | [i64 lease id, when cost < 0] | key)
  * </pre>
+ * A record whose cost is negative gives back {@code -cost} of the lease it names (a RELEASE of a
+ * concurrency limit's lease, {@link BucketTable#release}); any other record is an acquire.
  * A key starts with its policy's ordinal and version ({@link BucketKeys}): a decision is
  * replayed with the rate of the version it was made under, even when a later version was
  * applied before it. Replaying repeats exactly what the leader did (same key, policy, cost and
@@ -32,8 +35,10 @@ public final class DecisionsEntry
     public static final byte TYPE = 1;
     /** Bytes before the first record. */
     public static final int HEADER = 15;
-    /** Bytes of a record before its key. */
+    /** Bytes of an acquire's record before its key. */
     public static final int RECORD_HEADER = 16;
+    /** Bytes a release's record has beyond an acquire's: the lease id, before the key. */
+    public static final int LEASE_ID_LENGTH = 8;
 
     /**
      * The limit a decision was made under: ordinal, version and which of the policy's limits (0 its
@@ -104,12 +109,12 @@ public final class DecisionsEntry
                 for (int k = 0; k < n; k++)
                 {
                     final int keyLength = entry.getShort(at + 14) & 0xFFFF;
-                    keyView.wrap(entry, at + RECORD_HEADER, keyLength);
+                    keyView.wrap(entry, keyStart(entry, at), keyLength);
                     recordAt[k] = at;
                     keyLengths[k] = keyLength;
                     hashes[k] = KeyHash.hash(keyView, 0, keyLength);
                     touched[k] = table.touchSlot(hashes[k]);
-                    at += RECORD_HEADER + keyLength;
+                    at = keyStart(entry, at) + keyLength;
                 }
                 for (int k = 0; k < n; k++)
                 {
@@ -122,10 +127,17 @@ public final class DecisionsEntry
                     final int cost = entry.getInt(record + 2);
                     final long time = entry.getLong(record + 6);
                     final int keyLength = keyLengths[k];
-                    keyView.wrap(entry, record + RECORD_HEADER, keyLength);
+                    keyView.wrap(entry, keyStart(entry, record), keyLength);
                     final long version = BucketKeys.version(keyView, 0);
-                    table.acquire(keyView, 0, keyLength, hashes[k], policy,
-                        rates.rate(policy, BucketKeys.policyVersion(version), BucketKeys.limitIndex(version), shard), cost, time, scratch);
+                    final Limit limit = rates.rate(policy, BucketKeys.policyVersion(version), BucketKeys.limitIndex(version), shard);
+                    if (cost < 0)
+                    {
+                        table.release(keyView, 0, keyLength, hashes[k], limit, -(long)cost, entry.getLong(record + RECORD_HEADER), time, scratch);
+                    }
+                    else
+                    {
+                        table.acquire(keyView, 0, keyLength, hashes[k], policy, limit, cost, time, scratch);
+                    }
                 }
                 done += n;
             }
@@ -179,15 +191,39 @@ public final class DecisionsEntry
         int end = at + HEADER;
         for (int i = 0; i < count; i++)
         {
-            end += RECORD_HEADER + (entry.getShort(end + 14) & 0xFFFF);
+            end = keyStart(entry, end) + (entry.getShort(end + 14) & 0xFFFF);
         }
         return end;
     }
 
-    /** Bytes a record of this key takes. */
+    /** Where the key of the record at {@code record} starts (a release's lease id comes first). */
+    private static int keyStart(final ByteBuffer entry, final int record)
+    {
+        return record + RECORD_HEADER + (entry.getInt(record + 2) < 0 ? LEASE_ID_LENGTH : 0);
+    }
+
+    /** Bytes an acquire's record of this key takes. */
     public static int recordLength(final int keyLength)
     {
         return RECORD_HEADER + keyLength;
+    }
+
+    /** Bytes a release's record of this key takes. */
+    public static int releaseRecordLength(final int keyLength)
+    {
+        return RECORD_HEADER + LEASE_ID_LENGTH + keyLength;
+    }
+
+    /** Writes a release's record at {@code at}: give back {@code cost} (at least 1) of the lease {@code leaseId}. */
+    public static void putReleaseRecord(final ByteBuffer view, final byte[] bytes, final int at, final int policy, final int cost,
+        final long leaseId, final long time, final DirectBuffer key, final int keyOffset, final int keyLength)
+    {
+        view.putShort(at, (short)policy);
+        view.putInt(at + 2, -cost);
+        view.putLong(at + 6, time);
+        view.putShort(at + 14, (short)keyLength);
+        view.putLong(at + RECORD_HEADER, leaseId);
+        key.getBytes(keyOffset, bytes, at + RECORD_HEADER + LEASE_ID_LENGTH, keyLength);
     }
 
     /** Writes one record at {@code at} of {@code view} (its backing array {@code bytes}): policy, cost, time, key. */

@@ -58,15 +58,19 @@ public final class FrameRouter
      * gets the frame, and {@link FrameResponder#frameCompleted} once its answer is written.
      *
      * @param startNanos when the frame was taken up ({@link System#nanoTime()}), for the latency metric
-     * @param single     ACQUIRE (answered with RESULT) rather than BATCH_ACQUIRE
+     * @param single     ACQUIRE or RELEASE (answered with RESULT) rather than BATCH_ACQUIRE
+     * @param release    a RELEASE: the entry gives back the lease {@code leaseId} wherever its acquire took one
      */
     public void route(final ChannelHandlerContext ctx, final FrameResponder responder, final PolicySetIndex index,
-        final ActiveExemptions exempt, final List<Shard> shards, final long correlationId, final long startNanos, final boolean single)
+        final ActiveExemptions exempt, final List<Shard> shards, final long correlationId, final long startNanos, final boolean single,
+        final boolean release, final long leaseId)
     {
         long nowMillis = 0;
         boolean anyExempt = false;
         final FrameWork work = pool.acquire();
         work.reset(ctx, responder, index, decoder.count(), correlationId, startNanos);
+        work.release = release;
+        work.releasedLease = leaseId;
         final int shardCount = shards.size();
         long shardMask = 0;
         while (decoder.next())

@@ -63,6 +63,17 @@ public final class FrameWork implements Runnable
     CompiledPolicy[] partPolicy = new CompiledPolicy[0];
     int partCount;
     int keyCursor;
+    /**
+     * A RELEASE: its entry gives back {@link #releasedLease} on every limit that takes leases,
+     * instead of acquiring.
+     */
+    boolean release;
+    long releasedLease;
+    /** Per entry: whether its grant took a lease, and the lease's id (the cluster time of the grant). */
+    boolean[] leased = new boolean[INITIAL_ENTRIES];
+    long[] leaseId = new long[INITIAL_ENTRIES];
+    /** Whether any entry's grant took a lease (the response then carries a lease section). */
+    volatile boolean anyLeased;
 
     ChannelHandlerContext ctx;
     FrameResponder connection;
@@ -108,6 +119,8 @@ public final class FrameWork implements Runnable
         this.stacked = policies.hasStacked() || policies.hasExtraLimits();
         this.keyCursor = 0;
         this.startNanos = startNanos;
+        this.release = false;
+        this.anyLeased = false;
         if (keyOffset.length < entries)
         {
             final int n = Integer.highestOneBit(entries - 1) << 1;
@@ -117,7 +130,10 @@ public final class FrameWork implements Runnable
             cost = new int[n];
             shard = new int[n];
             policy = new CompiledPolicy[n];
+            leased = new boolean[n];
+            leaseId = new long[n];
         }
+        Arrays.fill(leased, 0, entries, false);
         if (stacked && (stackFrom.length < entries || partKeyOffset.length < entries * PolicySetIndex.MAX_PARTS_PER_REQUEST))
         {
             final int n = Math.max(INITIAL_ENTRIES, Integer.highestOneBit(Math.max(2, entries) - 1) << 1);
@@ -232,6 +248,10 @@ public final class FrameWork implements Runnable
             else if (ctx.channel().isActive())
             {
                 appendPolicyDictionary();
+                if (anyLeased)
+                {
+                    appendLeases();
+                }
                 Frame.finish(response, frameStart);
                 ctx.writeAndFlush(response, ctx.voidPromise());
             }
@@ -267,6 +287,24 @@ public final class FrameWork implements Runnable
             }
         }
         response.setShort(countIndex, distinct);
+    }
+
+    /** The lease section: which records hold a lease, and its id (their flag is set by the shard). */
+    private void appendLeases()
+    {
+        int leases = 0;
+        for (int i = 0; i < count; i++)
+        {
+            leases += leased[i] ? 1 : 0;
+        }
+        ResultCodec.beginLeases(response, leases);
+        for (int i = 0; i < count; i++)
+        {
+            if (leased[i])
+            {
+                ResultCodec.appendLease(response, i, leaseId[i]);
+            }
+        }
     }
 
     void recycle()

@@ -255,7 +255,11 @@ public final class Shard implements Replication.DecidingShard
             final long now = replication != null ? replication.clusterNanos() : clock.nanoTime();
             // UTC = cluster time + offset, for windows; a logged batch keeps one offset, which replicas replay with.
             table.wallClockOffset(log != null ? log.wallClockOffset(clock.wallNanos() - now) : clock.wallNanos() - now);
-            for (int i = 0; i < work.count; i++)
+            if (work.release)
+            {
+                strict = release(work, now);
+            }
+            for (int i = 0; i < work.count && !work.release; i++)
             {
                 if (i % TOUCH_AHEAD == 0)
                 {
@@ -282,6 +286,10 @@ public final class Shard implements Replication.DecidingShard
                 ResultCodec.putRecord(work.response, ResultCodec.recordOffset(work.frameStart, i), decision.allowed(),
                     decision.reason(), policy.ordinal(), decision.remainingTokens(), policy.limit().burstTokens(),
                     decision.retryAfterNanos(), decision.resetAfterNanos(), policy.version(), policy.windowSeconds());
+                if (decision.allowed() && policy.limit().leases())
+                {
+                    leased(work, i, decision.timeNanos());
+                }
                 if (policy.ordinal() >= allowedByPolicy.length())
                 {
                     growCounters(policy.ordinal());
@@ -290,7 +298,7 @@ public final class Shard implements Replication.DecidingShard
                 counter.lazySet(policy.ordinal(), counter.get(policy.ordinal()) + 1);
                 countOverage(policy.ordinal(), decision.reason(), -1);
             }
-            for (int j = 0; j < work.shadowCount; j++)
+            for (int j = 0; j < work.shadowCount && !work.release; j++)
             {
                 if (work.shadowShard[j] != id)
                 {
@@ -448,6 +456,9 @@ public final class Shard implements Replication.DecidingShard
             named = own;
             // A policy's extra limits follow it in the parts and share its ordinal: count its overage once.
             int overageCounted = countOverage(own.ordinal(), decision.reason(), -1);
+            // Every lease the request takes is named by one time: the first leasing limit's.
+            boolean leases = own.limit().leases();
+            long leaseAt = decision.timeNanos();
             boolean allowed = decision.allowed();
             ReasonCode reason = decision.reason();
             long remaining = decision.remainingTokens();
@@ -463,6 +474,11 @@ public final class Shard implements Replication.DecidingShard
                     log.append(work.keys, work.partKeyOffset[from + k], work.partKeyLength[from + k], part.ordinal(), cost, now);
                 }
                 overageCounted = countOverage(part.ordinal(), decision.reason(), overageCounted);
+                if (!leases && part.limitOnShard(id, shardCount).leases())
+                {
+                    leases = true;
+                    leaseAt = decision.timeNanos();
+                }
                 // The tightest scope names the answer; on a tie, one that went into its soft overage.
                 if (!decision.allowed() || decision.remainingTokens() < remaining ||
                     decision.remainingTokens() == remaining && decision.reason() == ReasonCode.SOFT_OVERAGE)
@@ -482,6 +498,10 @@ public final class Shard implements Replication.DecidingShard
                 retry = wait;
             }
             putRecord(work, i, named, named.limitOnShard(id, shardCount), allowed, reason, remaining, retry, reset);
+            if (allowed && leases)
+            {
+                leased(work, i, leaseAt);
+            }
         }
         work.policy[i] = named; // the answer names the policy that limited it
         if (named.ordinal() >= allowedByPolicy.length())
@@ -491,6 +511,85 @@ public final class Shard implements Replication.DecidingShard
         final AtomicLongArray counter = answered ? allowedByPolicy : deniedByPolicy;
         counter.lazySet(named.ordinal(), counter.get(named.ordinal()) + 1);
         return strict;
+    }
+
+    /** Entry {@code i}'s grant took a lease named {@code leaseId}: its record says so, the response lists it. */
+    private static void leased(final FrameWork work, final int i, final long leaseId)
+    {
+        ResultCodec.markLease(work.response, ResultCodec.recordOffset(work.frameStart, i));
+        work.leased[i] = true;
+        work.leaseId[i] = leaseId;
+        work.anyLeased = true;
+    }
+
+    /**
+     * A RELEASE: the entry gives back its lease on every limit it was charged against that takes
+     * leases (its own policy, its stacked parts and extra limits, a shadow policy's bucket), each
+     * release logged like a decision. Nothing is charged. The record names the first limit that
+     * takes leases (else the entry's own policy) and what it has free now.
+     *
+     * @return whether any of those policies is STRICT (the answer then waits for the commit)
+     */
+    private boolean release(final FrameWork work, final long now)
+    {
+        boolean strict = false;
+        final long lease = work.releasedLease;
+        for (int i = 0; i < work.count; i++)
+        {
+            if (work.shard[i] != id)
+            {
+                continue;
+            }
+            final int cost = work.cost[i];
+            final CompiledPolicy own = work.policy[i];
+            CompiledPolicy named = own;
+            table.release(work.keys, work.keyOffset[i], work.keyLength[i], work.keyHash[i], own.limit(), cost, lease, now, decision);
+            boolean found = own.limit().leases();
+            long remaining = decision.remainingTokens();
+            long reset = decision.resetAfterNanos();
+            strict |= releaseLogged(own, own.limit(), work.keyOffset[i], work.keyLength[i], work, cost, lease, now);
+            final int parts = work.stacked ? work.stackCount[i] : 0;
+            for (int k = 0; k < parts; k++)
+            {
+                final int p = work.stackFrom[i] + k;
+                final CompiledPolicy part = work.partPolicy[p];
+                final Limit limit = part.limitOnShard(id, shardCount);
+                table.release(work.keys, work.partKeyOffset[p], work.partKeyLength[p], work.partKeyHash[p], limit, cost, lease, now, decision);
+                strict |= releaseLogged(part, limit, work.partKeyOffset[p], work.partKeyLength[p], work, cost, lease, now);
+                if (!found && limit.leases())
+                {
+                    found = true;
+                    named = part;
+                    remaining = decision.remainingTokens();
+                    reset = decision.resetAfterNanos();
+                }
+            }
+            work.policy[i] = named;
+            putRecord(work, i, named, named.limitOnShard(id, shardCount), true, ReasonCode.RELEASED, remaining, 0, reset);
+        }
+        for (int j = 0; j < work.shadowCount; j++)
+        {
+            if (work.shadowShard[j] == id)
+            {
+                final CompiledPolicy shadow = work.shadowPolicy[j];
+                table.release(work.keys, work.shadowKeyOffset[j], work.shadowKeyLength[j], work.shadowKeyHash[j], shadow.limit(),
+                    work.shadowCost[j], lease, now, decision);
+                releaseLogged(shadow, shadow.limit(), work.shadowKeyOffset[j], work.shadowKeyLength[j], work, work.shadowCost[j], lease, now);
+            }
+        }
+        return strict;
+    }
+
+    /** Logs a release of a limit that takes leases (the others changed nothing); returns whether its policy is STRICT. */
+    private boolean releaseLogged(final CompiledPolicy policy, final Limit limit, final int keyOffset, final int keyLength,
+        final FrameWork work, final int cost, final long lease, final long now)
+    {
+        if (log == null || !limit.leases())
+        {
+            return false;
+        }
+        log.appendRelease(work.keys, keyOffset, keyLength, policy.ordinal(), cost, lease, now);
+        return policy.strict();
     }
 
     /** The record names {@code policy}; its limit is the burst of the key that answered ({@code limit}: a share, when split). */

@@ -93,13 +93,33 @@ public final class ShardLog
     void append(final DirectBuffer key, final int keyOffset, final int keyLength, final int policy, final int cost, final long time)
     {
         final int needed = DecisionsEntry.recordLength(keyLength);
+        ensureRoom(needed);
+        DecisionsEntry.putRecord(view, buffer, position, policy, cost, time, key, keyOffset, keyLength);
+        recorded(needed);
+    }
+
+    /** Records one release: key, policy, the cost given back, the lease's id and the cluster time it was made at. */
+    void appendRelease(final DirectBuffer key, final int keyOffset, final int keyLength, final int policy, final int cost,
+        final long leaseId, final long time)
+    {
+        final int needed = DecisionsEntry.releaseRecordLength(keyLength);
+        ensureRoom(needed);
+        DecisionsEntry.putReleaseRecord(view, buffer, position, policy, cost, leaseId, time, key, keyOffset, keyLength);
+        recorded(needed);
+    }
+
+    private void ensureRoom(final int needed)
+    {
         if (position + needed > buffer.length)
         {
             buffer = Arrays.copyOf(buffer, Math.max(buffer.length * 2, position + needed));
             view = ByteBuffer.wrap(buffer);
         }
-        DecisionsEntry.putRecord(view, buffer, position, policy, cost, time, key, keyOffset, keyLength);
-        position += needed;
+    }
+
+    private void recorded(final int bytes)
+    {
+        position += bytes;
         count++;
         appended++;
         if (position >= MAX_BATCH_BYTES)

@@ -1,5 +1,6 @@
 package dev.limiter.server.net;
 
+import dev.limiter.protocol.AcquireCodec;
 import dev.limiter.protocol.AcquireDecoder;
 import dev.limiter.protocol.ErrorCode;
 import dev.limiter.protocol.ErrorCodec;
@@ -119,14 +120,19 @@ public final class DataPlaneHandler extends ChannelInboundHandlerAdapter impleme
             final int type = Frame.type(frame);
             if (type == MessageType.ACQUIRE || type == MessageType.BATCH_ACQUIRE)
             {
-                acquire(ctx, frame, correlationId, type == MessageType.ACQUIRE);
+                acquire(ctx, frame, correlationId, type == MessageType.ACQUIRE, false);
+                return;
+            }
+            if (type == MessageType.RELEASE)
+            {
+                acquire(ctx, frame, correlationId, true, true);
                 return;
             }
             final ControlFrame owner = controlFrames[type];
             if (owner == null)
             {
                 error(ctx, correlationId, ErrorCode.UNKNOWN_TYPE, "message type " + MessageType.name(type) +
-                    " is not a request this node serves (ACQUIRE=1, BATCH_ACQUIRE=3, PING=5, STATUS=8, MEMBERS=10, POLICIES=12, DEGRADED_REPORT=14, SHARD_MAP=17)");
+                    " is not a request this node serves (ACQUIRE=1, BATCH_ACQUIRE=3, PING=5, STATUS=8, MEMBERS=10, POLICIES=12, DEGRADED_REPORT=14, SHARD_MAP=17, RELEASE=19)");
                 return;
             }
             owner.handle(ctx, frame, correlationId, this);
@@ -137,13 +143,28 @@ public final class DataPlaneHandler extends ChannelInboundHandlerAdapter impleme
         }
     }
 
-    private void acquire(final ChannelHandlerContext ctx, final ByteBuf frame, final long correlationId, final boolean single)
+    /** An ACQUIRE, BATCH_ACQUIRE or RELEASE (a lease id, then an acquire body of one entry). */
+    private void acquire(final ChannelHandlerContext ctx, final ByteBuf frame, final long correlationId, final boolean single,
+        final boolean release)
     {
         final long start = System.nanoTime();
         metrics.decisionFrame();
         final FrameRouter router = routers.get();
         final AcquireDecoder decoder = router.decoder();
-        final String malformed = decoder.wrap(frame, Frame.bodyOffset(frame), Frame.frameEnd(frame), single);
+        int body = Frame.bodyOffset(frame);
+        long leaseId = 0;
+        if (release)
+        {
+            if (Frame.frameEnd(frame) - body < AcquireCodec.RELEASE_PREFIX_LENGTH)
+            {
+                error(ctx, correlationId, ErrorCode.MALFORMED_FRAME, "RELEASE body is " + (Frame.frameEnd(frame) - body) +
+                    " bytes; it starts with the 8-byte lease id");
+                return;
+            }
+            leaseId = frame.getLong(body);
+            body += AcquireCodec.RELEASE_PREFIX_LENGTH;
+        }
+        final String malformed = decoder.wrap(frame, body, Frame.frameEnd(frame), single);
         if (malformed != null)
         {
             error(ctx, correlationId, decoder.errorCode(), malformed);
@@ -154,7 +175,7 @@ public final class DataPlaneHandler extends ChannelInboundHandlerAdapter impleme
             notLeader(ctx, correlationId, -1); // a follower of every group never decides: send the caller to a leader
             return;
         }
-        router.route(ctx, this, policies.get(), exemptions.get(), shards, correlationId, start, single);
+        router.route(ctx, this, policies.get(), exemptions.get(), shards, correlationId, start, single, release, leaseId);
     }
 
     private void status(final ChannelHandlerContext ctx, final ByteBuf frame, final long correlationId, final FrameResponder answers)

@@ -266,6 +266,7 @@ public final class BucketTable
             now = Math.max(last, now);
             state = limit.refill(slots.getLong(base + TOKENS_OFFSET), last, now);
         }
+        out.timeNanos = now;
         final long available = limit.available(state, now);
         if (cost > limit.burstTokens())
         {
@@ -306,6 +307,53 @@ public final class BucketTable
         }
         out.set(allowed, reason(allowed, available, costUnits, wait), limit.wholeTokens(Math.max(0, allowed ? available - costUnits : available)),
             allowed ? wait : limit.nanosUntil(state, costUnits - limit.overageUnits(), now), limit.nanosUntilFull(state, now));
+    }
+
+    /**
+     * Gives back {@code cost} of the lease granted at {@code leaseNanos} on a key of a concurrency
+     * limit ({@link Limit#release}): frees nothing when the lease has expired, the key is not
+     * stored (every lease of it expired) or the limit takes no leases. Always answers RELEASED,
+     * with what the key has free after it.
+     *
+     * @param leaseNanos the lease's id: the cluster time of its grant
+     * @param nowNanos   the cluster's monotonic time
+     */
+    public void release(
+        final DirectBuffer key,
+        final int keyOffset,
+        final int keyLength,
+        final long hash,
+        final Limit limit,
+        final long cost,
+        final long leaseNanos,
+        final long nowNanos,
+        final Decision out)
+    {
+        if (OWNER_CHECKS)
+        {
+            checkOwner();
+        }
+        final int slot = limit.leases() ? find(key, keyOffset, keyLength, hash) : -1;
+        long now = timeFor(limit, nowNanos);
+        long state = limit.fullState();
+        if (slot >= 0)
+        {
+            final int base = slot * SLOT_LENGTH;
+            final long last = slots.getLong(base + LAST_NANOS_OFFSET);
+            now = Math.max(last, now);
+            state = limit.release(limit.refill(slots.getLong(base + TOKENS_OFFSET), last, now), now, leaseNanos, limit.costUnits(cost));
+            if (tracksDigest)
+            {
+                trackedDigest -= contribution(base);
+            }
+            slots.putLong(base + TOKENS_OFFSET, state);
+            slots.putLong(base + LAST_NANOS_OFFSET, now);
+            if (tracksDigest)
+            {
+                trackedDigest += contribution(base);
+            }
+        }
+        out.set(true, ReasonCode.RELEASED, limit.wholeTokens(limit.available(state, now)), 0, limit.nanosUntilFull(state, now));
     }
 
     private static ReasonCode reason(final boolean allowed, final long available, final long costUnits, final long wait)

@@ -10,6 +10,7 @@ public final class Decision
     long remainingTokens;
     long retryAfterNanos;
     long resetAfterNanos;
+    long timeNanos;
 
     public boolean allowed()
     {
@@ -37,6 +38,15 @@ public final class Decision
     public long resetAfterNanos()
     {
         return resetAfterNanos;
+    }
+
+    /**
+     * The key's time the decision was made at (the cluster time, or the key's own if that was
+     * later): the id of a lease it granted.
+     */
+    public long timeNanos()
+    {
+        return timeNanos;
     }
 
     void set(final boolean allowed, final ReasonCode reason, final long remainingTokens, final long retryAfterNanos,
