@@ -2,8 +2,10 @@ package dev.limiter.server;
 
 import dev.limiter.client.Decision;
 import dev.limiter.client.Descriptor;
+import dev.limiter.client.Lease;
 import dev.limiter.client.LimiterClient;
 import dev.limiter.client.LimiterException;
+import dev.limiter.protocol.ReasonCode;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -21,6 +23,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
@@ -558,6 +561,54 @@ class ClusterTest
         }
         assertTrue(deniedByGlobal > 0 && deniedByTenant > 0, "both scopes refused some: global " + deniedByGlobal + ", tenant " + deniedByTenant);
         await("replicas to converge on the hierarchical decisions", Duration.ofSeconds(10), this::converged);
+    }
+
+    @Test
+    void leasesOfAConcurrencyLimitAreReplicatedAndStillHeldAfterTheLeaderIsKilled() throws Exception
+    {
+        final String token = "drill-token-0123456789abcdef";
+        startCluster(2, token);
+        final StoreServer first = leader();
+        final java.net.http.HttpClient http = java.net.http.HttpClient.newHttpClient();
+        assertEquals(200, AdminApiTest.call(http, first.adminPort(), "PUT", "/v1/policies/exports", "{\"selector\":{\"route\":\"/v1/exports\"}," +
+            "\"maxConcurrent\":3,\"leaseTtl\":\"120s\",\"owner\":\"data\",\"reason\":\"3 exports at a time per tenant\"}", token).statusCode());
+        final Descriptor export = Descriptor.of("acme", "/v1/exports");
+        try (LimiterClient client = client())
+        {
+            final List<Lease> held = new ArrayList<>();
+            for (int i = 0; i < 3; i++)
+            {
+                final Lease lease = client.acquireLease(export);
+                assertTrue(lease.granted() && lease.held() && !lease.decision().degraded(), "lease " + i + ": " + lease);
+                held.add(lease);
+            }
+            final Lease fourth = client.acquireLease(export);
+            assertFalse(fourth.granted(), "3 held: " + fourth);
+            assertEquals(ReasonCode.RATE_LIMITED, fourth.decision().reason());
+            assertTrue(fourth.decision().retryAfter().toSeconds() >= 119, "a held lease comes back when it expires, at the latest: " +
+                fourth.decision().retryAfter());
+            fourth.close(); // holds none: nothing to give back
+            held.remove(0).close();
+            assertEquals(0, client.leaseReleaseFailures());
+            held.add(client.acquireLease(export));
+            assertTrue(held.get(2).granted(), "the released lease is free again");
+            await("replicas to converge on the leases", Duration.ofSeconds(10), this::converged);
+
+            nodes.values().remove(first);
+            first.close();
+            await("a new leader", Duration.ofSeconds(20), () -> nodes.values().stream().anyMatch(n -> n.replication().canDecide()));
+            Decision afterKill = null;
+            final long end = System.nanoTime() + Duration.ofSeconds(20).toNanos();
+            while (System.nanoTime() < end && (afterKill == null || afterKill.degraded()))
+            {
+                afterKill = client.acquireLease(export).decision();
+            }
+            assertFalse(afterKill.degraded(), "a node decided after the kill: " + afterKill);
+            assertFalse(afterKill.allowed(), "the 3 leases taken under the old leader still count: " + afterKill);
+            client.release(held.get(0).id()).get(10, TimeUnit.SECONDS); // by its printable id, as another process would
+            final Lease again = client.acquireLease(export);
+            assertTrue(again.granted() && !again.decision().degraded(), "a lease given back to the new leader is free: " + again);
+        }
     }
 
     @Test

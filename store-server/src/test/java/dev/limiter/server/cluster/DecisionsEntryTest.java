@@ -1,5 +1,6 @@
 package dev.limiter.server.cluster;
 
+import dev.limiter.protocol.ConcurrencyLimit;
 import dev.limiter.protocol.FixedWindow;
 import dev.limiter.protocol.Gcra;
 import dev.limiter.protocol.Limit;
@@ -34,7 +35,8 @@ class DecisionsEntryTest
             {TokenBucket.rate(10, SECOND, 5), TokenBucket.rate(100, SECOND, 50)},
             {TokenBucket.rate(1, 60 * SECOND, 3)},
             {new FixedWindow(4, SECOND / 2), new SlidingWindow(20, SECOND)},
-            {new SlidingWindow(7, 300_000_000L), new Gcra(TokenBucket.rate(3, SECOND, 4))}};
+            {new SlidingWindow(7, 300_000_000L), new Gcra(TokenBucket.rate(3, SECOND, 4))},
+            {new ConcurrencyLimit(5, SECOND)}};
         final DecisionsEntry.Rates lookup = (ordinal, version, limit, shard) -> rates[ordinal][(int)version - 1];
         final BucketTable leader = new BucketTable(50_000, 50_000 * 32, o -> rates[o][rates[o].length - 1], true);
         final BucketTable replica = new BucketTable(50_000, 50_000 * 32, o -> rates[o][rates[o].length - 1], true);
@@ -42,6 +44,7 @@ class DecisionsEntryTest
         final Decision decision = new Decision();
         final UnsafeBuffer key = new UnsafeBuffer(new byte[64]);
         long now = SECOND;
+        final java.util.List<Object[]> leases = new java.util.ArrayList<>(); // {key bytes, ordinal, lease id, cost}: releases to come
         for (int batch = 0; batch < 30; batch++)
         {
             final byte[] bytes = new byte[1 << 16];
@@ -53,6 +56,19 @@ class DecisionsEntryTest
             for (int i = 0; i < count; i++)
             {
                 now += random.nextInt(3) == 0 ? 0 : random.nextInt(50_000_000);
+                if (!leases.isEmpty() && random.nextInt(4) == 0)
+                {
+                    // A release, of a lease still held or (after a second or more) expired.
+                    final Object[] lease = leases.remove(random.nextInt(leases.size()));
+                    final byte[] held = (byte[])lease[0];
+                    key.putBytes(0, held);
+                    final int ordinal = (int)lease[1];
+                    leader.release(key, 0, held.length, KeyHash.hash(key, 0, held.length), lookup.rate(ordinal, 1, 0, 0), (int)lease[3],
+                        (long)lease[2], now, decision);
+                    DecisionsEntry.putReleaseRecord(view, bytes, at, ordinal, (int)lease[3], (long)lease[2], now, key, 0, held.length);
+                    at += DecisionsEntry.releaseRecordLength(held.length);
+                    continue;
+                }
                 final int ordinal = random.nextInt(rates.length);
                 final int version = 1 + random.nextInt(rates[ordinal].length);
                 final byte[] tenant = ("tenant-" + random.nextInt(300)).getBytes(java.nio.charset.StandardCharsets.UTF_8);
@@ -61,6 +77,11 @@ class DecisionsEntryTest
                 final int keyLength = 6 + tenant.length;
                 final int cost = 1 + random.nextInt(6);
                 leader.acquire(key, 0, keyLength, KeyHash.hash(key, 0, keyLength), ordinal, lookup.rate(ordinal, version, 0, 0), cost, now, decision);
+                if (decision.allowed() && lookup.rate(ordinal, version, 0, 0).leases())
+                {
+                    leases.add(new Object[] {java.util.Arrays.copyOf(key.byteArray(), keyLength),
+                        ordinal, decision.timeNanos(), cost});
+                }
                 DecisionsEntry.putRecord(view, bytes, at, ordinal, cost, now, key, 0, keyLength);
                 at += DecisionsEntry.recordLength(keyLength);
             }
@@ -69,6 +90,7 @@ class DecisionsEntryTest
             assertEquals(3, DecisionsEntry.shard(entry));
             assertEquals(count, DecisionsEntry.count(entry));
             assertEquals(count, replayer.replay(entry, replica));
+            assertEquals(at, DecisionsEntry.sectionEnd(entry, 0), "releases are longer records");
             assertEquals(leader.trackedDigest(), replica.trackedDigest(), "after batch " + batch);
         }
         assertEquals(leader.digest(), replica.digest());

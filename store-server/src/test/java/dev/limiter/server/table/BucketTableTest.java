@@ -3,6 +3,7 @@ package dev.limiter.server.table;
 import dev.limiter.protocol.ReasonCode;
 import dev.limiter.protocol.ResultCodec;
 import dev.limiter.protocol.FixedWindow;
+import dev.limiter.protocol.ConcurrencyLimit;
 import dev.limiter.protocol.Limit;
 import dev.limiter.protocol.ExcessLimit;
 import dev.limiter.protocol.TokenBucket;
@@ -54,6 +55,38 @@ class BucketTableTest
         assertEquals(ReasonCode.RATE_LIMITED, decision.reason());
         assertEquals(SECOND / 10, decision.retryAfterNanos(), "exactly one token interval");
         assertEquals(SECOND / 2, decision.resetAfterNanos(), "five tokens to refill");
+    }
+
+    private void release(final BucketTable table, final String key, final Limit limit, final long cost, final long lease, final long now)
+    {
+        final UnsafeBuffer k = key(key);
+        table.release(k, 0, k.capacity(), KeyHash.hash(k, 0, k.capacity()), limit, cost, lease, now, decision);
+    }
+
+    @Test
+    void aReleasedLeaseIsFreeAgainAndAKeyWithNoLeaseHeldIsForgotten()
+    {
+        final ConcurrencyLimit two = new ConcurrencyLimit(2, 30 * SECOND);
+        final BucketTable table = table(100, two);
+        assertTrue(acquire(table, "a", two, 1, T0));
+        final long first = decision.timeNanos();
+        assertTrue(acquire(table, "a", two, 1, T0 + 1));
+        assertFalse(acquire(table, "a", two, 1, T0 + 2));
+        assertEquals(ReasonCode.RATE_LIMITED, decision.reason());
+        release(table, "a", two, 1, first, T0 + 3);
+        assertEquals(ReasonCode.RELEASED, decision.reason());
+        assertTrue(decision.allowed());
+        assertEquals(1, decision.remainingTokens(), "one lease free after the release");
+        assertTrue(acquire(table, "a", two, 1, T0 + 4));
+        release(table, "never-seen", two, 1, first, T0 + 5);
+        assertEquals(2, decision.remainingTokens(), "a key not stored holds no lease: nothing changes");
+        assertEquals(1, table.size(), "and it is not stored by a release");
+        release(table, "a", two, 1, first, T0 + 6);
+        release(table, "a", two, 1, T0 + 1, T0 + 7);
+        assertEquals(1, table.sweep(T0 + 8, table.slotCount()), "a key whose leases are all back is forgotten");
+        release(table, "b", tenPerSecondBurstFive, 1, first, T0 + 9);
+        assertEquals(ReasonCode.RELEASED, decision.reason(), "a rate limit takes no leases: a release changes nothing");
+        assertEquals(0, table.size());
     }
 
     @Test
