@@ -211,6 +211,23 @@ class BadInputTest
     }
 
     @Test
+    void malformedReleasesGetAnErrorSayingWhatIsWrongAndTheConnectionStaysUsable() throws Exception
+    {
+        try (RawConnection raw = connect())
+        {
+            raw.send(RawConnection.frame(MessageType.RELEASE, 61, new byte[5]));
+            final String short5 = readError(raw);
+            assertTrue(short5.startsWith("MALFORMED_FRAME") && short5.contains("starts with the 8-byte lease id"), short5);
+            final byte[] twoEntries = new byte[8 + 4];
+            twoEntries[9] = 2; // u16 count 2 after the lease id
+            raw.send(RawConnection.frame(MessageType.RELEASE, 62, twoEntries));
+            final String two = readError(raw);
+            assertTrue(two.startsWith("MALFORMED_FRAME") && two.contains("exactly 1 entry"), two);
+            assertStillServes(raw);
+        }
+    }
+
+    @Test
     void unsupportedVersionGetsAnErrorAndTheConnectionStaysUsable() throws Exception
     {
         try (RawConnection raw = connect())

@@ -56,7 +56,7 @@ public final class AcquireDecoder implements DescriptorView
         if (count == 0 || (single && count != 1))
         {
             errorCode = ErrorCode.MALFORMED_FRAME;
-            return single ? "ACQUIRE must carry exactly 1 entry, found " + count : "BATCH_ACQUIRE carries no entries";
+            return single ? "ACQUIRE and RELEASE carry exactly 1 entry, found " + count : "BATCH_ACQUIRE carries no entries";
         }
         if (count > AcquireCodec.MAX_BATCH)
         {

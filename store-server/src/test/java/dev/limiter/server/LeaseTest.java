@@ -1,0 +1,142 @@
+package dev.limiter.server;
+
+import dev.limiter.client.Decision;
+import dev.limiter.client.Descriptor;
+import dev.limiter.client.Lease;
+import dev.limiter.client.LimiterClient;
+import dev.limiter.protocol.ReasonCode;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.concurrent.TimeUnit;
+
+import static dev.limiter.server.TestNode.SECOND;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** Concurrency limits through the SDK against a real node: leases taken, counted, given back, expired. */
+@Timeout(60)
+class LeaseTest
+{
+    /** exports: 2 at a time per tenant; jobs: 100/s per tenant under a pool of 3 running jobs for everybody. */
+    private static final String POLICIES = "{\"version\":1,\"policies\":[" +
+        "{\"id\":\"exports\",\"selector\":{\"route\":\"/v1/exports\"},\"maxConcurrent\":2,\"leaseTtl\":\"30s\",\"owner\":\"t\"}," +
+        "{\"id\":\"jobs\",\"selector\":{\"route\":\"/v1/jobs\"},\"rate\":100,\"owner\":\"t\"}," +
+        "{\"id\":\"job-pool\",\"selector\":{\"route\":\"/v1/jobs\"},\"maxConcurrent\":3,\"leaseTtl\":\"30s\",\"scope\":\"GLOBAL\"," +
+        "\"stacked\":true,\"owner\":\"t\"}" +
+        "],\"defaultPolicy\":{\"id\":\"baseline\",\"rate\":2,\"owner\":\"t\"}}";
+
+    @TempDir
+    Path dir;
+
+    private final ManualClock clock = new ManualClock(1_000 * SECOND);
+    private StoreServer server;
+    private LimiterClient client;
+
+    @BeforeEach
+    void start() throws Exception
+    {
+        final Path policies = dir.resolve("lease-policies.json"); // not TestNode's own file, which it writes
+        Files.writeString(policies, POLICIES);
+        // One shard: a stacked GLOBAL pool over several shards is split into a share per shard (docs/policies.md).
+        server = new StoreServer(TestNode.config(dir, 0, 1).policiesFile(policies), clock).start();
+        client = LimiterClient.builder().endpoints("127.0.0.1:" + server.port()).deadline(Duration.ofSeconds(5)).build();
+    }
+
+    @AfterEach
+    void stop()
+    {
+        client.close();
+        server.close();
+    }
+
+    @Test
+    void aConcurrencyLimitCountsLeasesUntilTheyAreClosed()
+    {
+        final Descriptor export = Descriptor.of("acme", "/v1/exports");
+        final Lease first = client.acquireLease(export);
+        assertTrue(first.granted() && first.held(), first.toString());
+        assertTrue(first.id().startsWith("L1."));
+        assertEquals(1, first.decision().remaining());
+        try (Lease second = client.acquireLease(export))
+        {
+            assertTrue(second.granted());
+            final Lease third = client.acquireLease(export);
+            assertFalse(third.granted(), "2 held");
+            assertFalse(third.held());
+            assertNull(third.id());
+            assertEquals(ReasonCode.RATE_LIMITED, third.decision().reason());
+            assertEquals("exports", third.decision().policyId());
+            assertEquals(2, third.decision().limit());
+            assertTrue(client.acquireLease(Descriptor.of("other-tenant", "/v1/exports")).granted(), "per tenant");
+        }
+        assertTrue(client.acquireLease(export).granted(), "the second went back when its block ended");
+        first.close();
+        first.close(); // once only: the second close gives back nothing more
+        assertFalse(first.held());
+        assertTrue(client.acquireLease(export).granted());
+        assertFalse(client.acquireLease(export).granted(), "two held again: one release freed one lease, not two");
+        assertEquals(0, client.leaseReleaseFailures());
+    }
+
+    @Test
+    void aLeaseNotGivenBackExpiresAfterItsTtl()
+    {
+        final Descriptor export = Descriptor.of("crashy", "/v1/exports");
+        assertTrue(client.acquireLease(export).held());
+        assertTrue(client.acquireLease(export).held());
+        final Decision refused = client.acquireLease(export).decision();
+        assertFalse(refused.allowed());
+        final long retry = refused.retryAfterNanos();
+        assertTrue(retry > 30 * SECOND && retry <= 40 * SECOND, "expires between the TTL and 4/3 of it: " + refused.retryAfter());
+        clock.advance(retry - 1);
+        assertFalse(client.acquireLease(export).granted(), "not a nanosecond early");
+        clock.advance(1);
+        assertTrue(client.acquireLease(export).granted(), "both expired: the process that held them is gone");
+    }
+
+    @Test
+    void aStackedConcurrencyPoolIsSharedAndNamedWhenItRefuses() throws Exception
+    {
+        final Lease[] running = new Lease[3];
+        for (int t = 0; t < 3; t++)
+        {
+            running[t] = client.acquireLease(Descriptor.of("tenant-" + t, "/v1/jobs"));
+            assertTrue(running[t].granted() && running[t].held(), running[t].toString());
+        }
+        final Lease fourth = client.acquireLease(Descriptor.of("tenant-9", "/v1/jobs"));
+        assertFalse(fourth.granted());
+        assertEquals("job-pool", fourth.decision().policyId(), "the pool refused, not the tenant's rate");
+        client.release(running[1].id()).get(5, TimeUnit.SECONDS);
+        assertTrue(client.acquireLease(Descriptor.of("tenant-9", "/v1/jobs")).granted(), "a job slot given back by its id");
+        final Decision rate = client.acquireBlocking(Descriptor.of("tenant-0", "/v1/orders"), 1);
+        assertFalse(rate.holdsLease(), "a rate limit's grant holds no lease");
+    }
+
+    @Test
+    void badLeaseIdsAreRefusedBeforeAnythingIsSent()
+    {
+        final IllegalArgumentException bad = assertThrows(IllegalArgumentException.class, () -> client.release("12345"));
+        assertTrue(bad.getMessage().contains("not a lease id"), bad.getMessage());
+    }
+
+    @Test
+    void withNoNodeAnsweringTheSdkDecidesLocallyAndHoldsNoLease()
+    {
+        server.close();
+        final Lease local = client.acquireLease(Descriptor.of("acme", "/v1/exports"));
+        assertTrue(local.decision().degraded(), local.toString());
+        assertFalse(local.held(), "nothing on the cluster to give back");
+        local.close();
+        assertEquals(0, client.leaseReleaseFailures());
+    }
+}
