@@ -2,6 +2,7 @@ package dev.limiter.cli;
 
 import dev.limiter.client.Decision;
 import dev.limiter.client.Descriptor;
+import dev.limiter.client.Lease;
 import dev.limiter.client.LimiterClient;
 import dev.limiter.client.LimiterException;
 import picocli.CommandLine.Command;
@@ -21,11 +22,13 @@ import java.util.concurrent.Callable;
     description = {
         "Asks a store node for one decision and prints it as one JSON line:",
         "{\"allowed\":..,\"remaining\":..,\"limit\":..,\"retryAfterMs\":..,\"resetAfterMs\":..,\"policy\":..,\"version\":..,",
-        "\"reason\":..,\"decidedBy\":\"node\"|\"sdk\"}. retryAfterMs is -1 when retrying can never succeed.",
+        "\"reason\":..,\"decidedBy\":\"node\"|\"sdk\"[,\"lease\":\"L1...\"]}. retryAfterMs is -1 when retrying can never succeed.",
+        "A grant of a concurrency limit (maxConcurrent) holds a lease, printed as \"lease\": it counts until",
+        "'./limiter release --lease ID' gives it back or it expires (the policy's leaseTtl).",
         "When no node answers in time the SDK decides from the policy set it holds (its emergency budget,",
         "or a refusal): that decision is printed with \"decidedBy\":\"sdk\" and a line on stderr says so.",
         "Exit status: 0 when a node decided (allowed or denied), 1 when no node answered (whether or not",
-        "the SDK decided on its own), 2 for invalid input."},
+        "the SDK decided on its own), 2 for invalid input; with --lease, 3 when no lease was granted."},
     sortOptions = false)
 public final class AcquireCommand implements Callable<Integer>
 {
@@ -56,6 +59,10 @@ public final class AcquireCommand implements Callable<Integer>
     @Option(names = "--cost", description = "Tokens to take (default: ${DEFAULT-VALUE}).")
     int cost = 1;
 
+    @Option(names = "--lease", description = "Take a lease (the route's policy has maxConcurrent): print only its id, " +
+        "for ID=$(./limiter acquire --lease ...); the decision goes to stderr when there is none (exit 3).")
+    boolean lease;
+
     @Option(names = "--deadline-ms", description = "Give up after this many milliseconds (default: ${DEFAULT-VALUE}).")
     long deadlineMs = 2000;
 
@@ -82,8 +89,27 @@ public final class AcquireCommand implements Callable<Integer>
         }
         try (LimiterClient client = builder.build())
         {
-            final Decision d = client.acquireBlocking(descriptor, cost);
-            System.out.println(toJson(d));
+            final Lease taken = client.acquireLease(descriptor, cost); // closed by nobody: the lease outlives this process
+            final Decision d = taken.decision();
+            if (lease)
+            {
+                if (taken.held())
+                {
+                    System.out.println(taken.id());
+                    return 0;
+                }
+                System.err.println(toJson(d, null));
+                System.err.println("limiter acquire: no lease: " + (!d.allowed() ? "the request was denied (" + d.reason() + ")" :
+                    d.degraded() ? "no node answered; the SDK's own decision holds none" :
+                    "policy " + d.policyId() + " is not a concurrency limit (it has no maxConcurrent), so its grants hold none"));
+                return d.degraded() ? 1 : 3;
+            }
+            System.out.println(toJson(d, taken.id()));
+            if (taken.held())
+            {
+                System.err.println("limiter acquire: this grant holds a lease of policy " + d.policyId() +
+                    "; give it back with ./limiter release --lease " + taken.id());
+            }
             if (d.degraded())
             {
                 System.err.println("limiter acquire: no node of " + servers + " answered within " + deadlineMs +
@@ -99,13 +125,13 @@ public final class AcquireCommand implements Callable<Integer>
         }
     }
 
-    static String toJson(final Decision d)
+    static String toJson(final Decision d, final String leaseId)
     {
         return String.format(Locale.ROOT,
             "{\"allowed\":%s,\"remaining\":%d,\"limit\":%d,\"retryAfterMs\":%s,\"resetAfterMs\":%s,\"policy\":\"%s\",\"version\":%d," +
-                "\"reason\":\"%s\",\"decidedBy\":\"%s\"}",
+                "\"reason\":\"%s\",\"decidedBy\":\"%s\"%s}",
             d.allowed(), d.remaining(), d.limit(), millis(d.retryAfterNanos()), millis(d.resetAfterNanos()),
-            d.policyId(), d.policyVersion(), d.reason(), d.degraded() ? "sdk" : "node");
+            d.policyId(), d.policyVersion(), d.reason(), d.degraded() ? "sdk" : "node", leaseId == null ? "" : ",\"lease\":\"" + leaseId + "\"");
     }
 
     private static String millis(final long nanos)
