@@ -55,6 +55,12 @@ final class Output
     /** "100/1s": tokens per period (an unset period means 1s). */
     static String rate(final Policy policy)
     {
+        if (policy.getMaxConcurrent() != 0)
+        {
+            // A concurrency limit: leases held at once, and how long one not given back counts.
+            return policy.getMaxConcurrent() + " at once (lease " +
+                (policy.hasLeaseTtl() ? period(policy.getLeaseTtl()) : "60s") + ")";
+        }
         return rate(policy.getRate(), policy.getPeriod(), policy.getCalendarWindow());
     }
 
@@ -101,7 +107,7 @@ final class Output
     /** The bucket capacity, 0 meaning "the rate". */
     static String burst(final Policy policy)
     {
-        return number(policy.getBurst() == 0 ? policy.getRate() : policy.getBurst());
+        return number(policy.getMaxConcurrent() != 0 ? policy.getMaxConcurrent() : policy.getBurst() == 0 ? policy.getRate() : policy.getBurst());
     }
 
     static String period(final com.google.protobuf.Duration period)

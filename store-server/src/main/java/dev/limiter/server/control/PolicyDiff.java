@@ -21,7 +21,9 @@ final class PolicyDiff
 
     static String describe(final Policy p)
     {
-        return "rate " + p.getRate() + " per " + period(p) + ", burst " + burst(p) + ", scope " + p.getScope() +
+        final String limit = p.getMaxConcurrent() != 0 ? "at most " + p.getMaxConcurrent() + " leases at once (TTL " + leaseTtl(p) + ")" :
+            "rate " + p.getRate() + " per " + period(p) + ", burst " + burst(p);
+        return limit + ", scope " + p.getScope() +
             ", " + p.getConsistency() + ", selector " + p.getSelector().toString().replace('\n', ' ').trim();
     }
 
@@ -39,6 +41,11 @@ final class PolicyDiff
         change(changes, "rate", before.getRate(), after.getRate());
         change(changes, "period", period(before), period(after));
         change(changes, "burst", burst(before), burst(after));
+        change(changes, "algorithm", before.getAlgorithm(), after.getAlgorithm());
+        change(changes, "maxConcurrent", before.getMaxConcurrent(), after.getMaxConcurrent());
+        change(changes, "leaseTtl", leaseTtl(before), leaseTtl(after));
+        change(changes, "excess", before.getExcess(), after.getExcess());
+        change(changes, "limits", before.getLimitsCount(), after.getLimitsCount());
         change(changes, "scope", before.getScope(), after.getScope());
         change(changes, "consistency", before.getConsistency(), after.getConsistency());
         change(changes, "failureMode", before.getFailureMode(), after.getFailureMode());
@@ -61,6 +68,12 @@ final class PolicyDiff
     static String period(final Policy p)
     {
         return p.hasPeriod() ? p.getPeriod().getSeconds() + (p.getPeriod().getNanos() == 0 ? "" : "." + p.getPeriod().getNanos()) + "s" : "1s";
+    }
+
+    static String leaseTtl(final Policy p)
+    {
+        return p.getMaxConcurrent() == 0 ? "-" : p.hasLeaseTtl() ?
+            p.getLeaseTtl().getSeconds() + (p.getLeaseTtl().getNanos() == 0 ? "" : "." + p.getLeaseTtl().getNanos()) + "s" : "60s";
     }
 
     static long burst(final Policy p)
