@@ -1,5 +1,6 @@
 package dev.limiter.bench.jmh;
 
+import dev.limiter.protocol.ConcurrencyLimit;
 import dev.limiter.protocol.FixedWindow;
 import dev.limiter.protocol.Gcra;
 import dev.limiter.protocol.Limit;
@@ -36,7 +37,7 @@ import java.util.concurrent.TimeUnit;
  *
  * <pre>./limiter jmh BucketTableBenchmark -prof gc
  * ./limiter jmh 'BucketTableBenchmark.decide$' -p keys=10000 -p tableBuckets=0 -p tracksDigest=false \
- *     -p algorithm=TOKEN_BUCKET,GCRA,FIXED_WINDOW,SLIDING_WINDOW,MIXED -prof gc</pre>
+ *     -p algorithm=TOKEN_BUCKET,GCRA,FIXED_WINDOW,SLIDING_WINDOW,CONCURRENCY,MIXED -prof gc</pre>
  */
 @State(Scope.Thread)
 @BenchmarkMode(Mode.AverageTime)
@@ -57,7 +58,10 @@ public class BucketTableBenchmark
     @Param({ "false", "true" })
     boolean tracksDigest;
 
-    /** TOKEN_BUCKET, GCRA, FIXED_WINDOW, SLIDING_WINDOW or MIXED (all four, by key). */
+    /**
+     * TOKEN_BUCKET, GCRA, FIXED_WINDOW, SLIDING_WINDOW, CONCURRENCY (1000 leases of 60 s, never
+     * released: keys fill up and then refuse, as a leaked-lease key does) or MIXED (the first four, by key).
+     */
     @Param({ "TOKEN_BUCKET" })
     String algorithm;
 
@@ -76,8 +80,8 @@ public class BucketTableBenchmark
     public void setUp()
     {
         final Limit[] kinds = {TokenBucket.rate(1000, 1_000_000_000L, 1000), new Gcra(TokenBucket.rate(1000, 1_000_000_000L, 1000)),
-            new FixedWindow(1000, 1_000_000_000L), new SlidingWindow(1000, 1_000_000_000L)};
-        final java.util.List<String> names = java.util.List.of("TOKEN_BUCKET", "GCRA", "FIXED_WINDOW", "SLIDING_WINDOW");
+            new FixedWindow(1000, 1_000_000_000L), new SlidingWindow(1000, 1_000_000_000L), new ConcurrencyLimit(1000, 60_000_000_000L)};
+        final java.util.List<String> names = java.util.List.of("TOKEN_BUCKET", "GCRA", "FIXED_WINDOW", "SLIDING_WINDOW", "CONCURRENCY");
         limits = new Limit[keys];
         for (int i = 0; i < keys; i++)
         {
@@ -146,6 +150,25 @@ public class BucketTableBenchmark
         now += 1_000;
         table.acquire(keyBuffer, keyOffsets[i], keyLengths[i], hashes[i], 0, limits[i], 1, now, decision);
         return decision.allowed();
+    }
+
+    /**
+     * A lease's whole life on a CONCURRENCY key: one acquire, then the release of the lease it
+     * took (two table operations; with other algorithms the release finds nothing to give back).
+     *
+     * <pre>./limiter jmh 'BucketTableBenchmark.leaseThenRelease' -p keys=10000 -p tableBuckets=0 -p tracksDigest=false \
+     *     -p algorithm=CONCURRENCY -prof gc</pre>
+     */
+    @Benchmark
+    public boolean leaseThenRelease()
+    {
+        final int i = next;
+        next = i + 1 == keys ? 0 : i + 1;
+        now += 1_000;
+        table.acquire(keyBuffer, keyOffsets[i], keyLengths[i], hashes[i], 0, limits[i], 1, now, decision);
+        final boolean allowed = decision.allowed();
+        table.release(keyBuffer, keyOffsets[i], keyLengths[i], hashes[i], limits[i], 1, decision.timeNanos(), now, decision);
+        return allowed;
     }
 
     /** The keys again, in a shuffled order and back to back, as a log section brings them to a replica. */
