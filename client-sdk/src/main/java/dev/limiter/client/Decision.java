@@ -127,7 +127,9 @@ public final class Decision
     /**
      * Nanoseconds the caller must wait, from when the answer arrived, before the request goes
      * ahead: the tokens a WAIT policy reserved for it exist only then ({@link ReasonCode#RESERVED}).
-     * 0 for every other decision. {@code LimiterClient.acquireBlocking} has waited it out already.
+     * 0 for every other decision. {@code LimiterClient.acquireBlocking} has waited it out already, and
+     * the future of an async {@code acquire} completes only once it has passed (on a JDK timer thread),
+     * so a caller of either kind goes ahead when it has the decision.
      */
     public long waitNanos()
     {

@@ -350,6 +350,12 @@ public final class LimiterClient implements AutoCloseable
 
     private CompletableFuture<Decision> acquire(final Descriptor descriptor, final int cost, final long deadline)
     {
+        return acquire(descriptor, cost, deadline, false);
+    }
+
+    /** @param blocking the caller waits in {@link #acquireBlocking}, which parks for a reservation's wait itself */
+    private CompletableFuture<Decision> acquire(final Descriptor descriptor, final int cost, final long deadline, final boolean blocking)
+    {
         Objects.requireNonNull(descriptor, "descriptor");
         if (cost < 1)
         {
@@ -387,6 +393,7 @@ public final class LimiterClient implements AutoCloseable
         }
         final PendingCall call = new PendingCall(descriptor, cost, System.nanoTime() + deadline, circuit);
         call.probe = probe;
+        call.blocking = blocking; // before it is sent: the answer may come back at once
         if (closed)
         {
             call.completeExceptionally(new LimiterUnavailableException("limiter client closed"));
@@ -547,7 +554,7 @@ public final class LimiterClient implements AutoCloseable
 
     private Decision awaitDecision(final Descriptor descriptor, final int cost)
     {
-        final CompletableFuture<Decision> future = acquire(descriptor, cost);
+        final CompletableFuture<Decision> future = acquire(descriptor, cost, deadlineNanos, true);
         if (future instanceof Decided decided)
         {
             return decided.decision; // the SDK decided already; only its delivery to async callers waits

@@ -6,6 +6,7 @@ import dev.limiter.protocol.PolicySetIndex;
 import dev.limiter.protocol.ReasonCode;
 import dev.limiter.protocol.CalendarMonthWindow;
 import dev.limiter.protocol.ConcurrencyLimit;
+import dev.limiter.protocol.policy.LimitSpec;
 import dev.limiter.protocol.Limit;
 import dev.limiter.protocol.TokenBucket;
 import dev.limiter.protocol.policy.CalendarWindow;
@@ -340,16 +341,25 @@ final class LocalFallback
      *
      * @param instances SDK instances the nodes last reported; 0 or 1: the whole budget
      */
+    /** A limit's period in nanoseconds: a calendar month's average, its period, or 1 s. */
+    private static long periodNanos(final CalendarWindow calendar, final boolean hasPeriod, final com.google.protobuf.Duration period)
+    {
+        if (calendar == CalendarWindow.MONTH)
+        {
+            return CalendarMonthWindow.AVERAGE_MONTH_SECONDS * 1_000_000_000L;
+        }
+        return hasPeriod ? period.getSeconds() * 1_000_000_000L + period.getNanos() : 1_000_000_000L;
+    }
+
     static TokenBucket.Rate emergencyRate(final Policy source, final Limit policyLimit, final int instances)
     {
         // A calendar month has no period of its own: the average month, as its local budgets use.
         // A concurrency limit's budget is grants per lease TTL (local decisions see no releases).
-        final long periodNanos = policyLimit instanceof ConcurrencyLimit concurrency ? concurrency.ttlNanos() :
-            source.getCalendarWindow() == CalendarWindow.MONTH ? CalendarMonthWindow.AVERAGE_MONTH_SECONDS * 1_000_000_000L :
-            source.hasPeriod() ? source.getPeriod().getSeconds() * 1_000_000_000L + source.getPeriod().getNanos() : 1_000_000_000L;
+        long periodNanos = policyLimit instanceof ConcurrencyLimit concurrency ? concurrency.ttlNanos() :
+            periodNanos(source.getCalendarWindow(), source.hasPeriod(), source.getPeriod());
         final long policyRate = source.getMaxConcurrent() != 0 ? source.getMaxConcurrent() : source.getRate();
-        final long rate;
-        final long burst;
+        long rate;
+        long burst;
         if (source.getEmergency().getRate() > 0)
         {
             rate = source.getEmergency().getRate();
@@ -360,6 +370,19 @@ final class LocalFallback
             final int percent = source.getEmergency().getPercent() == 0 ? DEFAULT_PERCENT : source.getEmergency().getPercent();
             rate = Math.max(1, policyRate * percent / 100);
             burst = Math.max(1, policyLimit.burstTokens() * percent / 100);
+            // Several limits: the budget is the share of the tightest (the slowest long-run rate, the
+            // smallest burst), so it stays within the share of every one of them.
+            for (final LimitSpec limit : source.getLimitsList())
+            {
+                final long limitRate = Math.max(1, limit.getRate() * percent / 100);
+                final long limitPeriod = periodNanos(limit.getCalendarWindow(), limit.hasPeriod(), limit.getPeriod());
+                if ((double)limitRate / limitPeriod < (double)rate / periodNanos)
+                {
+                    rate = limitRate;
+                    periodNanos = limitPeriod;
+                }
+                burst = Math.min(burst, Math.max(1, (limit.getBurst() == 0 ? limit.getRate() : limit.getBurst()) * percent / 100));
+            }
         }
         final int share = source.getEmergency().getPerInstance() ? 1 : Math.max(1, instances);
         if (share == 1)

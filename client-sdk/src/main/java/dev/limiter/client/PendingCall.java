@@ -3,6 +3,7 @@ package dev.limiter.client;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
 
 /** One acquire in flight: it is its own future, so a call allocates one object plus its Decision. */
@@ -110,6 +111,14 @@ final class PendingCall extends CompletableFuture<Decision>
         finally
         {
             settled();
+        }
+        final long wait = blocking ? 0 : decision.waitNanos();
+        if (wait > 0)
+        {
+            // Reserved tokens (a WAIT policy) exist only after the wait: an async caller goes ahead when
+            // its future completes, so it completes then, not before (acquireBlocking parks instead).
+            CompletableFuture.delayedExecutor(wait, TimeUnit.NANOSECONDS).execute(() -> super.complete(decision));
+            return true;
         }
         return super.complete(decision);
     }

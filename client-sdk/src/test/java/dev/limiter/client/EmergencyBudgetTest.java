@@ -58,6 +58,23 @@ class EmergencyBudgetTest
     }
 
     @Test
+    void withSeveralLimitsTheBudgetIsTheShareOfTheTightestAndAConcurrencyLimitsIsPerLeaseTtl()
+    {
+        // 100/s burst 50, and 3,600 an hour: 10% is 10/s or 360/h (0.1/s); the hour is the tighter.
+        final Policy both = policy(100, 50, EmergencyBudget.getDefaultInstance()).toBuilder()
+            .addLimits(dev.limiter.protocol.policy.LimitSpec.newBuilder().setRate(3_600).setPeriod(Duration.newBuilder().setSeconds(3600))
+                .setAlgorithm(Algorithm.FIXED_WINDOW)).build();
+        final TokenBucket.Rate rate = LocalFallback.emergencyRate(both, TokenBucket.rate(100, SECOND, 50), 0);
+        assertEquals(10 * SECOND, nanosPerToken(rate), "360 an hour: one token per 10 s, not 10/s");
+        assertEquals(5, rate.burstTokens(), "the smaller burst: 10% of 50, not 10% of 3,600");
+
+        final Policy exports = Policy.newBuilder().setId("x").setMaxConcurrent(40).setLeaseTtl(Duration.newBuilder().setSeconds(300)).build();
+        final TokenBucket.Rate leases = LocalFallback.emergencyRate(exports, new dev.limiter.protocol.ConcurrencyLimit(40, 300 * SECOND), 0);
+        assertEquals(4, leases.burstTokens(), "10% of 40 at once");
+        assertEquals(75 * SECOND, nanosPerToken(leases), "4 grants per 300 s TTL");
+    }
+
+    @Test
     void aFleetSplitsTheBudgetExactlyOverTime()
     {
         // 10% of 100/s is 10/s for the fleet; four SDKs get 2.5/s each: 5 tokens in 2 s, not 4.

@@ -18,6 +18,12 @@ import java.util.Locale;
  */
 public final class CompiledPolicy
 {
+    /**
+     * Largest policy version: a bucket key carries the version in 28 bits (the top 4 of its field
+     * name which of the policy's limits the bucket is for).
+     */
+    public static final long MAX_VERSION = (1L << 28) - 1;
+
     private final Policy source;
     private final int ordinal;
     private final byte[] idUtf8;

@@ -67,9 +67,10 @@ public final class ExcessLimit extends Limit
         {
             throw new IllegalArgumentException("a WAIT policy's maxWait must be between 1ns and 1 hour, was " + maxWaitNanos + " ns");
         }
-        // The debt a reservation may run up, in units, must stay far from overflow.
+        // The debt a reservation may run up, in units, plus the burst must stay far from overflow (a
+        // key's state ranges from minus the debt to the burst).
         final long unitsPerNano = limit.asTokenBucket().unitsPerNano();
-        if (Math.multiplyHigh(maxWaitNanos, unitsPerNano) != 0 || maxWaitNanos * unitsPerNano > TokenBucket.MAX_UNITS)
+        if (Math.multiplyHigh(maxWaitNanos, unitsPerNano) != 0 || maxWaitNanos * unitsPerNano > TokenBucket.MAX_UNITS - limit.burstUnits())
         {
             throw new IllegalArgumentException("a maxWait of " + maxWaitNanos + " ns at this rate is beyond exact arithmetic: " +
                 "shorten maxWait");

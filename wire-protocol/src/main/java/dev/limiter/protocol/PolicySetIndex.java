@@ -349,6 +349,11 @@ public final class PolicySetIndex
         }
         checkLimitFields(p, where, errors);
         checkExcess(p, where, errors);
+        if (p.getVersion() > CompiledPolicy.MAX_VERSION)
+        {
+            errors.add(where + ".version: at most " + CompiledPolicy.MAX_VERSION + " versions of one policy, was " +
+                Long.toUnsignedString(p.getVersion()) + "; give the policy a new id");
+        }
         if (p.getLimitsCount() > MAX_EXTRA_LIMITS)
         {
             errors.add(where + ".limits: at most " + MAX_EXTRA_LIMITS + " more limits on one policy, was " + p.getLimitsCount());

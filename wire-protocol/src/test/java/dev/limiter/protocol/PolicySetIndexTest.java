@@ -198,6 +198,9 @@ class PolicySetIndexTest
         assertTrue(all.contains("policies[2] (c).leaseTtl: must be 1s to 24h"), all);
         assertTrue(all.contains("policies[3] (d).excess: a concurrency limit only rejects"), all);
         assertTrue(all.contains("policies[4] (e).leaseTtl: only a concurrency limit has leases"), all);
+        assertTrue(String.join("\n", PolicySetIndex.validatePolicy(dev.limiter.protocol.policy.Policy.newBuilder().setId("a").setRate(1)
+            .setOwner("o").setVersion(1L << 28).build())).contains("policy.version: at most 268435455 versions of one policy"),
+            "a version beyond what a bucket key carries");
     }
 
     @Test

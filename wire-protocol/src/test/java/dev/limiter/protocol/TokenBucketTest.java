@@ -14,6 +14,18 @@ class TokenBucketTest
     private static final long SECOND = 1_000_000_000L;
 
     @Test
+    void aWaitWhoseDebtAndBurstTogetherWouldPassExactArithmeticIsRefused()
+    {
+        // One token per nanosecond: an hour's wait is 3.6e12 units of debt, on top of the burst.
+        final TokenBucket.Rate huge = TokenBucket.rate(1, 1, TokenBucket.MAX_UNITS - 1_000_000_000_000L);
+        final IllegalArgumentException refused = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+            () -> ExcessLimit.waiting(huge, 3_600_000_000_000L));
+        org.junit.jupiter.api.Assertions.assertTrue(refused.getMessage().contains("shorten maxWait"), refused.getMessage());
+        org.junit.jupiter.api.Assertions.assertEquals(999_999_999_999L,
+            ExcessLimit.waiting(huge, 999_999_999_999L).maxWaitNanos(), "a debt that fits beside the burst is taken");
+    }
+
+    @Test
     void shouldReduceRateToLowestTermsSoArithmeticIsExact()
     {
         final TokenBucket.Rate rate = TokenBucket.rate(1000, SECOND, 10);

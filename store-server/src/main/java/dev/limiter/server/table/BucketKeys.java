@@ -1,5 +1,6 @@
 package dev.limiter.server.table;
 
+import dev.limiter.protocol.CompiledPolicy;
 import org.agrona.DirectBuffer;
 import org.agrona.MutableDirectBuffer;
 
@@ -23,7 +24,7 @@ public final class BucketKeys
     }
 
     /** Largest policy version a key can carry. */
-    public static final long MAX_VERSION = (1L << 28) - 1;
+    public static final long MAX_VERSION = CompiledPolicy.MAX_VERSION;
     private static final int LIMIT_INDEX_SHIFT = 28;
 
     /** Writes the prefix of a bucket of the policy's own limit at {@code at}. */

@@ -305,8 +305,10 @@ public final class BucketTable
             out.set(false, ReasonCode.STORE_FULL, limit.burstTokens(), 0, 0);
             return;
         }
+        // A refused WAIT request is told when a retry would be reserved: its tokens then exist within the longest wait.
         out.set(allowed, reason(allowed, available, costUnits, wait), limit.wholeTokens(Math.max(0, allowed ? available - costUnits : available)),
-            allowed ? wait : limit.nanosUntil(state, costUnits - limit.overageUnits(), now), limit.nanosUntilFull(state, now));
+            allowed ? wait : limit.nanosUntil(state, costUnits - limit.overageUnits(), now) - limit.maxWaitNanos(),
+            limit.nanosUntilFull(state, now));
     }
 
     /**
@@ -412,7 +414,8 @@ public final class BucketTable
         final long after = allowed ? limit.charge(state, costUnits) : state;
         out.set(allowed, reason(allowed, available - floorUnits, costUnits, wait),
             limit.wholeTokens(Math.max(0, (allowed ? available - costUnits : available) - floorUnits)),
-            allowed ? wait : limit.nanosUntil(state, costUnits + floorUnits - limit.overageUnits(), now), limit.nanosUntilFull(after, now));
+            allowed ? wait : limit.nanosUntil(state, costUnits + floorUnits - limit.overageUnits(), now) - (floorUnits > 0 ? 0 : limit.maxWaitNanos()),
+            limit.nanosUntilFull(after, now));
         return allowed;
     }
 

@@ -142,8 +142,10 @@ class BucketTableTest
         }
         assertFalse(acquire(table, "a", waiting, 1, T0), "600 ms is beyond the longest wait");
         assertEquals(ReasonCode.RATE_LIMITED, decision.reason());
-        assertEquals(6 * SECOND / 10, decision.retryAfterNanos());
+        assertEquals(SECOND / 10, decision.retryAfterNanos(), "its tokens exist in 600 ms: a retry is reserved 100 ms from now");
+        assertFalse(acquire(table, "a", waiting, 1, T0 + SECOND / 10 - 1), "not a nanosecond earlier");
         assertTrue(acquire(table, "a", waiting, 1, T0 + SECOND / 10));
+        assertEquals(ReasonCode.RESERVED, decision.reason());
         assertEquals(5 * SECOND / 10, decision.retryAfterNanos(), "a refusal reserved nothing");
     }
 
