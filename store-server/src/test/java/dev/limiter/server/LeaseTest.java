@@ -32,7 +32,9 @@ class LeaseTest
         "{\"id\":\"exports\",\"selector\":{\"route\":\"/v1/exports\"},\"maxConcurrent\":2,\"leaseTtl\":\"30s\",\"owner\":\"t\"}," +
         "{\"id\":\"jobs\",\"selector\":{\"route\":\"/v1/jobs\"},\"rate\":100,\"owner\":\"t\"}," +
         "{\"id\":\"job-pool\",\"selector\":{\"route\":\"/v1/jobs\"},\"maxConcurrent\":3,\"leaseTtl\":\"30s\",\"scope\":\"GLOBAL\"," +
-        "\"stacked\":true,\"owner\":\"t\"}" +
+        "\"stacked\":true,\"owner\":\"t\"}," +
+        "{\"id\":\"reports\",\"selector\":{\"route\":\"/v1/reports\"},\"rate\":100,\"owner\":\"t\"}," +
+        "{\"id\":\"reports-running\",\"selector\":{\"route\":\"/v1/reports\"},\"maxConcurrent\":1,\"mode\":\"SHADOW\",\"owner\":\"t\"}" +
         "],\"defaultPolicy\":{\"id\":\"baseline\",\"rate\":2,\"owner\":\"t\"}}";
 
     @TempDir
@@ -120,6 +122,31 @@ class LeaseTest
         assertTrue(client.acquireLease(Descriptor.of("tenant-9", "/v1/jobs")).granted(), "a job slot given back by its id");
         final Decision rate = client.acquireBlocking(Descriptor.of("tenant-0", "/v1/orders"), 1);
         assertFalse(rate.holdsLease(), "a rate limit's grant holds no lease");
+    }
+
+    @Test
+    void aShadowConcurrencyLimitBesideARateCountsWhatRunsBecauseItsLeasesGoBack()
+    {
+        final Descriptor report = Descriptor.of("acme", "/v1/reports");
+        final Lease first = client.acquireLease(report);
+        assertEquals("reports", first.decision().policyId(), "the rate decides");
+        assertTrue(first.granted() && first.held(), "and the grant holds the shadow's lease: " + first);
+        try (Lease second = client.acquireLease(report))
+        {
+            assertTrue(second.granted(), "a shadow never denies");
+        }
+        first.close();
+        assertTrue(client.acquireLease(report).granted());
+        final String scrape = server.metrics().scrape();
+        assertEquals(2, metric(scrape, "limiter_shadow_decisions_total{outcome=\"would_allow\",policy=\"reports-running\"}"), scrape);
+        assertEquals(1, metric(scrape, "limiter_shadow_decisions_total{outcome=\"would_deny\",policy=\"reports-running\"}"),
+            "only the second ran beside the first; the third came after the first went back");
+    }
+
+    private static long metric(final String metrics, final String series)
+    {
+        return metrics.lines().filter(l -> l.startsWith(series + " ")).mapToLong(l -> (long)Double.parseDouble(l.substring(series.length() + 1)))
+            .sum();
     }
 
     @Test

@@ -86,7 +86,7 @@ public final class FrameRouter
                 responder.error(ctx, correlationId, ErrorCode.INVALID_DESCRIPTOR, "entry " + i + ": " + missing);
                 return;
             }
-            if (!exempt.isEmpty())
+            if (!exempt.isEmpty() && !release) // a release is never exempt: a lease taken before an exemption goes back
             {
                 nowMillis = nowMillis == 0 ? System.currentTimeMillis() : nowMillis;
                 if (exempt.bypass(decoder, nowMillis))
@@ -128,7 +128,7 @@ public final class FrameRouter
             if (index.hasShadow())
             {
                 final CompiledPolicy shadow = policy != matched && matched.rolloutShadowsOthers() ? matched : index.matchShadow(decoder);
-                shardMask |= addShadow(work, decoder, shadow, shardCount);
+                shardMask |= addShadow(work, decoder, shadow, shardCount, i);
             }
         }
         if (decoder.failed())
@@ -293,7 +293,8 @@ public final class FrameRouter
      *
      * @return the bit of the shard that will evaluate it, or 0
      */
-    private static long addShadow(final FrameWork work, final AcquireDecoder decoder, final CompiledPolicy shadow, final int shardCount)
+    private static long addShadow(final FrameWork work, final AcquireDecoder decoder, final CompiledPolicy shadow, final int shardCount,
+        final int entry)
     {
         if (shadow == null || missingScopeField(shadow, decoder) != null)
         {
@@ -309,6 +310,7 @@ public final class FrameRouter
         work.shadowKeyHash[j] = keyHash;
         work.shadowCost[j] = decoder.cost();
         work.shadowPolicy[j] = shadow;
+        work.shadowEntry[j] = entry;
         final int shard = shardOf(tenantHash, keyHash, shardCount);
         work.shadowShard[j] = shard;
         work.shadowCount++;

@@ -48,6 +48,10 @@ public final class FrameWork implements Runnable
     int[] shadowCost = new int[INITIAL_ENTRIES];
     int[] shadowShard = new int[INITIAL_ENTRIES];
     CompiledPolicy[] shadowPolicy = new CompiledPolicy[INITIAL_ENTRIES];
+    /** Per shadow evaluation: the entry it shadows, and whether it took a lease (a shadow concurrency limit) and its id. */
+    int[] shadowEntry = new int[INITIAL_ENTRIES];
+    boolean[] shadowLeased = new boolean[INITIAL_ENTRIES];
+    long[] shadowLeaseId = new long[INITIAL_ENTRIES];
     int shadowCount;
     /**
      * Stacked (hierarchical) scopes and extra limits of this frame's entries: entry i is also
@@ -154,6 +158,13 @@ public final class FrameWork implements Runnable
             shadowCost = new int[n];
             shadowShard = new int[n];
             shadowPolicy = new CompiledPolicy[n];
+            shadowEntry = new int[n];
+            shadowLeased = new boolean[n];
+            shadowLeaseId = new long[n];
+        }
+        if (policies.hasShadow())
+        {
+            Arrays.fill(shadowLeased, 0, entries, false);
         }
     }
 
@@ -250,6 +261,7 @@ public final class FrameWork implements Runnable
                 appendPolicyDictionary();
                 if (anyLeased)
                 {
+                    adoptShadowLeases();
                     appendLeases();
                 }
                 Frame.finish(response, frameStart);
@@ -287,6 +299,26 @@ public final class FrameWork implements Runnable
             }
         }
         response.setShort(countIndex, distinct);
+    }
+
+    /**
+     * A shadow concurrency limit took a lease for an entry whose own answer holds none (the
+     * enforced policy is a rate): the record holds the shadow's lease, so that the caller gives it
+     * back and the shadow counts what runs, not what ran within its TTL. Here, once every shard is
+     * done, because the entry's record may belong to another shard.
+     */
+    private void adoptShadowLeases()
+    {
+        for (int j = 0; j < shadowCount; j++)
+        {
+            final int entry = shadowEntry[j];
+            if (shadowLeased[j] && !leased[entry])
+            {
+                ResultCodec.markLease(response, ResultCodec.recordOffset(frameStart, entry));
+                leased[entry] = true;
+                leaseId[entry] = shadowLeaseId[j];
+            }
+        }
     }
 
     /** The lease section: which records hold a lease, and its id (their flag is set by the shard). */

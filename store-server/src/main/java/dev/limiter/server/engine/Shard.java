@@ -316,6 +316,12 @@ public final class Shard implements Replication.DecidingShard
                 {
                     growCounters(shadow.ordinal());
                 }
+                if (decision.allowed() && shadow.limit().leases())
+                {
+                    work.shadowLeased[j] = true;
+                    work.shadowLeaseId[j] = decision.timeNanos();
+                    work.anyLeased = true;
+                }
                 final AtomicLongArray counter = decision.allowed() ? shadowAllowedByPolicy : shadowDeniedByPolicy;
                 counter.lazySet(shadow.ordinal(), counter.get(shadow.ordinal()) + 1);
             }
