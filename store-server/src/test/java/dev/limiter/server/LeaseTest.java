@@ -88,6 +88,8 @@ class LeaseTest
         assertTrue(client.acquireLease(export).granted());
         assertFalse(client.acquireLease(export).granted(), "two held again: one release freed one lease, not two");
         assertEquals(0, client.leaseReleaseFailures());
+        assertEquals(2, metric(server.metrics().scrape(), "limiter_lease_releases_total{policy=\"exports\"}"),
+            "the second (closed by its block) and the first (closed twice, released once)");
     }
 
     @Test

@@ -124,6 +124,11 @@ public final class EngineMeters
                 .description("Decisions allowed beyond the policy's limit within its soft overage (also counted as allowed)")
                 .tags("policy", id)
                 .register(registry);
+            FunctionCounter.builder("limiter.lease.releases", shards, s -> s.stream().mapToLong(x -> x.released(ordinal)).sum())
+                .description("Leases of a concurrency limit given back (a RELEASE applied; one of an expired lease frees nothing); " +
+                    "grants minus releases are the leases held or expired")
+                .tags("policy", id)
+                .register(registry);
             Gauge.builder("limiter.policy.rollout.percent", policies, p ->
                 {
                     final Policy current = p.current(id);

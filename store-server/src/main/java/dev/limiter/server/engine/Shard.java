@@ -69,6 +69,8 @@ public final class Shard implements Replication.DecidingShard
     private volatile AtomicLongArray deniedByPolicy = new AtomicLongArray(16);
     /** Allowed beyond the limit, within a soft overage (also counted as allowed). */
     private volatile AtomicLongArray overageByPolicy = new AtomicLongArray(16);
+    /** Releases of leases applied, by the ordinal of the concurrency limit given back to. */
+    private volatile AtomicLongArray releasedByPolicy = new AtomicLongArray(16);
     /** What shadow evaluations would have decided, by the ordinal they spent. */
     private volatile AtomicLongArray shadowAllowedByPolicy = new AtomicLongArray(16);
     private volatile AtomicLongArray shadowDeniedByPolicy = new AtomicLongArray(16);
@@ -586,11 +588,23 @@ public final class Shard implements Replication.DecidingShard
         return strict;
     }
 
-    /** Logs a release of a limit that takes leases (the others changed nothing); returns whether its policy is STRICT. */
+    /**
+     * Counts and logs a release of a limit that takes leases (the others changed nothing); returns
+     * whether its policy is STRICT.
+     */
     private boolean releaseLogged(final CompiledPolicy policy, final Limit limit, final int keyOffset, final int keyLength,
         final FrameWork work, final int cost, final long lease, final long now)
     {
-        if (log == null || !limit.leases())
+        if (!limit.leases())
+        {
+            return false;
+        }
+        if (policy.ordinal() >= releasedByPolicy.length())
+        {
+            growCounters(policy.ordinal());
+        }
+        releasedByPolicy.lazySet(policy.ordinal(), releasedByPolicy.get(policy.ordinal()) + 1);
+        if (log == null)
         {
             return false;
         }
@@ -633,6 +647,7 @@ public final class Shard implements Replication.DecidingShard
         allowedByPolicy = copy(allowedByPolicy, length);
         deniedByPolicy = copy(deniedByPolicy, length);
         overageByPolicy = copy(overageByPolicy, length);
+        releasedByPolicy = copy(releasedByPolicy, length);
         shadowAllowedByPolicy = copy(shadowAllowedByPolicy, length);
         shadowDeniedByPolicy = copy(shadowDeniedByPolicy, length);
     }
@@ -667,6 +682,13 @@ public final class Shard implements Replication.DecidingShard
     long denied(final int ordinal)
     {
         return ordinal < deniedByPolicy.length() ? deniedByPolicy.get(ordinal) : 0;
+    }
+
+    /** Releases applied to leases of this ordinal's concurrency limit (of expired leases too). */
+    long released(final int ordinal)
+    {
+        final AtomicLongArray counts = releasedByPolicy;
+        return ordinal < counts.length() ? counts.get(ordinal) : 0;
     }
 
     /** Decisions under this ordinal allowed beyond its limit, within its soft overage. */
