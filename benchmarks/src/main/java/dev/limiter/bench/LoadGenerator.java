@@ -4,6 +4,7 @@ import dev.limiter.cli.TlsOptions;
 import dev.limiter.client.Decision;
 import dev.limiter.client.Descriptor;
 import dev.limiter.client.LimiterClient;
+import dev.limiter.client.LimiterException;
 import org.HdrHistogram.Histogram;
 import org.HdrHistogram.Recorder;
 import picocli.CommandLine.Command;
@@ -37,7 +38,9 @@ import javax.net.ssl.SSLContext;
  * applied to the whole run, using the mean per-lane interval measured during warm-up as the expected
  * interval. Open loop ({@code --rate R}): acquires are issued on a fixed
  * schedule of R per second and each latency is measured from its intended start, so a stall is
- * charged to every request it delayed.
+ * charged to every request it delayed. Blocking threads ({@code --blocking-threads N}): N threads
+ * each call {@code acquireBlocking} in a closed loop, as a service's request threads do; latency
+ * is per call from the caller's thread, corrected for coordinated omission as in closed loop.
  */
 @Command(
     name = "bench",
@@ -56,6 +59,7 @@ import javax.net.ssl.SSLContext;
         "    node's CPU over the decisions nodes made), cpuCores,",
         "    decisionFramesPerSec and redirects (frames answered NOT_LEADER),",
         "    read over STATUS at the start and the end of the measured window;",
+        "  mode: closed-loop, open-loop or blocking-threads (lanes: the threads);",
         "  and the settings used."},
     sortOptions = false)
 public final class LoadGenerator implements Callable<Integer>
@@ -96,6 +100,18 @@ public final class LoadGenerator implements Callable<Integer>
     @Option(names = "--max-batch", description = "Most acquires per frame (default: ${DEFAULT-VALUE}).")
     int maxBatch = LimiterClient.DEFAULT_MAX_BATCH;
 
+    @Option(names = "--blocking-threads", description = "Instead of pipelined async calls: N threads each calling " +
+        "acquireBlocking in a closed loop, like a service's request threads (0: off) (default: ${DEFAULT-VALUE}).")
+    int blockingThreads = 0;
+
+    @Option(names = "--redis", paramLabel = "HOST:PORT", description = "With --blocking-threads: call this Redis instead, as " +
+        "the classic design does (one Jedis connection per thread, EVALSHA of the Lua token bucket in the tools jar, " +
+        "rate and burst from --redis-rate, key per tenant), for a comparison in the same run conditions.")
+    String redis;
+
+    @Option(names = "--redis-rate", description = "With --redis: the script's rate per second and burst (default: ${DEFAULT-VALUE}).")
+    long redisRate = 1000;
+
     @Option(names = "--deadline-ms", description = "Per-call deadline in ms (default: ${DEFAULT-VALUE}).")
     long deadlineMs = 1000;
 
@@ -127,11 +143,36 @@ public final class LoadGenerator implements Callable<Integer>
     @Override
     public Integer call() throws Exception
     {
-        if (connections < 1 || durationSeconds < 1 || warmupSeconds < 0 || keys < 1 || pipeline < 1 || rate < 0 || cost < 1)
+        if (connections < 1 || durationSeconds < 1 || warmupSeconds < 0 || keys < 1 || pipeline < 1 || rate < 0 || cost < 1 ||
+            blockingThreads < 0)
         {
             System.err.println("limiter bench: --connections, --duration, --keys, --pipeline and --cost must be at least 1; " +
-                "--warmup and --rate at least 0");
+                "--warmup, --rate and --blocking-threads at least 0");
             return 2;
+        }
+        if (redis != null && blockingThreads == 0)
+        {
+            System.err.println("limiter bench: --redis needs --blocking-threads N (a Redis client thread waits for each answer)");
+            return 2;
+        }
+        if (blockingThreads > 0 && rate > 0)
+        {
+            System.err.println("limiter bench: --blocking-threads is a closed loop of its own; drop --rate (open loop) or it");
+            return 2;
+        }
+        if (redis != null)
+        {
+            final RedisCallers callers;
+            try
+            {
+                callers = new RedisCallers(redis, redisRate, cost);
+            }
+            catch (final IllegalArgumentException e)
+            {
+                System.err.println("limiter bench: " + e.getMessage());
+                return 2;
+            }
+            return blockingLoop(null, callers::caller);
         }
         descriptors = new Descriptor[keys];
         for (int i = 0; i < keys; i++)
@@ -157,7 +198,7 @@ public final class LoadGenerator implements Callable<Integer>
                 System.err.println("limiter bench: cannot connect to " + servers + "; is a node running? (./limiter server)");
                 return 1;
             }
-            return rate > 0 ? openLoop(client) : closedLoop(client);
+            return rate > 0 ? openLoop(client) : blockingThreads > 0 ? blockingLoop(client) : closedLoop(client);
         }
     }
 
@@ -174,6 +215,89 @@ public final class LoadGenerator implements Callable<Integer>
         final long warmupNanos = Math.max(1, System.nanoTime() - warmupStart);
         expectedIntervalNanos.set(warmupDone > 0 ? lanes * warmupNanos / warmupDone : 0);
         return measure(client, "closed-loop", lanes);
+    }
+
+    /**
+     * One caller thread's way of deciding, blocking until it has the answer (a thread each: it
+     * need not be thread-safe).
+     */
+    interface BlockingCaller extends AutoCloseable
+    {
+        /** Decides for tenant {@code key}: {@link #ALLOWED} or {@link #DENIED}, plus {@link #DEGRADED} when not a node's. */
+        int call(int key) throws Exception;
+
+        @Override
+        default void close()
+        {
+        }
+
+        int DENIED = 0;
+        int ALLOWED = 1;
+        int DEGRADED = 2;
+    }
+
+    /** N caller threads of the SDK, each in a closed loop of {@code acquireBlocking}. */
+    private int blockingLoop(final LimiterClient client) throws InterruptedException
+    {
+        return blockingLoop(client, thread -> key ->
+        {
+            final Decision d = client.acquireBlocking(descriptors[key], cost);
+            return (d.allowed() ? BlockingCaller.ALLOWED : BlockingCaller.DENIED) | (d.degraded() ? BlockingCaller.DEGRADED : 0);
+        });
+    }
+
+    /**
+     * {@link #blockingThreads} threads, each with the caller {@code callers} makes for it, in a
+     * closed loop over the keys; measured like the closed loop.
+     *
+     * @param client the SDK client, for its redirect count and the nodes' readings; null for Redis
+     */
+    int blockingLoop(final LimiterClient client, final java.util.function.IntFunction<BlockingCaller> callers)
+        throws InterruptedException
+    {
+        final Thread[] threads = new Thread[blockingThreads];
+        for (int t = 0; t < blockingThreads; t++)
+        {
+            final int thread = t;
+            threads[t] = new Thread(() ->
+            {
+                try (BlockingCaller caller = callers.apply(thread))
+                {
+                    int key = thread % keys;
+                    while (running.get())
+                    {
+                        final long start = System.nanoTime();
+                        try
+                        {
+                            final int outcome = caller.call(key);
+                            recordOutcome((outcome & BlockingCaller.ALLOWED) != 0, (outcome & BlockingCaller.DEGRADED) != 0, null, start);
+                        }
+                        catch (final Exception e)
+                        {
+                            recordOutcome(false, false, e, start);
+                            LockSupport.parkNanos(1_000_000); // a failing store is not spun on
+                        }
+                        key = (key + 7919) % keys;
+                    }
+                }
+                catch (final RuntimeException e)
+                {
+                    recordOutcome(false, false, e, System.nanoTime()); // could not even start (no such Redis)
+                }
+            }, "bench-caller-" + t);
+            threads[t].setDaemon(true);
+            threads[t].start();
+        }
+        final long warmupStart = System.nanoTime();
+        final long warmupDone = warmup();
+        final long warmupNanos = Math.max(1, System.nanoTime() - warmupStart);
+        expectedIntervalNanos.set(warmupDone > 0 ? blockingThreads * warmupNanos / warmupDone : 0);
+        final int status = measure(client, client == null ? "blocking-threads-redis" : "blocking-threads", blockingThreads);
+        for (final Thread thread : threads)
+        {
+            thread.join(2000);
+        }
+        return status;
     }
 
     private long warmup() throws InterruptedException
@@ -207,6 +331,12 @@ public final class LoadGenerator implements Callable<Integer>
 
     private void record(final Decision decision, final Throwable failure, final long intendedStart)
     {
+        recordOutcome(decision != null && decision.allowed(), decision != null && decision.degraded(), failure, intendedStart);
+    }
+
+    /** One call's outcome: allowed or not, decided by the SDK itself (degraded) or not, or its failure. */
+    void recordOutcome(final boolean wasAllowed, final boolean wasDegraded, final Throwable failure, final long intendedStart)
+    {
         final long latency = System.nanoTime() - intendedStart;
         if (failure != null)
         {
@@ -215,27 +345,19 @@ public final class LoadGenerator implements Callable<Integer>
                 failure.getCause() : failure;
             errorKinds.computeIfAbsent(cause.getClass().getSimpleName() + ": " + cause.getMessage(), k -> new LongAdder()).increment();
         }
-        else if (decision.allowed())
-        {
-            allowed.increment();
-            if (decision.degraded())
-            {
-                degraded.increment();
-            }
-        }
         else
         {
-            denied.increment();
-            if (decision.degraded())
+            (wasAllowed ? allowed : denied).increment();
+            if (wasDegraded)
             {
                 degraded.increment();
             }
         }
         if (measuring.get())
         {
-            if (decision != null)
+            if (failure == null)
             {
-                (decision.degraded() ? slowestBySdk : slowestByNode).accumulate(latency);
+                (wasDegraded ? slowestBySdk : slowestByNode).accumulate(latency);
             }
             // Raw here; the closed-loop correction for coordinated omission is applied once at the end.
             recorder.recordValue(Math.min(latency, MAX_LATENCY_NANOS));
@@ -278,7 +400,8 @@ public final class LoadGenerator implements Callable<Integer>
     private int measure(final LimiterClient client, final String mode, final int lanes) throws InterruptedException
     {
         // STATUS readings first and last: the window's counts and clock lie between them.
-        final List<NodeCounters> nodesBefore = NodeCounters.readAll(servers, tlsContext);
+        final List<String> nodeServers = client == null ? List.of() : servers; // Redis: no node to read
+        final List<NodeCounters> nodesBefore = NodeCounters.readAll(nodeServers, tlsContext);
         recorder.reset();
         slowestByNode.reset();
         slowestBySdk.reset();
@@ -286,7 +409,7 @@ public final class LoadGenerator implements Callable<Integer>
         final long denied0 = denied.sum();
         final long errors0 = errors.sum();
         final long degraded0 = degraded.sum();
-        final long redirects0 = client.redirects();
+        final long redirects0 = client == null ? 0 : client.redirects();
         measuring.set(true);
         final long start = System.nanoTime();
         final Histogram total = new Histogram(TimeUnit.SECONDS.toNanos(60), 3);
@@ -309,8 +432,8 @@ public final class LoadGenerator implements Callable<Integer>
         final long d = denied.sum() - denied0;
         final long e = errors.sum() - errors0;
         final long g = degraded.sum() - degraded0;
-        final long redirected = client.redirects() - redirects0;
-        final List<NodeCounters> nodesAfter = NodeCounters.readAll(servers, tlsContext);
+        final long redirected = client == null ? 0 : client.redirects() - redirects0;
+        final List<NodeCounters> nodesAfter = NodeCounters.readAll(nodeServers, tlsContext);
         running.set(false);
         interval = recorder.getIntervalHistogram(interval);
         total.add(interval);
@@ -335,7 +458,7 @@ public final class LoadGenerator implements Callable<Integer>
             "\"maxNodeUs\":%.1f,\"maxSdkUs\":%.1f,\"sdkRedirects\":%d,\"nodes\":%s}%n",
             (a + d) / seconds, reported.getValueAtPercentile(50) / 1e3, reported.getValueAtPercentile(99) / 1e3,
             reported.getValueAtPercentile(99.9) / 1e3, reported.getMaxValue() / 1e3, a, d, e, g, mode, connections,
-            rate > 0 ? 0 : pipeline, lanes, rate, keys, seconds, expectedIntervalNanos.get() / 1e3,
+            rate > 0 || blockingThreads > 0 ? 0 : pipeline, lanes, rate, keys, seconds, expectedIntervalNanos.get() / 1e3,
             total.getValueAtPercentile(50) / 1e3, total.getValueAtPercentile(99) / 1e3, total.getValueAtPercentile(99.9) / 1e3,
             slowestByNode.get() / 1e3, slowestBySdk.get() / 1e3, redirected, nodes);
         return 0;

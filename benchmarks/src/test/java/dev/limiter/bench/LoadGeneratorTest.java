@@ -96,6 +96,63 @@ class LoadGeneratorTest
         }
     }
 
+    @Test
+    void blockingThreadsEachCallInAClosedLoopAndAreReportedAsLanes() throws Exception
+    {
+        try (StoreServer node = new StoreServer(new ServerConfig().host("127.0.0.1").port(0).adminPort(-1).shards(1)
+            .ioThreads(1).policiesFile(Path.of("..", "config", "policies.json")).dataDir(dir)).start())
+        {
+            final List<String> lines = run("--server", "127.0.0.1:" + node.port(), "--blocking-threads", "4", "--keys", "100",
+                "--warmup", "1", "--duration", "1");
+            final JsonObject summary = JsonParser.parseString(lines.get(lines.size() - 1)).getAsJsonObject();
+            assertEquals("blocking-threads", summary.get("mode").getAsString(), summary.toString());
+            assertEquals(4, summary.get("lanes").getAsInt());
+            assertEquals(0, summary.get("pipeline").getAsInt(), "no pipeline: each thread waits for its answer");
+            assertTrue(summary.get("allowed").getAsLong() + summary.get("denied").getAsLong() > 0, summary.toString());
+            assertEquals(0, summary.get("errors").getAsLong(), summary.toString());
+            assertEquals(0, summary.get("degraded").getAsLong(), "every decision a node's: " + summary);
+        }
+        final CommandLine both = new CommandLine(new LoadGenerator());
+        assertEquals(2, both.execute("--blocking-threads", "2", "--rate", "100"), "open loop and blocking threads do not mix");
+    }
+
+    @Test
+    void theSameBlockingThreadsCallARedisLuaTokenBucketForComparison() throws Exception
+    {
+        final java.nio.file.Path redisServer = java.nio.file.Path.of("/usr/bin/redis-server");
+        org.junit.jupiter.api.Assumptions.assumeTrue(java.nio.file.Files.isExecutable(redisServer),
+            "needs redis-server (Debian's redis-server package) to compare with; skipped without it");
+        final int port;
+        try (java.net.ServerSocket probe = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress()))
+        {
+            port = probe.getLocalPort();
+        }
+        final Process redis = new ProcessBuilder(redisServer.toString(), "--port", Integer.toString(port), "--bind", "127.0.0.1",
+            "--save", "", "--appendonly", "no").redirectErrorStream(true).redirectOutput(dir.resolve("redis.log").toFile()).start();
+        try
+        {
+            final long until = System.nanoTime() + 10_000_000_000L;
+            while (!java.nio.file.Files.readString(dir.resolve("redis.log")).contains("Ready to accept") && System.nanoTime() < until)
+            {
+                Thread.sleep(20);
+            }
+            final List<String> lines = run("--blocking-threads", "2", "--redis", "127.0.0.1:" + port, "--redis-rate", "100",
+                "--keys", "10", "--warmup", "1", "--duration", "1");
+            final JsonObject summary = JsonParser.parseString(lines.get(lines.size() - 1)).getAsJsonObject();
+            assertEquals("blocking-threads-redis", summary.get("mode").getAsString(), summary.toString());
+            assertEquals(0, summary.get("errors").getAsLong(), summary.toString());
+            assertTrue(summary.get("allowed").getAsLong() > 0, summary.toString());
+            assertTrue(summary.get("denied").getAsLong() > 0, "10 keys of 100/s at full speed run dry: " + summary);
+            assertEquals(0, summary.getAsJsonArray("nodes").size(), "no limiter node was read: " + summary);
+        }
+        finally
+        {
+            redis.destroy();
+            redis.waitFor(10, TimeUnit.SECONDS);
+        }
+        assertEquals(2, new CommandLine(new LoadGenerator()).execute("--redis", "127.0.0.1:1"), "--redis needs --blocking-threads");
+    }
+
     private static List<String> run(final String... args)
     {
         final PrintStream original = System.out;
