@@ -20,6 +20,7 @@ public final class Decision
     private final boolean degraded;
     private final boolean holdsLease;
     private final long leaseId;
+    private final boolean fromTokenLease;
 
     Decision(final boolean allowed, final ReasonCode reason, final long remaining, final long limit,
         final long retryAfterNanos, final long resetAfterNanos, final String policyId, final long policyVersion, final long windowSeconds)
@@ -31,13 +32,15 @@ public final class Decision
         final long retryAfterNanos, final long resetAfterNanos, final String policyId, final long policyVersion, final long windowSeconds,
         final boolean degraded)
     {
-        this(allowed, reason, remaining, limit, retryAfterNanos, resetAfterNanos, policyId, policyVersion, windowSeconds, degraded, false, 0);
+        this(allowed, reason, remaining, limit, retryAfterNanos, resetAfterNanos, policyId, policyVersion, windowSeconds, degraded, false, 0,
+            false);
     }
 
     private Decision(final boolean allowed, final ReasonCode reason, final long remaining, final long limit,
         final long retryAfterNanos, final long resetAfterNanos, final String policyId, final long policyVersion, final long windowSeconds,
-        final boolean degraded, final boolean holdsLease, final long leaseId)
+        final boolean degraded, final boolean holdsLease, final long leaseId, final boolean fromTokenLease)
     {
+        this.fromTokenLease = fromTokenLease;
         this.holdsLease = holdsLease;
         this.leaseId = leaseId;
         this.degraded = degraded;
@@ -65,7 +68,28 @@ public final class Decision
     Decision withLease(final long leaseId)
     {
         return new Decision(allowed, reason, remaining, limit, retryAfterNanos, resetAfterNanos, policyId, policyVersion, windowSeconds,
-            degraded, true, leaseId);
+            degraded, true, leaseId, false);
+    }
+
+    /**
+     * The answer the SDK gives from a block of tokens this grant leased to it: allowed, with the
+     * policy, limit and window of this (the block's) grant; {@code remaining} is what the bucket
+     * had left when the block was granted.
+     */
+    Decision asTokenLeaseAnswer()
+    {
+        return new Decision(true, ReasonCode.ALLOWED, remaining, limit, 0, resetAfterNanos, policyId, policyVersion, windowSeconds,
+            false, false, 0, true);
+    }
+
+    /**
+     * Whether the SDK decided this from tokens the cluster leased to it (a policy with
+     * {@code tokenLease}): the tokens were charged to the bucket when the block was granted, so
+     * this is the cluster's budget spent without a round trip, not a local guess ({@link #degraded()}).
+     */
+    public boolean fromTokenLease()
+    {
+        return fromTokenLease;
     }
 
     /**
@@ -173,7 +197,7 @@ public final class Decision
     @Override
     public String toString()
     {
-        return "Decision{" + (allowed ? "allowed" : "denied") + (degraded ? " (degraded)" : "") + (holdsLease ? " lease " + leaseId : "") + ", reason=" + reason + ", remaining=" + remaining +
+        return "Decision{" + (allowed ? "allowed" : "denied") + (degraded ? " (degraded)" : "") + (holdsLease ? " lease " + leaseId : "") + (fromTokenLease ? " (token lease)" : "") + ", reason=" + reason + ", remaining=" + remaining +
             ", limit=" + limit + ", retryAfter=" + (retryAfterNanos < 0 ? "never" : Duration.ofNanos(retryAfterNanos)) +
             ", resetAfter=" + Duration.ofNanos(resetAfterNanos) + ", policy=" + policyId + " v" + policyVersion + '}';
     }

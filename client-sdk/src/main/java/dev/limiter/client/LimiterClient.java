@@ -115,6 +115,8 @@ public final class LimiterClient implements AutoCloseable
     /** Frames a node answered NOT_LEADER (their calls were sent on to another node). */
     private final LongAdder redirectedFrames = new LongAdder();
     private final LongAdder releaseFailures = new LongAdder();
+    /** SDK token leases (policies with tokenLease); null when the client follows no policies. */
+    private final TokenLeases leases;
     private final Circuit circuit;
     private final OutageReports outageReports;
 
@@ -136,6 +138,8 @@ public final class LimiterClient implements AutoCloseable
         this.local = builder.followPolicies && builder.localFallback ?
             new LocalFallback(policies, System::nanoTime, builder.circuitProbe.toNanos(), builder.outageListener, this::fleetInstances) : null;
         this.rejections = builder.fastLocalRejection ? new LocalRejections() : null;
+        this.leases = builder.followPolicies ? new TokenLeases(policies, System::nanoTime, this::askForBlock) :
+            null;
         this.policyStore = builder.policyStore;
         if (policyStore != null)
         {
@@ -361,6 +365,14 @@ public final class LimiterClient implements AutoCloseable
         {
             throw new IllegalArgumentException("cost must be at least 1 token, was " + cost);
         }
+        if (leases != null && !blocking)
+        {
+            final Decision leased = leases.tryLocal(descriptor, cost);
+            if (leased != null)
+            {
+                return later(leased);
+            }
+        }
         if (rejections != null)
         {
             final Decision known = rejections.stillDenied(descriptor, cost, System.nanoTime());
@@ -434,7 +446,7 @@ public final class LimiterClient implements AutoCloseable
      */
     public Decision acquireBlocking(final Descriptor descriptor, final int cost)
     {
-        final Decision decision = awaitDecision(descriptor, cost);
+        final Decision decision = leases != null ? decideWithLeases(descriptor, cost) : awaitDecision(descriptor, cost);
         final long wait = decision.waitNanos();
         if (wait > 0)
         {
@@ -452,6 +464,82 @@ public final class LimiterClient implements AutoCloseable
             }
         }
         return decision;
+    }
+
+    /**
+     * A blocking call under SDK token leases: from this SDK's block of the key's tokens when it has
+     * one (no round trip, nothing allocated), else from the cluster, asking for a new block when the
+     * key's demand here calls for one (its answer serves this call too).
+     */
+    private Decision decideWithLeases(final Descriptor descriptor, final int cost)
+    {
+        Objects.requireNonNull(descriptor, "descriptor");
+        if (cost < 1)
+        {
+            throw new IllegalArgumentException("cost must be at least 1 token, was " + cost);
+        }
+        final Decision leased = leases.tryLocal(descriptor, cost);
+        if (leased != null)
+        {
+            return leased;
+        }
+        final int ask = circuit.openUntilNanos() == 0 ? leases.toAsk(descriptor, cost) : cost;
+        if (ask > cost)
+        {
+            final Decision answer;
+            try
+            {
+                answer = awaitDecision(descriptor, ask);
+            }
+            catch (final RuntimeException e)
+            {
+                leases.granted(descriptor, cost, ask, null);
+                throw e;
+            }
+            if (leases.granted(descriptor, cost, ask, answer))
+            {
+                return answer;
+            }
+            // The bucket had less than a block: this call asks for its own cost, like any other.
+        }
+        return awaitDecision(descriptor, cost);
+    }
+
+    /**
+     * A token lease's next block, asked for in the background (its tokens are for later calls):
+     * straight to the cluster, never decided here (no local fallback, no circuit), and not while
+     * the circuit is open.
+     */
+    private CompletableFuture<Decision> askForBlock(final Descriptor descriptor, final Integer block)
+    {
+        final PendingCall call = new PendingCall(descriptor, block, System.nanoTime() + deadlineNanos);
+        final Connection connection = closed || circuit.openUntilNanos() != 0 ? null : connections.pick(router.leaderFor(descriptor));
+        if (connection == null)
+        {
+            call.completeExceptionally(new LimiterUnavailableException("no block now"));
+            return call;
+        }
+        deadlines.add(call);
+        connection.submit(call);
+        return call;
+    }
+
+    /** Tokens this SDK took from the cluster as blocks of policies with {@code tokenLease}. */
+    public long tokenLeaseTokensLeased()
+    {
+        return leases == null ? 0 : leases.leased();
+    }
+
+    /** Tokens of leased blocks that calls used (most decided here without a round trip). */
+    public long tokenLeaseTokensUsed()
+    {
+        return leases == null ? 0 : leases.used();
+    }
+
+    /** Tokens of leased blocks that lapsed unused (never given back: the under-admission leases cost). */
+    public long tokenLeaseTokensLapsed()
+    {
+        return leases == null ? 0 : leases.lapsed();
     }
 
     /** {@link #acquireLease(Descriptor, int)} with a cost of 1. */

@@ -349,6 +349,10 @@ public final class PolicySetIndex
         }
         checkLimitFields(p, where, errors);
         checkExcess(p, where, errors);
+        if (p.hasTokenLease())
+        {
+            checkTokenLease(p, where, errors);
+        }
         if (p.getVersion() > CompiledPolicy.MAX_VERSION)
         {
             errors.add(where + ".version: at most " + CompiledPolicy.MAX_VERSION + " versions of one policy, was " +
@@ -545,6 +549,55 @@ public final class PolicySetIndex
             errors.add(where + ".excess: a concurrency limit only rejects (nothing says when a lease comes back); " +
                 "leave excess unset or REJECT");
         }
+    }
+
+    /** Longest and shortest settings of an SDK token lease. */
+    public static final long MIN_LEASE_WINDOW_NANOS = 1_000_000L;
+    public static final long MAX_LEASE_WINDOW_NANOS = 1_000_000_000L;
+    public static final long MAX_LEASE_AGE_NANOS = 10_000_000_000L;
+
+    /** SDK token leases: only where a local decision from a block is the node's decision, just earlier. */
+    private static void checkTokenLease(final Policy p, final String where, final List<String> errors)
+    {
+        final dev.limiter.protocol.policy.TokenLease lease = p.getTokenLease();
+        if (lease.getMaxSharePercent() > 50)
+        {
+            errors.add(where + ".tokenLease.maxSharePercent: 1 to 50 (0: the default 10), was " + Integer.toUnsignedString(lease.getMaxSharePercent()));
+        }
+        final long window = tokenLeaseWindowNanos(lease);
+        if (window < MIN_LEASE_WINDOW_NANOS || window > MAX_LEASE_WINDOW_NANOS)
+        {
+            errors.add(where + ".tokenLease.demandWindow: 1ms to 1s (e.g. \"0.05s\"), was " + window + " ns");
+        }
+        final long age = tokenLeaseMaxAgeNanos(lease);
+        if (age < window || age > MAX_LEASE_AGE_NANOS)
+        {
+            errors.add(where + ".tokenLease.maxAge: from the demand window to 10s, was " + age + " ns");
+        }
+        if (p.getMaxConcurrent() != 0 || (p.getAlgorithm() != Algorithm.ALGORITHM_UNSPECIFIED && p.getAlgorithm() != Algorithm.TOKEN_BUCKET &&
+            p.getAlgorithm() != Algorithm.GCRA))
+        {
+            errors.add(where + ".tokenLease: only a TOKEN_BUCKET or GCRA rate is leased to SDKs (a window's count or a lease " +
+                "count is the cluster's to keep)");
+        }
+        if (p.getLimitsCount() > 0 || p.getStacked() || p.getMode() == Mode.SHADOW ||
+            (p.getExcess() != Excess.EXCESS_UNSPECIFIED && p.getExcess() != Excess.REJECT))
+        {
+            errors.add(where + ".tokenLease: not with extra limits, stacked, SHADOW or an excess other than REJECT " +
+                "(each needs the cluster to see every request)");
+        }
+    }
+
+    /** An SDK token lease's demand window, ns (50 ms unless set). */
+    public static long tokenLeaseWindowNanos(final dev.limiter.protocol.policy.TokenLease lease)
+    {
+        return lease.hasDemandWindow() ? durationNanos(lease.getDemandWindow()) : 50_000_000L;
+    }
+
+    /** How long an SDK token lease's tokens may be used after the grant, ns (100 ms unless set). */
+    public static long tokenLeaseMaxAgeNanos(final dev.limiter.protocol.policy.TokenLease lease)
+    {
+        return lease.hasMaxAge() ? durationNanos(lease.getMaxAge()) : 100_000_000L;
     }
 
     /** A concurrency policy's lease TTL in nanoseconds (60 s unless set). */

@@ -1,0 +1,347 @@
+package dev.limiter.client;
+
+import dev.limiter.protocol.AcquireDecoder;
+import dev.limiter.protocol.CompiledPolicy;
+import dev.limiter.protocol.PolicySetIndex;
+import dev.limiter.protocol.ReasonCode;
+import dev.limiter.protocol.policy.Policy;
+import dev.limiter.protocol.policy.TokenLease;
+
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.function.BiFunction;
+import java.util.function.LongSupplier;
+
+/**
+ * SDK token leases: for a policy with {@code tokenLease}, this SDK takes blocks of a key's tokens
+ * from the cluster (an acquire of the block's size, charged to the bucket when granted) and
+ * decides later calls from the block on the caller's thread, without a round trip.
+ *
+ * <p>A block is the SDK's own recent demand for the key over the policy's demand window, at most
+ * its share of the burst; a key is leased only once that demand has been seen for a window. When a
+ * block runs low (a fifth left) one caller asks for the next in the background; when it lands, what
+ * was left of the old one lapses. Tokens not used within the block's {@code maxAge} lapse too: they
+ * are never given back (a give-back would need a write of its own to the log, for tokens worth a
+ * few milliseconds of demand). So every token is used within {@code maxAge} of being charged, and
+ * over any interval T all SDKs together are granted at most {@code burst + rate x (T + maxAge)}
+ * (TokenLeasesTest); what a lease costs is under-admission of at most the lapsed tokens, counted
+ * ({@link #lapsed()}).
+ *
+ * <p>Only where a local decision is what the node would decide: the request's policy is the
+ * leased one, and no stacked or shadow policy matches it (those need the node to see it). Thread-safe.
+ */
+final class TokenLeases
+{
+    /** A block is asked for when this share of the last one is left (1/5). */
+    private static final int RENEW_AT_DIVISOR = 5;
+    /** What a descriptor's slot holds when its policy is not leased. */
+    private static final Object NOT_LEASED = new Object();
+
+    /** The leased tokens of one key at this SDK. */
+    static final class KeyLease
+    {
+        final TokenLeases owner;
+        final long windowNanos;
+        final long maxAgeNanos;
+        final long capTokens;
+        final AtomicLong tokens = new AtomicLong();
+        final AtomicBoolean asking = new AtomicBoolean();
+        final LongAdder calls = new LongAdder();
+        volatile long expiresAtNanos;
+        volatile long demandSinceNanos;
+        volatile long lastBlock;
+        volatile Decision answer;
+
+        KeyLease(final TokenLeases owner, final long windowNanos, final long maxAgeNanos, final long capTokens, final long now)
+        {
+            this.owner = owner;
+            this.windowNanos = windowNanos;
+            this.maxAgeNanos = maxAgeNanos;
+            this.capTokens = capTokens;
+            this.demandSinceNanos = now;
+        }
+    }
+
+    private record Compiled(long version, PolicySetIndex index)
+    {
+    }
+
+    private final LongSupplier clock;
+    /** Asks the cluster for a block in the background: (descriptor, tokens) to the node's decision. */
+    private final BiFunction<Descriptor, Integer, CompletableFuture<Decision>> renewer;
+    private final ConcurrentHashMap<String, KeyLease> byKey = new ConcurrentHashMap<>();
+    private final LongAdder leased = new LongAdder();
+    private final LongAdder used = new LongAdder();
+    private final LongAdder lapsed = new LongAdder();
+    private volatile Compiled compiled;
+    private volatile PolicyCache.Snapshot pending;
+
+    TokenLeases(final PolicyCache policies, final LongSupplier clock, final BiFunction<Descriptor, Integer, CompletableFuture<Decision>> renewer)
+    {
+        policies.current().ifPresent(this::policiesChanged);
+        policies.onChange(this::policiesChanged);
+        this.clock = clock;
+        this.renewer = renewer;
+    }
+
+    /**
+     * The answer from this SDK's block of {@code descriptor}'s key when it holds {@code cost}
+     * tokens still in date; null otherwise (the call goes to the cluster). Allocates nothing once
+     * the descriptor has been seen.
+     */
+    Decision tryLocal(final Descriptor descriptor, final int cost)
+    {
+        final KeyLease lease = leaseOf(descriptor);
+        if (lease == null)
+        {
+            return null;
+        }
+        lease.calls.increment();
+        final long now = clock.getAsLong();
+        if (now - lease.expiresAtNanos >= 0)
+        {
+            lapse(lease);
+            return null;
+        }
+        while (true)
+        {
+            final long left = lease.tokens.get();
+            if (left < cost)
+            {
+                return null;
+            }
+            if (lease.tokens.compareAndSet(left, left - cost))
+            {
+                used.add(cost);
+                if ((left - cost) * RENEW_AT_DIVISOR < lease.lastBlock)
+                {
+                    renewSoon(descriptor, lease, now);
+                }
+                return lease.answer;
+            }
+        }
+    }
+
+    /**
+     * How many tokens a call of {@code cost} that found no usable block should ask the cluster for:
+     * a block (then pass the answer to {@link #granted}), or just its cost.
+     */
+    int toAsk(final Descriptor descriptor, final int cost)
+    {
+        final KeyLease lease = leaseOf(descriptor);
+        if (lease == null)
+        {
+            return cost;
+        }
+        final long block = blockFor(lease, cost, clock.getAsLong());
+        return block > cost && lease.asking.compareAndSet(false, true) ? (int)block : cost;
+    }
+
+    /**
+     * The cluster answered a call that asked for {@code asked} tokens for a caller who needs
+     * {@code cost}: when a block was granted, the rest of it is this SDK's to decide from.
+     *
+     * @param answer null when the call failed
+     * @return whether the answer serves the caller (false: a block was refused; ask for the cost alone)
+     */
+    boolean granted(final Descriptor descriptor, final int cost, final int asked, final Decision answer)
+    {
+        if (asked <= cost)
+        {
+            return true;
+        }
+        final KeyLease lease = leaseOf(descriptor);
+        if (lease != null)
+        {
+            if (answer != null)
+            {
+                install(lease, asked, cost, answer);
+            }
+            lease.asking.set(false);
+        }
+        return answer != null && (answer.allowed() || answer.degraded());
+    }
+
+    private void install(final KeyLease lease, final long block, final long cost, final Decision answer)
+    {
+        if (!answer.allowed() || answer.degraded() || answer.reason() != ReasonCode.ALLOWED)
+        {
+            return; // refused, decided locally or exempt: nothing was charged as a block
+        }
+        final long now = clock.getAsLong();
+        lapse(lease); // what was left of the last block: its tokens are older than this one's
+        lease.answer = answer.asTokenLeaseAnswer();
+        lease.lastBlock = block;
+        lease.expiresAtNanos = now + lease.maxAgeNanos;
+        lease.tokens.set(block - cost);
+        leased.add(block);
+        used.add(cost);
+        // Demand is watched continuously; past four windows it is scaled down to the last one, so
+        // that it follows changes (counts racing with this are off by a few calls, no more).
+        final long seen = now - lease.demandSinceNanos;
+        if (seen > 4 * lease.windowNanos)
+        {
+            final long recent = (long)Math.ceil((double)lease.calls.sum() * lease.windowNanos / seen);
+            lease.calls.reset();
+            lease.calls.add(recent);
+            lease.demandSinceNanos = now - lease.windowNanos;
+        }
+    }
+
+    private void renewSoon(final Descriptor descriptor, final KeyLease lease, final long now)
+    {
+        final long block = blockFor(lease, 0, now);
+        if (block <= 0 || !lease.asking.compareAndSet(false, true))
+        {
+            return;
+        }
+        try
+        {
+            renewer.apply(descriptor, (int)block).whenComplete((answer, failure) ->
+            {
+                if (answer != null)
+                {
+                    install(lease, block, 0, answer);
+                }
+                lease.asking.set(false);
+            });
+        }
+        catch (final RuntimeException e)
+        {
+            lease.asking.set(false); // closing: the next call goes to the cluster
+        }
+    }
+
+    /** The block to ask for: recent demand over the window, at most the share of the burst; 0 while demand is unknown. */
+    private static long blockFor(final KeyLease lease, final int cost, final long now)
+    {
+        final long seen = now - lease.demandSinceNanos;
+        if (seen < lease.windowNanos)
+        {
+            return 0; // not watched for a window yet
+        }
+        final long calls = lease.calls.sum();
+        final long demand = (long)Math.ceil((double)calls * lease.windowNanos / seen);
+        return Math.min(lease.capTokens, Math.min(Integer.MAX_VALUE, Math.max(demand, cost)));
+    }
+
+    private void lapse(final KeyLease lease)
+    {
+        final long left = lease.tokens.getAndSet(0);
+        if (left > 0)
+        {
+            lapsed.add(left);
+        }
+    }
+
+    /** The key lease {@code descriptor} decides from, or null when its policy is not leased. */
+    private KeyLease leaseOf(final Descriptor descriptor)
+    {
+        final Compiled current = compiled();
+        if (current == null || current.index() == null)
+        {
+            return null;
+        }
+        if (descriptor.tokenLeaseSetVersion == current.version())
+        {
+            final Object slot = descriptor.tokenLease;
+            if (slot == NOT_LEASED)
+            {
+                return null;
+            }
+            if (slot instanceof KeyLease lease && lease.owner == this)
+            {
+                return lease;
+            }
+            // Another client of this process resolved it: find ours (a descriptor caches one client's).
+        }
+        final KeyLease lease = resolve(current.index(), descriptor);
+        descriptor.tokenLease = lease == null ? NOT_LEASED : lease;
+        descriptor.tokenLeaseSetVersion = current.version();
+        return lease;
+    }
+
+    private KeyLease resolve(final PolicySetIndex index, final Descriptor descriptor)
+    {
+        final AcquireDecoder decoder = PolicyMatcher.decode(descriptor);
+        if (decoder == null)
+        {
+            return null;
+        }
+        final CompiledPolicy policy = index.match(decoder).forRequest(decoder);
+        final Policy source = policy.source();
+        if (source == null || !source.hasTokenLease() ||
+            (index.hasStacked() && index.matchStacked(decoder, new CompiledPolicy[PolicySetIndex.MAX_STACKED_PER_REQUEST]) > 0) ||
+            (index.hasShadow() && index.matchShadow(decoder) != null))
+        {
+            return null;
+        }
+        final TokenLease settings = source.getTokenLease();
+        final long percent = settings.getMaxSharePercent() == 0 ? 10 : settings.getMaxSharePercent();
+        final long cap = Math.max(1, policy.limit().burstTokens() / 100 * percent + policy.limit().burstTokens() % 100 * percent / 100);
+        final String key = LocalFallback.scopeKey(policy, descriptor);
+        return byKey.computeIfAbsent(key, k -> new KeyLease(this, PolicySetIndex.tokenLeaseWindowNanos(settings),
+            PolicySetIndex.tokenLeaseMaxAgeNanos(settings), cap, clock.getAsLong()));
+    }
+
+    /** A new policy set arrived: leases are looked up again under it (compiled on first use). */
+    void policiesChanged(final PolicyCache.Snapshot snapshot)
+    {
+        pending = snapshot;
+        compiled = null;
+    }
+
+    /** The set leases are found under; its index is null when no policy of it is leased. */
+    private Compiled compiled()
+    {
+        final Compiled current = compiled;
+        if (current != null)
+        {
+            return current;
+        }
+        final PolicyCache.Snapshot held = pending;
+        if (held == null)
+        {
+            return null;
+        }
+        PolicySetIndex index = null;
+        if (held.policies().getPoliciesList().stream().anyMatch(Policy::hasTokenLease) || held.policies().getDefaultPolicy().hasTokenLease())
+        {
+            try
+            {
+                index = PolicySetIndex.compile(held.policies(), null);
+            }
+            catch (final IllegalArgumentException e)
+            {
+                index = null; // the nodes would not have it either: nothing is leased
+            }
+        }
+        final Compiled fresh = new Compiled(held.version(), index);
+        if (pending == held)
+        {
+            compiled = fresh;
+        }
+        return fresh;
+    }
+
+    /** Tokens taken from the cluster as blocks. */
+    long leased()
+    {
+        return leased.sum();
+    }
+
+    /** Tokens of blocks that callers used (decided locally, or by the call that took the block). */
+    long used()
+    {
+        return used.sum();
+    }
+
+    /** Tokens of blocks that lapsed unused (never given back: under-admission). */
+    long lapsed()
+    {
+        return lapsed.sum();
+    }
+}

@@ -1,0 +1,230 @@
+package dev.limiter.client;
+
+import com.google.protobuf.Duration;
+import dev.limiter.protocol.ReasonCode;
+import dev.limiter.protocol.TokenBucket;
+import dev.limiter.protocol.policy.Policy;
+import dev.limiter.protocol.policy.PolicySet;
+import dev.limiter.protocol.policy.Scope;
+import dev.limiter.protocol.policy.Selector;
+import dev.limiter.protocol.policy.TokenLease;
+import org.junit.jupiter.api.Test;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.SplittableRandom;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicLong;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * SDK token leases against one bucket shared by many SDK instances, on a manual clock: the bucket
+ * is the table's exact arithmetic ({@link TokenBucket.Rate}), each instance a {@link TokenLeases}
+ * with the blocking call's steps (local, else a block or the cost from the bucket).
+ */
+class TokenLeasesTest
+{
+    private static final long SECOND = 1_000_000_000L;
+    private static final long MS = 1_000_000L;
+
+    private final AtomicLong now = new AtomicLong(1_000 * SECOND);
+
+    /** The cluster's bucket of one key: exact refill, charges whole blocks. */
+    private final class Bucket
+    {
+        final TokenBucket.Rate rate;
+        long units;
+        long last = now.get();
+        final List<long[]> charges = new ArrayList<>();
+
+        Bucket(final long perSecond, final long burst)
+        {
+            rate = TokenBucket.rate(perSecond, SECOND, burst);
+            units = rate.fullState();
+        }
+
+        Decision take(final long tokens)
+        {
+            final long t = now.get();
+            units = rate.refill(units, last, t);
+            last = t;
+            final boolean ok = rate.available(units, t) >= rate.costUnits(tokens);
+            if (ok)
+            {
+                units = rate.charge(units, rate.costUnits(tokens));
+                charges.add(new long[] {t, tokens});
+            }
+            return new Decision(ok, ok ? ReasonCode.ALLOWED : ReasonCode.RATE_LIMITED, rate.wholeTokens(Math.max(0, units)),
+                rate.burstTokens(), 0, 0, "hot", 1, 1);
+        }
+    }
+
+    private static PolicyCache holding(final AtomicLong clock, final long rate, final long burst, final int sharePercent)
+    {
+        final PolicyCache cache = new PolicyCache(java.time.Duration.ofHours(1), clock::get);
+        final Policy hot = Policy.newBuilder().setId("hot").setSelector(Selector.newBuilder().setRoute("/hot")).setRate(rate).setBurst(burst)
+            .setScope(Scope.GLOBAL).setOwner("t").setTokenLease(TokenLease.newBuilder().setMaxSharePercent(sharePercent)
+                .setDemandWindow(Duration.newBuilder().setNanos(50_000_000)).setMaxAge(Duration.newBuilder().setNanos(100_000_000))).build();
+        cache.received(1, PolicySet.newBuilder().setVersion(1).addPolicies(hot)
+            .setDefaultPolicy(Policy.newBuilder().setId("baseline").setRate(2).setOwner("t")).build().toByteArray());
+        return cache;
+    }
+
+    /** One SDK instance: its leases, and the descriptor its callers reuse. */
+    private final class Instance
+    {
+        final TokenLeases leases;
+        final Descriptor hot = Descriptor.of("t", "/hot");
+        final Bucket bucket;
+        long local;
+        long granted;
+
+        Instance(final Bucket bucket, final long rate, final long burst, final int sharePercent)
+        {
+            this.bucket = bucket;
+            // Renewals land at once, charged at the time they are asked (the round trip is not simulated).
+            this.leases = new TokenLeases(holding(now, rate, burst, sharePercent), now::get,
+                (d, block) -> CompletableFuture.completedFuture(bucket.take(block)));
+        }
+
+        /** What LimiterClient.acquireBlocking does with leases; returns whether the call may go ahead. */
+        boolean call()
+        {
+            final Decision leased = leases.tryLocal(hot, 1);
+            if (leased != null)
+            {
+                assertTrue(leased.fromTokenLease() && leased.allowed());
+                local++;
+                granted++;
+                return true;
+            }
+            final int ask = leases.toAsk(hot, 1);
+            Decision answer = bucket.take(ask);
+            if (!leases.granted(hot, 1, ask, answer))
+            {
+                answer = bucket.take(1);
+            }
+            granted += answer.allowed() ? 1 : 0;
+            return answer.allowed();
+        }
+    }
+
+    @Test
+    void manyInstancesOnOneKeyAreGrantedAtMostBurstPlusRateOverTheIntervalAndTheLeasesMaxAge()
+    {
+        final SplittableRandom random = new SplittableRandom(7);
+        long localCalls = 0;
+        for (int round = 0; round < 20; round++)
+        {
+            final long rate = 1_000 + random.nextInt(20_000);
+            final long burst = 100 + random.nextInt((int)rate);
+            final Bucket bucket = new Bucket(rate, burst);
+            final int instances = 2 + random.nextInt(8);
+            final List<Instance> sdks = new ArrayList<>();
+            for (int i = 0; i < instances; i++)
+            {
+                sdks.add(new Instance(bucket, rate, burst, 5 + random.nextInt(46)));
+            }
+            final List<Long> grants = new ArrayList<>();
+            final long start = now.get();
+            // Shifting, skewed demand beyond the rate: phases of 50 to 600 ms in which only some
+            // instances call, one of them most; an instance that falls idle keeps what it leased
+            // and finds it again when it comes back (the case maxAge bounds).
+            final boolean[] active = new boolean[instances];
+            int favourite = 0;
+            long phaseEnds = start;
+            while (now.get() - start < 4 * SECOND)
+            {
+                now.addAndGet(random.nextInt(3) == 0 ? 0 : 1 + random.nextInt(40_000));
+                if (now.get() >= phaseEnds)
+                {
+                    if (random.nextInt(4) == 0)
+                    {
+                        // Everybody idle for a while: the bucket fills up again, leftover blocks stay where they are.
+                        now.addAndGet(200 * MS + random.nextLong(800 * MS));
+                    }
+                    phaseEnds = now.get() + 50 * MS + random.nextLong(550 * MS);
+                    favourite = random.nextInt(instances);
+                    for (int i = 0; i < instances; i++)
+                    {
+                        active[i] = i == favourite || random.nextBoolean();
+                    }
+                }
+                int pick = random.nextInt(3) == 0 ? random.nextInt(instances) : favourite;
+                if (!active[pick])
+                {
+                    pick = favourite;
+                }
+                if (sdks.get(pick).call())
+                {
+                    grants.add(now.get());
+                }
+            }
+            final long maxAge = 100 * MS;
+            // Every window of grants, from each grant on: at most burst + rate x (T + maxAge).
+            for (int from = 0; from < grants.size(); from += 1 + grants.size() / 2_000)
+            {
+                int to = from;
+                for (long span : new long[] {1 * MS, 10 * MS, 100 * MS, 500 * MS, 2 * SECOND})
+                {
+                    while (to < grants.size() && grants.get(to) - grants.get(from) <= span)
+                    {
+                        to++;
+                    }
+                    final long bound = burst + (long)Math.floor((double)rate * (span + maxAge) / SECOND);
+                    assertTrue(to - from <= bound, "round " + round + ": " + (to - from) + " grants within " + span / MS + " ms, more than " +
+                        "burst + rate x (T + maxAge) = " + bound);
+                }
+            }
+            final long used = sdks.stream().mapToLong(s -> s.leases.used()).sum();
+            final long leased = sdks.stream().mapToLong(s -> s.leases.leased()).sum();
+            final long lapsed = sdks.stream().mapToLong(s -> s.leases.lapsed()).sum();
+            assertTrue(used + lapsed <= leased, "every leased token was used or lapsed, once: " + used + " + " + lapsed + " > " + leased);
+            localCalls += sdks.stream().mapToLong(s -> s.local).sum();
+        }
+        assertTrue(localCalls > 0, "some calls were decided from leases");
+    }
+
+    @Test
+    void aBusyKeyIsDecidedLocallyFromBlocksSizedByItsOwnDemandAndUnusedTokensLapse()
+    {
+        final Bucket bucket = new Bucket(1_000_000, 1_000_000);
+        final Instance sdk = new Instance(bucket, 1_000_000, 1_000_000, 10);
+        for (int i = 0; i < 100_000; i++)
+        {
+            now.addAndGet(10_000); // 100,000 calls a second, for a second
+            assertTrue(sdk.call());
+        }
+        // The first 50 ms go to the cluster (the demand is not known yet), then blocks serve the rest.
+        assertTrue(sdk.local > 90_000, "most calls were local: " + sdk.local);
+        final long blocks = bucket.charges.stream().filter(c -> c[1] > 1).count();
+        final long biggest = bucket.charges.stream().mapToLong(c -> c[1]).max().orElse(0);
+        assertTrue(biggest <= 100_000 / 20 + 1 && biggest >= 4_000, "a block is about 50 ms of this SDK's own demand (5,000): " + biggest);
+        assertTrue(blocks >= 10, "blocks as the demand goes on: " + blocks);
+        now.addAndGet(SECOND);
+        final long lapsedBefore = sdk.leases.lapsed();
+        assertNull(sdk.leases.tryLocal(sdk.hot, 1), "a block older than maxAge is not used");
+        assertTrue(sdk.leases.lapsed() > lapsedBefore, "its tokens lapse, counted");
+        assertEquals(sdk.leases.leased(), sdk.leases.used() + sdk.leases.lapsed(), "leased = used + lapsed once nothing is held");
+    }
+
+    @Test
+    void aPolicyWithoutTokenLeaseIsNeverLeased()
+    {
+        final PolicyCache cache = new PolicyCache(java.time.Duration.ofHours(1), now::get);
+        cache.received(1, PolicySet.newBuilder().setVersion(1).addPolicies(Policy.newBuilder().setId("plain")
+            .setSelector(Selector.newBuilder().setRoute("/hot")).setRate(1000).setOwner("t"))
+            .setDefaultPolicy(Policy.newBuilder().setId("baseline").setRate(2).setOwner("t")).build().toByteArray());
+        final TokenLeases leases = new TokenLeases(cache, now::get, (d, b) -> { throw new AssertionError("never asks"); });
+        final Descriptor hot = Descriptor.of("t", "/hot");
+        for (int i = 0; i < 1_000; i++)
+        {
+            now.addAndGet(MS);
+            assertNull(leases.tryLocal(hot, 1));
+            assertEquals(1, leases.toAsk(hot, 1));
+        }
+    }
+}
