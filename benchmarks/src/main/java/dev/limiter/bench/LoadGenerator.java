@@ -55,6 +55,8 @@ import javax.net.ssl.SSLContext;
         "  maxNodeUs, maxSdkUs: the slowest call a node decided, and the slowest",
         "    the SDK decided itself;",
         "  sdkRedirects: frames a node answered NOT_LEADER (calls retried elsewhere);",
+        "  fromTokenLeases, tokenLeaseShare: decisions the SDK made from tokens leased",
+        "    to it (a tokenLease policy, e.g. --route /bench-lease), and their share;",
         "  nodes: per --server, its role at the end, cpuUsPerDecision (the",
         "    node's CPU over the decisions nodes made), cpuCores,",
         "    decisionFramesPerSec and redirects (frames answered NOT_LEADER),",
@@ -122,6 +124,8 @@ public final class LoadGenerator implements Callable<Integer>
     private final LongAdder errors = new LongAdder();
     /** Decisions the SDK made on its own (no node answered): counted in allowed/denied too. */
     private final LongAdder degraded = new LongAdder();
+    /** Decisions the SDK made from tokens leased to it (tokenLease policies, --blocking-threads): counted in allowed too. */
+    private final LongAdder fromTokenLeases = new LongAdder();
     /** Slowest measured call a node decided, and slowest the SDK decided itself (ns). */
     private final LongAccumulator slowestByNode = new LongAccumulator(Math::max, 0);
     private final LongAccumulator slowestBySdk = new LongAccumulator(Math::max, 0);
@@ -234,6 +238,8 @@ public final class LoadGenerator implements Callable<Integer>
         int DENIED = 0;
         int ALLOWED = 1;
         int DEGRADED = 2;
+        /** Decided by the SDK from a block of tokens the cluster leased to it (a tokenLease policy). */
+        int FROM_TOKEN_LEASE = 4;
     }
 
     /** N caller threads of the SDK, each in a closed loop of {@code acquireBlocking}. */
@@ -242,7 +248,8 @@ public final class LoadGenerator implements Callable<Integer>
         return blockingLoop(client, thread -> key ->
         {
             final Decision d = client.acquireBlocking(descriptors[key], cost);
-            return (d.allowed() ? BlockingCaller.ALLOWED : BlockingCaller.DENIED) | (d.degraded() ? BlockingCaller.DEGRADED : 0);
+            return (d.allowed() ? BlockingCaller.ALLOWED : BlockingCaller.DENIED) | (d.degraded() ? BlockingCaller.DEGRADED : 0) |
+                (d.fromTokenLease() ? BlockingCaller.FROM_TOKEN_LEASE : 0);
         });
     }
 
@@ -270,6 +277,10 @@ public final class LoadGenerator implements Callable<Integer>
                         try
                         {
                             final int outcome = caller.call(key);
+                            if ((outcome & BlockingCaller.FROM_TOKEN_LEASE) != 0)
+                            {
+                                fromTokenLeases.increment();
+                            }
                             recordOutcome((outcome & BlockingCaller.ALLOWED) != 0, (outcome & BlockingCaller.DEGRADED) != 0, null, start);
                         }
                         catch (final Exception e)
@@ -409,6 +420,7 @@ public final class LoadGenerator implements Callable<Integer>
         final long denied0 = denied.sum();
         final long errors0 = errors.sum();
         final long degraded0 = degraded.sum();
+        final long leased0 = fromTokenLeases.sum();
         final long redirects0 = client == null ? 0 : client.redirects();
         measuring.set(true);
         final long start = System.nanoTime();
@@ -432,6 +444,7 @@ public final class LoadGenerator implements Callable<Integer>
         final long d = denied.sum() - denied0;
         final long e = errors.sum() - errors0;
         final long g = degraded.sum() - degraded0;
+        final long fromLeases = fromTokenLeases.sum() - leased0;
         final long redirected = client == null ? 0 : client.redirects() - redirects0;
         final List<NodeCounters> nodesAfter = NodeCounters.readAll(nodeServers, tlsContext);
         running.set(false);
@@ -439,7 +452,7 @@ public final class LoadGenerator implements Callable<Integer>
         total.add(interval);
         final Histogram reported = expectedIntervalNanos.get() > 0 ?
             total.copyCorrectedForCoordinatedOmission(expectedIntervalNanos.get()) : total;
-        final long nodeDecisions = a + d - g;
+        final long nodeDecisions = a + d - g - fromLeases; // the SDK's own decisions (degraded, from leases) cost the nodes nothing
         final StringJoiner nodes = new StringJoiner(",", "[", "]");
         for (int i = 0; i < nodesAfter.size(); i++)
         {
@@ -455,12 +468,12 @@ public final class LoadGenerator implements Callable<Integer>
             "{\"decisionsPerSec\":%.0f,\"p50Us\":%.1f,\"p99Us\":%.1f,\"p999Us\":%.1f,\"maxUs\":%.1f,\"allowed\":%d,\"denied\":%d," +
             "\"errors\":%d,\"degraded\":%d,\"mode\":\"%s\",\"connections\":%d,\"pipeline\":%d,\"lanes\":%d,\"rate\":%d,\"keys\":%d," +
             "\"durationSec\":%.1f,\"coCorrectionIntervalUs\":%.1f,\"rawP50Us\":%.1f,\"rawP99Us\":%.1f,\"rawP999Us\":%.1f," +
-            "\"maxNodeUs\":%.1f,\"maxSdkUs\":%.1f,\"sdkRedirects\":%d,\"nodes\":%s}%n",
+            "\"maxNodeUs\":%.1f,\"maxSdkUs\":%.1f,\"sdkRedirects\":%d,\"fromTokenLeases\":%d,\"tokenLeaseShare\":%.4f,\"nodes\":%s}%n",
             (a + d) / seconds, reported.getValueAtPercentile(50) / 1e3, reported.getValueAtPercentile(99) / 1e3,
             reported.getValueAtPercentile(99.9) / 1e3, reported.getMaxValue() / 1e3, a, d, e, g, mode, connections,
             rate > 0 || blockingThreads > 0 ? 0 : pipeline, lanes, rate, keys, seconds, expectedIntervalNanos.get() / 1e3,
             total.getValueAtPercentile(50) / 1e3, total.getValueAtPercentile(99) / 1e3, total.getValueAtPercentile(99.9) / 1e3,
-            slowestByNode.get() / 1e3, slowestBySdk.get() / 1e3, redirected, nodes);
+            slowestByNode.get() / 1e3, slowestBySdk.get() / 1e3, redirected, fromLeases, a + d == 0 ? 0.0 : (double)fromLeases / (a + d), nodes);
         return 0;
     }
 
