@@ -75,7 +75,7 @@ public class TokenLeaseBenchmark
                 if (leases.tryLocal(call, 1) == null)
                 {
                     final int ask = leases.toAsk(call, 1);
-                    leases.granted(call, 1, ask, new Decision(true, ReasonCode.ALLOWED, 1, 1_000_000_000L, 0, 0, "hot", 1, 1));
+                    leases.granted(call, 1, ask, System.nanoTime(), new Decision(true, ReasonCode.ALLOWED, 1, 1_000_000_000L, 0, 0, "hot", 1, 1));
                 }
             }
         }
@@ -91,7 +91,7 @@ public class TokenLeaseBenchmark
         {
             // The block ran out before its renewal landed: take one now, as a caller's round trip would.
             final int ask = leases.toAsk(calls[i], 1);
-            leases.granted(calls[i], 1, ask, new Decision(true, ReasonCode.ALLOWED, 1, 1_000_000_000L, 0, 0, "hot", 1, 1));
+            leases.granted(calls[i], 1, ask, System.nanoTime(), new Decision(true, ReasonCode.ALLOWED, 1, 1_000_000_000L, 0, 0, "hot", 1, 1));
         }
         return d;
     }

@@ -599,7 +599,7 @@ final class Connection
                 policyIds.resolve(decoder, decoder.policyRef(i)),
                 decoder.policyVersion(i),
                 decoder.windowSeconds(i));
-            entry.calls[i].complete(decoder.holdsLease(i) ? answer.withLease(decoder.leaseId(i)) : answer);
+            entry.calls[i].complete(decoder.holdsLease(i) ? answer.withLease(decoder.leaseId(i), decoder.leaseCheck(i)) : answer);
         }
     }
 

@@ -20,6 +20,7 @@ public final class Decision
     private final boolean degraded;
     private final boolean holdsLease;
     private final long leaseId;
+    private final int leaseCheck;
     private final boolean fromTokenLease;
 
     Decision(final boolean allowed, final ReasonCode reason, final long remaining, final long limit,
@@ -33,13 +34,14 @@ public final class Decision
         final boolean degraded)
     {
         this(allowed, reason, remaining, limit, retryAfterNanos, resetAfterNanos, policyId, policyVersion, windowSeconds, degraded, false, 0,
-            false);
+            0, false);
     }
 
     private Decision(final boolean allowed, final ReasonCode reason, final long remaining, final long limit,
         final long retryAfterNanos, final long resetAfterNanos, final String policyId, final long policyVersion, final long windowSeconds,
-        final boolean degraded, final boolean holdsLease, final long leaseId, final boolean fromTokenLease)
+        final boolean degraded, final boolean holdsLease, final long leaseId, final int leaseCheck, final boolean fromTokenLease)
     {
+        this.leaseCheck = leaseCheck;
         this.fromTokenLease = fromTokenLease;
         this.holdsLease = holdsLease;
         this.leaseId = leaseId;
@@ -65,10 +67,16 @@ public final class Decision
     }
 
     /** This decision, holding the lease {@code leaseId} a concurrency limit granted. */
-    Decision withLease(final long leaseId)
+    Decision withLease(final long leaseId, final int leaseCheck)
     {
         return new Decision(allowed, reason, remaining, limit, retryAfterNanos, resetAfterNanos, policyId, policyVersion, windowSeconds,
-            degraded, true, leaseId, false);
+            degraded, true, leaseId, leaseCheck, false);
+    }
+
+    /** The check the node gave with the lease (a release sends it back). */
+    int leaseCheck()
+    {
+        return leaseCheck;
     }
 
     /**
@@ -79,7 +87,7 @@ public final class Decision
     Decision asTokenLeaseAnswer()
     {
         return new Decision(true, ReasonCode.ALLOWED, remaining, limit, 0, resetAfterNanos, policyId, policyVersion, windowSeconds,
-            false, false, 0, true);
+            false, false, 0, 0, true);
     }
 
     /**

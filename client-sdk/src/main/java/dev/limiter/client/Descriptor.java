@@ -37,9 +37,8 @@ public final class Descriptor
     private final byte[] encoded;
     /** What places the tenant's buckets on a shard ({@link ShardMap#tenantHash}); 0 without a tenant. */
     private final long tenantHash;
-    /** The SDK token lease this descriptor decides from, and the policy set version it was found under ({@link TokenLeases}). */
+    /** The SDK token lease this descriptor decides from, with the policy set version it was found under ({@link TokenLeases}). */
     volatile Object tokenLease;
-    volatile long tokenLeaseSetVersion = -1;
 
     private Descriptor(final String[] values)
     {

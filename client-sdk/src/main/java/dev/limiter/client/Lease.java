@@ -34,7 +34,7 @@ public final class Lease implements AutoCloseable
     {
         this.client = client;
         this.decision = decision;
-        this.token = decision.holdsLease() ? new LeaseToken(decision.leaseId(), cost, encodedFields) : null;
+        this.token = decision.holdsLease() ? new LeaseToken(decision.leaseId(), decision.leaseCheck(), cost, encodedFields) : null;
         this.leaderHint = leaderHint;
     }
 

@@ -486,6 +486,7 @@ public final class LimiterClient implements AutoCloseable
         final int ask = circuit.openUntilNanos() == 0 ? leases.toAsk(descriptor, cost) : cost;
         if (ask > cost)
         {
+            final long askedAt = System.nanoTime();
             final Decision answer;
             try
             {
@@ -493,10 +494,10 @@ public final class LimiterClient implements AutoCloseable
             }
             catch (final RuntimeException e)
             {
-                leases.granted(descriptor, cost, ask, null);
+                leases.granted(descriptor, cost, ask, askedAt, null);
                 throw e;
             }
-            if (leases.granted(descriptor, cost, ask, answer))
+            if (leases.granted(descriptor, cost, ask, askedAt, answer))
             {
                 return answer;
             }
@@ -588,7 +589,7 @@ public final class LimiterClient implements AutoCloseable
         }
         final byte[] fields = lease.encodedFields();
         final ByteBuffer body = ByteBuffer.allocate(AcquireCodec.RELEASE_PREFIX_LENGTH + AcquireCodec.BATCH_HEADER_LENGTH + 4 + fields.length);
-        body.putLong(lease.leaseId()).putShort((short)1).putShort((short)0).putInt(lease.cost()).put(fields);
+        body.putLong(lease.leaseId()).putInt(lease.check()).putShort((short)1).putShort((short)0).putInt(lease.cost()).put(fields);
         sendRelease(body.array(), leaderHint, System.nanoTime() + deadlineNanos, RELEASE_ATTEMPTS, done);
         return done;
     }
@@ -612,7 +613,7 @@ public final class LimiterClient implements AutoCloseable
                 deadline - System.nanoTime() > 0)
             {
                 refreshShardMap();
-                sendRelease(body, refused.getMessage(), deadline, attempts - 1, done); // the message is the leader's address
+                sendRelease(body, refused.detail(), deadline, attempts - 1, done); // the leader's address, as the node named it
             }
             else
             {

@@ -37,8 +37,13 @@ final class TokenLeases
 {
     /** A block is asked for when this share of the last one is left (1/5). */
     private static final int RENEW_AT_DIVISOR = 5;
-    /** What a descriptor's slot holds when its policy is not leased. */
-    private static final Object NOT_LEASED = new Object();
+    /** What a descriptor caches: the key lease it decides from under a policy set version (null: not leased), for one client. */
+    private record Resolved(TokenLeases owner, long version, KeyLease lease)
+    {
+    }
+
+    /** Keys held before idle ones are dropped (a PRINCIPAL-scoped policy can name millions). */
+    static final int MAX_KEYS = 10_000;
 
     /** The leased tokens of one key at this SDK. */
     static final class KeyLease
@@ -101,9 +106,10 @@ final class TokenLeases
         }
         lease.calls.increment();
         final long now = clock.getAsLong();
-        if (now - lease.expiresAtNanos >= 0)
+        final long expiresAt = lease.expiresAtNanos;
+        if (now - expiresAt >= 0)
         {
-            lapse(lease);
+            lapseIfStill(lease, expiresAt);
             return null;
         }
         while (true)
@@ -144,10 +150,12 @@ final class TokenLeases
      * The cluster answered a call that asked for {@code asked} tokens for a caller who needs
      * {@code cost}: when a block was granted, the rest of it is this SDK's to decide from.
      *
+     * @param askedAtNanos when the block was asked for (its tokens count from then: the bucket may
+     *                     have charged them any time after)
      * @param answer null when the call failed
      * @return whether the answer serves the caller (false: a block was refused; ask for the cost alone)
      */
-    boolean granted(final Descriptor descriptor, final int cost, final int asked, final Decision answer)
+    boolean granted(final Descriptor descriptor, final int cost, final int asked, final long askedAtNanos, final Decision answer)
     {
         if (asked <= cost)
         {
@@ -158,25 +166,29 @@ final class TokenLeases
         {
             if (answer != null)
             {
-                install(lease, asked, cost, answer);
+                install(lease, asked, cost, askedAtNanos, answer);
             }
             lease.asking.set(false);
         }
         return answer != null && (answer.allowed() || answer.degraded());
     }
 
-    private void install(final KeyLease lease, final long block, final long cost, final Decision answer)
+    private void install(final KeyLease lease, final long block, final long cost, final long askedAtNanos, final Decision answer)
     {
         if (!answer.allowed() || answer.degraded() || answer.reason() != ReasonCode.ALLOWED)
         {
             return; // refused, decided locally or exempt: nothing was charged as a block
         }
         final long now = clock.getAsLong();
-        lapse(lease); // what was left of the last block: its tokens are older than this one's
-        lease.answer = answer.asTokenLeaseAnswer();
-        lease.lastBlock = block;
-        lease.expiresAtNanos = now + lease.maxAgeNanos;
-        lease.tokens.set(block - cost);
+        synchronized (lease)
+        {
+            lapse(lease); // what was left of the last block: its tokens are older than this one's
+            lease.answer = answer.asTokenLeaseAnswer();
+            lease.lastBlock = block;
+            // From the ask, not the answer: every token is used within maxAge of its charge.
+            lease.expiresAtNanos = askedAtNanos + lease.maxAgeNanos;
+            lease.tokens.set(block - cost);
+        }
         leased.add(block);
         used.add(cost);
         // Demand is watched continuously; past four windows it is scaled down to the last one, so
@@ -204,7 +216,7 @@ final class TokenLeases
             {
                 if (answer != null)
                 {
-                    install(lease, block, 0, answer);
+                    install(lease, block, 0, now, answer);
                 }
                 lease.asking.set(false);
             });
@@ -228,6 +240,18 @@ final class TokenLeases
         return Math.min(lease.capTokens, Math.min(Integer.MAX_VALUE, Math.max(demand, cost)));
     }
 
+    /** Lapses the block that expired at {@code expiresAt}, unless a new one was installed meanwhile. */
+    private void lapseIfStill(final KeyLease lease, final long expiresAt)
+    {
+        synchronized (lease)
+        {
+            if (lease.expiresAtNanos == expiresAt)
+            {
+                lapse(lease);
+            }
+        }
+    }
+
     private void lapse(final KeyLease lease)
     {
         final long left = lease.tokens.getAndSet(0);
@@ -245,22 +269,14 @@ final class TokenLeases
         {
             return null;
         }
-        if (descriptor.tokenLeaseSetVersion == current.version())
+        final Object slot = descriptor.tokenLease;
+        if (slot instanceof Resolved resolved && resolved.version() == current.version() && resolved.owner() == this)
         {
-            final Object slot = descriptor.tokenLease;
-            if (slot == NOT_LEASED)
-            {
-                return null;
-            }
-            if (slot instanceof KeyLease lease && lease.owner == this)
-            {
-                return lease;
-            }
-            // Another client of this process resolved it: find ours (a descriptor caches one client's).
+            return resolved.lease();
         }
+        // First use under this set (or another client of this process resolved it: a descriptor caches one client's).
         final KeyLease lease = resolve(current.index(), descriptor);
-        descriptor.tokenLease = lease == null ? NOT_LEASED : lease;
-        descriptor.tokenLeaseSetVersion = current.version();
+        descriptor.tokenLease = new Resolved(this, current.version(), lease);
         return lease;
     }
 
@@ -283,8 +299,22 @@ final class TokenLeases
         final long percent = settings.getMaxSharePercent() == 0 ? 10 : settings.getMaxSharePercent();
         final long cap = Math.max(1, policy.limit().burstTokens() / 100 * percent + policy.limit().burstTokens() % 100 * percent / 100);
         final String key = LocalFallback.scopeKey(policy, descriptor);
+        if (byKey.size() >= MAX_KEYS && !byKey.containsKey(key))
+        {
+            dropIdle(clock.getAsLong());
+        }
         return byKey.computeIfAbsent(key, k -> new KeyLease(this, PolicySetIndex.tokenLeaseWindowNanos(settings),
             PolicySetIndex.tokenLeaseMaxAgeNanos(settings), cap, clock.getAsLong()));
+    }
+
+    /**
+     * Drops keys whose block expired a second or more ago and that nobody is asking a block for (a
+     * descriptor still holding one keeps using it; a new lookup makes a fresh one).
+     */
+    private void dropIdle(final long now)
+    {
+        byKey.values().removeIf(lease -> now - lease.expiresAtNanos > 1_000_000_000L && !lease.asking.get() &&
+            now - lease.demandSinceNanos > 1_000_000_000L);
     }
 
     /** A new policy set arrived: leases are looked up again under it (compiled on first use). */

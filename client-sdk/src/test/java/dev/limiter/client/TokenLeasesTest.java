@@ -73,6 +73,25 @@ class TokenLeasesTest
         return cache;
     }
 
+    /** Renewals on their way back: {due time, answer, future}. */
+    private final List<Object[]> inFlight = new ArrayList<>();
+    private java.util.function.LongUnaryOperator renewalDelay = max -> 0;
+
+    /** Delivers the renewals due by now. */
+    private void deliver()
+    {
+        inFlight.removeIf(r ->
+        {
+            if ((long)r[0] <= now.get())
+            {
+                @SuppressWarnings("unchecked") final CompletableFuture<Decision> future = (CompletableFuture<Decision>)r[2];
+                future.complete((Decision)r[1]);
+                return true;
+            }
+            return false;
+        });
+    }
+
     /** One SDK instance: its leases, and the descriptor its callers reuse. */
     private final class Instance
     {
@@ -85,9 +104,13 @@ class TokenLeasesTest
         Instance(final Bucket bucket, final long rate, final long burst, final int sharePercent)
         {
             this.bucket = bucket;
-            // Renewals land at once, charged at the time they are asked (the round trip is not simulated).
-            this.leases = new TokenLeases(holding(now, rate, burst, sharePercent), now::get,
-                (d, block) -> CompletableFuture.completedFuture(bucket.take(block)));
+            // A renewal is charged when asked (the earliest the node can) and lands up to 30 ms later.
+            this.leases = new TokenLeases(holding(now, rate, burst, sharePercent), now::get, (d, block) ->
+            {
+                final CompletableFuture<Decision> answer = new CompletableFuture<>();
+                inFlight.add(new Object[] {now.get() + renewalDelay.applyAsLong(30 * MS), bucket.take(block), answer});
+                return answer;
+            });
         }
 
         /** What LimiterClient.acquireBlocking does with leases; returns whether the call may go ahead. */
@@ -103,7 +126,7 @@ class TokenLeasesTest
             }
             final int ask = leases.toAsk(hot, 1);
             Decision answer = bucket.take(ask);
-            if (!leases.granted(hot, 1, ask, answer))
+            if (!leases.granted(hot, 1, ask, now.get(), answer))
             {
                 answer = bucket.take(1);
             }
@@ -116,6 +139,7 @@ class TokenLeasesTest
     void manyInstancesOnOneKeyAreGrantedAtMostBurstPlusRateOverTheIntervalAndTheLeasesMaxAge()
     {
         final SplittableRandom random = new SplittableRandom(7);
+        renewalDelay = max -> random.nextLong(max + 1);
         long localCalls = 0;
         for (int round = 0; round < 20; round++)
         {
@@ -153,6 +177,7 @@ class TokenLeasesTest
                         active[i] = i == favourite || random.nextBoolean();
                     }
                 }
+                deliver();
                 int pick = random.nextInt(3) == 0 ? random.nextInt(instances) : favourite;
                 if (!active[pick])
                 {
@@ -196,6 +221,7 @@ class TokenLeasesTest
         for (int i = 0; i < 100_000; i++)
         {
             now.addAndGet(10_000); // 100,000 calls a second, for a second
+            deliver();
             assertTrue(sdk.call());
         }
         // The first 50 ms go to the cluster (the demand is not known yet), then blocks serve the rest.

@@ -217,9 +217,9 @@ class BadInputTest
         {
             raw.send(RawConnection.frame(MessageType.RELEASE, 61, new byte[5]));
             final String short5 = readError(raw);
-            assertTrue(short5.startsWith("MALFORMED_FRAME") && short5.contains("starts with the 8-byte lease id"), short5);
-            final byte[] twoEntries = new byte[8 + 4];
-            twoEntries[9] = 2; // u16 count 2 after the lease id
+            assertTrue(short5.startsWith("MALFORMED_FRAME") && short5.contains("starts with the 8-byte lease id and its 4-byte check"), short5);
+            final byte[] twoEntries = new byte[12 + 4];
+            twoEntries[13] = 2; // u16 count 2 after the lease id and check
             raw.send(RawConnection.frame(MessageType.RELEASE, 62, twoEntries));
             final String two = readError(raw);
             assertTrue(two.startsWith("MALFORMED_FRAME") && two.contains("exactly 1 entry"), two);

@@ -37,6 +37,8 @@ class LeaseTest
         "{\"id\":\"reports-running\",\"selector\":{\"route\":\"/v1/reports\"},\"maxConcurrent\":1,\"mode\":\"SHADOW\",\"owner\":\"t\"}" +
         "],\"defaultPolicy\":{\"id\":\"baseline\",\"rate\":2,\"owner\":\"t\"}}";
 
+    private static final String TOKEN = "lease-test-token-0123456789abcdef";
+
     @TempDir
     Path dir;
 
@@ -50,7 +52,7 @@ class LeaseTest
         final Path policies = dir.resolve("lease-policies.json"); // not TestNode's own file, which it writes
         Files.writeString(policies, POLICIES);
         // One shard: a stacked GLOBAL pool over several shards is split into a share per shard (docs/policies.md).
-        server = new StoreServer(TestNode.config(dir, 0, 1).policiesFile(policies), clock).start();
+        server = new StoreServer(TestNode.config(dir, 0, 1).policiesFile(policies).adminToken(TOKEN), clock).start();
         client = LimiterClient.builder().endpoints("127.0.0.1:" + server.port()).deadline(Duration.ofSeconds(5)).build();
     }
 
@@ -90,6 +92,29 @@ class LeaseTest
         assertEquals(0, client.leaseReleaseFailures());
         assertEquals(2, metric(server.metrics().scrape(), "limiter_lease_releases_total{policy=\"exports\"}"),
             "the second (closed by its block) and the first (closed twice, released once)");
+    }
+
+    @Test
+    void aLeaseTakenUnderAnOlderVersionNeverFreesALeaseOfTheNewOne() throws Exception
+    {
+        final Descriptor export = Descriptor.of("versioned", "/v1/exports");
+        final Lease old = client.acquireLease(export);
+        assertTrue(old.held(), old.toString());
+        final java.net.http.HttpClient http = java.net.http.HttpClient.newHttpClient();
+        assertEquals(200, AdminApiTest.call(http, server.adminPort(), "PUT", "/v1/policies/exports", "{\"selector\":{\"route\":" +
+            "\"/v1/exports\"},\"maxConcurrent\":2,\"leaseTtl\":\"31s\",\"owner\":\"t\",\"reason\":\"a new version\"}", TOKEN).statusCode());
+        final long end = System.nanoTime() + 5 * SECOND;
+        while (client.policies().version() < 2 && System.nanoTime() < end)
+        {
+            Thread.sleep(5);
+        }
+        final Lease first = client.acquireLease(export);
+        final Lease second = client.acquireLease(export);
+        assertTrue(first.held() && second.held() && first.decision().policyVersion() == 2, "version 2 starts afresh: " + first);
+        old.close(); // its lease is in version 1's key: giving it back must not free one of version 2's
+        assertFalse(client.acquireLease(export).granted(), "version 2 still holds its two leases");
+        second.close();
+        assertTrue(client.acquireLease(export).granted());
     }
 
     @Test

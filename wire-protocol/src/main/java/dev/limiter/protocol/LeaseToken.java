@@ -9,7 +9,7 @@ import java.util.Base64;
  * cost and descriptor fields ({@link AcquireCodec#encodeFields}) of the acquire that took it.
  *
  * <pre>
- * "L1." base64url(i64 lease id | i32 cost | encoded descriptor fields)   (no padding)
+ * "L1." base64url(i64 lease id | i32 check | i32 cost | encoded descriptor fields)   (no padding)
  * </pre>
  * Immutable. The one owner of this format.
  */
@@ -18,12 +18,14 @@ public final class LeaseToken
     private static final String PREFIX = "L1.";
 
     private final long leaseId;
+    private final int check;
     private final int cost;
     private final byte[] encodedFields;
 
-    public LeaseToken(final long leaseId, final int cost, final byte[] encodedFields)
+    public LeaseToken(final long leaseId, final int check, final int cost, final byte[] encodedFields)
     {
         this.leaseId = leaseId;
+        this.check = check;
         this.cost = cost;
         this.encodedFields = encodedFields.clone();
     }
@@ -32,6 +34,12 @@ public final class LeaseToken
     public long leaseId()
     {
         return leaseId;
+    }
+
+    /** Which limits and versions took the lease, as the grant said (a RELEASE sends it back). */
+    public int check()
+    {
+        return check;
     }
 
     /** Tokens the lease holds (the acquire's cost). */
@@ -49,8 +57,8 @@ public final class LeaseToken
     /** The printable form. */
     public String encode()
     {
-        final ByteBuffer bytes = ByteBuffer.allocate(12 + encodedFields.length);
-        bytes.putLong(leaseId).putInt(cost).put(encodedFields);
+        final ByteBuffer bytes = ByteBuffer.allocate(16 + encodedFields.length);
+        bytes.putLong(leaseId).putInt(check).putInt(cost).put(encodedFields);
         return PREFIX + Base64.getUrlEncoder().withoutPadding().encodeToString(bytes.array());
     }
 
@@ -74,12 +82,13 @@ public final class LeaseToken
         {
             throw new IllegalArgumentException("not a lease id: the part after '" + PREFIX + "' is not base64url (" + e.getMessage() + ")");
         }
-        if (bytes.length < 12 + AcquireCodec.MIN_ENTRY_LENGTH - 4)
+        if (bytes.length < 16 + AcquireCodec.MIN_ENTRY_LENGTH - 4)
         {
             throw new IllegalArgumentException("not a lease id: " + bytes.length + " bytes, too short to name a descriptor");
         }
         final ByteBuffer in = ByteBuffer.wrap(bytes);
         final long leaseId = in.getLong();
+        final int check = in.getInt();
         final int cost = in.getInt();
         if (cost < 1)
         {
@@ -87,7 +96,7 @@ public final class LeaseToken
         }
         final byte[] fields = new byte[in.remaining()];
         in.get(fields);
-        return new LeaseToken(leaseId, cost, fields);
+        return new LeaseToken(leaseId, check, cost, fields);
     }
 
     @Override

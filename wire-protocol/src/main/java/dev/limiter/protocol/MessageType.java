@@ -65,8 +65,10 @@ public final class MessageType
     public static final int SHARD_MAP_RESULT = 18;
 
     /**
-     * Gives back a lease a concurrency limit granted: {@code i64 lease id | an ACQUIRE body} (one
-     * entry: the descriptor and cost of the acquire that took it). Answered by {@link #RESULT}
+     * Gives back a lease a concurrency limit granted: {@code i64 lease id | u32 check | an ACQUIRE
+     * body} (one entry: the descriptor and cost of the acquire that took it; the id and check as
+     * the grant's result listed them). A check that no longer matches the limits the entry's
+     * policies lease now (a new version since) gives back nothing: the lease expires where it is. Answered by {@link #RESULT}
      * with reason RELEASED, or ERROR (NOT_LEADER from a node that does not lead the entry's shard).
      */
     public static final int RELEASE = 19;

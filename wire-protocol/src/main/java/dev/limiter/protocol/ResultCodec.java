@@ -13,7 +13,7 @@ import io.netty.buffer.ByteBuf;
  *          | i64 remaining (whole tokens) | i64 limit (burst, tokens)
  *          | i64 retry-after (ns; -1: never) | i64 reset-after (ns) | i64 policy version
  * policy:  u16 ref | u8 len | id (UTF-8)
- * lease:   u16 record | i64 lease id
+ * lease:   u16 record | i64 lease id | u32 check (which limits and versions took it; a RELEASE returns it)
  * </pre>
  *
  * Record {@code i} answers entry {@code i} of the request. The lease section is there only when a
@@ -31,7 +31,7 @@ public final class ResultCodec
     static final int ALLOWED_FLAG = 1;
     static final int LEASE_FLAG = 2;
     /** Bytes of one entry of the lease section. */
-    public static final int LEASE_LENGTH = 10;
+    public static final int LEASE_LENGTH = 14;
     static final int REASON_OFFSET = 1;
     static final int POLICY_REF_OFFSET = 2;
     static final int WINDOW_OFFSET = 4;
@@ -107,11 +107,12 @@ public final class ResultCodec
         out.writeShort(count);
     }
 
-    /** Appends one lease: the record that holds it and its id. */
-    public static void appendLease(final ByteBuf out, final int record, final long leaseId)
+    /** Appends one lease: the record that holds it, its id and its check. */
+    public static void appendLease(final ByteBuf out, final int record, final long leaseId, final int check)
     {
         out.writeShort(record);
         out.writeLong(leaseId);
+        out.writeInt(check);
     }
 
     /** Policy ref stored in a record (for building the dictionary). */

@@ -89,6 +89,20 @@ public final class ResultDecoder
         return (buffer.getByte(record(i) + ResultCodec.FLAGS_OFFSET) & ResultCodec.LEASE_FLAG) != 0;
     }
 
+    /** The check of the lease record {@code i} holds (a RELEASE sends it back); 0 when it holds none. */
+    public int leaseCheck(final int i)
+    {
+        for (int l = 0; l < leaseCount; l++)
+        {
+            final int at = leasesStart + l * ResultCodec.LEASE_LENGTH;
+            if (buffer.getUnsignedShort(at) == i)
+            {
+                return buffer.getInt(at + 10);
+            }
+        }
+        return 0;
+    }
+
     /** The id of the lease record {@code i} holds; 0 when it holds none. */
     public long leaseId(final int i)
     {

@@ -233,10 +233,11 @@ class ConcurrencyLimitTest
     void aLeaseTokenRoundTripsAndBadOnesSayWhatIsWrong()
     {
         final byte[] fields = AcquireCodec.encodeFields("acme", "", "", "/v1/exports", "", "");
-        final LeaseToken token = new LeaseToken(123_456_789_012L, 2, fields);
+        final LeaseToken token = new LeaseToken(123_456_789_012L, -7, 2, fields);
         final LeaseToken back = LeaseToken.parse(token.encode());
         assertEquals(123_456_789_012L, back.leaseId());
         assertEquals(2, back.cost());
+        assertEquals(-7, back.check());
         assertEquals(new String(fields, java.nio.charset.StandardCharsets.ISO_8859_1),
             new String(back.encodedFields(), java.nio.charset.StandardCharsets.ISO_8859_1));
         assertTrue(assertThrows(IllegalArgumentException.class, () -> LeaseToken.parse("42")).getMessage().contains("L1."));

@@ -70,7 +70,7 @@ class ResultAndErrorCodecTest
             ResultCodec.appendPolicy(buf, 1, "exports".getBytes(StandardCharsets.UTF_8));
             final int withoutLeases = buf.writerIndex();
             ResultCodec.beginLeases(buf, 1);
-            ResultCodec.appendLease(buf, 1, -42L);
+            ResultCodec.appendLease(buf, 1, -42L, 99);
             Frame.finish(buf, start);
 
             final ResultDecoder decoder = new ResultDecoder();
@@ -80,6 +80,7 @@ class ResultAndErrorCodecTest
             assertTrue(decoder.holdsLease(1));
             assertTrue(decoder.allowed(1));
             assertEquals(-42L, decoder.leaseId(1));
+            assertEquals(99, decoder.leaseCheck(1));
             assertNotNull(decoder.wrap(buf, Frame.bodyOffset(buf), Frame.frameEnd(buf) - 1), "truncated lease section");
             assertNotNull(decoder.wrap(buf, Frame.bodyOffset(buf), withoutLeases + 1), "one stray byte");
             buf.setShort(withoutLeases + 2, 0); // the lease names record 0, which holds none

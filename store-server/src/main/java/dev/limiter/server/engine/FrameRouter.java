@@ -59,11 +59,12 @@ public final class FrameRouter
      *
      * @param startNanos when the frame was taken up ({@link System#nanoTime()}), for the latency metric
      * @param single     ACQUIRE or RELEASE (answered with RESULT) rather than BATCH_ACQUIRE
-     * @param release    a RELEASE: the entry gives back the lease {@code leaseId} wherever its acquire took one
+     * @param release    a RELEASE: the entry gives back the lease {@code leaseId} wherever its acquire took one,
+     *                   if {@code leaseCheck} still names the limits that lease
      */
     public void route(final ChannelHandlerContext ctx, final FrameResponder responder, final PolicySetIndex index,
         final ActiveExemptions exempt, final List<Shard> shards, final long correlationId, final long startNanos, final boolean single,
-        final boolean release, final long leaseId)
+        final boolean release, final long leaseId, final int leaseCheck)
     {
         long nowMillis = 0;
         boolean anyExempt = false;
@@ -71,6 +72,7 @@ public final class FrameRouter
         work.reset(ctx, responder, index, decoder.count(), correlationId, startNanos);
         work.release = release;
         work.releasedLease = leaseId;
+        work.releasedCheck = leaseCheck;
         final int shardCount = shards.size();
         long shardMask = 0;
         while (decoder.next())
@@ -136,6 +138,10 @@ public final class FrameRouter
             work.recycle();
             responder.error(ctx, correlationId, decoder.errorCode(), decoder.errorMessage());
             return;
+        }
+        for (int i = 0; release && i < work.count; i++)
+        {
+            work.leaseMatches[i] = work.shard[i] != FrameWork.EXEMPT && work.currentLeaseCheck(i) == leaseCheck;
         }
         final int count = work.count;
         final ByteBuf response = ctx.alloc().directBuffer(ResultCodec.recordsEnd(count) + 2 + 64);

@@ -52,6 +52,7 @@ public final class FrameWork implements Runnable
     int[] shadowEntry = new int[INITIAL_ENTRIES];
     boolean[] shadowLeased = new boolean[INITIAL_ENTRIES];
     long[] shadowLeaseId = new long[INITIAL_ENTRIES];
+    int[] shadowLeaseCheck = new int[INITIAL_ENTRIES];
     int shadowCount;
     /**
      * Stacked (hierarchical) scopes and extra limits of this frame's entries: entry i is also
@@ -73,9 +74,13 @@ public final class FrameWork implements Runnable
      */
     boolean release;
     long releasedLease;
+    int releasedCheck;
     /** Per entry: whether its grant took a lease, and the lease's id (the cluster time of the grant). */
     boolean[] leased = new boolean[INITIAL_ENTRIES];
     long[] leaseId = new long[INITIAL_ENTRIES];
+    int[] leaseCheck = new int[INITIAL_ENTRIES];
+    /** A RELEASE: whether the entry's check matches the limits that lease now (computed by the router before any shard runs). */
+    boolean[] leaseMatches = new boolean[INITIAL_ENTRIES];
     /** Whether any entry's grant took a lease (the response then carries a lease section). */
     volatile boolean anyLeased;
 
@@ -136,6 +141,8 @@ public final class FrameWork implements Runnable
             policy = new CompiledPolicy[n];
             leased = new boolean[n];
             leaseId = new long[n];
+            leaseCheck = new int[n];
+            leaseMatches = new boolean[n];
         }
         Arrays.fill(leased, 0, entries, false);
         if (stacked && (stackFrom.length < entries || partKeyOffset.length < entries * PolicySetIndex.MAX_PARTS_PER_REQUEST))
@@ -161,11 +168,55 @@ public final class FrameWork implements Runnable
             shadowEntry = new int[n];
             shadowLeased = new boolean[n];
             shadowLeaseId = new long[n];
+            shadowLeaseCheck = new int[n];
         }
         if (policies.hasShadow())
         {
             Arrays.fill(shadowLeased, 0, entries, false);
         }
+    }
+
+    static final int LEASE_CHECK_SEED = 1;
+
+    /**
+     * {@code check} folded with one leasing limit: its policy, version and limit index. A grant
+     * folds every limit that took its lease, in order; a release folds the limits that would
+     * lease now and gives back nothing unless it gets the same (a version changed since: the lease
+     * stays in the old version's keys until it expires, and never frees a lease of the new one).
+     */
+    static int leaseCheck(final int check, final CompiledPolicy policy)
+    {
+        return 31 * check + Long.hashCode(((long)policy.ordinal() << 32) ^ policy.version() ^ ((long)policy.limitIndex() << 28));
+    }
+
+    /**
+     * The check entry {@code i}'s lease would be granted under now: its own policy and parts that
+     * lease, else a leasing shadow's (a shadow's lease the grant adopted). Router thread, before
+     * the shards run.
+     */
+    int currentLeaseCheck(final int i)
+    {
+        final CompiledPolicy own = policy[i];
+        boolean any = own.limit().leases();
+        int check = any ? leaseCheck(LEASE_CHECK_SEED, own) : LEASE_CHECK_SEED;
+        final int parts = stacked ? stackCount[i] : 0;
+        for (int k = 0; k < parts; k++)
+        {
+            final CompiledPolicy part = partPolicy[stackFrom[i] + k];
+            if (part.limit().leases())
+            {
+                check = leaseCheck(check, part);
+                any = true;
+            }
+        }
+        for (int j = 0; j < shadowCount && !any; j++)
+        {
+            if (shadowEntry[j] == i && shadowPolicy[j].limit().leases())
+            {
+                return leaseCheck(LEASE_CHECK_SEED, shadowPolicy[j]);
+            }
+        }
+        return check;
     }
 
     /** Room for a key of up to {@code length} bytes at {@link #keyCursor}. */
@@ -317,6 +368,7 @@ public final class FrameWork implements Runnable
                 ResultCodec.markLease(response, ResultCodec.recordOffset(frameStart, entry));
                 leased[entry] = true;
                 leaseId[entry] = shadowLeaseId[j];
+                leaseCheck[entry] = shadowLeaseCheck[j];
             }
         }
     }
@@ -334,7 +386,7 @@ public final class FrameWork implements Runnable
         {
             if (leased[i])
             {
-                ResultCodec.appendLease(response, i, leaseId[i]);
+                ResultCodec.appendLease(response, i, leaseId[i], leaseCheck[i]);
             }
         }
     }

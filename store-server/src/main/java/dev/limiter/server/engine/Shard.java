@@ -290,7 +290,7 @@ public final class Shard implements Replication.DecidingShard
                     decision.retryAfterNanos(), decision.resetAfterNanos(), policy.version(), policy.windowSeconds());
                 if (decision.allowed() && policy.limit().leases())
                 {
-                    leased(work, i, decision.timeNanos());
+                    leased(work, i, decision.timeNanos(), FrameWork.leaseCheck(FrameWork.LEASE_CHECK_SEED, policy));
                 }
                 if (policy.ordinal() >= allowedByPolicy.length())
                 {
@@ -322,6 +322,7 @@ public final class Shard implements Replication.DecidingShard
                 {
                     work.shadowLeased[j] = true;
                     work.shadowLeaseId[j] = decision.timeNanos();
+                    work.shadowLeaseCheck[j] = FrameWork.leaseCheck(FrameWork.LEASE_CHECK_SEED, shadow);
                     work.anyLeased = true;
                 }
                 final AtomicLongArray counter = decision.allowed() ? shadowAllowedByPolicy : shadowDeniedByPolicy;
@@ -467,6 +468,7 @@ public final class Shard implements Replication.DecidingShard
             // Every lease the request takes is named by one time: the first leasing limit's.
             boolean leases = own.limit().leases();
             long leaseAt = decision.timeNanos();
+            int check = leases ? FrameWork.leaseCheck(FrameWork.LEASE_CHECK_SEED, own) : FrameWork.LEASE_CHECK_SEED;
             boolean allowed = decision.allowed();
             ReasonCode reason = decision.reason();
             long remaining = decision.remainingTokens();
@@ -482,10 +484,11 @@ public final class Shard implements Replication.DecidingShard
                     log.append(work.keys, work.partKeyOffset[from + k], work.partKeyLength[from + k], part.ordinal(), cost, now);
                 }
                 overageCounted = countOverage(part.ordinal(), decision.reason(), overageCounted);
-                if (!leases && part.limitOnShard(id, shardCount).leases())
+                if (part.limitOnShard(id, shardCount).leases())
                 {
+                    leaseAt = leases ? leaseAt : decision.timeNanos();
                     leases = true;
-                    leaseAt = decision.timeNanos();
+                    check = FrameWork.leaseCheck(check, part);
                 }
                 // The tightest scope names the answer; on a tie, one that went into its soft overage.
                 if (!decision.allowed() || decision.remainingTokens() < remaining ||
@@ -508,7 +511,7 @@ public final class Shard implements Replication.DecidingShard
             putRecord(work, i, named, named.limitOnShard(id, shardCount), allowed, reason, remaining, retry, reset);
             if (allowed && leases)
             {
-                leased(work, i, leaseAt);
+                leased(work, i, leaseAt, check);
             }
         }
         work.policy[i] = named; // the answer names the policy that limited it
@@ -522,11 +525,12 @@ public final class Shard implements Replication.DecidingShard
     }
 
     /** Entry {@code i}'s grant took a lease named {@code leaseId}: its record says so, the response lists it. */
-    private static void leased(final FrameWork work, final int i, final long leaseId)
+    private static void leased(final FrameWork work, final int i, final long leaseId, final int check)
     {
         ResultCodec.markLease(work.response, ResultCodec.recordOffset(work.frameStart, i));
         work.leased[i] = true;
         work.leaseId[i] = leaseId;
+        work.leaseCheck[i] = check;
         work.anyLeased = true;
     }
 
@@ -551,6 +555,16 @@ public final class Shard implements Replication.DecidingShard
             final int cost = work.cost[i];
             final CompiledPolicy own = work.policy[i];
             CompiledPolicy named = own;
+            if (!work.leaseMatches[i])
+            {
+                // Granted under other policies or versions than decide this entry now: its lease is in
+                // their keys (where it expires); nothing here is its to give back. Answered with what
+                // the entry's own key has free, read without a change.
+                table.peek(work.keys, work.keyOffset[i], work.keyLength[i], work.keyHash[i], own.limit(), 0, 0, now, decision);
+                putRecord(work, i, own, own.limitOnShard(id, shardCount), true, ReasonCode.RELEASED, decision.remainingTokens(), 0,
+                    decision.resetAfterNanos());
+                continue;
+            }
             table.release(work.keys, work.keyOffset[i], work.keyLength[i], work.keyHash[i], own.limit(), cost, lease, now, decision);
             boolean found = own.limit().leases();
             long remaining = decision.remainingTokens();
@@ -577,7 +591,7 @@ public final class Shard implements Replication.DecidingShard
         }
         for (int j = 0; j < work.shadowCount; j++)
         {
-            if (work.shadowShard[j] == id)
+            if (work.shadowShard[j] == id && work.leaseMatches[work.shadowEntry[j]])
             {
                 final CompiledPolicy shadow = work.shadowPolicy[j];
                 table.release(work.keys, work.shadowKeyOffset[j], work.shadowKeyLength[j], work.shadowKeyHash[j], shadow.limit(),

@@ -153,15 +153,17 @@ public final class DataPlaneHandler extends ChannelInboundHandlerAdapter impleme
         final AcquireDecoder decoder = router.decoder();
         int body = Frame.bodyOffset(frame);
         long leaseId = 0;
+        int leaseCheck = 0;
         if (release)
         {
             if (Frame.frameEnd(frame) - body < AcquireCodec.RELEASE_PREFIX_LENGTH)
             {
                 error(ctx, correlationId, ErrorCode.MALFORMED_FRAME, "RELEASE body is " + (Frame.frameEnd(frame) - body) +
-                    " bytes; it starts with the 8-byte lease id");
+                    " bytes; it starts with the 8-byte lease id and its 4-byte check");
                 return;
             }
             leaseId = frame.getLong(body);
+            leaseCheck = frame.getInt(body + 8);
             body += AcquireCodec.RELEASE_PREFIX_LENGTH;
         }
         final String malformed = decoder.wrap(frame, body, Frame.frameEnd(frame), single);
@@ -175,7 +177,7 @@ public final class DataPlaneHandler extends ChannelInboundHandlerAdapter impleme
             notLeader(ctx, correlationId, -1); // a follower of every group never decides: send the caller to a leader
             return;
         }
-        router.route(ctx, this, policies.get(), exemptions.get(), shards, correlationId, start, single, release, leaseId);
+        router.route(ctx, this, policies.get(), exemptions.get(), shards, correlationId, start, single, release, leaseId, leaseCheck);
     }
 
     private void status(final ChannelHandlerContext ctx, final ByteBuf frame, final long correlationId, final FrameResponder answers)
