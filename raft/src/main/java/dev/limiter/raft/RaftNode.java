@@ -169,6 +169,45 @@ public final class RaftNode implements AutoCloseable
         return current;
     }
 
+    /** How long a start waits for its Raft port to be released (by a node of this process still stopping). */
+    private static final long PORT_WAIT_MILLIS = 10_000;
+
+    /**
+     * Waits until the Raft port can be bound, at most {@link #PORT_WAIT_MILLIS}: a member restarted in
+     * the same process finds its port held for a moment by its previous server's shutdown, and Ratis
+     * ends the whole JVM when its gRPC server cannot bind. A port still taken is a clear error instead.
+     */
+    private static void awaitPortFree(final InetSocketAddress self) throws IOException
+    {
+        final long end = System.nanoTime() + PORT_WAIT_MILLIS * 1_000_000L;
+        while (true)
+        {
+            try (java.net.ServerSocket probe = new java.net.ServerSocket())
+            {
+                probe.setReuseAddress(true);
+                probe.bind(new InetSocketAddress(self.getHostString(), self.getPort()));
+                return;
+            }
+            catch (final java.net.BindException taken)
+            {
+                if (System.nanoTime() - end > 0)
+                {
+                    throw new IOException("the Raft port " + self.getHostString() + ":" + self.getPort() + " is in use (" +
+                        taken.getMessage() + "): stop what holds it, or give this member another port", taken);
+                }
+                try
+                {
+                    Thread.sleep(50);
+                }
+                catch (final InterruptedException e)
+                {
+                    Thread.currentThread().interrupt();
+                    throw new IOException("interrupted while waiting for the Raft port " + self, e);
+                }
+            }
+        }
+    }
+
     /** Opens the storage (recovering every group from it), binds the Raft port and joins the groups. */
     public RaftNode start() throws IOException
     {
@@ -213,6 +252,7 @@ public final class RaftNode implements AutoCloseable
             GrpcConfigKeys.Client.setTlsConf(clientParameters, tls);
             GrpcConfigKeys.Admin.setTlsConf(clientParameters, tls);
         }
+        awaitPortFree(self);
         final boolean recover = checkStorage();
         final Map<RaftGroupId, StampedStateMachine> machines = new HashMap<>();
         groups.forEach(member -> machines.put(member.group().getGroupId(), member.stateMachine()));

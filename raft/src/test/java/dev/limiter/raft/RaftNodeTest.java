@@ -42,6 +42,12 @@ class RaftNodeTest
     private long snapshotEvery = 10_000;
     private int groupCount = 1;
 
+    static
+    {
+        // Ratis ends the JVM when a member cannot start its gRPC server: here that is a failed test instead.
+        org.apache.ratis.util.ExitUtils.disableSystemExit();
+    }
+
     @AfterEach
     void stopAll() throws IOException
     {
@@ -49,6 +55,9 @@ class RaftNodeTest
         {
             node.close();
         }
+        final org.apache.ratis.util.ExitUtils.ExitException exit = org.apache.ratis.util.ExitUtils.getFirstExitException();
+        org.apache.ratis.util.ExitUtils.clear();
+        assertTrue(exit == null, "Ratis would have ended the JVM: " + exit);
     }
 
     private static int freePort() throws IOException
