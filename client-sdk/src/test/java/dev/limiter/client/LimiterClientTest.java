@@ -141,10 +141,14 @@ class LimiterClientTest
             assertEquals(0, wrongOutcome.sum(), "calls that ended other than by a timeout: " + figures);
             assertTrue(all.length > 10_000, figures);
             assertTrue(all[0] >= -java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(1), "a call ended before its deadline: " + figures);
-            // The timer's 1 ms tick plus this shared 2-core machine's scheduling: measured p99 4.5-6 ms,
-            // p99.99 11-14 ms, max 12-16 ms, with the 1 ms park itself oversleeping up to 7-10 ms.
-            assertTrue(all[(int)(all.length * 0.99)] < java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(10), figures);
-            assertTrue(all[all.length - 1] < java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(50), figures);
+            // The timer's 1 ms tick plus this shared 2-core machine's scheduling: measured p99 4.5-9 ms,
+            // p99.99 11-39 ms, max 12-39 ms, with the 1 ms park itself oversleeping up to 8-21 ms. A stall
+            // of the whole machine delays the timer as much as the park beside it: the bounds allow what
+            // the park measured in the same run on top (a clean CI once saw p99 21 ms when the park
+            // overslept 23 ms), and no more.
+            final long stall = noise[noise.length - 1];
+            assertTrue(all[(int)(all.length * 0.99)] < java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(10) + stall, figures);
+            assertTrue(all[all.length - 1] < java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(50) + stall, figures);
         }
         finally
         {

@@ -287,17 +287,7 @@ public final class BucketTable
         }
         if (slot >= 0)
         {
-            final int base = slot * SLOT_LENGTH;
-            if (tracksDigest)
-            {
-                trackedDigest -= contribution(base);
-            }
-            slots.putLong(base + TOKENS_OFFSET, state);
-            slots.putLong(base + LAST_NANOS_OFFSET, now);
-            if (tracksDigest)
-            {
-                trackedDigest += contribution(base);
-            }
+            store(slot * SLOT_LENGTH, state, now);
         }
         else if (allowed && !insert(key, keyOffset, keyLength, hash, policy, state, now, nowNanos))
         {
@@ -344,18 +334,24 @@ public final class BucketTable
             final long last = slots.getLong(base + LAST_NANOS_OFFSET);
             now = Math.max(last, now);
             state = limit.release(limit.refill(slots.getLong(base + TOKENS_OFFSET), last, now), now, leaseNanos, limit.costUnits(cost));
-            if (tracksDigest)
-            {
-                trackedDigest -= contribution(base);
-            }
-            slots.putLong(base + TOKENS_OFFSET, state);
-            slots.putLong(base + LAST_NANOS_OFFSET, now);
-            if (tracksDigest)
-            {
-                trackedDigest += contribution(base);
-            }
+            store(base, state, now);
         }
         out.set(true, ReasonCode.RELEASED, limit.wholeTokens(limit.available(state, now)), 0, limit.nanosUntilFull(state, now));
+    }
+
+    /** Writes a stored key's state and time, keeping the digest current when it is tracked. */
+    private void store(final int base, final long state, final long now)
+    {
+        if (tracksDigest)
+        {
+            trackedDigest -= contribution(base);
+        }
+        slots.putLong(base + TOKENS_OFFSET, state);
+        slots.putLong(base + LAST_NANOS_OFFSET, now);
+        if (tracksDigest)
+        {
+            trackedDigest += contribution(base);
+        }
     }
 
     private static ReasonCode reason(final boolean allowed, final long available, final long costUnits, final long wait)
