@@ -149,7 +149,7 @@ final class Circuit implements PendingCall.Fallback
     @Override
     public void onAnswer(final PendingCall call, final Decision decision)
     {
-        if (rejections != null && !decision.allowed())
+        if (rejections != null && !decision.allowed() && call.wireCost == call.cost) // a refused block says nothing of the cost
         {
             rejections.denied(call.descriptor, call.cost, decision, System.nanoTime());
         }

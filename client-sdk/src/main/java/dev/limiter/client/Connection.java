@@ -509,7 +509,7 @@ final class Connection
                 // it, and after a pause of this process it waits a little for the answer.
                 if (!call.isDone())
                 {
-                    AcquireCodec.appendEntry(buf, call.cost, call.descriptor.encoded());
+                    AcquireCodec.appendEntry(buf, call.wireCost, call.descriptor.encoded());
                     batch[count++] = call;
                     if (call.deadlineNanos - earliestDeadline < 0 || count == 1)
                     {

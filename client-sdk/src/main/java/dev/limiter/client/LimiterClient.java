@@ -354,11 +354,16 @@ public final class LimiterClient implements AutoCloseable
 
     private CompletableFuture<Decision> acquire(final Descriptor descriptor, final int cost, final long deadline)
     {
-        return acquire(descriptor, cost, deadline, false);
+        return acquire(descriptor, cost, cost, deadline, false);
     }
 
-    /** @param blocking the caller waits in {@link #acquireBlocking}, which parks for a reservation's wait itself */
-    private CompletableFuture<Decision> acquire(final Descriptor descriptor, final int cost, final long deadline, final boolean blocking)
+    /**
+     * @param wireCost what the node is asked for: the cost, or a token lease's block (a local
+     *                 decision, if the node does not answer, is still for the cost)
+     * @param blocking the caller waits in {@link #acquireBlocking}, which parks for a reservation's wait itself
+     */
+    private CompletableFuture<Decision> acquire(final Descriptor descriptor, final int cost, final int wireCost, final long deadline,
+        final boolean blocking)
     {
         Objects.requireNonNull(descriptor, "descriptor");
         if (cost < 1)
@@ -406,6 +411,7 @@ public final class LimiterClient implements AutoCloseable
         final PendingCall call = new PendingCall(descriptor, cost, System.nanoTime() + deadline, circuit);
         call.probe = probe;
         call.blocking = blocking; // before it is sent: the answer may come back at once
+        call.wireCost = wireCost;
         if (closed)
         {
             call.completeExceptionally(new LimiterUnavailableException("limiter client closed"));
@@ -490,7 +496,8 @@ public final class LimiterClient implements AutoCloseable
             final Decision answer;
             try
             {
-                answer = awaitDecision(descriptor, ask);
+                // Asks the node for the block; decided here, if no node answers, for this call's cost only.
+                answer = awaitDecision(descriptor, cost, ask);
             }
             catch (final RuntimeException e)
             {
@@ -643,7 +650,12 @@ public final class LimiterClient implements AutoCloseable
 
     private Decision awaitDecision(final Descriptor descriptor, final int cost)
     {
-        final CompletableFuture<Decision> future = acquire(descriptor, cost, deadlineNanos, true);
+        return awaitDecision(descriptor, cost, cost);
+    }
+
+    private Decision awaitDecision(final Descriptor descriptor, final int cost, final int wireCost)
+    {
+        final CompletableFuture<Decision> future = acquire(descriptor, cost, wireCost, deadlineNanos, true);
         if (future instanceof Decided decided)
         {
             return decided.decision; // the SDK decided already; only its delivery to async callers waits

@@ -23,7 +23,13 @@ final class PendingCall extends CompletableFuture<Decision>
     }
 
     final Descriptor descriptor;
+    /** Tokens the caller needs: what a local decision charges. */
     final int cost;
+    /**
+     * Tokens asked of the node: the cost, or a token lease's block (more than the cost, the rest of
+     * it the SDK's to decide from later). Set before the call is sent.
+     */
+    int wireCost;
     final long deadlineNanos;
     private final Fallback fallback;
     /** This call is the half-open circuit's probe (set before it is sent). */
@@ -90,6 +96,7 @@ final class PendingCall extends CompletableFuture<Decision>
     {
         this.descriptor = descriptor;
         this.cost = cost;
+        this.wireCost = cost;
         this.deadlineNanos = deadlineNanos;
         this.fallback = fallback;
     }

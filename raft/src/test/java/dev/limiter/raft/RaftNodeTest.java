@@ -60,11 +60,33 @@ class RaftNodeTest
         assertTrue(exit == null, "Ratis would have ended the JVM: " + exit);
     }
 
+    /**
+     * A free port below the kernel's ephemeral range: one from that range (port 0) can be taken by an
+     * outgoing connection of the members before a member restarted in place binds it again.
+     */
     private static int freePort() throws IOException
     {
-        try (ServerSocket socket = new ServerSocket(0, 1, InetAddress.getLoopbackAddress()))
+        int low = 32_768;
+        try
         {
-            return socket.getLocalPort();
+            low = Math.max(12_000, Integer.parseInt(java.nio.file.Files.readString(
+                java.nio.file.Path.of("/proc/sys/net/ipv4/ip_local_port_range")).trim().split("\\s+")[0]));
+        }
+        catch (final IOException | RuntimeException e)
+        {
+            // keep the usual Linux default
+        }
+        while (true)
+        {
+            final int port = 10_000 + java.util.concurrent.ThreadLocalRandom.current().nextInt(low - 10_001);
+            try (ServerSocket socket = new ServerSocket(port, 1, InetAddress.getLoopbackAddress()))
+            {
+                return socket.getLocalPort();
+            }
+            catch (final IOException taken)
+            {
+                // another one
+            }
         }
     }
 

@@ -22,7 +22,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
@@ -78,7 +77,7 @@ class ClusterTest
     {
         while (true)
         {
-            final int base = 20_000 + ThreadLocalRandom.current().nextInt(30_000);
+            final int base = ClusterPorts.randomBase(3 + RAFT_OFFSET);
             boolean free = true;
             for (int i = 0; i < 3 && free; i++)
             {
@@ -406,7 +405,7 @@ class ClusterTest
         int port;
         do
         {
-            port = 20_000 + ThreadLocalRandom.current().nextInt(30_000);
+            port = ClusterPorts.randomBase(1 + RAFT_OFFSET);
         }
         while (!bindable(port) || !bindable(port + RAFT_OFFSET));
         final Map<String, InetSocketAddress> four = new LinkedHashMap<>(peers);
