@@ -782,17 +782,7 @@ public final class BucketTable
         final int slot = find(key, keyOffset, keyLength, hash);
         if (slot >= 0)
         {
-            final int base = slot * SLOT_LENGTH;
-            if (tracksDigest)
-            {
-                trackedDigest -= contribution(base);
-            }
-            slots.putLong(base + TOKENS_OFFSET, tokensUnits);
-            slots.putLong(base + LAST_NANOS_OFFSET, lastNanos);
-            if (tracksDigest)
-            {
-                trackedDigest += contribution(base);
-            }
+            store(slot * SLOT_LENGTH, tokensUnits, lastNanos);
             return true;
         }
         return insert(key, keyOffset, keyLength, hash, policy, tokensUnits, lastNanos, Long.MIN_VALUE);
