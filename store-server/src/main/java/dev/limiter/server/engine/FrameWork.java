@@ -129,6 +129,12 @@ public final class FrameWork implements Runnable
         this.keyCursor = 0;
         this.startNanos = startNanos;
         this.release = false;
+        if (anyLeased)
+        {
+            // Only a frame that took a lease set these flags: the others cost no clearing.
+            Arrays.fill(leased, false);
+            Arrays.fill(shadowLeased, false);
+        }
         this.anyLeased = false;
         if (keyOffset.length < entries)
         {
@@ -144,7 +150,6 @@ public final class FrameWork implements Runnable
             leaseCheck = new int[n];
             leaseMatches = new boolean[n];
         }
-        Arrays.fill(leased, 0, entries, false);
         if (stacked && (stackFrom.length < entries || partKeyOffset.length < entries * PolicySetIndex.MAX_PARTS_PER_REQUEST))
         {
             final int n = Math.max(INITIAL_ENTRIES, Integer.highestOneBit(Math.max(2, entries) - 1) << 1);
@@ -169,10 +174,6 @@ public final class FrameWork implements Runnable
             shadowLeased = new boolean[n];
             shadowLeaseId = new long[n];
             shadowLeaseCheck = new int[n];
-        }
-        if (policies.hasShadow())
-        {
-            Arrays.fill(shadowLeased, 0, entries, false);
         }
     }
 

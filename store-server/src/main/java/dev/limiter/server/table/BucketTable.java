@@ -77,6 +77,8 @@ public final class BucketTable
     private static final int CACHE_LINE = 64;
 
     private final UnsafeBuffer slots = new UnsafeBuffer(0, 0);
+    /** The key time {@link #load} decided at (owner thread). */
+    private long loadedNow;
     private ByteBuffer slotMemory;
     private int slotCount;
     private int mask;
@@ -256,16 +258,8 @@ public final class BucketTable
             checkOwner();
         }
         final int slot = find(key, keyOffset, keyLength, hash);
-        // Never move a key's time backwards: elapsed time is clamped at zero, so the old stamp stays.
-        long now = timeFor(limit, nowNanos);
-        long state = limit.fullState();
-        if (slot >= 0)
-        {
-            final int base = slot * SLOT_LENGTH;
-            final long last = slots.getLong(base + LAST_NANOS_OFFSET);
-            now = Math.max(last, now);
-            state = limit.refill(slots.getLong(base + TOKENS_OFFSET), last, now);
-        }
+        long state = load(slot, limit, nowNanos);
+        final long now = loadedNow;
         out.timeNanos = now;
         final long available = limit.available(state, now);
         if (cost > limit.burstTokens())
@@ -326,17 +320,33 @@ public final class BucketTable
             checkOwner();
         }
         final int slot = limit.leases() ? find(key, keyOffset, keyLength, hash) : -1;
-        long now = timeFor(limit, nowNanos);
-        long state = limit.fullState();
+        long state = load(slot, limit, nowNanos);
+        final long now = loadedNow;
         if (slot >= 0)
         {
-            final int base = slot * SLOT_LENGTH;
-            final long last = slots.getLong(base + LAST_NANOS_OFFSET);
-            now = Math.max(last, now);
-            state = limit.release(limit.refill(slots.getLong(base + TOKENS_OFFSET), last, now), now, leaseNanos, limit.costUnits(cost));
-            store(base, state, now);
+            state = limit.release(state, now, leaseNanos, limit.costUnits(cost));
+            store(slot * SLOT_LENGTH, state, now);
         }
         out.set(true, ReasonCode.RELEASED, limit.wholeTokens(limit.available(state, now)), 0, limit.nanosUntilFull(state, now));
+    }
+
+    /**
+     * The state of the key in {@code slot} (or of one never seen, for -1) refilled to
+     * {@code nowNanos}, its time left in {@link #loadedNow}: never earlier than the stored time
+     * (elapsed time is clamped at zero, so the old stamp stays). Owner thread only.
+     */
+    private long load(final int slot, final Limit limit, final long nowNanos)
+    {
+        final long now = timeFor(limit, nowNanos);
+        if (slot < 0)
+        {
+            loadedNow = now;
+            return limit.fullState();
+        }
+        final int base = slot * SLOT_LENGTH;
+        final long last = slots.getLong(base + LAST_NANOS_OFFSET);
+        loadedNow = Math.max(last, now);
+        return limit.refill(slots.getLong(base + TOKENS_OFFSET), last, loadedNow);
     }
 
     /** Writes a stored key's state and time, keeping the digest current when it is tracked. */
@@ -387,15 +397,8 @@ public final class BucketTable
             checkOwner();
         }
         final int slot = find(key, keyOffset, keyLength, hash);
-        long now = timeFor(limit, nowNanos);
-        long state = limit.fullState();
-        if (slot >= 0)
-        {
-            final int base = slot * SLOT_LENGTH;
-            final long last = slots.getLong(base + LAST_NANOS_OFFSET);
-            now = Math.max(last, now);
-            state = limit.refill(slots.getLong(base + TOKENS_OFFSET), last, now);
-        }
+        final long state = load(slot, limit, nowNanos);
+        final long now = loadedNow;
         final long available = limit.available(state, now);
         if (cost > limit.burstTokens())
         {
