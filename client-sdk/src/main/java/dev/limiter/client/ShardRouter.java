@@ -9,11 +9,14 @@ import dev.limiter.protocol.ShardMap;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import java.util.concurrent.ThreadLocalRandom;
+
 /**
  * Which shard a call's bucket lives on, as the node will place it: the request is matched against
  * the policy set in force (compiled with the node's ordinals from its shard map) and its bucket
  * key is placed by the node's rule: a tenant- or principal-scoped bucket on its tenant's shard, a
- * GLOBAL one and a CLIENT_IP one by the hash of their key. Without a map naming several groups
+ * GLOBAL one and a CLIENT_IP one by the hash of their key, a GLOBAL one split across shards on any
+ * shard (a random one per call). Without a map naming several groups
  * nothing is routed; without the ordinals of the set this client holds (an older node, or a set
  * that changed since the map) tenant-scoped calls are still routed by tenant. Thread-safe: the
  * matcher's scratch ({@link PolicyMatcher}) and the key's are per thread, and nothing is
@@ -135,6 +138,12 @@ final class ShardRouter
         switch (policy.scope())
         {
             case GLOBAL:
+                if (policy.routedToAnyShare(shards))
+                {
+                    // Held as a share on every shard: any leader decides it; spread evenly, each node's
+                    // share of the calls is the share of the shards it leads.
+                    return ThreadLocalRandom.current().nextInt(shards);
+                }
                 return ShardMap.keyShard(key, ShardMap.KEY_PREFIX_LENGTH, policy.ordinal(), policy.version(), shards);
             case CLIENT_IP:
                 if (!IpAddresses.parse(decoder.buffer(), decoder.offset(DescriptorField.CLIENT_IP), decoder.length(DescriptorField.CLIENT_IP),

@@ -130,7 +130,7 @@ public final class StoreServer implements NodeStatus, AutoCloseable
         this.policyState = new PolicyState(this.config.shards());
         this.clock = clock;
         this.seed = loadPolicies(config);
-        final List<String> stackedProblems = seed.policies().stream().filter(CompiledPolicy::stacked)
+        final List<String> stackedProblems = seed.policies().stream()
             .map(p -> PolicyControl.stackedProblem(p.source(), config.shards())).filter(Objects::nonNull).toList();
         if (!stackedProblems.isEmpty())
         {

@@ -679,6 +679,31 @@ class AdminApiTest
     }
 
     @Test
+    void splitAcrossShardsIsRefusedWhereItCannotHoldAndSaysWhy() throws Exception
+    {
+        try (StoreServer server = start(TestNode.config(dir, 0, 4).adminToken(TOKEN)))
+        {
+            final String split = "{\"selector\":{\"route\":\"/all\"},\"owner\":\"p\",\"reason\":\"r\",\"splitAcrossShards\":true,%s}";
+            final HttpResponse<String> tenant = call(server, "PUT", "/v1/policies/everyone", String.format(split, "\"rate\":100"));
+            assertEquals(400, tenant.statusCode());
+            assertTrue(tenant.body().contains("splitAcrossShards: only a GLOBAL bucket is split") &&
+                tenant.body().contains("was TENANT"), tenant.body());
+            final HttpResponse<String> leases = call(server, "PUT", "/v1/policies/everyone",
+                String.format(split, "\"scope\":\"GLOBAL\",\"maxConcurrent\":10"));
+            assertEquals(400, leases.statusCode());
+            assertTrue(leases.body().contains("splitAcrossShards: not with maxConcurrent"), leases.body());
+            final HttpResponse<String> small = call(server, "PUT", "/v1/policies/everyone",
+                String.format(split, "\"scope\":\"GLOBAL\",\"rate\":100,\"burst\":3"));
+            assertEquals(400, small.statusCode());
+            assertTrue(small.body().contains("has splitAcrossShards: on a node with 4 shards") &&
+                small.body().contains("raise the burst to at least 4"), small.body());
+            assertEquals(null, server.policyState().current("everyone"), "nothing refused was stored");
+            assertEquals(200, call(server, "PUT", "/v1/policies/everyone",
+                String.format(split, "\"scope\":\"GLOBAL\",\"rate\":100,\"burst\":4")).statusCode());
+        }
+    }
+
+    @Test
     void aStackedGlobalBudgetTooSmallToSplitIntoOneShareAShardIsRefused() throws Exception
     {
         try (StoreServer server = start(TestNode.config(dir, 0, 2).adminToken(TOKEN)))

@@ -38,6 +38,10 @@ public final class CompiledPolicy
     private final long specificity;
     private final long windowSeconds;
     private final boolean strict;
+    /** Whether the budget is held as one share per shard ({@link #splitsAcrossShards(Policy)}). */
+    private final boolean split;
+    /** SDK token leases only for keys decided at this many tokens per second or more (0: any key). */
+    private final long tokenLeaseHotRate;
     /** Per-shard shares of a budget split across shards, for the last shard count asked (immutable once built). */
     private volatile Limit[] shares;
 
@@ -73,6 +77,8 @@ public final class CompiledPolicy
         this.scope = effectiveScope(source);
         this.windowSeconds = limit.windowSeconds();
         this.strict = source.getConsistency() == Consistency.STRICT;
+        this.split = splitsAcrossShards(source);
+        this.tokenLeaseHotRate = source.hasTokenLease() ? source.getTokenLease().getHotRate() : 0;
         // Selectors are trimmed by exactly the rule requests are (ASCII whitespace only).
         this.tenant = bytesOrNull(DescriptorRules.trim(source.getSelector().getTenant()));
         this.principal = bytesOrNull(DescriptorRules.trim(source.getSelector().getPrincipal()));
@@ -262,21 +268,46 @@ public final class CompiledPolicy
 
     /**
      * Whether a policy is a budget that a node with several shards splits into one equal share per
-     * shard: a stacked GLOBAL or CLIENT_IP budget. The requests it is stacked on are decided by the
+     * shard ({@link Limit#share}: rates and bursts that add up to the policy's exactly, so the
+     * shares together never admit more than the whole budget):
+     * <ul>
+     * <li>a stacked GLOBAL or CLIENT_IP budget: the requests it is stacked on are decided by the
      * shard of their own bucket (often their tenant's), so no one shard could hold the whole budget;
-     * each keeps 1/shards of it instead ({@link Limit#share}), which never admits more than
-     * the whole budget and may refuse a request while another shard's share still has tokens.
+     * a request may be refused by its shard's share while another share still has tokens;</li>
+     * <li>a GLOBAL policy with {@code splitAcrossShards}: one hot key decided by every shard at once
+     * instead of by one shard's thread; each request goes to a share that has tokens (the node's
+     * frame router spreads them, and skips a share while it is empty).</li>
+     * </ul>
      */
     public static boolean splitsAcrossShards(final Policy policy)
     {
         final Scope scope = effectiveScope(policy);
-        return policy.getStacked() && (scope == Scope.GLOBAL || scope == Scope.CLIENT_IP);
+        return policy.getStacked() ? scope == Scope.GLOBAL || scope == Scope.CLIENT_IP :
+            policy.getSplitAcrossShards() && scope == Scope.GLOBAL;
     }
 
     /** {@link #splitsAcrossShards(Policy)} on a node with {@code shards} shards. */
     public boolean splitAcrossShards(final int shards)
     {
-        return shards > 1 && splitsAcrossShards(source);
+        return shards > 1 && split;
+    }
+
+    /**
+     * Whether a request of this policy may go to any shard's share of its budget: a GLOBAL policy
+     * with {@code splitAcrossShards} (a stacked split budget is charged on its request's shard).
+     */
+    public boolean routedToAnyShare(final int shards)
+    {
+        return shards > 1 && split && !source.getStacked();
+    }
+
+    /**
+     * The rate, in tokens per second, at which the nodes must see a key decided before SDKs take
+     * token leases of it ({@code tokenLease.hotRate}); 0 when SDKs may lease any key (or none).
+     */
+    public long tokenLeaseHotRate()
+    {
+        return tokenLeaseHotRate;
     }
 
     /**

@@ -353,6 +353,10 @@ public final class PolicySetIndex
         {
             checkTokenLease(p, where, errors);
         }
+        if (p.getSplitAcrossShards() && !p.getStacked())
+        {
+            checkSplit(p, where, errors);
+        }
         if (p.getVersion() > CompiledPolicy.MAX_VERSION)
         {
             errors.add(where + ".version: at most " + CompiledPolicy.MAX_VERSION + " versions of one policy, was " +
@@ -555,11 +559,18 @@ public final class PolicySetIndex
     public static final long MIN_LEASE_WINDOW_NANOS = 1_000_000L;
     public static final long MAX_LEASE_WINDOW_NANOS = 1_000_000_000L;
     public static final long MAX_LEASE_AGE_NANOS = 10_000_000_000L;
+    /** Highest {@code tokenLease.hotRate}, tokens per second. */
+    public static final long MAX_HOT_RATE = 1_000_000_000_000L;
 
     /** SDK token leases: only where a local decision from a block is the node's decision, just earlier. */
     private static void checkTokenLease(final Policy p, final String where, final List<String> errors)
     {
         final dev.limiter.protocol.policy.TokenLease lease = p.getTokenLease();
+        if (lease.getHotRate() > MAX_HOT_RATE)
+        {
+            errors.add(where + ".tokenLease.hotRate: tokens per second, at most " + MAX_HOT_RATE + " (0: lease any key), was " +
+                Long.toUnsignedString(lease.getHotRate()));
+        }
         if (lease.getMaxSharePercent() > 50)
         {
             errors.add(where + ".tokenLease.maxSharePercent: 1 to 50 (0: the default 10), was " + Integer.toUnsignedString(lease.getMaxSharePercent()));
@@ -585,6 +596,21 @@ public final class PolicySetIndex
         {
             errors.add(where + ".tokenLease: not with extra limits, stacked, SHADOW or an excess other than REJECT " +
                 "(each needs the cluster to see every request)");
+        }
+    }
+
+    /** A budget held as a share per shard: one bucket for everybody, of a rate (a lease count is kept where it was taken). */
+    private static void checkSplit(final Policy p, final String where, final List<String> errors)
+    {
+        if (CompiledPolicy.effectiveScope(p) != Scope.GLOBAL)
+        {
+            errors.add(where + ".splitAcrossShards: only a GLOBAL bucket is split (a TENANT, PRINCIPAL or CLIENT_IP " +
+                "policy already spreads its many keys over the shards), was " + CompiledPolicy.effectiveScope(p));
+        }
+        if (p.getMaxConcurrent() != 0)
+        {
+            errors.add(where + ".splitAcrossShards: not with maxConcurrent (a lease is given back to the share that granted it, " +
+                "which a release cannot name)");
         }
     }
 

@@ -50,7 +50,7 @@ public final class PolicyControl
      * one shard: the shard of the request's own bucket. TENANT and PRINCIPAL budgets live on the
      * tenant's shard; a stacked GLOBAL or CLIENT_IP budget is split into one equal share per shard
      * ({@link CompiledPolicy#splitsAcrossShards}), so its burst must allow at least one token per
-     * share. Null when the policy may run.
+     * share; so must a GLOBAL policy with {@code splitAcrossShards}. Null when the policy may run.
      */
     public static String stackedProblem(final Policy policy, final int shards)
     {
@@ -75,7 +75,8 @@ public final class PolicyControl
             }
             catch (final IllegalArgumentException e)
             {
-                return "stacked policy '" + policy.getId() + "' is " + CompiledPolicy.effectiveScope(policy) + "-scoped: on a node with " +
+                return (policy.getStacked() ? "stacked policy '" + policy.getId() + "' is " + CompiledPolicy.effectiveScope(policy) +
+                    "-scoped" : "policy '" + policy.getId() + "' has splitAcrossShards") + ": on a node with " +
                     shards + " shards its budget is split into " + shards + " equal shares, one per shard, and " +
                     (k == 0 ? "" : "in its limits[" + (k - 1) + "] ") + e.getMessage() + " (or run the nodes with fewer shards)";
             }
@@ -115,12 +116,12 @@ public final class PolicyControl
             final long to = command.getRollback().getToVersion();
             wanted = history != null && to >= 1 && to <= history.getVersionsCount() ? history.getVersions((int)to - 1).getPolicy() : null;
         }
-        if (wanted == null || !wanted.getStacked())
+        if (wanted == null || !CompiledPolicy.splitsAcrossShards(wanted))
         {
             return null;
         }
         final String problem = stackedProblem(wanted, shards);
-        return problem == null ? null : "policy.stacked: " + problem;
+        return problem == null ? null : (wanted.getStacked() ? "policy.stacked: " : "policy.splitAcrossShards: ") + problem;
     }
 
     public PolicyState state()

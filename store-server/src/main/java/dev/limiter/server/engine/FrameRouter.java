@@ -40,6 +40,8 @@ public final class FrameRouter
     private final AcquireDecoder decoder = new AcquireDecoder();
     private final FrameWork.Pool pool;
     private final CompiledPolicy[] stacked = new CompiledPolicy[PolicySetIndex.MAX_STACKED_PER_REQUEST];
+    /** Where the next request of a policy split across shards starts looking for a share (this loop's round robin). */
+    private int nextShare;
 
     public FrameRouter(final ServerMetrics metrics)
     {
@@ -113,7 +115,8 @@ public final class FrameRouter
             work.keyHash[i] = keyHash;
             work.cost[i] = decoder.cost();
             work.policy[i] = policy;
-            final int shard = shardOf(tenantHash, keyHash, shardCount);
+            final int shard = policy.routedToAnyShare(shardCount) ? shareShard(shards, policy.ordinal(), keyHash) :
+                shardOf(tenantHash, keyHash, shardCount);
             work.shard[i] = shard;
             shardMask |= 1L << shard;
             work.count++;
@@ -130,7 +133,7 @@ public final class FrameRouter
             if (index.hasShadow())
             {
                 final CompiledPolicy shadow = policy != matched && matched.rolloutShadowsOthers() ? matched : index.matchShadow(decoder);
-                shardMask |= addShadow(work, decoder, shadow, shardCount, i);
+                shardMask |= addShadow(work, decoder, shadow, shards, i);
             }
         }
         if (decoder.failed())
@@ -294,14 +297,53 @@ public final class FrameRouter
     }
 
     /**
+     * The shard whose share of a split policy's budget ({@link CompiledPolicy#routedToAnyShare})
+     * decides the next request: round robin over the shards this node leads, skipping a share while
+     * it refuses (as its last refusal said), so requests go where there are tokens and the shares
+     * drain together; when every led share refuses, the round robin's next one answers. A node that
+     * leads none names the key's own shard, whose NOT_LEADER answer points at a leader.
+     */
+    private int shareShard(final List<Shard> shards, final int ordinal, final long keyHash)
+    {
+        final int count = shards.size();
+        final int start = nextShare >= count ? 0 : nextShare;
+        int firstLed = -1;
+        for (int k = 0; k < count; k++)
+        {
+            final int s = start + k < count ? start + k : start + k - count;
+            final Shard shard = shards.get(s);
+            if (!shard.leads())
+            {
+                continue;
+            }
+            if (firstLed < 0)
+            {
+                firstLed = s;
+            }
+            if (!shard.splitShareEmpty(ordinal))
+            {
+                nextShare = s + 1;
+                return s;
+            }
+        }
+        if (firstLed >= 0)
+        {
+            nextShare = firstLed + 1;
+            return firstLed;
+        }
+        return ShardMap.shardOf(keyHash, count);
+    }
+
+    /**
      * Queues the SHADOW policy's evaluation of the current entry, if one matches and the entry has
      * what its scope needs (else it is skipped: a shadow never refuses a request).
      *
      * @return the bit of the shard that will evaluate it, or 0
      */
-    private static long addShadow(final FrameWork work, final AcquireDecoder decoder, final CompiledPolicy shadow, final int shardCount,
+    private long addShadow(final FrameWork work, final AcquireDecoder decoder, final CompiledPolicy shadow, final List<Shard> shards,
         final int entry)
     {
+        final int shardCount = shards.size();
         if (shadow == null || missingScopeField(shadow, decoder) != null)
         {
             return 0;
@@ -317,7 +359,8 @@ public final class FrameRouter
         work.shadowCost[j] = decoder.cost();
         work.shadowPolicy[j] = shadow;
         work.shadowEntry[j] = entry;
-        final int shard = shardOf(tenantHash, keyHash, shardCount);
+        final int shard = shadow.routedToAnyShare(shardCount) ? shareShard(shards, shadow.ordinal(), keyHash) :
+            shardOf(tenantHash, keyHash, shardCount);
         work.shadowShard[j] = shard;
         work.shadowCount++;
         return 1L << shard;

@@ -74,6 +74,12 @@ public final class Shard implements Replication.DecidingShard
     /** What shadow evaluations would have decided, by the ordinal they spent. */
     private volatile AtomicLongArray shadowAllowedByPolicy = new AtomicLongArray(16);
     private volatile AtomicLongArray shadowDeniedByPolicy = new AtomicLongArray(16);
+    /**
+     * By ordinal of a policy split across shards ({@link CompiledPolicy#routedToAnyShare}): until
+     * when (this shard's decision clock) its share refuses a token, as of its last refusal; 0
+     * once it grants. The frame routers read it to send requests to shares that have tokens.
+     */
+    private volatile AtomicLongArray splitShareEmptyUntil = new AtomicLongArray(16);
 
     /**
      * @param shardCount the node's shards (a stacked GLOBAL budget keeps 1/shardCount of itself here)
@@ -277,8 +283,9 @@ public final class Shard implements Replication.DecidingShard
                     continue;
                 }
                 final CompiledPolicy policy = work.policy[i];
+                final Limit limit = policy.limitOnShard(id, shardCount);
                 table.acquire(work.keys, work.keyOffset[i], work.keyLength[i], work.keyHash[i], policy.ordinal(),
-                    policy.limit(), work.cost[i], now, decision);
+                    limit, work.cost[i], now, decision);
                 hotKeys.decided(work.keys, work.keyOffset[i], work.keyLength[i], work.keyHash[i], now);
                 if (log != null)
                 {
@@ -288,7 +295,7 @@ public final class Shard implements Replication.DecidingShard
                 ResultCodec.putRecord(work.response, ResultCodec.recordOffset(work.frameStart, i), decision.allowed(),
                     decision.reason(), policy.ordinal(), decision.remainingTokens(), policy.limit().burstTokens(),
                     decision.retryAfterNanos(), decision.resetAfterNanos(), policy.version(), policy.windowSeconds());
-                if (decision.allowed() && policy.limit().leases())
+                if (decision.allowed() && limit.leases())
                 {
                     leased(work, i, decision.timeNanos(), FrameWork.leaseCheck(FrameWork.LEASE_CHECK_SEED, policy));
                 }
@@ -299,6 +306,10 @@ public final class Shard implements Replication.DecidingShard
                 final AtomicLongArray counter = decision.allowed() ? allowedByPolicy : deniedByPolicy;
                 counter.lazySet(policy.ordinal(), counter.get(policy.ordinal()) + 1);
                 countOverage(policy.ordinal(), decision.reason(), -1);
+                if (policy.routedToAnyShare(shardCount))
+                {
+                    shareDecided(policy.ordinal(), now);
+                }
             }
             for (int j = 0; j < work.shadowCount && !work.release; j++)
             {
@@ -309,7 +320,7 @@ public final class Shard implements Replication.DecidingShard
                 // A shadow spends its own bucket (replicated like any other) and is only counted.
                 final CompiledPolicy shadow = work.shadowPolicy[j];
                 table.acquire(work.keys, work.shadowKeyOffset[j], work.shadowKeyLength[j], work.shadowKeyHash[j], shadow.ordinal(),
-                    shadow.limit(), work.shadowCost[j], now, decision);
+                    shadow.limitOnShard(id, shardCount), work.shadowCost[j], now, decision);
                 if (log != null)
                 {
                     log.append(work.keys, work.shadowKeyOffset[j], work.shadowKeyLength[j], shadow.ordinal(), work.shadowCost[j], now);
@@ -318,7 +329,7 @@ public final class Shard implements Replication.DecidingShard
                 {
                     growCounters(shadow.ordinal());
                 }
-                if (decision.allowed() && shadow.limit().leases())
+                if (decision.allowed() && shadow.limitOnShard(id, shardCount).leases())
                 {
                     work.shadowLeased[j] = true;
                     work.shadowLeaseId[j] = decision.timeNanos();
@@ -422,7 +433,7 @@ public final class Shard implements Replication.DecidingShard
                 hotKeys.decided(work.keys, work.partKeyOffset[from + k], work.partKeyLength[from + k], work.partKeyHash[from + k], now);
             }
         }
-        int denying = table.peek(work.keys, work.keyOffset[i], work.keyLength[i], work.keyHash[i], own.limit(), cost, 0, now, decision) ? -2 : -1;
+        int denying = table.peek(work.keys, work.keyOffset[i], work.keyLength[i], work.keyHash[i], own.limitOnShard(id, shardCount), cost, 0, now, decision) ? -2 : -1;
         // A WAIT limit may allow only after a wait: the request then waits for the longest of them.
         long wait = decision.reason() == ReasonCode.RESERVED ? decision.retryAfterNanos() : 0;
         for (int k = 0; k < parts && denying == -2; k++)
@@ -457,7 +468,7 @@ public final class Shard implements Replication.DecidingShard
         else
         {
             // Every scope allows: charge all; the record names the tightest (fewest tokens left).
-            table.acquire(work.keys, work.keyOffset[i], work.keyLength[i], work.keyHash[i], own.ordinal(), own.limit(), cost, now, decision);
+            table.acquire(work.keys, work.keyOffset[i], work.keyLength[i], work.keyHash[i], own.ordinal(), own.limitOnShard(id, shardCount), cost, now, decision);
             if (log != null)
             {
                 log.append(work.keys, work.keyOffset[i], work.keyLength[i], own.ordinal(), cost, now);
@@ -466,7 +477,7 @@ public final class Shard implements Replication.DecidingShard
             // A policy's extra limits follow it in the parts and share its ordinal: count its overage once.
             int overageCounted = countOverage(own.ordinal(), decision.reason(), -1);
             // Every lease the request takes is named by one time: the first leasing limit's.
-            boolean leases = own.limit().leases();
+            boolean leases = own.limitOnShard(id, shardCount).leases();
             long leaseAt = decision.timeNanos();
             int check = leases ? FrameWork.leaseCheck(FrameWork.LEASE_CHECK_SEED, own) : FrameWork.LEASE_CHECK_SEED;
             boolean allowed = decision.allowed();
@@ -560,16 +571,16 @@ public final class Shard implements Replication.DecidingShard
                 // Granted under other policies or versions than decide this entry now: its lease is in
                 // their keys (where it expires); nothing here is its to give back. Answered with what
                 // the entry's own key has free, read without a change.
-                table.peek(work.keys, work.keyOffset[i], work.keyLength[i], work.keyHash[i], own.limit(), 0, 0, now, decision);
+                table.peek(work.keys, work.keyOffset[i], work.keyLength[i], work.keyHash[i], own.limitOnShard(id, shardCount), 0, 0, now, decision);
                 putRecord(work, i, own, own.limitOnShard(id, shardCount), true, ReasonCode.RELEASED, decision.remainingTokens(), 0,
                     decision.resetAfterNanos());
                 continue;
             }
-            table.release(work.keys, work.keyOffset[i], work.keyLength[i], work.keyHash[i], own.limit(), cost, lease, now, decision);
-            boolean found = own.limit().leases();
+            table.release(work.keys, work.keyOffset[i], work.keyLength[i], work.keyHash[i], own.limitOnShard(id, shardCount), cost, lease, now, decision);
+            boolean found = own.limitOnShard(id, shardCount).leases();
             long remaining = decision.remainingTokens();
             long reset = decision.resetAfterNanos();
-            strict |= releaseLogged(own, own.limit(), work.keyOffset[i], work.keyLength[i], work, cost, lease, now);
+            strict |= releaseLogged(own, own.limitOnShard(id, shardCount), work.keyOffset[i], work.keyLength[i], work, cost, lease, now);
             final int parts = work.stacked ? work.stackCount[i] : 0;
             for (int k = 0; k < parts; k++)
             {
@@ -594,9 +605,9 @@ public final class Shard implements Replication.DecidingShard
             if (work.shadowShard[j] == id && work.leaseMatches[work.shadowEntry[j]])
             {
                 final CompiledPolicy shadow = work.shadowPolicy[j];
-                table.release(work.keys, work.shadowKeyOffset[j], work.shadowKeyLength[j], work.shadowKeyHash[j], shadow.limit(),
+                table.release(work.keys, work.shadowKeyOffset[j], work.shadowKeyLength[j], work.shadowKeyHash[j], shadow.limitOnShard(id, shardCount),
                     work.shadowCost[j], lease, now, decision);
-                releaseLogged(shadow, shadow.limit(), work.shadowKeyOffset[j], work.shadowKeyLength[j], work, work.shadowCost[j], lease, now);
+                releaseLogged(shadow, shadow.limitOnShard(id, shardCount), work.shadowKeyOffset[j], work.shadowKeyLength[j], work, work.shadowCost[j], lease, now);
             }
         }
         return strict;
@@ -654,6 +665,44 @@ public final class Shard implements Replication.DecidingShard
         return counted;
     }
 
+    /**
+     * Publishes whether this shard's share of a split policy can grant: until when it refuses a
+     * token after a refusal (its retry-after), 0 after a grant. Owner thread; writes only on a change.
+     */
+    private void shareDecided(final int ordinal, final long now)
+    {
+        final AtomicLongArray emptyUntil = splitShareEmptyUntil;
+        if (decision.allowed())
+        {
+            if (emptyUntil.get(ordinal) != 0)
+            {
+                emptyUntil.lazySet(ordinal, 0);
+            }
+        }
+        else if (decision.retryAfterNanos() > 0)
+        {
+            emptyUntil.lazySet(ordinal, now + decision.retryAfterNanos());
+        }
+    }
+
+    /** Whether this shard's share of split policy {@code ordinal} refuses now, as its last decision said (any thread). */
+    public boolean splitShareEmpty(final int ordinal)
+    {
+        final AtomicLongArray emptyUntil = splitShareEmptyUntil;
+        if (ordinal >= emptyUntil.length())
+        {
+            return false;
+        }
+        final long until = emptyUntil.get(ordinal);
+        return until != 0 && (replication != null ? replication.clusterNanos() : clock.nanoTime()) - until < 0;
+    }
+
+    /** Whether this node decides this shard's requests now (it leads the shard's group, or runs alone); any thread. */
+    public boolean leads()
+    {
+        return replication == null || replication.isLeader();
+    }
+
     /** Owner thread only (the only writer), so no count is lost in the copy. */
     private void growCounters(final int ordinal)
     {
@@ -664,6 +713,7 @@ public final class Shard implements Replication.DecidingShard
         releasedByPolicy = copy(releasedByPolicy, length);
         shadowAllowedByPolicy = copy(shadowAllowedByPolicy, length);
         shadowDeniedByPolicy = copy(shadowDeniedByPolicy, length);
+        splitShareEmptyUntil = copy(splitShareEmptyUntil, length);
     }
 
     private static AtomicLongArray copy(final AtomicLongArray from, final int length)

@@ -14,6 +14,8 @@ import dev.limiter.server.table.Decision;
 import dev.limiter.server.table.KeyHash;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 import org.junit.jupiter.api.Timeout;
 
 import java.io.ByteArrayInputStream;
@@ -193,8 +195,10 @@ class ReplicatedBucketsTest
         final IOException e = assertThrows(IOException.class, () -> wider.restoreSnapshot(new ByteArrayInputStream(otherSnapshot.toByteArray())));
         assertTrue(e.getMessage().contains("--raft-groups"), e.getMessage());
     }
-    @Test
-    void aBudgetSplitAcrossShardsIsReplayedAtTheShareOfEachSectionsShard() throws Exception
+    /** A stacked GLOBAL budget, or a GLOBAL policy with splitAcrossShards: the same shares, replayed alike. */
+    @ParameterizedTest(name = "stacked {0}")
+    @ValueSource(booleans = {true, false})
+    void aBudgetSplitAcrossShardsIsReplayedAtTheShareOfEachSectionsShard(final boolean stacked) throws Exception
     {
         final PolicyState twoShards = new PolicyState(2);
         final BucketTable[] tables = {table(), table()};
@@ -204,7 +208,7 @@ class ReplicatedBucketsTest
         group.apply(1, 0, PolicyEntry.encode(PolicyState.command("n1", T0).setBootstrap(file).build()));
         // 11 tokens, 1 a second, split over two shards: 6 on shard 0 and 5 on shard 1, each refilling at 1 per 2 s.
         final Policy capacity = Policy.newBuilder().setId("capacity").setSelector(Selector.newBuilder().setRoute("/v1/orders/{id}"))
-            .setScope(Scope.GLOBAL).setStacked(true).setRate(1).setBurst(11).setOwner("platform").setReason("test").build();
+            .setScope(Scope.GLOBAL).setStacked(stacked).setSplitAcrossShards(!stacked).setRate(1).setBurst(11).setOwner("platform").setReason("test").build();
         group.apply(2, 0, PolicyEntry.encode(PolicyState.command("alice", T0).setPut(capacity).build()));
         final CompiledPolicy compiled = twoShards.index().policies().stream().filter(p -> p.id().equals("capacity")).findFirst().orElseThrow();
         final int ordinal = compiled.ordinal();
