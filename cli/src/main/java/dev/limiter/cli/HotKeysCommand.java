@@ -23,7 +23,8 @@ import java.util.concurrent.Callable;
     mixinStandardHelpOptions = true,
     description = {
         "Shows the busiest bucket keys (tenant, principal, IP or a route's global budget) of each node and shard,",
-        "with their share of the shard's recent decisions. Each node samples 1 in 16 of its own decisions",
+        "with their share of the tokens the shard was recently asked for and their rate (tokens per second).",
+        "Each node samples about 1 in 16 of the tokens its own decisions ask for",
         "(so ask every node: in a cluster only the leader decides). --json prints {\"host:port\": HotKeyReport}.",
         "  ./limiter hot-keys",
         "  ./limiter hot-keys --admin 10.0.0.1:7480,10.0.0.2:7480",
@@ -125,7 +126,7 @@ public final class HotKeysCommand implements Callable<Integer>
                         key.getKey().isEmpty() ? "-" : key.getKey();
                     rows.add(List.of(address, Integer.toString(shard.getShard()), shown,
                         key.getPolicyId(), Output.number(key.getPolicyVersion()), key.getScope().name(),
-                        String.format(Locale.ROOT, "%.1f%%", 100 * key.getShare()),
+                        String.format(Locale.ROOT, "%.1f%%", 100 * key.getShare()), Output.number(key.getTokensPerSecond()),
                         String.format(Locale.ROOT, "%.1f%%", 100 * key.getOverestimate() / sampled)));
                 }
             }
@@ -136,7 +137,7 @@ public final class HotKeysCommand implements Callable<Integer>
         }
         else
         {
-            Output.table(out, List.of("NODE", "SHARD", "KEY", "POLICY", "VERSION", "SCOPE", "SHARE", "AT MOST OTHERS'"), rows);
+            Output.table(out, List.of("NODE", "SHARD", "KEY", "POLICY", "VERSION", "SCOPE", "SHARE", "TOKENS/S", "AT MOST OTHERS'"), rows);
         }
         return 0;
     }

@@ -20,7 +20,8 @@ class HotKeysCommandTest
 {
     static final String REPORT = """
         {"sampleEvery":16,"shards":[{"shard":0,"windowSeconds":1.0,"sampled":"4000","top":[
-          {"policyId":"orders","policyVersion":"3","scope":"TENANT","key":"big-customer","share":0.62,"overestimate":"40"},
+          {"policyId":"orders","policyVersion":"3","scope":"TENANT","key":"big-customer","share":0.62,"overestimate":"40",
+           "tokensPerSecond":"39680"},
           {"policyId":"orders-global","policyVersion":"1","scope":"GLOBAL","key":"","share":0.2}]}]}""";
 
     @TempDir
@@ -62,7 +63,8 @@ class HotKeysCommandTest
         assertEquals("/v1/hot-keys", first.last().rawPath());
         assertEquals("Bearer " + PolicyCommandTest.TOKEN, second.last().authorization());
         assertTrue(result.out().contains(first.address()) && result.out().contains(second.address()), result.out());
-        assertTrue(result.out().contains("big-customer") && result.out().contains("62.0%") && result.out().contains("1.0%"), result.out());
+        assertTrue(result.out().contains("big-customer") && result.out().contains("62.0%") && result.out().contains("1.0%") &&
+            result.out().contains("39680"), result.out());
         assertTrue(result.out().contains("(global)") && result.out().contains("orders-global"), result.out());
         assertTrue(result.err().contains("skipped " + down), result.err());
     }

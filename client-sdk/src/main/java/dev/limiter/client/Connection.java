@@ -68,6 +68,8 @@ final class Connection
     private final String hostPort;
     /** Told every shard map a node sends (on this connection's I/O thread). */
     private final Consumer<ShardMap> shardMaps;
+    /** Told of every call whose answer says its key is hot (the node flags it for token leases with a hotRate). */
+    private final Consumer<Descriptor> hotKeys;
     private final Class<? extends Channel> channelType;
     private final long connectTimeoutMillis;
     private final Queue<PendingCall> queue = PlatformDependent.newMpscQueue();
@@ -174,9 +176,10 @@ final class Connection
     Connection(final InetSocketAddress address, final EventLoop loop, final int maxBatch, final int maxFrameBytes,
         final long connectTimeoutMillis, final Class<? extends Channel> channelType, final Rerouter rerouter,
         final PolicyCache policies, final long policyRefreshNanos, final String instanceId, final SslContext tls,
-        final long keepAliveNanos, final Consumer<ShardMap> shardMaps)
+        final long keepAliveNanos, final Consumer<ShardMap> shardMaps, final Consumer<Descriptor> hotKeys)
     {
         this.shardMaps = shardMaps;
+        this.hotKeys = hotKeys;
         this.tls = tls;
         this.keepAliveNanos = keepAliveNanos;
         this.instanceId = instanceId.getBytes(StandardCharsets.UTF_8);
@@ -599,6 +602,10 @@ final class Connection
                 policyIds.resolve(decoder, decoder.policyRef(i)),
                 decoder.policyVersion(i),
                 decoder.windowSeconds(i));
+            if (decoder.hotKey(i))
+            {
+                hotKeys.accept(entry.calls[i].descriptor); // before the caller sees the answer: its next call may lease
+            }
             entry.calls[i].complete(decoder.holdsLease(i) ? answer.withLease(decoder.leaseId(i), decoder.leaseCheck(i)) : answer);
         }
     }

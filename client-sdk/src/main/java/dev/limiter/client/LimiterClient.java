@@ -171,7 +171,7 @@ public final class LimiterClient implements AutoCloseable
                 list.add(new Connection(endpoint, group.next(), builder.maxBatch, builder.maxFrameBytes, builder.connectTimeout.toMillis(),
                     epoll ? EpollSocketChannel.class : NioSocketChannel.class, this::reroute,
                     builder.followPolicies ? policies : null, Math.max(1, builder.policyTtl.toNanos() / 3), instanceId, tls,
-                    builder.keepAlive.toNanos(), this::shardMapReceived));
+                    builder.keepAlive.toNanos(), this::shardMapReceived, this::hotKeySeen));
             }
         }
         this.connections = new ConnectionSet(list);
@@ -530,6 +530,15 @@ public final class LimiterClient implements AutoCloseable
         deadlines.add(call);
         connection.submit(call);
         return call;
+    }
+
+    /** A node said a call's key is hot (its policy leases hot keys only): its calls may now take blocks. */
+    private void hotKeySeen(final Descriptor descriptor)
+    {
+        if (leases != null)
+        {
+            leases.hot(descriptor);
+        }
     }
 
     /** Tokens this SDK took from the cluster as blocks of policies with {@code tokenLease}. */

@@ -31,10 +31,19 @@ import java.util.function.LongSupplier;
  * ({@link #lapsed()}).
  *
  * <p>Only where a local decision is what the node would decide: the request's policy is the
- * leased one, and no stacked or shadow policy matches it (those need the node to see it). Thread-safe.
+ * leased one, and no stacked or shadow policy matches it (those need the node to see it). With
+ * {@code tokenLease.hotRate}, only keys the nodes flag as hot (decided at that many tokens a second
+ * or more; the flag rides on their answers) are leased, for {@link #HOT_HOLD_NANOS} after the last
+ * flag: every other key is decided by the node, call by call. Thread-safe.
  */
 final class TokenLeases
 {
+    /**
+     * How long a key stays leased after a node last flagged it hot (nodes report once a second; a
+     * key whose blocks carry its demand still weighs its whole rate there, so the flag keeps coming
+     * while it stays hot).
+     */
+    static final long HOT_HOLD_NANOS = 3_000_000_000L;
     /** A block is asked for when this share of the last one is left (1/5). */
     private static final int RENEW_AT_DIVISOR = 5;
     /** What a descriptor caches: the key lease it decides from under a policy set version (null: not leased), for one client. */
@@ -52,6 +61,9 @@ final class TokenLeases
         final long windowNanos;
         final long maxAgeNanos;
         final long capTokens;
+        /** 0: lease whenever demand calls for it; else only while a node flagged the key hot. */
+        final long hotRate;
+        volatile long hotUntilNanos;
         final AtomicLong tokens = new AtomicLong();
         final AtomicBoolean asking = new AtomicBoolean();
         final LongAdder calls = new LongAdder();
@@ -60,9 +72,11 @@ final class TokenLeases
         volatile long lastBlock;
         volatile Decision answer;
 
-        KeyLease(final TokenLeases owner, final long windowNanos, final long maxAgeNanos, final long capTokens, final long now)
+        KeyLease(final TokenLeases owner, final long windowNanos, final long maxAgeNanos, final long capTokens, final long hotRate,
+            final long now)
         {
             this.owner = owner;
+            this.hotRate = hotRate;
             this.windowNanos = windowNanos;
             this.maxAgeNanos = maxAgeNanos;
             this.capTokens = capTokens;
@@ -227,9 +241,29 @@ final class TokenLeases
         }
     }
 
-    /** The block to ask for: recent demand over the window, at most the share of the burst; 0 while demand is unknown. */
+    /**
+     * A node said {@code descriptor}'s key is hot: with a {@code hotRate}, its calls may take blocks
+     * for {@link #HOT_HOLD_NANOS} from now.
+     */
+    void hot(final Descriptor descriptor)
+    {
+        final KeyLease lease = leaseOf(descriptor);
+        if (lease != null && lease.hotRate != 0)
+        {
+            lease.hotUntilNanos = clock.getAsLong() + HOT_HOLD_NANOS;
+        }
+    }
+
+    /**
+     * The block to ask for: recent demand over the window, at most the share of the burst; 0 while
+     * demand is unknown, or while a key leased only when hot is not.
+     */
     private static long blockFor(final KeyLease lease, final int cost, final long now)
     {
+        if (lease.hotRate != 0 && (lease.hotUntilNanos == 0 || now - lease.hotUntilNanos >= 0))
+        {
+            return 0;
+        }
         final long seen = now - lease.demandSinceNanos;
         if (seen < lease.windowNanos)
         {
@@ -304,7 +338,7 @@ final class TokenLeases
             dropIdle(clock.getAsLong());
         }
         return byKey.computeIfAbsent(key, k -> new KeyLease(this, PolicySetIndex.tokenLeaseWindowNanos(settings),
-            PolicySetIndex.tokenLeaseMaxAgeNanos(settings), cap, clock.getAsLong()));
+            PolicySetIndex.tokenLeaseMaxAgeNanos(settings), cap, settings.getHotRate(), clock.getAsLong()));
     }
 
     /**

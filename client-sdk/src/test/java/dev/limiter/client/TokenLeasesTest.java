@@ -62,12 +62,15 @@ class TokenLeasesTest
         }
     }
 
-    private static PolicyCache holding(final AtomicLong clock, final long rate, final long burst, final int sharePercent)
+    /** The leased policy's tokenLease.hotRate (0: any key is leased). */
+    private long hotRate;
+
+    private PolicyCache holding(final AtomicLong clock, final long rate, final long burst, final int sharePercent)
     {
         final PolicyCache cache = new PolicyCache(java.time.Duration.ofHours(1), clock::get);
         final Policy hot = Policy.newBuilder().setId("hot").setSelector(Selector.newBuilder().setRoute("/hot")).setRate(rate).setBurst(burst)
             .setScope(Scope.GLOBAL).setOwner("t").setTokenLease(TokenLease.newBuilder().setMaxSharePercent(sharePercent)
-                .setDemandWindow(Duration.newBuilder().setNanos(50_000_000)).setMaxAge(Duration.newBuilder().setNanos(100_000_000))).build();
+                .setDemandWindow(Duration.newBuilder().setNanos(50_000_000)).setMaxAge(Duration.newBuilder().setNanos(100_000_000)).setHotRate(hotRate)).build();
         cache.received(1, PolicySet.newBuilder().setVersion(1).addPolicies(hot)
             .setDefaultPolicy(Policy.newBuilder().setId("baseline").setRate(2).setOwner("t")).build().toByteArray());
         return cache;
@@ -235,6 +238,46 @@ class TokenLeasesTest
         assertNull(sdk.leases.tryLocal(sdk.hot, 1), "a block older than maxAge is not used");
         assertTrue(sdk.leases.lapsed() > lapsedBefore, "its tokens lapse, counted");
         assertEquals(sdk.leases.leased(), sdk.leases.used() + sdk.leases.lapsed(), "leased = used + lapsed once nothing is held");
+    }
+
+    @Test
+    void withAHotRateAKeyIsLeasedOnlyWhileANodeFlagsItHot()
+    {
+        hotRate = 50_000;
+        final Bucket bucket = new Bucket(1_000_000, 1_000_000);
+        final Instance sdk = new Instance(bucket, 1_000_000, 1_000_000, 10);
+        for (int i = 0; i < 100_000; i++)
+        {
+            now.addAndGet(10_000); // 100,000 calls a second: busy here, but no node said the key is hot
+            deliver();
+            assertTrue(sdk.call());
+        }
+        assertEquals(0, sdk.local, "not flagged hot: every call is the node's");
+        assertTrue(bucket.charges.stream().allMatch(c -> c[1] == 1), "and asks for its cost alone");
+        sdk.leases.hot(sdk.hot); // an answer carried the node's hot-key flag
+        for (int i = 0; i < 100_000; i++)
+        {
+            now.addAndGet(10_000);
+            deliver();
+            assertTrue(sdk.call());
+        }
+        assertTrue(sdk.local > 90_000, "flagged: most calls are decided from blocks: " + sdk.local);
+        // No flag for longer than the hold (the key cooled down at the nodes): blocks stop, the last one lapses.
+        final long holdCalls = TokenLeases.HOT_HOLD_NANOS / 10_000;
+        for (int i = 0; i < holdCalls; i++)
+        {
+            now.addAndGet(10_000);
+            deliver();
+            assertTrue(sdk.call());
+        }
+        final long localBefore = sdk.local;
+        for (int i = 0; i < 100_000; i++)
+        {
+            now.addAndGet(10_000);
+            deliver();
+            assertTrue(sdk.call());
+        }
+        assertEquals(localBefore, sdk.local, "past the hold every call is the node's again");
     }
 
     @Test

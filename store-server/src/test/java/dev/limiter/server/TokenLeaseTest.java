@@ -59,4 +59,48 @@ class TokenLeaseTest
             assertFalse(plain.fromTokenLease(), "a policy without tokenLease is always the node's");
         }
     }
+
+    @Test
+    void withAHotRateOnlyTheKeyTheNodeFindsHotIsLeased() throws Exception
+    {
+        final Path policies = dir.resolve("hot-lease-policies.json");
+        Files.writeString(policies, "{\"version\":1,\"policies\":[" +
+            "{\"id\":\"per-tenant\",\"selector\":{\"route\":\"/api\"},\"rate\":1000000,\"burst\":1000000,\"owner\":\"t\"," +
+            "\"tokenLease\":{\"hotRate\":5000}}" +
+            "],\"defaultPolicy\":{\"id\":\"baseline\",\"rate\":2,\"owner\":\"t\"}}");
+        final ManualClock clock = new ManualClock(1_000 * SECOND);
+        try (StoreServer server = new StoreServer(TestNode.config(dir, 0, 1).policiesFile(policies), clock).start();
+             LimiterClient client = LimiterClient.builder().endpoints("127.0.0.1:" + server.port()).deadline(Duration.ofSeconds(5)).build())
+        {
+            final Descriptor big = Descriptor.of("big", "/api");
+            final Descriptor small = Descriptor.of("small", "/api");
+            long bigLocal = 0;
+            long bigLocalBeforeReport = 0;
+            long smallLocal = 0;
+            // On the node's clock: big asks 10,000 tokens a second (above the hot rate), small 500 (below).
+            for (int i = 1; i <= 40_000; i++)
+            {
+                if (i % 10 == 0)
+                {
+                    clock.advance(SECOND / 1000);
+                }
+                final Decision d = client.acquireBlocking(big, 1);
+                assertTrue(d.allowed() && !d.degraded(), d.toString());
+                bigLocal += d.fromTokenLease() ? 1 : 0;
+                if (i < 9_000)
+                {
+                    bigLocalBeforeReport = bigLocal; // the node reports its hot keys after a second of its time
+                }
+                if (i % 20 == 0)
+                {
+                    final Decision s = client.acquireBlocking(small, 1);
+                    assertTrue(s.allowed() && !s.degraded(), s.toString());
+                    smallLocal += s.fromTokenLease() ? 1 : 0;
+                }
+            }
+            assertEquals(0, bigLocalBeforeReport, "no key is leased before a node finds it hot");
+            assertTrue(bigLocal > 10_000, "the hot key is decided from leased blocks once flagged: " + bigLocal);
+            assertEquals(0, smallLocal, "a key below the hot rate is always the node's");
+        }
+    }
 }

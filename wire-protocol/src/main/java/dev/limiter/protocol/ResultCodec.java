@@ -9,7 +9,7 @@ import io.netty.buffer.ByteBuf;
  * <pre>
  * u16 count | u16 reserved (0) | count x record (48 bytes) | u16 policies | policies x policy
  *           [ | u16 leases | leases x lease ]
- * record:  u8 flags (bit 0: allowed, bit 1: holds a lease) | u8 reason | u16 policy ref | u32 window (s)
+ * record:  u8 flags (bit 0: allowed, bit 1: holds a lease, bit 2: hot key) | u8 reason | u16 policy ref | u32 window (s)
  *          | i64 remaining (whole tokens) | i64 limit (burst, tokens)
  *          | i64 retry-after (ns; -1: never) | i64 reset-after (ns) | i64 policy version
  * policy:  u16 ref | u8 len | id (UTF-8)
@@ -18,7 +18,9 @@ import io.netty.buffer.ByteBuf;
  *
  * Record {@code i} answers entry {@code i} of the request. The lease section is there only when a
  * record holds a lease (a grant of a concurrency limit: give it back with a RELEASE naming the
- * lease id), so frames without leases are exactly as before leases existed.
+ * lease id), so frames without leases are exactly as before leases existed. The hot-key flag says
+ * the node decides this record's key at its policy's {@code tokenLease.hotRate} or more: SDKs may
+ * take token leases of it (readers that do not know the flag ignore it).
  */
 public final class ResultCodec
 {
@@ -30,6 +32,7 @@ public final class ResultCodec
     static final int FLAGS_OFFSET = 0;
     static final int ALLOWED_FLAG = 1;
     static final int LEASE_FLAG = 2;
+    static final int HOT_KEY_FLAG = 4;
     /** Bytes of one entry of the lease section. */
     public static final int LEASE_LENGTH = 14;
     static final int REASON_OFFSET = 1;
@@ -99,6 +102,12 @@ public final class ResultCodec
     public static void markLease(final ByteBuf out, final int recordOffset)
     {
         out.setByte(recordOffset + FLAGS_OFFSET, out.getByte(recordOffset + FLAGS_OFFSET) | LEASE_FLAG);
+    }
+
+    /** Marks a written record's key as hot: decided at its policy's token lease {@code hotRate} or more. */
+    public static void markHotKey(final ByteBuf out, final int recordOffset)
+    {
+        out.setByte(recordOffset + FLAGS_OFFSET, out.getByte(recordOffset + FLAGS_OFFSET) | HOT_KEY_FLAG);
     }
 
     /** Appends the lease section's header (after the dictionary); follow with {@code count} calls to {@link #appendLease}. */

@@ -43,7 +43,8 @@ public final class HotKeyReports
     static HotKey describe(final HotKeys.Entry entry, final PolicyState policies)
     {
         final byte[] key = entry.key();
-        final HotKey.Builder out = HotKey.newBuilder().setShare(entry.share()).setOverestimate(entry.overestimate());
+        final HotKey.Builder out = HotKey.newBuilder().setShare(entry.share()).setOverestimate(entry.overestimate())
+            .setTokensPerSecond(entry.tokensPerSecond());
         if (key.length < BucketKeys.PREFIX_LENGTH)
         {
             return out.setPolicyId("?").setKey(hex(key)).build();

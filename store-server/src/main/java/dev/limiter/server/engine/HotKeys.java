@@ -7,15 +7,18 @@ import java.util.Arrays;
 import java.util.List;
 
 /**
- * The busiest bucket keys of one shard: a 1-in-{@value #SAMPLE_EVERY} sample of its decisions feeds
- * a Space-Saving table of {@value #SLOTS} keys (Metwally et al.: a key's count is over-estimated by
- * at most the count it inherited, which is kept as its error). Single writer: the shard's owner
- * thread; nothing is allocated on the decision path (keys are copied into a fixed array, their
- * first {@value #MAX_KEY_BYTES} bytes). Once a second of decisions the owner publishes an immutable
- * {@link Report} of the top {@value #REPORTED} (the only allocation, once a second) and halves every
- * count, so the table follows the traffic of the last seconds rather than of all time. A report
- * older than {@link #STALE_NANOS} reads as empty (the shard stopped deciding: it lost the lead, or
- * traffic stopped), and a shard that starts deciding again after that starts a fresh table.
+ * The busiest bucket keys of one shard, by tokens asked: a 1-in-{@value #SAMPLE_EVERY} sample of
+ * the tokens its decisions ask for (a decision of cost c crosses about c / {@value #SAMPLE_EVERY}
+ * sample points, so a token lease's block ask weighs what it carries) feeds a Space-Saving table of
+ * {@value #SLOTS} keys (Metwally et al.: a key's count is over-estimated by at most the count it
+ * inherited, which is kept as its error). Single writer: the shard's owner thread; nothing is
+ * allocated on the decision path (keys are copied into a fixed array, their first
+ * {@value #MAX_KEY_BYTES} bytes). Once a second of decisions the owner publishes an immutable
+ * {@link Report} of the top {@value #REPORTED} (the only allocation, once a second) with each one's
+ * rate over that second, and halves every count, so the table follows the traffic of the last
+ * seconds rather than of all time. A report older than {@link #STALE_NANOS} reads as empty (the
+ * shard stopped deciding: it lost the lead, or traffic stopped), and a shard that starts deciding
+ * again after that starts a fresh table.
  */
 public final class HotKeys
 {
@@ -26,14 +29,17 @@ public final class HotKeys
     static final long PUBLISH_NANOS = 1_000_000_000L;
     static final long STALE_NANOS = 3 * PUBLISH_NANOS;
 
-    /** One key of a report: its bucket key (a prefix when truncated) and its estimated share. */
-    record Entry(byte[] key, boolean truncated, long sampled, long overestimate, double share)
+    /**
+     * One key of a report: its bucket key (a prefix when truncated), its estimated share of the
+     * shard's tokens and its rate over the report's window, tokens per second (estimated).
+     */
+    record Entry(byte[] key, boolean truncated, long sampled, long overestimate, double share, long tokensPerSecond)
     {
     }
 
     /**
-     * The top keys over a window: {@code sampled} decisions were sampled (each stands for
-     * {@value #SAMPLE_EVERY}) in {@code windowNanos}, counts decayed by half at each report.
+     * The top keys over a window: {@code sampled} sample points (each stands for
+     * {@value #SAMPLE_EVERY} tokens) in {@code windowNanos}, counts decayed by half at each report.
      */
     record Report(long windowNanos, long sampled, List<Entry> top, long publishedAtNanos)
     {
@@ -49,33 +55,48 @@ public final class HotKeys
     private final long[] hashes = new long[SLOTS];
     private final long[] counts = new long[SLOTS];
     private final long[] errors = new long[SLOTS];
+    /** Sample points of each slot's key since the last report (not decayed): its rate. */
+    private final long[] fresh = new long[SLOTS];
     private final int[] lengths = new int[SLOTS];
     private final byte[] keys = new byte[SLOTS * MAX_KEY_BYTES];
     private int used;
-    private int untilSample = SAMPLE_EVERY;
+    private long untilSample = SAMPLE_EVERY;
     private long random = System.nanoTime() | 1;
     private long samples;
     private long windowStart = Long.MIN_VALUE;
     private volatile Report report = Report.EMPTY;
+    /** The last report's keys and rates, for {@link #tokensPerSecond} (owner thread only). */
+    private final long[] reportedHashes = new long[REPORTED];
+    private final int[] reportedLengths = new int[REPORTED];
+    private final long[] reportedRates = new long[REPORTED];
+    private int reportedCount;
 
-    /** Called for every decision on the owner thread; samples one in {@value #SAMPLE_EVERY}. */
-    void decided(final DirectBuffer buffer, final int offset, final int length, final long hash, final long nowNanos)
+    /**
+     * Called for every decision on the owner thread, with the tokens it asks for; samples about
+     * one token in {@value #SAMPLE_EVERY}.
+     */
+    void decided(final DirectBuffer buffer, final int offset, final int length, final long hash, final long cost, final long nowNanos)
     {
-        if (--untilSample > 0)
+        untilSample -= cost;
+        if (untilSample > 0)
         {
             return;
         }
-        untilSample = nextGap();
+        // The sample points this decision's tokens cross (one for most: costs are small).
+        final long weight = 1 + (-untilSample) / SAMPLE_EVERY;
+        untilSample = nextGap() - (-untilSample) % SAMPLE_EVERY;
         if (windowStart == Long.MIN_VALUE || nowNanos - windowStart >= STALE_NANOS)
         {
             // The first sample, or the first after the shard stood idle: yesterday's counts say nothing now.
             Arrays.fill(counts, 0);
             Arrays.fill(errors, 0);
+            Arrays.fill(fresh, 0);
             used = 0;
             samples = 0;
+            reportedCount = 0;
             windowStart = nowNanos;
         }
-        samples++;
+        samples += weight;
         int min = 0;
         int slot = -1;
         for (int i = 0; i < used; i++)
@@ -92,7 +113,8 @@ public final class HotKeys
         }
         if (slot >= 0)
         {
-            counts[slot]++;
+            counts[slot] += weight;
+            fresh[slot] += weight;
         }
         else
         {
@@ -101,8 +123,9 @@ public final class HotKeys
             final long inherited = counts[slot]; // 0 for a free slot
             hashes[slot] = hash;
             lengths[slot] = length;
-            counts[slot] = inherited + 1;
+            counts[slot] = inherited + weight;
             errors[slot] = inherited;
+            fresh[slot] = weight;
             buffer.getBytes(offset, keys, slot * MAX_KEY_BYTES, Math.min(length, MAX_KEY_BYTES));
         }
         if (nowNanos - windowStart >= PUBLISH_NANOS)
@@ -126,6 +149,23 @@ public final class HotKeys
         return 1 + (int)((x >>> 33) % (2 * SAMPLE_EVERY - 1));
     }
 
+    /**
+     * The rate of a key in the last report, tokens per second (estimated from the sample), or 0
+     * when it was not among the reported. Owner thread only (read while deciding the key); a few
+     * comparisons.
+     */
+    long tokensPerSecond(final long hash, final int length)
+    {
+        for (int r = 0; r < reportedCount; r++)
+        {
+            if (reportedHashes[r] == hash && reportedLengths[r] == length)
+            {
+                return reportedRates[r];
+            }
+        }
+        return 0;
+    }
+
     /** The last published report, or an empty one once it is stale (any thread). */
     Report report()
     {
@@ -142,12 +182,18 @@ public final class HotKeys
         }
         Arrays.sort(order, (a, b) -> Long.compare(counts[b], counts[a]));
         final List<Entry> top = new ArrayList<>(REPORTED);
-        for (int r = 0; r < Math.min(REPORTED, used); r++)
+        final long windowNanos = Math.max(1, nowNanos - windowStart);
+        reportedCount = Math.min(REPORTED, used);
+        for (int r = 0; r < reportedCount; r++)
         {
             final int i = order[r];
             final int stored = Math.min(lengths[i], MAX_KEY_BYTES);
+            final long rate = (long)((double)fresh[i] * SAMPLE_EVERY * 1e9 / windowNanos);
+            reportedHashes[r] = hashes[i];
+            reportedLengths[r] = lengths[i];
+            reportedRates[r] = rate;
             top.add(new Entry(Arrays.copyOfRange(keys, i * MAX_KEY_BYTES, i * MAX_KEY_BYTES + stored), lengths[i] > MAX_KEY_BYTES,
-                counts[i], errors[i], (double)counts[i] / samples));
+                counts[i], errors[i], (double)counts[i] / samples, rate));
         }
         report = new Report(nowNanos - windowStart, samples, List.copyOf(top), System.nanoTime());
         // Decay: the next window starts with half of this one's weight, so a key that cooled down
@@ -156,6 +202,7 @@ public final class HotKeys
         {
             counts[i] >>= 1;
             errors[i] >>= 1;
+            fresh[i] = 0;
         }
         samples >>= 1;
         windowStart = nowNanos;

@@ -286,7 +286,7 @@ public final class Shard implements Replication.DecidingShard
                 final Limit limit = policy.limitOnShard(id, shardCount);
                 table.acquire(work.keys, work.keyOffset[i], work.keyLength[i], work.keyHash[i], policy.ordinal(),
                     limit, work.cost[i], now, decision);
-                hotKeys.decided(work.keys, work.keyOffset[i], work.keyLength[i], work.keyHash[i], now);
+                hotKeys.decided(work.keys, work.keyOffset[i], work.keyLength[i], work.keyHash[i], work.cost[i], now);
                 if (log != null)
                 {
                     log.append(work.keys, work.keyOffset[i], work.keyLength[i], policy.ordinal(), work.cost[i], now);
@@ -298,6 +298,12 @@ public final class Shard implements Replication.DecidingShard
                 if (decision.allowed() && limit.leases())
                 {
                     leased(work, i, decision.timeNanos(), FrameWork.leaseCheck(FrameWork.LEASE_CHECK_SEED, policy));
+                }
+                final long hotRate = policy.tokenLeaseHotRate();
+                if (hotRate != 0 && hotKeys.tokensPerSecond(work.keyHash[i], work.keyLength[i]) >= hotRate)
+                {
+                    // SDKs lease this key's tokens while it stays this hot (tokenLease.hotRate).
+                    ResultCodec.markHotKey(work.response, ResultCodec.recordOffset(work.frameStart, i));
                 }
                 if (policy.ordinal() >= allowedByPolicy.length())
                 {
@@ -425,12 +431,12 @@ public final class Shard implements Replication.DecidingShard
         final CompiledPolicy own = work.policy[i];
         boolean strict = own.strict();
         // Every budget the request touches counts for hot keys: a stacked route budget is the classic hot key.
-        hotKeys.decided(work.keys, work.keyOffset[i], work.keyLength[i], work.keyHash[i], now);
+        hotKeys.decided(work.keys, work.keyOffset[i], work.keyLength[i], work.keyHash[i], cost, now);
         for (int k = 0; k < parts; k++)
         {
             if (work.partPolicy[from + k].limitIndex() == 0) // an extra limit's bucket is the same key again
             {
-                hotKeys.decided(work.keys, work.partKeyOffset[from + k], work.partKeyLength[from + k], work.partKeyHash[from + k], now);
+                hotKeys.decided(work.keys, work.partKeyOffset[from + k], work.partKeyLength[from + k], work.partKeyHash[from + k], cost, now);
             }
         }
         int denying = table.peek(work.keys, work.keyOffset[i], work.keyLength[i], work.keyHash[i], own.limitOnShard(id, shardCount), cost, 0, now, decision) ? -2 : -1;

@@ -23,7 +23,7 @@ class HotKeysTest
     {
         final byte[] bytes = key.getBytes(StandardCharsets.UTF_8);
         buffer.putBytes(0, bytes);
-        hot.decided(buffer, 0, bytes.length, hashOf(bytes), now);
+        hot.decided(buffer, 0, bytes.length, hashOf(bytes), 1, now);
     }
 
     private static long hashOf(final byte[] bytes)
@@ -120,5 +120,34 @@ class HotKeysTest
         assertSame(HotKeys.Report.EMPTY, hot.report());
         assertEquals(0, hot.report().topShare(), 0.0);
         assertFalse(hot.report().top().iterator().hasNext());
+    }
+
+    @Test
+    void aKeyIsWeighedByTheTokensItAsksForSoFewLargeAsksCountAsMuchAsManySmallOnes()
+    {
+        final byte[] blocks = "blocks".getBytes(StandardCharsets.UTF_8);
+        final byte[] singles = "singles".getBytes(StandardCharsets.UTF_8);
+        // 100 asks of 1,000 tokens a second (a token lease's blocks) and 100,000 asks of 1, until a report.
+        for (int i = 0; hot.report().top().isEmpty(); i++)
+        {
+            now += 10_000;
+            buffer.putBytes(0, singles);
+            hot.decided(buffer, 0, singles.length, hashOf(singles), 1, now);
+            if (i % 1_000 == 0)
+            {
+                buffer.putBytes(0, blocks);
+                hot.decided(buffer, 0, blocks.length, hashOf(blocks), 1_000, now);
+            }
+        }
+        final HotKeys.Report report = hot.report();
+        assertEquals(2, report.top().size(), report.top().toString());
+        for (final HotKeys.Entry entry : report.top())
+        {
+            assertEquals(0.5, entry.share(), 0.1, "each asked for half the tokens: " + report.top());
+            assertEquals(100_000, entry.tokensPerSecond(), 15_000, "about 100,000 tokens a second: " + report.top());
+        }
+        assertEquals(report.top().get(0).tokensPerSecond(), hot.tokensPerSecond(hashOf(blocks), blocks.length) +
+            hot.tokensPerSecond(hashOf(singles), singles.length) - report.top().get(1).tokensPerSecond());
+        assertEquals(0, hot.tokensPerSecond(hashOf(new byte[] {1}), 1), "a key not reported has no rate");
     }
 }
