@@ -21,6 +21,7 @@ import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
@@ -93,6 +94,10 @@ public final class LoadGenerator implements Callable<Integer>
     @Option(names = "--cost", description = "Tokens per acquire (default: ${DEFAULT-VALUE}).")
     int cost = 1;
 
+    @Option(names = "--hot-share", paramLabel = "PERCENT", description = "Share of calls, 0 to 100, that go to one hot " +
+        "tenant (tenant-0); the rest spread over --keys as usual (default: ${DEFAULT-VALUE}).")
+    int hotShare = 0;
+
     @Option(names = "--route", description = "Route prefix; acquires go to PREFIX/<n> (default: ${DEFAULT-VALUE}).")
     String routePrefix = "/bench";
 
@@ -148,10 +153,10 @@ public final class LoadGenerator implements Callable<Integer>
     public Integer call() throws Exception
     {
         if (connections < 1 || durationSeconds < 1 || warmupSeconds < 0 || keys < 1 || pipeline < 1 || rate < 0 || cost < 1 ||
-            blockingThreads < 0)
+            blockingThreads < 0 || hotShare < 0 || hotShare > 100)
         {
             System.err.println("limiter bench: --connections, --duration, --keys, --pipeline and --cost must be at least 1; " +
-                "--warmup, --rate and --blocking-threads at least 0");
+                "--warmup, --rate and --blocking-threads at least 0; --hot-share 0 to 100");
             return 2;
         }
         if (redis != null && blockingThreads == 0)
@@ -242,6 +247,12 @@ public final class LoadGenerator implements Callable<Integer>
         int FROM_TOKEN_LEASE = 4;
     }
 
+    /** The hot tenant (key 0) for --hot-share percent of calls, else {@code key}. */
+    private int hotOr(final int key)
+    {
+        return hotShare > 0 && ThreadLocalRandom.current().nextInt(100) < hotShare ? 0 : key;
+    }
+
     /** N caller threads of the SDK, each in a closed loop of {@code acquireBlocking}. */
     private int blockingLoop(final LimiterClient client) throws InterruptedException
     {
@@ -276,7 +287,7 @@ public final class LoadGenerator implements Callable<Integer>
                         final long start = System.nanoTime();
                         try
                         {
-                            final int outcome = caller.call(key);
+                            final int outcome = caller.call(hotOr(key));
                             if ((outcome & BlockingCaller.FROM_TOKEN_LEASE) != 0)
                             {
                                 fromTokenLeases.increment();
@@ -325,7 +336,7 @@ public final class LoadGenerator implements Callable<Integer>
             return;
         }
         final long start = System.nanoTime();
-        client.acquire(descriptors[key], cost).whenComplete((decision, failure) ->
+        client.acquire(descriptors[hotOr(key)], cost).whenComplete((decision, failure) ->
         {
             record(decision, failure, start);
             if (failure == null)
@@ -395,7 +406,7 @@ public final class LoadGenerator implements Callable<Integer>
                 for (; issued < due && running.get(); issued++)
                 {
                     final long intended = start + (long)(issued * nanosPerRequest);
-                    client.acquire(descriptors[key], cost).whenComplete((d, f) -> record(d, f, intended));
+                    client.acquire(descriptors[hotOr(key)], cost).whenComplete((d, f) -> record(d, f, intended));
                     key = (key + 7919) % keys;
                 }
             }
@@ -466,12 +477,12 @@ public final class LoadGenerator implements Callable<Integer>
         }
         System.out.printf(Locale.ROOT,
             "{\"decisionsPerSec\":%.0f,\"p50Us\":%.1f,\"p99Us\":%.1f,\"p999Us\":%.1f,\"maxUs\":%.1f,\"allowed\":%d,\"denied\":%d," +
-            "\"errors\":%d,\"degraded\":%d,\"mode\":\"%s\",\"connections\":%d,\"pipeline\":%d,\"lanes\":%d,\"rate\":%d,\"keys\":%d," +
+            "\"errors\":%d,\"degraded\":%d,\"mode\":\"%s\",\"connections\":%d,\"pipeline\":%d,\"lanes\":%d,\"rate\":%d,\"keys\":%d,\"hotShare\":%d," +
             "\"durationSec\":%.1f,\"coCorrectionIntervalUs\":%.1f,\"rawP50Us\":%.1f,\"rawP99Us\":%.1f,\"rawP999Us\":%.1f," +
             "\"maxNodeUs\":%.1f,\"maxSdkUs\":%.1f,\"sdkRedirects\":%d,\"fromTokenLeases\":%d,\"tokenLeaseShare\":%.4f,\"nodes\":%s}%n",
             (a + d) / seconds, reported.getValueAtPercentile(50) / 1e3, reported.getValueAtPercentile(99) / 1e3,
             reported.getValueAtPercentile(99.9) / 1e3, reported.getMaxValue() / 1e3, a, d, e, g, mode, connections,
-            rate > 0 || blockingThreads > 0 ? 0 : pipeline, lanes, rate, keys, seconds, expectedIntervalNanos.get() / 1e3,
+            rate > 0 || blockingThreads > 0 ? 0 : pipeline, lanes, rate, keys, hotShare, seconds, expectedIntervalNanos.get() / 1e3,
             total.getValueAtPercentile(50) / 1e3, total.getValueAtPercentile(99) / 1e3, total.getValueAtPercentile(99.9) / 1e3,
             slowestByNode.get() / 1e3, slowestBySdk.get() / 1e3, redirected, fromLeases, a + d == 0 ? 0.0 : (double)fromLeases / (a + d), nodes);
         return 0;

@@ -117,6 +117,24 @@ class LoadGeneratorTest
     }
 
     @Test
+    void hotShareSendsThatShareOfCallsToOneTenant() throws Exception
+    {
+        try (StoreServer node = new StoreServer(new ServerConfig().host("127.0.0.1").port(0).adminPort(-1).shards(1)
+            .ioThreads(1).policiesFile(Path.of("..", "config", "policies.json")).dataDir(dir)).start())
+        {
+            final List<String> lines = run("--server", "127.0.0.1:" + node.port(), "--blocking-threads", "2", "--keys", "1000",
+                "--hot-share", "100", "--warmup", "1", "--duration", "1");
+            final JsonObject summary = JsonParser.parseString(lines.get(lines.size() - 1)).getAsJsonObject();
+            assertEquals(100, summary.get("hotShare").getAsInt(), summary.toString());
+            assertEquals(1, node.bucketCount(), "every call went to the hot tenant's bucket: " + summary);
+        }
+        for (final String bad : new String[] {"-1", "101"})
+        {
+            assertEquals(2, new CommandLine(new LoadGenerator()).execute("--hot-share", bad), "--hot-share " + bad + " is refused");
+        }
+    }
+
+    @Test
     void theSameBlockingThreadsCallARedisLuaTokenBucketForComparison() throws Exception
     {
         final java.nio.file.Path redisServer = java.nio.file.Path.of("/usr/bin/redis-server");

@@ -109,7 +109,7 @@ class AdminHttpTest
         try (StoreServer server = new StoreServer(new ServerConfig().port(0).adminPort(-1)
             .policiesFile(Path.of("../config/policies.json"))).start())
         {
-            assertEquals(12, server.policies().size(), "eleven policies and the default");
+            assertEquals(14, server.policies().size(), "thirteen policies and the default");
         }
     }
 }

@@ -76,6 +76,27 @@ class SplitGlobalTest
     }
 
     @Test
+    void anExtraWindowLimitIsSplitToo() throws Exception
+    {
+        final ManualClock clock = new ManualClock(1_000 * SECOND);
+        // 1,000/s, and 10 an hour in a fixed window: the window's 10 split 3, 3, 2, 2 over the shards.
+        try (StoreServer server = start(clock, "{\"id\":\"everyone\",\"selector\":{\"route\":\"/all\"},\"rate\":1000,\"burst\":100," +
+            "\"limits\":[{\"rate\":10,\"period\":\"3600s\",\"algorithm\":\"FIXED_WINDOW\"}]," +
+            "\"scope\":\"GLOBAL\",\"splitAcrossShards\":true,\"owner\":\"t\"}");
+             LimiterClient client = client(server))
+        {
+            final Descriptor all = Descriptor.of("any", "/all");
+            long allowed = 0;
+            for (int i = 0; i < 40; i++)
+            {
+                clock.advance(SECOND / 100);
+                allowed += client.acquireBlocking(all, 1).allowed() ? 1 : 0;
+            }
+            assertEquals(10, allowed, "the hour's window holds 10 between its shares");
+        }
+    }
+
+    @Test
     void underSteadyOverloadASplitKeyGrantsAlmostAllItsRateAndNeverMore() throws Exception
     {
         final ManualClock clock = new ManualClock(1_000 * SECOND);

@@ -42,6 +42,11 @@ public final class FrameRouter
     private final CompiledPolicy[] stacked = new CompiledPolicy[PolicySetIndex.MAX_STACKED_PER_REQUEST];
     /** Where the next request of a policy split across shards starts looking for a share (this loop's round robin). */
     private int nextShare;
+    /** Cost this frame sends to each shard's share of a split policy (cleared per frame: {@link #plannedShards}). */
+    private final long[] plannedCost = new long[ShardMap.MAX_SHARDS];
+    private long plannedShards;
+    /** The shard this router's event loop owns (decided inline, no hand-off): -1 none, -2 not looked up yet. */
+    private int homeShard = -2;
 
     public FrameRouter(final ServerMetrics metrics)
     {
@@ -70,6 +75,11 @@ public final class FrameRouter
     {
         long nowMillis = 0;
         boolean anyExempt = false;
+        while (plannedShards != 0)
+        {
+            plannedCost[Long.numberOfTrailingZeros(plannedShards)] = 0;
+            plannedShards &= plannedShards - 1;
+        }
         final FrameWork work = pool.acquire();
         work.reset(ctx, responder, index, decoder.count(), correlationId, startNanos);
         work.release = release;
@@ -115,7 +125,7 @@ public final class FrameRouter
             work.keyHash[i] = keyHash;
             work.cost[i] = decoder.cost();
             work.policy[i] = policy;
-            final int shard = policy.routedToAnyShare(shardCount) ? shareShard(shards, policy.ordinal(), keyHash) :
+            final int shard = policy.routedToAnyShare(shardCount) ? shareShard(shards, policy.ordinal(), keyHash, decoder.cost()) :
                 shardOf(tenantHash, keyHash, shardCount);
             work.shard[i] = shard;
             shardMask |= 1L << shard;
@@ -298,14 +308,31 @@ public final class FrameRouter
 
     /**
      * The shard whose share of a split policy's budget ({@link CompiledPolicy#routedToAnyShare})
-     * decides the next request: round robin over the shards this node leads, skipping a share while
-     * it refuses (as its last refusal said), so requests go where there are tokens and the shares
-     * drain together; when every led share refuses, the round robin's next one answers. A node that
+     * decides the next request of {@code cost}: the shard this event loop owns while this node
+     * leads it and its share has the tokens (decided inline: a hot key costs no hand-off between
+     * threads), else the next in a round robin over the led shards whose shares have them, else
+     * (every led share short) the round robin's next led shard, which may refuse. What a share has
+     * is what it held after its last decision, less what this frame already sends it. A node that
      * leads none names the key's own shard, whose NOT_LEADER answer points at a leader.
      */
-    private int shareShard(final List<Shard> shards, final int ordinal, final long keyHash)
+    private int shareShard(final List<Shard> shards, final int ordinal, final long keyHash, final int cost)
     {
         final int count = shards.size();
+        if (homeShard == -2)
+        {
+            homeShard = -1;
+            for (int s = 0; s < count; s++)
+            {
+                if (shards.get(s).ownedByCallingThread())
+                {
+                    homeShard = s;
+                }
+            }
+        }
+        if (homeShard >= 0 && shards.get(homeShard).leads() && fits(shards.get(homeShard), homeShard, ordinal, cost))
+        {
+            return plan(homeShard, cost);
+        }
         final int start = nextShare >= count ? 0 : nextShare;
         int firstLed = -1;
         for (int k = 0; k < count; k++)
@@ -320,18 +347,32 @@ public final class FrameRouter
             {
                 firstLed = s;
             }
-            if (!shard.splitShareEmpty(ordinal))
+            if (fits(shard, s, ordinal, cost))
             {
                 nextShare = s + 1;
-                return s;
+                return plan(s, cost);
             }
         }
         if (firstLed >= 0)
         {
             nextShare = firstLed + 1;
-            return firstLed;
+            return plan(firstLed, cost);
         }
         return ShardMap.shardOf(keyHash, count);
+    }
+
+    private boolean fits(final Shard shard, final int s, final int ordinal, final long cost)
+    {
+        final long tokens = shard.splitShareTokens(ordinal);
+        return tokens == Long.MAX_VALUE || tokens - plannedCost[s] >= cost;
+    }
+
+    /** Counts {@code cost} as on its way to shard {@code s} in this frame. */
+    private int plan(final int s, final long cost)
+    {
+        plannedCost[s] += cost;
+        plannedShards |= 1L << s;
+        return s;
     }
 
     /**
@@ -359,7 +400,7 @@ public final class FrameRouter
         work.shadowCost[j] = decoder.cost();
         work.shadowPolicy[j] = shadow;
         work.shadowEntry[j] = entry;
-        final int shard = shadow.routedToAnyShare(shardCount) ? shareShard(shards, shadow.ordinal(), keyHash) :
+        final int shard = shadow.routedToAnyShare(shardCount) ? shareShard(shards, shadow.ordinal(), keyHash, decoder.cost()) :
             shardOf(tenantHash, keyHash, shardCount);
         work.shadowShard[j] = shard;
         work.shadowCount++;

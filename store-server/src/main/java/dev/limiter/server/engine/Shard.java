@@ -75,11 +75,11 @@ public final class Shard implements Replication.DecidingShard
     private volatile AtomicLongArray shadowAllowedByPolicy = new AtomicLongArray(16);
     private volatile AtomicLongArray shadowDeniedByPolicy = new AtomicLongArray(16);
     /**
-     * By ordinal of a policy split across shards ({@link CompiledPolicy#routedToAnyShare}): until
-     * when (this shard's decision clock) its share refuses a token, as of its last refusal; 0
-     * once it grants. The frame routers read it to send requests to shares that have tokens.
+     * By ordinal of a policy split across shards ({@link CompiledPolicy#routedToAnyShare}): the
+     * whole tokens this shard's share held after its last decision, plus one (0: not decided
+     * here yet). The frame routers read it to send requests to shares that have tokens.
      */
-    private volatile AtomicLongArray splitShareEmptyUntil = new AtomicLongArray(16);
+    private volatile AtomicLongArray splitShareTokens = new AtomicLongArray(16);
 
     /**
      * @param shardCount the node's shards (a stacked GLOBAL budget keeps 1/shardCount of itself here)
@@ -314,7 +314,7 @@ public final class Shard implements Replication.DecidingShard
                 countOverage(policy.ordinal(), decision.reason(), -1);
                 if (policy.routedToAnyShare(shardCount))
                 {
-                    shareDecided(policy.ordinal(), now);
+                    shareDecided(policy.ordinal(), decision.remainingTokens());
                 }
             }
             for (int j = 0; j < work.shadowCount && !work.release; j++)
@@ -470,6 +470,10 @@ public final class Shard implements Replication.DecidingShard
             answered = false;
             putRecord(work, i, named, named.limitOnShard(id, shardCount), answered, decision.reason(), decision.remainingTokens(), decision.retryAfterNanos(),
                 decision.resetAfterNanos());
+            if (own.routedToAnyShare(shardCount))
+            {
+                shareDecided(own.ordinal(), decision.remainingTokens());
+            }
         }
         else
         {
@@ -526,6 +530,10 @@ public final class Shard implements Replication.DecidingShard
                 retry = wait;
             }
             putRecord(work, i, named, named.limitOnShard(id, shardCount), allowed, reason, remaining, retry, reset);
+            if (own.routedToAnyShare(shardCount))
+            {
+                shareDecided(own.ordinal(), remaining); // the tightest of its limits here
+            }
             if (allowed && leases)
             {
                 leased(work, i, leaseAt, check);
@@ -672,35 +680,38 @@ public final class Shard implements Replication.DecidingShard
     }
 
     /**
-     * Publishes whether this shard's share of a split policy can grant: until when it refuses a
-     * token after a refusal (its retry-after), 0 after a grant. Owner thread; writes only on a change.
+     * Publishes what this shard's share of a split policy holds after a decision: the whole tokens
+     * its tightest limit has left. Owner thread; writes only on a change.
      */
-    private void shareDecided(final int ordinal, final long now)
+    private void shareDecided(final int ordinal, final long remaining)
     {
-        final AtomicLongArray emptyUntil = splitShareEmptyUntil;
-        if (decision.allowed())
+        if (ordinal >= splitShareTokens.length())
         {
-            if (emptyUntil.get(ordinal) != 0)
-            {
-                emptyUntil.lazySet(ordinal, 0);
-            }
+            growCounters(ordinal);
         }
-        else if (decision.retryAfterNanos() > 0)
+        final AtomicLongArray tokens = splitShareTokens;
+        final long published = Math.max(0, remaining) + 1;
+        if (tokens.get(ordinal) != published)
         {
-            emptyUntil.lazySet(ordinal, now + decision.retryAfterNanos());
+            tokens.lazySet(ordinal, published);
         }
     }
 
-    /** Whether this shard's share of split policy {@code ordinal} refuses now, as its last decision said (any thread). */
-    public boolean splitShareEmpty(final int ordinal)
+    /**
+     * Whole tokens this shard's share of split policy {@code ordinal} held after its last decision
+     * (refill since then not counted); {@link Long#MAX_VALUE} before its first. Any thread.
+     */
+    public long splitShareTokens(final int ordinal)
     {
-        final AtomicLongArray emptyUntil = splitShareEmptyUntil;
-        if (ordinal >= emptyUntil.length())
-        {
-            return false;
-        }
-        final long until = emptyUntil.get(ordinal);
-        return until != 0 && (replication != null ? replication.clusterNanos() : clock.nanoTime()) - until < 0;
+        final AtomicLongArray tokens = splitShareTokens;
+        final long published = ordinal < tokens.length() ? tokens.get(ordinal) : 0;
+        return published == 0 ? Long.MAX_VALUE : published - 1;
+    }
+
+    /** Whether the calling thread owns this shard (its event loop): a frame handed to it is decided inline. */
+    public boolean ownedByCallingThread()
+    {
+        return loop != null && loop.inEventLoop();
     }
 
     /** Whether this node decides this shard's requests now (it leads the shard's group, or runs alone); any thread. */
@@ -719,7 +730,7 @@ public final class Shard implements Replication.DecidingShard
         releasedByPolicy = copy(releasedByPolicy, length);
         shadowAllowedByPolicy = copy(shadowAllowedByPolicy, length);
         shadowDeniedByPolicy = copy(shadowDeniedByPolicy, length);
-        splitShareEmptyUntil = copy(splitShareEmptyUntil, length);
+        splitShareTokens = copy(splitShareTokens, length);
     }
 
     private static AtomicLongArray copy(final AtomicLongArray from, final int length)
