@@ -81,6 +81,16 @@ class ArchitectureTest
     }
 
     @Test
+    void theServletFilterIsAnSdkClientOnly()
+    {
+        noClasses().that().resideInAPackage("dev.limiter.servlet..")
+            .should().dependOnClassesThat().resideInAnyPackage("org.apache.ratis..", "dev.limiter.raft..", "dev.limiter.server..",
+                "io.netty..")
+            .because("the filter is embedded in services, through the SDK's public API").check(main);
+        assertFalse(main.stream().noneMatch(c -> c.getPackageName().equals("dev.limiter.servlet")), "the filter's classes are checked");
+    }
+
+    @Test
     void raftKnowsNoBucketsNettyOrTheClientProtocol()
     {
         noClasses().that().resideInAPackage("dev.limiter.raft..")

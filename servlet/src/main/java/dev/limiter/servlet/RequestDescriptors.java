@@ -1,0 +1,68 @@
+package dev.limiter.servlet;
+
+import dev.limiter.client.Descriptor;
+import dev.limiter.client.InvalidDescriptorException;
+import jakarta.servlet.http.HttpServletRequest;
+
+/**
+ * How a {@link LimiterFilter} names the caller of an HTTP request to the limiter: the
+ * {@link Descriptor} its policies match (tenant, principal, route, method, client IP). Return
+ * null to let a request through unlimited (health checks, say).
+ */
+@FunctionalInterface
+public interface RequestDescriptors
+{
+    /**
+     * @return the request's descriptor, or null when the request is not rate-limited
+     * @throws InvalidDescriptorException when a field taken from the request cannot be used (the
+     *                                    filter answers 400 naming the field)
+     */
+    Descriptor describe(HttpServletRequest request);
+
+    /**
+     * The usual rule, from request headers: tenant from {@code tenantHeader} (when the request has
+     * none, the client IP, so anonymous callers are limited per address), principal from
+     * {@code principalHeader} (null: none), route = the path within the application (the request
+     * URI without the context path or query), method = the HTTP method, client IP = the first
+     * address of {@code clientIpHeader} (for {@code X-Forwarded-For} set by a proxy you trust;
+     * null: the connection's remote address).
+     */
+    static RequestDescriptors fromHeaders(final String tenantHeader, final String principalHeader, final String clientIpHeader)
+    {
+        if (tenantHeader == null || tenantHeader.isBlank())
+        {
+            throw new IllegalArgumentException("a tenant header name is required (e.g. X-Tenant-Id)");
+        }
+        return request ->
+        {
+            final String clientIp = clientIp(request, clientIpHeader);
+            final String tenant = request.getHeader(tenantHeader);
+            final String route = request.getRequestURI().substring(Math.min(request.getRequestURI().length(),
+                request.getContextPath().length()));
+            final Descriptor.Builder descriptor = Descriptor.builder()
+                .tenant(tenant == null || tenant.isBlank() ? clientIp : tenant)
+                .route(route.isEmpty() ? "/" : route)
+                .method(request.getMethod())
+                .clientIp(clientIp);
+            if (principalHeader != null && !principalHeader.isBlank())
+            {
+                descriptor.principal(request.getHeader(principalHeader));
+            }
+            return descriptor.build();
+        };
+    }
+
+    private static String clientIp(final HttpServletRequest request, final String clientIpHeader)
+    {
+        if (clientIpHeader != null && !clientIpHeader.isBlank())
+        {
+            final String forwarded = request.getHeader(clientIpHeader);
+            if (forwarded != null && !forwarded.isBlank())
+            {
+                final int comma = forwarded.indexOf(',');
+                return (comma < 0 ? forwarded : forwarded.substring(0, comma)).trim();
+            }
+        }
+        return request.getRemoteAddr();
+    }
+}
