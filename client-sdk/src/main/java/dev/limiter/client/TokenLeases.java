@@ -95,6 +95,8 @@ final class TokenLeases
     private final LongAdder leased = new LongAdder();
     private final LongAdder used = new LongAdder();
     private final LongAdder lapsed = new LongAdder();
+    /** Policy sets compiled (once each, unless a call races a set's preparation). */
+    private final LongAdder compiles = new LongAdder();
     private volatile Compiled compiled;
     private volatile PolicyCache.Snapshot pending;
 
@@ -358,6 +360,12 @@ final class TokenLeases
         compiled = null;
     }
 
+    /** Compiles what leases are found under now, so that no caller's call does (called on the SDK's callback thread). */
+    void prepare()
+    {
+        compiled();
+    }
+
     /** The set leases are found under; its index is null when no policy of it is leased. */
     private Compiled compiled()
     {
@@ -374,6 +382,7 @@ final class TokenLeases
         PolicySetIndex index = null;
         if (held.policies().getPoliciesList().stream().anyMatch(Policy::hasTokenLease) || held.policies().getDefaultPolicy().hasTokenLease())
         {
+            compiles.increment();
             try
             {
                 index = PolicySetIndex.compile(held.policies(), null);
@@ -389,6 +398,12 @@ final class TokenLeases
             compiled = fresh;
         }
         return fresh;
+    }
+
+    /** Policy sets with a leased policy compiled so far. */
+    long compiles()
+    {
+        return compiles.sum();
     }
 
     /** Tokens taken from the cluster as blocks. */

@@ -281,6 +281,18 @@ class TokenLeasesTest
     }
 
     @Test
+    void aPreparedPolicySetIsCompiledOnceAndNotOnTheFirstCall()
+    {
+        final TokenLeases leases = new TokenLeases(holding(now, 1000, 1000, 10), now::get, (d, b) -> new CompletableFuture<>());
+        assertEquals(0, leases.compiles(), "nothing compiled while building");
+        leases.prepare(); // what the client does when a set arrives, off the callers' threads
+        assertEquals(1, leases.compiles());
+        leases.tryLocal(Descriptor.of("t", "/hot"), 1);
+        leases.toAsk(Descriptor.of("t", "/hot"), 1);
+        assertEquals(1, leases.compiles(), "the first call found the set compiled");
+    }
+
+    @Test
     void aPolicyWithoutTokenLeaseIsNeverLeased()
     {
         final PolicyCache cache = new PolicyCache(java.time.Duration.ofHours(1), now::get);
