@@ -249,6 +249,10 @@ final class TokenLeases
      */
     void hot(final Descriptor descriptor)
     {
+        if (compiled == null)
+        {
+            return; // a new set not compiled yet: never compiled here, on an I/O thread (the next flag counts)
+        }
         final KeyLease lease = leaseOf(descriptor);
         if (lease != null && lease.hotRate != 0)
         {

@@ -5,6 +5,7 @@ import dev.limiter.client.Descriptor;
 import dev.limiter.client.InvalidDescriptorException;
 import dev.limiter.client.LimiterClient;
 import dev.limiter.client.LimiterException;
+import dev.limiter.client.LimiterRequestException;
 import dev.limiter.client.RateLimitHeaders;
 import dev.limiter.protocol.ReasonCode;
 import jakarta.servlet.Filter;
@@ -33,7 +34,8 @@ import java.util.Map;
  * policy fails closed ({@code CLUSTER_UNAVAILABLE}), or no decision could be had at all (no node
  * answered and the SDK could not decide: the SDK's exception message is the body);</li>
  * <li>400 Bad Request when the request carries a field the limiter cannot use (a tenant header of
- * control characters or beyond the descriptor's limits), naming the field.</li>
+ * control characters or beyond the descriptor's limits), naming the field, or lacks one a policy
+ * needs (a PRINCIPAL-scoped policy and no principal), as the node says.</li>
  * </ul>
  * The call blocks the request thread for at most the SDK's deadline (a fail-open policy's local
  * decision if no node answers in time). Bodies are {@code text/plain}, one line.
@@ -193,6 +195,12 @@ public final class LimiterFilter implements Filter
         try
         {
             decision = client.acquireBlocking(descriptor, cost);
+        }
+        catch (final LimiterRequestException e)
+        {
+            // The node refused the request itself (a policy needs a field this request lacks): retrying cannot help.
+            respond(answer, HttpServletResponse.SC_BAD_REQUEST, Map.of(), "request refused by the rate limiter: " + e.getMessage());
+            return;
         }
         catch (final LimiterException e)
         {

@@ -22,8 +22,10 @@ public interface RequestDescriptors
     /**
      * The usual rule, from request headers: tenant from {@code tenantHeader} (when the request has
      * none, the client IP, so anonymous callers are limited per address), principal from
-     * {@code principalHeader} (null: none), route = the path within the application (the request
-     * URI without the context path or query), method = the HTTP method, client IP = the first
+     * {@code principalHeader} (null: none), route = the path within the application as the
+     * container decoded and normalised it (servlet path and path info: {@code /%6Frders/1} and
+     * {@code /orders;x=1/1} are {@code /orders/1}, so an encoding cannot dodge a route's policy;
+     * no query), method = the HTTP method, client IP = the first
      * address of {@code clientIpHeader} (for {@code X-Forwarded-For} set by a proxy you trust;
      * null: the connection's remote address).
      */
@@ -37,8 +39,8 @@ public interface RequestDescriptors
         {
             final String clientIp = clientIp(request, clientIpHeader);
             final String tenant = request.getHeader(tenantHeader);
-            final String route = request.getRequestURI().substring(Math.min(request.getRequestURI().length(),
-                request.getContextPath().length()));
+            final String pathInfo = request.getPathInfo();
+            final String route = request.getServletPath() + (pathInfo == null ? "" : pathInfo);
             final Descriptor.Builder descriptor = Descriptor.builder()
                 .tenant(tenant == null || tenant.isBlank() ? clientIp : tenant)
                 .route(route.isEmpty() ? "/" : route)

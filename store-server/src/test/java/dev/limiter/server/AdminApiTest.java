@@ -697,6 +697,14 @@ class AdminApiTest
             assertEquals(400, small.statusCode());
             assertTrue(small.body().contains("has splitAcrossShards: on a node with 4 shards") &&
                 small.body().contains("raise the burst to at least 4"), small.body());
+            final HttpResponse<String> leased = call(server, "PUT", "/v1/policies/everyone",
+                String.format(split, "\"scope\":\"GLOBAL\",\"rate\":100,\"tokenLease\":{}"));
+            assertEquals(400, leased.statusCode());
+            assertTrue(leased.body().contains("splitAcrossShards: not with tokenLease"), leased.body());
+            final HttpResponse<String> stacked = call(server, "PUT", "/v1/policies/everyone",
+                String.format(split, "\"rate\":100,\"stacked\":true"));
+            assertEquals(400, stacked.statusCode(), "a stacked TENANT budget is not split either");
+            assertTrue(stacked.body().contains("splitAcrossShards: only a GLOBAL bucket is split"), stacked.body());
             assertEquals(null, server.policyState().current("everyone"), "nothing refused was stored");
             assertEquals(200, call(server, "PUT", "/v1/policies/everyone",
                 String.format(split, "\"scope\":\"GLOBAL\",\"rate\":100,\"burst\":4")).statusCode());

@@ -3,6 +3,7 @@ package dev.limiter.server;
 import dev.limiter.client.Decision;
 import dev.limiter.client.Descriptor;
 import dev.limiter.client.LimiterClient;
+import dev.limiter.client.LimiterRequestException;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -17,6 +18,7 @@ import java.util.concurrent.CompletableFuture;
 import static dev.limiter.server.TestNode.SECOND;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -144,6 +146,25 @@ class SplitGlobalTest
             }
             assertTrue(refused <= 2 * SHARDS, "a share refuses once, then is skipped while it is empty: " + refused + " refused, " +
                 granted + " tokens granted");
+        }
+    }
+
+    @Test
+    void aRequestOfASplitPolicyCannotAlsoTakeALeaseOfAStackedPool() throws Exception
+    {
+        final ManualClock clock = new ManualClock(1_000 * SECOND);
+        try (StoreServer server = start(clock, "{\"id\":\"everyone\",\"selector\":{\"route\":\"/all\"},\"rate\":1000," +
+            "\"scope\":\"GLOBAL\",\"splitAcrossShards\":true,\"owner\":\"t\"}," +
+            "{\"id\":\"pool\",\"selector\":{\"route\":\"/all\"},\"maxConcurrent\":40,\"scope\":\"GLOBAL\",\"stacked\":true," +
+            "\"owner\":\"t\"}");
+             LimiterClient client = client(server))
+        {
+            // Its release would go to whichever share the router picks and could free another holder's lease.
+            final LimiterRequestException refused = assertThrows(LimiterRequestException.class,
+                () -> client.acquireBlocking(Descriptor.of("any", "/all"), 1));
+            assertTrue(refused.getMessage().contains("policy 'everyone' is split across shards and stacked policy 'pool' holds leases"),
+                refused.getMessage());
+            assertEquals(0, server.bucketCount(), "nothing was charged");
         }
     }
 

@@ -353,7 +353,7 @@ public final class PolicySetIndex
         {
             checkTokenLease(p, where, errors);
         }
-        if (p.getSplitAcrossShards() && !p.getStacked())
+        if (p.getSplitAcrossShards())
         {
             checkSplit(p, where, errors);
         }
@@ -611,6 +611,11 @@ public final class PolicySetIndex
         {
             errors.add(where + ".splitAcrossShards: not with maxConcurrent (a lease is given back to the share that granted it, " +
                 "which a release cannot name)");
+        }
+        if (p.hasTokenLease())
+        {
+            errors.add(where + ".splitAcrossShards: not with tokenLease (a block is sized from the whole burst, a share holds " +
+                "burst / shards; lease the key instead of splitting it)");
         }
     }
 

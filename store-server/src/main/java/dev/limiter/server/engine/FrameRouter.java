@@ -255,6 +255,14 @@ public final class FrameRouter
                 Arrays.fill(scratch, k + 1, matched, null);
                 return missing;
             }
+            if (own.routedToAnyShare(shardCount) && part.limit().leases())
+            {
+                // A release goes to whichever share its router picks, not the one that granted the lease.
+                Arrays.fill(scratch, k + 1, matched, null);
+                return "policy '" + own.id() + "' is split across shards and stacked policy '" + part.id() + "' holds leases " +
+                    "(maxConcurrent): a release could not find the share that granted its lease; give such requests a " +
+                    "policy without splitAcrossShards";
+            }
             final int p = work.partCount;
             final int keyStart = work.keyCursor;
             buildKey(work, decoder, part);
