@@ -40,6 +40,8 @@ public final class CompiledPolicy
     private final boolean strict;
     /** Whether the budget is held as one share per shard ({@link #splitsAcrossShards(Policy)}). */
     private final boolean split;
+    /** A split GLOBAL policy of its own (not stacked): any shard's share may decide its request. */
+    private final boolean anyShare;
     /** SDK token leases only for keys decided at this many tokens per second or more (0: any key). */
     private final long tokenLeaseHotRate;
     /** Per-shard shares of a budget split across shards, for the last shard count asked (immutable once built). */
@@ -78,6 +80,7 @@ public final class CompiledPolicy
         this.windowSeconds = limit.windowSeconds();
         this.strict = source.getConsistency() == Consistency.STRICT;
         this.split = splitsAcrossShards(source);
+        this.anyShare = split && !source.getStacked();
         this.tokenLeaseHotRate = source.hasTokenLease() ? source.getTokenLease().getHotRate() : 0;
         // Selectors are trimmed by exactly the rule requests are (ASCII whitespace only).
         this.tenant = bytesOrNull(DescriptorRules.trim(source.getSelector().getTenant()));
@@ -298,7 +301,7 @@ public final class CompiledPolicy
      */
     public boolean routedToAnyShare(final int shards)
     {
-        return shards > 1 && split && !source.getStacked();
+        return shards > 1 && anyShare;
     }
 
     /**
