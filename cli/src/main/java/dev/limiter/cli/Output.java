@@ -165,6 +165,13 @@ final class Output
         field(joined, "route", selector.getRoute());
         field(joined, "clientIp", selector.getClientIp());
         field(joined, "region", selector.getRegion());
+        if (selector.hasEnvoy())
+        {
+            // envoy=edge:remote_address=*,path=/login (an empty value matches any)
+            final StringJoiner entries = new StringJoiner(",");
+            selector.getEnvoy().getEntriesList().forEach(e -> entries.add(e.getKey() + "=" + (e.getValue().isEmpty() ? "*" : e.getValue())));
+            joined.add("envoy=" + selector.getEnvoy().getDomain() + ":" + entries);
+        }
         return joined.length() == 0 ? "*" : joined.toString();
     }
 

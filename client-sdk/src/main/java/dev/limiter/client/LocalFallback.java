@@ -136,6 +136,10 @@ final class LocalFallback
             return null;
         }
         final CompiledPolicy policy = PolicyMatcher.match(index, descriptor);
+        if (PolicyMatcher.noLimit(index, descriptor))
+        {
+            return new Decision(true, ReasonCode.NO_LIMIT, 0, 0, 0, 0, policy.id(), policy.version(), 0, true);
+        }
         final Policy source = policy.source();
         if (source.getFailureMode() == FailureMode.CLOSED)
         {
@@ -265,6 +269,10 @@ final class LocalFallback
             return null;
         }
         final CompiledPolicy policy = PolicyMatcher.match(index, descriptor);
+        if (PolicyMatcher.noLimit(index, descriptor))
+        {
+            return null;
+        }
         final long now = nanoClock.getAsLong();
         final LocalBucket bucket = bucket(rampBuckets, policy, descriptor, now, () -> new LocalBucket(policy.limit().asTokenBucket(), now, true));
         final long[] taken = bucket.take(cost, now);

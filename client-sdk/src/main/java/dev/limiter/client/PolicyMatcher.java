@@ -54,6 +54,13 @@ final class PolicyMatcher
         return decoder == null ? index.defaultPolicy() : index.match(decoder).forRequest(decoder);
     }
 
+    /** Whether {@code descriptor} has no limit at all (an Envoy request no policy selects: {@link PolicySetIndex#noLimit}). */
+    static boolean noLimit(final PolicySetIndex index, final Descriptor descriptor)
+    {
+        final AcquireDecoder decoder = decode(descriptor);
+        return decoder != null && index.noLimit(index.match(decoder), decoder);
+    }
+
     /** {@code set} without shadow and stacked policies: what a request's own policy is matched against. */
     static PolicySet.Builder enforced(final PolicySet set)
     {

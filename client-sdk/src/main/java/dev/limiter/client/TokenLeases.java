@@ -327,9 +327,10 @@ final class TokenLeases
         {
             return null;
         }
-        final CompiledPolicy policy = index.match(decoder).forRequest(decoder);
+        final CompiledPolicy matched = index.match(decoder);
+        final CompiledPolicy policy = matched.forRequest(decoder);
         final Policy source = policy.source();
-        if (source == null || !source.hasTokenLease() ||
+        if (source == null || !source.hasTokenLease() || index.noLimit(matched, decoder) ||
             (index.hasStacked() && index.matchStacked(decoder, new CompiledPolicy[PolicySetIndex.MAX_STACKED_PER_REQUEST]) > 0) ||
             (index.hasShadow() && index.matchShadow(decoder) != null))
         {

@@ -36,6 +36,8 @@ public final class CompiledPolicy
     private final byte[] clientIp;
     private final byte[] region;
     private final long specificity;
+    /** Selects requests of Envoy's rate limit service ({@code selector.envoy}, see {@link EnvoyDescriptors}). */
+    private final boolean envoy;
     private final long windowSeconds;
     private final boolean strict;
     /** Whether the budget is held as one share per shard ({@link #splitsAcrossShards(Policy)}). */
@@ -85,14 +87,17 @@ public final class CompiledPolicy
         // Selectors are trimmed by exactly the rule requests are (ASCII whitespace only).
         this.tenant = bytesOrNull(DescriptorRules.trim(source.getSelector().getTenant()));
         this.principal = bytesOrNull(DescriptorRules.trim(source.getSelector().getPrincipal()));
-        this.method = bytesOrNull(DescriptorRules.trim(source.getSelector().getMethod()).toUpperCase(Locale.ROOT));
+        this.envoy = source.getSelector().hasEnvoy();
+        this.method = envoy ? EnvoyDescriptors.METHOD.getBytes(StandardCharsets.US_ASCII) :
+            bytesOrNull(DescriptorRules.trim(source.getSelector().getMethod()).toUpperCase(Locale.ROOT));
         this.route = route;
         this.clientIp = ipOrNull(DescriptorRules.trim(source.getSelector().getClientIp()));
         this.region = bytesOrNull(DescriptorRules.trim(source.getSelector().getRegion()).toLowerCase(Locale.ROOT));
         // Lexicographic: tenant, principal, route literals, method, client IP, region.
         this.specificity = (tenant != null ? 1L << 40 : 0) |
             (principal != null ? 1L << 39 : 0) |
-            (route != null ? (1L + route.literalCount()) << 8 : 0) |
+            (envoy ? (1L << 30) | EnvoyDescriptors.precedence(source.getSelector().getEnvoy()) << 8 :
+                route != null ? (1L + route.literalCount()) << 8 : 0) |
             (method != null ? 1L << 2 : 0) |
             (clientIp != null ? 1L << 1 : 0) |
             (region != null ? 1L : 0);
@@ -143,7 +148,9 @@ public final class CompiledPolicy
             (method == null || equalsIgnoreAsciiCase(buf, d.offset(DescriptorField.METHOD), d.length(DescriptorField.METHOD), method)) &&
             (route == null || route.matches(buf, d.offset(DescriptorField.ROUTE), d.length(DescriptorField.ROUTE))) &&
             (clientIp == null || sameIp(buf, d.offset(DescriptorField.CLIENT_IP), d.length(DescriptorField.CLIENT_IP), clientIp)) &&
-            (region == null || equalsIgnoreAsciiCase(buf, d.offset(DescriptorField.REGION), d.length(DescriptorField.REGION), region));
+            (region == null || equalsIgnoreAsciiCase(buf, d.offset(DescriptorField.REGION), d.length(DescriptorField.REGION), region)) &&
+            // Envoy's requests are selected by envoy selectors only (checked last: only for a policy that otherwise matched).
+            (method != null || !EnvoyDescriptors.isEnvoyMethod(buf, d.offset(DescriptorField.METHOD), d.length(DescriptorField.METHOD)));
     }
 
     private static boolean equalsIgnoreAsciiCase(final ByteBuf buf, final int offset, final int length, final byte[] expected)
@@ -356,6 +363,12 @@ public final class CompiledPolicy
             split[s] = limit.share(s, shards);
         }
         return split;
+    }
+
+    /** Whether it selects requests of Envoy's rate limit service ({@code selector.envoy}). */
+    public boolean envoy()
+    {
+        return envoy;
     }
 
     /** Charged beside the most specific policy of every request it matches (hierarchical limits). */

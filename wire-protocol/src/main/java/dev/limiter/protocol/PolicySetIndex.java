@@ -340,6 +340,42 @@ public final class PolicySetIndex
         }
     }
 
+    /** Checks an envoy selector and what it cannot be combined with; its route template, or null when it is wrong. */
+    private static RouteTemplate compileEnvoySelector(final Policy p, final String where, final List<String> errors)
+    {
+        final int before = errors.size();
+        final Selector s = p.getSelector();
+        if (!s.toBuilder().clearEnvoy().build().equals(Selector.getDefaultInstance()))
+        {
+            errors.add(where + ".selector: envoy selects Envoy's descriptors alone; leave tenant, principal, method, route, " +
+                "clientIp and region unset (write them as descriptor entries)");
+        }
+        EnvoyDescriptors.check(s.getEnvoy(), where + ".selector.envoy", errors);
+        final Scope scope = CompiledPolicy.effectiveScope(p);
+        if (scope != Scope.TENANT && scope != Scope.GLOBAL)
+        {
+            errors.add(where + ".scope: an envoy selector's buckets are per distinct descriptor values (TENANT, the default) " +
+                "or one for all (GLOBAL), was " + scope);
+        }
+        if (p.getStacked())
+        {
+            errors.add(where + ".stacked: Envoy sends each limit as a descriptor of its own; an envoy selector cannot be stacked");
+        }
+        if (p.getMaxConcurrent() != 0)
+        {
+            errors.add(where + ".maxConcurrent: Envoy's rate limit service has no release; use a rate");
+        }
+        if (p.getExcess() == Excess.WAIT)
+        {
+            errors.add(where + ".excess: Envoy cannot hold a request until its tokens exist; use REJECT or SOFT_OVERAGE");
+        }
+        if (errors.size() != before)
+        {
+            return null;
+        }
+        return RouteTemplate.parse(EnvoyDescriptors.template(s.getEnvoy()));
+    }
+
     private static CompiledPolicy compileOne(final Policy p, final int ordinal, final String where, final List<String> errors)
     {
         final int before = errors.size();
@@ -410,7 +446,16 @@ public final class PolicySetIndex
         }
         RouteTemplate route = null;
         final Selector s = p.getSelector();
-        if (!s.getRoute().isBlank())
+        if (s.hasEnvoy())
+        {
+            route = compileEnvoySelector(p, where, errors);
+        }
+        else if (DescriptorRules.trim(s.getMethod()).equalsIgnoreCase(EnvoyDescriptors.METHOD))
+        {
+            errors.add(where + ".selector.method: '" + EnvoyDescriptors.METHOD + "' is reserved for the requests of Envoy's rate " +
+                "limit service; select those with selector.envoy (docs/envoy.md)");
+        }
+        else if (!s.getRoute().isBlank())
         {
             try
             {
@@ -764,6 +809,16 @@ public final class PolicySetIndex
             return -1;
         }
         return d.getSeconds() * 1_000_000_000L + d.getNanos();
+    }
+
+    /**
+     * Whether a request has no limit at all: a request of Envoy's rate limit service that no
+     * policy selects ({@code matched} is what {@link #match} gave it). Allocates nothing.
+     */
+    public boolean noLimit(final CompiledPolicy matched, final DescriptorView descriptor)
+    {
+        return matched == defaultPolicy &&
+            EnvoyDescriptors.isEnvoyMethod(descriptor.buffer(), descriptor.offset(DescriptorField.METHOD), descriptor.length(DescriptorField.METHOD));
     }
 
     /** The policy for a descriptor: the most specific match, else the default. Allocates nothing. */

@@ -34,7 +34,12 @@ public enum ReasonCode
      * The answer to a RELEASE: the lease's cost is given back (or it had expired already, which
      * frees nothing); remaining is what the key has free now.
      */
-    RELEASED(9);
+    RELEASED(9),
+    /**
+     * Allowed without a bucket: a request of Envoy's rate limit service that no policy selects
+     * (envoyproxy/ratelimit answers such descriptors OK with no limit too). Nothing is charged.
+     */
+    NO_LIMIT(10);
 
     private static final ReasonCode[] BY_CODE = values();
 

@@ -93,6 +93,22 @@ public final class FrameRouter
             final CompiledPolicy matched = index.match(decoder);
             // A version being rolled out decides for its tenants; the others stay on the previous one.
             final CompiledPolicy policy = matched.forRequest(decoder);
+            if (index.noLimit(matched, decoder))
+            {
+                // An Envoy descriptor no policy selects has no limit (as in envoyproxy/ratelimit), not the default's.
+                work.keyOffset[i] = 0;
+                work.keyLength[i] = 0;
+                work.cost[i] = decoder.cost();
+                work.policy[i] = policy;
+                work.shard[i] = FrameWork.NO_LIMIT;
+                work.count++;
+                anyExempt = true;
+                if (index.hasShadow())
+                {
+                    shardMask |= addShadow(work, decoder, index.matchShadow(decoder), shards, i);
+                }
+                continue;
+            }
             final String missing = missingScopeField(policy, decoder);
             if (missing != null)
             {
@@ -154,7 +170,7 @@ public final class FrameRouter
         }
         for (int i = 0; release && i < work.count; i++)
         {
-            work.leaseMatches[i] = work.shard[i] != FrameWork.EXEMPT && work.currentLeaseCheck(i) == leaseCheck;
+            work.leaseMatches[i] = work.shard[i] >= 0 && work.currentLeaseCheck(i) == leaseCheck;
         }
         final int count = work.count;
         final ByteBuf response = ctx.alloc().directBuffer(ResultCodec.recordsEnd(count) + 2 + 64);
@@ -172,13 +188,19 @@ public final class FrameRouter
                     ResultCodec.putRecord(response, ResultCodec.recordOffset(work.frameStart, i), true, ReasonCode.EXEMPT,
                         policy.ordinal(), burst, burst, 0, 0, policy.version(), policy.windowSeconds());
                 }
+                else if (work.shard[i] == FrameWork.NO_LIMIT)
+                {
+                    final CompiledPolicy policy = work.policy[i];
+                    ResultCodec.putRecord(response, ResultCodec.recordOffset(work.frameStart, i), true, ReasonCode.NO_LIMIT,
+                        policy.ordinal(), 0, 0, 0, 0, policy.version(), 0);
+                }
             }
         }
         work.pendingShards.set(Long.bitCount(shardMask));
         responder.frameAccepted(ctx);
         if (shardMask == 0)
         {
-            work.shardsDone(0); // every entry was exempt: complete now
+            work.shardsDone(0); // every entry was exempt or had no limit: complete now
             return;
         }
         // Do not touch the work after the last submit: an inline shard may complete and recycle it.

@@ -30,6 +30,8 @@ public final class FrameWork implements Runnable
     final AtomicInteger pendingShards = new AtomicInteger();
     /** {@link #shard} of an entry answered on the event loop because an exemption covers it. */
     static final int EXEMPT = -1;
+    /** {@link #shard} of an Envoy request that no policy selects: answered NO_LIMIT on the event loop, no bucket. */
+    static final int NO_LIMIT = -2;
     final UnsafeBuffer keys = new UnsafeBuffer(new byte[INITIAL_ENTRIES * 64]);
     int[] keyOffset = new int[INITIAL_ENTRIES];
     int[] keyLength = new int[INITIAL_ENTRIES];

@@ -1,0 +1,161 @@
+package dev.limiter.protocol;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import org.junit.jupiter.api.Test;
+
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+class EnvoyDescriptorsTest
+{
+    private static final String SET = "{\"policies\":[" +
+        envoy("per-ip", "edge", "[{\"key\":\"remote_address\"}]") + "," +
+        envoy("login", "edge", "[{\"key\":\"path\",\"value\":\"/login\"}]") + "," +
+        envoy("any-path", "edge", "[{\"key\":\"path\"}]") + "," +
+        envoy("acme-x", "edge", "[{\"key\":\"tenant\",\"value\":\"acme\"},{\"key\":\"user\"},{\"key\":\"op\"}]") + "," +
+        envoy("x-bob-read", "edge", "[{\"key\":\"tenant\"},{\"key\":\"user\",\"value\":\"bob\"},{\"key\":\"op\",\"value\":\"read\"}]") + "," +
+        "{\"id\":\"acme\",\"selector\":{\"tenant\":\"e:10.0.0.1\"},\"rate\":5,\"owner\":\"o\"}" +
+        "],\"defaultPolicy\":{\"id\":\"baseline\",\"rate\":3,\"owner\":\"o\"}}";
+
+    private static String envoy(final String id, final String domain, final String entries)
+    {
+        return "{\"id\":\"" + id + "\",\"selector\":{\"envoy\":{\"domain\":\"" + domain + "\",\"entries\":" + entries + "}},\"rate\":5,\"owner\":\"o\"}";
+    }
+
+    /** The policy the node would pick for this Envoy descriptor (and whether it is "no limit"), from the wire encoding. */
+    private static String envoyMatch(final PolicySetIndex index, final String domain, final String... keyValues)
+    {
+        final List<String> keys = new ArrayList<>();
+        final List<String> values = new ArrayList<>();
+        for (int i = 0; i + 1 < keyValues.length; i += 2)
+        {
+            keys.add(keyValues[i]);
+            values.add(keyValues[i + 1]);
+        }
+        return wireMatch(index, EnvoyDescriptors.bucketKey(values), EnvoyDescriptors.METHOD, EnvoyDescriptors.route(domain, keys, values));
+    }
+
+    private static String wireMatch(final PolicySetIndex index, final String tenant, final String method, final String route)
+    {
+        final ByteBuf buf = Unpooled.buffer();
+        try
+        {
+            final int start = AcquireCodec.beginBatch(buf, MessageType.ACQUIRE, 1);
+            AcquireCodec.appendEntry(buf, 1, AcquireCodec.encodeFields(tenant, "", method, route, "", ""));
+            AcquireCodec.finishBatch(buf, start, 1);
+            final AcquireDecoder decoder = new AcquireDecoder();
+            decoder.wrap(buf, Frame.HEADER_LENGTH, buf.writerIndex(), true);
+            assertTrue(decoder.next(), decoder.errorMessage());
+            final CompiledPolicy matched = index.match(decoder);
+            return index.noLimit(matched, decoder) ? "no limit" : matched.id();
+        }
+        finally
+        {
+            buf.release();
+        }
+    }
+
+    @Test
+    void aDescriptorMatchesTheSelectorWithItsDomainAndKeysAndAnExactValueWinsAtTheFirstEntryWhereTheyDiffer()
+    {
+        final PolicySetIndex index = PolicySetIndex.fromJson(SET);
+        assertEquals("per-ip", envoyMatch(index, "edge", "remote_address", "10.0.0.1"));
+        assertEquals("login", envoyMatch(index, "edge", "path", "/login"));
+        assertEquals("any-path", envoyMatch(index, "edge", "path", "/login/"));
+        assertEquals("any-path", envoyMatch(index, "edge", "path", ""));
+        // Both fit; acme-x has its exact value first, x-bob-read has two exact values later: the first entry decides.
+        assertEquals("acme-x", envoyMatch(index, "edge", "tenant", "acme", "user", "bob", "op", "read"));
+        assertEquals("x-bob-read", envoyMatch(index, "edge", "tenant", "globex", "user", "bob", "op", "read"));
+    }
+
+    @Test
+    void aDescriptorNoEnvoySelectorFitsHasNoLimitAndOrdinaryPoliciesNeverSelectIt()
+    {
+        final PolicySetIndex index = PolicySetIndex.fromJson(SET);
+        assertEquals("no limit", envoyMatch(index, "other", "remote_address", "10.0.0.1"), "another domain");
+        assertEquals("no limit", envoyMatch(index, "edge", "remote_address", "10.0.0.1", "path", "/"), "more entries");
+        assertEquals("no limit", envoyMatch(index, "edge", "tenant", "globex", "user", "alice", "op", "read"));
+        // The tenant-only policy 'acme' selects that tenant text, but not in an Envoy request...
+        assertEquals("no limit", wireMatch(index, "e:10.0.0.1", "ENVOY", "/envoy/_other"));
+        // ...and an SDK request with that tenant still gets it; only the reserved method is Envoy's.
+        assertEquals("acme", wireMatch(index, "e:10.0.0.1", "GET", "/envoy/_edge/_remote_address/_10.0.0.1"));
+        assertEquals("baseline", wireMatch(index, "globex", "GET", "/envoy/_edge/_remote_address/_10.0.0.1"));
+    }
+
+    @Test
+    void anyTextBecomesOneSafeSegmentAndLongTextADigest()
+    {
+        final Set<String> segments = new HashSet<>();
+        for (final String text : new String[] {"", ".", "..", "a/b", "a%2Fb", "{id}", "a b", "é", "_", "~x", "x".repeat(40), "x".repeat(41)})
+        {
+            final String segment = EnvoyDescriptors.segment(text);
+            assertTrue(segments.add(segment), "distinct: " + text);
+            assertTrue(segment.length() <= 41, segment);
+            assertFalse(segment.contains("/") || segment.contains("{") || segment.equals(".") || segment.equals(".."), segment);
+            assertTrue(segment.chars().allMatch(c -> c > 0x20 && c < 0x7F), segment);
+        }
+        assertEquals("_a%2Fb", EnvoyDescriptors.segment("a/b"));
+        assertTrue(EnvoyDescriptors.segment("x".repeat(41)).startsWith("~"));
+        // Five entries of long keys and values still make a valid route.
+        final List<String> keys = List.of("k".repeat(128), "k2", "k3", "k4", "k5");
+        final List<String> values = List.of("v".repeat(1000), "é".repeat(300), "v3", "v4", "v5");
+        final String route = EnvoyDescriptors.route("d".repeat(128), keys, values);
+        final ByteBuf buf = Unpooled.wrappedBuffer(route.getBytes(StandardCharsets.UTF_8));
+        assertEquals(FieldProblem.NONE, DescriptorRules.check(DescriptorField.ROUTE, buf, 0, buf.readableBytes()), route);
+    }
+
+    @Test
+    void theBucketKeyTellsEveryCombinationOfValuesApartAndFitsATenant()
+    {
+        final Set<String> keys = new HashSet<>();
+        for (final List<String> values : List.of(List.of("a|b"), List.of("a", "b"), List.of("a%7Cb"), List.of(""), List.of("", ""),
+            List.of(" a"), List.of("a"), List.of("x".repeat(62)), List.of("x".repeat(63)), List.of("é")))
+        {
+            final String key = EnvoyDescriptors.bucketKey(values);
+            assertTrue(keys.add(key), "distinct: " + values + " -> " + key);
+            final ByteBuf buf = Unpooled.wrappedBuffer(key.getBytes(StandardCharsets.UTF_8));
+            assertEquals(FieldProblem.NONE, DescriptorRules.check(DescriptorField.TENANT, buf, 0, buf.readableBytes()), key);
+            assertEquals(key, DescriptorRules.trim(key), "no surrounding spaces to trim: " + key);
+        }
+        assertEquals("e:10.0.0.1|GET", EnvoyDescriptors.bucketKey(List.of("10.0.0.1", "GET")));
+        assertEquals("e:é", EnvoyDescriptors.bucketKey(List.of("é")));
+    }
+
+    @Test
+    void anEnvoySelectorIsRefusedWhereItCannotHoldAndSaysWhy()
+    {
+        final String all = String.join("\n", assertThrows(PolicyValidationException.class, () -> PolicySetIndex.fromJson("{\"policies\":[" +
+            "{\"id\":\"mixed\",\"selector\":{\"tenant\":\"acme\",\"envoy\":{\"domain\":\"d\",\"entries\":[{\"key\":\"k\"}]}},\"rate\":1,\"owner\":\"o\"}," +
+            "{\"id\":\"empty\",\"selector\":{\"envoy\":{\"entries\":[]}},\"rate\":1,\"owner\":\"o\"}," +
+            "{\"id\":\"six\",\"selector\":{\"envoy\":{\"domain\":\"d\",\"entries\":[{\"key\":\"a\"},{\"key\":\"b\"},{\"key\":\"c\"},{\"key\":\"d\"},{\"key\":\"e\"},{\"key\":\"f\"}]}},\"rate\":1,\"owner\":\"o\"}," +
+            "{\"id\":\"nokey\",\"selector\":{\"envoy\":{\"domain\":\"d\",\"entries\":[{\"value\":\"v\"}]}},\"rate\":1,\"owner\":\"o\"}," +
+            "{\"id\":\"per-user\",\"scope\":\"PRINCIPAL\",\"selector\":{\"envoy\":{\"domain\":\"d\",\"entries\":[{\"key\":\"u\"}]}},\"rate\":1,\"owner\":\"o\"}," +
+            "{\"id\":\"stacked\",\"stacked\":true,\"selector\":{\"envoy\":{\"domain\":\"d\",\"entries\":[{\"key\":\"s\"}]}},\"rate\":1,\"owner\":\"o\"}," +
+            "{\"id\":\"waits\",\"excess\":\"WAIT\",\"maxWait\":\"1s\",\"selector\":{\"envoy\":{\"domain\":\"d\",\"entries\":[{\"key\":\"w\"}]}},\"rate\":1,\"owner\":\"o\"}," +
+            "{\"id\":\"leases\",\"maxConcurrent\":3,\"selector\":{\"envoy\":{\"domain\":\"d\",\"entries\":[{\"key\":\"l\"}]}},\"owner\":\"o\"}," +
+            "{\"id\":\"twin-a\",\"selector\":{\"envoy\":{\"domain\":\"d\",\"entries\":[{\"key\":\"t\"}]}},\"rate\":1,\"owner\":\"o\"}," +
+            "{\"id\":\"twin-b\",\"selector\":{\"envoy\":{\"domain\":\"d\",\"entries\":[{\"key\":\"t\"}]}},\"rate\":2,\"owner\":\"o\"}," +
+            "{\"id\":\"reserved\",\"selector\":{\"method\":\"envoy\"},\"rate\":1,\"owner\":\"o\"}" +
+            "]}")).errors());
+        assertTrue(all.contains("(mixed).selector: envoy selects Envoy's descriptors alone"), all);
+        assertTrue(all.contains("(empty).selector.envoy.domain: required"), all);
+        assertTrue(all.contains("(empty).selector.envoy.entries: 1 to 5 entries"), all);
+        assertTrue(all.contains("(six).selector.envoy.entries: 1 to 5 entries"), all);
+        assertTrue(all.contains("(nokey).selector.envoy.entries[0].key: required"), all);
+        assertTrue(all.contains("(per-user).scope: an envoy selector's buckets are per distinct descriptor values"), all);
+        assertTrue(all.contains("(stacked).stacked: Envoy sends each limit as a descriptor of its own"), all);
+        assertTrue(all.contains("(waits).excess: Envoy cannot hold a request"), all);
+        assertTrue(all.contains("(leases).maxConcurrent: Envoy's rate limit service has no release"), all);
+        assertTrue(all.contains("(twin-b).selector: conflicts with policy 'twin-a'"), all);
+        assertTrue(all.contains("(reserved).selector.method: 'ENVOY' is reserved"), all);
+    }
+}
