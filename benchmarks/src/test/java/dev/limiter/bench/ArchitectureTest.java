@@ -91,6 +91,15 @@ class ArchitectureTest
     }
 
     @Test
+    void theEnvoyGatewayIsAnSdkClientOnly()
+    {
+        noClasses().that().resideInAPackage("dev.limiter.envoy..")
+            .should().dependOnClassesThat().resideInAnyPackage("org.apache.ratis..", "dev.limiter.raft..", "dev.limiter.server..")
+            .because("the gateway is stateless: the SDK routes each descriptor to its shard's leader").check(main);
+        assertFalse(main.stream().noneMatch(c -> c.getPackageName().equals("dev.limiter.envoy")), "the gateway's classes are checked");
+    }
+
+    @Test
     void raftKnowsNoBucketsNettyOrTheClientProtocol()
     {
         noClasses().that().resideInAPackage("dev.limiter.raft..")

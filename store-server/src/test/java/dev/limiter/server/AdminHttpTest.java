@@ -109,7 +109,7 @@ class AdminHttpTest
         try (StoreServer server = new StoreServer(new ServerConfig().port(0).adminPort(-1)
             .policiesFile(Path.of("../config/policies.json"))).start())
         {
-            assertEquals(14, server.policies().size(), "thirteen policies and the default");
+            assertEquals(16, server.policies().size(), "fifteen policies and the default");
         }
     }
 }

@@ -10,14 +10,14 @@ import java.util.concurrent.ThreadLocalRandom;
  * all below the kernel's ephemeral range, so that no outgoing connection or port-0 listener of the
  * test (a member's own admin port, say) takes one between the choice and the bind.
  */
-final class ClusterPorts
+public final class ClusterPorts
 {
     private ClusterPorts()
     {
     }
 
     /** {@code count} consecutive data ports whose Raft ports ({@code + raftOffset}) are free too. */
-    static int[] free(final int count, final int raftOffset)
+    public static int[] free(final int count, final int raftOffset)
     {
         while (true)
         {
