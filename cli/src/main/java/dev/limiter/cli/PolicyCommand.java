@@ -26,7 +26,7 @@ import java.util.Map;
 import java.util.concurrent.Callable;
 
 /**
- * {@code ./limiter policy put|get|list|history|rollout|rollback|delete}: reads and changes the cluster's
+ * {@code ./limiter policy put|get|list|history|rollout|rollback|delete|import}: reads and changes the cluster's
  * policies through the admin HTTP API of its nodes. Every change names who made it and why.
  */
 @Command(
@@ -46,6 +46,7 @@ import java.util.concurrent.Callable;
         PolicyRolloutCommand.class,
         PolicyCommand.Rollback.class,
         PolicyCommand.Delete.class,
+        PolicyImportCommand.class,
         HelpCommand.class},
     sortOptions = false)
 public final class PolicyCommand implements Callable<Integer>
@@ -62,7 +63,7 @@ public final class PolicyCommand implements Callable<Integer>
     @Override
     public Integer call() throws AdminClient.Failure
     {
-        throw AdminClient.usage("say what to do: put, get, list, history, rollout, rollback or delete (see ./limiter policy --help)");
+        throw AdminClient.usage("say what to do: put, get, list, history, rollout, rollback, delete or import (see ./limiter policy --help)");
     }
 
     /**
