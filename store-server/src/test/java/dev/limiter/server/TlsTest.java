@@ -53,6 +53,12 @@ class TlsTest
             assertThrows(IOException.class, () -> HttpClient.newHttpClient().send(HttpRequest.newBuilder(
                 URI.create("http://127.0.0.1:" + server.adminPort() + "/health")).build(), HttpResponse.BodyHandlers.ofString()));
             awaitCounted(server, "data", "tls-handshake");
+            // The certificate's expiry is a metric (the alert rules warn two weeks ahead): a day from now.
+            final java.util.regex.Matcher expiry = java.util.regex.Pattern
+                .compile("(?m)^limiter_tls_certificate_expiry_timestamp_seconds (\\S+)$").matcher(server.metrics().scrape());
+            assertTrue(expiry.find(), server.metrics().scrape());
+            final double inSeconds = Double.parseDouble(expiry.group(1)) - System.currentTimeMillis() / 1000.0;
+            assertTrue(inSeconds > 86_000 && inSeconds <= 86_400, "expires in " + inSeconds + " s");
         }
     }
 

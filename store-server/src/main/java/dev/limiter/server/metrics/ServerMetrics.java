@@ -90,6 +90,17 @@ public final class ServerMetrics
             .register(registry);
     }
 
+    /**
+     * The node's TLS certificate: when it stops being valid (seconds since the epoch), for an
+     * alert well before it does.
+     */
+    public void bindCertificateExpiry(final long notAfterEpochSeconds)
+    {
+        Gauge.builder("limiter.tls.certificate.expiry.timestamp.seconds", () -> notAfterEpochSeconds).strongReference(true)
+            .description("When the TLS certificate of the data, admin and Raft ports expires (its notAfter), seconds since the epoch")
+            .register(registry);
+    }
+
     private Timer commitLatency;
     private DistributionSummary decisionsPerEntry;
 

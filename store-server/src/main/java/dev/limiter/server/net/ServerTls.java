@@ -40,6 +40,10 @@ public final class ServerTls
         }
         final List<X509Certificate> chain = Pem.certificates(cert);
         final PrivateKey privateKey = Pem.privateKey(key);
+        if (!chain.isEmpty())
+        {
+            metrics.bindCertificateExpiry(chain.get(0).getNotAfter().toInstant().getEpochSecond());
+        }
         final SslContextBuilder builder = SslContextBuilder.forServer(privateKey, chain.toArray(new X509Certificate[0]));
         if (ca != null)
         {
