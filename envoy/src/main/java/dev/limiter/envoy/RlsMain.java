@@ -50,6 +50,10 @@ public final class RlsMain implements Callable<Integer>
     @Option(names = "--tls-ca", paramLabel = "FILE", description = "Talk to the store over TLS, trusting this CA bundle (PEM).")
     Path tlsCa;
 
+    @Option(names = "--metrics-listen", paramLabel = "HOST:PORT",
+        description = "Serve the gateway's and its SDK's meters at http://HOST:PORT/metrics (Prometheus text; default: off).")
+    String metricsListen;
+
     RlsMain(final PrintStream out, final PrintStream err, final CountDownLatch stop)
     {
         this.out = out;
@@ -75,6 +79,11 @@ public final class RlsMain implements Callable<Integer>
         return line.execute(args);
     }
 
+    private static InetSocketAddress resolved(final InetSocketAddress address)
+    {
+        return address.isUnresolved() ? new InetSocketAddress(address.getHostString(), address.getPort()) : address;
+    }
+
     public static void main(final String[] args)
     {
         final CountDownLatch stop = new CountDownLatch(1);
@@ -86,9 +95,11 @@ public final class RlsMain implements Callable<Integer>
     public Integer call() throws InterruptedException
     {
         final InetSocketAddress address;
+        final InetSocketAddress metricsAddress;
         try
         {
             address = HostPort.parse(listen, "--listen");
+            metricsAddress = metricsListen == null ? null : resolved(HostPort.parse(metricsListen, "--metrics-listen"));
             servers.forEach(s -> HostPort.parse(s, "--servers"));
             if (deadlineMillis < 1 || deadlineMillis > 60_000)
             {
@@ -118,7 +129,19 @@ public final class RlsMain implements Callable<Integer>
                 err.println("limiter rls: " + e.getMessage());
                 return 1;
             }
+            final GatewayMetrics metrics;
+            try
+            {
+                metrics = metricsAddress == null ? null : GatewayMetrics.serve(metricsAddress, server.gateway(), client);
+            }
+            catch (final RuntimeException e)
+            {
+                server.close();
+                err.println("limiter rls: " + e.getMessage());
+                return 1;
+            }
             out.println("limiter rls: Envoy rate limit service on " + address.getHostString() + ":" + server.port() +
+                (metrics == null ? "" : ", metrics at http://" + metricsAddress.getHostString() + ":" + metrics.port() + "/metrics") +
                 " (store " + String.join(",", servers) + ", deadline " + deadlineMillis + " ms" +
                 (client.openConnections() == 0 ? "; no store node reachable yet: calls get the policies' fallback, or UNAVAILABLE until a policy set is held" : "") +
                 ")");
@@ -129,6 +152,10 @@ public final class RlsMain implements Callable<Integer>
             finally
             {
                 server.close();
+                if (metrics != null)
+                {
+                    metrics.close();
+                }
             }
             return 0;
         }

@@ -1,0 +1,113 @@
+package dev.limiter.envoy;
+
+import com.sun.net.httpserver.HttpExchange;
+import com.sun.net.httpserver.HttpServer;
+import dev.limiter.client.LimiterClient;
+import dev.limiter.client.LimiterMetrics;
+import io.micrometer.core.instrument.FunctionCounter;
+import io.micrometer.prometheusmetrics.PrometheusConfig;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+
+import java.io.IOException;
+import java.io.OutputStream;
+import java.io.UncheckedIOException;
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+
+/**
+ * {@code GET /metrics} (Prometheus text) of a gateway: its own counters ({@code limiter_rls_*}) and
+ * its SDK's ({@code limiter_sdk_*}, see {@link LimiterMetrics}), on a port of their own. One
+ * thread, GET only, nothing read from the request body.
+ */
+public final class GatewayMetrics implements AutoCloseable
+{
+    private final PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+    private final HttpServer server;
+    private final ExecutorService thread;
+
+    private GatewayMetrics(final HttpServer server, final ExecutorService thread)
+    {
+        this.server = server;
+        this.thread = thread;
+    }
+
+    /**
+     * Serves the gateway's and the client's meters on {@code address}.
+     *
+     * @throws UncheckedIOException when the address cannot be bound
+     */
+    public static GatewayMetrics serve(final InetSocketAddress address, final RateLimitGateway gateway, final LimiterClient client)
+    {
+        final HttpServer server;
+        try
+        {
+            server = HttpServer.create(address, 16);
+        }
+        catch (final IOException e)
+        {
+            throw new UncheckedIOException("cannot serve metrics on " + address.getHostString() + ":" + address.getPort() + ": " +
+                e.getMessage() + " (choose another --metrics-listen port)", e);
+        }
+        final ExecutorService thread = Executors.newSingleThreadExecutor(r ->
+        {
+            final Thread t = new Thread(r, "limiter-rls-metrics");
+            t.setDaemon(true);
+            return t;
+        });
+        final GatewayMetrics metrics = new GatewayMetrics(server, thread);
+        metrics.bind(gateway, client);
+        server.createContext("/metrics", metrics::answer);
+        server.setExecutor(thread);
+        server.start();
+        return metrics;
+    }
+
+    private void bind(final RateLimitGateway gateway, final LimiterClient client)
+    {
+        FunctionCounter.builder("limiter.rls.requests", gateway, RateLimitGateway::requests)
+            .description("ShouldRateLimit calls taken").register(registry);
+        FunctionCounter.builder("limiter.rls.over.limit", gateway, RateLimitGateway::overLimit)
+            .description("Calls answered OVER_LIMIT").register(registry);
+        FunctionCounter.builder("limiter.rls.decided.locally", gateway, RateLimitGateway::decidedLocally)
+            .description("Descriptors the SDK decided on its own because no node answered in time").register(registry);
+        FunctionCounter.builder("limiter.rls.failed", gateway, RateLimitGateway::failed)
+            .description("Calls failed: bad input (INVALID_ARGUMENT) or no decision at all (UNAVAILABLE, DEADLINE_EXCEEDED)")
+            .register(registry);
+        LimiterMetrics.bind(client, registry);
+    }
+
+    /** The port it serves on. */
+    public int port()
+    {
+        return server.getAddress().getPort();
+    }
+
+    private void answer(final HttpExchange exchange) throws IOException
+    {
+        try (exchange)
+        {
+            if (!"GET".equals(exchange.getRequestMethod()))
+            {
+                exchange.getResponseHeaders().add("Allow", "GET");
+                exchange.sendResponseHeaders(405, -1);
+                return;
+            }
+            final byte[] body = registry.scrape().getBytes(StandardCharsets.UTF_8);
+            exchange.getResponseHeaders().add("Content-Type", "text/plain; version=0.0.4; charset=utf-8");
+            exchange.sendResponseHeaders(200, body.length);
+            try (OutputStream out = exchange.getResponseBody())
+            {
+                out.write(body);
+            }
+        }
+    }
+
+    @Override
+    public void close()
+    {
+        server.stop(0);
+        thread.shutdownNow();
+    }
+}
