@@ -130,11 +130,10 @@ class PrometheusAssetsTest
     {
         final Path prometheusBinary = tool("prometheus");
         final List<String> admin = startCluster();
-        final LimiterClient client = LimiterClient.builder()
-            .endpoints(admin.stream().map(a -> a.split("\\|")[0]).toArray(String[]::new)).build();
-        running.add(client);
-        final RlsServer rls = RlsServer.start(client, new InetSocketAddress("127.0.0.1", 0), Duration.ofMillis(200), false);
+        final RlsServer rls = RlsServer.start(LimiterClient.builder().endpoints(admin.stream().map(a -> a.split("\\|")[0])
+            .toArray(String[]::new)), 1, new InetSocketAddress("127.0.0.1", 0), Duration.ofMillis(200), false);
         running.add(rls);
+        final LimiterClient client = rls.client();
         final GatewayMetrics gateway = GatewayMetrics.serve(new InetSocketAddress("127.0.0.1", 0), rls.gateway(), client);
         running.add(gateway);
         traffic(client);

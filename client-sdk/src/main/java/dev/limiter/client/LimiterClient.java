@@ -11,6 +11,7 @@ import dev.limiter.protocol.ReasonCode;
 import dev.limiter.protocol.ShardMap;
 import dev.limiter.protocol.policy.FailureMode;
 import io.netty.channel.EventLoopGroup;
+import io.netty.channel.IoEventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.epoll.EpollIoHandler;
 import io.netty.channel.epoll.EpollSocketChannel;
@@ -98,6 +99,8 @@ public final class LimiterClient implements AutoCloseable
     /** Ends every call by its deadline, whatever the I/O threads are doing. */
     private final DeadlineTimer deadlines;
     private final boolean epoll;
+    /** False when the connections run on the host's event loops ({@link Builder#eventLoops}): the host shuts them down. */
+    private final boolean ownsGroup;
     private final ConnectionSet connections;
     private final long deadlineNanos;
     private volatile boolean closed;
@@ -167,9 +170,20 @@ public final class LimiterClient implements AutoCloseable
             policies.onChange(snapshot -> onCallbackThread(leases::prepare));
             onCallbackThread(leases::prepare);
         }
-        this.epoll = builder.preferEpoll && Transport.epollAvailable();
-        this.group = new MultiThreadIoEventLoopGroup(builder.ioThreads,
-            new DefaultThreadFactory("limiter-client", true), epoll ? EpollIoHandler.newFactory() : NioIoHandler.newFactory());
+        if (builder.hostLoops != null)
+        {
+            // The host's loops: epoll or NIO as they are; the host shuts them down.
+            this.epoll = Transport.epollAvailable() && builder.hostLoops.isIoType(EpollIoHandler.class);
+            this.group = builder.hostLoops;
+            this.ownsGroup = false;
+        }
+        else
+        {
+            this.epoll = builder.preferEpoll && Transport.epollAvailable();
+            this.group = new MultiThreadIoEventLoopGroup(builder.ioThreads,
+                new DefaultThreadFactory("limiter-client", true), epoll ? EpollIoHandler.newFactory() : NioIoHandler.newFactory());
+            this.ownsGroup = true;
+        }
         final List<Connection> list = new ArrayList<>();
         for (final InetSocketAddress endpoint : builder.endpoints)
         {
@@ -933,7 +947,10 @@ public final class LimiterClient implements AutoCloseable
         {
             connection.close();
         }
-        group.shutdownGracefully(0, 1, TimeUnit.SECONDS).syncUninterruptibly();
+        if (ownsGroup)
+        {
+            group.shutdownGracefully(0, 1, TimeUnit.SECONDS).syncUninterruptibly();
+        }
         deadlines.close();
         callbacks.shutdown();
         if (policyStore != null)
@@ -960,6 +977,7 @@ public final class LimiterClient implements AutoCloseable
         private Duration connectTimeout = DEFAULT_CONNECT_TIMEOUT;
         private Duration startupTimeout = DEFAULT_STARTUP_TIMEOUT;
         private boolean preferEpoll = true;
+        private IoEventLoopGroup hostLoops;
         private int maxFrameBytes = Frame.DEFAULT_MAX_FRAME_BYTES;
         private boolean followPolicies = true;
         private Duration policyTtl = DEFAULT_POLICY_TTL;
@@ -1127,6 +1145,27 @@ public final class LimiterClient implements AutoCloseable
         public Builder preferEpoll(final boolean preferEpoll)
         {
             this.preferEpoll = preferEpoll;
+            return this;
+        }
+
+        /**
+         * Runs the client's connections on the host's event loops instead of threads of its own
+         * (then {@link #ioThreads} and {@link #preferEpoll} do not apply: epoll or NIO, as the
+         * loops are). For a host whose own server runs on the same loops, such as a gRPC server in
+         * front of the limiter: a call made on a loop is batched and written by that loop without
+         * a hand-off to another thread, and its answer completes there. The host keeps the loops
+         * non-blocking and shuts them down after {@link LimiterClient#close()}.
+         *
+         * @param loops epoll or NIO event loops
+         * @throws IllegalArgumentException for loops of another I/O type
+         */
+        public Builder eventLoops(final IoEventLoopGroup loops)
+        {
+            if (!loops.isIoType(NioIoHandler.class) && !(Transport.epollAvailable() && loops.isIoType(EpollIoHandler.class)))
+            {
+                throw new IllegalArgumentException("the SDK runs on epoll or NIO event loops; these are of another I/O type");
+            }
+            this.hostLoops = loops;
             return this;
         }
 

@@ -27,6 +27,9 @@ import java.util.concurrent.CountDownLatch;
     sortOptions = false)
 public final class RlsMain implements Callable<Integer>
 {
+    /** Consecutive calls without an answer before the gateway's SDK decides locally (the SDK's default is 3). */
+    static final int CIRCUIT_FAILURES = 64;
+
     private final PrintStream out;
     private final PrintStream err;
     private final CountDownLatch stop;
@@ -46,6 +49,10 @@ public final class RlsMain implements Callable<Integer>
     @Option(names = "--response-headers",
         description = "Add RateLimit, RateLimit-Policy and (over the limit) Retry-After to the responses Envoy sends.")
     boolean responseHeaders;
+
+    @Option(names = "--io-threads", paramLabel = "N",
+        description = "Event loop threads, shared by the gRPC server and the SDK's connections (default: ${DEFAULT-VALUE}).")
+    int ioThreads = 1;
 
     @Option(names = "--tls-ca", paramLabel = "FILE", description = "Talk to the store over TLS, trusting this CA bundle (PEM).")
     Path tlsCa;
@@ -101,6 +108,10 @@ public final class RlsMain implements Callable<Integer>
             address = HostPort.parse(listen, "--listen");
             metricsAddress = metricsListen == null ? null : resolved(HostPort.parse(metricsListen, "--metrics-listen"));
             servers.forEach(s -> HostPort.parse(s, "--servers"));
+            if (ioThreads < 1 || ioThreads > 64)
+            {
+                throw new IllegalArgumentException("--io-threads: 1 to 64, was " + ioThreads);
+            }
             if (deadlineMillis < 1 || deadlineMillis > 60_000)
             {
                 throw new IllegalArgumentException("--deadline-ms: 1 to 60000, was " + deadlineMillis);
@@ -112,52 +123,53 @@ public final class RlsMain implements Callable<Integer>
             return 2;
         }
         final LimiterClient.Builder builder = LimiterClient.builder().endpoints(servers.toArray(String[]::new))
-            .deadline(Duration.ofMillis(deadlineMillis));
+            .deadline(Duration.ofMillis(deadlineMillis))
+            // A gateway makes hundreds of calls a second: one stall of the store (or of this host's
+            // CPU) times out dozens of them at once, which is not the store being gone.
+            .circuit(CIRCUIT_FAILURES, Duration.ofMillis(250));
         if (tlsCa != null)
         {
             builder.tls(tlsCa);
         }
-        try (LimiterClient client = builder.build())
+        final RlsServer server;
+        try
         {
-            final RlsServer server;
-            try
-            {
-                server = RlsServer.start(client, address, Duration.ofMillis(deadlineMillis), responseHeaders);
-            }
-            catch (final RuntimeException e)
-            {
-                err.println("limiter rls: " + e.getMessage());
-                return 1;
-            }
-            final GatewayMetrics metrics;
-            try
-            {
-                metrics = metricsAddress == null ? null : GatewayMetrics.serve(metricsAddress, server.gateway(), client);
-            }
-            catch (final RuntimeException e)
-            {
-                server.close();
-                err.println("limiter rls: " + e.getMessage());
-                return 1;
-            }
-            out.println("limiter rls: Envoy rate limit service on " + address.getHostString() + ":" + server.port() +
-                (metrics == null ? "" : ", metrics at http://" + metricsAddress.getHostString() + ":" + metrics.port() + "/metrics") +
-                " (store " + String.join(",", servers) + ", deadline " + deadlineMillis + " ms" +
-                (client.openConnections() == 0 ? "; no store node reachable yet: calls get the policies' fallback, or UNAVAILABLE until a policy set is held" : "") +
-                ")");
-            try
-            {
-                stop.await();
-            }
-            finally
-            {
-                server.close();
-                if (metrics != null)
-                {
-                    metrics.close();
-                }
-            }
-            return 0;
+            server = RlsServer.start(builder, ioThreads, address, Duration.ofMillis(deadlineMillis), responseHeaders);
         }
+        catch (final RuntimeException e)
+        {
+            err.println("limiter rls: " + e.getMessage());
+            return 1;
+        }
+        final GatewayMetrics metrics;
+        try
+        {
+            metrics = metricsAddress == null ? null : GatewayMetrics.serve(metricsAddress, server.gateway(), server.client());
+        }
+        catch (final RuntimeException e)
+        {
+            server.close();
+            err.println("limiter rls: " + e.getMessage());
+            return 1;
+        }
+        out.println("limiter rls: Envoy rate limit service on " + address.getHostString() + ":" + server.port() +
+            (metrics == null ? "" : ", metrics at http://" + metricsAddress.getHostString() + ":" + metrics.port() + "/metrics") +
+            " (store " + String.join(",", servers) + ", deadline " + deadlineMillis + " ms" +
+            (server.client().openConnections() == 0 ?
+                "; no store node reachable yet: calls get the policies' fallback, or UNAVAILABLE until a policy set is held" : "") +
+            ")");
+        try
+        {
+            stop.await();
+        }
+        finally
+        {
+            if (metrics != null)
+            {
+                metrics.close();
+            }
+            server.close();
+        }
+        return 0;
     }
 }

@@ -9,7 +9,7 @@ import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitResponse.Code;
 import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitServiceGrpc;
 import io.grpc.ManagedChannel;
 import io.grpc.StatusRuntimeException;
-import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
+import io.grpc.netty.NettyChannelBuilder;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -50,7 +50,6 @@ class RateLimitServiceClusterTest
 
     private final Map<String, InetSocketAddress> peers = new LinkedHashMap<>();
     private final Map<String, StoreServer> nodes = new LinkedHashMap<>();
-    private final Map<String, LimiterClient> clients = new LinkedHashMap<>();
     private final Map<String, RlsServer> gateways = new LinkedHashMap<>();
     private final Map<String, ManagedChannel> channels = new LinkedHashMap<>();
 
@@ -61,8 +60,7 @@ class RateLimitServiceClusterTest
         {
             channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
         }
-        gateways.values().forEach(RlsServer::close);
-        clients.values().forEach(LimiterClient::close);
+        gateways.values().forEach(RlsServer::close); // and their clients
         nodes.values().forEach(StoreServer::close);
     }
 
@@ -85,10 +83,8 @@ class RateLimitServiceClusterTest
         for (final String id : peers.keySet())
         {
             // As ./limiter cluster runs it: one gateway beside each node, its SDK knowing every node.
-            final LimiterClient client = LimiterClient.builder().endpoints(endpoints.toArray(String[]::new))
-                .deadline(Duration.ofMillis(500)).build();
-            clients.put(id, client);
-            final RlsServer gateway = RlsServer.start(client, new InetSocketAddress("127.0.0.1", 0), Duration.ofMillis(500), false);
+            final RlsServer gateway = RlsServer.start(LimiterClient.builder().endpoints(endpoints.toArray(String[]::new))
+                .deadline(Duration.ofMillis(500)), 1, new InetSocketAddress("127.0.0.1", 0), Duration.ofMillis(500), false);
             gateways.put(id, gateway);
             channels.put(id, NettyChannelBuilder.forAddress("127.0.0.1", gateway.port()).usePlaintext().build());
         }
@@ -146,7 +142,6 @@ class RateLimitServiceClusterTest
         final String killed = nodes.entrySet().stream().filter(e -> e.getValue() == first).findFirst().orElseThrow().getKey();
         channels.remove(killed).shutdownNow();
         gateways.remove(killed).close();
-        clients.remove(killed).close();
         final long closing = System.nanoTime();
         nodes.remove(killed).close();
         final long killedAt = System.nanoTime(); // closed: its ports and Raft server are gone

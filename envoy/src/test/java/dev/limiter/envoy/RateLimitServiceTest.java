@@ -15,7 +15,7 @@ import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitServiceGrpc;
 import io.grpc.ManagedChannel;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
-import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
+import io.grpc.netty.NettyChannelBuilder;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -54,7 +54,6 @@ class RateLimitServiceTest
     Path dir;
 
     private StoreServer node;
-    private LimiterClient client;
     private RlsServer rls;
     private ManagedChannel channel;
 
@@ -76,8 +75,8 @@ class RateLimitServiceTest
 
     private void startGateway(final boolean headers)
     {
-        client = LimiterClient.builder().endpoints("127.0.0.1:" + node.port()).deadline(Duration.ofMillis(200)).build();
-        rls = RlsServer.start(client, new InetSocketAddress("127.0.0.1", 0), Duration.ofMillis(200), headers);
+        rls = RlsServer.start(LimiterClient.builder().endpoints("127.0.0.1:" + node.port()).deadline(Duration.ofMillis(200)), 1,
+            new InetSocketAddress("127.0.0.1", 0), Duration.ofMillis(200), headers);
         channel = NettyChannelBuilder.forAddress("127.0.0.1", rls.port()).usePlaintext().build();
     }
 
@@ -94,8 +93,7 @@ class RateLimitServiceTest
     private void stopGateway() throws InterruptedException
     {
         channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
-        rls.close();
-        client.close();
+        rls.close(); // and its client
     }
 
     /** As Envoy calls it: a blocking call with a deadline. */
