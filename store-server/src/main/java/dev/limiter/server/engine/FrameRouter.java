@@ -74,7 +74,7 @@ public final class FrameRouter
         final boolean release, final long leaseId, final int leaseCheck)
     {
         long nowMillis = 0;
-        boolean anyExempt = false;
+        boolean answeredHere = false;
         while (plannedShards != 0)
         {
             plannedCost[Long.numberOfTrailingZeros(plannedShards)] = 0;
@@ -96,13 +96,8 @@ public final class FrameRouter
             if (index.noLimit(matched, decoder))
             {
                 // An Envoy descriptor no policy selects has no limit (as in envoyproxy/ratelimit), not the default's.
-                work.keyOffset[i] = 0;
-                work.keyLength[i] = 0;
-                work.cost[i] = decoder.cost();
-                work.policy[i] = policy;
-                work.shard[i] = FrameWork.NO_LIMIT;
-                work.count++;
-                anyExempt = true;
+                answerOnTheLoop(work, i, policy, decoder.cost(), FrameWork.NO_LIMIT);
+                answeredHere = true;
                 if (index.hasShadow())
                 {
                     shardMask |= addShadow(work, decoder, index.matchShadow(decoder), shards, i);
@@ -122,13 +117,8 @@ public final class FrameRouter
                 if (exempt.bypass(decoder, nowMillis))
                 {
                     // Answered here, without a bucket: no shard sees it, nothing is logged.
-                    work.keyOffset[i] = 0;
-                    work.keyLength[i] = 0;
-                    work.cost[i] = decoder.cost();
-                    work.policy[i] = policy;
-                    work.shard[i] = FrameWork.EXEMPT;
-                    work.count++;
-                    anyExempt = true;
+                    answerOnTheLoop(work, i, policy, decoder.cost(), FrameWork.EXEMPT);
+                    answeredHere = true;
                     continue;
                 }
             }
@@ -177,7 +167,7 @@ public final class FrameRouter
         work.response = response;
         work.frameStart = ResultCodec.beginBatch(response,
             single ? MessageType.RESULT : MessageType.BATCH_RESULT, correlationId, count);
-        if (anyExempt)
+        if (answeredHere)
         {
             for (int i = 0; i < count; i++)
             {
@@ -222,6 +212,17 @@ public final class FrameRouter
                 return;
             }
         }
+    }
+
+    /** Entry {@code i} is answered by this loop without a bucket ({@link FrameWork#EXEMPT} or {@link FrameWork#NO_LIMIT}). */
+    private static void answerOnTheLoop(final FrameWork work, final int i, final CompiledPolicy policy, final int cost, final int how)
+    {
+        work.keyOffset[i] = 0;
+        work.keyLength[i] = 0;
+        work.cost[i] = cost;
+        work.policy[i] = policy;
+        work.shard[i] = how;
+        work.count++;
     }
 
     /** Why a scope-keyed policy cannot key this entry (its scope's field is empty), or null. */
