@@ -1,0 +1,106 @@
+package dev.limiter.cli;
+
+import dev.limiter.server.ClusterPorts;
+import dev.limiter.server.ServerConfig;
+import dev.limiter.server.StoreServer;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.net.InetSocketAddress;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** {@code ./limiter drill} against a real 3-node cluster: every drill passes, and leaves no policy behind. */
+@Timeout(120)
+class DrillCommandTest
+{
+    private static final String TOKEN = PolicyCommandTest.TOKEN;
+    private static final int RAFT_OFFSET = 100;
+
+    @TempDir
+    Path dir;
+
+    private final List<StoreServer> nodes = new ArrayList<>();
+
+    @AfterEach
+    void stop()
+    {
+        nodes.forEach(StoreServer::close);
+    }
+
+    private PolicyCommandTest.Result drill(final String... args)
+    {
+        return CommandRun.capture(DrillCommand::run, args, Map.of(AdminClient.TOKEN_ENVIRONMENT, TOKEN), dir);
+    }
+
+    @Test
+    void everyDrillPassesAgainstAThreeNodeClusterAndDeletesItsPolicies() throws Exception
+    {
+        final int[] ports = ClusterPorts.free(3, RAFT_OFFSET);
+        final Map<String, InetSocketAddress> peers = new LinkedHashMap<>();
+        for (int i = 0; i < 3; i++)
+        {
+            peers.put("n" + (i + 1), new InetSocketAddress("127.0.0.1", ports[i]));
+        }
+        final Path policies = Files.writeString(dir.resolve("policies.json"),
+            "{\"version\":1,\"policies\":[],\"defaultPolicy\":{\"id\":\"baseline\",\"rate\":10000,\"owner\":\"t\"}}");
+        final List<String> data = new ArrayList<>();
+        final List<String> admin = new ArrayList<>();
+        for (final String id : peers.keySet())
+        {
+            final StoreServer node = new StoreServer(new ServerConfig().host("127.0.0.1").port(peers.get(id).getPort()).adminPort(0)
+                .adminToken(TOKEN).shards(2).ioThreads(1).policiesFile(policies).nodeId(id).peers(peers).raftPortOffset(RAFT_OFFSET)
+                .dataDir(dir.resolve(id))).start();
+            nodes.add(node);
+            data.add("127.0.0.1:" + node.port());
+            admin.add("127.0.0.1:" + node.adminPort());
+        }
+        final long end = System.nanoTime() + 20_000_000_000L;
+        while (nodes.stream().noneMatch(n -> n.replication().canDecide()))
+        {
+            assertTrue(System.nanoTime() < end, "no leader within 20 s");
+            Thread.sleep(20);
+        }
+        final PolicyCommandTest.Result result = drill("all", "--server", String.join(",", data), "--admin", String.join(",", admin),
+            "--seconds", "2", "--json");
+        assertEquals(0, result.status(), result.toString());
+        final String[] lines = result.out().split("\n");
+        assertEquals(3, lines.length, result.out());
+        assertTrue(lines[0].startsWith("{\"drill\":\"rollback\",\"verdict\":\"PASS\""), lines[0]);
+        assertTrue(lines[0].contains("\"audited\":true"), lines[0]);
+        assertTrue(lines[1].startsWith("{\"drill\":\"hot-tenant\",\"verdict\":\"PASS\""), lines[1]);
+        assertTrue(lines[1].contains("\"hotKeyReported\":\"drill-hot-tenant"), lines[1]);
+        assertTrue(lines[2].startsWith("{\"drill\":\"spike\",\"verdict\":\"PASS\""), lines[2]);
+
+        // Deleted through the leader; every node has applied that within a moment.
+        for (final String node : admin)
+        {
+            PolicyCommandTest.Result list = null;
+            for (int i = 0; i < 100 && (list == null || list.out().contains("drill-")); i++)
+            {
+                Thread.sleep(i == 0 ? 0 : 20);
+                list = CommandRun.capture(PolicyCommand::run, new String[] {"list", "--admin", node}, Map.of(AdminClient.TOKEN_ENVIRONMENT, TOKEN), dir);
+            }
+            assertFalse(list.out().contains("drill-"), "the drills' policies are deleted: " + list.out());
+        }
+    }
+
+    @Test
+    void anUnknownDrillIsRefusedNamingTheOnesThereAre()
+    {
+        PolicyCommandTest.assertOneLineFailure(drill("chaos-monkey", "--admin", "127.0.0.1:1"),
+            "limiter drill: unknown drill 'chaos-monkey': rollback, hot-tenant, spike or all");
+        PolicyCommandTest.assertOneLineFailure(drill("spike", "--seconds", "0", "--admin", "127.0.0.1:1"),
+            "limiter drill: --seconds: 1 to 60, was 0");
+    }
+}
