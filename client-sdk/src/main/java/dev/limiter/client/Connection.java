@@ -84,14 +84,18 @@ final class Connection
     private final long policyRefreshNanos;
     private ScheduledFuture<?> policyRefresh;
     private ScheduledFuture<?> keepAlive;
-    private ScheduledFuture<?> heartbeat;
     /**
-     * When this connection's I/O thread last came round to its tasks (every millisecond or so
-     * while it is free): it has read whatever had arrived before then. The deadline timer waits
-     * for it before taking a missing answer for the store's.
+     * When this connection's I/O thread last came round to a stamp the deadline timer asked for:
+     * it had read whatever had arrived before then. The timer waits for it before taking a missing
+     * answer for the store's. Stamped on demand (an idle client wakes no thread).
      */
     private volatile long loopRanNanos = System.nanoTime();
-    static final long HEARTBEAT_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
+    private final AtomicBoolean stampAsked = new AtomicBoolean();
+    private final Runnable stamp = () ->
+    {
+        loopRanNanos = System.nanoTime();
+        stampAsked.set(false);
+    };
     /** Frames written so far (event loop only): the keep-alive pings only a connection that wrote none lately. */
     private long framesWritten;
     private long framesWrittenAtLastKeepAlive;
@@ -199,10 +203,30 @@ final class Connection
         this.connectTimeoutMillis = connectTimeoutMillis;
     }
 
-    /** When this connection's I/O thread last ran its tasks (having read what had arrived by then). */
-    long loopRanNanos()
+    /**
+     * Whether this connection's I/O thread has come round to its tasks since {@code sinceNanos}
+     * (having read what had arrived by then). When that is not known yet, asks it to say so, for a
+     * later look: a free thread answers within microseconds, a stalled one does not. Any thread.
+     */
+    boolean loopRanSince(final long sinceNanos)
     {
-        return loopRanNanos;
+        if (loopRanNanos - sinceNanos >= 0)
+        {
+            return true;
+        }
+        if (stampAsked.compareAndSet(false, true))
+        {
+            try
+            {
+                loop.execute(stamp);
+            }
+            catch (final RejectedExecutionException closed)
+            {
+                stampAsked.set(false);
+                return true; // no thread will read anything more: nothing to wait for
+            }
+        }
+        return false;
     }
 
     InetSocketAddress address()
@@ -293,11 +317,6 @@ final class Connection
                         subscribePolicies(channel);
                     }
                     askShardMap(channel);
-                }
-                if (heartbeat == null)
-                {
-                    heartbeat = loop.scheduleAtFixedRate(() -> loopRanNanos = System.nanoTime(), HEARTBEAT_NANOS, HEARTBEAT_NANOS,
-                        TimeUnit.NANOSECONDS);
                 }
                 if (keepAlive == null)
                 {
@@ -662,10 +681,6 @@ final class Connection
             if (keepAlive != null)
             {
                 keepAlive.cancel(false);
-            }
-            if (heartbeat != null)
-            {
-                heartbeat.cancel(false);
             }
             final Channel ch = channel;
             active = false;

@@ -17,6 +17,10 @@ import java.util.concurrent.locks.LockSupport;
  * of one-millisecond slots that only it touches. A call answered before its slot comes round is
  * simply dropped.
  *
+ * <p>With no call in the wheel and none registered for 100 ms, the thread sleeps (up to a second)
+ * instead of ticking; registering a call wakes it. An idle client so costs no CPU, and a busy one
+ * never pays for waking it.
+ *
  * <p>Pauses: this thread notices when it wakes far later than it asked (a GC pause, a stopped or
  * starved process). The answers of calls due during such a pause may already wait, unread, in the
  * socket: those calls get {@link #PAUSE_GRACE_NANOS} after the pause ends for an I/O thread to
@@ -51,6 +55,13 @@ final class DeadlineTimer implements AutoCloseable
      * to a healthy node is well under a millisecond).
      */
     static final long PAUSE_GRACE_NANOS = TimeUnit.MILLISECONDS.toNanos(10);
+    /** Longest sleep with nothing in the wheel (a call registered wakes it at once). */
+    static final long IDLE_PARK_NANOS = TimeUnit.SECONDS.toNanos(1);
+    /**
+     * Sleeps only after this long without a call registered: under steady traffic it keeps ticking,
+     * so that callers never pay for waking it.
+     */
+    static final long IDLE_AFTER_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
     private static final int SLOTS = 1024;
     private static final int QUEUES = 8;
 
@@ -76,6 +87,12 @@ final class DeadlineTimer implements AutoCloseable
     private volatile long pauses;
     private volatile boolean running = true;
     private volatile long lastTurnNanos = System.nanoTime();
+    /** Calls in the wheel (this thread's count): with none, and none coming in, the thread sleeps instead of ticking. */
+    private int inWheel;
+    /** This thread sleeps until a call is registered ({@link #add} wakes it). */
+    private volatile boolean idle;
+    /** When a drain last found a call registered (this thread). */
+    private long lastIncomingNanos = System.nanoTime();
 
     DeadlineTimer(final String name, final Expiry expiry, final Executor expirer)
     {
@@ -99,6 +116,24 @@ final class DeadlineTimer implements AutoCloseable
         final int queue = (int)(Thread.currentThread().getId() & (QUEUES - 1));
         final PendingCall previous = tails.getAndSet(queue, call);
         previous.linkNextDue(call); // the consumer waits out the moment between the exchange and this link
+        // The exchange above and this read pair with the timer's write of idle and its read of the tails.
+        if (idle)
+        {
+            LockSupport.unpark(thread);
+        }
+    }
+
+    /** Whether no call was registered since the last drain (this thread). */
+    private boolean nothingIncoming()
+    {
+        for (int q = 0; q < QUEUES; q++)
+        {
+            if (tails.get(q) != heads[q])
+            {
+                return false;
+            }
+        }
+        return true;
     }
 
     /** Pauses noticed so far. */
@@ -135,6 +170,21 @@ final class DeadlineTimer implements AutoCloseable
                 processedTick++;
                 expireSlot((int)(processedTick & (SLOTS - 1)), now);
             }
+            if (inWheel == 0 && now - lastIncomingNanos > IDLE_AFTER_NANOS)
+            {
+                // Nothing to end: sleep until a call comes in, rather than wake a thousand times a second
+                // (an idle client then costs no CPU). The second look closes the race with add().
+                idle = true;
+                if (nothingIncoming() && running)
+                {
+                    LockSupport.parkNanos(this, IDLE_PARK_NANOS);
+                }
+                idle = false;
+                // A sleep asked for is no pause, and the empty wheel has nothing to catch up on.
+                previousLoop = System.nanoTime();
+                processedTick = tickOf(previousLoop);
+                continue;
+            }
             LockSupport.parkNanos(this, TICK_NANOS);
         }
     }
@@ -145,6 +195,10 @@ final class DeadlineTimer implements AutoCloseable
         {
             PendingCall head = heads[q];
             PendingCall next = head.nextDue();
+            if (next != null)
+            {
+                lastIncomingNanos = now;
+            }
             while (next != null)
             {
                 head.clearNextDue();
@@ -173,6 +227,7 @@ final class DeadlineTimer implements AutoCloseable
         final int slot = (int)(tick & (SLOTS - 1));
         call.nextInSlot = slots[slot];
         slots[slot] = call;
+        inWheel++;
     }
 
     private void expireSlot(final int slot, final long now)
@@ -183,6 +238,7 @@ final class DeadlineTimer implements AutoCloseable
         {
             final PendingCall next = call.nextInSlot;
             call.nextInSlot = null;
+            inWheel--;
             if (!call.isDone())
             {
                 final long expiresAt = expiresAt(call, now);
@@ -196,6 +252,7 @@ final class DeadlineTimer implements AutoCloseable
                     final int to = (int)(tick & (SLOTS - 1));
                     call.nextInSlot = slots[to];
                     slots[to] = call;
+                    inWheel++;
                 }
             }
             call = next;
@@ -211,7 +268,7 @@ final class DeadlineTimer implements AutoCloseable
     private boolean awaitingItsReader(final PendingCall call, final long expiresAt, final long now)
     {
         final Connection connection = call.connection;
-        if (connection == null || connection.loopRanNanos() - expiresAt >= 0)
+        if (connection == null || connection.loopRanSince(expiresAt))
         {
             return false; // the reader came round after the expiry: what arrived in time was read
         }

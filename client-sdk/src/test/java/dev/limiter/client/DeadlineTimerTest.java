@@ -1,0 +1,75 @@
+package dev.limiter.client;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** The deadline timer ends calls at their deadline, and sleeps while it has none to end. */
+@Timeout(30)
+class DeadlineTimerTest
+{
+    @Test
+    void anIdleTimerSleepsInsteadOfTickingAndACallRegisteredThenStillEndsAtItsDeadline() throws Exception
+    {
+        final CompletableFuture<Long> expiredAt = new CompletableFuture<>();
+        try (DeadlineTimer timer = new DeadlineTimer("test-deadlines", call -> expiredAt.complete(System.nanoTime()), Runnable::run))
+        {
+            // Nothing registered: after 100 ms the thread goes round no more (it used to every millisecond).
+            Thread.sleep(250);
+            final long turn = timer.lastTurnNanos();
+            Thread.sleep(300);
+            assertEquals(turn, timer.lastTurnNanos(), "no turn while idle");
+
+            final long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(30);
+            final PendingCall call = new PendingCall(Descriptor.of("t", "/x"), 1, deadline);
+            call.blocking = true;
+            timer.add(call);
+            final long lateMillis = (expiredAt.get(5, TimeUnit.SECONDS) - deadline) / 1_000_000;
+            assertTrue(lateMillis >= 0 && lateMillis < 15, "ended " + lateMillis + " ms after its deadline");
+            assertEquals(0, timer.pauses(), "waking from an idle sleep is no pause of the process");
+        }
+    }
+
+    @Test
+    void manyCallsRegisteredFromManyThreadsWhileItSleepsAllEnd() throws Exception
+    {
+        final java.util.concurrent.atomic.AtomicInteger ended = new java.util.concurrent.atomic.AtomicInteger();
+        try (DeadlineTimer timer = new DeadlineTimer("test-deadlines", call -> ended.incrementAndGet(), Runnable::run))
+        {
+            for (int round = 0; round < 20; round++)
+            {
+                Thread.sleep(round % 2 == 0 ? 130 : 5); // asleep before every other round (after 100 ms without a call)
+                final Thread[] threads = new Thread[4];
+                for (int t = 0; t < threads.length; t++)
+                {
+                    threads[t] = new Thread(() ->
+                    {
+                        for (int i = 0; i < 50; i++)
+                        {
+                            final PendingCall call = new PendingCall(Descriptor.of("t", "/x"), 1,
+                                System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(5));
+                            call.blocking = true;
+                            timer.add(call);
+                        }
+                    });
+                    threads[t].start();
+                }
+                for (final Thread thread : threads)
+                {
+                    thread.join();
+                }
+            }
+            final long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+            while (ended.get() < 20 * 4 * 50 && System.nanoTime() < end)
+            {
+                Thread.sleep(5);
+            }
+            assertEquals(20 * 4 * 50, ended.get(), "no registration was missed by a sleeping timer");
+        }
+    }
+}
