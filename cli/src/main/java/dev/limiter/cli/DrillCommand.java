@@ -253,11 +253,9 @@ public final class DrillCommand implements Callable<Integer>
     /** Polls one node's admin API until it holds {@code version} of the policy: when it did, or -1 (or unreachable). */
     private long awaitNodeVersion(final String address, final String id, final long version, final long deadline)
     {
-        final List<String> all = admin.admin;
         try
         {
-            admin.admin = List.of(address);
-            final AdminClient one = admin.connect(io);
+            final AdminClient one = node(address);
             while (System.nanoTime() < deadline)
             {
                 try
@@ -281,6 +279,17 @@ public final class DrillCommand implements Callable<Integer>
         catch (final AdminClient.Failure e)
         {
             return -1;
+        }
+    }
+
+    /** A client of one node's admin API alone (with the options' token, timeout and TLS). */
+    private AdminClient node(final String address) throws AdminClient.Failure
+    {
+        final List<String> all = admin.admin;
+        admin.admin = List.of(address);
+        try
+        {
+            return admin.connect(io); // takes a copy of the addresses
         }
         finally
         {
@@ -349,19 +358,13 @@ public final class DrillCommand implements Callable<Integer>
 
     private HotKeyReport hotKeys(final String address)
     {
-        final List<String> all = admin.admin;
         try
         {
-            admin.admin = List.of(address);
-            return admin.connect(io).call("GET", "/v1/hot-keys", null, HotKeyReport.getDefaultInstance());
+            return node(address).call("GET", "/v1/hot-keys", null, HotKeyReport.getDefaultInstance());
         }
         catch (final AdminClient.Failure e)
         {
             return HotKeyReport.getDefaultInstance(); // not a node of this cluster
-        }
-        finally
-        {
-            admin.admin = all;
         }
     }
 

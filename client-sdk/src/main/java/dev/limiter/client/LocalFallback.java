@@ -136,7 +136,7 @@ final class LocalFallback
             return null;
         }
         final CompiledPolicy policy = PolicyMatcher.match(index, descriptor);
-        if (PolicyMatcher.noLimit(index, descriptor))
+        if (PolicyMatcher.noLimit(index, policy, descriptor))
         {
             return new Decision(true, ReasonCode.NO_LIMIT, 0, 0, 0, 0, policy.id(), policy.version(), 0, true);
         }
@@ -269,7 +269,7 @@ final class LocalFallback
             return null;
         }
         final CompiledPolicy policy = PolicyMatcher.match(index, descriptor);
-        if (PolicyMatcher.noLimit(index, descriptor))
+        if (PolicyMatcher.noLimit(index, policy, descriptor))
         {
             return null;
         }

@@ -54,9 +54,17 @@ final class PolicyMatcher
         return decoder == null ? index.defaultPolicy() : index.match(decoder).forRequest(decoder);
     }
 
-    /** Whether {@code descriptor} has no limit at all (an Envoy request no policy selects: {@link PolicySetIndex#noLimit}). */
-    static boolean noLimit(final PolicySetIndex index, final Descriptor descriptor)
+    /**
+     * Whether {@code descriptor} has no limit at all (an Envoy request no policy selects:
+     * {@link PolicySetIndex#noLimit}); {@code policy} is what {@link #match} gave it, so that only
+     * a request the default took is decoded again.
+     */
+    static boolean noLimit(final PolicySetIndex index, final CompiledPolicy policy, final Descriptor descriptor)
     {
+        if (!policy.id().equals(index.defaultPolicy().id()))
+        {
+            return false;
+        }
         final AcquireDecoder decoder = decode(descriptor);
         return decoder != null && index.noLimit(index.match(decoder), decoder);
     }

@@ -43,7 +43,7 @@ public final class GatewayMetrics implements AutoCloseable
         final HttpServer server;
         try
         {
-            server = HttpServer.create(address, 16);
+            server = HttpServer.create(RlsServer.bindable(address), 16);
         }
         catch (final IOException e)
         {

@@ -86,11 +86,6 @@ public final class RlsMain implements Callable<Integer>
         return line.execute(args);
     }
 
-    private static InetSocketAddress resolved(final InetSocketAddress address)
-    {
-        return address.isUnresolved() ? new InetSocketAddress(address.getHostString(), address.getPort()) : address;
-    }
-
     public static void main(final String[] args)
     {
         final CountDownLatch stop = new CountDownLatch(1);
@@ -106,7 +101,7 @@ public final class RlsMain implements Callable<Integer>
         try
         {
             address = HostPort.parse(listen, "--listen");
-            metricsAddress = metricsListen == null ? null : resolved(HostPort.parse(metricsListen, "--metrics-listen"));
+            metricsAddress = metricsListen == null ? null : HostPort.parse(metricsListen, "--metrics-listen");
             servers.forEach(s -> HostPort.parse(s, "--servers"));
             if (ioThreads < 1 || ioThreads > 64)
             {

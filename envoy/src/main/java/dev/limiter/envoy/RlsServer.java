@@ -68,8 +68,7 @@ public final class RlsServer implements AutoCloseable
         {
             built = client.eventLoops(loops).build();
             final RateLimitGateway gateway = new RateLimitGateway(built, deadline, responseHeaders);
-            final InetSocketAddress bind = address.isUnresolved() ? new InetSocketAddress(address.getHostString(), address.getPort()) : address;
-            final Server server = NettyServerBuilder.forAddress(bind)
+            final Server server = NettyServerBuilder.forAddress(bindable(address))
                 .bossEventLoopGroup(loops)
                 .workerEventLoopGroup(loops)
                 .channelType(epoll ? EpollServerSocketChannel.class : NioServerSocketChannel.class)
@@ -103,6 +102,12 @@ public final class RlsServer implements AutoCloseable
             loops.shutdownGracefully(0, 1, TimeUnit.SECONDS);
             throw e;
         }
+    }
+
+    /** A listen address as {@link dev.limiter.protocol.HostPort#parse} gives it (unresolved), resolved so that it can be bound. */
+    static InetSocketAddress bindable(final InetSocketAddress address)
+    {
+        return address.isUnresolved() ? new InetSocketAddress(address.getHostString(), address.getPort()) : address;
     }
 
     /** The port it listens on. */

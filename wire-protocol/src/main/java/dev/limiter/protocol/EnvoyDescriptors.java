@@ -83,21 +83,22 @@ public final class EnvoyDescriptors
             {
                 key.append('|');
             }
-            final byte[] utf8 = values.get(i).getBytes(StandardCharsets.UTF_8);
-            for (final byte b : utf8)
+            final String value = values.get(i);
+            for (int j = 0; j < value.length(); j++)
             {
-                final int c = b & 0xFF;
+                // Only ASCII is escaped, so escaping chars is escaping UTF-8 bytes; the rest passes as it is.
+                final char c = value.charAt(j);
                 if (c <= 0x20 || c == 0x7F || c == '%' || c == '|')
                 {
                     key.append('%').append(HEX[c >>> 4]).append(HEX[c & 0xF]);
                 }
                 else
                 {
-                    key.append((char)c); // re-decoded below: non-ASCII bytes pass through as UTF-8
+                    key.append(c);
                 }
             }
         }
-        final String text = new String(key.toString().getBytes(StandardCharsets.ISO_8859_1), StandardCharsets.UTF_8);
+        final String text = key.toString();
         return text.getBytes(StandardCharsets.UTF_8).length <= DescriptorField.TENANT.maxBytes() ? text : "e~" + digest(text);
     }
 
