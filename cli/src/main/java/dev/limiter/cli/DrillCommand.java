@@ -3,6 +3,7 @@ package dev.limiter.cli;
 import dev.limiter.client.Decision;
 import dev.limiter.client.Descriptor;
 import dev.limiter.client.LimiterClient;
+import dev.limiter.protocol.ReasonCode;
 import dev.limiter.protocol.policy.AuditPage;
 import dev.limiter.protocol.policy.ChangeResult;
 import dev.limiter.protocol.policy.HotKey;
@@ -27,7 +28,9 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.IntFunction;
@@ -43,15 +46,25 @@ import java.util.function.IntFunction;
     mixinStandardHelpOptions = true,
     description = {
         "Runs the pilot's drills against a running cluster and prints a verdict with its evidence:",
-        "  rollback    a bad policy version is rolled back: in force on every node within 1 s, and audited",
-        "  hot-tenant  one tenant takes most calls: the nodes' hot-key report names it, and its grants stay",
-        "              within burst + rate x time",
-        "  spike       a tenant jumps to 20x its rate (20/s to 400/s): it is held to its limit, the others",
-        "              keep every grant and their p99 (at most twice, or 10 ms above, the baseline's)",
-        "  all         the three in turn",
-        "Each drill puts a policy of its own (drill-*, owner drill) through the admin API and deletes it after.",
-        "Not here yet: leader-kill and store-failure (they need to stop nodes; ProcessKillDrillTest and",
-        "SlowStoreTest do them in the build).",
+        "  rollback       a bad policy version is rolled back: in force on every node within 1 s, and audited",
+        "  hot-tenant     one tenant takes most calls: the nodes' hot-key report names it, and its grants stay",
+        "                 within burst + rate x time",
+        "  spike          a tenant jumps to 20x its rate (20/s to 400/s): it is held to its limit, the others",
+        "                 keep every grant and their p99 (at most twice, or 10 ms above, the baseline's)",
+        "  leader-kill    SIGKILL of the leader's process under STRICT and FAST traffic: STRICT grants never",
+        "                 beyond burst + rate x time, FAST within its published failover bound, a node decides",
+        "                 again within 1 s (for the drill's client and for a client made after the kill); the",
+        "                 node is restarted as it was and must rejoin",
+        "  store-failure  SIGKILL of every node: the fail-open route spends at most its emergency budget, the",
+        "                 fail-closed one refuses every call; every call ends within its deadline + 50 ms;",
+        "                 every node is restarted; the degraded window reaches the audit log; the first",
+        "                 second back grants at most 1.2x the rate (no pent-up burst)",
+        "  all            the five in turn",
+        "Each drill puts policies of its own (drill-*, owner drill) through the admin API and deletes them after.",
+        "leader-kill and store-failure stop node processes on this machine (found by the pid their STATUS",
+        "reports; nodes started with --data-dir, as ./limiter cluster's are) and start them again with the",
+        "same command line, environment and directory (output appended to <data dir>/node.log, new pid in",
+        "<data dir>/node.pid, which ./limiter cluster stops with the rest).",
         "  ./limiter drill all --server 127.0.0.1:7401,127.0.0.1:7402,127.0.0.1:7403",
         "Exit status: 0 every drill passed, 1 one failed or the cluster did not answer, 2 bad input."},
     sortOptions = false)
@@ -59,11 +72,13 @@ public final class DrillCommand implements Callable<Integer>
 {
     private static final String PREFIX = "limiter drill: ";
     private static final long SECOND = 1_000_000_000L;
+    private static final List<String> ALL = List.of("rollback", "hot-tenant", "spike", "leader-kill", "store-failure");
 
     private final AdminClient.Io io;
 
-    @Parameters(index = "0", paramLabel = "DRILL", description = "rollback, hot-tenant, spike or all.")
-    String drill;
+    @Parameters(arity = "1..*", paramLabel = "DRILL",
+        description = "rollback, hot-tenant, spike, leader-kill, store-failure, or all (the five in that order); several may be named.")
+    List<String> drills;
 
     @Option(names = "--server", split = ",", paramLabel = "HOST:PORT",
         description = "Data addresses of the nodes (default: ${DEFAULT-VALUE}, ./limiter cluster's).")
@@ -119,12 +134,16 @@ public final class DrillCommand implements Callable<Integer>
     @Override
     public Integer call() throws AdminClient.Failure
     {
-        final List<String> drills = switch (drill)
+        final List<String> toRun = new ArrayList<>();
+        for (final String name : drills)
         {
-            case "all" -> List.of("rollback", "hot-tenant", "spike");
-            case "rollback", "hot-tenant", "spike" -> List.of(drill);
-            default -> throw AdminClient.usage("unknown drill '" + drill + "': rollback, hot-tenant, spike or all");
-        };
+            switch (name)
+            {
+                case "all" -> toRun.addAll(ALL);
+                case "rollback", "hot-tenant", "spike", "leader-kill", "store-failure" -> toRun.add(name);
+                default -> throw AdminClient.usage("unknown drill '" + name + "': " + String.join(", ", ALL) + " or all");
+            }
+        }
         if (seconds < 1 || seconds > 60)
         {
             throw AdminClient.usage("--seconds: 1 to 60, was " + seconds);
@@ -140,13 +159,16 @@ public final class DrillCommand implements Callable<Integer>
                 throw AdminClient.failed("no node of " + servers + " answered; start the cluster (./limiter cluster) " +
                     "or name its data addresses with --server");
             }
-            for (final String name : drills)
+            final FailureDrills failures = new FailureDrills(this, api, servers, seconds);
+            for (final String name : toRun)
             {
                 final Verdict verdict = switch (name)
                 {
                     case "rollback" -> rollback(api, client, adminAddresses);
                     case "hot-tenant" -> hotTenant(api, client, adminAddresses);
-                    default -> spike(api, client);
+                    case "spike" -> spike(api, client);
+                    case "leader-kill" -> failures.leaderKill();
+                    default -> failures.storeFailure();
                 };
                 allPassed &= verdict.passed();
                 print(verdict);
@@ -235,7 +257,7 @@ public final class DrillCommand implements Callable<Integer>
     }
 
     /** Calls until a node decides the request with policy {@code id} (in force once applied where it is decided). */
-    private static void awaitPolicy(final LimiterClient client, final Descriptor request, final String id) throws AdminClient.Failure
+    static void awaitPolicy(final LimiterClient client, final Descriptor request, final String id) throws AdminClient.Failure
     {
         final long end = System.nanoTime() + 5 * SECOND;
         while (System.nanoTime() < end)
@@ -417,14 +439,90 @@ public final class DrillCommand implements Callable<Integer>
     static final class Tally
     {
         final AtomicLong sent = new AtomicLong();
+        /** Granted by a node. */
         final AtomicLong allowed = new AtomicLong();
+        /** Decided by the SDK on its own (degraded), granted or not. */
         final AtomicLong local = new AtomicLong();
+        /** Granted by the SDK on its own. */
+        final AtomicLong localAllowed = new AtomicLong();
+        /** Refused by the SDK with CLUSTER_UNAVAILABLE (a fail-closed policy while no node answers). */
+        final AtomicLong unavailable = new AtomicLong();
         final AtomicLong failed = new AtomicLong();
         final Histogram latency = new Histogram(60 * SECOND, 2);
+        /** Calls due from this time ({@link System#nanoTime}) on are watched for the first node answer. */
+        volatile long watchFrom = Long.MAX_VALUE;
+        /** When the first node answer to a watched call came, or {@link Long#MAX_VALUE}. */
+        final AtomicLong firstNodeAnswerAt = new AtomicLong(Long.MAX_VALUE);
+        /** Every grant when kept ({@link #keepGrants}): {due, node decided ? 1 : 0}. */
+        final ConcurrentLinkedQueue<long[]> grants = new ConcurrentLinkedQueue<>();
+        volatile boolean keepGrants;
+
+        /** From the call to its answer (the latency above counts from when the call was due, which a late caller adds to). */
+        final Histogram callTime = new Histogram(60 * SECOND, 2);
 
         synchronized void record(final long nanos)
         {
             latency.recordValue(Math.min(nanos, 60 * SECOND));
+        }
+
+        synchronized void record(final long fromDue, final long fromCall)
+        {
+            latency.recordValue(Math.min(fromDue, 60 * SECOND));
+            callTime.recordValue(Math.min(fromCall, 60 * SECOND));
+        }
+
+        /** Grants kept ({@link #keepGrants}) whose call was due in [from, to), and of those how many the SDK made. */
+        long[] grantedBetween(final long from, final long to)
+        {
+            long all = 0;
+            long local = 0;
+            for (final long[] grant : grants)
+            {
+                if (grant[0] >= from && grant[0] < to)
+                {
+                    all++;
+                    local += 1 - grant[1];
+                }
+            }
+            return new long[] {all, local};
+        }
+
+        void decided(final Decision d, final long due)
+        {
+            if (d.degraded())
+            {
+                local.incrementAndGet();
+                if (d.allowed())
+                {
+                    localAllowed.incrementAndGet();
+                }
+                else if (d.reason() == ReasonCode.CLUSTER_UNAVAILABLE)
+                {
+                    unavailable.incrementAndGet();
+                }
+            }
+            else
+            {
+                if (due >= watchFrom)
+                {
+                    firstNodeAnswerAt.accumulateAndGet(System.nanoTime(), Math::min);
+                }
+                if (d.allowed())
+                {
+                    allowed.incrementAndGet();
+                }
+            }
+            if (d.allowed() && keepGrants)
+            {
+                grants.add(new long[] {due, d.degraded() ? 0 : 1});
+            }
+        }
+
+        /** Milliseconds from {@code since} to the first node answer of a watched call, or -1 when none came. */
+        long firstNodeAnswerMillisAfter(final long since)
+        {
+            final long at = firstNodeAnswerAt.get();
+            return at == Long.MAX_VALUE ? -1 : (at - since) / 1_000_000;
         }
     }
 
@@ -432,14 +530,24 @@ public final class DrillCommand implements Callable<Integer>
      * Calls at {@code perSecond} for {@code seconds}, open loop, each counted in its tally; waits for the
      * last answers. Returns the nanoseconds from the first call to the last answer.
      */
-    private static long drive(final LimiterClient client, final int perSecond, final int seconds, final IntFunction<Descriptor> which,
+    static long drive(final LimiterClient client, final int perSecond, final int seconds, final IntFunction<Descriptor> which,
         final IntFunction<Tally> tallyOf)
+    {
+        return drive(client, perSecond, (long)perSecond * seconds, new AtomicBoolean(), which, tallyOf);
+    }
+
+    /**
+     * Calls at {@code perSecond}, open loop, until {@code maxCalls} are sent or {@code stop} is set,
+     * each counted in its tally; waits for the last answers (at most 5 s each). Returns the
+     * nanoseconds from the first call to the last answer.
+     */
+    static long drive(final LimiterClient client, final int perSecond, final long maxCalls, final AtomicBoolean stop,
+        final IntFunction<Descriptor> which, final IntFunction<Tally> tallyOf)
     {
         final long interval = SECOND / perSecond;
         final long start = System.nanoTime();
-        final int calls = perSecond * seconds;
-        final List<CompletableFuture<Decision>> pending = new ArrayList<>(calls);
-        for (int i = 0; i < calls; i++)
+        final List<CompletableFuture<Decision>> pending = new ArrayList<>();
+        for (int i = 0; i < maxCalls && !stop.get(); i++)
         {
             final long due = start + i * interval;
             long wait;
@@ -449,20 +557,18 @@ public final class DrillCommand implements Callable<Integer>
             }
             final Tally tally = tallyOf.apply(i);
             tally.sent.incrementAndGet();
+            final long called = System.nanoTime();
             pending.add(client.acquire(which.apply(i), 1).whenComplete((d, e) ->
             {
-                tally.record(System.nanoTime() - due);
+                final long now = System.nanoTime();
+                tally.record(now - due, now - called);
                 if (e != null)
                 {
                     tally.failed.incrementAndGet();
                 }
-                else if (d.degraded())
+                else
                 {
-                    tally.local.incrementAndGet();
-                }
-                else if (d.allowed())
-                {
-                    tally.allowed.incrementAndGet();
+                    tally.decided(d, due);
                 }
             }));
         }
@@ -482,14 +588,14 @@ public final class DrillCommand implements Callable<Integer>
 
     // ---------------------------------------------------------------- policies
 
-    private static Policy policy(final String id, final String route, final long rate, final long burst)
+    static Policy policy(final String id, final String route, final long rate, final long burst)
     {
         return Policy.newBuilder().setId(id).setSelector(Selector.newBuilder().setRoute(route)).setRate(rate).setBurst(burst)
             .setOwner("drill").build();
     }
 
     /** Puts a drill's policy; a cluster that has no ready leader yet (just started, or electing) gets 10 s to have one. */
-    private static ChangeResult put(final AdminClient api, final Policy policy, final String reason) throws AdminClient.Failure
+    static ChangeResult put(final AdminClient api, final Policy policy, final String reason) throws AdminClient.Failure
     {
         final long end = System.nanoTime() + 10 * SECOND;
         while (true)
@@ -510,7 +616,7 @@ public final class DrillCommand implements Callable<Integer>
         }
     }
 
-    private void delete(final AdminClient api, final String id)
+    void delete(final AdminClient api, final String id)
     {
         try
         {

@@ -20,7 +20,11 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/** {@code ./limiter drill} against a real 3-node cluster: every drill passes, and leaves no policy behind. */
+/**
+ * {@code ./limiter drill} against a real 3-node cluster in this JVM: the drills that do not stop nodes
+ * pass and leave no policy behind; the ones that do refuse embedded nodes ({@link FailureDrillsTest}
+ * runs them against node processes).
+ */
 @Timeout(120)
 class DrillCommandTest
 {
@@ -44,7 +48,7 @@ class DrillCommandTest
     }
 
     @Test
-    void everyDrillPassesAgainstAThreeNodeClusterAndDeletesItsPolicies() throws Exception
+    void theDrillsThatStopNoNodePassAgainstAThreeNodeClusterAndDeleteTheirPolicies() throws Exception
     {
         final int[] ports = ClusterPorts.free(3, RAFT_OFFSET);
         final Map<String, InetSocketAddress> peers = new LinkedHashMap<>();
@@ -71,7 +75,7 @@ class DrillCommandTest
             assertTrue(System.nanoTime() < end, "no leader within 20 s");
             Thread.sleep(20);
         }
-        final PolicyCommandTest.Result result = drill("all", "--server", String.join(",", data), "--admin", String.join(",", admin),
+        final PolicyCommandTest.Result result = drill("rollback", "hot-tenant", "spike", "--server", String.join(",", data), "--admin", String.join(",", admin),
             "--seconds", "2", "--json");
         final String[] lines = result.out().split("\n");
         assertEquals(3, lines.length, result.toString());
@@ -92,6 +96,12 @@ class DrillCommandTest
         assertEquals("0", spike.group(7), "nothing decided locally: " + lines[2]);
         assertEquals(lines[2].contains("\"verdict\":\"PASS\"") ? 0 : 1, result.status(), "exit 0 only when every drill passed: " + result);
 
+        // A drill that stops nodes refuses these: their process is this JVM, not a node started from the command line.
+        final PolicyCommandTest.Result refused = drill("leader-kill", "--server", String.join(",", data), "--admin", String.join(",", admin));
+        assertEquals(1, refused.status(), refused.toString());
+        assertTrue(refused.err().contains("is not a node started from the command line") && refused.err().contains("nothing was stopped"),
+            refused.toString());
+
         // Deleted through the leader; every node has applied that within a moment.
         for (final String node : admin)
         {
@@ -109,7 +119,7 @@ class DrillCommandTest
     void anUnknownDrillIsRefusedNamingTheOnesThereAre()
     {
         PolicyCommandTest.assertOneLineFailure(drill("chaos-monkey", "--admin", "127.0.0.1:1"),
-            "limiter drill: unknown drill 'chaos-monkey': rollback, hot-tenant, spike or all");
+            "limiter drill: unknown drill 'chaos-monkey': rollback, hot-tenant, spike, leader-kill, store-failure or all");
         PolicyCommandTest.assertOneLineFailure(drill("spike", "--seconds", "0", "--admin", "127.0.0.1:1"),
             "limiter drill: --seconds: 1 to 60, was 0");
     }

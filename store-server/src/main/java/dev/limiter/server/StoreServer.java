@@ -402,7 +402,7 @@ public final class StoreServer implements NodeStatus, AutoCloseable
     /**
      * This node's standing as one JSON object: node id, address, role, leader, term and applied
      * index (of the control group), every Raft group (its leader, this node's role, term, applied
-     * index and shards), members, process CPU time (ns), decision frames received and frames
+     * index and shards), members, process id, process CPU time (ns), decision frames received and frames
      * redirected (NOT_LEADER), shards (each with this node's role for it, its group and that group's
      * leader's address), buckets. Served by STATUS and /status.
      */
@@ -459,6 +459,8 @@ public final class StoreServer implements NodeStatus, AutoCloseable
             field(json, "address", address).append('}');
         }
         json.append("],");
+        // Which process this is (./limiter drill leader-kill and store-failure stop and restart it by it).
+        json.append("\"pid\":").append(ProcessHandle.current().pid()).append(',');
         // What a load generator divides by its decisions: this process's CPU and the frames it took.
         json.append("\"cpuNanos\":").append(processCpuNanos()).append(',');
         json.append("\"decisionFrames\":").append(metrics.decisionFrames()).append(',');
