@@ -28,6 +28,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -341,7 +342,7 @@ public final class DrillCommand implements Callable<Integer>
             evidence.put("hotTenantCalls", hotTally.sent.get());
             evidence.put("hotTenantGrantedByNodes", hotTally.allowed.get());
             evidence.put("grantBound", bound + " (burst " + rate + " + " + rate + "/s x " + String.format(Locale.ROOT, "%.2f", elapsed / 1e9) + " s)");
-            evidence.put("decidedLocally", hotTally.local.get() + others.local.get());
+            evidence.put("decidedLocally", hotTally.local.get() + others.local.get() + localReasons(hotTally, others));
             // The nodes report their busiest keys about once a second.
             String top = null;
             double share = 0;
@@ -419,7 +420,8 @@ public final class DrillCommand implements Callable<Integer>
             evidence.put("spikingTenantCalls", spiking.sent.get());
             evidence.put("spikingTenantGrantedByNodes", spiking.allowed.get());
             evidence.put("grantBound", bound);
-            evidence.put("decidedLocally", calmBefore.local.get() + calm.local.get() + spiking.local.get());
+            evidence.put("decidedLocally", calmBefore.local.get() + calm.local.get() + spiking.local.get() +
+                localReasons(calmBefore, calm, spiking));
             final boolean passed = calmBefore.allowed.get() == calmBefore.sent.get() && calm.allowed.get() == calm.sent.get() &&
                 spiking.allowed.get() <= bound && p99During <= Math.max(2 * p99Before, p99Before + 10) &&
                 calmBefore.local.get() + calm.local.get() + spiking.local.get() == 0;
@@ -445,6 +447,8 @@ public final class DrillCommand implements Callable<Integer>
         final AtomicLong local = new AtomicLong();
         /** Granted by the SDK on its own. */
         final AtomicLong localAllowed = new AtomicLong();
+        /** Local decisions by reason. */
+        final ConcurrentHashMap<String, Long> localReasons = new ConcurrentHashMap<>();
         /** Refused by the SDK with CLUSTER_UNAVAILABLE (a fail-closed policy while no node answers). */
         final AtomicLong unavailable = new AtomicLong();
         final AtomicLong failed = new AtomicLong();
@@ -492,6 +496,7 @@ public final class DrillCommand implements Callable<Integer>
             if (d.degraded())
             {
                 local.incrementAndGet();
+                localReasons.merge(d.reason().name(), 1L, Long::sum);
                 if (d.allowed())
                 {
                     localAllowed.incrementAndGet();
@@ -524,6 +529,17 @@ public final class DrillCommand implements Callable<Integer>
             final long at = firstNodeAnswerAt.get();
             return at == Long.MAX_VALUE ? -1 : (at - since) / 1_000_000;
         }
+    }
+
+    /** " (by reason: {...})" when any tally holds local decisions, else "". */
+    static String localReasons(final Tally... tallies)
+    {
+        final Map<String, Long> all = new java.util.TreeMap<>();
+        for (final Tally tally : tallies)
+        {
+            tally.localReasons.forEach((reason, count) -> all.merge(reason, count, Long::sum));
+        }
+        return all.isEmpty() ? "" : " (by reason: " + all + ")";
     }
 
     /**

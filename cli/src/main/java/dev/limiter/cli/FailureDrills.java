@@ -107,7 +107,8 @@ final class FailureDrills
                 evidence.put("strictGrantedLocally", strict.localAllowed.get());
                 evidence.put("fastGrantedByNodes", fast.allowed.get());
                 evidence.put("fastBound", fastBound + " (burst + rate x time + the failover bound: one burst + rate x 1 s)");
-                evidence.put("decidedLocally", strict.local.get() + fast.local.get() + " (fast granted locally: " + fast.localAllowed.get() + ")");
+                evidence.put("decidedLocally", strict.local.get() + fast.local.get() + " (fast granted locally: " + fast.localAllowed.get() + ")" +
+                    DrillCommand.localReasons(strict, fast));
                 evidence.put("failedCalls", strict.failed.get() + fast.failed.get());
                 evidence.put("nodeDecidedAgainAfterMs", nodeAnsweredBoth ? servedAgain : -1);
                 evidence.put("freshClientNodeDecisionAfterMs", freshClientMillis[0]);
