@@ -1,6 +1,7 @@
 package dev.limiter.server;
 
 import dev.limiter.protocol.Frame;
+import dev.limiter.server.region.RegionConfig;
 import dev.limiter.raft.RaftNodeConfig;
 import dev.limiter.server.net.TlsClientAuth;
 import dev.limiter.server.table.BucketTable;
@@ -53,6 +54,7 @@ public final class ServerConfig
     private Path policiesFile;
     private int shards = DEFAULT_SHARDS;
     private int raftGroups = 1;
+    private RegionConfig region;
     private long snapshotEveryEntries = RaftNodeConfig.DEFAULT_SNAPSHOT_EVERY_ENTRIES;
     private int logSegmentBytes = RaftNodeConfig.DEFAULT_LOG_SEGMENT_BYTES;
     private int ioThreads = DEFAULT_IO_THREADS;
@@ -206,6 +208,18 @@ public final class ServerConfig
     public int raftGroups()
     {
         return raftGroups;
+    }
+
+    /** The region this node belongs to and how it reaches the others, or null (no regions: regional policies are whole). */
+    public RegionConfig region()
+    {
+        return region;
+    }
+
+    public ServerConfig region(final RegionConfig region)
+    {
+        this.region = region;
+        return this;
     }
 
     public ServerConfig raftGroups(final int raftGroups)

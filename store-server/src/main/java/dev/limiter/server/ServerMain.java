@@ -3,6 +3,7 @@ package dev.limiter.server;
 import dev.limiter.protocol.Frame;
 import dev.limiter.protocol.PolicyValidationException;
 import dev.limiter.raft.RaftNodeConfig;
+import dev.limiter.server.region.RegionConfig;
 import dev.limiter.server.net.TlsClientAuth;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -43,6 +44,26 @@ public final class ServerMain implements Callable<Integer>
         description = "Cluster: Raft groups, each with its own log and leader, spread over the members; shard s belongs to group s mod N, " +
             "so N is at most --shards. Every member must run the same N for the life of its data (default: ${DEFAULT-VALUE}).")
     int raftGroups = 1;
+
+    @Option(names = "--region", paramLabel = "NAME",
+        description = "The region this node (and its whole cluster) belongs to: regional policies are decided against this region's " +
+            "share of their global limit, moved toward demand with the other regions (docs/regions.md). Every member of a " +
+            "cluster names the same region.")
+    String region;
+
+    @Option(names = "--region-peers", paramLabel = "REGION=HOST:PORT,...;...",
+        description = "Admin addresses of the other regions' nodes (e.g. 'us=10.1.0.1:7480,10.1.0.2:7480;ap=10.2.0.1:7480'); " +
+            "this region's other nodes may be listed too (their demand is then counted).")
+    String regionPeers;
+
+    @Option(names = "--region-token", paramLabel = "TOKEN",
+        description = "Bearer token of the regions' exchange, the same in every region, not the admin token " +
+            "(default: $LIMITER_REGION_TOKEN).")
+    String regionToken;
+
+    @Option(names = "--region-slot-ms", paramLabel = "MS",
+        description = "Each region's turn to raise its shares, in turn: a region may raise every (regions x this) ms (default: ${DEFAULT-VALUE}).")
+    long regionSlotMillis = RegionConfig.DEFAULT_SLOT_MILLIS;
 
     @Option(names = "--io-threads", description = "Netty event loops for connections (default: ${DEFAULT-VALUE}).")
     int ioThreads = ServerConfig.DEFAULT_IO_THREADS;
@@ -131,6 +152,11 @@ public final class ServerMain implements Callable<Integer>
         try
         {
             config.tlsClientAuth(clientAuth(tlsClientAuth));
+            if (region != null || regionPeers != null)
+            {
+                config.region(RegionConfig.parse(region, regionPeers, regionToken != null ? regionToken : System.getenv("LIMITER_REGION_TOKEN"),
+                    regionSlotMillis, Math.min(RegionConfig.DEFAULT_GUARD_MILLIS, regionSlotMillis / 5)));
+            }
             if (peers != null)
             {
                 config.peers(RaftNodeConfig.parsePeers(peers));

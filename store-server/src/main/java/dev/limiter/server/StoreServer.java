@@ -26,6 +26,7 @@ import dev.limiter.server.engine.FrameRouter;
 import dev.limiter.server.engine.HotKeyReports;
 import dev.limiter.server.engine.MonotonicClock;
 import dev.limiter.server.engine.Shard;
+import dev.limiter.server.region.RegionExchange;
 import dev.limiter.server.metrics.ServerMetrics;
 import dev.limiter.server.net.ConnectionGuard;
 import dev.limiter.server.net.DataPlaneHandler;
@@ -119,6 +120,8 @@ public final class StoreServer implements NodeStatus, AutoCloseable
     private ReplicationGroups groups;
     private Class<? extends ServerChannel> channelType = NioServerSocketChannel.class;
     private volatile boolean closed;
+    /** The regions' exchange, when this node belongs to a region. */
+    private RegionExchange regions;
 
     /**
      * @throws IllegalArgumentException for invalid settings
@@ -127,7 +130,7 @@ public final class StoreServer implements NodeStatus, AutoCloseable
     public StoreServer(final ServerConfig config, final MonotonicClock clock)
     {
         this.config = config.validate();
-        this.policyState = new PolicyState(this.config.shards());
+        this.policyState = new PolicyState(this.config.shards(), this.config.region() != null);
         this.clock = clock;
         this.seed = loadPolicies(config);
         final List<String> stackedProblems = seed.policies().stream()
@@ -220,6 +223,15 @@ public final class StoreServer implements NodeStatus, AutoCloseable
         publisher = new PolicyPublisher(policyState, 16 << 20, () -> metrics.refused("sdk-instance-ids-per-address")); // 16 MiB: what an SDK reads in one frame
         metrics.bindFleet(publisher::instanceCount);
         control = new PolicyControl(policyState, groups == null ? null : groups.control(), config.shards());
+        if (config.region() != null)
+        {
+            final ReplicationGroups replicated = groups;
+            regions = new RegionExchange(config.region(), policyState, control, shards,
+                replicated == null ? () -> true : () -> replicated.control().isLeader());
+            shards.forEach(shard -> shard.regions(regions));
+            regions.bind(metrics.registry());
+            regions.start();
+        }
         final FastThreadLocal<FrameRouter> routers = new FastThreadLocal<>()
         {
             @Override
@@ -407,6 +419,12 @@ public final class StoreServer implements NodeStatus, AutoCloseable
      * leader's address), buckets. Served by STATUS and /status.
      */
     @Override
+    public NodeStatus.Answer regionReport(final String authorization)
+    {
+        return regions == null ? NodeStatus.super.regionReport(authorization) : regions.report(authorization);
+    }
+
+    @Override
     public String statusJson()
     {
         final StringBuilder json = new StringBuilder(512).append('{');
@@ -459,6 +477,10 @@ public final class StoreServer implements NodeStatus, AutoCloseable
             field(json, "address", address).append('}');
         }
         json.append("],");
+        if (regions != null)
+        {
+            json.append("\"region\":").append(regions.statusJson()).append(',');
+        }
         // Which process this is (./limiter drill leader-kill and store-failure stop and restart it by it).
         json.append("\"pid\":").append(ProcessHandle.current().pid()).append(',');
         // What a load generator divides by its decisions: this process's CPU and the frames it took.
@@ -601,6 +623,10 @@ public final class StoreServer implements NodeStatus, AutoCloseable
         if (ticker != null)
         {
             ticker.shutdownNow();
+        }
+        if (regions != null)
+        {
+            regions.close();
         }
         if (dataChannel != null)
         {

@@ -45,6 +45,7 @@ public final class CompiledPolicy
     /** A split GLOBAL policy of its own (not stacked): any shard's share may decide its request. */
     private final boolean anyShare;
     /** SDK token leases only for keys decided at this many tokens per second or more (0: any key). */
+    private final boolean regional;
     private final long tokenLeaseHotRate;
     /** Per-shard shares of a budget split across shards, for the last shard count asked (immutable once built). */
     private volatile Limit[] shares;
@@ -84,6 +85,7 @@ public final class CompiledPolicy
         this.split = splitsAcrossShards(source);
         this.anyShare = split && !source.getStacked();
         this.tokenLeaseHotRate = source.hasTokenLease() ? source.getTokenLease().getHotRate() : 0;
+        this.regional = source.hasRegional();
         // Selectors are trimmed by exactly the rule requests are (ASCII whitespace only).
         this.tenant = bytesOrNull(DescriptorRules.trim(source.getSelector().getTenant()));
         this.principal = bytesOrNull(DescriptorRules.trim(source.getSelector().getPrincipal()));
@@ -447,6 +449,15 @@ public final class CompiledPolicy
     public int priority()
     {
         return source.getPriority();
+    }
+
+    /**
+     * Whether the limit is global, split among regions (docs/regions.md): a node of a region decides
+     * it against its region's share; elsewhere (no regions) it is an ordinary limit.
+     */
+    public boolean regional()
+    {
+        return regional;
     }
 
     public Policy source()

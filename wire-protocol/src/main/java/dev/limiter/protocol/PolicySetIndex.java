@@ -376,6 +376,57 @@ public final class PolicySetIndex
         return RouteTemplate.parse(EnvoyDescriptors.template(s.getEnvoy()));
     }
 
+    /** Units a regional policy's limit is counted in on a node that decides against a share of it (1/1000 token). */
+    public static final long REGIONAL_SCALE = 1000;
+
+    private static void checkRegional(final Policy p, final String where, final List<String> errors)
+    {
+        final int floor = p.getRegional().getMinSharePercent();
+        if (floor > 50)
+        {
+            errors.add(where + ".regional.minSharePercent: 1 to 50 (0: the default 5), was " + floor);
+        }
+        if (p.getMaxConcurrent() != 0)
+        {
+            errors.add(where + ".regional: a concurrency limit cannot be split among regions (a lease is given back where it " +
+                "was taken); use a rate");
+        }
+        if (p.getLimitsCount() > 0 || p.getStacked() || p.hasReserve())
+        {
+            errors.add(where + ".regional: a regional policy has one limit of its own: no extra limits, not stacked, no reserve");
+        }
+        if (p.hasTokenLease())
+        {
+            errors.add(where + ".regional: SDK token leases are not offered on regional policies (a lease's tokens would not " +
+                "follow the region's share); remove tokenLease");
+        }
+        if (p.getMaxConcurrent() == 0 && p.getLimitsCount() == 0 && !p.getStacked())
+        {
+            // A node of a region counts the limit in thousandths of a token: it must still fit.
+            try
+            {
+                limitsOf(scaledForRegions(p));
+            }
+            catch (final IllegalArgumentException | ArithmeticException e)
+            {
+                errors.add(where + ".regional: the rate and burst times " + REGIONAL_SCALE + " (what a region counts in) do not fit: " +
+                    e.getMessage() + "; lower them");
+            }
+        }
+    }
+
+    /**
+     * The policy as a node of a region counts it: rate and burst in thousandths of a token, so that
+     * a request costs 1000 / share of them and the region's share can move without the limit (and
+     * so the meaning of a bucket's stored tokens) changing.
+     */
+    public static Policy scaledForRegions(final Policy p)
+    {
+        final long burst = p.getBurst() == 0 ? p.getRate() : p.getBurst();
+        return p.toBuilder().setRate(Math.multiplyExact(p.getRate(), REGIONAL_SCALE))
+            .setBurst(Math.multiplyExact(burst, REGIONAL_SCALE)).build();
+    }
+
     private static CompiledPolicy compileOne(final Policy p, final int ordinal, final String where, final List<String> errors)
     {
         final int before = errors.size();
@@ -392,6 +443,10 @@ public final class PolicySetIndex
         if (p.getSplitAcrossShards())
         {
             checkSplit(p, where, errors);
+        }
+        if (p.hasRegional())
+        {
+            checkRegional(p, where, errors);
         }
         if (p.getVersion() > CompiledPolicy.MAX_VERSION)
         {

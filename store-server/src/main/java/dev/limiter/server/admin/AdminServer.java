@@ -170,6 +170,16 @@ public final class AdminServer implements AutoCloseable
                 response = text(HttpResponseStatus.METHOD_NOT_ALLOWED, "text/plain; charset=utf-8", "only GET is served here\n");
                 response.headers().set(HttpHeaderNames.ALLOW, "GET, HEAD");
             }
+            else if (path.equals("/region/v1/report"))
+            {
+                // The regions' exchange: its own token (another region's operators hold no admin token here).
+                final NodeStatus.Answer answer = server.regionReport(request.headers().get(HttpHeaderNames.AUTHORIZATION));
+                response = text(HttpResponseStatus.valueOf(answer.status()), "application/json", answer.body());
+                if (answer.status() == 401)
+                {
+                    response.headers().set(HttpHeaderNames.WWW_AUTHENTICATE, "Bearer realm=\"limiter-regions\"");
+                }
+            }
             else if (path.equals("/metrics"))
             {
                 response = text(HttpResponseStatus.OK, PROMETHEUS_TYPE, metrics.scrape());
@@ -186,7 +196,7 @@ public final class AdminServer implements AutoCloseable
             else
             {
                 response = text(HttpResponseStatus.NOT_FOUND, "text/plain; charset=utf-8",
-                    "no such endpoint: " + path + " (try /metrics, /health or /status)\n");
+                    "no such endpoint: " + path + " (try /metrics, /health, /status or /region/v1/report)\n");
             }
             send(ctx, response, HttpUtil.isKeepAlive(request));
         }

@@ -130,7 +130,7 @@ public final class AdminToken
     }
 
     /** Constant-time comparison of an {@code Authorization} header with the token. */
-    static boolean accepts(final String token, final String authorization)
+    public static boolean accepts(final String token, final String authorization)
     {
         if (token == null || authorization == null || !authorization.regionMatches(true, 0, "Bearer ", 0, 7))
         {

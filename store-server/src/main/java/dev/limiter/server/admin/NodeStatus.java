@@ -16,4 +16,18 @@ public interface NodeStatus
 
     /** This node's busiest bucket keys per shard ({@code GET /v1/hot-keys}). */
     HotKeyReport hotKeys();
+
+    /** An HTTP answer: status code and JSON body. */
+    record Answer(int status, String body)
+    {
+    }
+
+    /**
+     * {@code GET /region/v1/report}: what this node tells the other regions (docs/regions.md), given
+     * the request's {@code Authorization} header (the region exchange's token, not the admin one).
+     */
+    default Answer regionReport(final String authorization)
+    {
+        return new Answer(404, "{\"error\":\"this node belongs to no region (start it with --region)\"}\n");
+    }
 }

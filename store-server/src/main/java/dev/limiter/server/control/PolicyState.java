@@ -22,6 +22,7 @@ import dev.limiter.protocol.policy.PolicyCommand;
 import dev.limiter.protocol.policy.PolicyHistory;
 import dev.limiter.protocol.policy.PolicySet;
 import dev.limiter.protocol.policy.PolicyStateSnapshot;
+import dev.limiter.protocol.policy.RegionShares;
 import dev.limiter.protocol.policy.PolicyVersion;
 import dev.limiter.protocol.policy.RemoveExemption;
 import dev.limiter.protocol.policy.RollbackCommand;
@@ -137,9 +138,13 @@ public final class PolicyState
         int enforceOrdinal = -1;
         int shadowOrdinal = -1;
 
-        History(final String id)
+        /** Whether this node decides against a region's share of regional policies (their rates then count thousandths of a token). */
+        private final boolean regions;
+
+        History(final String id, final boolean regions)
         {
             this.id = id;
+            this.regions = regions;
         }
 
         PolicyVersion latest()
@@ -156,7 +161,8 @@ public final class PolicyState
         {
             versions.add(version);
             // A tombstone keeps the rate of what it deleted: buckets of that version still refill.
-            rates.add(version.getDeleted() && !rates.isEmpty() ? rates.get(rates.size() - 1) : PolicySetIndex.limitsOf(version.getPolicy()));
+            rates.add(version.getDeleted() && !rates.isEmpty() ? rates.get(rates.size() - 1) : PolicySetIndex.limitsOf(
+                regions && version.getPolicy().hasRegional() ? PolicySetIndex.scaledForRegions(version.getPolicy()) : version.getPolicy()));
             split.add(version.getDeleted() && !split.isEmpty() ? split.get(split.size() - 1) : CompiledPolicy.splitsAcrossShards(version.getPolicy()));
         }
     }
@@ -186,6 +192,9 @@ public final class PolicyState
      */
     private volatile Limit[][][][] versionRates = new Limit[0][][][];
     private final int shards;
+    private final boolean regions;
+    /** Replaced whole on every REGION_SHARES command: read by the region exchange and the shards without a lock. */
+    private volatile Map<String, Integer> regionShares = Map.of();
     private final List<Runnable> listeners = new CopyOnWriteArrayList<>();
     /** The latest command time applied: the cluster's wall clock as the log has seen it. */
     private Timestamp clock = Timestamp.getDefaultInstance();
@@ -203,7 +212,18 @@ public final class PolicyState
      */
     public PolicyState(final int shards)
     {
+        this(shards, false);
+    }
+
+    /**
+     * @param regions whether this node belongs to a region of several ({@code --region}): it then
+     *                decides regional policies against its region's share, counting their limits in
+     *                thousandths of a token ({@link PolicySetIndex#scaledForRegions})
+     */
+    public PolicyState(final int shards, final boolean regions)
+    {
         this.shards = shards;
+        this.regions = regions;
     }
 
     /** Furthest ahead a version may be scheduled. */
@@ -349,7 +369,7 @@ public final class PolicyState
             outcome = dispatch(command);
             notifyAll(); // decisions of other groups may wait for a version (awaitRate)
         }
-        if (outcome.status() == Status.OK)
+        if (outcome.status() == Status.OK && command.getChangeCase() != PolicyCommand.ChangeCase.REGION_SHARES)
         {
             listeners.forEach(Runnable::run);
         }
@@ -364,7 +384,7 @@ public final class PolicyState
      */
     public Outcome check(final PolicyCommand command)
     {
-        final PolicyState copy = new PolicyState(shards);
+        final PolicyState copy = new PolicyState(shards, regions);
         synchronized (this)
         {
             // The audit trail is not copied: a check records nothing, and no command's validity depends on it.
@@ -393,6 +413,7 @@ public final class PolicyState
             case TICK -> tick(command);
             case DEGRADED -> degraded(command);
             case MEMBERS -> members(command);
+            case REGION_SHARES -> regionShares(command);
             default -> Outcome.invalid("empty policy command", List.of());
         };
         final boolean activated = bootstrapped && activateScheduled(command, before);
@@ -490,7 +511,7 @@ public final class PolicyState
         // The file's order becomes the ordinals: policies first, the default last (as compile numbers them).
         for (final CompiledPolicy policy : compiled.policies())
         {
-            final History history = new History(policy.id());
+            final History history = new History(policy.id(), regions);
             history.add(PolicyVersion.newBuilder()
                 .setPolicy(policy.source().toBuilder().setVersion(1).build())
                 .setActor(command.getActor())
@@ -665,7 +686,7 @@ public final class PolicyState
         {
             return Outcome.invalid("the cluster has used all " + PolicySetIndex.MAX_POLICIES + " policy ordinals", List.of());
         }
-        final History history = existing != null ? existing : new History(id);
+        final History history = existing != null ? existing : new History(id, regions);
         if (existing == null)
         {
             byId.put(id, history);
@@ -919,6 +940,33 @@ public final class PolicyState
         return Outcome.ok(ChangeResult.newBuilder().setSetVersion(setVersion).build());
     }
 
+    /**
+     * This region's leader moved its shares of regional policies. Not a change of the policy set
+     * (no listener is told, nothing is republished to SDKs) and not audited: it happens a few times
+     * a second; {@link #regionShares()} holds the result.
+     */
+    private Outcome regionShares(final PolicyCommand command)
+    {
+        final Map<String, Integer> next = new HashMap<>(regionShares);
+        for (final Map.Entry<String, Integer> share : command.getRegionShares().getSharePpmMap().entrySet())
+        {
+            if (share.getValue() < 0 || share.getValue() > 1_000_000)
+            {
+                return Outcome.invalid("a region's share is 0 to 1,000,000 millionths, was " + share.getValue() + " for " +
+                    share.getKey(), List.of());
+            }
+            next.put(share.getKey(), share.getValue());
+        }
+        regionShares = Map.copyOf(next);
+        return Outcome.ok(ChangeResult.newBuilder().setSetVersion(setVersion).build());
+    }
+
+    /** This region's shares (millionths) of regional policies, by policy id, as last committed; empty before any. */
+    public Map<String, Integer> regionShares()
+    {
+        return regionShares;
+    }
+
     private static String memberList(final List<Member> members)
     {
         final StringJoiner text = new StringJoiner(",");
@@ -1056,6 +1104,10 @@ public final class PolicyState
         {
             out.addOrdinals(OrdinalSlot.newBuilder().setId(slot.history().id).setShadow(slot.shadow()));
         }
+        if (!regionShares.isEmpty())
+        {
+            out.setRegionShares(RegionShares.newBuilder().putAllSharePpm(regionShares));
+        }
         return out.build();
     }
 
@@ -1087,7 +1139,7 @@ public final class PolicyState
         byId.clear();
         for (final PolicyHistory stored : snapshot.getHistoriesList())
         {
-            final History history = new History(stored.getId());
+            final History history = new History(stored.getId(), regions);
             stored.getVersionsList().forEach(history::add);
             byId.put(history.id, history);
         }
@@ -1099,6 +1151,7 @@ public final class PolicyState
         setVersion = snapshot.getSetVersion();
         bootstrapped = snapshot.getBootstrapped();
         exemptions.restoreFrom(snapshot);
+        regionShares = Map.copyOf(snapshot.getRegionShares().getSharePpmMap());
         clock = snapshot.getClock();
         if (withAudit)
         {

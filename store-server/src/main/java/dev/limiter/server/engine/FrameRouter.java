@@ -257,8 +257,9 @@ public final class FrameRouter
         work.stackFrom[entry] = work.partCount;
         work.stackCount[entry] = 0;
         addCompanions(work, decoder, entry, own);
-        if (!index.hasStacked())
+        if (!index.hasStacked() || own.regional())
         {
+            // A regional policy's request is decided against its region's share alone: not charged to stacked budgets.
             return null;
         }
         final int matched = index.matchStacked(decoder, scratch);

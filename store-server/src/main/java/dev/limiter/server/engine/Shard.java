@@ -62,6 +62,10 @@ public final class Shard implements Replication.DecidingShard
     /** Cluster mode only: the replication state and this shard's group commit. */
     private Replication replication;
     private ServerMetrics metrics;
+    /** Set before the shard decides anything when the node belongs to a region; null otherwise. */
+    private RegionalShares regional;
+    /** Retry-after told to a request the region's share cannot hold: the next exchange may move the share. */
+    private static final long REGION_SHARE_RETRY_NANOS = TimeUnit.SECONDS.toNanos(1);
     private ShardLog log;
 
     /** Decisions by policy ordinal, allowed and denied; written only by the owner thread. */
@@ -111,6 +115,12 @@ public final class Shard implements Replication.DecidingShard
             this.idleStrategy = null;
             this.runner = null;
         }
+    }
+
+    /** This node belongs to a region: regional policies are decided against its share ({@link RegionalShares}). */
+    public void regions(final RegionalShares shares)
+    {
+        this.regional = shares;
     }
 
     /** Cluster mode: decide only as the ready leader, record every decision for the log. */
@@ -283,6 +293,11 @@ public final class Shard implements Replication.DecidingShard
                     continue;
                 }
                 final CompiledPolicy policy = work.policy[i];
+                if (policy.regional() && regional != null)
+                {
+                    strict |= decideRegional(work, i, policy, now);
+                    continue;
+                }
                 final Limit limit = policy.limitOnShard(id, shardCount);
                 table.acquire(work.keys, work.keyOffset[i], work.keyLength[i], work.keyHash[i], policy.ordinal(),
                     limit, work.cost[i], now, decision);
@@ -325,11 +340,19 @@ public final class Shard implements Replication.DecidingShard
                 }
                 // A shadow spends its own bucket (replicated like any other) and is only counted.
                 final CompiledPolicy shadow = work.shadowPolicy[j];
+                final boolean regionalShadow = shadow.regional() && regional != null;
+                final Limit shadowLimit = regionalShadow ? regional.limit(shadow, id, shardCount) : shadow.limitOnShard(id, shardCount);
+                final long shadowCost = regionalShadow ? RegionalShares.costAtShare(work.shadowCost[j], regional.sharePpm(shadow), shadowLimit) :
+                    work.shadowCost[j];
+                if (shadowCost < 0)
+                {
+                    continue; // this region's share of the shadowed limit cannot hold the request: nothing to evaluate
+                }
                 table.acquire(work.keys, work.shadowKeyOffset[j], work.shadowKeyLength[j], work.shadowKeyHash[j], shadow.ordinal(),
-                    shadow.limitOnShard(id, shardCount), work.shadowCost[j], now, decision);
+                    shadowLimit, shadowCost, now, decision);
                 if (log != null)
                 {
-                    log.append(work.keys, work.shadowKeyOffset[j], work.shadowKeyLength[j], shadow.ordinal(), work.shadowCost[j], now);
+                    log.append(work.keys, work.shadowKeyOffset[j], work.shadowKeyLength[j], shadow.ordinal(), (int)shadowCost, now);
                 }
                 if (shadow.ordinal() >= allowedByPolicy.length())
                 {
@@ -665,6 +688,53 @@ public final class Shard implements Replication.DecidingShard
      *
      * @return the ordinal counted last for this request
      */
+    /**
+     * A request of a regional policy: charged {@link RegionalShares#costAtShare} of the limit as the
+     * region counts it, logged with that cost (a replica replays it whatever the share is then), and
+     * answered in requests (remaining and burst divided by what one request takes at this share).
+     *
+     * @return whether the policy is STRICT (the frame then waits for the commit)
+     */
+    private boolean decideRegional(final FrameWork work, final int i, final CompiledPolicy policy, final long now)
+    {
+        final int cost = work.cost[i];
+        final int share = regional.sharePpm(policy);
+        final Limit limit = regional.limit(policy, id, shardCount);
+        final long units = RegionalShares.costAtShare(cost, share, limit);
+        hotKeys.decided(work.keys, work.keyOffset[i], work.keyLength[i], work.keyHash[i], cost, now);
+        if (policy.ordinal() >= allowedByPolicy.length())
+        {
+            growCounters(policy.ordinal());
+        }
+        if (units < 0)
+        {
+            // This region's share cannot hold the request now: refused here, nothing charged or logged.
+            ResultCodec.putRecord(work.response, ResultCodec.recordOffset(work.frameStart, i), false, ReasonCode.RATE_LIMITED,
+                policy.ordinal(), 0, 0, REGION_SHARE_RETRY_NANOS, REGION_SHARE_RETRY_NANOS, policy.version(), policy.windowSeconds());
+            deniedByPolicy.lazySet(policy.ordinal(), deniedByPolicy.get(policy.ordinal()) + 1);
+            return false;
+        }
+        table.acquire(work.keys, work.keyOffset[i], work.keyLength[i], work.keyHash[i], policy.ordinal(), limit, units, now, decision);
+        boolean strict = false;
+        if (log != null)
+        {
+            log.append(work.keys, work.keyOffset[i], work.keyLength[i], policy.ordinal(), (int)units, now);
+            strict = policy.strict();
+        }
+        final long perRequest = Math.max(1, RegionalShares.costAtShare(1, share, limit));
+        ResultCodec.putRecord(work.response, ResultCodec.recordOffset(work.frameStart, i), decision.allowed(), decision.reason(),
+            policy.ordinal(), decision.remainingTokens() / perRequest, limit.burstTokens() / perRequest, decision.retryAfterNanos(),
+            decision.resetAfterNanos(), policy.version(), policy.windowSeconds());
+        final AtomicLongArray counter = decision.allowed() ? allowedByPolicy : deniedByPolicy;
+        counter.lazySet(policy.ordinal(), counter.get(policy.ordinal()) + 1);
+        countOverage(policy.ordinal(), decision.reason(), -1);
+        if (policy.routedToAnyShare(shardCount))
+        {
+            shareDecided(policy.ordinal(), decision.remainingTokens());
+        }
+        return strict;
+    }
+
     private int countOverage(final int ordinal, final ReasonCode reason, final int counted)
     {
         if (reason == ReasonCode.SOFT_OVERAGE && ordinal != counted)
@@ -753,6 +823,12 @@ public final class Shard implements Replication.DecidingShard
     {
         final AtomicLongArray counts = shadowDeniedByPolicy;
         return ordinal >= 0 && ordinal < counts.length() ? counts.get(ordinal) : 0;
+    }
+
+    /** Decisions asked of this ordinal on this shard, granted or not (read from any thread: what a region reports as demand). */
+    public long asked(final int ordinal)
+    {
+        return allowed(ordinal) + denied(ordinal);
     }
 
     long allowed(final int ordinal)

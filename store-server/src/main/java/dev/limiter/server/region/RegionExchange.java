@@ -1,0 +1,416 @@
+package dev.limiter.server.region;
+
+import com.google.protobuf.InvalidProtocolBufferException;
+import com.google.protobuf.util.JsonFormat;
+import com.google.protobuf.util.Timestamps;
+import dev.limiter.protocol.CompiledPolicy;
+import dev.limiter.protocol.Limit;
+import dev.limiter.protocol.policy.PolicyCommand;
+import dev.limiter.protocol.policy.RegionReport;
+import dev.limiter.protocol.policy.RegionShares;
+import dev.limiter.server.admin.AdminToken;
+import dev.limiter.server.admin.NodeStatus;
+import dev.limiter.server.control.PolicyControl;
+import dev.limiter.server.control.PolicyState;
+import dev.limiter.server.engine.RegionalShares;
+import dev.limiter.server.engine.Shard;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+
+/**
+ * This node's part in the regions' exchange (docs/regions.md). Every node answers
+ * {@code GET /region/v1/report} (with the exchange token) with its region's shares of the regional
+ * policies and the demand its own shards saw. The node that leads its region's control group also,
+ * a few times a slot, asks every node of the other regions for theirs, and moves its region's shares
+ * as {@link ShareAllocator} allows, through REGION_SHARES commands in its region's own log (so a new
+ * leader, or the region after a restart, goes on from the last committed shares). Nothing of this
+ * is on the request path: the shards read the shares as they are ({@link RegionalShares}); a region
+ * cut off from the others keeps deciding with the shares it has.
+ */
+public final class RegionExchange implements RegionalShares, AutoCloseable
+{
+    private static final Logger LOG = LoggerFactory.getLogger(RegionExchange.class);
+    private static final JsonFormat.Printer PRINTER = JsonFormat.printer().omittingInsignificantWhitespace();
+    private static final JsonFormat.Parser PARSER = JsonFormat.parser().ignoringUnknownFields();
+
+    private final RegionConfig config;
+    private final ShareAllocator allocator;
+    private final PolicyState state;
+    private final PolicyControl control;
+    private final List<Shard> shards;
+    private final BooleanSupplier leads;
+    private final HttpClient http;
+    private final ScheduledExecutorService ticker;
+    private final long tickMillis;
+
+    /** Shares proposed and not yet committed, by policy id: a lower one is decided with at once, a higher one reported at once. */
+    private final Map<String, Integer> pending = new ConcurrentHashMap<>();
+    /** Latest report heard from each address of another region (or of this one's other nodes). */
+    private final Map<String, Heard> heard = new ConcurrentHashMap<>();
+    private final Set<String> inFlight = ConcurrentHashMap.newKeySet();
+    /** This node's demand per regional policy id (decisions asked per second, smoothed over about a second). */
+    private final Map<String, Double> demand = new ConcurrentHashMap<>();
+    private final Map<Integer, Long> askedBefore = new HashMap<>();
+    private final Set<String> metered = ConcurrentHashMap.newKeySet();
+    private MeterRegistry registry;
+    private long measuredAt;
+
+    private record Heard(String region, RegionReport report, long receivedAtMillis)
+    {
+    }
+
+    /**
+     * @param leads whether this node leads its region's control group now (true for a single node)
+     */
+    public RegionExchange(final RegionConfig config, final PolicyState state, final PolicyControl control, final List<Shard> shards,
+        final BooleanSupplier leads)
+    {
+        this.config = config;
+        this.allocator = new ShareAllocator(config.region(), config.regions(), config.slotMillis(), config.guardMillis());
+        this.state = state;
+        this.control = control;
+        this.shards = List.copyOf(shards);
+        this.leads = leads;
+        this.tickMillis = Math.max(5, config.slotMillis() / 10);
+        this.http = HttpClient.newBuilder().connectTimeout(Duration.ofMillis(config.slotMillis())).build();
+        this.ticker = Executors.newSingleThreadScheduledExecutor(r ->
+        {
+            final Thread thread = new Thread(r, "region-exchange");
+            thread.setDaemon(true);
+            return thread;
+        });
+    }
+
+    /** Starts asking and moving shares, every tenth of a slot. */
+    public RegionExchange start()
+    {
+        measuredAt = System.nanoTime();
+        ticker.scheduleWithFixedDelay(this::tickSafely, tickMillis, tickMillis, TimeUnit.MILLISECONDS);
+        LOG.info("region {}: exchanging with {} every {} ms (slot {} ms, guard {} ms)", config.region(), config.peers(), tickMillis,
+            config.slotMillis(), config.guardMillis());
+        return this;
+    }
+
+    /** Registers the region meters (share, demand per regional policy; age of each region's last report). */
+    public void bind(final MeterRegistry meters)
+    {
+        this.registry = meters;
+        for (final String region : config.regions())
+        {
+            if (!region.equals(config.region()))
+            {
+                Gauge.builder("limiter.region.exchange.age", this, x -> x.reportAgeMillis(region) / 1000.0).baseUnit("seconds")
+                    .description("Since the newest report of that region's leader (its wall clock); grows while it is cut off")
+                    .tag("region", region).register(meters);
+            }
+        }
+    }
+
+    // ---------------------------------------------------------------- the shards' view
+
+    @Override
+    public int sharePpm(final CompiledPolicy policy)
+    {
+        return sharePpm(policy.id());
+    }
+
+    /** The share decided with: a lower one proposed counts from its proposal. */
+    int sharePpm(final String id)
+    {
+        final int committed = committed(id);
+        final Integer proposed = pending.get(id);
+        return proposed == null ? committed : Math.min(committed, proposed);
+    }
+
+    @Override
+    public Limit limit(final CompiledPolicy policy, final int shard, final int shards)
+    {
+        return state.rateIfKnown(policy.ordinal(), policy.version(), 0, shard);
+    }
+
+    private int committed(final String id)
+    {
+        final Integer share = state.regionShares().get(id);
+        return share == null ? allocator.initialShare() : share;
+    }
+
+    /** What the other regions are told this region may decide with: a share being raised counts from its proposal. */
+    int reportedShare(final String id)
+    {
+        final int committed = committed(id);
+        final Integer proposed = pending.get(id);
+        return proposed == null ? committed : Math.max(committed, proposed);
+    }
+
+    // ---------------------------------------------------------------- reports
+
+    /** {@code GET /region/v1/report}: this node's report, to a caller holding the exchange token. */
+    public NodeStatus.Answer report(final String authorization)
+    {
+        if (config.token() == null || !AdminToken.accepts(config.token(), authorization))
+        {
+            return new NodeStatus.Answer(401, "{\"error\":\"the region exchange needs 'Authorization: Bearer <region token>' " +
+                "(--region-token or $LIMITER_REGION_TOKEN, the same in every region)\"}\n");
+        }
+        final RegionReport.Builder report = RegionReport.newBuilder().setRegion(config.region()).setLeader(leads.getAsBoolean())
+            .setAt(Timestamps.fromMillis(System.currentTimeMillis()));
+        for (final CompiledPolicy policy : regionalPolicies())
+        {
+            report.putSharePpm(policy.id(), reportedShare(policy.id()));
+            report.putDemandPerSecond(policy.id(), demand.getOrDefault(policy.id(), 0.0));
+        }
+        try
+        {
+            return new NodeStatus.Answer(200, PRINTER.print(report) + "\n");
+        }
+        catch (final InvalidProtocolBufferException e)
+        {
+            return new NodeStatus.Answer(500, "{\"error\":\"" + e.getMessage() + "\"}\n");
+        }
+    }
+
+    private List<CompiledPolicy> regionalPolicies()
+    {
+        return state.index().policies().stream().filter(p -> p.regional() && !p.shadow()).toList();
+    }
+
+    private void ask()
+    {
+        for (final Map.Entry<String, List<String>> region : config.peers().entrySet())
+        {
+            for (final String address : region.getValue())
+            {
+                if (!inFlight.add(address))
+                {
+                    continue; // the previous question is still out
+                }
+                final HttpRequest request = HttpRequest.newBuilder(URI.create("http://" + address + "/region/v1/report"))
+                    .timeout(Duration.ofMillis(config.slotMillis())).header("Authorization", "Bearer " + config.token()).GET().build();
+                http.sendAsync(request, HttpResponse.BodyHandlers.ofString()).whenComplete((response, failure) ->
+                {
+                    inFlight.remove(address);
+                    if (failure != null || response.statusCode() != 200)
+                    {
+                        if (response != null && response.statusCode() == 401)
+                        {
+                            LOG.warn("region {}: {} refused the exchange token (is --region-token the same in every region?)",
+                                config.region(), address);
+                        }
+                        return;
+                    }
+                    try
+                    {
+                        final RegionReport.Builder report = RegionReport.newBuilder();
+                        PARSER.merge(response.body(), report);
+                        if (!report.getRegion().equals(region.getKey()))
+                        {
+                            LOG.warn("region {}: {} says it is in region '{}', configured as '{}'; its report is not used",
+                                config.region(), address, report.getRegion(), region.getKey());
+                            return;
+                        }
+                        heard.put(address, new Heard(region.getKey(), report.build(), System.currentTimeMillis()));
+                    }
+                    catch (final InvalidProtocolBufferException | RuntimeException e)
+                    {
+                        LOG.warn("region {}: unreadable report from {}: {}", config.region(), address, e.getMessage());
+                    }
+                });
+            }
+        }
+    }
+
+    /** The newest report of {@code region}'s leader, or null when none was heard. */
+    private RegionReport leaderReport(final String region)
+    {
+        RegionReport newest = null;
+        for (final Heard h : heard.values())
+        {
+            if (h.region().equals(region) && h.report().getLeader() &&
+                (newest == null || Timestamps.toMillis(h.report().getAt()) > Timestamps.toMillis(newest.getAt())))
+            {
+                newest = h.report();
+            }
+        }
+        return newest;
+    }
+
+    /** Milliseconds since the newest report of that region's leader was made (its clock), or -1 when none came yet. */
+    long reportAgeMillis(final String region)
+    {
+        final RegionReport report = leaderReport(region);
+        return report == null ? -1 : Math.max(0, System.currentTimeMillis() - Timestamps.toMillis(report.getAt()));
+    }
+
+    /** Demand of {@code region} for a policy: its nodes' reports of the last few slots, added up. */
+    private double regionDemand(final String region, final String id, final long now)
+    {
+        double sum = 0;
+        for (final Heard h : heard.values())
+        {
+            if (h.region().equals(region) && now - h.receivedAtMillis() <= 4 * config.slotMillis() * allocator.regions())
+            {
+                sum += h.report().getDemandPerSecondOrDefault(id, 0.0);
+            }
+        }
+        return sum;
+    }
+
+    // ---------------------------------------------------------------- the tick
+
+    private void tickSafely()
+    {
+        try
+        {
+            tick();
+        }
+        catch (final RuntimeException e)
+        {
+            LOG.warn("region {}: exchange step failed: {}", config.region(), e.toString());
+        }
+    }
+
+    private void tick()
+    {
+        ask();
+        final List<CompiledPolicy> regional = regionalPolicies();
+        measureDemand(regional);
+        final long now = System.currentTimeMillis();
+        // A proposal is settled once the log has it (or it failed): only then is the committed share what counts.
+        pending.entrySet().removeIf(p -> committed(p.getKey()) == p.getValue());
+        if (!leads.getAsBoolean())
+        {
+            pending.clear();
+            return;
+        }
+        final Map<String, Integer> proposals = new HashMap<>();
+        for (final CompiledPolicy policy : regional)
+        {
+            final String id = policy.id();
+            if (pending.containsKey(id))
+            {
+                continue;
+            }
+            final int committed = committed(id);
+            double own = demand.getOrDefault(id, 0.0);
+            final Map<String, ShareAllocator.PeerView> peers = new HashMap<>();
+            for (final String region : config.regions())
+            {
+                if (region.equals(config.region()))
+                {
+                    own += regionDemand(region, id, now); // this region's other nodes, when listed
+                    continue;
+                }
+                final RegionReport report = leaderReport(region);
+                if (report != null)
+                {
+                    peers.put(region, new ShareAllocator.PeerView(report.getSharePpmOrDefault(id, allocator.initialShare()),
+                        regionDemand(region, id, now), Timestamps.toMillis(report.getAt())));
+                }
+            }
+            final int next = allocator.next(now, allocator.floor(policy.source().getRegional().getMinSharePercent()), committed, own, peers);
+            if (next != committed)
+            {
+                proposals.put(id, next);
+            }
+        }
+        if (proposals.isEmpty())
+        {
+            return;
+        }
+        pending.putAll(proposals);
+        final PolicyCommand command = PolicyState.command("region:" + config.region(), now)
+            .setRegionShares(RegionShares.newBuilder().putAllSharePpm(proposals)).build();
+        control.submit(command).whenComplete((outcome, failure) ->
+        {
+            if (failure != null || outcome.status() != PolicyState.Status.OK)
+            {
+                proposals.forEach(pending::remove); // not in the log: the committed shares stand
+            }
+        });
+    }
+
+    private void measureDemand(final List<CompiledPolicy> regional)
+    {
+        final long at = System.nanoTime();
+        final double seconds = Math.max(1e-3, (at - measuredAt) / 1e9);
+        measuredAt = at;
+        final double alpha = Math.min(1.0, seconds); // about a second of memory
+        for (final CompiledPolicy policy : regional)
+        {
+            long asked = 0;
+            for (final Shard shard : shards)
+            {
+                asked += shard.asked(policy.ordinal());
+            }
+            final Long before = askedBefore.put(policy.ordinal(), asked);
+            final double rate = before == null ? 0 : Math.max(0, asked - before) / seconds;
+            demand.merge(policy.id(), alpha * rate, (old, add) -> old + alpha * (rate - old));
+            meter(policy.id());
+        }
+    }
+
+    private void meter(final String id)
+    {
+        if (registry != null && metered.add(id))
+        {
+            Gauge.builder("limiter.region.share", this, x -> x.sharePpm(id) / (double)ShareAllocator.WHOLE)
+                .description("This region's share of a regional policy's global limit (what it decides with: 0 to 1)")
+                .tag("policy", id).register(registry);
+            Gauge.builder("limiter.region.demand", this, x -> x.demand.getOrDefault(id, 0.0))
+                .description("Decisions per second this node was asked of a regional policy, smoothed over about a second")
+                .tag("policy", id).register(registry);
+        }
+    }
+
+    // ---------------------------------------------------------------- status
+
+    /** The region part of the node's status: {@code {"name":..,"leads":..,"shares":[..],"regions":[..]}}. */
+    public String statusJson()
+    {
+        final StringBuilder json = new StringBuilder("{\"name\":\"").append(config.region()).append("\",\"leads\":")
+            .append(leads.getAsBoolean()).append(",\"slotMs\":").append(config.slotMillis()).append(",\"shares\":[");
+        String sep = "";
+        for (final CompiledPolicy policy : regionalPolicies())
+        {
+            json.append(sep).append("{\"policy\":\"").append(policy.id()).append("\",\"share\":")
+                .append(String.format(Locale.ROOT, "%.4f", sharePpm(policy.id()) / (double)ShareAllocator.WHOLE))
+                .append(",\"demandPerSecond\":").append(String.format(Locale.ROOT, "%.1f", demand.getOrDefault(policy.id(), 0.0))).append('}');
+            sep = ",";
+        }
+        json.append("],\"regions\":[");
+        sep = "";
+        for (final String region : config.regions())
+        {
+            if (!region.equals(config.region()))
+            {
+                json.append(sep).append("{\"region\":\"").append(region).append("\",\"reportAgeMs\":").append(reportAgeMillis(region)).append('}');
+                sep = ",";
+            }
+        }
+        return json.append("]}").toString();
+    }
+
+    @Override
+    public void close()
+    {
+        ticker.shutdownNow();
+    }
+}
