@@ -122,6 +122,7 @@ class ArchitectureTest
     {
         layeredArchitecture().consideringOnlyDependenciesInLayers()
             .layer("node").definedBy("dev.limiter.server")
+            .layer("region").definedBy("dev.limiter.server.region..")
             .layer("admin").definedBy("dev.limiter.server.admin..")
             .layer("net").definedBy("dev.limiter.server.net..")
             .layer("engine").definedBy("dev.limiter.server.engine..")
@@ -130,12 +131,13 @@ class ArchitectureTest
             .layer("control").definedBy("dev.limiter.server.control..")
             .layer("table").definedBy("dev.limiter.server.table..")
             .whereLayer("node").mayNotBeAccessedByAnyLayer()
-            .whereLayer("admin").mayOnlyBeAccessedByLayers("node")
+            .whereLayer("region").mayOnlyBeAccessedByLayers("node")
+            .whereLayer("admin").mayOnlyBeAccessedByLayers("node", "region")
             .whereLayer("net").mayOnlyBeAccessedByLayers("node", "admin")
-            .whereLayer("engine").mayOnlyBeAccessedByLayers("node", "net")
+            .whereLayer("engine").mayOnlyBeAccessedByLayers("node", "region", "net")
             .whereLayer("metrics").mayOnlyBeAccessedByLayers("node", "admin", "net", "engine")
             .whereLayer("cluster").mayOnlyBeAccessedByLayers("node", "admin", "net", "engine", "metrics")
-            .whereLayer("control").mayOnlyBeAccessedByLayers("node", "admin", "net", "engine", "metrics", "cluster")
+            .whereLayer("control").mayOnlyBeAccessedByLayers("node", "region", "admin", "net", "engine", "metrics", "cluster")
             .whereLayer("table").mayOnlyBeAccessedByLayers("node", "admin", "net", "engine", "metrics", "cluster")
             .because("each package depends only on those below it (dev.limiter.server's package-info)").check(main);
     }

@@ -206,8 +206,48 @@ public final class StatusCommand implements Callable<Integer>
                 leadersPerNode.forEach((node, led) -> spread.append(' ').append(node).append('=').append(led));
                 System.out.println(spread);
             }
+            printRegion(answers);
         }
         return allAnswered ? 0 : 1;
+    }
+
+    private static final Pattern REGION = Pattern.compile("\"region\":\\{\"name\":\"([^\"]+)\",\"leads\":(true|false)," +
+        "\"slotMs\":(\\d+),\"shares\":\\[(.*?)\\],\"regions\":\\[(.*?)\\]\\}");
+    private static final Pattern SHARE = Pattern.compile("\"policy\":\"([^\"]+)\",\"share\":([0-9.]+),\"demandPerSecond\":([0-9.]+)");
+    private static final Pattern PEER = Pattern.compile("\"region\":\"([^\"]+)\",\"reportAgeMs\":(-?\\d+)");
+
+    /** The region the nodes belong to (docs/regions.md): its shares as its leader has them, and how old each other region's report is. */
+    private static void printRegion(final List<String> answers)
+    {
+        Matcher region = null;
+        String from = null;
+        for (final String answer : answers)
+        {
+            final Matcher m = answer == null ? null : REGION.matcher(answer);
+            if (m != null && m.find() && (region == null || m.group(2).equals("true")))
+            {
+                region = m;
+                from = text(answer, "id");
+            }
+        }
+        if (region == null)
+        {
+            return;
+        }
+        System.out.printf(Locale.ROOT, "%nREGION %s (shares as %s has them; a region may raise its shares every %d ms x regions)%n",
+            region.group(1), from, Long.parseLong(region.group(3)));
+        System.out.printf(Locale.ROOT, "%-24s %-8s %s%n", "REGIONAL POLICY", "SHARE", "DEMAND/S (this node)");
+        final Matcher share = SHARE.matcher(region.group(4));
+        while (share.find())
+        {
+            System.out.printf(Locale.ROOT, "%-24s %-8s %s%n", share.group(1), share.group(2), share.group(3));
+        }
+        final Matcher peer = PEER.matcher(region.group(5));
+        while (peer.find())
+        {
+            final long age = Long.parseLong(peer.group(2));
+            System.out.println("other region " + peer.group(1) + ": " + (age < 0 ? "never heard from" : "last report " + age + " ms ago"));
+        }
     }
 
     private String ask(final String hostPort)

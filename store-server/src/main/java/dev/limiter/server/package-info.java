@@ -6,6 +6,7 @@
  *
  * <p>The packages are layered; each depends only on packages below it:
  * <pre>
+ *   region    the regions' exchange: shares of regional policies
  *   admin     HTTP API, token
  *   net       data port: pipeline, frame decoding, the connection handler
  *   engine    routing a frame to shards, deciding, the shards' log writers

@@ -113,6 +113,8 @@ public final class RegionExchange implements RegionalShares, AutoCloseable
     public void bind(final MeterRegistry meters)
     {
         this.registry = meters;
+        Gauge.builder("limiter.region.info", () -> 1).description("The region this node belongs to (always 1; the region is the tag)")
+            .tag("region", config.region()).register(meters);
         for (final String region : config.regions())
         {
             if (!region.equals(config.region()))
