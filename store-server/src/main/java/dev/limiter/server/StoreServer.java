@@ -227,7 +227,7 @@ public final class StoreServer implements NodeStatus, AutoCloseable
         {
             final ReplicationGroups replicated = groups;
             regions = new RegionExchange(config.region(), policyState, control, shards,
-                replicated == null ? () -> true : () -> replicated.control().isLeader());
+                replicated == null ? () -> true : () -> replicated.control().isLeader(), replicated != null);
             shards.forEach(shard -> shard.regions(regions));
             regions.bind(metrics.registry());
             regions.start();

@@ -57,6 +57,8 @@ public final class RegionExchange implements RegionalShares, AutoCloseable
     private final PolicyControl control;
     private final List<Shard> shards;
     private final BooleanSupplier leads;
+    /** Whether committed shares outlive a restart (a cluster's log); a lone node's do not, so it starts from the floor. */
+    private final boolean persistent;
     private final HttpClient http;
     private final ScheduledExecutorService ticker;
     private final long tickMillis;
@@ -78,11 +80,15 @@ public final class RegionExchange implements RegionalShares, AutoCloseable
     }
 
     /**
-     * @param leads whether this node leads its region's control group now (true for a single node)
+     * @param leads      whether this node leads its region's control group now (true for a single node)
+     * @param persistent whether the region's committed shares survive a restart (a cluster: they are in its log); a
+     *                   region that forgets them starts every regional policy from its floor, never from an equal
+     *                   split it may not hold any more
      */
     public RegionExchange(final RegionConfig config, final PolicyState state, final PolicyControl control, final List<Shard> shards,
-        final BooleanSupplier leads)
+        final BooleanSupplier leads, final boolean persistent)
     {
+        this.persistent = persistent;
         this.config = config;
         this.allocator = new ShareAllocator(config.region(), config.regions(), config.slotMillis(), config.guardMillis());
         this.state = state;
@@ -128,17 +134,12 @@ public final class RegionExchange implements RegionalShares, AutoCloseable
 
     // ---------------------------------------------------------------- the shards' view
 
+    /** The share decided with: a lower one proposed counts from its proposal. */
     @Override
     public int sharePpm(final CompiledPolicy policy)
     {
-        return sharePpm(policy.id());
-    }
-
-    /** The share decided with: a lower one proposed counts from its proposal. */
-    int sharePpm(final String id)
-    {
-        final int committed = committed(id);
-        final Integer proposed = pending.get(id);
+        final int committed = committed(policy);
+        final Integer proposed = pending.get(policy.id());
         return proposed == null ? committed : Math.min(committed, proposed);
     }
 
@@ -148,17 +149,22 @@ public final class RegionExchange implements RegionalShares, AutoCloseable
         return state.rateIfKnown(policy.ordinal(), policy.version(), 0, shard);
     }
 
-    private int committed(final String id)
+    private int committed(final CompiledPolicy policy)
     {
-        final Integer share = state.regionShares().get(id);
-        return share == null ? allocator.initialShare() : share;
+        final Integer share = state.regionShares().get(policy.id());
+        return share != null ? share : persistent ? allocator.initialShare() : allocator.floor(minSharePercent(policy));
+    }
+
+    private static int minSharePercent(final CompiledPolicy policy)
+    {
+        return policy.source().getRegional().getMinSharePercent();
     }
 
     /** What the other regions are told this region may decide with: a share being raised counts from its proposal. */
-    int reportedShare(final String id)
+    int reportedShare(final CompiledPolicy policy)
     {
-        final int committed = committed(id);
-        final Integer proposed = pending.get(id);
+        final int committed = committed(policy);
+        final Integer proposed = pending.get(policy.id());
         return proposed == null ? committed : Math.max(committed, proposed);
     }
 
@@ -176,7 +182,7 @@ public final class RegionExchange implements RegionalShares, AutoCloseable
             .setAt(Timestamps.fromMillis(System.currentTimeMillis()));
         for (final CompiledPolicy policy : regionalPolicies())
         {
-            report.putSharePpm(policy.id(), reportedShare(policy.id()));
+            report.putSharePpm(policy.id(), reportedShare(policy));
             report.putDemandPerSecond(policy.id(), demand.getOrDefault(policy.id(), 0.0));
         }
         try
@@ -296,7 +302,8 @@ public final class RegionExchange implements RegionalShares, AutoCloseable
         measureDemand(regional);
         final long now = System.currentTimeMillis();
         // A proposal is settled once the log has it (or it failed): only then is the committed share what counts.
-        pending.entrySet().removeIf(p -> committed(p.getKey()) == p.getValue());
+        final Map<String, Integer> committedNow = state.regionShares();
+        pending.entrySet().removeIf(p -> p.getValue().equals(committedNow.get(p.getKey())));
         if (!leads.getAsBoolean())
         {
             pending.clear();
@@ -310,7 +317,7 @@ public final class RegionExchange implements RegionalShares, AutoCloseable
             {
                 continue;
             }
-            final int committed = committed(id);
+            final int committed = committed(policy);
             double own = demand.getOrDefault(id, 0.0);
             final Map<String, ShareAllocator.PeerView> peers = new HashMap<>();
             for (final String region : config.regions())
@@ -327,7 +334,7 @@ public final class RegionExchange implements RegionalShares, AutoCloseable
                         regionDemand(region, id, now), Timestamps.toMillis(report.getAt())));
                 }
             }
-            final int next = allocator.next(now, allocator.floor(policy.source().getRegional().getMinSharePercent()), committed, own, peers);
+            final int next = allocator.next(now, allocator.floor(minSharePercent(policy)), committed, own, peers);
             if (next != committed)
             {
                 proposals.put(id, next);
@@ -373,13 +380,26 @@ public final class RegionExchange implements RegionalShares, AutoCloseable
     {
         if (registry != null && metered.add(id))
         {
-            Gauge.builder("limiter.region.share", this, x -> x.sharePpm(id) / (double)ShareAllocator.WHOLE)
+            Gauge.builder("limiter.region.share", this, x -> x.shareOf(id) / (double)ShareAllocator.WHOLE)
                 .description("This region's share of a regional policy's global limit (what it decides with: 0 to 1)")
                 .tag("policy", id).register(registry);
             Gauge.builder("limiter.region.demand", this, x -> x.demand.getOrDefault(id, 0.0))
                 .description("Decisions per second this node was asked of a regional policy, smoothed over about a second")
                 .tag("policy", id).register(registry);
         }
+    }
+
+    /** The share decided with of the regional policy {@code id} in force, or 0 when there is none. */
+    private double shareOf(final String id)
+    {
+        for (final CompiledPolicy policy : regionalPolicies())
+        {
+            if (policy.id().equals(id))
+            {
+                return sharePpm(policy);
+            }
+        }
+        return 0;
     }
 
     // ---------------------------------------------------------------- status
@@ -393,7 +413,7 @@ public final class RegionExchange implements RegionalShares, AutoCloseable
         for (final CompiledPolicy policy : regionalPolicies())
         {
             json.append(sep).append("{\"policy\":\"").append(policy.id()).append("\",\"share\":")
-                .append(String.format(Locale.ROOT, "%.4f", sharePpm(policy.id()) / (double)ShareAllocator.WHOLE))
+                .append(String.format(Locale.ROOT, "%.4f", sharePpm(policy) / (double)ShareAllocator.WHOLE))
                 .append(",\"demandPerSecond\":").append(String.format(Locale.ROOT, "%.1f", demand.getOrDefault(policy.id(), 0.0))).append('}');
             sep = ",";
         }
