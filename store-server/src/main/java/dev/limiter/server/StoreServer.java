@@ -6,6 +6,7 @@ import dev.limiter.protocol.CompiledPolicy;
 import dev.limiter.protocol.ErrorCode;
 import dev.limiter.protocol.ErrorCodec;
 import dev.limiter.protocol.PolicySetIndex;
+import dev.limiter.protocol.Pem;
 import dev.limiter.protocol.PolicyValidationException;
 import dev.limiter.protocol.policy.Exemption;
 import dev.limiter.protocol.policy.HotKeyReport;
@@ -227,7 +228,8 @@ public final class StoreServer implements NodeStatus, AutoCloseable
         {
             final ReplicationGroups replicated = groups;
             regions = new RegionExchange(config.region(), policyState, control, shards,
-                replicated == null ? () -> true : () -> replicated.control().isLeader(), replicated != null);
+                replicated == null ? () -> true : () -> replicated.control().isLeader(), replicated != null,
+                config.tlsCert() == null ? null : Pem.context(config.tlsCert(), config.tlsKey(), config.tlsCa()));
             shards.forEach(shard -> shard.regions(regions));
             regions.bind(metrics.registry());
             regions.start();

@@ -3,6 +3,7 @@ package dev.limiter.server;
 import dev.limiter.client.Decision;
 import dev.limiter.client.Descriptor;
 import dev.limiter.client.LimiterClient;
+import dev.limiter.server.net.TlsClientAuth;
 import dev.limiter.server.region.RegionConfig;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -59,12 +60,43 @@ class RegionsTest
 
     private StoreServer region(final String name, final int port, final int admin, final String peers) throws Exception
     {
+        return region(name, port, admin, peers, null, null);
+    }
+
+    private StoreServer region(final String name, final int port, final int admin, final String peers, final TestCertificates pki,
+        final TestCertificates.Issued certificate) throws Exception
+    {
         final Path policies = Files.writeString(dir.resolve(name + ".json"), POLICIES);
-        final StoreServer node = new StoreServer(new ServerConfig().host("127.0.0.1").port(port).adminPort(admin).adminToken("admin-" + REGION_TOKEN)
+        final ServerConfig config = new ServerConfig().host("127.0.0.1").port(port).adminPort(admin).adminToken("admin-" + REGION_TOKEN)
             .shards(2).ioThreads(1).policiesFile(policies)
-            .region(RegionConfig.parse(name, peers, REGION_TOKEN, 100, 20))).start();
+            .region(RegionConfig.parse(name, peers, REGION_TOKEN, 100, 20));
+        if (pki != null)
+        {
+            config.tlsCert(certificate.certificate()).tlsKey(certificate.key()).tlsCa(pki.ca()).tlsClientAuth(TlsClientAuth.REQUIRE);
+        }
+        final StoreServer node = new StoreServer(config).start();
         open.add(node::close);
         return node;
+    }
+
+    @Test
+    void withTlsOnTheAdminPortsTheRegionsExchangeOverHttpsWithTheirNodesCertificates() throws Exception
+    {
+        final TestCertificates pki = new TestCertificates(dir.resolve("pki"), "regions");
+        final int[] data = ClusterPorts.free(2, 100);
+        final int[] admin = ClusterPorts.free(2, 100);
+        final StoreServer eu = region("eu", data[0], admin[0], "us=127.0.0.1:" + admin[1], pki, pki.issue("eu"));
+        region("us", data[1], admin[1], "eu=127.0.0.1:" + admin[0], pki, pki.issue("us"));
+        final long end = System.nanoTime() + 10_000_000_000L;
+        Matcher age;
+        do
+        {
+            Thread.sleep(50);
+            age = Pattern.compile("\"region\":\"us\",\"reportAgeMs\":(-?\\d+)").matcher(eu.statusJson());
+            assertTrue(age.find(), eu.statusJson());
+        }
+        while (Long.parseLong(age.group(1)) < 0 && System.nanoTime() < end);
+        assertTrue(Long.parseLong(age.group(1)) >= 0, "Europe heard from the US over HTTPS (client certificates required): " + eu.statusJson());
     }
 
     @Test

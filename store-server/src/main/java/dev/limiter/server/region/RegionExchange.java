@@ -34,6 +34,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
+import javax.net.ssl.SSLContext;
 
 /**
  * This node's part in the regions' exchange (docs/regions.md). Every node answers
@@ -59,6 +60,7 @@ public final class RegionExchange implements RegionalShares, AutoCloseable
     private final BooleanSupplier leads;
     /** Whether committed shares outlive a restart (a cluster's log); a lone node's do not, so it starts from the floor. */
     private final boolean persistent;
+    private final String scheme;
     private final HttpClient http;
     private final ScheduledExecutorService ticker;
     private final long tickMillis;
@@ -84,11 +86,14 @@ public final class RegionExchange implements RegionalShares, AutoCloseable
      * @param persistent whether the region's committed shares survive a restart (a cluster: they are in its log); a
      *                   region that forgets them starts every regional policy from its floor, never from an equal
      *                   split it may not hold any more
+     * @param tls        the node's TLS (its certificate as the client's, its CA to trust the other regions'
+     *                   admin ports, which then speak HTTPS too), or null: plain HTTP
      */
     public RegionExchange(final RegionConfig config, final PolicyState state, final PolicyControl control, final List<Shard> shards,
-        final BooleanSupplier leads, final boolean persistent)
+        final BooleanSupplier leads, final boolean persistent, final SSLContext tls)
     {
         this.persistent = persistent;
+        this.scheme = tls == null ? "http://" : "https://";
         this.config = config;
         this.allocator = new ShareAllocator(config.region(), config.regions(), config.slotMillis(), config.guardMillis());
         this.state = state;
@@ -96,7 +101,8 @@ public final class RegionExchange implements RegionalShares, AutoCloseable
         this.shards = List.copyOf(shards);
         this.leads = leads;
         this.tickMillis = Math.max(5, config.slotMillis() / 10);
-        this.http = HttpClient.newBuilder().connectTimeout(Duration.ofMillis(config.slotMillis())).build();
+        final HttpClient.Builder client = HttpClient.newBuilder().connectTimeout(Duration.ofMillis(config.slotMillis()));
+        this.http = (tls == null ? client : client.sslContext(tls)).build();
         this.ticker = Executors.newSingleThreadScheduledExecutor(r ->
         {
             final Thread thread = new Thread(r, "region-exchange");
@@ -210,13 +216,18 @@ public final class RegionExchange implements RegionalShares, AutoCloseable
                 {
                     continue; // the previous question is still out
                 }
-                final HttpRequest request = HttpRequest.newBuilder(URI.create("http://" + address + "/region/v1/report"))
+                final HttpRequest request = HttpRequest.newBuilder(URI.create(scheme + address + "/region/v1/report"))
                     .timeout(Duration.ofMillis(config.slotMillis())).header("Authorization", "Bearer " + config.token()).GET().build();
                 http.sendAsync(request, HttpResponse.BodyHandlers.ofString()).whenComplete((response, failure) ->
                 {
                     inFlight.remove(address);
                     if (failure != null || response.statusCode() != 200)
                     {
+                        if (failure != null && isTls(failure))
+                        {
+                            LOG.warn("region {}: TLS with {} failed ({}): do the regions' certificates name the addresses in " +
+                                "--region-peers, and does --tls-ca trust them?", config.region(), address, failure.getMessage());
+                        }
                         if (response != null && response.statusCode() == 401)
                         {
                             LOG.warn("region {}: {} refused the exchange token (is --region-token the same in every region?)",
@@ -243,6 +254,18 @@ public final class RegionExchange implements RegionalShares, AutoCloseable
                 });
             }
         }
+    }
+
+    private static boolean isTls(final Throwable failure)
+    {
+        for (Throwable t = failure; t != null; t = t.getCause())
+        {
+            if (t instanceof javax.net.ssl.SSLException)
+            {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** The newest report of {@code region}'s leader, or null when none was heard. */
