@@ -196,6 +196,7 @@ public final class PolicyState
     /** Replaced whole on every REGION_SHARES command: read by the region exchange and the shards without a lock. */
     private volatile Map<String, Integer> regionShares = Map.of();
     private final List<Runnable> listeners = new CopyOnWriteArrayList<>();
+    private final List<Runnable> regionSharesListeners = new CopyOnWriteArrayList<>();
     /** The latest command time applied: the cluster's wall clock as the log has seen it. */
     private Timestamp clock = Timestamp.getDefaultInstance();
 
@@ -352,6 +353,12 @@ public final class PolicyState
     }
 
     /** Runs after every change, on the thread that applied it. */
+    /** {@code listener} runs after every REGION_SHARES command applied and every restore (on the applying thread). */
+    public void onRegionShares(final Runnable listener)
+    {
+        regionSharesListeners.add(listener);
+    }
+
     public void onChange(final Runnable listener)
     {
         listeners.add(listener);
@@ -369,9 +376,9 @@ public final class PolicyState
             outcome = dispatch(command);
             notifyAll(); // decisions of other groups may wait for a version (awaitRate)
         }
-        if (outcome.status() == Status.OK && command.getChangeCase() != PolicyCommand.ChangeCase.REGION_SHARES)
+        if (outcome.status() == Status.OK)
         {
-            listeners.forEach(Runnable::run);
+            (command.getChangeCase() == PolicyCommand.ChangeCase.REGION_SHARES ? regionSharesListeners : listeners).forEach(Runnable::run);
         }
         return outcome;
     }
@@ -1130,6 +1137,7 @@ public final class PolicyState
             notifyAll();
         }
         listeners.forEach(Runnable::run);
+        regionSharesListeners.forEach(Runnable::run);
     }
 
     /** @param withAudit false: the audit trail stays as it is (the snapshot has none) */

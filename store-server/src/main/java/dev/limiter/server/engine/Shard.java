@@ -342,7 +342,7 @@ public final class Shard implements Replication.DecidingShard
                 final CompiledPolicy shadow = work.shadowPolicy[j];
                 final boolean regionalShadow = shadow.regional() && regional != null;
                 final Limit shadowLimit = regionalShadow ? regional.limit(shadow, id, shardCount) : shadow.limitOnShard(id, shardCount);
-                final long shadowCost = regionalShadow ? RegionalShares.costAtShare(work.shadowCost[j], regional.sharePpm(shadow), shadowLimit) :
+                final long shadowCost = regionalShadow ? RegionalShares.cost(work.shadowCost[j], regional.unitsPerToken(shadow), shadowLimit) :
                     work.shadowCost[j];
                 if (shadowCost < 0)
                 {
@@ -689,18 +689,18 @@ public final class Shard implements Replication.DecidingShard
      * @return the ordinal counted last for this request
      */
     /**
-     * A request of a regional policy: charged {@link RegionalShares#costAtShare} of the limit as the
+     * A request of a regional policy: charged {@link RegionalShares#cost} of the limit as the
      * region counts it, logged with that cost (a replica replays it whatever the share is then), and
-     * answered in requests (remaining and burst divided by what one request takes at this share).
+     * answered in tokens (remaining and burst divided by what one token takes at this share).
      *
      * @return whether the policy is STRICT (the frame then waits for the commit)
      */
     private boolean decideRegional(final FrameWork work, final int i, final CompiledPolicy policy, final long now)
     {
         final int cost = work.cost[i];
-        final int share = regional.sharePpm(policy);
+        final long perToken = regional.unitsPerToken(policy);
         final Limit limit = regional.limit(policy, id, shardCount);
-        final long units = RegionalShares.costAtShare(cost, share, limit);
+        final long units = RegionalShares.cost(cost, perToken, limit);
         hotKeys.decided(work.keys, work.keyOffset[i], work.keyLength[i], work.keyHash[i], cost, now);
         if (policy.ordinal() >= allowedByPolicy.length())
         {
@@ -721,9 +721,8 @@ public final class Shard implements Replication.DecidingShard
             log.append(work.keys, work.keyOffset[i], work.keyLength[i], policy.ordinal(), (int)units, now);
             strict = policy.strict();
         }
-        final long perRequest = Math.max(1, RegionalShares.costAtShare(1, share, limit));
         ResultCodec.putRecord(work.response, ResultCodec.recordOffset(work.frameStart, i), decision.allowed(), decision.reason(),
-            policy.ordinal(), decision.remainingTokens() / perRequest, limit.burstTokens() / perRequest, decision.retryAfterNanos(),
+            policy.ordinal(), decision.remainingTokens() / perToken, limit.burstTokens() / perToken, decision.retryAfterNanos(),
             decision.resetAfterNanos(), policy.version(), policy.windowSeconds());
         final AtomicLongArray counter = decision.allowed() ? allowedByPolicy : deniedByPolicy;
         counter.lazySet(policy.ordinal(), counter.get(policy.ordinal()) + 1);

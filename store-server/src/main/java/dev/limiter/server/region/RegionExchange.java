@@ -74,6 +74,8 @@ public final class RegionExchange implements RegionalShares, AutoCloseable
     private final Map<String, Double> demand = new ConcurrentHashMap<>();
     private final Map<Integer, Long> askedBefore = new HashMap<>();
     private final Set<String> metered = ConcurrentHashMap.newKeySet();
+    /** What one token costs now, by policy ordinal (0: not a regional policy in force): what the shards read. */
+    private volatile long[] unitsByOrdinal = new long[0];
     private MeterRegistry registry;
     private long measuredAt;
 
@@ -114,6 +116,9 @@ public final class RegionExchange implements RegionalShares, AutoCloseable
     /** Starts asking and moving shares, every tenth of a slot. */
     public RegionExchange start()
     {
+        state.onChange(this::publish);
+        state.onRegionShares(this::publish);
+        publish();
         measuredAt = System.nanoTime();
         ticker.scheduleWithFixedDelay(this::tickSafely, tickMillis, tickMillis, TimeUnit.MILLISECONDS);
         LOG.info("region {}: exchanging with {} every {} ms (slot {} ms, guard {} ms)", config.region(), config.peers(), tickMillis,
@@ -140,9 +145,37 @@ public final class RegionExchange implements RegionalShares, AutoCloseable
 
     // ---------------------------------------------------------------- the shards' view
 
-    /** The share decided with: a lower one proposed counts from its proposal. */
     @Override
-    public int sharePpm(final CompiledPolicy policy)
+    public long unitsPerToken(final CompiledPolicy policy)
+    {
+        final long[] byOrdinal = unitsByOrdinal;
+        final int ordinal = policy.ordinal();
+        final long units = ordinal < byOrdinal.length ? byOrdinal[ordinal] : 0;
+        return units != 0 ? units : RegionalShares.unitsPerToken(sharePpm(policy)); // not cached (a shadow, or just put)
+    }
+
+    /**
+     * Recomputes what the shards read: after every change of the committed shares, of the proposals
+     * or of the policy set, so a lower share counts from its proposal and nothing reads a stale one.
+     */
+    private synchronized void publish()
+    {
+        final List<CompiledPolicy> regional = regionalPolicies();
+        int size = 0;
+        for (final CompiledPolicy policy : regional)
+        {
+            size = Math.max(size, policy.ordinal() + 1);
+        }
+        final long[] byOrdinal = new long[size];
+        for (final CompiledPolicy policy : regional)
+        {
+            byOrdinal[policy.ordinal()] = RegionalShares.unitsPerToken(sharePpm(policy));
+        }
+        unitsByOrdinal = byOrdinal;
+    }
+
+    /** The share decided with: a lower one proposed counts from its proposal. */
+    int sharePpm(final CompiledPolicy policy)
     {
         final int committed = committed(policy);
         final Integer proposed = pending.get(policy.id());
@@ -330,6 +363,7 @@ public final class RegionExchange implements RegionalShares, AutoCloseable
         if (!leads.getAsBoolean())
         {
             pending.clear();
+            publish();
             return;
         }
         final Map<String, Integer> proposals = new HashMap<>();
@@ -365,9 +399,11 @@ public final class RegionExchange implements RegionalShares, AutoCloseable
         }
         if (proposals.isEmpty())
         {
+            publish();
             return;
         }
         pending.putAll(proposals);
+        publish(); // a lower share counts from now on
         final PolicyCommand command = PolicyState.command("region:" + config.region(), now)
             .setRegionShares(RegionShares.newBuilder().putAllSharePpm(proposals)).build();
         control.submit(command).whenComplete((outcome, failure) ->
@@ -375,6 +411,7 @@ public final class RegionExchange implements RegionalShares, AutoCloseable
             if (failure != null || outcome.status() != PolicyState.Status.OK)
             {
                 proposals.forEach(pending::remove); // not in the log: the committed shares stand
+                publish();
             }
         });
     }
