@@ -32,8 +32,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /**
  * Two regions (one node each, real sockets) sharing a regional policy of 100/s: each decides
  * locally against its share, the shares follow the load through the exchange, the two together
- * stay within the bound of docs/regions.md, the exchange refuses a caller without its token, and a
- * region cut off keeps deciding with the share it has.
+ * stay within the bound of docs/regions.md, the exchange refuses a caller without its token, a
+ * region cut off keeps deciding with the share it has, and the exchange resumes when it is back.
  */
 @Timeout(120)
 class RegionsTest
@@ -155,6 +155,22 @@ class RegionsTest
         assertEquals(before, share(eu), 1e-9, "no raise while the other region is unreachable");
         assertTrue(cut.granted.get() > 0 && cut.local.get() == 0, "still deciding: " + cut.granted.get());
         assertTrue(cut.granted.get() <= RATE * before * 2 + RATE * before + 2, "at its share: " + cut.granted.get());
+
+        // The US comes back (restarted: a lone node keeps its shares in memory, so it starts from its floor, 5%); the
+        // exchange resumes, and the two never hold more than the whole.
+        final StoreServer back = region("us", data[1], admin[1], "eu=127.0.0.1:" + admin[0]);
+        assertEquals(0.05, share(back), 1e-9, "a restarted lone node starts from its floor");
+        final long end = System.nanoTime() + 10_000_000_000L;
+        long age = -1;
+        while ((age < 0 || age > 1000) && System.nanoTime() < end)
+        {
+            Thread.sleep(50);
+            final Matcher m = Pattern.compile("\"region\":\"us\",\"reportAgeMs\":(-?\\d+)").matcher(eu.statusJson());
+            assertTrue(m.find());
+            age = Long.parseLong(m.group(1));
+            assertTrue(share(eu) + share(back) <= 1.0 + 1e-9, share(eu) + " + " + share(back));
+        }
+        assertTrue(age >= 0 && age <= 1000, "Europe hears from the US again: " + eu.statusJson());
     }
 
     private LimiterClient client(final StoreServer node)
