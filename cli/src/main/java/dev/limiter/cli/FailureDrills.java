@@ -24,8 +24,6 @@ import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.locks.LockSupport;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 
 /**
  * The drills that stop nodes: {@code leader-kill} (SIGKILL of the leader's process under STRICT and
@@ -312,8 +310,8 @@ final class FailureDrills
                 return null;
             }
             final String json = answer.text();
-            return new Status(text(json, "id"), text(json, "address"), number(json, "pid"), text(json, "role"),
-                text(json, "leaderAddress"), number(json, "appliedIndex"));
+            return new Status(text(json, "id"), text(json, "address"), StatusCommand.number(json, "pid"), text(json, "role"),
+                text(json, "leaderAddress"), StatusCommand.number(json, "appliedIndex"));
         }
         catch (final IOException | RuntimeException e)
         {
@@ -323,14 +321,8 @@ final class FailureDrills
 
     private static String text(final String json, final String name)
     {
-        final Matcher m = Pattern.compile("\"" + name + "\":\"([^\"]*)\"").matcher(json);
-        return m.find() ? m.group(1) : "";
-    }
-
-    private static long number(final String json, final String name)
-    {
-        final Matcher m = Pattern.compile("\"" + name + "\":(-?\\d+)").matcher(json);
-        return m.find() ? Long.parseLong(m.group(1)) : -1;
+        final String value = StatusCommand.text(json, name);
+        return value.equals("-") ? "" : value;
     }
 
     /** The node that leads (the control group, which with one group is every shard's). */

@@ -274,13 +274,15 @@ public final class StatusCommand implements Callable<Integer>
         return lag;
     }
 
-    private static long number(final String json, final String name)
+    /** A number field of a STATUS answer, or -1. */
+    static long number(final String json, final String name)
     {
         final Matcher m = Pattern.compile("\"" + name + "\":(-?\\d+)").matcher(json);
         return m.find() ? Long.parseLong(m.group(1)) : -1;
     }
 
-    private static String text(final String json, final String name)
+    /** A text field of a STATUS answer, or "-". */
+    static String text(final String json, final String name)
     {
         final Matcher m = Pattern.compile("\"" + name + "\":\"([^\"]*)\"").matcher(json);
         return m.find() ? m.group(1) : "-";

@@ -228,7 +228,9 @@ public final class StoreServer implements NodeStatus, AutoCloseable
         {
             final ReplicationGroups replicated = groups;
             regions = new RegionExchange(config.region(), policyState, control, shards,
-                replicated == null ? () -> true : () -> replicated.control().isLeader(), replicated != null,
+                // A leader counts once ready: it has applied every entry of earlier terms (a raise proposed by the
+                // leader before it included), so its first report already holds whatever that leader had proposed.
+                replicated == null ? () -> true : () -> replicated.control().canDecide(), replicated != null,
                 config.tlsCert() == null ? null : Pem.context(config.tlsCert(), config.tlsKey(), config.tlsCa()));
             shards.forEach(shard -> shard.regions(regions));
             regions.bind(metrics.registry());

@@ -316,6 +316,25 @@ public final class RegionExchange implements RegionalShares, AutoCloseable
         return newest;
     }
 
+    /**
+     * The most any node of {@code region} that says it leads claimed of a policy in its reports of the
+     * last two rounds of slots: two nodes may both say so for a moment (a leader deposed and not yet
+     * aware of it), and the larger claim is the safe one to leave room for.
+     */
+    private int claimedShare(final String region, final String id, final long newestAt)
+    {
+        int most = -1;
+        for (final Heard h : heard.values())
+        {
+            if (h.region().equals(region) && h.report().getLeader() &&
+                newestAt - Timestamps.toMillis(h.report().getAt()) <= 2 * config.slotMillis() * allocator.regions())
+            {
+                most = Math.max(most, h.report().getSharePpmOrDefault(id, allocator.initialShare()));
+            }
+        }
+        return most;
+    }
+
     /** Milliseconds since the newest report of that region's leader was made (its clock), or -1 when none came yet. */
     long reportAgeMillis(final String region)
     {
@@ -387,8 +406,8 @@ public final class RegionExchange implements RegionalShares, AutoCloseable
                 final RegionReport report = leaderReport(region);
                 if (report != null)
                 {
-                    peers.put(region, new ShareAllocator.PeerView(report.getSharePpmOrDefault(id, allocator.initialShare()),
-                        regionDemand(region, id, now), Timestamps.toMillis(report.getAt())));
+                    final long at = Timestamps.toMillis(report.getAt());
+                    peers.put(region, new ShareAllocator.PeerView(claimedShare(region, id, at), regionDemand(region, id, now), at));
                 }
             }
             final int next = allocator.next(now, allocator.floor(minSharePercent(policy)), committed, own, peers);
