@@ -10,6 +10,7 @@ import dev.limiter.envoy.GatewayMetrics;
 import dev.limiter.envoy.RlsServer;
 import dev.limiter.server.ClusterPorts;
 import dev.limiter.server.ServerConfig;
+import dev.limiter.server.region.RegionConfig;
 import dev.limiter.server.StoreServer;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Assumptions;
@@ -60,6 +61,7 @@ class PrometheusAssetsTest
     private static final String POLICIES = "{\"version\":1,\"policies\":[" +
         "{\"id\":\"tight\",\"selector\":{\"route\":\"/tight\"},\"rate\":1,\"period\":\"3600s\",\"burst\":2,\"owner\":\"t\"}," +
         "{\"id\":\"tight-shadow\",\"selector\":{\"route\":\"/tight\"},\"rate\":1,\"period\":\"3600s\",\"burst\":1,\"mode\":\"SHADOW\",\"owner\":\"t\"}," +
+        "{\"id\":\"global-orders\",\"selector\":{\"route\":\"/global\"},\"rate\":100,\"scope\":\"GLOBAL\",\"owner\":\"t\",\"regional\":{}}," +
         "{\"id\":\"edge\",\"selector\":{\"envoy\":{\"domain\":\"edge\",\"entries\":[{\"key\":\"remote_address\"}]}},\"rate\":100,\"owner\":\"t\"}" +
         "],\"defaultPolicy\":{\"id\":\"baseline\",\"rate\":1000,\"owner\":\"t\"}}";
 
@@ -120,7 +122,7 @@ class PrometheusAssetsTest
     void theAlertRulesPassPromtoolsCheckAndTheirOwnUnitTests() throws Exception
     {
         final Path promtool = tool("promtool");
-        assertTrue(run(OPS.resolve("prometheus"), promtool.toString(), "check", "rules", "limiter-rules.yml").contains("SUCCESS: 13 rules found"));
+        assertTrue(run(OPS.resolve("prometheus"), promtool.toString(), "check", "rules", "limiter-rules.yml").contains("SUCCESS: 14 rules found"));
         assertTrue(run(OPS.resolve("prometheus"), promtool.toString(), "test", "rules", "limiter-rules.test.yml").contains("SUCCESS"));
         run(OPS.resolve("prometheus"), promtool.toString(), "check", "config", "prometheus-local.yml");
     }
@@ -192,7 +194,7 @@ class PrometheusAssetsTest
                 assertEquals("ok", rule.getAsJsonObject().get("health").getAsString(), rule.toString());
             }
         }
-        assertEquals(13, count);
+        assertEquals(14, count);
     }
 
     /** Decisions of every kind the dashboard shows: allowed, denied, shadow would-deny, Envoy's, and one the SDK decides locally. */
@@ -205,6 +207,10 @@ class PrometheusAssetsTest
         for (int i = 0; i < 4; i++)
         {
             client.acquireBlocking(Descriptor.of("acme", "/tight"), 1);
+        }
+        for (int i = 0; i < 10; i++)
+        {
+            client.acquireBlocking(Descriptor.of("acme", "/global"), 1); // a regional policy: the region panels
         }
         client.acquireBlocking(Descriptor.builder().method("ENVOY").route("/envoy/_edge/_remote%5Faddress/_10.0.0.1").tenant("e:10.0.0.1").build(), 1);
         // No node answers within a microsecond (mostly: a quick answer may beat the SDK's timer): the SDK decides on its own.
@@ -220,6 +226,7 @@ class PrometheusAssetsTest
     private List<String> startCluster() throws Exception
     {
         final int[] ports = ClusterPorts.free(3, RAFT_OFFSET);
+        final int unreachable = ClusterPorts.free(1, 0)[0]; // nothing listens there
         final Map<String, InetSocketAddress> peers = new LinkedHashMap<>();
         for (int i = 0; i < 3; i++)
         {
@@ -231,6 +238,8 @@ class PrometheusAssetsTest
         {
             final StoreServer node = new StoreServer(new ServerConfig().host("127.0.0.1").port(peers.get(id).getPort()).adminPort(0)
                 .adminToken(TOKEN).shards(2).ioThreads(1).policiesFile(policies).nodeId(id).peers(peers).raftPortOffset(RAFT_OFFSET)
+                // A region whose other region is never reached: the region panels have data, its report age is NaN.
+                .region(RegionConfig.parse("eu", "us=127.0.0.1:" + unreachable, TOKEN, 250, 50))
                 .dataDir(dir.resolve(id))).start();
             running.add(node);
             addresses.add("127.0.0.1:" + node.port() + "|127.0.0.1:" + node.adminPort());

@@ -136,8 +136,12 @@ public final class RegionExchange implements RegionalShares, AutoCloseable
         {
             if (!region.equals(config.region()))
             {
-                Gauge.builder("limiter.region.exchange.age", this, x -> x.reportAgeMillis(region) / 1000.0).baseUnit("seconds")
-                    .description("Since the newest report of that region's leader (its wall clock); grows while it is cut off")
+                Gauge.builder("limiter.region.exchange.age", this, x ->
+                    {
+                        final long age = x.reportAgeMillis(region);
+                        return age < 0 ? Double.NaN : age / 1000.0;
+                    }).baseUnit("seconds")
+                    .description("Since the newest report of that region's leader (its wall clock; NaN before the first); grows while it is cut off")
                     .tag("region", region).register(meters);
             }
         }
