@@ -464,11 +464,6 @@ public final class DrillCommand implements Callable<Integer>
         /** From the call to its answer (the latency above counts from when the call was due, which a late caller adds to). */
         final Histogram callTime = new Histogram(60 * SECOND, 2);
 
-        synchronized void record(final long nanos)
-        {
-            latency.recordValue(Math.min(nanos, 60 * SECOND));
-        }
-
         synchronized void record(final long fromDue, final long fromCall)
         {
             latency.recordValue(Math.min(fromDue, 60 * SECOND));

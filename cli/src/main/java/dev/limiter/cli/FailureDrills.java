@@ -24,6 +24,7 @@ import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.locks.LockSupport;
+import java.util.function.LongSupplier;
 
 /**
  * The drills that stop nodes: {@code leader-kill} (SIGKILL of the leader's process under STRICT and
@@ -410,7 +411,7 @@ final class FailureDrills
     }
 
     /** Runs the traffic on a thread of its own (not the common pool, which a small machine may not have). */
-    private static CompletableFuture<Long> traffic(final java.util.function.LongSupplier drive)
+    private static CompletableFuture<Long> traffic(final LongSupplier drive)
     {
         final CompletableFuture<Long> done = new CompletableFuture<>();
         final Thread thread = new Thread(() ->

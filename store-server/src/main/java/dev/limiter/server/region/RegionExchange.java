@@ -35,6 +35,7 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 import javax.net.ssl.SSLContext;
+import javax.net.ssl.SSLException;
 
 /**
  * This node's part in the regions' exchange (docs/regions.md). Every node answers
@@ -297,7 +298,7 @@ public final class RegionExchange implements RegionalShares, AutoCloseable
     {
         for (Throwable t = failure; t != null; t = t.getCause())
         {
-            if (t instanceof javax.net.ssl.SSLException)
+            if (t instanceof SSLException)
             {
                 return true;
             }
