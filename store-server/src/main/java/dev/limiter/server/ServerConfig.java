@@ -37,6 +37,15 @@ public final class ServerConfig
     /** A member's Raft port is its data port plus this. */
     public static final int DEFAULT_RAFT_PORT_OFFSET = 100;
 
+    /**
+     * Least time, in microseconds, between a Raft group's log entries that carry FAST decisions
+     * only: at light load, fewer and fuller entries for the same decisions (a FAST caller does not
+     * wait for its entry).
+     */
+    public static final long DEFAULT_FAST_LINGER_MICROS = 5_000;
+    /** The longest FAST linger accepted, in microseconds: beyond it the uncommitted window grows for little. */
+    public static final long MAX_FAST_LINGER_MICROS = 100_000;
+
     /** Data-plane connections served at once; more are refused with ERROR OVERLOADED. */
     public static final int DEFAULT_MAX_CONNECTIONS = 10_000;
     /** A data-plane connection that sends nothing for this long is closed (SDKs ping well within it). */
@@ -54,6 +63,7 @@ public final class ServerConfig
     private Path policiesFile;
     private int shards = DEFAULT_SHARDS;
     private int raftGroups = 1;
+    private long fastLingerMicros = DEFAULT_FAST_LINGER_MICROS;
     private RegionConfig region;
     private long snapshotEveryEntries = RaftNodeConfig.DEFAULT_SNAPSHOT_EVERY_ENTRIES;
     private int logSegmentBytes = RaftNodeConfig.DEFAULT_LOG_SEGMENT_BYTES;
@@ -121,6 +131,8 @@ public final class ServerConfig
             require(!shardThreads, "--shard-threads is not supported in a cluster: shards live on the event loops");
             require(raftGroups >= 1 && raftGroups <= shards,
                 "--raft-groups must be 1 to --shards (" + shards + "): each group owns at least one shard; was " + raftGroups);
+            require(fastLingerMicros >= 0 && fastLingerMicros <= MAX_FAST_LINGER_MICROS,
+                "--fast-linger-ms must be 0 to " + MAX_FAST_LINGER_MICROS / 1000 + " ms, was " + fastLingerMicros / 1000.0 + " ms");
             require(raftPortOffset > 0 && raftPortOffset < 10000, "raft port offset must be 1 to 9999, was " + raftPortOffset);
             require(snapshotEveryEntries >= 1, "snapshots must come every 1 or more log entries, was " + snapshotEveryEntries);
             require(logSegmentBytes >= 1024, "a Raft log segment must be at least 1 KiB, was " + logSegmentBytes + " bytes");
@@ -208,6 +220,18 @@ public final class ServerConfig
     public int raftGroups()
     {
         return raftGroups;
+    }
+
+    /** Least time, in microseconds, between a Raft group's log entries that carry FAST decisions only (0: none). */
+    public long fastLingerMicros()
+    {
+        return fastLingerMicros;
+    }
+
+    public ServerConfig fastLingerMicros(final long fastLingerMicros)
+    {
+        this.fastLingerMicros = fastLingerMicros;
+        return this;
     }
 
     /** The region this node belongs to and how it reaches the others, or null (no regions: regional policies are whole). */

@@ -45,6 +45,12 @@ public final class ServerMain implements Callable<Integer>
             "so N is at most --shards. Every member must run the same N for the life of its data (default: ${DEFAULT-VALUE}).")
     int raftGroups = 1;
 
+    @Option(names = "--fast-linger-ms", paramLabel = "MS",
+        description = "Cluster: least time between two log entries of a Raft group that carry FAST decisions only, so that light load " +
+            "makes fewer, fuller entries; FAST callers never wait for it, STRICT ones skip it. 0 to 100, fractions allowed " +
+            "(default: ${DEFAULT-VALUE}).")
+    double fastLingerMillis = ServerConfig.DEFAULT_FAST_LINGER_MICROS / 1000.0;
+
     @Option(names = "--region", paramLabel = "NAME",
         description = "The region this node (and its whole cluster) belongs to: regional policies are decided against this region's " +
             "share of their global limit, moved toward demand with the other regions (docs/regions.md). Every member of a " +
@@ -143,6 +149,7 @@ public final class ServerMain implements Callable<Integer>
     {
         final ServerConfig config = new ServerConfig()
             .host(host).port(port).adminPort(adminPort).policiesFile(policies).shards(shards).raftGroups(raftGroups).ioThreads(ioThreads)
+            .fastLingerMicros(Double.isNaN(fastLingerMillis) ? -1 : Math.round(fastLingerMillis * 1000))
             .maxBucketsPerShard(maxBuckets).keyArenaBytesPerShard(keyArenaBytes).maxFrameBytes(maxFrameBytes)
             .preferEpoll(!nio).preferIoUring(ioUring).shardThreads(shardThreads).nodeId(nodeId).raftPortOffset(raftPortOffset).dataDir(dataDir).joining(join).adminToken(adminToken)
             .maxConnections(maxConnections).idleTimeoutMillis(idleTimeoutMillis).frameTimeoutMillis(frameTimeoutMillis)

@@ -335,7 +335,8 @@ public final class StoreServer implements NodeStatus, AutoCloseable
             .tls(config.tlsCert(), config.tlsKey(), config.tlsCa())
             .prefaceTimeoutMillis(config.frameTimeoutMillis())
             .refusals(reason -> metrics.refused("raft", reason)),
-            committed, config.raftGroups(), policyState, config.peers(), config.raftPortOffset());
+            committed, config.raftGroups(), policyState, config.peers(), config.raftPortOffset(),
+            TimeUnit.MICROSECONDS.toNanos(config.fastLingerMicros()));
         groups.control().bootstrapWith(seedCommand());
         for (final Replication group : groups.all())
         {

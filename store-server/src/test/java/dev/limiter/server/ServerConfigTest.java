@@ -28,6 +28,18 @@ class ServerConfigTest
     }
 
     @Test
+    void aFastLingerOutsideZeroToAHundredMillisecondsIsRefusedNamingTheRange()
+    {
+        final IllegalArgumentException negative = assertThrows(IllegalArgumentException.class,
+            () -> member(2, 1).fastLingerMicros(-500).validate());
+        assertTrue(negative.getMessage().contains("--fast-linger-ms must be 0 to 100 ms") && negative.getMessage().contains("was -0.5 ms"),
+            negative.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> member(2, 1).fastLingerMicros(100_001).validate());
+        assertEquals(0, member(2, 1).fastLingerMicros(0).validate().fastLingerMicros());
+        assertEquals(ServerConfig.DEFAULT_FAST_LINGER_MICROS, member(2, 1).validate().fastLingerMicros());
+    }
+
+    @Test
     void ioUringAndNioTogetherAreRefusedSayingToKeepOne()
     {
         final IllegalArgumentException e = assertThrows(IllegalArgumentException.class,

@@ -75,9 +75,10 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, PolicyLo
 
     /**
      * @param group the node's Raft group this replication is for; {@code buckets} is its state machine
+     * @param fastLingerNanos least time, in nanoseconds, between decision entries that carry FAST decisions only
      */
     public Replication(final RaftNode node, final int group, final ReplicatedBuckets buckets,
-        final Map<String, InetSocketAddress> dataAddresses, final int raftPortOffset)
+        final Map<String, InetSocketAddress> dataAddresses, final int raftPortOffset, final long fastLingerNanos)
     {
         this.raftPortOffset = raftPortOffset;
         this.leaseNanos = TimeUnit.MILLISECONDS.toNanos(node.config().leaseMillis());
@@ -85,7 +86,7 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, PolicyLo
         this.member = node.group(group);
         this.name = node.groupCount() == 1 ? node.nodeId() : node.nodeId() + " group " + group;
         this.buckets = buckets;
-        this.submitter = new LogSubmitter(member::submit, "limiter-log-submit-" + group);
+        this.submitter = new LogSubmitter(member::submit, "limiter-log-submit-" + group, fastLingerNanos, System::nanoTime);
         this.dataAddresses = dataAddresses;
         buckets.syncTarget(this);
         member.addLeaderListener((id, self) ->

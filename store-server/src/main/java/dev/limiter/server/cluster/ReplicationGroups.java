@@ -36,9 +36,10 @@ public final class ReplicationGroups implements AutoCloseable
     /**
      * @param committed every shard's committed table, by shard id
      * @param groupCount how many Raft groups (1 to the number of shards)
+     * @param fastLingerNanos least time, in nanoseconds, between a group's decision entries that carry FAST decisions only
      */
     public ReplicationGroups(final RaftNodeConfig raft, final BucketTable[] committed, final int groupCount, final PolicyState policies,
-        final Map<String, InetSocketAddress> dataAddresses, final int raftPortOffset)
+        final Map<String, InetSocketAddress> dataAddresses, final int raftPortOffset, final long fastLingerNanos)
     {
         if (groupCount < 1 || groupCount > committed.length)
         {
@@ -58,7 +59,7 @@ public final class ReplicationGroups implements AutoCloseable
         final List<Replication> replications = new ArrayList<>();
         for (int g = 0; g < groupCount; g++)
         {
-            replications.add(new Replication(node, g, machines.get(g), dataAddresses, raftPortOffset));
+            replications.add(new Replication(node, g, machines.get(g), dataAddresses, raftPortOffset, fastLingerNanos));
         }
         this.groups = Collections.unmodifiableList(replications);
     }

@@ -11,6 +11,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -84,7 +85,12 @@ class LogSubmitterTest
     /** Nothing more reaches the log: checked after a round trip through the submitter's thread. */
     private void nothingMoreSent() throws Exception
     {
-        submitter.submit(n -> ByteBuffer.allocate(0));
+        nothingMoreSent(submitter);
+    }
+
+    private void nothingMoreSent(final LogSubmitter from) throws Exception
+    {
+        from.submit(n -> ByteBuffer.allocate(0));
         final Sent probe = next();
         assertEquals(0, probe.entry().remaining(), "a decision entry went out beyond the limit");
         probe.commit().complete(ByteBuffer.allocate(0));
@@ -169,6 +175,82 @@ class LogSubmitterTest
         fast.commit().complete(ByteBuffer.allocate(0));
         assertEquals(2, shards(next().entry()).size());
         nothingMoreSent();
+    }
+
+    /** A submitter with a 5 ms FAST linger on a clock the test moves. */
+    private LogSubmitter lingering(final AtomicLong clock)
+    {
+        return new LogSubmitter(entry ->
+        {
+            final CompletableFuture<ByteBuffer> commit = new CompletableFuture<>();
+            log.add(new Sent(entry, commit));
+            return commit;
+        }, "test-log-linger", TimeUnit.MILLISECONDS.toNanos(5), clock::get);
+    }
+
+    @Test
+    void aFastOnlyEntryWaitsUntilTheLingerHasPassedSinceThePreviousEntryLeft() throws Exception
+    {
+        final AtomicLong clock = new AtomicLong();
+        final LogSubmitter lingering = lingering(clock);
+        try
+        {
+            lingering.offer(batch(0, 1, false, 4));
+            next().commit().complete(ByteBuffer.allocate(0)); // the first entry goes at once
+
+            final ShardBatch second = batch(1, 2, false, 4);
+            lingering.offer(second);
+            clock.set(TimeUnit.MILLISECONDS.toNanos(4));
+            lingering.offer(batch(2, 3, false, 4));
+            nothingMoreSent(lingering); // committed, nothing in flight, but 4 ms < 5 ms since the first left
+            assertEquals(ShardBatch.NOT_SUBMITTED, second.submission());
+
+            clock.set(TimeUnit.MILLISECONDS.toNanos(5));
+            final Sent both = next(); // the wake-up at the linger's end sends what piled up, as one entry
+            assertEquals(List.of(1, 2), shards(both.entry()));
+            both.commit().complete(ByteBuffer.allocate(0));
+            second.committed().get(10, TimeUnit.SECONDS);
+
+            clock.set(TimeUnit.MILLISECONDS.toNanos(11));
+            lingering.offer(batch(0, 1, false, 4));
+            assertEquals(List.of(0), shards(next().entry()), "a linger long past: out at once");
+        }
+        finally
+        {
+            lingering.close();
+        }
+    }
+
+    @Test
+    void aBatchAStrictCallerWaitsForSkipsTheLingerAndTakesTheWaitingFastOnesAlong() throws Exception
+    {
+        final AtomicLong clock = new AtomicLong();
+        final LogSubmitter lingering = lingering(clock);
+        try
+        {
+            lingering.offer(batch(0, 1, false, 4));
+            next().commit().complete(ByteBuffer.allocate(0));
+            lingering.offer(batch(1, 1, false, 4));
+            nothingMoreSent(lingering);
+            final ShardBatch strict = batch(2, 1, true, 4);
+            lingering.offer(strict); // the clock has not moved: no linger for a waiting caller
+            final Sent sent = next();
+            assertEquals(List.of(1, 2), shards(sent.entry()), "the FAST batch before it leaves with it, in order");
+            sent.commit().complete(ByteBuffer.allocate(0));
+            strict.committed().get(10, TimeUnit.SECONDS);
+        }
+        finally
+        {
+            lingering.close();
+        }
+    }
+
+    @Test
+    void aNegativeLingerIsRefused()
+    {
+        final IllegalArgumentException refused = assertThrows(IllegalArgumentException.class,
+            () -> new LogSubmitter(entry -> new CompletableFuture<>(), "test", -1, System::nanoTime));
+        assertTrue(refused.getMessage().contains("FAST linger"), refused.getMessage());
     }
 
     @Test
