@@ -83,8 +83,9 @@ class RegionsTest
     void withTlsOnTheAdminPortsTheRegionsExchangeOverHttpsWithTheirNodesCertificates() throws Exception
     {
         final TestCertificates pki = new TestCertificates(dir.resolve("pki"), "regions");
-        final int[] data = ClusterPorts.free(2, 100);
-        final int[] admin = ClusterPorts.free(2, 100);
+        final int[] ports = ClusterPorts.free(4, 100); // one block: two separate picks may overlap
+        final int[] data = {ports[0], ports[1]};
+        final int[] admin = {ports[2], ports[3]};
         final StoreServer eu = region("eu", data[0], admin[0], "us=127.0.0.1:" + admin[1], pki, pki.issue("eu"));
         region("us", data[1], admin[1], "eu=127.0.0.1:" + admin[0], pki, pki.issue("us"));
         final long end = System.nanoTime() + 10_000_000_000L;
@@ -102,8 +103,9 @@ class RegionsTest
     @Test
     void sharesFollowTheLoadBetweenTwoRegionsWithinTheBoundAndACutOffRegionKeepsItsShare() throws Exception
     {
-        final int[] data = ClusterPorts.free(2, 100);
-        final int[] admin = ClusterPorts.free(2, 100);
+        final int[] ports = ClusterPorts.free(4, 100); // one block: two separate picks may overlap
+        final int[] data = {ports[0], ports[1]};
+        final int[] admin = {ports[2], ports[3]};
         final StoreServer eu = region("eu", data[0], admin[0], "us=127.0.0.1:" + admin[1]);
         final StoreServer us = region("us", data[1], admin[1], "eu=127.0.0.1:" + admin[0]);
 
