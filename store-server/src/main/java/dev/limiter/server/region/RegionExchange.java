@@ -29,6 +29,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -182,8 +183,9 @@ public final class RegionExchange implements RegionalShares, AutoCloseable
     /** The share decided with: a lower one proposed counts from its proposal. */
     int sharePpm(final CompiledPolicy policy)
     {
-        final int committed = committed(policy);
+        // The proposal first: a lowering committed and cleared between the two reads is then still seen in one of them.
         final Integer proposed = pending.get(policy.id());
+        final int committed = committed(policy);
         return proposed == null ? committed : Math.min(committed, proposed);
     }
 
@@ -207,8 +209,9 @@ public final class RegionExchange implements RegionalShares, AutoCloseable
     /** What the other regions are told this region may decide with: a share being raised counts from its proposal. */
     int reportedShare(final CompiledPolicy policy)
     {
-        final int committed = committed(policy);
+        // The proposal first: a raise committed and cleared between the two reads is then still seen in one of them.
         final Integer proposed = pending.get(policy.id());
+        final int committed = committed(policy);
         return proposed == null ? committed : Math.max(committed, proposed);
     }
 
@@ -254,9 +257,22 @@ public final class RegionExchange implements RegionalShares, AutoCloseable
                 {
                     continue; // the previous question is still out
                 }
-                final HttpRequest request = HttpRequest.newBuilder(URI.create(scheme + address + "/region/v1/report"))
-                    .timeout(Duration.ofMillis(config.slotMillis())).header("Authorization", "Bearer " + config.token()).GET().build();
-                http.sendAsync(request, HttpResponse.BodyHandlers.ofString()).whenComplete((response, failure) ->
+                final CompletableFuture<HttpResponse<String>> answer;
+                try
+                {
+                    final HttpRequest request = HttpRequest.newBuilder(URI.create(scheme + address + "/region/v1/report"))
+                        .timeout(Duration.ofMillis(config.slotMillis())).header("Authorization", "Bearer " + config.token()).GET().build();
+                    // The request timeout ends with the headers; a peer that stalls mid-body must not hold its slot forever.
+                    answer = http.sendAsync(request, HttpResponse.BodyHandlers.ofString())
+                        .orTimeout(2 * config.slotMillis(), TimeUnit.MILLISECONDS);
+                }
+                catch (final RuntimeException e)
+                {
+                    inFlight.remove(address);
+                    LOG.warn("region {}: cannot ask {}: {}", config.region(), address, e.toString());
+                    continue;
+                }
+                answer.whenComplete((response, failure) ->
                 {
                     inFlight.remove(address);
                     if (failure != null || response.statusCode() != 200)
@@ -369,8 +385,9 @@ public final class RegionExchange implements RegionalShares, AutoCloseable
         {
             tick();
         }
-        catch (final RuntimeException e)
+        catch (final Throwable e)
         {
+            // Anything thrown out of a periodic task cancels it for good: the shares would stop moving unseen.
             LOG.warn("region {}: exchange step failed: {}", config.region(), e.toString());
         }
     }
@@ -430,11 +447,21 @@ public final class RegionExchange implements RegionalShares, AutoCloseable
         publish(); // a lower share counts from now on
         final PolicyCommand command = PolicyState.command("region:" + config.region(), now)
             .setRegionShares(RegionShares.newBuilder().putAllSharePpm(proposals)).build();
-        control.submit(command).whenComplete((outcome, failure) ->
+        CompletableFuture<PolicyState.Outcome> outcome;
+        try
         {
-            if (failure != null || outcome.status() != PolicyState.Status.OK)
+            outcome = control.submit(command);
+        }
+        catch (final RuntimeException e)
+        {
+            outcome = CompletableFuture.failedFuture(e);
+        }
+        outcome.whenComplete((result, failure) ->
+        {
+            if (failure != null || result.status() != PolicyState.Status.OK)
             {
-                proposals.forEach(pending::remove); // not in the log: the committed shares stand
+                // Not in the log: the committed shares stand (only these proposals: a newer one for a policy stays).
+                proposals.forEach(pending::remove);
                 publish();
             }
         });
