@@ -105,6 +105,8 @@ public final class ServerConfig
             "key arena bytes per shard must be at least " + BucketTable.MAX_KEY_LENGTH + ", was " + keyArenaBytesPerShard);
         require(maxFrameBytes >= 1024 && maxFrameBytes <= 64 << 20,
             "max frame bytes must be 1024 to 64 MiB, was " + maxFrameBytes);
+        require(fastLingerMicros >= 0 && fastLingerMicros <= MAX_FAST_LINGER_MICROS,
+            "--fast-linger-ms must be 0 to " + MAX_FAST_LINGER_MICROS / 1000 + " ms, was " + fastLingerMicros / 1000.0 + " ms");
         require(maxConnections >= 1 && maxConnections <= 1_000_000, "max connections must be 1 to 1000000, was " + maxConnections);
         require(adminMaxConnections >= 1 && adminMaxConnections <= 10_000,
             "admin max connections must be 1 to 10000, was " + adminMaxConnections);
@@ -131,8 +133,6 @@ public final class ServerConfig
             require(!shardThreads, "--shard-threads is not supported in a cluster: shards live on the event loops");
             require(raftGroups >= 1 && raftGroups <= shards,
                 "--raft-groups must be 1 to --shards (" + shards + "): each group owns at least one shard; was " + raftGroups);
-            require(fastLingerMicros >= 0 && fastLingerMicros <= MAX_FAST_LINGER_MICROS,
-                "--fast-linger-ms must be 0 to " + MAX_FAST_LINGER_MICROS / 1000 + " ms, was " + fastLingerMicros / 1000.0 + " ms");
             require(raftPortOffset > 0 && raftPortOffset < 10000, "raft port offset must be 1 to 9999, was " + raftPortOffset);
             require(snapshotEveryEntries >= 1, "snapshots must come every 1 or more log entries, was " + snapshotEveryEntries);
             require(logSegmentBytes >= 1024, "a Raft log segment must be at least 1 KiB, was " + logSegmentBytes + " bytes");

@@ -35,6 +35,8 @@ class ServerConfigTest
         assertTrue(negative.getMessage().contains("--fast-linger-ms must be 0 to 100 ms") && negative.getMessage().contains("was -0.5 ms"),
             negative.getMessage());
         assertThrows(IllegalArgumentException.class, () -> member(2, 1).fastLingerMicros(100_001).validate());
+        assertThrows(IllegalArgumentException.class, () -> new ServerConfig().fastLingerMicros(-1).validate(),
+            "refused on a single node too, where it has nothing to do");
         assertEquals(0, member(2, 1).fastLingerMicros(0).validate().fastLingerMicros());
         assertEquals(ServerConfig.DEFAULT_FAST_LINGER_MICROS, member(2, 1).validate().fastLingerMicros());
     }

@@ -61,9 +61,10 @@ final class LogSubmitter
     private int waitingAwaited;
     private int decisionEntriesInFlight;
     private long submissions;
-    private boolean decisionEntrySent;
+    /** When the latest decision entry left (at first, a linger ago: the first goes at once). */
     private long lastDecisionEntryNanos;
     private boolean lingerWakeUpScheduled;
+    private final Runnable lingerEnded = this::lingerEnded;
 
     /**
      * @param log   hands one entry to the log; completes when it is committed and applied here
@@ -89,6 +90,7 @@ final class LogSubmitter
         this.log = log;
         this.fastLingerNanos = fastLingerNanos;
         this.nanoClock = nanoClock;
+        this.lastDecisionEntryNanos = nanoClock.getAsLong() - fastLingerNanos;
         this.thread = Executors.newSingleThreadScheduledExecutor(r ->
         {
             final Thread t = new Thread(r, name);
@@ -188,7 +190,7 @@ final class LogSubmitter
     /** Whether a FAST-only entry must wait for the linger; if so, a wake-up is scheduled for its end. */
     private boolean lingering()
     {
-        if (fastLingerNanos == 0 || !decisionEntrySent)
+        if (fastLingerNanos == 0)
         {
             return false;
         }
@@ -202,12 +204,7 @@ final class LogSubmitter
             lingerWakeUpScheduled = true;
             try
             {
-                thread.schedule(() ->
-                {
-                    lingerWakeUpScheduled = false;
-                    takeOffered(); // what was handed over meanwhile leaves too, even if its drain is still queued
-                    sendWhileAllowed();
-                }, remaining, TimeUnit.NANOSECONDS);
+                thread.schedule(lingerEnded, remaining, TimeUnit.NANOSECONDS);
             }
             catch (final RejectedExecutionException stopping)
             {
@@ -215,6 +212,13 @@ final class LogSubmitter
             }
         }
         return true;
+    }
+
+    private void lingerEnded()
+    {
+        lingerWakeUpScheduled = false;
+        takeOffered(); // what was handed over meanwhile leaves too, even if its drain is still queued
+        sendWhileAllowed();
     }
 
     private void send()
@@ -251,7 +255,6 @@ final class LogSubmitter
             part.submitted(number);
         }
         decisionEntriesInFlight++;
-        decisionEntrySent = true;
         lastDecisionEntryNanos = nanoClock.getAsLong();
         entryDecisions.accept(decisions);
         log(entry).whenComplete((reply, failure) ->

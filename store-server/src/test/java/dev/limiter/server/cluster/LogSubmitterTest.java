@@ -54,10 +54,17 @@ class LogSubmitterTest
         });
     }
 
+    /** The submitter with a linger, for the tests that make one. */
+    private LogSubmitter lingering;
+
     @AfterEach
     void close()
     {
         submitter.close();
+        if (lingering != null)
+        {
+            lingering.close();
+        }
     }
 
     /** A section of {@code shard} with {@code decisions} one-byte-key records (content irrelevant here). */
@@ -177,10 +184,10 @@ class LogSubmitterTest
         nothingMoreSent();
     }
 
-    /** A submitter with a 5 ms FAST linger on a clock the test moves. */
-    private LogSubmitter lingering(final AtomicLong clock)
+    /** A submitter with a 5 ms FAST linger on a clock the test moves (closed after the test). */
+    private void lingering(final AtomicLong clock)
     {
-        return new LogSubmitter(entry ->
+        lingering = new LogSubmitter(entry ->
         {
             final CompletableFuture<ByteBuffer> commit = new CompletableFuture<>();
             log.add(new Sent(entry, commit));
@@ -192,57 +199,43 @@ class LogSubmitterTest
     void aFastOnlyEntryWaitsUntilTheLingerHasPassedSinceThePreviousEntryLeft() throws Exception
     {
         final AtomicLong clock = new AtomicLong();
-        final LogSubmitter lingering = lingering(clock);
-        try
-        {
-            lingering.offer(batch(0, 1, false, 4));
-            next().commit().complete(ByteBuffer.allocate(0)); // the first entry goes at once
+        lingering(clock);
+        lingering.offer(batch(0, 1, false, 4));
+        next().commit().complete(ByteBuffer.allocate(0)); // the first entry goes at once
 
-            final ShardBatch second = batch(1, 2, false, 4);
-            lingering.offer(second);
-            clock.set(TimeUnit.MILLISECONDS.toNanos(4));
-            lingering.offer(batch(2, 3, false, 4));
-            nothingMoreSent(lingering); // committed, nothing in flight, but 4 ms < 5 ms since the first left
-            assertEquals(ShardBatch.NOT_SUBMITTED, second.submission());
+        final ShardBatch second = batch(1, 2, false, 4);
+        lingering.offer(second);
+        clock.set(TimeUnit.MILLISECONDS.toNanos(4));
+        lingering.offer(batch(2, 3, false, 4));
+        nothingMoreSent(lingering); // committed, nothing in flight, but 4 ms < 5 ms since the first left
+        assertEquals(ShardBatch.NOT_SUBMITTED, second.submission());
 
-            clock.set(TimeUnit.MILLISECONDS.toNanos(5));
-            final Sent both = next(); // the wake-up at the linger's end sends what piled up, as one entry
-            assertEquals(List.of(1, 2), shards(both.entry()));
-            both.commit().complete(ByteBuffer.allocate(0));
-            second.committed().get(10, TimeUnit.SECONDS);
+        clock.set(TimeUnit.MILLISECONDS.toNanos(5));
+        final Sent both = next(); // the wake-up at the linger's end sends what piled up, as one entry
+        assertEquals(List.of(1, 2), shards(both.entry()));
+        both.commit().complete(ByteBuffer.allocate(0));
+        second.committed().get(10, TimeUnit.SECONDS);
 
-            clock.set(TimeUnit.MILLISECONDS.toNanos(11));
-            lingering.offer(batch(0, 1, false, 4));
-            assertEquals(List.of(0), shards(next().entry()), "a linger long past: out at once");
-        }
-        finally
-        {
-            lingering.close();
-        }
+        clock.set(TimeUnit.MILLISECONDS.toNanos(11));
+        lingering.offer(batch(0, 1, false, 4));
+        assertEquals(List.of(0), shards(next().entry()), "a linger long past: out at once");
     }
 
     @Test
     void aBatchAStrictCallerWaitsForSkipsTheLingerAndTakesTheWaitingFastOnesAlong() throws Exception
     {
         final AtomicLong clock = new AtomicLong();
-        final LogSubmitter lingering = lingering(clock);
-        try
-        {
-            lingering.offer(batch(0, 1, false, 4));
-            next().commit().complete(ByteBuffer.allocate(0));
-            lingering.offer(batch(1, 1, false, 4));
-            nothingMoreSent(lingering);
-            final ShardBatch strict = batch(2, 1, true, 4);
-            lingering.offer(strict); // the clock has not moved: no linger for a waiting caller
-            final Sent sent = next();
-            assertEquals(List.of(1, 2), shards(sent.entry()), "the FAST batch before it leaves with it, in order");
-            sent.commit().complete(ByteBuffer.allocate(0));
-            strict.committed().get(10, TimeUnit.SECONDS);
-        }
-        finally
-        {
-            lingering.close();
-        }
+        lingering(clock);
+        lingering.offer(batch(0, 1, false, 4));
+        next().commit().complete(ByteBuffer.allocate(0));
+        lingering.offer(batch(1, 1, false, 4));
+        nothingMoreSent(lingering);
+        final ShardBatch strict = batch(2, 1, true, 4);
+        lingering.offer(strict); // the clock has not moved: no linger for a waiting caller
+        final Sent sent = next();
+        assertEquals(List.of(1, 2), shards(sent.entry()), "the FAST batch before it leaves with it, in order");
+        sent.commit().complete(ByteBuffer.allocate(0));
+        strict.committed().get(10, TimeUnit.SECONDS);
     }
 
     @Test
