@@ -62,6 +62,8 @@ import javax.net.ssl.SSLContext;
         "    node's CPU over the decisions nodes made), cpuCores,",
         "    decisionFramesPerSec and redirects (frames answered NOT_LEADER),",
         "    read over STATUS at the start and the end of the measured window;",
+        "  pacerLateP50Us, pacerLateP99Us: open loop, how late the generator issued",
+        "    calls after their intended start (already inside every latency);",
         "  mode: closed-loop, open-loop or blocking-threads (lanes: the threads);",
         "  and the settings used."},
     sortOptions = false)
@@ -90,6 +92,12 @@ public final class LoadGenerator implements Callable<Integer>
 
     @Option(names = "--rate", description = "Open loop: target acquires per second (0 = closed loop) (default: ${DEFAULT-VALUE}).")
     long rate = 0;
+
+    @Option(names = "--pacer-spin-us", description = "Open loop: the pacer spins instead of parking for the last this many " +
+        "microseconds before each call is due, 0 to 10000: a park wakes up to the kernel's timer slack (50 us) late, and " +
+        "open loop charges that to the call; spinning costs the generator up to this much CPU per call " +
+        "(default: ${DEFAULT-VALUE}).")
+    long pacerSpinMicros = 60;
 
     @Option(names = "--cost", description = "Tokens per acquire (default: ${DEFAULT-VALUE}).")
     int cost = 1;
@@ -124,6 +132,8 @@ public final class LoadGenerator implements Callable<Integer>
 
     private static final long MAX_LATENCY_NANOS = TimeUnit.SECONDS.toNanos(60);
     private final Recorder recorder = new Recorder(MAX_LATENCY_NANOS, 3);
+    /** Open loop: how late the pacer issued each request after its intended start (part of each latency). */
+    private final Recorder issueLateness = new Recorder(MAX_LATENCY_NANOS, 3);
     private final LongAdder allowed = new LongAdder();
     private final LongAdder denied = new LongAdder();
     private final LongAdder errors = new LongAdder();
@@ -153,10 +163,10 @@ public final class LoadGenerator implements Callable<Integer>
     public Integer call() throws Exception
     {
         if (connections < 1 || durationSeconds < 1 || warmupSeconds < 0 || keys < 1 || pipeline < 1 || rate < 0 || cost < 1 ||
-            blockingThreads < 0 || hotShare < 0 || hotShare > 100)
+            blockingThreads < 0 || hotShare < 0 || hotShare > 100 || pacerSpinMicros < 0 || pacerSpinMicros > 10_000)
         {
             System.err.println("limiter bench: --connections, --duration, --keys, --pipeline and --cost must be at least 1; " +
-                "--warmup, --rate and --blocking-threads at least 0; --hot-share 0 to 100");
+                "--warmup, --rate and --blocking-threads at least 0; --hot-share 0 to 100; --pacer-spin-us 0 to 10000");
             return 2;
         }
         if (redis != null && blockingThreads == 0)
@@ -392,20 +402,38 @@ public final class LoadGenerator implements Callable<Integer>
         {
             final long start = System.nanoTime();
             final double nanosPerRequest = 1e9 / rate;
+            final long spinNanos = TimeUnit.MICROSECONDS.toNanos(pacerSpinMicros);
             long issued = 0;
             int key = 0;
             while (running.get())
             {
-                // Request i is due at start + i x interval: by now, those up to and including floor(elapsed / interval).
-                final long due = (long)((System.nanoTime() - start) / nanosPerRequest) + 1;
-                if (issued >= due)
+                // Request i is due at start + i x interval. A park wakes up to the kernel's timer slack late
+                // (50 us by default), and open loop charges that to the request: park until a margin before
+                // the next one is due, then spin the rest.
+                final long nextDue = start + (long)(issued * nanosPerRequest);
+                final long early = nextDue - System.nanoTime();
+                if (early > spinNanos)
                 {
-                    LockSupport.parkNanos(20_000);
+                    LockSupport.parkNanos(early - spinNanos);
                     continue;
                 }
-                for (; issued < due && running.get(); issued++)
+                if (early > 0)
+                {
+                    Thread.onSpinWait();
+                    continue;
+                }
+                final long now = System.nanoTime();
+                for (; running.get(); issued++)
                 {
                     final long intended = start + (long)(issued * nanosPerRequest);
+                    if (intended > now)
+                    {
+                        break;
+                    }
+                    if (measuring.get())
+                    {
+                        issueLateness.recordValue(Math.min(now - intended, MAX_LATENCY_NANOS));
+                    }
                     client.acquire(descriptors[hotOr(key)], cost).whenComplete((d, f) -> record(d, f, intended));
                     key = (key + 7919) % keys;
                 }
@@ -425,6 +453,7 @@ public final class LoadGenerator implements Callable<Integer>
         final List<String> nodeServers = client == null ? List.of() : servers; // Redis: no node to read
         final List<NodeCounters> nodesBefore = NodeCounters.readAll(nodeServers, tlsContext);
         recorder.reset();
+        issueLateness.reset();
         slowestByNode.reset();
         slowestBySdk.reset();
         final long allowed0 = allowed.sum();
@@ -461,6 +490,7 @@ public final class LoadGenerator implements Callable<Integer>
         running.set(false);
         interval = recorder.getIntervalHistogram(interval);
         total.add(interval);
+        final Histogram late = issueLateness.getIntervalHistogram();
         final Histogram reported = expectedIntervalNanos.get() > 0 ?
             total.copyCorrectedForCoordinatedOmission(expectedIntervalNanos.get()) : total;
         final long nodeDecisions = a + d - g - fromLeases; // the SDK's own decisions (degraded, from leases) cost the nodes nothing
@@ -479,12 +509,14 @@ public final class LoadGenerator implements Callable<Integer>
             "{\"decisionsPerSec\":%.0f,\"p50Us\":%.1f,\"p99Us\":%.1f,\"p999Us\":%.1f,\"maxUs\":%.1f,\"allowed\":%d,\"denied\":%d," +
             "\"errors\":%d,\"degraded\":%d,\"mode\":\"%s\",\"connections\":%d,\"pipeline\":%d,\"lanes\":%d,\"rate\":%d,\"keys\":%d,\"hotShare\":%d," +
             "\"durationSec\":%.1f,\"coCorrectionIntervalUs\":%.1f,\"rawP50Us\":%.1f,\"rawP99Us\":%.1f,\"rawP999Us\":%.1f," +
-            "\"maxNodeUs\":%.1f,\"maxSdkUs\":%.1f,\"sdkRedirects\":%d,\"fromTokenLeases\":%d,\"tokenLeaseShare\":%.4f,\"nodes\":%s}%n",
+            "\"maxNodeUs\":%.1f,\"maxSdkUs\":%.1f,\"sdkRedirects\":%d,\"fromTokenLeases\":%d,\"tokenLeaseShare\":%.4f," +
+            "\"pacerLateP50Us\":%.1f,\"pacerLateP99Us\":%.1f,\"nodes\":%s}%n",
             (a + d) / seconds, reported.getValueAtPercentile(50) / 1e3, reported.getValueAtPercentile(99) / 1e3,
             reported.getValueAtPercentile(99.9) / 1e3, reported.getMaxValue() / 1e3, a, d, e, g, mode, connections,
             rate > 0 || blockingThreads > 0 ? 0 : pipeline, lanes, rate, keys, hotShare, seconds, expectedIntervalNanos.get() / 1e3,
             total.getValueAtPercentile(50) / 1e3, total.getValueAtPercentile(99) / 1e3, total.getValueAtPercentile(99.9) / 1e3,
-            slowestByNode.get() / 1e3, slowestBySdk.get() / 1e3, redirected, fromLeases, a + d == 0 ? 0.0 : (double)fromLeases / (a + d), nodes);
+            slowestByNode.get() / 1e3, slowestBySdk.get() / 1e3, redirected, fromLeases, a + d == 0 ? 0.0 : (double)fromLeases / (a + d),
+            late.getValueAtPercentile(50) / 1e3, late.getValueAtPercentile(99) / 1e3, nodes);
         return 0;
     }
 

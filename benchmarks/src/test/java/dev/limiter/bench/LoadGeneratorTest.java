@@ -97,6 +97,27 @@ class LoadGeneratorTest
     }
 
     @Test
+    void openLoopIssuesCallsAtTheRateAskedAndReportsHowLateThePacerIssuedThem() throws Exception
+    {
+        try (StoreServer node = new StoreServer(new ServerConfig().host("127.0.0.1").port(0).adminPort(-1).shards(1)
+            .ioThreads(1).policiesFile(Path.of("..", "config", "policies.json")).dataDir(dir)).start())
+        {
+            final List<String> lines = run("--server", "127.0.0.1:" + node.port(), "--connections", "1", "--rate", "500",
+                "--keys", "100", "--warmup", "1", "--duration", "2");
+            final JsonObject summary = JsonParser.parseString(lines.get(lines.size() - 1)).getAsJsonObject();
+            assertEquals("open-loop", summary.get("mode").getAsString(), summary.toString());
+            final double perSecond = summary.get("decisionsPerSec").getAsDouble();
+            assertTrue(perSecond > 400 && perSecond < 600, "a fixed schedule of 500 calls a second: " + summary);
+            final double lateP50 = summary.get("pacerLateP50Us").getAsDouble();
+            final double lateP99 = summary.get("pacerLateP99Us").getAsDouble();
+            assertTrue(lateP50 >= 0 && lateP50 <= lateP99, "the pacer's lateness is reported: " + summary);
+            assertTrue(lateP50 <= summary.get("rawP50Us").getAsDouble(), "and is part of each call's latency: " + summary);
+        }
+        assertEquals(2, new CommandLine(new LoadGenerator()).execute("--rate", "100", "--pacer-spin-us", "-1"), "a negative spin is refused");
+        assertEquals(2, new CommandLine(new LoadGenerator()).execute("--rate", "100", "--pacer-spin-us", "20000"), "so is one over 10 ms");
+    }
+
+    @Test
     void blockingThreadsEachCallInAClosedLoopAndAreReportedAsLanes() throws Exception
     {
         try (StoreServer node = new StoreServer(new ServerConfig().host("127.0.0.1").port(0).adminPort(-1).shards(1)
