@@ -10,17 +10,24 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
+import com.sun.net.httpserver.HttpServer;
+
+import java.io.OutputStream;
+import java.net.InetSocketAddress;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
 import java.util.regex.Matcher;
@@ -173,6 +180,46 @@ class RegionsTest
             assertTrue(share(eu) + share(back) <= 1.0 + 1e-9, share(eu) + " + " + share(back));
         }
         assertTrue(age >= 0 && age <= 1000, "Europe hears from the US again: " + eu.statusJson());
+    }
+
+    @Test
+    void aReportOverTheSizeBoundIsRefusedAndTheNextOfNormalSizeIsHeard() throws Exception
+    {
+        final int[] ports = ClusterPorts.free(3, 100); // one block: separate picks may overlap
+        final AtomicBoolean oversized = new AtomicBoolean(true);
+        final HttpServer peer = HttpServer.create(new InetSocketAddress("127.0.0.1", ports[2]), 0);
+        peer.createContext("/region/v1/report", exchange ->
+        {
+            final String report = "{\"region\":\"us\",\"leader\":true,\"at\":\"" + Instant.now() + "\"}";
+            final byte[] body = (oversized.get() ? report + " ".repeat(2 << 20) : report)
+                .getBytes(StandardCharsets.UTF_8);
+            exchange.sendResponseHeaders(200, body.length);
+            try (OutputStream out = exchange.getResponseBody())
+            {
+                out.write(body);
+            }
+        });
+        peer.start();
+        open.add(() -> peer.stop(0));
+        final StoreServer eu = region("eu", ports[0], ports[1], "us=127.0.0.1:" + ports[2]);
+
+        // Ten slots of oversized reports: none is used (a report is a few KiB; the peer is authenticated, but bounded).
+        Thread.sleep(1000);
+        assertEquals(-1, reportAgeMillis(eu), "an oversized report is not heard: " + eu.statusJson());
+        oversized.set(false);
+        final long end = System.nanoTime() + 10_000_000_000L;
+        while (reportAgeMillis(eu) < 0 && System.nanoTime() < end)
+        {
+            Thread.sleep(50);
+        }
+        assertTrue(reportAgeMillis(eu) >= 0, "the same peer's report of normal size is: " + eu.statusJson());
+    }
+
+    private static long reportAgeMillis(final StoreServer node)
+    {
+        final Matcher age = Pattern.compile("\"region\":\"us\",\"reportAgeMs\":(-?\\d+)").matcher(node.statusJson());
+        assertTrue(age.find(), node.statusJson());
+        return Long.parseLong(age.group(1));
     }
 
     private LimiterClient client(final StoreServer node)

@@ -53,6 +53,8 @@ public final class RegionExchange implements RegionalShares, AutoCloseable
     private static final Logger LOG = LoggerFactory.getLogger(RegionExchange.class);
     private static final JsonFormat.Printer PRINTER = JsonFormat.printer().omittingInsignificantWhitespace();
     private static final JsonFormat.Parser PARSER = JsonFormat.parser().ignoringUnknownFields();
+    /** Most bytes of a report read from another node: one is a few KiB (a share and a demand per regional policy). */
+    static final int MAX_REPORT_BYTES = 1 << 20;
 
     private final RegionConfig config;
     private final ShareAllocator allocator;
@@ -263,7 +265,7 @@ public final class RegionExchange implements RegionalShares, AutoCloseable
                     final HttpRequest request = HttpRequest.newBuilder(URI.create(scheme + address + "/region/v1/report"))
                         .timeout(Duration.ofMillis(config.slotMillis())).header("Authorization", "Bearer " + config.token()).GET().build();
                     // The request timeout ends with the headers; a peer that stalls mid-body must not hold its slot forever.
-                    answer = http.sendAsync(request, HttpResponse.BodyHandlers.ofString())
+                    answer = http.sendAsync(request, info -> new ReportBody(MAX_REPORT_BYTES))
                         .orTimeout(2 * config.slotMillis(), TimeUnit.MILLISECONDS);
                 }
                 catch (final RuntimeException e)
@@ -277,7 +279,11 @@ public final class RegionExchange implements RegionalShares, AutoCloseable
                     inFlight.remove(address);
                     if (failure != null || response.statusCode() != 200)
                     {
-                        if (failure != null && isTls(failure))
+                        if (failure != null && causedBy(failure, ReportBody.TooLarge.class))
+                        {
+                            LOG.warn("region {}: {} sent a report over {} bytes; not used", config.region(), address, MAX_REPORT_BYTES);
+                        }
+                        if (failure != null && causedBy(failure, SSLException.class))
                         {
                             LOG.warn("region {}: TLS with {} failed ({}): do the regions' certificates name the addresses in " +
                                 "--region-peers, and does --tls-ca trust them?", config.region(), address, failure.getMessage());
@@ -310,11 +316,11 @@ public final class RegionExchange implements RegionalShares, AutoCloseable
         }
     }
 
-    private static boolean isTls(final Throwable failure)
+    private static boolean causedBy(final Throwable failure, final Class<? extends Throwable> kind)
     {
         for (Throwable t = failure; t != null; t = t.getCause())
         {
-            if (t instanceof SSLException)
+            if (kind.isInstance(t))
             {
                 return true;
             }
