@@ -30,8 +30,7 @@ class LoadGeneratorTest
     @Test
     void theBenchKeepsRunningThroughAnOutageAndCountsTheSdksOwnDecisionsAsDegraded() throws Exception
     {
-        final StoreServer node = new StoreServer(new ServerConfig().host("127.0.0.1").port(0).adminPort(-1).shards(1)
-            .ioThreads(1).policiesFile(Path.of("..", "config", "policies.json")).dataDir(dir)).start();
+        final StoreServer node = startNode();
         final PrintStream original = System.out;
         final ByteArrayOutputStream captured = new ByteArrayOutputStream();
         final CompletableFuture<Integer> exit;
@@ -58,7 +57,7 @@ class LoadGeneratorTest
         }
         final double tookSeconds = (System.nanoTime() - start) / 1e9;
         final List<String> lines = captured.toString(StandardCharsets.UTF_8).lines().toList();
-        final JsonObject summary = JsonParser.parseString(lines.get(lines.size() - 1)).getAsJsonObject();
+        final JsonObject summary = lastLine(lines);
         assertEquals(0, summary.get("errors").getAsLong(), "no call failed: the SDK decided while the node was gone: " + summary);
         assertTrue(summary.get("degraded").getAsLong() > 0, "decisions after the kill are the SDK's own: " + summary);
         assertTrue(summary.get("allowed").getAsLong() + summary.get("denied").getAsLong() > summary.get("degraded").getAsLong(),
@@ -75,12 +74,11 @@ class LoadGeneratorTest
     @Test
     void theBenchReportsEachNodesCpuPerDecisionFramesAndRedirects() throws Exception
     {
-        try (StoreServer node = new StoreServer(new ServerConfig().host("127.0.0.1").port(0).adminPort(-1).shards(1)
-            .ioThreads(1).policiesFile(Path.of("..", "config", "policies.json")).dataDir(dir)).start())
+        try (StoreServer node = startNode())
         {
             final List<String> lines = run("--server", "127.0.0.1:" + node.port(), "--connections", "1", "--pipeline", "16",
                 "--keys", "100", "--warmup", "1", "--duration", "1");
-            final JsonObject summary = JsonParser.parseString(lines.get(lines.size() - 1)).getAsJsonObject();
+            final JsonObject summary = lastLine(lines);
             final JsonObject report = summary.getAsJsonArray("nodes").get(0).getAsJsonObject();
             assertEquals("127.0.0.1:" + node.port(), report.get("server").getAsString());
             assertEquals("LEADER", report.get("role").getAsString(), "a lone node decides: " + report);
@@ -99,12 +97,11 @@ class LoadGeneratorTest
     @Test
     void openLoopIssuesCallsAtTheRateAskedAndReportsHowLateThePacerIssuedThem() throws Exception
     {
-        try (StoreServer node = new StoreServer(new ServerConfig().host("127.0.0.1").port(0).adminPort(-1).shards(1)
-            .ioThreads(1).policiesFile(Path.of("..", "config", "policies.json")).dataDir(dir)).start())
+        try (StoreServer node = startNode())
         {
             final List<String> lines = run("--server", "127.0.0.1:" + node.port(), "--connections", "1", "--rate", "500",
                 "--keys", "100", "--warmup", "1", "--duration", "2");
-            final JsonObject summary = JsonParser.parseString(lines.get(lines.size() - 1)).getAsJsonObject();
+            final JsonObject summary = lastLine(lines);
             assertEquals("open-loop", summary.get("mode").getAsString(), summary.toString());
             final double perSecond = summary.get("decisionsPerSec").getAsDouble();
             assertTrue(perSecond > 400 && perSecond < 600, "a fixed schedule of 500 calls a second: " + summary);
@@ -120,12 +117,11 @@ class LoadGeneratorTest
     @Test
     void blockingThreadsEachCallInAClosedLoopAndAreReportedAsLanes() throws Exception
     {
-        try (StoreServer node = new StoreServer(new ServerConfig().host("127.0.0.1").port(0).adminPort(-1).shards(1)
-            .ioThreads(1).policiesFile(Path.of("..", "config", "policies.json")).dataDir(dir)).start())
+        try (StoreServer node = startNode())
         {
             final List<String> lines = run("--server", "127.0.0.1:" + node.port(), "--blocking-threads", "4", "--keys", "100",
                 "--warmup", "1", "--duration", "1");
-            final JsonObject summary = JsonParser.parseString(lines.get(lines.size() - 1)).getAsJsonObject();
+            final JsonObject summary = lastLine(lines);
             assertEquals("blocking-threads", summary.get("mode").getAsString(), summary.toString());
             assertEquals(4, summary.get("lanes").getAsInt());
             assertEquals(0, summary.get("pipeline").getAsInt(), "no pipeline: each thread waits for its answer");
@@ -140,12 +136,11 @@ class LoadGeneratorTest
     @Test
     void hotShareSendsThatShareOfCallsToOneTenant() throws Exception
     {
-        try (StoreServer node = new StoreServer(new ServerConfig().host("127.0.0.1").port(0).adminPort(-1).shards(1)
-            .ioThreads(1).policiesFile(Path.of("..", "config", "policies.json")).dataDir(dir)).start())
+        try (StoreServer node = startNode())
         {
             final List<String> lines = run("--server", "127.0.0.1:" + node.port(), "--blocking-threads", "2", "--keys", "1000",
                 "--hot-share", "100", "--warmup", "1", "--duration", "1");
-            final JsonObject summary = JsonParser.parseString(lines.get(lines.size() - 1)).getAsJsonObject();
+            final JsonObject summary = lastLine(lines);
             assertEquals(100, summary.get("hotShare").getAsInt(), summary.toString());
             assertEquals(1, node.bucketCount(), "every call went to the hot tenant's bucket: " + summary);
         }
@@ -177,7 +172,7 @@ class LoadGeneratorTest
             }
             final List<String> lines = run("--blocking-threads", "2", "--redis", "127.0.0.1:" + port, "--redis-rate", "100",
                 "--keys", "10", "--warmup", "1", "--duration", "1");
-            final JsonObject summary = JsonParser.parseString(lines.get(lines.size() - 1)).getAsJsonObject();
+            final JsonObject summary = lastLine(lines);
             assertEquals("blocking-threads-redis", summary.get("mode").getAsString(), summary.toString());
             assertEquals(0, summary.get("errors").getAsLong(), summary.toString());
             assertTrue(summary.get("allowed").getAsLong() > 0, summary.toString());
@@ -190,6 +185,19 @@ class LoadGeneratorTest
             redis.waitFor(10, TimeUnit.SECONDS);
         }
         assertEquals(2, new CommandLine(new LoadGenerator()).execute("--redis", "127.0.0.1:1"), "--redis needs --blocking-threads");
+    }
+
+    /** The run's summary: its last line, one JSON object. */
+    private static JsonObject lastLine(final List<String> lines)
+    {
+        return JsonParser.parseString(lines.get(lines.size() - 1)).getAsJsonObject();
+    }
+
+    /** One node on loopback with the sample policies (the bench's routes). */
+    private StoreServer startNode() throws Exception
+    {
+        return new StoreServer(new ServerConfig().host("127.0.0.1").port(0).adminPort(-1).shards(1)
+            .ioThreads(1).policiesFile(Path.of("..", "config", "policies.json")).dataDir(dir)).start();
     }
 
     private static List<String> run(final String... args)
