@@ -322,10 +322,19 @@ public final class RaftGroupMember
         return stateMachine.lastSnapshotBytes();
     }
 
-    /** How long writing the latest snapshot took, in nanoseconds. */
+    /** How long the latest snapshot took from the copy of the state to the synced file, in nanoseconds. */
     public long lastSnapshotNanos()
     {
         return stateMachine.lastSnapshotNanos();
+    }
+
+    /**
+     * How long the latest snapshot stopped this group's apply thread (the copy of the state into
+     * memory; the file is written on another thread), in nanoseconds.
+     */
+    public long lastSnapshotCopyNanos()
+    {
+        return stateMachine.lastSnapshotCopyNanos();
     }
 
     /** Snapshots this node has written for the group. */
@@ -345,8 +354,19 @@ public final class RaftGroupMember
         stateMachine.addListener(listener);
     }
 
-    /** Takes a snapshot of this group now (normally automatic); completes with its log index. */
+    /**
+     * Takes a snapshot of this group now (normally automatic); completes with its log index once it
+     * is on disk (Ratis may answer with a recent one instead, within its creation gap).
+     */
     public CompletableFuture<Long> snapshot()
+    {
+        // The first answer is -1 when the state was copied and the file is still being written:
+        // wait for the write, then ask again, which reports the written snapshot's index.
+        return requestSnapshot().thenCompose(index -> index >= 0 ? CompletableFuture.completedFuture(index)
+            : stateMachine.snapshotWritten().thenCompose(written -> requestSnapshot()));
+    }
+
+    private CompletableFuture<Long> requestSnapshot()
     {
         return server.get().snapshotManagementAsync(SnapshotManagementRequest.newCreate(clientId, selfId, group.getGroupId(),
             callIds.incrementAndGet(), 10_000)).thenApply(reply ->

@@ -32,6 +32,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.Executors;
+import java.util.concurrent.Executor;
+import java.util.concurrent.ExecutorService;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 
@@ -65,6 +67,8 @@ public final class RaftNode implements AutoCloseable
     /** How often a group's leader checks whether to hand the lead to the group's preferred member. */
     private static final long REBALANCE_MILLIS = 500;
     private ScheduledExecutorService rebalancer;
+    /** Writes every group's snapshots to disk, off the apply threads; null when a caller supplied its own. */
+    private final ExecutorService ownSnapshotWriter;
 
     /** A node with one group. */
     public RaftNode(final RaftNodeConfig config, final ReplicatedStateMachine application)
@@ -78,16 +82,29 @@ public final class RaftNode implements AutoCloseable
      */
     public RaftNode(final RaftNodeConfig config, final List<? extends ReplicatedStateMachine> applications)
     {
+        this(config, applications, null);
+    }
+
+    /** As above; {@code snapshotWriter} (tests) runs the disk half of snapshots instead of the node's own thread. */
+    RaftNode(final RaftNodeConfig config, final List<? extends ReplicatedStateMachine> applications, final Executor snapshotWriter)
+    {
         this.config = config.validate();
         if (applications.isEmpty())
         {
             throw new IllegalArgumentException("a node needs at least one group");
         }
         this.selfId = RaftPeerId.valueOf(config.nodeId());
+        this.ownSnapshotWriter = snapshotWriter != null ? null : Executors.newSingleThreadExecutor(r ->
+        {
+            final Thread thread = new Thread(r, config.nodeId() + "-snapshot-writer");
+            thread.setDaemon(true);
+            return thread;
+        });
+        final Executor writer = snapshotWriter != null ? snapshotWriter : ownSnapshotWriter;
         for (int g = 0; g < applications.size(); g++)
         {
             final RaftGroup group = RaftGroup.valueOf(groupId(config.groupName(), g), peers(config.peers()));
-            final StampedStateMachine machine = new StampedStateMachine(applications.get(g), config.nodeId());
+            final StampedStateMachine machine = new StampedStateMachine(applications.get(g), config.nodeId(), writer);
             machine.addListener((leader, self) -> reconnectPeersNow());
             groups.add(new RaftGroupMember(g, group, machine, config.nodeId(), this::server, () -> clientProperties,
                 () -> clientParameters));
@@ -360,8 +377,12 @@ public final class RaftNode implements AutoCloseable
         final RaftServer running = server;
         if (running != null)
         {
-            running.close();
+            running.close(); // each group's state machine waits for a snapshot still being written
             server = null;
+        }
+        if (ownSnapshotWriter != null)
+        {
+            ownSnapshotWriter.shutdown();
         }
     }
 }

@@ -26,12 +26,26 @@ public interface ReplicatedStateMachine
      */
     ByteBuffer apply(long index, long clusterNanos, ByteBuffer payload);
 
-    /** Writes the whole state, as of the last applied entry, to {@code out}. */
-    void writeSnapshot(OutputStream out) throws IOException;
+    /**
+     * Captures the whole state as of the last applied entry, for a snapshot. Entries wait while this
+     * runs, so it should copy, not encode: the result is written to disk later, on another thread.
+     */
+    CapturedState captureSnapshot();
 
-    /** Replaces the whole state with one written by {@link #writeSnapshot}. */
+    /** Replaces the whole state with one written by a {@link CapturedState}. */
     void restoreSnapshot(InputStream in) throws IOException;
 
     /** Clears the state (before a snapshot or a log replay from the start). */
     void reset();
+
+    /** A state captured for a snapshot: written once, from a thread other than the one applying entries, then closed. */
+    interface CapturedState extends AutoCloseable
+    {
+        /** Writes the captured state in the form {@link #restoreSnapshot} reads. */
+        void writeTo(OutputStream out) throws IOException;
+
+        /** Frees what the capture holds (called after the write, or instead of it). */
+        @Override
+        void close();
+    }
 }

@@ -17,6 +17,7 @@ import org.apache.ratis.statemachine.impl.SimpleStateMachineStorage;
 import org.apache.ratis.statemachine.impl.SingleFileSnapshotInfo;
 import org.apache.ratis.thirdparty.com.google.protobuf.ByteString;
 import org.apache.ratis.thirdparty.com.google.protobuf.UnsafeByteOperations;
+import org.apache.ratis.io.MD5Hash;
 import org.apache.ratis.util.LifeCycle;
 import org.apache.ratis.util.MD5FileUtil;
 import org.slf4j.Logger;
@@ -29,13 +30,21 @@ import java.io.DataOutputStream;
 import java.io.File;
 import java.io.FileOutputStream;
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
+import java.security.DigestOutputStream;
+import java.security.MessageDigest;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.Executor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
@@ -63,6 +72,8 @@ final class StampedStateMachine extends BaseStateMachine
     private final List<LeaderListener> listeners = new CopyOnWriteArrayList<>();
     private final String nodeId;
     private final AtomicLong snapshotsInstalled = new AtomicLong();
+    private final Executor snapshotWriter;
+    private static final long SNAPSHOT_CLOSE_WAIT_SECONDS = 30;
 
     /** Latest stamp applied (after clamping); read by the leader when it starts a term. */
     private volatile long lastAppliedStamp = Long.MIN_VALUE;
@@ -71,10 +82,15 @@ final class StampedStateMachine extends BaseStateMachine
     private long clockTerm = -1;
     private long clockOffset;
 
-    StampedStateMachine(final ReplicatedStateMachine application, final String nodeId)
+    /**
+     * @param snapshotWriter runs the disk half of each snapshot (one at a time per group is enough:
+     *                       a snapshot is due only every so many entries)
+     */
+    StampedStateMachine(final ReplicatedStateMachine application, final String nodeId, final Executor snapshotWriter)
     {
         this.application = application;
         this.nodeId = nodeId;
+        this.snapshotWriter = snapshotWriter;
     }
 
     void addListener(final LeaderListener listener)
@@ -84,6 +100,11 @@ final class StampedStateMachine extends BaseStateMachine
 
     private volatile long lastSnapshotBytes;
     private volatile long lastSnapshotNanos;
+    private volatile long lastSnapshotCopyNanos;
+    /** Written by the apply thread only: the snapshot on its way to disk, or on disk and not yet reported to Ratis. */
+    private volatile CompletableFuture<SingleFileSnapshotInfo> snapshotWrite;
+    /** Apply thread: the newest snapshot index Ratis knows of (reported by us, loaded or installed). */
+    private long knownSnapshotIndex = RaftLog.INVALID_LOG_INDEX;
     private final AtomicLong snapshotsTaken = new AtomicLong();
 
     long lastSnapshotBytes()
@@ -94,6 +115,11 @@ final class StampedStateMachine extends BaseStateMachine
     long lastSnapshotNanos()
     {
         return lastSnapshotNanos;
+    }
+
+    long lastSnapshotCopyNanos()
+    {
+        return lastSnapshotCopyNanos;
     }
 
     long snapshotsTaken()
@@ -169,36 +195,142 @@ final class StampedStateMachine extends BaseStateMachine
             lastAppliedStamp = stamp;
         }
         updateLastAppliedTermIndex(snapshot.getTermIndex());
+        knownSnapshotIndex = snapshot.getIndex();
         LOG.info("{}: restored snapshot {} (cluster time {} ns)", nodeId, snapshot.getTermIndex(), lastAppliedStamp);
     }
 
+    /**
+     * Called by Ratis on the apply thread when a snapshot is due (every so many entries, on request,
+     * at shutdown). Captures the state here (a memory copy) and encodes and writes it on the snapshot
+     * writer thread, so entries keep applying while the file is written and synced. Returns
+     * {@link RaftLog#INVALID_LOG_INDEX} while a write is under way; Ratis asks again after its next
+     * apply and then learns the written snapshot's index (and purges the log up to it).
+     */
     @Override
-    public long takeSnapshot() throws IOException
+    public long takeSnapshot()
     {
+        final CompletableFuture<SingleFileSnapshotInfo> write = snapshotWrite;
+        if (write != null)
+        {
+            if (!write.isDone())
+            {
+                return RaftLog.INVALID_LOG_INDEX;
+            }
+            snapshotWrite = null;
+            final SingleFileSnapshotInfo written = write.exceptionally(failure -> null).join(); // failures are logged
+            if (written != null && written.getIndex() > knownSnapshotIndex)
+            {
+                knownSnapshotIndex = written.getIndex();
+                return written.getIndex();
+            }
+            // Failed, or overtaken by a snapshot installed from the leader meanwhile: take a new one.
+        }
         final TermIndex applied = getLastAppliedTermIndex();
         if (applied == null || applied.getIndex() < 0)
         {
             return RaftLog.INVALID_LOG_INDEX;
         }
+        if (applied.getIndex() == knownSnapshotIndex)
+        {
+            return knownSnapshotIndex; // nothing applied since: that snapshot is this state
+        }
         final long start = System.nanoTime();
+        final long stamp = lastAppliedStamp;
+        final ReplicatedStateMachine.CapturedState state;
+        try
+        {
+            state = application.captureSnapshot();
+        }
+        catch (final RuntimeException e)
+        {
+            LOG.error("{}: could not capture the state for a snapshot at {}; the log is kept", nodeId, applied, e);
+            return RaftLog.INVALID_LOG_INDEX;
+        }
+        lastSnapshotCopyNanos = System.nanoTime() - start;
+        try
+        {
+            snapshotWrite = CompletableFuture.supplyAsync(() -> writeToDisk(state, stamp, applied, start), snapshotWriter);
+        }
+        catch (final RejectedExecutionException e)
+        {
+            state.close(); // the node is closing
+        }
+        return RaftLog.INVALID_LOG_INDEX;
+    }
+
+    /** Snapshot writer thread: the captured state to a file under a temporary name, synced, then renamed. */
+    private SingleFileSnapshotInfo writeToDisk(final ReplicatedStateMachine.CapturedState state, final long stamp,
+        final TermIndex applied, final long started)
+    {
         final File target = storage.getSnapshotFile(applied.getTerm(), applied.getIndex());
         final Path temp = target.toPath().resolveSibling(target.getName() + ".tmp");
-        try (FileOutputStream raw = new FileOutputStream(temp.toFile());
-             DataOutputStream out = new DataOutputStream(new BufferedOutputStream(raw)))
+        try (state)
         {
-            out.writeLong(lastAppliedStamp);
-            application.writeSnapshot(out);
-            out.flush();
-            raw.getFD().sync(); // on disk before the rename: the log is purged up to this snapshot
+            final MessageDigest digest = MD5Hash.newDigester();
+            try (FileOutputStream raw = new FileOutputStream(temp.toFile());
+                 DataOutputStream out = new DataOutputStream(new DigestOutputStream(new BufferedOutputStream(raw, 1 << 16), digest)))
+            {
+                out.writeLong(stamp);
+                state.writeTo(out);
+                out.flush();
+                raw.getFD().sync(); // on disk before the rename: the log is purged up to this snapshot
+            }
+            // Written aside and renamed: a crash mid-write never leaves a torn snapshot under a valid name.
+            Files.move(temp, target.toPath(), StandardCopyOption.ATOMIC_MOVE);
+            final MD5Hash md5 = new MD5Hash(digest.digest());
+            MD5FileUtil.saveMD5File(target, md5);
+            final SingleFileSnapshotInfo info = new SingleFileSnapshotInfo(new FileInfo(target.toPath(), md5), applied);
+            storage.updateLatestSnapshot(info);
+            lastSnapshotBytes = Files.size(target.toPath());
+            lastSnapshotNanos = System.nanoTime() - started;
+            snapshotsTaken.incrementAndGet();
+            return info;
         }
-        // Written aside and renamed: a crash mid-write never leaves a torn snapshot under a valid name.
-        Files.move(temp, target.toPath(), StandardCopyOption.ATOMIC_MOVE);
-        final FileInfo info = new FileInfo(target.toPath(), MD5FileUtil.computeAndSaveMd5ForFile(target));
-        storage.updateLatestSnapshot(new SingleFileSnapshotInfo(info, applied));
-        lastSnapshotBytes = Files.size(target.toPath());
-        lastSnapshotNanos = System.nanoTime() - start;
-        snapshotsTaken.incrementAndGet();
-        return applied.getIndex();
+        catch (final IOException | RuntimeException e)
+        {
+            LOG.error("{}: could not write the snapshot at {} to {}; the log is kept and the next snapshot tries again",
+                nodeId, applied, target, e);
+            try
+            {
+                Files.deleteIfExists(temp);
+            }
+            catch (final IOException ignored)
+            {
+                // the name never matches a snapshot's, so a leftover is never loaded
+            }
+            throw e instanceof IOException io ? new UncheckedIOException(io) : (RuntimeException)e;
+        }
+    }
+
+    /** Completes when the snapshot being written (if any) is on disk or has failed. */
+    CompletableFuture<?> snapshotWritten()
+    {
+        final CompletableFuture<SingleFileSnapshotInfo> write = snapshotWrite;
+        return write == null ? CompletableFuture.completedFuture(null) : write.handle((info, failure) -> info);
+    }
+
+    @Override
+    public void close() throws IOException
+    {
+        // Ratis takes a last snapshot at shutdown: let it reach the disk before the node goes.
+        try
+        {
+            snapshotWritten().get(SNAPSHOT_CLOSE_WAIT_SECONDS, TimeUnit.SECONDS);
+        }
+        catch (final TimeoutException e)
+        {
+            LOG.warn("{}: closed while a snapshot was still being written after {} s; the log still holds its entries",
+                nodeId, SNAPSHOT_CLOSE_WAIT_SECONDS);
+        }
+        catch (final ExecutionException e)
+        {
+            // logged by the writer
+        }
+        catch (final InterruptedException e)
+        {
+            Thread.currentThread().interrupt();
+        }
+        super.close();
     }
 
     @Override

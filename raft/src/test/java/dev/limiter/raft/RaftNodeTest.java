@@ -18,7 +18,10 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.BooleanSupplier;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -41,6 +44,8 @@ class RaftNodeTest
     private final Map<String, List<RecordingStateMachine>> groupMachines = new LinkedHashMap<>();
     private long snapshotEvery = 10_000;
     private int groupCount = 1;
+    /** Runs the disk half of every member's snapshots; null: each node's own writer thread. */
+    private Executor snapshotWrites;
 
     static
     {
@@ -110,7 +115,7 @@ class RaftNodeTest
             groupsOfNode.add(new RecordingStateMachine());
         }
         final RaftNode node = new RaftNode(new RaftNodeConfig().nodeId(id).peers(peers).storageDir(dir.resolve(id))
-            .snapshotEveryEntries(snapshotEvery).logSegmentBytes(4096).snapshotChunkBytes(1024), groupsOfNode).start();
+            .snapshotEveryEntries(snapshotEvery).logSegmentBytes(4096).snapshotChunkBytes(1024), groupsOfNode, snapshotWrites).start();
         nodes.put(id, node);
         machines.put(id, groupsOfNode.get(0));
         groupMachines.put(id, groupsOfNode);
@@ -258,6 +263,46 @@ class RaftNodeTest
         final RaftNode rejoined = follower;
         await("the follower to receive a snapshot", Duration.ofSeconds(30), () -> rejoined.group(0).snapshotsInstalled() > 0);
         awaitConverged(430);
+    }
+
+    @Test
+    void entriesKeepApplyingWhileASnapshotIsWrittenToDiskAndItsIndexIsReportedOnceWritten() throws Exception
+    {
+        snapshotEvery = 20;
+        final List<Runnable> heldWrites = new CopyOnWriteArrayList<>();
+        final AtomicBoolean holding = new AtomicBoolean(true);
+        snapshotWrites = write ->
+        {
+            if (holding.get())
+            {
+                heldWrites.add(write);
+            }
+            else
+            {
+                new Thread(write, "test-snapshot-write").start();
+            }
+        };
+        startCluster();
+        final RaftNode leader = leader();
+        submitMany(leader, 0, 25).forEach(CompletableFuture::join);
+        await("every member to copy its state for a snapshot", Duration.ofSeconds(30), () -> heldWrites.size() == 3);
+
+        // The files are not written yet: the log keeps committing and applying past the snapshot point.
+        submitMany(leader, 25, 100).forEach(CompletableFuture::join);
+        awaitConverged(125);
+        assertEquals(3, heldWrites.size(), "one copy per member while its write is pending, not one per apply");
+        for (final RaftNode node : nodes.values())
+        {
+            assertEquals(0, node.group(0).snapshotsTaken(), "no snapshot is on disk while its write is held");
+        }
+
+        holding.set(false);
+        heldWrites.forEach(Runnable::run);
+        submit(leader, 125); // Ratis asks again after its next apply and learns the written index
+        await("every member to report its snapshot", Duration.ofSeconds(30), () ->
+            nodes.values().stream().allMatch(n -> n.group(0).snapshotsTaken() >= 1 && n.group(0).lastSnapshotBytes() > 0));
+        final long index = leader.group(0).snapshot().get(10, TimeUnit.SECONDS);
+        assertTrue(index >= 20, "a snapshot at or past the first trigger point: " + index);
     }
 
     @Test

@@ -34,13 +34,27 @@ final class RecordingStateMachine implements ReplicatedStateMachine
     }
 
     @Override
-    public void writeSnapshot(final OutputStream out) throws IOException
+    public CapturedState captureSnapshot()
     {
-        final DataOutputStream data = new DataOutputStream(out);
-        data.writeLong(digest);
-        data.writeLong(applied);
-        data.write(new byte[SNAPSHOT_PADDING]); // big enough to travel in many chunks when chunks are small
-        data.flush();
+        final long capturedDigest = digest;
+        final long capturedApplied = applied;
+        return new CapturedState()
+        {
+            @Override
+            public void writeTo(final OutputStream out) throws IOException
+            {
+                final DataOutputStream data = new DataOutputStream(out);
+                data.writeLong(capturedDigest);
+                data.writeLong(capturedApplied);
+                data.write(new byte[SNAPSHOT_PADDING]); // big enough to travel in many chunks when chunks are small
+                data.flush();
+            }
+
+            @Override
+            public void close()
+            {
+            }
+        };
     }
 
     @Override

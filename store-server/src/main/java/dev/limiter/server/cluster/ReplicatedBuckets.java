@@ -6,6 +6,7 @@ import dev.limiter.protocol.policy.PolicyStateSnapshot;
 import dev.limiter.raft.ReplicatedStateMachine;
 import dev.limiter.server.control.PolicyState;
 import dev.limiter.server.table.BucketTable;
+import dev.limiter.server.table.BucketTableImage;
 import org.agrona.concurrent.UnsafeBuffer;
 
 import java.io.DataInputStream;
@@ -210,46 +211,74 @@ public final class ReplicatedBuckets implements ReplicatedStateMachine
         return committed[shard];
     }
 
+    /** Apply thread: the policies (control group) and a memory copy of every owned table; encoded later by the snapshot writer. */
     @Override
-    public void writeSnapshot(final OutputStream out) throws IOException
+    public CapturedState captureSnapshot()
     {
         claimTables();
-        final DataOutputStream data = new DataOutputStream(out);
-        data.writeInt(SNAPSHOT_MAGIC);
         // Only the control group's snapshot holds the policies (another group's holds none).
         final byte[] controlState = control ? policies.snapshot().toByteArray() : new byte[0];
-        data.writeInt(controlState.length);
-        data.write(controlState);
-        data.writeInt(owned.length);
-        data.writeLong(appliedDecisions);
-        for (final int shard : owned)
+        final BucketTableImage[] images = new BucketTableImage[owned.length];
+        for (int i = 0; i < owned.length; i++)
         {
-            final BucketTable table = committed[shard];
-            data.writeInt(table.size());
+            images[i] = committed[owned[i]].image();
+        }
+        return new CapturedBuckets(controlState, appliedDecisions, images);
+    }
+
+    /** A group's state as captured, in the snapshot format {@link #restoreSnapshot} reads. */
+    private record CapturedBuckets(byte[] controlState, long appliedDecisions, BucketTableImage[] images) implements CapturedState
+    {
+        @Override
+        public void writeTo(final OutputStream out) throws IOException
+        {
+            final DataOutputStream data = new DataOutputStream(out);
+            data.writeInt(SNAPSHOT_MAGIC);
+            data.writeInt(controlState.length);
+            data.write(controlState);
+            data.writeInt(images.length);
+            data.writeLong(appliedDecisions);
+            final byte[] key = new byte[BucketTable.MAX_KEY_LENGTH];
             final IOException[] failure = new IOException[1];
-            table.forEach((keyBuffer, keyOffset, keyLength, policy, tokens, last) ->
+            for (final BucketTableImage image : images)
             {
-                try
+                data.writeInt(image.size());
+                image.forEach((keyBuffer, keyOffset, keyLength, policy, tokens, last) ->
                 {
-                    data.writeShort(keyLength);
-                    final byte[] key = new byte[keyLength];
-                    keyBuffer.getBytes(keyOffset, key);
-                    data.write(key);
-                    data.writeShort(policy);
-                    data.writeLong(tokens);
-                    data.writeLong(last);
-                }
-                catch (final IOException e)
+                    if (failure[0] != null)
+                    {
+                        return;
+                    }
+                    try
+                    {
+                        data.writeShort(keyLength);
+                        keyBuffer.getBytes(keyOffset, key, 0, keyLength);
+                        data.write(key, 0, keyLength);
+                        data.writeShort(policy);
+                        data.writeLong(tokens);
+                        data.writeLong(last);
+                    }
+                    catch (final IOException e)
+                    {
+                        failure[0] = e;
+                    }
+                });
+                if (failure[0] != null)
                 {
-                    failure[0] = e;
+                    throw failure[0];
                 }
-            });
-            if (failure[0] != null)
+            }
+            data.flush();
+        }
+
+        @Override
+        public void close()
+        {
+            for (final BucketTableImage image : images)
             {
-                throw failure[0];
+                image.close();
             }
         }
-        data.flush();
     }
 
     @Override

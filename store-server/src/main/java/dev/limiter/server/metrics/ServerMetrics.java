@@ -129,7 +129,11 @@ public final class ServerMetrics
             Gauge.builder("limiter.raft.snapshot.size", replication, r -> r.member().lastSnapshotBytes()).tags(group).baseUnit("bytes")
                 .description("Size of the latest snapshot of the group written").register(registry);
             Gauge.builder("limiter.raft.snapshot.duration", replication, r -> r.member().lastSnapshotNanos() / 1e9).tags(group)
-                .baseUnit("seconds").description("Time the latest snapshot of the group took to write").register(registry);
+                .baseUnit("seconds").description("Time the latest snapshot of the group took, from the copy of the state to the synced file")
+                .register(registry);
+            Gauge.builder("limiter.raft.snapshot.copy.duration", replication, r -> r.member().lastSnapshotCopyNanos() / 1e9).tags(group)
+                .baseUnit("seconds").description("Time the latest snapshot stopped the group's apply thread (the copy into memory)")
+                .register(registry);
             FunctionCounter.builder("limiter.replication.decisions.applied", replication, r -> r.buckets().appliedDecisions())
                 .tags(group).description("Decisions applied from the group's log on this replica").register(registry);
         }

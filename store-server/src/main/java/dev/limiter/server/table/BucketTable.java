@@ -756,17 +756,36 @@ public final class BucketTable
         {
             checkOwner();
         }
+        visitSlots(slots, slotCount, arena.buffer(), visitor);
+    }
+
+    /** The slot walk of {@link #forEach}, over a table's memory or over a {@link BucketTableImage}'s copy of it. */
+    static void visitSlots(final UnsafeBuffer slots, final int slotCount, final DirectBuffer keys, final BucketVisitor visitor)
+    {
         for (int slot = 0; slot < slotCount; slot++)
         {
             final int base = slot * SLOT_LENGTH;
             final int length = slots.getShort(base + KEY_LENGTH_OFFSET) & KEY_LENGTH_MASK;
             if (length != 0)
             {
-                visitor.visit(arena.buffer(), slots.getInt(base + KEY_OFFSET_OFFSET), length,
+                visitor.visit(keys, slots.getInt(base + KEY_OFFSET_OFFSET), length,
                     slots.getShort(base + POLICY_OFFSET) & 0xFFFF, slots.getLong(base + TOKENS_OFFSET),
                     slots.getLong(base + LAST_NANOS_OFFSET));
             }
         }
+    }
+
+    /**
+     * Copies every bucket for a snapshot (owner thread): two memory copies, the slot array and the
+     * keys in use, so the owner is held up for the copy only; the image is then read elsewhere.
+     */
+    public BucketTableImage image()
+    {
+        if (OWNER_CHECKS)
+        {
+            checkOwner();
+        }
+        return new BucketTableImage(slots, slotCount, arena.buffer(), arena.bytesReserved(), size);
     }
 
     /**

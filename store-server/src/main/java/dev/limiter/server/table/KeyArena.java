@@ -135,6 +135,12 @@ final class KeyArena
         return buffer;
     }
 
+    /** Bytes from the start of the buffer that hold or once held keys (every key lies below this). */
+    int bytesReserved()
+    {
+        return bumpOffset;
+    }
+
     /** Makes this arena an exact copy of {@code other} (same capacity): chunks, free lists, counters. */
     void copyFrom(final KeyArena other)
     {

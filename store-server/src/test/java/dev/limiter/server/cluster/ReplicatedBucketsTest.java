@@ -7,6 +7,7 @@ import dev.limiter.protocol.policy.Policy;
 import dev.limiter.protocol.policy.PolicySet;
 import dev.limiter.protocol.policy.Scope;
 import dev.limiter.protocol.policy.Selector;
+import dev.limiter.raft.ReplicatedStateMachine;
 import dev.limiter.server.control.PolicyState;
 import dev.limiter.server.table.BucketKeys;
 import dev.limiter.server.table.BucketTable;
@@ -21,6 +22,7 @@ import org.junit.jupiter.api.Timeout;
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.CompletableFuture;
@@ -28,6 +30,7 @@ import java.util.concurrent.atomic.AtomicReference;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -171,10 +174,8 @@ class ReplicatedBucketsTest
     {
         bootstrap();
         other.apply(3, SECOND, decisions(1, ordersOrdinal(), 1, 4));
-        final ByteArrayOutputStream otherSnapshot = new ByteArrayOutputStream();
-        other.writeSnapshot(otherSnapshot);
-        final ByteArrayOutputStream controlSnapshot = new ByteArrayOutputStream();
-        control.writeSnapshot(controlSnapshot);
+        final ByteArrayOutputStream otherSnapshot = snapshotOf(other);
+        final ByteArrayOutputStream controlSnapshot = snapshotOf(control);
         assertTrue(otherSnapshot.size() < controlSnapshot.size(), "no policies in another group's snapshot");
 
         // A fresh replica: the control group restores the policies, the other group its shard.
@@ -195,6 +196,48 @@ class ReplicatedBucketsTest
         final IOException e = assertThrows(IOException.class, () -> wider.restoreSnapshot(new ByteArrayInputStream(otherSnapshot.toByteArray())));
         assertTrue(e.getMessage().contains("--raft-groups"), e.getMessage());
     }
+    @Test
+    void aSnapshotHoldsTheStateAsCapturedEvenWhenEntriesApplyBeforeItIsWritten() throws Exception
+    {
+        bootstrap();
+        other.apply(3, SECOND, decisions(1, ordersOrdinal(), 1, 4));
+        final long capturedDigest = other.digest();
+        final ByteArrayOutputStream written = new ByteArrayOutputStream();
+        try (ReplicatedStateMachine.CapturedState captured = other.captureSnapshot())
+        {
+            other.apply(4, 2 * SECOND, decisions(1, ordersOrdinal(), 1, 3)); // applied while the snapshot waits for its writer
+            assertNotEquals(capturedDigest, other.digest());
+            final Thread writer = new Thread(() -> // written from another thread, as the node's snapshot writer does
+            {
+                try
+                {
+                    captured.writeTo(written);
+                }
+                catch (final IOException e)
+                {
+                    throw new UncheckedIOException(e);
+                }
+            });
+            writer.start();
+            writer.join();
+        }
+        final BucketTable[] freshTables = {table(), table()};
+        final ReplicatedBuckets fresh = new ReplicatedBuckets(freshTables, new int[] {1}, false, new PolicyState(), "n2");
+        fresh.restoreSnapshot(new ByteArrayInputStream(written.toByteArray()));
+        assertEquals(capturedDigest, fresh.digest(), "the buckets as they were at the capture");
+        assertEquals(4, fresh.appliedDecisions());
+    }
+
+    private static ByteArrayOutputStream snapshotOf(final ReplicatedBuckets group) throws IOException
+    {
+        final ByteArrayOutputStream out = new ByteArrayOutputStream();
+        try (ReplicatedStateMachine.CapturedState captured = group.captureSnapshot())
+        {
+            captured.writeTo(out);
+        }
+        return out;
+    }
+
     /** A stacked GLOBAL budget, or a GLOBAL policy with splitAcrossShards: the same shares, replayed alike. */
     @ParameterizedTest(name = "stacked {0}")
     @ValueSource(booleans = {true, false})

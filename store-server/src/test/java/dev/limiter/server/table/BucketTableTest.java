@@ -400,6 +400,35 @@ class BucketTableTest
     }
 
     @Test
+    void anImageVisitsTheBucketsAsTheyWereWhenItWasMadeWhateverTheTableDoesAfter()
+    {
+        final BucketTable table = table(100_000, tenPerSecondBurstFive);
+        for (int i = 0; i < 20_000; i++)
+        {
+            acquire(table, "k" + i, tenPerSecondBurstFive, 1 + i % 5, T0);
+        }
+        final StringBuilder atImage = new StringBuilder();
+        table.forEach((buffer, offset, length, policy, tokens, last) ->
+            atImage.append(buffer.getStringWithoutLengthAscii(offset, length)).append('=').append(tokens).append('@').append(last).append(','));
+        final StringBuilder fromImage = new StringBuilder();
+        try (BucketTableImage image = table.image())
+        {
+            // The table takes more tokens, grows (new keys past its load factor) and reuses key memory.
+            for (int i = 0; i < 60_000; i++)
+            {
+                acquire(table, "later-" + i, tenPerSecondBurstFive, 1, T0 + SECOND);
+                acquire(table, "k" + (i % 20_000), tenPerSecondBurstFive, 1, T0 + SECOND);
+            }
+            assertEquals(20_000, image.size());
+            image.forEach((buffer, offset, length, policy, tokens, last) ->
+                fromImage.append(buffer.getStringWithoutLengthAscii(offset, length)).append('=').append(tokens).append('@').append(last).append(','));
+            assertEquals(atImage.toString(), fromImage.toString(), "same buckets, tokens, times and slot order as at the image");
+            image.close();
+            assertThrows(IllegalStateException.class, () -> image.forEach((b, o, l, p, t, n) -> { }), "closed: its memory is freed");
+        }
+    }
+
+    @Test
     void shouldCopyFromATableOfAnotherCurrentSizeAndShrinkOnClear()
     {
         final BucketTable big = table(100_000, tenPerSecondBurstFive);
