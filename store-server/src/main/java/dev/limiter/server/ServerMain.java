@@ -51,6 +51,12 @@ public final class ServerMain implements Callable<Integer>
             "(default: ${DEFAULT-VALUE}).")
     double fastLingerMillis = ServerConfig.DEFAULT_FAST_LINGER_MICROS / 1000.0;
 
+    @Option(names = "--snapshot-every", paramLabel = "ENTRIES",
+        description = "Cluster: log entries between two snapshots of a Raft group, after which its log is purged. A snapshot copies the " +
+            "group's buckets in memory on its apply thread and writes them on another; fewer entries bound the log on disk and a " +
+            "restart's replay, more copy less often (default: ${DEFAULT-VALUE}).")
+    long snapshotEveryEntries = RaftNodeConfig.DEFAULT_SNAPSHOT_EVERY_ENTRIES;
+
     @Option(names = "--region", paramLabel = "NAME",
         description = "The region this node (and its whole cluster) belongs to: regional policies are decided against this region's " +
             "share of their global limit, moved toward demand with the other regions (docs/regions.md). Every member of a " +
@@ -149,6 +155,7 @@ public final class ServerMain implements Callable<Integer>
     {
         final ServerConfig config = new ServerConfig()
             .host(host).port(port).adminPort(adminPort).policiesFile(policies).shards(shards).raftGroups(raftGroups).ioThreads(ioThreads)
+            .snapshotEveryEntries(snapshotEveryEntries)
             .fastLingerMicros(Double.isNaN(fastLingerMillis) ? -1 : Math.round(fastLingerMillis * 1000))
             .maxBucketsPerShard(maxBuckets).keyArenaBytesPerShard(keyArenaBytes).maxFrameBytes(maxFrameBytes)
             .preferEpoll(!nio).preferIoUring(ioUring).shardThreads(shardThreads).nodeId(nodeId).raftPortOffset(raftPortOffset).dataDir(dataDir).joining(join).adminToken(adminToken)
