@@ -74,6 +74,8 @@ final class StampedStateMachine extends BaseStateMachine
     private final AtomicLong snapshotsInstalled = new AtomicLong();
     private final Executor snapshotWriter;
     private static final long SNAPSHOT_CLOSE_WAIT_SECONDS = 30;
+    /** Suffix of a snapshot file while it is written (renamed without it once synced). */
+    static final String UNFINISHED_SUFFIX = ".tmp";
 
     /** Latest stamp applied (after clamping); read by the leader when it starts a term. */
     private volatile long lastAppliedStamp = Long.MIN_VALUE;
@@ -144,6 +146,7 @@ final class StampedStateMachine extends BaseStateMachine
         {
             super.initialize(server, groupId, raftStorage);
             storage.init(raftStorage);
+            removeUnfinishedSnapshotWrites();
             loadLatestSnapshot();
         });
     }
@@ -173,6 +176,24 @@ final class StampedStateMachine extends BaseStateMachine
     public SimpleStateMachineStorage getStateMachineStorage()
     {
         return storage;
+    }
+
+    /**
+     * A snapshot write cut short (the process killed) leaves its temporary file: never loaded (the
+     * name is not a snapshot's), but as large as a snapshot, so it is removed at start.
+     */
+    private void removeUnfinishedSnapshotWrites() throws IOException
+    {
+        final File[] unfinished = storage.getSnapshotFile(0, 0).getParentFile().listFiles((dir, name) -> name.endsWith(UNFINISHED_SUFFIX));
+        if (unfinished == null)
+        {
+            return;
+        }
+        for (final File file : unfinished)
+        {
+            Files.deleteIfExists(file.toPath());
+            LOG.info("{}: removed {}, a snapshot whose write was cut short", nodeId, file);
+        }
     }
 
     private void loadLatestSnapshot() throws IOException
@@ -263,7 +284,7 @@ final class StampedStateMachine extends BaseStateMachine
         final TermIndex applied, final long started)
     {
         final File target = storage.getSnapshotFile(applied.getTerm(), applied.getIndex());
-        final Path temp = target.toPath().resolveSibling(target.getName() + ".tmp");
+        final Path temp = target.toPath().resolveSibling(target.getName() + UNFINISHED_SUFFIX);
         try (state)
         {
             final MessageDigest digest = MD5Hash.newDigester();

@@ -25,6 +25,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.BooleanSupplier;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -303,6 +304,26 @@ class RaftNodeTest
             nodes.values().stream().allMatch(n -> n.group(0).snapshotsTaken() >= 1 && n.group(0).lastSnapshotBytes() > 0));
         final long index = leader.group(0).snapshot().get(10, TimeUnit.SECONDS);
         assertTrue(index >= 20, "a snapshot at or past the first trigger point: " + index);
+    }
+
+    @Test
+    void aSnapshotWriteCutShortLeavesNothingBehindOnceTheMemberStartsAgain() throws Exception
+    {
+        startCluster();
+        final RaftNode leader = leader();
+        submitMany(leader, 0, 10).forEach(CompletableFuture::join);
+        final String followerId = nodes.keySet().stream().filter(id -> !id.equals(leader.nodeId())).findFirst().orElseThrow();
+        stop(followerId);
+        final Path unfinished;
+        try (java.util.stream.Stream<Path> files = java.nio.file.Files.walk(dir.resolve(followerId)))
+        {
+            final Path stateMachineDir = files.filter(p -> p.getFileName().toString().equals("sm")).findFirst().orElseThrow();
+            unfinished = java.nio.file.Files.write(stateMachineDir.resolve("snapshot.1_5" + StampedStateMachine.UNFINISHED_SUFFIX),
+                new byte[4096]); // as a node killed in the middle of a snapshot write leaves it
+        }
+        start(followerId);
+        awaitConverged(10);
+        assertFalse(java.nio.file.Files.exists(unfinished), "the unfinished write was removed at start");
     }
 
     @Test

@@ -134,7 +134,7 @@ public final class ServerConfig
             require(raftGroups >= 1 && raftGroups <= shards,
                 "--raft-groups must be 1 to --shards (" + shards + "): each group owns at least one shard; was " + raftGroups);
             require(raftPortOffset > 0 && raftPortOffset < 10000, "raft port offset must be 1 to 9999, was " + raftPortOffset);
-            require(snapshotEveryEntries >= 1, "snapshots must come every 1 or more log entries, was " + snapshotEveryEntries);
+            require(snapshotEveryEntries >= 1, "--snapshot-every must be at least 1 log entry, was " + snapshotEveryEntries);
             require(logSegmentBytes >= 1024, "a Raft log segment must be at least 1 KiB, was " + logSegmentBytes + " bytes");
             for (final Map.Entry<String, InetSocketAddress> peer : peers.entrySet())
             {

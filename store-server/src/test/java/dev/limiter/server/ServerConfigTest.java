@@ -63,7 +63,7 @@ class ServerConfigTest
     {
         final IllegalArgumentException interval = assertThrows(IllegalArgumentException.class,
             () -> member(1, 1).snapshotEveryEntries(0).validate());
-        assertTrue(interval.getMessage().contains("every 1 or more log entries, was 0"), interval.getMessage());
+        assertTrue(interval.getMessage().contains("--snapshot-every must be at least 1 log entry, was 0"), interval.getMessage());
         final IllegalArgumentException segment = assertThrows(IllegalArgumentException.class,
             () -> member(1, 1).logSegmentBytes(512).validate());
         assertTrue(segment.getMessage().contains("at least 1 KiB, was 512 bytes"), segment.getMessage());
