@@ -328,6 +328,12 @@ public final class RaftGroupMember
         return stateMachine.lastSnapshotNanos();
     }
 
+    /** Log segments purged after a snapshot whose disk space was freed off Ratis' log thread (see SegmentTrash). */
+    public long purgedSegmentsFreed()
+    {
+        return stateMachine.purgedSegmentsFreed();
+    }
+
     /**
      * How long the latest snapshot stopped this group's apply thread (the copy of the state into
      * memory; the file is written on another thread), in nanoseconds.

@@ -74,6 +74,11 @@ final class StampedStateMachine extends BaseStateMachine
     private final AtomicLong snapshotsInstalled = new AtomicLong();
     private final Executor snapshotWriter;
     private static final long SNAPSHOT_CLOSE_WAIT_SECONDS = 30;
+    /** Beside a group's log: second names of purged segments, freed off the log thread (see {@link SegmentTrash}). */
+    static final String PURGED_SEGMENTS_DIR = "purged-segments";
+    private static final long TRASH_CHECK_MILLIS = 200;
+    private static final int TRASH_CHECKS = 50;
+    private volatile SegmentTrash segmentTrash;
     /** Suffix of a snapshot file while it is written (renamed without it once synced). */
     static final String UNFINISHED_SUFFIX = ".tmp";
 
@@ -119,6 +124,12 @@ final class StampedStateMachine extends BaseStateMachine
         return lastSnapshotNanos;
     }
 
+    long purgedSegmentsFreed()
+    {
+        final SegmentTrash trash = segmentTrash;
+        return trash == null ? 0 : trash.freed();
+    }
+
     long lastSnapshotCopyNanos()
     {
         return lastSnapshotCopyNanos;
@@ -146,6 +157,9 @@ final class StampedStateMachine extends BaseStateMachine
         {
             super.initialize(server, groupId, raftStorage);
             storage.init(raftStorage);
+            segmentTrash = new SegmentTrash(raftStorage.getStorageDir().getCurrentDir().toPath(),
+                raftStorage.getStorageDir().getRoot().toPath().resolve(PURGED_SEGMENTS_DIR));
+            segmentTrash.clear();
             removeUnfinishedSnapshotWrites();
             loadLatestSnapshot();
         });
@@ -242,7 +256,8 @@ final class StampedStateMachine extends BaseStateMachine
             if (written != null && written.getIndex() > knownSnapshotIndex)
             {
                 knownSnapshotIndex = written.getIndex();
-                return written.getIndex();
+                emptySegmentTrash(TRASH_CHECKS);
+                return written.getIndex(); // Ratis now purges the log up to it, deleting segments on its log thread
             }
             // Failed, or overtaken by a snapshot installed from the leader meanwhile: take a new one.
         }
@@ -302,6 +317,7 @@ final class StampedStateMachine extends BaseStateMachine
             MD5FileUtil.saveMD5File(target, md5);
             final SingleFileSnapshotInfo info = new SingleFileSnapshotInfo(new FileInfo(target.toPath(), md5), applied);
             storage.updateLatestSnapshot(info);
+            segmentTrash.link(applied.getIndex()); // before Ratis may purge them, once it learns this index
             lastSnapshotBytes = Files.size(target.toPath());
             lastSnapshotNanos = System.nanoTime() - started;
             snapshotsTaken.incrementAndGet();
@@ -321,6 +337,23 @@ final class StampedStateMachine extends BaseStateMachine
             }
             throw e instanceof IOException io ? new UncheckedIOException(io) : (RuntimeException)e;
         }
+    }
+
+    /**
+     * Frees the segments Ratis purged after a snapshot, on the snapshot writer thread: Ratis deletes
+     * them shortly after it learns the index, so this looks every {@value #TRASH_CHECK_MILLIS} ms
+     * until none is left (a segment Ratis keeps longer, for a member that lags, waits for the next
+     * snapshot's look).
+     */
+    private void emptySegmentTrash(final int checksLeft)
+    {
+        CompletableFuture.runAsync(() ->
+        {
+            if (segmentTrash.empty() > 0 && checksLeft > 1)
+            {
+                emptySegmentTrash(checksLeft - 1);
+            }
+        }, CompletableFuture.delayedExecutor(TRASH_CHECK_MILLIS, TimeUnit.MILLISECONDS, snapshotWriter));
     }
 
     /** Completes when the snapshot being written (if any) is on disk or has failed. */

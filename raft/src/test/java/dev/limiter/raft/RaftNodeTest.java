@@ -303,7 +303,34 @@ class RaftNodeTest
         await("every member to report its snapshot", Duration.ofSeconds(30), () ->
             nodes.values().stream().allMatch(n -> n.group(0).snapshotsTaken() >= 1 && n.group(0).lastSnapshotBytes() > 0));
         final long index = leader.group(0).snapshot().get(10, TimeUnit.SECONDS);
-        assertTrue(index >= 20, "a snapshot at or past the first trigger point: " + index);
+        assertTrue(index >= 19, "a snapshot at or past the first trigger point (the 20th entry, index 19): " + index);
+        // More snapshots, and segments they cover: each got a second name before Ratis purged it, and
+        // the snapshot writer freed it once Ratis had deleted its own name.
+        submitMany(leader, 126, 200).forEach(CompletableFuture::join);
+        await("every member to free the segments Ratis purged", Duration.ofSeconds(30), () ->
+            nodes.values().stream().allMatch(n -> n.group(0).purgedSegmentsFreed() > 0)
+                && nodes.keySet().stream().allMatch(id -> trashIsEmptyAfterUse(dir.resolve(id))));
+    }
+
+    private static boolean trashIsEmptyAfterUse(final Path nodeDir)
+    {
+        try (java.util.stream.Stream<Path> files = java.nio.file.Files.walk(nodeDir))
+        {
+            final Path trash = files.filter(p -> p.getFileName().toString().equals(StampedStateMachine.PURGED_SEGMENTS_DIR))
+                .findFirst().orElse(null);
+            if (trash == null)
+            {
+                return false; // no segment was ever linked
+            }
+            try (java.util.stream.Stream<Path> names = java.nio.file.Files.list(trash))
+            {
+                return names.findAny().isEmpty();
+            }
+        }
+        catch (final IOException e)
+        {
+            return false;
+        }
     }
 
     @Test

@@ -131,6 +131,8 @@ public final class ServerMetrics
             Gauge.builder("limiter.raft.snapshot.duration", replication, r -> r.member().lastSnapshotNanos() / 1e9).tags(group)
                 .baseUnit("seconds").description("Time the latest snapshot of the group took, from the copy of the state to the synced file")
                 .register(registry);
+            FunctionCounter.builder("limiter.raft.log.segments.freed", replication, r -> r.member().purgedSegmentsFreed()).tags(group)
+                .description("Log segments purged after a snapshot whose space was freed off the Raft log thread").register(registry);
             Gauge.builder("limiter.raft.snapshot.copy.duration", replication, r -> r.member().lastSnapshotCopyNanos() / 1e9).tags(group)
                 .baseUnit("seconds").description("Time the latest snapshot stopped the group's apply thread (the copy into memory)")
                 .register(registry);
