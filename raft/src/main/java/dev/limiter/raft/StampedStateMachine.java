@@ -79,6 +79,10 @@ final class StampedStateMachine extends BaseStateMachine
     private static final long TRASH_CHECK_MILLIS = 200;
     private static final int TRASH_CHECKS = 50;
     private volatile SegmentTrash segmentTrash;
+    /** After a failed snapshot write, the next capture waits this long. */
+    private static final long SNAPSHOT_RETRY_NANOS = TimeUnit.SECONDS.toNanos(10);
+    /** Apply thread: no capture before this (System.nanoTime()). */
+    private long retryCaptureAfterNanos = System.nanoTime();
     /** Suffix of a snapshot file while it is written (renamed without it once synced). */
     static final String UNFINISHED_SUFFIX = ".tmp";
 
@@ -259,7 +263,16 @@ final class StampedStateMachine extends BaseStateMachine
                 emptySegmentTrash(TRASH_CHECKS);
                 return written.getIndex(); // Ratis now purges the log up to it, deleting segments on its log thread
             }
+            if (written == null)
+            {
+                // Failed (a full disk, say): do not copy the tables again on every apply meanwhile.
+                retryCaptureAfterNanos = System.nanoTime() + SNAPSHOT_RETRY_NANOS;
+            }
             // Failed, or overtaken by a snapshot installed from the leader meanwhile: take a new one.
+        }
+        if (System.nanoTime() - retryCaptureAfterNanos < 0)
+        {
+            return RaftLog.INVALID_LOG_INDEX;
         }
         final TermIndex applied = getLastAppliedTermIndex();
         if (applied == null || applied.getIndex() < 0)

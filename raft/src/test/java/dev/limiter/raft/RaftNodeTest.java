@@ -337,6 +337,29 @@ class RaftNodeTest
     }
 
     @Test
+    void aFailedSnapshotWriteKeepsTheLogAndIsNotRetriedOnEveryApply() throws Exception
+    {
+        snapshotEvery = 20;
+        startCluster();
+        final RaftNode leader = leader();
+        machines.values().forEach(machine -> machine.failWrites = true);
+        submitMany(leader, 0, 25).forEach(CompletableFuture::join);
+        await("every member to try a snapshot", Duration.ofSeconds(30), () ->
+            machines.values().stream().allMatch(machine -> machine.captures.get() >= 1));
+        for (int i = 0; i < 10; i++) // many applies past the threshold, each a chance to try again
+        {
+            submitMany(leader, 25 + i * 10, 10).forEach(CompletableFuture::join);
+        }
+        awaitConverged(125);
+        for (final String id : nodes.keySet())
+        {
+            final int captures = machines.get(id).captures.get();
+            assertTrue(captures <= 2, "one try, then 10 s before the next (not one per apply): " + captures + " on " + id);
+            assertEquals(0, nodes.get(id).group(0).snapshotsTaken(), "nothing written: " + id);
+        }
+    }
+
+    @Test
     void aSnapshotWriteCutShortLeavesNothingBehindOnceTheMemberStartsAgain() throws Exception
     {
         startCluster();

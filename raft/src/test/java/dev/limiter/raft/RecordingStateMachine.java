@@ -18,6 +18,10 @@ final class RecordingStateMachine implements ReplicatedStateMachine
     final List<Long> stamps = Collections.synchronizedList(new ArrayList<>());
     volatile int restores;
     static final int SNAPSHOT_PADDING = 20_000;
+    /** Captures taken for snapshots. */
+    final java.util.concurrent.atomic.AtomicInteger captures = new java.util.concurrent.atomic.AtomicInteger();
+    /** When set, every snapshot write fails (as on a full disk). */
+    volatile boolean failWrites;
 
     @Override
     public ByteBuffer apply(final long index, final long clusterNanos, final ByteBuffer payload)
@@ -36,6 +40,7 @@ final class RecordingStateMachine implements ReplicatedStateMachine
     @Override
     public CapturedState captureSnapshot()
     {
+        captures.incrementAndGet();
         final long capturedDigest = digest;
         final long capturedApplied = applied;
         return new CapturedState()
@@ -43,6 +48,10 @@ final class RecordingStateMachine implements ReplicatedStateMachine
             @Override
             public void writeTo(final OutputStream out) throws IOException
             {
+                if (failWrites)
+                {
+                    throw new IOException("no space left on device (test)");
+                }
                 final DataOutputStream data = new DataOutputStream(out);
                 data.writeLong(capturedDigest);
                 data.writeLong(capturedApplied);
