@@ -8,6 +8,7 @@ import java.nio.file.DirectoryStream;
 import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -34,7 +35,7 @@ final class SegmentTrash
     private final Path logDir;
     private final Path trashDir;
     private boolean linksWork = true;
-    private final java.util.concurrent.atomic.AtomicLong freed = new java.util.concurrent.atomic.AtomicLong();
+    private final AtomicLong freed = new AtomicLong();
 
     /**
      * @param logDir   where Ratis keeps the group's log segments

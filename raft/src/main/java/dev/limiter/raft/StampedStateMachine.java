@@ -265,10 +265,9 @@ final class StampedStateMachine extends BaseStateMachine
             }
             if (written == null)
             {
-                // Failed (a full disk, say): do not copy the tables again on every apply meanwhile.
-                retryCaptureAfterNanos = System.nanoTime() + SNAPSHOT_RETRY_NANOS;
+                pauseCaptures(); // failed (a full disk, say)
             }
-            // Failed, or overtaken by a snapshot installed from the leader meanwhile: take a new one.
+            // Else overtaken by a snapshot installed from the leader meanwhile: take a new one now.
         }
         if (System.nanoTime() - retryCaptureAfterNanos < 0)
         {
@@ -290,9 +289,12 @@ final class StampedStateMachine extends BaseStateMachine
         {
             state = application.captureSnapshot();
         }
-        catch (final RuntimeException e)
+        catch (final RuntimeException | OutOfMemoryError e)
         {
-            LOG.error("{}: could not capture the state for a snapshot at {}; the log is kept", nodeId, applied, e);
+            // OutOfMemoryError: no direct memory left for the copy; Ratis would end the member on it.
+            LOG.error("{}: could not capture the state for a snapshot at {} (a copy needs room for the group's tables " +
+                "again: see -XX:MaxDirectMemorySize); the log is kept", nodeId, applied, e);
+            pauseCaptures();
             return RaftLog.INVALID_LOG_INDEX;
         }
         lastSnapshotCopyNanos = System.nanoTime() - start;
@@ -305,6 +307,12 @@ final class StampedStateMachine extends BaseStateMachine
             state.close(); // the node is closing
         }
         return RaftLog.INVALID_LOG_INDEX;
+    }
+
+    /** Apply thread, after a failed snapshot: the next try waits, rather than copying the tables on every apply meanwhile. */
+    private void pauseCaptures()
+    {
+        retryCaptureAfterNanos = System.nanoTime() + SNAPSHOT_RETRY_NANOS;
     }
 
     /** Snapshot writer thread: the captured state to a file under a temporary name, synced, then renamed. */

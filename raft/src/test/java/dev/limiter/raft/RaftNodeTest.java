@@ -316,10 +316,9 @@ class RaftNodeTest
     /** No space is held for a segment Ratis has deleted: every name in the trash is still in the log. */
     private static boolean trashHoldsOnlySegmentsTheLogStillHas(final Path nodeDir)
     {
-        try (java.util.stream.Stream<Path> files = java.nio.file.Files.walk(nodeDir))
+        try
         {
-            final Path trash = files.filter(p -> p.getFileName().toString().equals(StampedStateMachine.PURGED_SEGMENTS_DIR))
-                .findFirst().orElse(null);
+            final Path trash = directoryNamed(nodeDir, StampedStateMachine.PURGED_SEGMENTS_DIR);
             if (trash == null)
             {
                 return false; // no segment was ever linked
@@ -336,13 +335,34 @@ class RaftNodeTest
         }
     }
 
+    /** The first directory called {@code name} under a node's storage (a group's {@code sm}, say), or null. */
+    private static Path directoryNamed(final Path nodeDir, final String name) throws IOException
+    {
+        try (java.util.stream.Stream<Path> files = java.nio.file.Files.walk(nodeDir))
+        {
+            return files.filter(p -> p.getFileName().toString().equals(name)).findFirst().orElse(null);
+        }
+    }
+
     @Test
     void aFailedSnapshotWriteKeepsTheLogAndIsNotRetriedOnEveryApply() throws Exception
+    {
+        snapshotsFailAndTheMembersKeepApplying(machine -> machine.failWrites = true);
+    }
+
+    @Test
+    void noMemoryForASnapshotsCopyKeepsTheMembersApplyingAndIsNotRetriedOnEveryApply() throws Exception
+    {
+        snapshotsFailAndTheMembersKeepApplying(machine -> machine.failCaptures = true);
+    }
+
+    private void snapshotsFailAndTheMembersKeepApplying(final java.util.function.Consumer<RecordingStateMachine> failure)
+        throws Exception
     {
         snapshotEvery = 20;
         startCluster();
         final RaftNode leader = leader();
-        machines.values().forEach(machine -> machine.failWrites = true);
+        machines.values().forEach(failure);
         submitMany(leader, 0, 25).forEach(CompletableFuture::join);
         await("every member to try a snapshot", Duration.ofSeconds(30), () ->
             machines.values().stream().allMatch(machine -> machine.captures.get() >= 1));
@@ -367,13 +387,10 @@ class RaftNodeTest
         submitMany(leader, 0, 10).forEach(CompletableFuture::join);
         final String followerId = nodes.keySet().stream().filter(id -> !id.equals(leader.nodeId())).findFirst().orElseThrow();
         stop(followerId);
-        final Path unfinished;
-        try (java.util.stream.Stream<Path> files = java.nio.file.Files.walk(dir.resolve(followerId)))
-        {
-            final Path stateMachineDir = files.filter(p -> p.getFileName().toString().equals("sm")).findFirst().orElseThrow();
-            unfinished = java.nio.file.Files.write(stateMachineDir.resolve("snapshot.1_5" + StampedStateMachine.UNFINISHED_SUFFIX),
-                new byte[4096]); // as a node killed in the middle of a snapshot write leaves it
-        }
+        final Path stateMachineDir = directoryNamed(dir.resolve(followerId), "sm");
+        assertNotNull(stateMachineDir);
+        final Path unfinished = java.nio.file.Files.write(stateMachineDir.resolve("snapshot.1_5" + StampedStateMachine.UNFINISHED_SUFFIX),
+            new byte[4096]); // as a node killed in the middle of a snapshot write leaves it
         start(followerId);
         awaitConverged(10);
         assertFalse(java.nio.file.Files.exists(unfinished), "the unfinished write was removed at start");

@@ -9,6 +9,7 @@ import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
 
 /** A test application: a running digest over (index, stamp, payload), plus the stamps it saw. */
 final class RecordingStateMachine implements ReplicatedStateMachine
@@ -19,7 +20,9 @@ final class RecordingStateMachine implements ReplicatedStateMachine
     volatile int restores;
     static final int SNAPSHOT_PADDING = 20_000;
     /** Captures taken for snapshots. */
-    final java.util.concurrent.atomic.AtomicInteger captures = new java.util.concurrent.atomic.AtomicInteger();
+    final AtomicInteger captures = new AtomicInteger();
+    /** When set, every capture fails as when no direct memory is left for the copy. */
+    volatile boolean failCaptures;
     /** When set, every snapshot write fails (as on a full disk). */
     volatile boolean failWrites;
 
@@ -41,6 +44,10 @@ final class RecordingStateMachine implements ReplicatedStateMachine
     public CapturedState captureSnapshot()
     {
         captures.incrementAndGet();
+        if (failCaptures)
+        {
+            throw new OutOfMemoryError("Cannot reserve 1048576 bytes of direct buffer memory (test)");
+        }
         final long capturedDigest = digest;
         final long capturedApplied = applied;
         return new CapturedState()

@@ -219,11 +219,20 @@ public final class ReplicatedBuckets implements ReplicatedStateMachine
         // Only the control group's snapshot holds the policies (another group's holds none).
         final byte[] controlState = control ? policies.snapshot().toByteArray() : new byte[0];
         final BucketTableImage[] images = new BucketTableImage[owned.length];
-        for (int i = 0; i < owned.length; i++)
+        final CapturedBuckets captured = new CapturedBuckets(controlState, appliedDecisions, images);
+        try
         {
-            images[i] = committed[owned[i]].image();
+            for (int i = 0; i < owned.length; i++)
+            {
+                images[i] = committed[owned[i]].image();
+            }
         }
-        return new CapturedBuckets(controlState, appliedDecisions, images);
+        catch (final RuntimeException | OutOfMemoryError e)
+        {
+            captured.close(); // the copies made so far (no room for the next one, say)
+            throw e;
+        }
+        return captured;
     }
 
     /** A group's state as captured, in the snapshot format {@link #restoreSnapshot} reads. */
@@ -276,7 +285,10 @@ public final class ReplicatedBuckets implements ReplicatedStateMachine
         {
             for (final BucketTableImage image : images)
             {
-                image.close();
+                if (image != null)
+                {
+                    image.close();
+                }
             }
         }
     }
