@@ -462,6 +462,7 @@ public final class LoadGenerator implements Callable<Integer>
         final long degraded0 = degraded.sum();
         final long leased0 = fromTokenLeases.sum();
         final long redirects0 = client == null ? 0 : client.redirects();
+        final long ownCpu0 = ownCpuNanos();
         measuring.set(true);
         final long start = System.nanoTime();
         final Histogram total = new Histogram(TimeUnit.SECONDS.toNanos(60), 3);
@@ -486,6 +487,7 @@ public final class LoadGenerator implements Callable<Integer>
         final long g = degraded.sum() - degraded0;
         final long fromLeases = fromTokenLeases.sum() - leased0;
         final long redirected = client == null ? 0 : client.redirects() - redirects0;
+        final long ownCpu = ownCpuNanos() - ownCpu0;
         final List<NodeCounters> nodesAfter = NodeCounters.readAll(nodeServers, tlsContext);
         running.set(false);
         interval = recorder.getIntervalHistogram(interval);
@@ -510,14 +512,26 @@ public final class LoadGenerator implements Callable<Integer>
             "\"errors\":%d,\"degraded\":%d,\"mode\":\"%s\",\"connections\":%d,\"pipeline\":%d,\"lanes\":%d,\"rate\":%d,\"keys\":%d,\"hotShare\":%d," +
             "\"durationSec\":%.1f,\"coCorrectionIntervalUs\":%.1f,\"rawP50Us\":%.1f,\"rawP99Us\":%.1f,\"rawP999Us\":%.1f," +
             "\"maxNodeUs\":%.1f,\"maxSdkUs\":%.1f,\"sdkRedirects\":%d,\"fromTokenLeases\":%d,\"tokenLeaseShare\":%.4f," +
-            "\"pacerLateP50Us\":%.1f,\"pacerLateP99Us\":%.1f,\"nodes\":%s}%n",
+            "\"pacerLateP50Us\":%.1f,\"pacerLateP99Us\":%.1f,\"generatorCpuUsPerDecision\":%.2f,\"generatorCpuCores\":%.2f," +
+            "\"nodes\":%s}%n",
             (a + d) / seconds, reported.getValueAtPercentile(50) / 1e3, reported.getValueAtPercentile(99) / 1e3,
             reported.getValueAtPercentile(99.9) / 1e3, reported.getMaxValue() / 1e3, a, d, e, g, mode, connections,
             rate > 0 || blockingThreads > 0 ? 0 : pipeline, lanes, rate, keys, hotShare, seconds, expectedIntervalNanos.get() / 1e3,
             total.getValueAtPercentile(50) / 1e3, total.getValueAtPercentile(99) / 1e3, total.getValueAtPercentile(99.9) / 1e3,
             slowestByNode.get() / 1e3, slowestBySdk.get() / 1e3, redirected, fromLeases, a + d == 0 ? 0.0 : (double)fromLeases / (a + d),
-            late.getValueAtPercentile(50) / 1e3, late.getValueAtPercentile(99) / 1e3, nodes);
+            late.getValueAtPercentile(50) / 1e3, late.getValueAtPercentile(99) / 1e3,
+            ownCpu < 0 || a + d == 0 ? -1.0 : ownCpu / 1e3 / (a + d), ownCpu < 0 ? -1.0 : ownCpu / 1e9 / seconds, nodes);
         return 0;
+    }
+
+    /**
+     * This process's CPU time so far (every thread: the SDK's, the callers', the collector's), or -1
+     * where the JVM does not tell: what the client side costs per decision, next to the nodes'.
+     */
+    private static long ownCpuNanos()
+    {
+        return java.lang.management.ManagementFactory.getOperatingSystemMXBean() instanceof com.sun.management.OperatingSystemMXBean os ?
+            os.getProcessCpuTime() : -1;
     }
 
     public static void main(final String[] args)

@@ -76,6 +76,15 @@ final class Connection
     private final AtomicBoolean drainScheduled = new AtomicBoolean();
     private final Runnable drain = this::drainQueue;
     private final LongObjectHashMap<InFlight> inFlight = new LongObjectHashMap<>();
+    /**
+     * One timer per connection drops frames past their deadlines, instead of one per frame (a
+     * scheduled task per frame cost a priority-queue insert and removal on the I/O thread for
+     * every frame). Event loop only; null when none is scheduled.
+     */
+    private ScheduledFuture<?> sweep;
+    /** When {@link #sweep} runs. */
+    private long sweepAtNanos;
+    private final Runnable sweepTask = this::sweepFrames;
     private final ResultDecoder decoder = new ResultDecoder();
     private final PolicyIdCache policyIds = new PolicyIdCache();
     private final List<Runnable> connectWaiters = new ArrayList<>();
@@ -117,12 +126,13 @@ final class Connection
     private boolean countedForFleet = true;
 
     /** A frame on the wire: the calls it carries, in entry order. */
-    private final class InFlight implements Runnable
+    private final class InFlight
     {
         final long correlationId;
         final PendingCall[] calls;
         final CompletableFuture<Void> ping;
-        ScheduledFuture<?> timeout;
+        /** When the sweep looks at this frame next (its earliest deadline, then every settle check). */
+        long dueNanos;
 
         InFlight(final long correlationId, final PendingCall[] calls, final CompletableFuture<Void> ping)
         {
@@ -132,11 +142,11 @@ final class Connection
         }
 
         /**
-         * Housekeeping only: the SDK's deadline timer ends calls at their deadlines (whatever this
-         * thread is doing); this drops the frame once every call in it is settled.
+         * Housekeeping only, at {@link #dueNanos}: the SDK's deadline timer ends calls at their
+         * deadlines (whatever this thread is doing); this fails a ping and tells whether every call
+         * is settled, so the frame can be dropped.
          */
-        @Override
-        public void run()
+        boolean settledWhenDue()
         {
             if (ping != null && !ping.isDone())
             {
@@ -146,19 +156,14 @@ final class Connection
             {
                 if (!call.isDone())
                 {
-                    timeout = loop.schedule(this, SETTLE_CHECK_NANOS, TimeUnit.NANOSECONDS);
-                    return;
+                    return false;
                 }
             }
-            inFlight.remove(correlationId);
+            return true;
         }
 
         void fail(final Throwable cause)
         {
-            if (timeout != null)
-            {
-                timeout.cancel(false);
-            }
             for (final PendingCall call : calls)
             {
                 call.completeExceptionally(cause);
@@ -482,8 +487,7 @@ final class Connection
             }
             final long correlationId = nextCorrelationId++;
             final InFlight frame = new InFlight(correlationId, new PendingCall[0], result);
-            inFlight.put(correlationId, frame);
-            frame.timeout = loop.schedule(frame, Math.max(0, deadlineNanos - System.nanoTime()), TimeUnit.NANOSECONDS);
+            track(frame, deadlineNanos);
             final ByteBuf buf = ch.alloc().buffer(Frame.HEADER_LENGTH + (body == null ? 0 : body.length));
             final int start = Frame.begin(buf, type, correlationId);
             if (body != null)
@@ -552,8 +556,7 @@ final class Connection
             }
             final InFlight frame = new InFlight(correlationId,
                 count == batch.length ? batch : Arrays.copyOf(batch, count), null);
-            inFlight.put(correlationId, frame);
-            frame.timeout = loop.schedule(frame, earliestDeadline - now, TimeUnit.NANOSECONDS);
+            track(frame, earliestDeadline);
             ch.write(buf, ch.voidPromise());
             framesWritten++;
             wrote = true;
@@ -561,6 +564,75 @@ final class Connection
         if (wrote)
         {
             ch.flush();
+        }
+    }
+
+    /** Frames sent and neither answered nor dropped yet (read on the I/O thread; for tests). */
+    int framesAwaitingAnswer()
+    {
+        return CompletableFuture.supplyAsync(inFlight::size, loop).join();
+    }
+
+    /** Holds {@code frame} until its answer, and has the sweep look at it by {@code dueNanos}. Event loop only. */
+    private void track(final InFlight frame, final long dueNanos)
+    {
+        frame.dueNanos = dueNanos;
+        inFlight.put(frame.correlationId, frame);
+        if (sweep == null || dueNanos - sweepAtNanos < 0)
+        {
+            scheduleSweep(dueNanos, System.nanoTime());
+        }
+    }
+
+    private void scheduleSweep(final long atNanos, final long nowNanos)
+    {
+        if (sweep != null)
+        {
+            sweep.cancel(false);
+        }
+        sweepAtNanos = atNanos;
+        sweep = loop.schedule(sweepTask, Math.max(0, atNanos - nowNanos), TimeUnit.NANOSECONDS);
+    }
+
+    /** Drops the frames due by now whose calls are all settled; runs again when the next frame is due. */
+    private void sweepFrames()
+    {
+        sweep = null;
+        final long now = System.nanoTime();
+        List<InFlight> settled = null;
+        long next = 0;
+        boolean pending = false;
+        for (final InFlight frame : inFlight.values())
+        {
+            if (frame.dueNanos - now <= 0)
+            {
+                if (frame.settledWhenDue())
+                {
+                    if (settled == null)
+                    {
+                        settled = new ArrayList<>();
+                    }
+                    settled.add(frame);
+                    continue;
+                }
+                frame.dueNanos = now + SETTLE_CHECK_NANOS;
+            }
+            if (!pending || frame.dueNanos - next < 0)
+            {
+                next = frame.dueNanos;
+                pending = true;
+            }
+        }
+        if (settled != null)
+        {
+            for (final InFlight frame : settled)
+            {
+                inFlight.remove(frame.correlationId);
+            }
+        }
+        if (pending && sweep == null)
+        {
+            scheduleSweep(next, now);
         }
     }
 
@@ -584,7 +656,6 @@ final class Connection
         {
             return; // answered after its deadline: the caller was already told
         }
-        entry.timeout.cancel(false);
         final String malformed = decoder.wrap(frame, Frame.bodyOffset(frame), Frame.frameEnd(frame));
         if (entry.ping != null)
         {
@@ -640,10 +711,6 @@ final class Connection
         {
             // The node did not answer these calls (a STRICT batch it could not confirm may still have
             // charged tokens: a retry can only under-admit): they go to the leader, within their deadlines.
-            if (entry.timeout != null)
-            {
-                entry.timeout.cancel(false);
-            }
             reconnectAttempt = 0;
             rerouter.reroute(this, entry.calls, message);
         }
@@ -771,7 +838,6 @@ final class Connection
                         final InFlight entry = inFlight.remove(correlationId);
                         if (entry != null && entry.ping != null)
                         {
-                            entry.timeout.cancel(false);
                             entry.ping.complete(null);
                         }
                         break;

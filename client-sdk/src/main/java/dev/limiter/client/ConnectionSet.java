@@ -2,8 +2,11 @@ package dev.limiter.client;
 
 import java.net.InetSocketAddress;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
@@ -15,6 +18,11 @@ import java.util.concurrent.atomic.AtomicInteger;
 final class ConnectionSet
 {
     private final Connection[] connections;
+    /**
+     * Each node's connections by {@code host:port}: a routed call looks its node up once instead of
+     * comparing the address of every connection (150 of them for 50 per node on three nodes).
+     */
+    private final Map<String, Connection[]> byNode;
     private final AtomicInteger roundRobin = new AtomicInteger();
     /** host:port of the node last named as leader, or null. */
     private volatile String preferred;
@@ -26,6 +34,14 @@ final class ConnectionSet
             throw new IllegalArgumentException("a client needs at least one connection");
         }
         this.connections = connections.toArray(new Connection[0]);
+        final Map<String, List<Connection>> grouped = new HashMap<>();
+        for (final Connection connection : this.connections)
+        {
+            grouped.computeIfAbsent(connection.hostPort(), k -> new ArrayList<>()).add(connection);
+        }
+        final Map<String, Connection[]> nodes = new HashMap<>();
+        grouped.forEach((hostPort, list) -> nodes.put(hostPort, list.toArray(new Connection[0])));
+        this.byNode = Map.copyOf(nodes);
     }
 
     /** Every connection, open or not (do not modify). */
@@ -44,22 +60,28 @@ final class ConnectionSet
         return leader != null ? leader : pick();
     }
 
-    /** An open connection to {@code hostPort} (round robin among several), or null. */
+    /**
+     * An open connection to {@code hostPort}, or null: one of that node's connections picked at
+     * random (a per-thread generator: callers on several threads share no counter), the next open
+     * one after it when it is not.
+     */
     Connection open(final String hostPort)
     {
-        if (hostPort.isEmpty())
+        final Connection[] node = hostPort.isEmpty() ? null : byNode.get(hostPort);
+        if (node == null)
         {
             return null;
         }
-        final int n = connections.length;
-        final int start = roundRobin.getAndIncrement() & Integer.MAX_VALUE;
+        final int n = node.length;
+        int index = n == 1 ? 0 : ThreadLocalRandom.current().nextInt(n);
         for (int i = 0; i < n; i++)
         {
-            final Connection c = connections[(start + i) % n];
-            if (c.isActive() && c.hostPort().equals(hostPort))
+            final Connection c = node[index];
+            if (c.isActive())
             {
                 return c;
             }
+            index = index + 1 == n ? 0 : index + 1;
         }
         return null;
     }

@@ -37,6 +37,8 @@ public final class Descriptor
     private final byte[] encoded;
     /** What places the tenant's buckets on a shard ({@link ShardMap#tenantHash}); 0 without a tenant. */
     private final long tenantHash;
+    /** Of {@link #encoded}, made once: every call looks its descriptor up in the SDK's refusal table. */
+    private final int hash;
     /** The SDK token lease this descriptor decides from, with the policy set version it was found under ({@link TokenLeases}). */
     volatile Object tokenLease;
 
@@ -50,6 +52,7 @@ public final class Descriptor
         this.region = values[5];
         this.encoded = AcquireCodec.encodeFields(tenant, principal, method, route, clientIp, region);
         this.tenantHash = tenant.isEmpty() ? 0 : ShardMap.tenantHash(tenant.getBytes(StandardCharsets.UTF_8));
+        this.hash = Arrays.hashCode(encoded);
     }
 
     public static Builder builder()
@@ -109,13 +112,13 @@ public final class Descriptor
     @Override
     public boolean equals(final Object o)
     {
-        return this == o || (o instanceof Descriptor && Arrays.equals(encoded, ((Descriptor)o).encoded));
+        return this == o || (o instanceof Descriptor && hash == ((Descriptor)o).hash && Arrays.equals(encoded, ((Descriptor)o).encoded));
     }
 
     @Override
     public int hashCode()
     {
-        return Arrays.hashCode(encoded);
+        return hash;
     }
 
     @Override

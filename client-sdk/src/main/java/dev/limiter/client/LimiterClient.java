@@ -866,6 +866,17 @@ public final class LimiterClient implements AutoCloseable
         return connections.open();
     }
 
+    /** Frames sent and neither answered nor dropped yet, over every connection (asks each I/O thread; for tests). */
+    int framesAwaitingAnswer()
+    {
+        int frames = 0;
+        for (final Connection connection : connections.all())
+        {
+            frames += connection.framesAwaitingAnswer();
+        }
+        return frames;
+    }
+
     /**
      * A node refused calls because it does not lead: send them to the leader it named, or, during
      * an election, to another node shortly after. Calls keep their deadlines.

@@ -42,6 +42,50 @@ class LimiterClientTest
     }
 
     @Test
+    void framesANodeNeverAnsweredAreDroppedOnceTheirCallsEndedAndFramesAnsweredAtOnce() throws Exception
+    {
+        try (SilentNode silent = new SilentNode())
+        {
+            try (LimiterClient client = LimiterClient.builder().endpoints("127.0.0.1:" + silent.port())
+                .ioThreads(1).connections(2).maxBatch(4).deadline(Duration.ofMillis(50)).build())
+            {
+                assertTrue(client.awaitConnected(Duration.ofSeconds(5)));
+                final List<CompletableFuture<Decision>> calls = new java.util.ArrayList<>();
+                for (int i = 0; i < 40; i++)
+                {
+                    calls.add(client.acquire(Descriptor.of("t" + i, "/x"), 1));
+                }
+                assertTrue(client.framesAwaitingAnswer() >= 10, "40 calls, at most 4 a frame: " + client.framesAwaitingAnswer());
+                for (final CompletableFuture<Decision> call : calls)
+                {
+                    final ExecutionException e = assertThrows(ExecutionException.class, call::get);
+                    assertTrue(e.getCause() instanceof LimiterTimeoutException, String.valueOf(e.getCause()));
+                }
+                // Every call has ended: the connections' one timer each drops the frames (at their
+                // deadlines, or a settle check after), however many there were.
+                final long until = System.nanoTime() + 2_000_000_000L;
+                while (client.framesAwaitingAnswer() > 0 && System.nanoTime() < until)
+                {
+                    Thread.sleep(5);
+                }
+                assertEquals(0, client.framesAwaitingAnswer(), "frames held after their calls ended");
+            }
+        }
+        try (ScriptedNode node = new ScriptedNode(request -> request.type() == dev.limiter.protocol.MessageType.ACQUIRE ||
+                 request.type() == dev.limiter.protocol.MessageType.BATCH_ACQUIRE ? ScriptedNode.allowAll(request) : null);
+             LimiterClient client = LimiterClient.builder().endpoints(node.endpoint()).ioThreads(1).connections(1)
+                 .deadline(Duration.ofSeconds(5)).build())
+        {
+            assertTrue(client.awaitConnected(Duration.ofSeconds(5)));
+            for (int i = 0; i < 20; i++)
+            {
+                assertTrue(client.acquire(Descriptor.of("t" + i, "/x"), 1).get().allowed());
+            }
+            assertEquals(0, client.framesAwaitingAnswer(), "an answered frame is dropped when its answer is read");
+        }
+    }
+
+    @Test
     void againstANodeThatNeverAnswersCallsEndAtTheirDeadlineWithinAFewMilliseconds() throws Exception
     {
         // 8 blocking callers and an open loop of 2,000 asynchronous calls a second for 5 s, all with a
