@@ -256,6 +256,9 @@ public final class RaftNode implements AutoCloseable
         // and sends, for a faster restart only; a restarted member learns the commit index from the
         // leader's next append instead (docs/cluster.md has what it saves here).
         RaftServerConfigKeys.Log.setLogMetadataEnabled(properties, false);
+        // Memory-first: the log worker reports an entry written once it is in the page cache and
+        // syncs on its flush thread; the commit index follows the writes, not the syncs.
+        RaftServerConfigKeys.Log.setUnsafeFlushEnabled(properties, config.memoryFirst());
         final Parameters parameters = new Parameters();
         GrpcConfigKeys.Server.setServicesCustomizer(parameters, new RaftPortGuard(config));
         if (config.tlsCert() != null)

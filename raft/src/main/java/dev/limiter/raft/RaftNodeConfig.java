@@ -45,6 +45,7 @@ public final class RaftNodeConfig
     private final Duration electionTimeoutMin = DEFAULT_ELECTION_TIMEOUT_MIN;
     private final Duration electionTimeoutMax = DEFAULT_ELECTION_TIMEOUT_MAX;
     private long snapshotEveryEntries = DEFAULT_SNAPSHOT_EVERY_ENTRIES;
+    private boolean memoryFirst;
     private int logSegmentBytes = DEFAULT_LOG_SEGMENT_BYTES;
     private long leaderStepDownMillis = DEFAULT_LEADER_STEP_DOWN_MILLIS;
     private boolean joining;
@@ -182,6 +183,25 @@ public final class RaftNodeConfig
     public RaftNodeConfig snapshotEveryEntries(final long entries)
     {
         this.snapshotEveryEntries = entries;
+        return this;
+    }
+
+    /** Whether an entry counts as held by a member once written to its operating system, before its fsync. */
+    public boolean memoryFirst()
+    {
+        return memoryFirst;
+    }
+
+    /**
+     * Memory-first: a member acknowledges an entry once it has handed it to its operating system
+     * (the page cache), and syncs the log to disk in the background, so a commit no longer waits
+     * for two fsyncs (the leader's and a follower's). A process that dies loses nothing the kernel
+     * holds; a machine that loses power loses the entries written since its last completed sync,
+     * and a majority of machines losing power at once can lose committed entries. Off by default.
+     */
+    public RaftNodeConfig memoryFirst(final boolean memoryFirst)
+    {
+        this.memoryFirst = memoryFirst;
         return this;
     }
 

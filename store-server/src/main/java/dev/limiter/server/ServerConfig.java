@@ -68,6 +68,7 @@ public final class ServerConfig
     private long fastLingerMicros = DEFAULT_FAST_LINGER_MICROS;
     private RegionConfig region;
     private long snapshotEveryEntries = RaftNodeConfig.DEFAULT_SNAPSHOT_EVERY_ENTRIES;
+    private boolean memoryFirst;
     private int logSegmentBytes = RaftNodeConfig.DEFAULT_LOG_SEGMENT_BYTES;
     private int ioThreads = DEFAULT_IO_THREADS;
     private int maxBucketsPerShard = DEFAULT_MAX_BUCKETS_PER_SHARD;
@@ -128,6 +129,8 @@ public final class ServerConfig
         }
         require(!clustered() || tlsCert == null || tlsCa != null,
             "a cluster with TLS needs --tls-ca: members verify each other's certificates on the Raft port (mutual TLS)");
+        require(clustered() || !memoryFirst,
+            "--memory-first sets how a cluster's Raft log is synced: give --node-id and --peers, or leave it out on a single node");
         if (clustered())
         {
             require(nodeId != null && peers.containsKey(nodeId),
@@ -385,6 +388,18 @@ public final class ServerConfig
     public ServerConfig snapshotEveryEntries(final long entries)
     {
         this.snapshotEveryEntries = entries;
+        return this;
+    }
+
+    /** Whether the Raft log acknowledges entries once in the page cache, syncing in the background ({@link RaftNodeConfig#memoryFirst(boolean)}). */
+    public boolean memoryFirst()
+    {
+        return memoryFirst;
+    }
+
+    public ServerConfig memoryFirst(final boolean memoryFirst)
+    {
+        this.memoryFirst = memoryFirst;
         return this;
     }
 

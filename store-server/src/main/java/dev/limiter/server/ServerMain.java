@@ -57,6 +57,13 @@ public final class ServerMain implements Callable<Integer>
             "restart's replay, more copy less often (default: ${DEFAULT-VALUE}).")
     long snapshotEveryEntries = RaftNodeConfig.DEFAULT_SNAPSHOT_EVERY_ENTRIES;
 
+    @Option(names = "--memory-first",
+        description = "Cluster: a member acknowledges a log entry once the operating system holds it and syncs to disk in the " +
+            "background, so a commit (what a STRICT caller waits for) needs no fsync. A killed process loses nothing; a power " +
+            "loss of a majority of the machines at once can lose the last committed decisions (docs/cluster.md). Every " +
+            "member should run with the same setting.")
+    boolean memoryFirst;
+
     @Option(names = "--region", paramLabel = "NAME",
         description = "The region this node (and its whole cluster) belongs to: regional policies are decided against this region's " +
             "share of their global limit, moved toward demand with the other regions (docs/regions.md). Every member of a " +
@@ -156,6 +163,7 @@ public final class ServerMain implements Callable<Integer>
         final ServerConfig config = new ServerConfig()
             .host(host).port(port).adminPort(adminPort).policiesFile(policies).shards(shards).raftGroups(raftGroups).ioThreads(ioThreads)
             .snapshotEveryEntries(snapshotEveryEntries)
+            .memoryFirst(memoryFirst)
             .fastLingerMicros(Double.isNaN(fastLingerMillis) ? -1 : Math.round(fastLingerMillis * 1000))
             .maxBucketsPerShard(maxBuckets).keyArenaBytesPerShard(keyArenaBytes).maxFrameBytes(maxFrameBytes)
             .preferEpoll(!nio).preferIoUring(ioUring).shardThreads(shardThreads).nodeId(nodeId).raftPortOffset(raftPortOffset).dataDir(dataDir).joining(join).adminToken(adminToken)

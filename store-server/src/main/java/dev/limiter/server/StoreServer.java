@@ -331,6 +331,7 @@ public final class StoreServer implements NodeStatus, AutoCloseable
             .groupName("buckets")
             .joining(config.joining())
             .snapshotEveryEntries(config.snapshotEveryEntries())
+            .memoryFirst(config.memoryFirst())
             .logSegmentBytes(config.logSegmentBytes())
             .tls(config.tlsCert(), config.tlsKey(), config.tlsCa())
             .prefaceTimeoutMillis(config.frameTimeoutMillis())

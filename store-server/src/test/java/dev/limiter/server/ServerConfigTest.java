@@ -4,6 +4,7 @@ import dev.limiter.raft.RaftNodeConfig;
 import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -68,5 +69,15 @@ class ServerConfigTest
             () -> member(1, 1).logSegmentBytes(512).validate());
         assertTrue(segment.getMessage().contains("at least 1 KiB, was 512 bytes"), segment.getMessage());
         assertEquals(20, member(1, 1).snapshotEveryEntries(20).logSegmentBytes(4096).validate().snapshotEveryEntries());
+    }
+
+    @Test
+    void memoryFirstIsAClusterSettingAndIsRefusedOnASingleNode()
+    {
+        final IllegalArgumentException single = assertThrows(IllegalArgumentException.class,
+            () -> new ServerConfig().memoryFirst(true).validate());
+        assertTrue(single.getMessage().contains("--memory-first sets how a cluster's Raft log is synced"), single.getMessage());
+        assertTrue(member(1, 1).memoryFirst(true).validate().memoryFirst());
+        assertFalse(member(1, 1).validate().memoryFirst(), "off unless asked for");
     }
 }
