@@ -25,10 +25,11 @@ import java.util.function.LongSupplier;
  * <p>Group commit across shards: the decision batches of all the shards of the group are joined
  * into one DECISIONS entry, and the number of such entries in flight is kept small, because what a
  * Raft entry costs (appends, RPCs, fsyncs and wake-ups on every member) does not depend on how
- * many decisions it carries. A batch a STRICT caller waits for goes out as soon as fewer than
- * {@value #MAX_IN_FLIGHT} decision entries are in flight; FAST-only batches go out when none is,
- * so decisions pile up while an entry commits and entries grow with the load instead of
- * multiplying with the shards. An entry is cut at {@value #MAX_ENTRY_BYTES} bytes (small enough
+ * many decisions it carries. A decision entry goes out when none is in flight, STRICT or FAST, so
+ * decisions pile up while an entry commits and entries grow with the load instead of multiplying
+ * with the shards or the callers (a second STRICT entry in flight made commits slower, not sooner:
+ * on two shared cores a commit slows with the CPU the entries take; docs/cluster.md). An entry is
+ * cut at {@value #MAX_ENTRY_BYTES} bytes (small enough
  * that neither it nor Ratis' copies are humongous objects for G1), and while a full entry's worth
  * waits, up to {@value #MAX_IN_FLIGHT_FULL} may be in flight. Markers and policy commands go out
  * at once, in their order among the batches.
@@ -42,7 +43,8 @@ import java.util.function.LongSupplier;
  */
 final class LogSubmitter
 {
-    static final int MAX_IN_FLIGHT = 2;
+    /** Decision entries in flight at once while less than a full entry's worth waits. */
+    static final int MAX_IN_FLIGHT = 1;
     static final int MAX_IN_FLIGHT_FULL = 8;
     static final int MAX_ENTRY_BYTES = 256 * 1024;
 
@@ -174,12 +176,12 @@ final class LogSubmitter
     {
         while (!waiting.isEmpty())
         {
-            final int allowed = waitingBytes >= MAX_ENTRY_BYTES ? MAX_IN_FLIGHT_FULL : waitingAwaited > 0 ? MAX_IN_FLIGHT : 1;
-            if (decisionEntriesInFlight >= allowed)
+            final boolean full = waitingBytes >= MAX_ENTRY_BYTES;
+            if (decisionEntriesInFlight >= (full ? MAX_IN_FLIGHT_FULL : MAX_IN_FLIGHT))
             {
                 return; // an entry completing sends what waits
             }
-            if (allowed == 1 && lingering())
+            if (!full && waitingAwaited == 0 && lingering())
             {
                 return; // the linger's wake-up sends what waits, unless a STRICT batch comes first
             }

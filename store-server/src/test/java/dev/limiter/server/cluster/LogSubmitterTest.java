@@ -148,17 +148,21 @@ class LogSubmitterTest
     }
 
     @Test
-    void aBatchAStrictCallerWaitsForOvertakesTheFastLimitButNotTheStrictOne() throws Exception
+    void aBatchAStrictCallerWaitsForGoesOutOnceTheEntryInFlightCommitsWithWhatPiledUpMeanwhile() throws Exception
     {
         submitter.offer(batch(0, 1, false, 4));
         final Sent fast = next();
-        submitter.offer(batch(1, 1, true, 4));
-        final Sent strict = next(); // a second entry in flight for the waiting caller
-        submitter.offer(batch(1, 1, true, 4));
-        nothingMoreSent(); // not a third
+        final ShardBatch strict = batch(1, 1, true, 4);
+        submitter.offer(strict);
+        submitter.offer(batch(2, 1, true, 4));
+        nothingMoreSent(); // one decision entry in flight, STRICT or not
+        assertEquals(ShardBatch.NOT_SUBMITTED, strict.submission());
         fast.commit().complete(ByteBuffer.allocate(0));
-        assertEquals(List.of(1), shards(next().entry()));
-        strict.commit().complete(ByteBuffer.allocate(0));
+        final Sent both = next();
+        assertEquals(List.of(1, 2), shards(both.entry()), "the two STRICT batches in one entry");
+        nothingMoreSent();
+        both.commit().complete(ByteBuffer.allocate(0));
+        strict.committed().get(10, TimeUnit.SECONDS);
     }
 
     @Test
