@@ -25,11 +25,12 @@ import java.util.function.LongSupplier;
  * <p>Group commit across shards: the decision batches of all the shards of the group are joined
  * into one DECISIONS entry, and the number of such entries in flight is kept small, because what a
  * Raft entry costs (appends, RPCs, fsyncs and wake-ups on every member) does not depend on how
- * many decisions it carries. A decision entry goes out when none is in flight, STRICT or FAST, so
- * decisions pile up while an entry commits and entries grow with the load instead of multiplying
- * with the shards or the callers (a second STRICT entry in flight made commits slower, not sooner:
- * on two shared cores a commit slows with the CPU the entries take; docs/cluster.md). An entry is
- * cut at {@value #MAX_ENTRY_BYTES} bytes (small enough
+ * many decisions it carries. FAST-only batches go out when no decision entry is in flight; a batch
+ * a STRICT caller waits for goes out when no other entry holding such a batch is in flight (it may
+ * overtake one FAST-only entry), so decisions pile up while an entry commits and entries grow with
+ * the load instead of multiplying with the shards or the callers (a second STRICT entry in flight
+ * made commits slower, not sooner: on two shared cores a commit slows with the CPU the entries
+ * take; docs/cluster.md). An entry is cut at {@value #MAX_ENTRY_BYTES} bytes (small enough
  * that neither it nor Ratis' copies are humongous objects for G1), and while a full entry's worth
  * waits, up to {@value #MAX_IN_FLIGHT_FULL} may be in flight. Markers and policy commands go out
  * at once, in their order among the batches.
@@ -43,8 +44,8 @@ import java.util.function.LongSupplier;
  */
 final class LogSubmitter
 {
-    /** Decision entries in flight at once while less than a full entry's worth waits. */
-    static final int MAX_IN_FLIGHT = 1;
+    /** Decision entries in flight at once while less than a full entry's worth waits: one FAST-only, one for STRICT callers. */
+    static final int MAX_IN_FLIGHT = 2;
     static final int MAX_IN_FLIGHT_FULL = 8;
     static final int MAX_ENTRY_BYTES = 256 * 1024;
 
@@ -62,6 +63,8 @@ final class LogSubmitter
     private int waitingBytes;
     private int waitingAwaited;
     private int decisionEntriesInFlight;
+    /** Of those, the ones holding a batch a STRICT caller waits for. */
+    private int awaitedEntriesInFlight;
     private long submissions;
     /** When the latest decision entry left (at first, a linger ago: the first goes at once). */
     private long lastDecisionEntryNanos;
@@ -176,14 +179,23 @@ final class LogSubmitter
     {
         while (!waiting.isEmpty())
         {
-            final boolean full = waitingBytes >= MAX_ENTRY_BYTES;
-            if (decisionEntriesInFlight >= (full ? MAX_IN_FLIGHT_FULL : MAX_IN_FLIGHT))
+            if (waitingBytes >= MAX_ENTRY_BYTES)
             {
-                return; // an entry completing sends what waits
+                if (decisionEntriesInFlight >= MAX_IN_FLIGHT_FULL)
+                {
+                    return; // an entry completing sends what waits
+                }
             }
-            if (!full && waitingAwaited == 0 && lingering())
+            else if (waitingAwaited > 0)
             {
-                return; // the linger's wake-up sends what waits, unless a STRICT batch comes first
+                if (awaitedEntriesInFlight > 0 || decisionEntriesInFlight >= MAX_IN_FLIGHT)
+                {
+                    return; // the STRICT entry in flight completing sends what waits
+                }
+            }
+            else if (decisionEntriesInFlight > 0 || lingering())
+            {
+                return; // an entry completing, or the linger's wake-up, sends what waits, unless a STRICT batch comes first
             }
             send();
         }
@@ -228,6 +240,7 @@ final class LogSubmitter
         final List<ShardBatch> parts = new ArrayList<>();
         int bytes = 0;
         int decisions = 0;
+        boolean awaited = false;
         while (!waiting.isEmpty() && (parts.isEmpty() || bytes + waiting.peekFirst().bytes() <= MAX_ENTRY_BYTES))
         {
             final ShardBatch batch = waiting.pollFirst();
@@ -236,6 +249,7 @@ final class LogSubmitter
             decisions += batch.decisions();
             waitingBytes -= batch.bytes();
             waitingAwaited -= batch.awaited() ? 1 : 0;
+            awaited |= batch.awaited();
         }
         final ByteBuffer entry;
         if (parts.size() == 1)
@@ -257,6 +271,8 @@ final class LogSubmitter
             part.submitted(number);
         }
         decisionEntriesInFlight++;
+        final int awaitedEntry = awaited ? 1 : 0;
+        awaitedEntriesInFlight += awaitedEntry;
         lastDecisionEntryNanos = nanoClock.getAsLong();
         entryDecisions.accept(decisions);
         log(entry).whenComplete((reply, failure) ->
@@ -277,6 +293,7 @@ final class LogSubmitter
                 thread.execute(() ->
                 {
                     decisionEntriesInFlight--;
+                    awaitedEntriesInFlight -= awaitedEntry;
                     sendWhileAllowed();
                 });
             }

@@ -148,21 +148,24 @@ class LogSubmitterTest
     }
 
     @Test
-    void aBatchAStrictCallerWaitsForGoesOutOnceTheEntryInFlightCommitsWithWhatPiledUpMeanwhile() throws Exception
+    void aBatchAStrictCallerWaitsForOvertakesAFastOnlyEntryButNotAnotherStrictOne() throws Exception
     {
         submitter.offer(batch(0, 1, false, 4));
         final Sent fast = next();
-        final ShardBatch strict = batch(1, 1, true, 4);
-        submitter.offer(strict);
-        submitter.offer(batch(2, 1, true, 4));
-        nothingMoreSent(); // one decision entry in flight, STRICT or not
-        assertEquals(ShardBatch.NOT_SUBMITTED, strict.submission());
+        submitter.offer(batch(1, 1, true, 4));
+        final Sent strict = next(); // beside the FAST-only entry: its caller waits
+        final ShardBatch second = batch(2, 1, true, 4);
+        submitter.offer(second);
+        submitter.offer(batch(0, 1, true, 4));
+        nothingMoreSent(); // one entry for STRICT callers in flight at a time
         fast.commit().complete(ByteBuffer.allocate(0));
+        nothingMoreSent(); // the FAST entry's slot is not theirs
+        assertEquals(ShardBatch.NOT_SUBMITTED, second.submission());
+        strict.commit().complete(ByteBuffer.allocate(0));
         final Sent both = next();
-        assertEquals(List.of(1, 2), shards(both.entry()), "the two STRICT batches in one entry");
-        nothingMoreSent();
+        assertEquals(List.of(2, 0), shards(both.entry()), "what piled up meanwhile, in one entry");
         both.commit().complete(ByteBuffer.allocate(0));
-        strict.committed().get(10, TimeUnit.SECONDS);
+        second.committed().get(10, TimeUnit.SECONDS);
     }
 
     @Test
