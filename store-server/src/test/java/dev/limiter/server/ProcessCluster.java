@@ -31,6 +31,12 @@ final class ProcessCluster implements AutoCloseable
     /** The same with {@code groups} Raft groups of one shard each (shard g is group g's). */
     ProcessCluster(final Path dir, final int size, final int groups) throws IOException
     {
+        this(dir, size, groups, List.of());
+    }
+
+    /** The same, every member also started with {@code extraArguments} (say {@code --memory-first}). */
+    ProcessCluster(final Path dir, final int size, final int groups, final List<String> extraArguments) throws IOException
+    {
         this.dir = dir;
         final int[] free = ClusterPorts.free(size, 100);
         final StringBuilder peers = new StringBuilder();
@@ -55,6 +61,7 @@ final class ProcessCluster implements AutoCloseable
                 "--node-id", id, "--peers", peers.toString(), "--admin-port", "-1", "--data-dir", data.toString(),
                 "--policies", policies.toString(), "--shards", Integer.toString(groups), "--raft-groups", Integer.toString(groups),
                 "--io-threads", "1"));
+            command.addAll(extraArguments);
             commands.put(id, command);
             start(id);
         }

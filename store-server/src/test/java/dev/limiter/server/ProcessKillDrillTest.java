@@ -39,6 +39,16 @@ class ProcessKillDrillTest
         }
     }
 
+    /** Memory-first members acknowledge entries the kernel holds: a killed process loses none of them. */
+    @Test
+    void killingTheLeaderProcessWithSigkillUnderLoadWithMemoryFirstCommits() throws Exception
+    {
+        try (ProcessCluster cluster = new ProcessCluster(dir, 3, 1, List.of("--memory-first")))
+        {
+            drill(cluster);
+        }
+    }
+
     private void drill(final ProcessCluster cluster) throws Exception
     {
         final String first = cluster.awaitLeader(null);
