@@ -1,5 +1,6 @@
 package dev.limiter.bench;
 
+import com.sun.management.OperatingSystemMXBean;
 import dev.limiter.cli.TlsOptions;
 import dev.limiter.client.Decision;
 import dev.limiter.client.Descriptor;
@@ -13,6 +14,7 @@ import picocli.CommandLine;
 
 import java.time.Duration;
 import java.util.List;
+import java.lang.management.ManagementFactory;
 import java.util.Locale;
 import java.util.Map;
 import java.util.StringJoiner;
@@ -487,7 +489,7 @@ public final class LoadGenerator implements Callable<Integer>
         final long g = degraded.sum() - degraded0;
         final long fromLeases = fromTokenLeases.sum() - leased0;
         final long redirected = client == null ? 0 : client.redirects() - redirects0;
-        final long ownCpu = ownCpuNanos() - ownCpu0;
+        final long ownCpu = ownCpu0 < 0 ? -1 : ownCpuNanos() - ownCpu0;
         final List<NodeCounters> nodesAfter = NodeCounters.readAll(nodeServers, tlsContext);
         running.set(false);
         interval = recorder.getIntervalHistogram(interval);
@@ -530,8 +532,7 @@ public final class LoadGenerator implements Callable<Integer>
      */
     private static long ownCpuNanos()
     {
-        return java.lang.management.ManagementFactory.getOperatingSystemMXBean() instanceof com.sun.management.OperatingSystemMXBean os ?
-            os.getProcessCpuTime() : -1;
+        return ManagementFactory.getOperatingSystemMXBean() instanceof OperatingSystemMXBean os ? os.getProcessCpuTime() : -1;
     }
 
     public static void main(final String[] args)

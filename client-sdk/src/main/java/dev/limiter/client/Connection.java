@@ -630,7 +630,7 @@ final class Connection
                 inFlight.remove(frame.correlationId);
             }
         }
-        if (pending && sweep == null)
+        if (pending)
         {
             scheduleSweep(next, now);
         }

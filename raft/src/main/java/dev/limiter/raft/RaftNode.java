@@ -186,6 +186,12 @@ public final class RaftNode implements AutoCloseable
         return current;
     }
 
+    /** Whether the running server acknowledges entries before their sync (Ratis' unsafe flush), as {@link RaftNodeConfig#memoryFirst()} asked. */
+    boolean acknowledgesBeforeSync()
+    {
+        return RaftServerConfigKeys.Log.unsafeFlushEnabled(server().getProperties());
+    }
+
     /** How long a start waits for its Raft port to be released (by a node of this process still stopping). */
     private static final long PORT_WAIT_MILLIS = 10_000;
 

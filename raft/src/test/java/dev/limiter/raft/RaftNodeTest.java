@@ -192,6 +192,7 @@ class RaftNodeTest
     void everyMemberAppliesTheSameEntriesInTheSameOrderWithNonDecreasingClusterTime() throws Exception
     {
         startCluster();
+        nodes.values().forEach(node -> assertFalse(node.acknowledgesBeforeSync(), node.nodeId() + ": a sync per entry unless memory-first"));
         final RaftNode leader = leader();
         submitMany(leader, 0, 300).forEach(CompletableFuture::join);
         awaitConverged(300);
@@ -403,6 +404,7 @@ class RaftNodeTest
     {
         memoryFirst = true;
         startCluster();
+        nodes.values().forEach(node -> assertTrue(node.acknowledgesBeforeSync(), node.nodeId() + " runs memory-first"));
         final RaftNode leader = leader();
         submitMany(leader, 0, 200).forEach(CompletableFuture::join);
         awaitConverged(200);
