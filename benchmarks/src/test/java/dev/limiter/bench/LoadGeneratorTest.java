@@ -115,6 +115,29 @@ class LoadGeneratorTest
     }
 
     @Test
+    void openLoopFirstIssuesItsWarmCallsQuicklyAndMeasuresOnlyTheCallsAtTheRateAsked() throws Exception
+    {
+        try (StoreServer node = startNode())
+        {
+            // Every call of the run goes to its own tenant (7919 steps over 100,000 keys), so the
+            // node's buckets count the calls it was sent, warm ones included.
+            final JsonObject summary = lastLine(run("--server", "127.0.0.1:" + node.port(), "--connections", "1",
+                "--rate", "100", "--keys", "100000", "--warm-calls", "3000", "--warmup", "0", "--duration", "1"));
+            assertTrue(node.bucketCount() >= 3000, "the warm calls were sent: " + node.bucketCount() + " buckets");
+            final double perSecond = summary.get("decisionsPerSec").getAsDouble();
+            assertTrue(perSecond > 60 && perSecond < 140, "and the window holds only the calls at 100/s: " + summary);
+        }
+        try (StoreServer node = startNode())
+        {
+            run("--server", "127.0.0.1:" + node.port(), "--connections", "1", "--rate", "100", "--keys", "100000",
+                "--warm-calls", "0", "--warmup", "0", "--duration", "1");
+            assertTrue(node.bucketCount() < 1000, "--warm-calls 0 sends none: " + node.bucketCount() + " buckets");
+        }
+        assertEquals(2, new CommandLine(new LoadGenerator()).execute("--rate", "100", "--warm-calls", "-1"),
+            "a negative count is refused");
+    }
+
+    @Test
     void blockingThreadsEachCallInAClosedLoopAndAreReportedAsLanes() throws Exception
     {
         try (StoreServer node = startNode())
