@@ -100,7 +100,7 @@ public final class Shard implements Replication.DecidingShard
         if (loop == null)
         {
             this.queue = new ManyToOneConcurrentArrayQueue<>(QUEUE_CAPACITY);
-            this.idleStrategy = new ShardIdleStrategy();
+            this.idleStrategy = new ShardIdleStrategy(() -> !queue.isEmpty());
             this.runner = new AgentRunner(idleStrategy, this::failed, null, new DedicatedAgent());
             AgentRunner.startOnThread(runner, runnable ->
             {
