@@ -11,12 +11,13 @@ start_local_cluster() {
   trap 'kill $CLUSTER 2>/dev/null || true; wait $CLUSTER 2>/dev/null || true' EXIT
   for _ in $(seq 1 60); do
     sleep 1
+    kill -0 "$CLUSTER" 2>/dev/null || break # it gave up: every node stopped
     if ./limiter status --server $S --json 2>/dev/null | grep -q '"LEADER"'; then
       sleep 2
       return 0
     fi
   done
   echo "no leader within 60 s; $1 and data/n1..n3/node.log say why:" >&2
-  tail -n 8 "$1" >&2
+  tail -n 20 "$1" >&2
   exit 1
 }

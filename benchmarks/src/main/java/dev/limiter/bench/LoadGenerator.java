@@ -418,11 +418,17 @@ public final class LoadGenerator implements Callable<Integer>
             // A fresh generator runs its own and the SDK's code interpreted or half-compiled for its first
             // tens of thousands of calls, and at 200/s a few seconds of warm-up are far fewer: it is the
             // generator's tail that the run would then measure, not the store's. Same path, faster first.
-            if (warmCalls > 0 && rate < WARM_CALL_RATE)
+            try
             {
-                pace(client, WARM_CALL_RATE, warmCalls);
+                if (warmCalls > 0 && rate < WARM_CALL_RATE)
+                {
+                    pace(client, WARM_CALL_RATE, warmCalls);
+                }
             }
-            compiled.countDown();
+            finally
+            {
+                compiled.countDown(); // also if the warm calls failed: the run still ends on time
+            }
             pace(client, rate, Long.MAX_VALUE);
         }, "bench-open-loop");
         driver.setDaemon(true);

@@ -47,8 +47,9 @@ final class ShardIdleStrategy implements IdleStrategy
     @Override
     public void idle()
     {
-        if (++idle < SPINS_BEFORE_PARK)
+        if (idle < SPINS_BEFORE_PARK - 1)
         {
+            idle++; // capped: an int counting every idle turn would wrap after weeks and spin for days
             Thread.onSpinWait();
             return;
         }
@@ -75,6 +76,12 @@ final class ShardIdleStrategy implements IdleStrategy
         {
             LockSupport.unpark(thread);
         }
+    }
+
+    /** The thread that said it parks, or null (for tests). */
+    Thread parkedThread()
+    {
+        return parked;
     }
 
     /** Parks taken so far (owner thread; for tests). */
