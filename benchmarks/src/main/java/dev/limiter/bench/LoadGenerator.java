@@ -104,8 +104,8 @@ public final class LoadGenerator implements Callable<Integer>
     long pacerSpinMicros = 60;
 
     @Option(names = "--warm-calls", description = "Open loop below " + WARM_CALL_RATE + "/s: calls issued at " +
-        WARM_CALL_RATE + "/s before the --warmup seconds at --rate, so that the generator's own code is compiled " +
-        "before it measures (0: none, a cold generator) (default: ${DEFAULT-VALUE}).")
+        WARM_CALL_RATE + "/s, and waits for their answers, before the --warmup seconds at --rate, so that the " +
+        "generator's own code is compiled before it measures (0: none, a cold generator) (default: ${DEFAULT-VALUE}).")
     long warmCalls = 40_000;
 
     @Option(names = "--cost", description = "Tokens per acquire (default: ${DEFAULT-VALUE}).")
@@ -422,7 +422,15 @@ public final class LoadGenerator implements Callable<Integer>
             {
                 if (warmCalls > 0 && rate < WARM_CALL_RATE)
                 {
+                    final long answeredBefore = answered();
                     pace(client, WARM_CALL_RATE, warmCalls);
+                    // Every warm call ends (answered, or failed at its deadline) before the calls at --rate
+                    // start: none of them may land in the measured window, even with --warmup 0.
+                    final long endsBy = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(deadlineMs + 1000);
+                    while (answered() - answeredBefore < warmCalls && System.nanoTime() - endsBy < 0 && running.get())
+                    {
+                        LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(1));
+                    }
                 }
             }
             finally
@@ -438,6 +446,12 @@ public final class LoadGenerator implements Callable<Integer>
         final int status = measure(client, "open-loop", 0);
         driver.join(2000);
         return status;
+    }
+
+    /** Calls ended so far: allowed, denied or failed. */
+    private long answered()
+    {
+        return allowed.sum() + denied.sum() + errors.sum();
     }
 
     /** Issues up to {@code calls} acquires on a schedule of {@code perSecond}, until the run ends. */
