@@ -43,8 +43,8 @@ import javax.net.ssl.SSLContext;
  * interval. Open loop ({@code --rate R}): acquires are issued on a fixed
  * schedule of R per second and each latency is measured from its intended start, so a stall is
  * charged to every request it delayed (below 20,000/s, {@code --warm-calls} calls at that rate come
- * first, so that the generator's own code is compiled before it measures). Blocking threads ({@code --blocking-threads N}): N threads
- * each call {@code acquireBlocking} in a closed loop, as a service's request threads do; latency
+ * first, so that the generator's own code is compiled before it measures). Blocking threads
+ * ({@code --blocking-threads N}): N threads each call {@code acquireBlocking} in a closed loop, as a service's request threads do; latency
  * is per call from the caller's thread, corrected for coordinated omission as in closed loop.
  */
 @Command(

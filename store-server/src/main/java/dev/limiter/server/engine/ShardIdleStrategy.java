@@ -3,8 +3,8 @@ package dev.limiter.server.engine;
 import org.agrona.concurrent.IdleStrategy;
 
 import java.util.concurrent.TimeUnit;
-import java.util.function.BooleanSupplier;
 import java.util.concurrent.locks.LockSupport;
+import java.util.function.BooleanSupplier;
 
 /**
  * How a shard's dedicated thread waits for frames: spins a little (a frame usually follows the
