@@ -41,6 +41,12 @@ public final class Descriptor
     private final int hash;
     /** The SDK token lease this descriptor decides from, with the policy set version it was found under ({@link TokenLeases}). */
     volatile Object tokenLease;
+    /**
+     * The stamp of one client's compiled policy set under which this descriptor's policy leases no
+     * tokens (0: none known). Checked before {@link #tokenLease}: most routes lease nothing, and a
+     * service with many descriptors would otherwise read one more cold object on every call.
+     */
+    volatile long leasesNothingUnder;
 
     private Descriptor(final String[] values)
     {

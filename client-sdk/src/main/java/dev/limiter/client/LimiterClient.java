@@ -403,9 +403,10 @@ public final class LimiterClient implements AutoCloseable
                 return later(leased);
             }
         }
+        final long now = System.nanoTime(); // one clock read per call: the refusal table and the deadline
         if (rejections != null)
         {
-            final Decision known = rejections.stillDenied(descriptor, cost, System.nanoTime());
+            final Decision known = rejections.stillDenied(descriptor, cost, now);
             if (known != null)
             {
                 return later(known);
@@ -433,7 +434,7 @@ public final class LimiterClient implements AutoCloseable
                 }
             }
         }
-        final PendingCall call = new PendingCall(descriptor, cost, System.nanoTime() + deadline, circuit);
+        final PendingCall call = new PendingCall(descriptor, cost, now + deadline, circuit);
         call.probe = probe;
         call.blocking = blocking; // before it is sent: the answer may come back at once
         call.wireCost = wireCost;

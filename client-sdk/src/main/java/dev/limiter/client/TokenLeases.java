@@ -46,7 +46,7 @@ final class TokenLeases
     static final long HOT_HOLD_NANOS = 3_000_000_000L;
     /** A block is asked for when this share of the last one is left (1/5). */
     private static final int RENEW_AT_DIVISOR = 5;
-    /** What a descriptor caches: the key lease it decides from under a policy set version (null: not leased), for one client. */
+    /** What a descriptor caches: the key lease it decides from under a policy set version, for one client. */
     private record Resolved(TokenLeases owner, long version, KeyLease lease)
     {
     }
@@ -84,9 +84,15 @@ final class TokenLeases
         }
     }
 
-    private record Compiled(long version, PolicySetIndex index)
+    /**
+     * A policy set as this client compiled it; {@code stamp} is unique across every client of the
+     * process and every set, so a descriptor can remember "no lease here" in one long.
+     */
+    private record Compiled(long version, PolicySetIndex index, long stamp)
     {
     }
+
+    private static final AtomicLong STAMPS = new AtomicLong();
 
     private final LongSupplier clock;
     /** Asks the cluster for a block in the background: (descriptor, tokens) to the node's decision. */
@@ -309,6 +315,10 @@ final class TokenLeases
         {
             return null;
         }
+        if (descriptor.leasesNothingUnder == current.stamp())
+        {
+            return null;
+        }
         final Object slot = descriptor.tokenLease;
         if (slot instanceof Resolved resolved && resolved.version() == current.version() && resolved.owner() == this)
         {
@@ -316,7 +326,14 @@ final class TokenLeases
         }
         // First use under this set (or another client of this process resolved it: a descriptor caches one client's).
         final KeyLease lease = resolve(current.index(), descriptor);
-        descriptor.tokenLease = new Resolved(this, current.version(), lease);
+        if (lease == null)
+        {
+            descriptor.leasesNothingUnder = current.stamp();
+        }
+        else
+        {
+            descriptor.tokenLease = new Resolved(this, current.version(), lease);
+        }
         return lease;
     }
 
@@ -397,7 +414,7 @@ final class TokenLeases
                 index = null; // the nodes would not have it either: nothing is leased
             }
         }
-        final Compiled fresh = new Compiled(held.version(), index);
+        final Compiled fresh = new Compiled(held.version(), index, STAMPS.incrementAndGet());
         if (pending == held)
         {
             compiled = fresh;

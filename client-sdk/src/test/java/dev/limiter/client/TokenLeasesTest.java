@@ -308,4 +308,49 @@ class TokenLeasesTest
             assertEquals(1, leases.toAsk(hot, 1));
         }
     }
+
+    @Test
+    void aDescriptorThatLeasedNothingUnderOneSetIsLeasedOnceANewSetLeasesItsRoute()
+    {
+        final PolicyCache cache = new PolicyCache(java.time.Duration.ofHours(1), now::get);
+        cache.received(1, setLeasing("/other").setVersion(1).build().toByteArray());
+        final AtomicLong asked = new AtomicLong();
+        final TokenLeases first = new TokenLeases(cache, now::get, (d, b) -> { asked.incrementAndGet(); return new CompletableFuture<>(); });
+        final Descriptor hot = Descriptor.of("t", "/hot");
+        watchDemand(first, hot);
+        assertEquals(1, first.toAsk(hot, 1), "/hot leases nothing under set 1");
+
+        cache.received(2, setLeasing("/hot").setVersion(2).build().toByteArray());
+        watchDemand(first, hot);
+        assertTrue(first.toAsk(hot, 1) > 1, "under set 2 the same descriptor asks for a block");
+
+        // A second client of the process, whose set leases nothing on /hot, shares the descriptor:
+        // neither takes the other's "nothing here" for its own.
+        final PolicyCache otherCache = new PolicyCache(java.time.Duration.ofHours(1), now::get);
+        otherCache.received(2, setLeasing("/other").setVersion(2).build().toByteArray());
+        final TokenLeases second = new TokenLeases(otherCache, now::get, (d, b) -> new CompletableFuture<>());
+        watchDemand(second, hot);
+        assertEquals(1, second.toAsk(hot, 1));
+        first.granted(hot, 1, 2, now.get(), null); // the first client's ask ends (failed): it may ask again
+        watchDemand(first, hot);
+        assertTrue(first.toAsk(hot, 1) > 1, "the first client still finds its lease");
+    }
+
+    /** Calls on {@code descriptor} for a little more than a demand window, as callers would. */
+    private void watchDemand(final TokenLeases leases, final Descriptor descriptor)
+    {
+        for (int i = 0; i < 60; i++)
+        {
+            now.addAndGet(MS);
+            assertNull(leases.tryLocal(descriptor, 1));
+        }
+    }
+
+    private static PolicySet.Builder setLeasing(final String route)
+    {
+        return PolicySet.newBuilder().addPolicies(Policy.newBuilder().setId("leased").setSelector(Selector.newBuilder().setRoute(route))
+            .setRate(1000).setBurst(1000).setScope(Scope.GLOBAL).setOwner("t").setTokenLease(TokenLease.newBuilder().setMaxSharePercent(10)
+                .setDemandWindow(Duration.newBuilder().setNanos(50_000_000)).setMaxAge(Duration.newBuilder().setNanos(100_000_000))))
+            .setDefaultPolicy(Policy.newBuilder().setId("baseline").setRate(2).setOwner("t"));
+    }
 }
