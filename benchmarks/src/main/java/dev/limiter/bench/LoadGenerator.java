@@ -60,6 +60,8 @@ import javax.net.ssl.SSLContext;
         "  maxNodeUs, maxSdkUs: the slowest call a node decided, and the slowest",
         "    the SDK decided itself;",
         "  sdkRedirects: frames a node answered NOT_LEADER (calls retried elsewhere);",
+        "  sdkOverloadedFrames: frames a node answered OVERLOADED (its log was behind;",
+        "    the SDK sent their calls again after a backoff, within the deadline);",
         "  fromTokenLeases, tokenLeaseShare: decisions the SDK made from tokens leased",
         "    to it (a tokenLease policy, e.g. --route /bench-lease), and their share;",
         "  nodes: per --server, its role at the end, cpuUsPerDecision (the",
@@ -511,6 +513,7 @@ public final class LoadGenerator implements Callable<Integer>
         final long degraded0 = degraded.sum();
         final long leased0 = fromTokenLeases.sum();
         final long redirects0 = client == null ? 0 : client.redirects();
+        final long overloaded0 = client == null ? 0 : client.overloadedFrames();
         final long ownCpu0 = ownCpuNanos();
         measuring.set(true);
         final long start = System.nanoTime();
@@ -536,6 +539,7 @@ public final class LoadGenerator implements Callable<Integer>
         final long g = degraded.sum() - degraded0;
         final long fromLeases = fromTokenLeases.sum() - leased0;
         final long redirected = client == null ? 0 : client.redirects() - redirects0;
+        final long overloaded = client == null ? 0 : client.overloadedFrames() - overloaded0;
         final long ownCpu = ownCpu0 < 0 ? -1 : ownCpuNanos() - ownCpu0;
         final List<NodeCounters> nodesAfter = NodeCounters.readAll(nodeServers, tlsContext);
         running.set(false);
@@ -560,14 +564,14 @@ public final class LoadGenerator implements Callable<Integer>
             "{\"decisionsPerSec\":%.0f,\"p50Us\":%.1f,\"p99Us\":%.1f,\"p999Us\":%.1f,\"maxUs\":%.1f,\"allowed\":%d,\"denied\":%d," +
             "\"errors\":%d,\"degraded\":%d,\"mode\":\"%s\",\"connections\":%d,\"pipeline\":%d,\"lanes\":%d,\"rate\":%d,\"keys\":%d,\"hotShare\":%d," +
             "\"durationSec\":%.1f,\"coCorrectionIntervalUs\":%.1f,\"rawP50Us\":%.1f,\"rawP99Us\":%.1f,\"rawP999Us\":%.1f," +
-            "\"maxNodeUs\":%.1f,\"maxSdkUs\":%.1f,\"sdkRedirects\":%d,\"fromTokenLeases\":%d,\"tokenLeaseShare\":%.4f," +
+            "\"maxNodeUs\":%.1f,\"maxSdkUs\":%.1f,\"sdkRedirects\":%d,\"sdkOverloadedFrames\":%d,\"fromTokenLeases\":%d,\"tokenLeaseShare\":%.4f," +
             "\"pacerLateP50Us\":%.1f,\"pacerLateP99Us\":%.1f,\"generatorCpuUsPerDecision\":%.2f,\"generatorCpuCores\":%.2f," +
             "\"nodes\":%s}%n",
             (a + d) / seconds, reported.getValueAtPercentile(50) / 1e3, reported.getValueAtPercentile(99) / 1e3,
             reported.getValueAtPercentile(99.9) / 1e3, reported.getMaxValue() / 1e3, a, d, e, g, mode, connections,
             rate > 0 || blockingThreads > 0 ? 0 : pipeline, lanes, rate, keys, hotShare, seconds, expectedIntervalNanos.get() / 1e3,
             total.getValueAtPercentile(50) / 1e3, total.getValueAtPercentile(99) / 1e3, total.getValueAtPercentile(99.9) / 1e3,
-            slowestByNode.get() / 1e3, slowestBySdk.get() / 1e3, redirected, fromLeases, a + d == 0 ? 0.0 : (double)fromLeases / (a + d),
+            slowestByNode.get() / 1e3, slowestBySdk.get() / 1e3, redirected, overloaded, fromLeases, a + d == 0 ? 0.0 : (double)fromLeases / (a + d),
             late.getValueAtPercentile(50) / 1e3, late.getValueAtPercentile(99) / 1e3,
             ownCpu < 0 || a + d == 0 ? -1.0 : ownCpu / 1e3 / (a + d), ownCpu < 0 ? -1.0 : ownCpu / 1e9 / seconds, nodes);
         return 0;

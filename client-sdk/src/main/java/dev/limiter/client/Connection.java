@@ -175,11 +175,14 @@ final class Connection
         }
     }
 
-    /** Where calls go that a node refused because it does not lead. */
+    /** Where calls go that a node refused without deciding them. */
     interface Rerouter
     {
-        /** @param leaderHint the leader's {@code host:port} as the node told it, or "" when unknown */
+        /** A node does not lead. @param leaderHint the leader's {@code host:port} as the node told it, or "" when unknown */
         void reroute(Connection from, PendingCall[] calls, String leaderHint);
+
+        /** A node decided nothing in the frame because its replication log is behind ({@code OVERLOADED}). */
+        void retryLater(Connection from, PendingCall[] calls, String why);
     }
 
     Connection(final InetSocketAddress address, final EventLoop loop, final int maxBatch, final int maxFrameBytes,
@@ -713,6 +716,11 @@ final class Connection
             // charged tokens: a retry can only under-admit): they go to the leader, within their deadlines.
             reconnectAttempt = 0;
             rerouter.reroute(this, entry.calls, message);
+        }
+        else if (entry != null && code == ErrorCode.OVERLOADED && entry.ping == null)
+        {
+            // Nothing in the frame was decided: the calls are sent again after a backoff, within their deadlines.
+            rerouter.retryLater(this, entry.calls, message);
         }
         else if (entry != null)
         {

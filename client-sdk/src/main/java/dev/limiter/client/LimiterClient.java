@@ -117,6 +117,7 @@ public final class LimiterClient implements AutoCloseable
     private final LongAdder lateDeadlines = new LongAdder();
     /** Frames a node answered NOT_LEADER (their calls were sent on to another node). */
     private final LongAdder redirectedFrames = new LongAdder();
+    private final LongAdder overloadedFrames = new LongAdder();
     private final LongAdder releaseFailures = new LongAdder();
     /** SDK token leases (policies with tokenLease); null when the client follows no policies. */
     private final TokenLeases leases;
@@ -184,13 +185,27 @@ public final class LimiterClient implements AutoCloseable
                 new DefaultThreadFactory("limiter-client", true), epoll ? EpollIoHandler.newFactory() : NioIoHandler.newFactory());
             this.ownsGroup = true;
         }
+        final Connection.Rerouter refused = new Connection.Rerouter()
+        {
+            @Override
+            public void reroute(final Connection from, final PendingCall[] calls, final String leaderHint)
+            {
+                LimiterClient.this.reroute(from, calls, leaderHint);
+            }
+
+            @Override
+            public void retryLater(final Connection from, final PendingCall[] calls, final String why)
+            {
+                LimiterClient.this.retryLater(from, calls, why);
+            }
+        };
         final List<Connection> list = new ArrayList<>();
         for (final InetSocketAddress endpoint : builder.endpoints)
         {
             for (int i = 0; i < builder.connectionsPerEndpoint; i++)
             {
                 list.add(new Connection(endpoint, group.next(), builder.maxBatch, builder.maxFrameBytes, builder.connectTimeout.toMillis(),
-                    epoll ? EpollSocketChannel.class : NioSocketChannel.class, this::reroute,
+                    epoll ? EpollSocketChannel.class : NioSocketChannel.class, refused,
                     builder.followPolicies ? policies : null, Math.max(1, builder.policyTtl.toNanos() / 3), instanceId, tls,
                     builder.keepAlive.toNanos(), this::shardMapReceived, this::hotKeySeen));
             }
@@ -861,6 +876,18 @@ public final class LimiterClient implements AutoCloseable
         return redirectedFrames.sum();
     }
 
+    /**
+     * Frames a node answered OVERLOADED since this client started (its replication log was behind,
+     * so it decided nothing in them); their calls were sent again after a backoff of
+     * {@value #OVERLOAD_BACKOFF_MIN_NANOS} ns doubling up to {@value #OVERLOAD_BACKOFF_MAX_NANOS} ns,
+     * within their deadlines. A call the cluster stays overloaded for ends at its deadline like any
+     * timeout (decided locally when its policy says how). Stays still unless the cluster is saturated.
+     */
+    public long overloadedFrames()
+    {
+        return overloadedFrames.sum();
+    }
+
     /** Number of connections open now. */
     public int openConnections()
     {
@@ -898,18 +925,47 @@ public final class LimiterClient implements AutoCloseable
             }
             if (known)
             {
-                resubmit(call, leaderHint);
+                resubmit(call, leaderHint, NO_LEADER_IN_TIME);
             }
             else
             {
                 // No leader yet: try again a little later (jittered), on any node.
                 final long delay = 5_000_000L + ThreadLocalRandom.current().nextLong(20_000_000L);
-                from.loop().schedule(() -> resubmit(call, ""), delay, TimeUnit.NANOSECONDS);
+                from.loop().schedule(() -> resubmit(call, "", NO_LEADER_IN_TIME), delay, TimeUnit.NANOSECONDS);
             }
         }
     }
 
-    /** Sends a refused call again: to {@code leaderHint} when it is open, else where it would go now. */
+    private static final String NO_LEADER_IN_TIME = "no leader answered within the call's deadline";
+    /** First backoff after an OVERLOADED answer; it doubles with each one the same call gets. */
+    static final long OVERLOAD_BACKOFF_MIN_NANOS = 1_000_000L;
+    /** Longest backoff after an OVERLOADED answer (about a commit's latency under full load here). */
+    static final long OVERLOAD_BACKOFF_MAX_NANOS = 32_000_000L;
+
+    /**
+     * A node decided none of these calls: its replication log is behind. Each is sent again after a
+     * jittered, doubling backoff (half to all of 1, 2, 4 ... 32 ms), so that a saturated leader is
+     * not asked again at once by every caller, and never past the call's deadline: one that runs out
+     * meanwhile ends there, as a timeout, like a call no node answered.
+     */
+    private void retryLater(final Connection from, final PendingCall[] calls, final String why)
+    {
+        overloadedFrames.increment();
+        final String timeout = "the cluster was overloaded until the call's deadline (" + why + ")";
+        for (final PendingCall call : calls)
+        {
+            if (call.isDone())
+            {
+                continue;
+            }
+            final long backoff = Math.min(OVERLOAD_BACKOFF_MAX_NANOS, OVERLOAD_BACKOFF_MIN_NANOS << Math.min(call.overloadedTries, 5));
+            call.overloadedTries++;
+            final long delay = backoff / 2 + ThreadLocalRandom.current().nextLong(backoff / 2 + 1);
+            final long left = call.deadlineNanos - System.nanoTime();
+            from.loop().schedule(() -> resubmit(call, "", timeout), Math.max(0, Math.min(delay, left)), TimeUnit.NANOSECONDS);
+        }
+    }
+
     /** A node's answer to SHARD_MAP (on an I/O thread). */
     private void shardMapReceived(final ShardMap map)
     {
@@ -925,7 +981,8 @@ public final class LimiterClient implements AutoCloseable
         }
     }
 
-    private void resubmit(final PendingCall call, final String leaderHint)
+    /** Sends a refused call again: to {@code leaderHint} when it is open, else where it would go now. */
+    private void resubmit(final PendingCall call, final String leaderHint, final String whyOutOfTime)
     {
         if (call.isDone())
         {
@@ -933,7 +990,7 @@ public final class LimiterClient implements AutoCloseable
         }
         if (call.deadlineNanos - System.nanoTime() <= 0)
         {
-            call.completeExceptionally(new LimiterTimeoutException("no leader answered within the call's deadline"));
+            call.completeExceptionally(new LimiterTimeoutException(whyOutOfTime));
             return;
         }
         final Connection hinted = closed ? null : connections.open(leaderHint);

@@ -18,6 +18,8 @@ import io.micrometer.core.instrument.MeterRegistry;
  *   deadline because the SDK's I/O thread was late (a sign the SDK's threads are starved);</li>
  *   <li>{@code limiter.sdk.redirects}: frames a node answered NOT_LEADER (their calls were retried,
  *   on the leader it named when it named one); still in steady state;</li>
+ *   <li>{@code limiter.sdk.overloaded.frames}: frames a node answered OVERLOADED (its replication
+ *   log was behind; their calls were sent again after a backoff, within their deadlines);</li>
  *   <li>{@code limiter.sdk.token.lease.tokens{kind}}: tokens of SDK token leases (policies with
  *   {@code tokenLease}): leased from the cluster, used by calls, lapsed unused;</li>
  *   <li>{@code limiter.sdk.policy.version}: version of the policy set held.</li>
@@ -42,6 +44,9 @@ public final class LimiterMetrics
             .register(registry);
         FunctionCounter.builder("limiter.sdk.redirects", client, LimiterClient::redirects)
             .description("Frames a node answered NOT_LEADER; their calls were retried, on the leader it named when it named one").register(registry);
+        FunctionCounter.builder("limiter.sdk.overloaded.frames", client, LimiterClient::overloadedFrames)
+            .description("Frames a node answered OVERLOADED; their calls were sent again after a backoff, within their deadlines")
+            .register(registry);
         FunctionCounter.builder("limiter.sdk.token.lease.tokens", client, LimiterClient::tokenLeaseTokensLeased)
             .description("Tokens of SDK token leases, by what became of them").tags("kind", "leased").register(registry);
         FunctionCounter.builder("limiter.sdk.token.lease.tokens", client, LimiterClient::tokenLeaseTokensUsed)
