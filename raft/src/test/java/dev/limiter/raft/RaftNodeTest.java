@@ -193,6 +193,7 @@ class RaftNodeTest
     {
         startCluster();
         nodes.values().forEach(node -> assertFalse(node.acknowledgesBeforeSync(), node.nodeId() + ": a sync per entry unless memory-first"));
+        nodes.values().forEach(node -> assertEquals(0, node.appenderWaitMinNanos(), node.nodeId() + ": appends are not spaced out"));
         final RaftNode leader = leader();
         submitMany(leader, 0, 300).forEach(CompletableFuture::join);
         awaitConverged(300);
