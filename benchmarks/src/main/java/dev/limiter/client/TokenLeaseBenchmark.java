@@ -24,8 +24,9 @@ import java.util.concurrent.TimeUnit;
  * A decision from an SDK token lease ({@code TokenLeases.tryLocal}): the caller's reused
  * descriptor finds its key's block and takes a token from it, as {@code acquireBlocking} does
  * before any round trip. Blocks are granted at once by a stand-in for the cluster (a renewal
- * costs what it costs in the background: here nothing), 100 tenants, 20 policies. In the
- * client's package to reach the package-private leases.
+ * costs what it costs in the background: here nothing), 100 tenants, 20 policies. And
+ * {@link #findNoLease}: what every async acquire pays first when the set leases some route but
+ * not the caller's. In the client's package to reach the package-private leases.
  *
  * <pre>./limiter jmh TokenLeaseBenchmark -prof gc</pre>
  */
@@ -94,5 +95,47 @@ public class TokenLeaseBenchmark
             leases.granted(calls[i], 1, ask, System.nanoTime(), new Decision(true, ReasonCode.ALLOWED, 1, 1_000_000_000L, 0, 0, "hot", 1, 1));
         }
         return d;
+    }
+
+    /**
+     * 100,000 descriptors on routes a set leases nothing on (one route of it is leased), each seen
+     * once, as after a service's first calls.
+     */
+    @State(org.openjdk.jmh.annotations.Scope.Thread)
+    public static class NotLeased
+    {
+        static final int DESCRIPTORS = 100_000;
+        TokenLeases leases;
+        Descriptor[] calls;
+        int next;
+
+        @Setup
+        public void setUp()
+        {
+            final PolicySet set = PolicySet.newBuilder().setVersion(3)
+                .setDefaultPolicy(Policy.newBuilder().setId("baseline").setRate(100).setOwner("infra"))
+                .addPolicies(Policy.newBuilder().setId("leased").setSelector(Selector.newBuilder().setRoute("/v1/hot/{id}"))
+                    .setRate(1_000_000).setScope(Scope.TENANT).setOwner("team").setTokenLease(TokenLease.newBuilder().setMaxSharePercent(10)))
+                .build();
+            final PolicyCache cache = new PolicyCache(Duration.ofHours(1), System::nanoTime);
+            cache.received(3, set.toByteArray());
+            leases = new TokenLeases(cache, System::nanoTime, (descriptor, block) -> new CompletableFuture<>());
+            calls = new Descriptor[DESCRIPTORS];
+            for (int i = 0; i < DESCRIPTORS; i++)
+            {
+                calls[i] = Descriptor.builder().tenant("tenant-" + i).route("/bench/" + i).method("GET").build();
+                leases.tryLocal(calls[i], 1);
+            }
+        }
+    }
+
+    /** "No lease here" for a descriptor met cold in the cache, as with many descriptors between calls. */
+    @Benchmark
+    public Decision findNoLease(final NotLeased state)
+    {
+        // A stride through the array, so that consecutive calls share no cache line.
+        final int i = state.next;
+        state.next = i + 7919 >= NotLeased.DESCRIPTORS ? i + 7919 - NotLeased.DESCRIPTORS : i + 7919;
+        return state.leases.tryLocal(state.calls[i], 1);
     }
 }

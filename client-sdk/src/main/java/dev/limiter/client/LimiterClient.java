@@ -962,7 +962,14 @@ public final class LimiterClient implements AutoCloseable
             call.overloadedTries++;
             final long delay = backoff / 2 + ThreadLocalRandom.current().nextLong(backoff / 2 + 1);
             final long left = call.deadlineNanos - System.nanoTime();
-            from.loop().schedule(() -> resubmit(call, "", timeout), Math.max(0, Math.min(delay, left)), TimeUnit.NANOSECONDS);
+            try
+            {
+                from.loop().schedule(() -> resubmit(call, "", timeout), Math.max(0, Math.min(delay, left)), TimeUnit.NANOSECONDS);
+            }
+            catch (final RejectedExecutionException e)
+            {
+                call.completeExceptionally(new LimiterUnavailableException("limiter client closed"));
+            }
         }
     }
 
