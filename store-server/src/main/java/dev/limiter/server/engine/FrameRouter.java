@@ -186,11 +186,20 @@ public final class FrameRouter
                 }
             }
         }
-        work.pendingShards.set(Long.bitCount(shardMask));
+        final int shardsInFrame = Long.bitCount(shardMask);
+        work.shardsInFrame = shardsInFrame;
+        work.pendingShards.set(shardsInFrame);
         responder.frameAccepted(ctx);
         if (shardMask == 0)
         {
             work.shardsDone(0); // every entry was exempt or had no limit: complete now
+            return;
+        }
+        if (shardsInFrame > 1 && anyLogBehind(shards, shardMask))
+        {
+            // Refused whole before any shard decides: the caller may send it again as it is.
+            work.overloaded = true;
+            work.shardsDone(shardsInFrame);
             return;
         }
         // Do not touch the work after the last submit: an inline shard may complete and recycle it.
@@ -212,6 +221,19 @@ public final class FrameRouter
                 return;
             }
         }
+    }
+
+    /** Whether the replication log of any shard in {@code shardMask} is too far behind to take decisions. */
+    private static boolean anyLogBehind(final List<Shard> shards, final long shardMask)
+    {
+        for (long remaining = shardMask; remaining != 0; remaining &= remaining - 1)
+        {
+            if (shards.get(Long.numberOfTrailingZeros(remaining)).logBehind())
+            {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** Entry {@code i} is answered by this loop without a bucket ({@link FrameWork#EXEMPT} or {@link FrameWork#NO_LIMIT}). */

@@ -101,6 +101,8 @@ public final class FrameWork implements Runnable
     volatile int notLeaderShard = -1;
     /** Set when the replication log is too far behind to take more decisions now. */
     volatile boolean overloaded;
+    /** Shards this frame was handed to (set before any of them sees it). */
+    int shardsInFrame;
 
     private final Pool pool;
     private final ServerMetrics metrics;
@@ -123,6 +125,7 @@ public final class FrameWork implements Runnable
         this.notLeader = false;
         this.notLeaderShard = -1;
         this.overloaded = false;
+        this.shardsInFrame = 0;
         this.policies = policies;
         this.count = 0;
         this.shadowCount = 0;

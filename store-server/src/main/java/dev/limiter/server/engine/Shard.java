@@ -154,6 +154,16 @@ public final class Shard implements Replication.DecidingShard
         return shadows;
     }
 
+    /**
+     * Whether this shard's replication log is too far behind to take more decisions (any thread:
+     * reads a flag the owner thread publishes, none of the shard's memory).
+     */
+    boolean logBehind()
+    {
+        final ShardLog current = log;
+        return current != null && current.behind();
+    }
+
     /** Stopping: release every frame waiting on the log (runs on the owner loop; waits for it). */
     public void abandonLog()
     {
@@ -264,9 +274,13 @@ public final class Shard implements Replication.DecidingShard
                 work.shardDone();
                 return;
             }
-            if (log != null && log.saturated())
+            if (log != null && log.saturated() && work.shardsInFrame == 1)
             {
-                work.overloaded = true; // the log is behind: refuse rather than decide beyond it
+                // The log is behind: refuse rather than decide beyond it. A frame across several shards
+                // was refused whole by the router when any of them was behind; one that got past it just
+                // before this log fell behind is decided (the bound is exceeded by frames in flight at
+                // most), so that an OVERLOADED answer always means nothing in the frame was decided.
+                work.overloaded = true;
                 work.shardDone();
                 return;
             }

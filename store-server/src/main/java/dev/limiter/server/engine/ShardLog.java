@@ -68,6 +68,8 @@ public final class ShardLog
     /** Batches handed to the log and not yet answered, in the order they were handed over. */
     private final ArrayDeque<Batch> inFlight = new ArrayDeque<>();
     private long uncommittedBytes;
+    /** {@link #saturated()} as last published by the owner thread, for the loops that route frames (any thread). */
+    private volatile boolean behind;
     /** Decisions recorded since this log began (never reset): tells a frame whether it added any. */
     private long appended;
     private boolean flushScheduled;
@@ -157,6 +159,15 @@ public final class ShardLog
         return uncommittedBytes >= MAX_UNCOMMITTED_BYTES;
     }
 
+    /**
+     * {@link #saturated()} as the owner thread last published it (any thread): lets the loop that
+     * routes a frame refuse it whole before any shard decides part of it.
+     */
+    boolean behind()
+    {
+        return behind;
+    }
+
     /** The frame completes for this shard when the batch holding its decisions commits. */
     void completeAfterCommit(final FrameWork work)
     {
@@ -188,6 +199,7 @@ public final class ShardLog
         count = 0;
         inFlight.addLast(batch);
         uncommittedBytes += handed.bytes();
+        behind = saturated();
         replication.append(handed);
         handed.committed().whenComplete((ignored, failure) ->
         {
@@ -209,6 +221,7 @@ public final class ShardLog
             return; // released by abandon() when the node began to stop
         }
         uncommittedBytes -= batch.handed.bytes();
+        behind = saturated();
         if (failure == null)
         {
             metrics.recordCommit(System.nanoTime() - batch.startNanos);
@@ -295,5 +308,6 @@ public final class ShardLog
         }
         inFlight.clear();
         uncommittedBytes = 0;
+        behind = false;
     }
 }
