@@ -33,7 +33,9 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
@@ -118,6 +120,11 @@ public final class LimiterClient implements AutoCloseable
     /** Frames a node answered NOT_LEADER (their calls were sent on to another node). */
     private final LongAdder redirectedFrames = new LongAdder();
     private final LongAdder overloadedFrames = new LongAdder();
+    /**
+     * Calls waiting out a backoff before they are sent again: on no connection and in no queue, so
+     * {@link #close()} fails them itself (a loop shut down drops its scheduled tasks unrun).
+     */
+    private final Set<PendingCall> awaitingResend = ConcurrentHashMap.newKeySet();
     private final LongAdder releaseFailures = new LongAdder();
     /** SDK token leases (policies with tokenLease); null when the client follows no policies. */
     private final TokenLeases leases;
@@ -931,7 +938,7 @@ public final class LimiterClient implements AutoCloseable
             {
                 // No leader yet: try again a little later (jittered), on any node.
                 final long delay = 5_000_000L + ThreadLocalRandom.current().nextLong(20_000_000L);
-                from.loop().schedule(() -> resubmit(call, "", NO_LEADER_IN_TIME), delay, TimeUnit.NANOSECONDS);
+                resubmitLater(from, call, delay, NO_LEADER_IN_TIME);
             }
         }
     }
@@ -945,8 +952,9 @@ public final class LimiterClient implements AutoCloseable
     /**
      * A node decided none of these calls: its replication log is behind. Each is sent again after a
      * jittered, doubling backoff (half to all of 1, 2, 4 ... 32 ms), so that a saturated leader is
-     * not asked again at once by every caller, and never past the call's deadline: one that runs out
-     * meanwhile ends there, as a timeout, like a call no node answered.
+     * not asked again at once by every caller, and never past the call's deadline: one whose next
+     * try would come after it is left to the deadline timer, and ends as a timeout, like a call no
+     * node answered (counted by the circuit as such).
      */
     private void retryLater(final Connection from, final PendingCall[] calls, final String why)
     {
@@ -961,15 +969,34 @@ public final class LimiterClient implements AutoCloseable
             final long backoff = Math.min(OVERLOAD_BACKOFF_MAX_NANOS, OVERLOAD_BACKOFF_MIN_NANOS << Math.min(call.overloadedTries, 5));
             call.overloadedTries++;
             final long delay = backoff / 2 + ThreadLocalRandom.current().nextLong(backoff / 2 + 1);
-            final long left = call.deadlineNanos - System.nanoTime();
-            try
+            if (delay < call.deadlineNanos - System.nanoTime())
             {
-                from.loop().schedule(() -> resubmit(call, "", timeout), Math.max(0, Math.min(delay, left)), TimeUnit.NANOSECONDS);
+                resubmitLater(from, call, delay, timeout);
             }
-            catch (final RejectedExecutionException e)
+            // else not sent again: the deadline timer ends it (off this I/O thread, like any call due).
+        }
+    }
+
+    /** Sends {@code call} again after {@code delayNanos} on {@code from}'s I/O thread (as {@link #resubmit}). */
+    private void resubmitLater(final Connection from, final PendingCall call, final long delayNanos, final String whyOutOfTime)
+    {
+        awaitingResend.add(call);
+        try
+        {
+            from.loop().schedule(() ->
             {
-                call.completeExceptionally(new LimiterUnavailableException("limiter client closed"));
-            }
+                awaitingResend.remove(call);
+                resubmit(call, "", whyOutOfTime);
+            }, delayNanos, TimeUnit.NANOSECONDS);
+        }
+        catch (final RejectedExecutionException e)
+        {
+            awaitingResend.remove(call);
+            call.completeExceptionally(new LimiterUnavailableException("limiter client closed"));
+        }
+        if (closed && awaitingResend.remove(call))
+        {
+            call.completeExceptionally(new LimiterUnavailableException("limiter client closed")); // close() ran meanwhile
         }
     }
 
@@ -1026,6 +1053,13 @@ public final class LimiterClient implements AutoCloseable
         if (ownsGroup)
         {
             group.shutdownGracefully(0, 1, TimeUnit.SECONDS).syncUninterruptibly();
+        }
+        for (final PendingCall call : awaitingResend)
+        {
+            if (awaitingResend.remove(call))
+            {
+                call.completeExceptionally(new LimiterUnavailableException("limiter client closed"));
+            }
         }
         deadlines.close();
         callbacks.shutdown();

@@ -15,13 +15,14 @@ import java.time.Duration;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** The SDK's circuit against a scripted node: silent, then refusing with errors, then answering. */
 @Timeout(30)
 class CircuitTest
 {
-    private enum Mode { SILENT, OVERLOADED, ANSWER }
+    private enum Mode { SILENT, ERROR, ANSWER }
 
     private volatile Mode mode = Mode.SILENT;
     /** Whether DEGRADED_REPORT is taken (else refused as by a follower during an election). */
@@ -95,14 +96,11 @@ class CircuitTest
             }
             assertTrue(client.circuitOpen());
 
-            // The node is back but overloaded: the probe is sent again after backoffs until its
-            // deadline, then decided here; the circuit stays open.
-            mode = Mode.OVERLOADED;
+            // The node is back but failing: the probe gets an error, not a decision.
+            mode = Mode.ERROR;
             Thread.sleep(200);
-            final Decision probe = client.acquireBlocking(key, 1);
-            assertTrue(probe.degraded(), "no decision from the node within the deadline: " + probe);
-            assertTrue(client.overloadedFrames() > 1, "the probe was sent again: " + client.overloadedFrames());
-            assertTrue(client.circuitOpen());
+            final LimiterRequestException refused = assertThrows(LimiterRequestException.class, () -> client.acquireBlocking(key, 1));
+            assertTrue(refused.getMessage().contains("busy"), refused.getMessage());
 
             // It recovers: a later probe must still be sent, and its answer closes the circuit.
             mode = Mode.ANSWER;
@@ -135,7 +133,7 @@ class CircuitTest
             {
                 return ScriptedNode.allowAll(request);
             }
-            ErrorCodec.encode(answer, correlationId, ErrorCode.OVERLOADED, "node busy, retry shortly");
+            ErrorCodec.encode(answer, correlationId, ErrorCode.INTERNAL, "node busy, try later");
         }
         else if (type == MessageType.DEGRADED_REPORT)
         {

@@ -75,7 +75,7 @@ class OverloadTest
     }
 
     @Test
-    void withoutALocalFallbackTheCallerIsToldTheClusterWasOverloadedUntilTheDeadline() throws Exception
+    void withoutALocalFallbackACallTheClusterStaysOverloadedForTimesOutAtItsDeadline() throws Exception
     {
         try (ScriptedNode node = new ScriptedNode(this::answer);
              LimiterClient client = clientOf(node, Duration.ofMillis(150), false))
@@ -84,7 +84,27 @@ class OverloadTest
             final CompletionException failed = assertThrows(CompletionException.class,
                 () -> client.acquire(Descriptor.of("t", "/x"), 1).join());
             assertInstanceOf(LimiterTimeoutException.class, failed.getCause());
-            assertTrue(failed.getCause().getMessage().contains("overloaded"), failed.getCause().getMessage());
+            assertTrue(overloadedAnswers.get() >= 2, "sent again before it timed out: " + overloadedAnswers.get());
+        }
+    }
+
+    @Test
+    void closingTheClientEndsACallWaitingOutItsBackoff() throws Exception
+    {
+        try (ScriptedNode node = new ScriptedNode(this::answer))
+        {
+            final LimiterClient client = clientOf(node, Duration.ofSeconds(10), false);
+            overloadedLeft.set(Integer.MAX_VALUE);
+            final java.util.concurrent.CompletableFuture<Decision> call = client.acquire(Descriptor.of("t", "/x"), 1);
+            final long until = System.currentTimeMillis() + 5000;
+            while (overloadedAnswers.get() == 0 && System.currentTimeMillis() < until)
+            {
+                Thread.sleep(1);
+            }
+            client.close();
+            final java.util.concurrent.ExecutionException ended = assertThrows(java.util.concurrent.ExecutionException.class,
+                () -> call.get(2, TimeUnit.SECONDS), "ended by close, not left to a deadline 10 s away");
+            assertInstanceOf(LimiterUnavailableException.class, ended.getCause());
         }
     }
 
