@@ -68,6 +68,7 @@ public final class ServerConfig
     private long fastLingerMicros = DEFAULT_FAST_LINGER_MICROS;
     private RegionConfig region;
     private long snapshotEveryEntries = RaftNodeConfig.DEFAULT_SNAPSHOT_EVERY_ENTRIES;
+    private int maxUncommittedBytesPerShard = DEFAULT_MAX_UNCOMMITTED_BYTES_PER_SHARD;
     private boolean memoryFirst;
     private int logSegmentBytes = RaftNodeConfig.DEFAULT_LOG_SEGMENT_BYTES;
     private int ioThreads = DEFAULT_IO_THREADS;
@@ -140,6 +141,7 @@ public final class ServerConfig
                 "--raft-groups must be 1 to --shards (" + shards + "): each group owns at least one shard; was " + raftGroups);
             require(raftPortOffset > 0 && raftPortOffset < 10000, "raft port offset must be 1 to 9999, was " + raftPortOffset);
             require(snapshotEveryEntries >= 1, "--snapshot-every must be at least 1 log entry, was " + snapshotEveryEntries);
+            require(maxUncommittedBytesPerShard >= 1, "a shard's uncommitted bytes bound must be at least 1, was " + maxUncommittedBytesPerShard);
             require(logSegmentBytes >= 1024, "a Raft log segment must be at least 1 KiB, was " + logSegmentBytes + " bytes");
             for (final Map.Entry<String, InetSocketAddress> peer : peers.entrySet())
             {
@@ -375,6 +377,22 @@ public final class ServerConfig
     public ServerConfig joining(final boolean joining)
     {
         this.joining = joining;
+        return this;
+    }
+
+    /** Bytes of decisions a shard may have handed to its log uncommitted (2 MiB by default). */
+    public static final int DEFAULT_MAX_UNCOMMITTED_BYTES_PER_SHARD = 2 * 1024 * 1024;
+
+    /** Bytes of decisions a shard may have handed to its log and not seen committed; beyond, frames are answered OVERLOADED. */
+    public int maxUncommittedBytesPerShard()
+    {
+        return maxUncommittedBytesPerShard;
+    }
+
+    /** Bounds the memory a slow log may hold per shard; tests set it tiny to make a shard fall behind on purpose. */
+    public ServerConfig maxUncommittedBytesPerShard(final int bytes)
+    {
+        this.maxUncommittedBytesPerShard = bytes;
         return this;
     }
 

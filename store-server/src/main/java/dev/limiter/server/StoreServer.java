@@ -343,7 +343,7 @@ public final class StoreServer implements NodeStatus, AutoCloseable
         {
             group.shards(shards.stream().filter(shard -> groups.ofShard(shard.id()) == group).toList());
         }
-        shards.forEach(shard -> shard.replicate(groups.ofShard(shard.id()), metrics, policyState::rate));
+        shards.forEach(shard -> shard.replicate(groups.ofShard(shard.id()), metrics, policyState::rate, config.maxUncommittedBytesPerShard()));
         metrics.bindReplication(groups.all());
         try
         {

@@ -103,7 +103,7 @@ class ClusterTest
     private StoreServer start(final String id, final int shards, final String adminToken) throws InterruptedException
     {
         final ServerConfig config = TestNode.config(dir.resolve(id + "-config"), peers.get(id).getPort(), shards)
-            .nodeId(id).peers(peers).raftPortOffset(RAFT_OFFSET).dataDir(dir.resolve(id));
+            .nodeId(id).peers(peers).raftPortOffset(RAFT_OFFSET).dataDir(dir.resolve(id)).maxUncommittedBytesPerShard(maxUncommittedBytes);
         if (adminToken == null)
         {
             config.adminPort(-1);
@@ -157,6 +157,9 @@ class ClusterTest
             Thread.sleep(10);
         }
     }
+
+    /** What each shard may hand its log uncommitted before it is behind (tests make it tiny). */
+    private int maxUncommittedBytes = ServerConfig.DEFAULT_MAX_UNCOMMITTED_BYTES_PER_SHARD;
 
     private StoreServer leader() throws InterruptedException
     {
@@ -344,6 +347,40 @@ class ClusterTest
         for (final StoreServer node : nodes.values())
         {
             assertEquals(2, node.policyState().history("orders").getVersionsCount());
+        }
+    }
+
+    @Test
+    void aFrameRefusedOverloadedChargedNothingSoTheSdksRetriesChargeEachCallOnce() throws Exception
+    {
+        // Any batch a shard hands its log puts it behind until that batch commits: frames across both
+        // shards are refused often, and the SDK sends their calls again.
+        maxUncommittedBytes = 64;
+        startCluster();
+        leader();
+        final List<String> endpoints = new ArrayList<>();
+        peers.values().forEach(a -> endpoints.add("127.0.0.1:" + a.getPort()));
+        try (LimiterClient client = LimiterClient.builder().endpoints(String.join(",", endpoints)).connections(1)
+            .deadline(Duration.ofSeconds(10)).build())
+        {
+            await("the policy set", Duration.ofSeconds(10), () -> client.policies().version() > 0);
+            for (int round = 0; round < 5; round++)
+            {
+                // Calls issued together share frames, and their tenants fall on both shards.
+                final List<CompletableFuture<Decision>> answers = new ArrayList<>();
+                for (int i = 0; i < 100; i++)
+                {
+                    answers.add(client.acquire(Descriptor.of("fresh-" + round + "-" + i, "/v1/orders/1"), 1));
+                }
+                for (final CompletableFuture<Decision> answer : answers)
+                {
+                    final Decision d = answer.join();
+                    assertFalse(d.degraded(), "decided by a node: " + d);
+                    // Each tenant is new and asked once: a bucket of burst 5 charged once leaves 4.
+                    assertEquals(4, d.remaining(), "charged exactly once, however often its frame was refused: " + d);
+                }
+            }
+            assertTrue(client.overloadedFrames() > 0, "frames were refused OVERLOADED and sent again");
         }
     }
 

@@ -125,7 +125,7 @@ public final class Shard implements Replication.DecidingShard
 
     /** Cluster mode: decide only as the ready leader, record every decision for the log. */
     public void replicate(final Replication replication, final ServerMetrics metrics,
-        final DecisionsEntry.Rates rates)
+        final DecisionsEntry.Rates rates, final int maxUncommittedBytes)
     {
         if (loop == null)
         {
@@ -133,7 +133,7 @@ public final class Shard implements Replication.DecidingShard
         }
         this.replication = replication;
         this.metrics = metrics;
-        this.log = new ShardLog(id, loop, replication, metrics, rates);
+        this.log = new ShardLog(id, loop, replication, metrics, rates, maxUncommittedBytes);
     }
 
     /** The shadow evaluations of the frame on this shard when it holds nothing else of the frame, else 0. */

@@ -20,7 +20,7 @@ import java.util.concurrent.RejectedExecutionException;
  * shard's Raft group once per event-loop turn as a {@link ShardBatch}; the group joins the batches
  * of all its shards into few entries ({@code LogSubmitter}: group commit across shards, entries
  * grow with the load). A batch is cut at {@value #MAX_BATCH_BYTES} bytes, and a shard with
- * {@value #MAX_UNCOMMITTED_BYTES} bytes handed and not committed stops deciding (the log is
+ * a bound of bytes handed and not committed ({@code ServerConfig#maxUncommittedBytesPerShard}, 2 MiB) stops deciding (the log is
  * behind). Frames that hold STRICT decisions wait for the commit of their batch. Owned by the
  * shard's event loop.
  *
@@ -35,7 +35,7 @@ public final class ShardLog
     /** Kept small enough that neither a batch nor Ratis' copies of it are humongous objects for G1. */
     static final int MAX_BATCH_BYTES = 256 * 1024;
     /** Handed to the log and not committed yet: beyond this the shard refuses to decide (overloaded). */
-    static final int MAX_UNCOMMITTED_BYTES = 8 * MAX_BATCH_BYTES;
+    private final int maxUncommittedBytes;
 
     /** A batch handed to the log and not yet answered (compared by identity). */
     private static final class Batch
@@ -82,8 +82,9 @@ public final class ShardLog
     private long wallClockOffset;
 
     ShardLog(final int shard, final EventLoop loop, final Replication replication, final ServerMetrics metrics,
-        final DecisionsEntry.Rates rates)
+        final DecisionsEntry.Rates rates, final int maxUncommittedBytes)
     {
+        this.maxUncommittedBytes = maxUncommittedBytes;
         this.shard = shard;
         this.loop = loop;
         this.replication = replication;
@@ -156,7 +157,7 @@ public final class ShardLog
      */
     boolean saturated()
     {
-        return uncommittedBytes >= MAX_UNCOMMITTED_BYTES;
+        return uncommittedBytes >= maxUncommittedBytes;
     }
 
     /**
