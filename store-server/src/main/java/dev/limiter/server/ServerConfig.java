@@ -50,6 +50,8 @@ public final class ServerConfig
 
     /** Data-plane connections served at once; more are refused with ERROR OVERLOADED. */
     public static final int DEFAULT_MAX_CONNECTIONS = 10_000;
+    /** Bytes of decisions a shard may have handed to its log uncommitted (2 MiB) before it answers OVERLOADED. */
+    public static final int DEFAULT_MAX_UNCOMMITTED_BYTES_PER_SHARD = 2 * 1024 * 1024;
     /** A data-plane connection that sends nothing for this long is closed (SDKs ping well within it). */
     public static final long DEFAULT_IDLE_TIMEOUT_MILLIS = 120_000;
     /** A frame (or an admin HTTP request) begun and not finished within this closes its connection. */
@@ -379,9 +381,6 @@ public final class ServerConfig
         this.joining = joining;
         return this;
     }
-
-    /** Bytes of decisions a shard may have handed to its log uncommitted (2 MiB by default). */
-    public static final int DEFAULT_MAX_UNCOMMITTED_BYTES_PER_SHARD = 2 * 1024 * 1024;
 
     /** Bytes of decisions a shard may have handed to its log and not seen committed; beyond, frames are answered OVERLOADED. */
     public int maxUncommittedBytesPerShard()

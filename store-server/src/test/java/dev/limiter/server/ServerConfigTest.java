@@ -72,6 +72,15 @@ class ServerConfigTest
     }
 
     @Test
+    void anUncommittedBytesBoundBelowOneIsRefused()
+    {
+        final IllegalArgumentException bound = assertThrows(IllegalArgumentException.class,
+            () -> member(1, 1).maxUncommittedBytesPerShard(0).validate());
+        assertTrue(bound.getMessage().contains("uncommitted bytes bound must be at least 1, was 0"), bound.getMessage());
+        assertEquals(64, member(1, 1).maxUncommittedBytesPerShard(64).validate().maxUncommittedBytesPerShard());
+    }
+
+    @Test
     void memoryFirstIsAClusterSettingAndIsRefusedOnASingleNode()
     {
         final IllegalArgumentException single = assertThrows(IllegalArgumentException.class,
