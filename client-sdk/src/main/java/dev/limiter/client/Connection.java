@@ -21,6 +21,7 @@ import io.netty.handler.codec.LengthFieldBasedFrameDecoder;
 import io.netty.handler.ssl.SslContext;
 import io.netty.handler.ssl.SslHandler;
 import io.netty.util.collection.LongObjectHashMap;
+import io.netty.util.concurrent.FastThreadLocal;
 import io.netty.util.concurrent.ScheduledFuture;
 import io.netty.util.internal.PlatformDependent;
 import org.slf4j.Logger;
@@ -59,6 +60,12 @@ final class Connection
     private static final int MAX_RESPONSE_FRAME_BYTES = 16 << 20;
     /** How often a frame past its earliest deadline looks whether its calls are settled yet. */
     private static final long SETTLE_CHECK_NANOS = TimeUnit.MILLISECONDS.toNanos(5);
+    /**
+     * The connection whose answers this I/O thread is handing to callers right now, else null: a
+     * call made from such an answer's callback goes back on the same connection (see
+     * {@link ConnectionSet#open}), so chained calls share frames the way they arrived.
+     */
+    private static final FastThreadLocal<Connection> ANSWERING = new FastThreadLocal<>();
 
     private final InetSocketAddress address;
     private final EventLoop loop;
@@ -240,6 +247,12 @@ final class Connection
     InetSocketAddress address()
     {
         return address;
+    }
+
+    /** The connection whose answers the calling thread is handing out now (in their callbacks), else null. */
+    static Connection answeringOnThisThread()
+    {
+        return ANSWERING.get();
     }
 
     /** {@code host:port} as nodes name each other in NOT_LEADER hints and shard maps. */
@@ -680,6 +693,19 @@ final class Connection
                 (malformed != null ? malformed : decoder.count() + " results for " + entry.calls.length + " requests")));
             return;
         }
+        ANSWERING.set(this);
+        try
+        {
+            answer(entry);
+        }
+        finally
+        {
+            ANSWERING.set(null);
+        }
+    }
+
+    private void answer(final InFlight entry)
+    {
         for (int i = 0; i < entry.calls.length; i++)
         {
             final int reason = decoder.reasonCode(i);

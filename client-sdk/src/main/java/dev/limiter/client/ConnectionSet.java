@@ -61,9 +61,12 @@ final class ConnectionSet
     }
 
     /**
-     * An open connection to {@code hostPort}, or null: one of that node's connections picked at
-     * random (a per-thread generator: callers on several threads share no counter), the next open
-     * one after it when it is not.
+     * An open connection to {@code hostPort}, or null. A call made in the callback of an answer
+     * from that node goes back on the connection the answer came on: the calls a frame's answers
+     * set off leave together in one frame, with no hand-off to another I/O thread, as a pipelined
+     * Redis client's would. Otherwise one of that node's connections picked at random (a
+     * per-thread generator: callers on several threads share no counter), the next open one after
+     * it when it is not.
      */
     Connection open(final String hostPort)
     {
@@ -71,6 +74,11 @@ final class ConnectionSet
         if (node == null)
         {
             return null;
+        }
+        final Connection answering = Connection.answeringOnThisThread();
+        if (answering != null && answering.isActive() && answering.hostPort().equals(hostPort))
+        {
+            return answering;
         }
         final int n = node.length;
         int index = n == 1 ? 0 : ThreadLocalRandom.current().nextInt(n);
@@ -86,7 +94,11 @@ final class ConnectionSet
         return null;
     }
 
-    /** An open connection for the next call, the leader's first; null when none is open. */
+    /**
+     * An open connection for the next call, the leader's first (as {@link #open}); with no leader
+     * known, the connection whose answer's callback makes the call, else round robin; null when none
+     * is open.
+     */
     Connection pick()
     {
         final String leader = preferred;
@@ -94,6 +106,11 @@ final class ConnectionSet
         if (preferredOpen != null)
         {
             return preferredOpen;
+        }
+        final Connection answering = Connection.answeringOnThisThread();
+        if (answering != null && answering.isActive())
+        {
+            return answering;
         }
         final int n = connections.length;
         final int start = roundRobin.getAndIncrement() & Integer.MAX_VALUE;

@@ -86,6 +86,86 @@ class LimiterClientTest
     }
 
     @Test
+    void callsMadeInTheCallbackOfAnAnswerGoBackOnTheConnectionThatAnswered() throws Exception
+    {
+        // 12 chains of 50 calls over 8 connections to one node, each call made in the callback of the
+        // previous one's answer (as a closed-loop caller does): a chain stays on the connection its
+        // answers come on. Picked round robin or at random per call, a chain would use them all.
+        // The first call's answer may arrive before the test thread attaches its callback, which then
+        // runs on the test thread: the chain's own connection is the one its second call took.
+        final int connections = 8;
+        final int chains = 12;
+        final int callsPerChain = 50;
+        final java.util.Map<String, List<Integer>> connectionsOfChain = new java.util.concurrent.ConcurrentHashMap<>();
+        try (ScriptedNode node = new ScriptedNode(request ->
+            {
+                if (request.type() != dev.limiter.protocol.MessageType.ACQUIRE &&
+                    request.type() != dev.limiter.protocol.MessageType.BATCH_ACQUIRE)
+                {
+                    return null;
+                }
+                final io.netty.buffer.ByteBuf frame = io.netty.buffer.Unpooled.wrappedBuffer(request.frame());
+                final dev.limiter.protocol.AcquireDecoder entries = new dev.limiter.protocol.AcquireDecoder();
+                entries.wrap(frame, dev.limiter.protocol.Frame.HEADER_LENGTH - dev.limiter.protocol.Frame.LENGTH_FIELD_LENGTH,
+                    frame.capacity(), request.type() == dev.limiter.protocol.MessageType.ACQUIRE);
+                while (entries.next())
+                {
+                    final String tenant = frame.toString(entries.offset(dev.limiter.protocol.DescriptorField.TENANT),
+                        entries.length(dev.limiter.protocol.DescriptorField.TENANT), java.nio.charset.StandardCharsets.UTF_8);
+                    connectionsOfChain.computeIfAbsent(tenant, t -> java.util.Collections.synchronizedList(new ArrayList<>()))
+                        .add(request.connection());
+                }
+                return ScriptedNode.allowAll(request);
+            }, connections);
+             LimiterClient client = LimiterClient.builder().endpoints(node.endpoint()).ioThreads(1).connections(connections)
+                 .followPolicies(false).deadline(Duration.ofSeconds(5)).build())
+        {
+            final long until = System.nanoTime() + 5_000_000_000L;
+            while (client.openConnections() < connections && System.nanoTime() < until)
+            {
+                Thread.sleep(5);
+            }
+            assertEquals(connections, client.openConnections());
+            final java.util.concurrent.CountDownLatch done = new java.util.concurrent.CountDownLatch(chains);
+            final java.util.concurrent.ConcurrentLinkedQueue<Throwable> failures = new java.util.concurrent.ConcurrentLinkedQueue<>();
+            for (int c = 0; c < chains; c++)
+            {
+                chain(client, Descriptor.of("chain-" + c, "/x"), callsPerChain, done, failures);
+            }
+            assertTrue(done.await(10, java.util.concurrent.TimeUnit.SECONDS), "chains still running");
+            assertTrue(failures.isEmpty(), String.valueOf(failures.peek()));
+            assertEquals(chains, connectionsOfChain.size());
+            connectionsOfChain.forEach((chain, used) ->
+            {
+                assertEquals(callsPerChain, used.size(), chain);
+                assertEquals(1, used.subList(1, callsPerChain).stream().distinct().count(), chain + " took connections " + used);
+            });
+        }
+    }
+
+    /** Calls {@code left} times in a row, each call made when the previous one's answer arrives. */
+    private static void chain(final LimiterClient client, final Descriptor descriptor, final int left,
+        final java.util.concurrent.CountDownLatch done, final java.util.Queue<Throwable> failures)
+    {
+        client.acquire(descriptor, 1).whenComplete((decision, failure) ->
+        {
+            if (failure != null || decision.degraded())
+            {
+                failures.add(failure != null ? failure : new AssertionError("decided by the SDK: " + decision));
+                done.countDown();
+            }
+            else if (left > 1)
+            {
+                chain(client, descriptor, left - 1, done, failures);
+            }
+            else
+            {
+                done.countDown();
+            }
+        });
+    }
+
+    @Test
     void againstANodeThatNeverAnswersCallsEndAtTheirDeadlineWithinAFewMilliseconds() throws Exception
     {
         // 8 blocking callers and an open loop of 2,000 asynchronous calls a second for 5 s, all with a

@@ -17,13 +17,16 @@ import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 
 /**
- * A stand-in node on loopback for SDK tests: it accepts one connection, reads its frames and writes
- * back whatever the script answers (nothing when it answers null).
+ * A stand-in node on loopback for SDK tests: it accepts one connection (or as many as it was made
+ * for), reads their frames and writes back whatever the script answers (nothing when it answers null).
  */
 final class ScriptedNode implements AutoCloseable
 {
-    /** One request: its type, correlation id and the frame without its length field. */
-    record Request(int type, long correlationId, ByteBuffer frame)
+    /**
+     * One request: its type, correlation id, the frame without its length field, and which of the
+     * accepted connections it came on (0 for the first).
+     */
+    record Request(int type, long correlationId, ByteBuffer frame, int connection)
     {
         /** Bytes of the body. */
         int bodyLength()
@@ -43,7 +46,31 @@ final class ScriptedNode implements AutoCloseable
 
     ScriptedNode(final Script script) throws IOException
     {
-        final Thread thread = new Thread(() -> serve(script), "scripted-node");
+        this(script, 1);
+    }
+
+    /** A node that accepts up to {@code connections} connections, each served on a thread of its own. */
+    ScriptedNode(final Script script, final int connections) throws IOException
+    {
+        final Thread thread = new Thread(() ->
+        {
+            for (int i = 0; i < connections; i++)
+            {
+                final Socket socket;
+                try
+                {
+                    socket = listener.accept();
+                }
+                catch (final IOException closed)
+                {
+                    return;
+                }
+                final int connection = i;
+                final Thread served = new Thread(() -> serve(socket, connection, script), "scripted-node-" + i);
+                served.setDaemon(true);
+                served.start();
+            }
+        }, "scripted-node");
         thread.setDaemon(true);
         thread.start();
     }
@@ -86,9 +113,9 @@ final class ScriptedNode implements AutoCloseable
         return "127.0.0.1:" + listener.getLocalPort();
     }
 
-    private void serve(final Script script)
+    private static void serve(final Socket accepted, final int connection, final Script script)
     {
-        try (Socket socket = listener.accept())
+        try (Socket socket = accepted)
         {
             final DataInputStream in = new DataInputStream(socket.getInputStream());
             final OutputStream out = socket.getOutputStream();
@@ -98,7 +125,7 @@ final class ScriptedNode implements AutoCloseable
                 in.readFully(rest);
                 final ByteBuffer frame = ByteBuffer.wrap(rest);
                 final ByteBuf answer = script.answer(new Request(rest[Frame.TYPE_OFFSET - Frame.LENGTH_FIELD_LENGTH] & 0xFF,
-                    frame.getLong(Frame.CORRELATION_ID_OFFSET - Frame.LENGTH_FIELD_LENGTH), frame));
+                    frame.getLong(Frame.CORRELATION_ID_OFFSET - Frame.LENGTH_FIELD_LENGTH), frame, connection));
                 if (answer == null)
                 {
                     continue;
