@@ -15,7 +15,8 @@ import java.util.concurrent.locks.LockSupport;
  * {@code nextDue} field into one of several many-to-one queues (chosen by the calling thread, so
  * that many callers do not all contend on one), which this thread drains every tick into a wheel
  * of one-millisecond slots that only it touches. A call answered before its slot comes round is
- * simply dropped.
+ * simply dropped; a call waits in a slot at most {@link #RECHECK_TICKS} ticks, so an answered one is
+ * let go within that, whatever its deadline.
  *
  * <p>With no call in the wheel and none registered for 100 ms, the thread sleeps (up to a second)
  * instead of ticking; registering a call wakes it. An idle client so costs no CPU, and a busy one
@@ -62,6 +63,13 @@ final class DeadlineTimer implements AutoCloseable
      * so that callers never pay for waking it.
      */
     static final long IDLE_AFTER_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
+    /**
+     * A call waits in the wheel at most this many ticks before it is looked at again: an answered
+     * call is dropped then, instead of being held (with its result) until a long deadline. At
+     * 300,000 calls a second with 1 s deadlines the wheel held about 300,000 answered calls, and
+     * every young collection of the caller's JVM copied them (pauses of 100 ms and more).
+     */
+    static final int RECHECK_TICKS = 16;
     private static final int SLOTS = 1024;
     private static final int QUEUES = 8;
 
@@ -222,8 +230,16 @@ final class DeadlineTimer implements AutoCloseable
             expire(call);
             return;
         }
-        // A call expires in the slot of its tick, or a later round of it (the slot keeps it until due).
-        final long tick = Math.max(tickOf(expiresAt), processedTick + 1);
+        insert(call, expiresAt);
+    }
+
+    /**
+     * Puts a call in the slot of the tick it expires in, or of {@link #RECHECK_TICKS} from now when
+     * that is sooner; the slot's turn expires it, drops it when answered, or puts it back.
+     */
+    private void insert(final PendingCall call, final long expiresAt)
+    {
+        final long tick = Math.max(Math.min(tickOf(expiresAt), processedTick + RECHECK_TICKS), processedTick + 1);
         final int slot = (int)(tick & (SLOTS - 1));
         call.nextInSlot = slots[slot];
         slots[slot] = call;
@@ -248,11 +264,7 @@ final class DeadlineTimer implements AutoCloseable
                 }
                 else
                 {
-                    final long tick = Math.max(tickOf(expiresAt), processedTick + 1);
-                    final int to = (int)(tick & (SLOTS - 1));
-                    call.nextInSlot = slots[to];
-                    slots[to] = call;
-                    inWheel++;
+                    insert(call, expiresAt);
                 }
             }
             call = next;

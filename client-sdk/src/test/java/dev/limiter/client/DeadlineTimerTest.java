@@ -36,6 +36,33 @@ class DeadlineTimerTest
     }
 
     @Test
+    void anAnsweredCallIsLetGoWithinAFewTicksEvenWithALongDeadline() throws Exception
+    {
+        // A call with a 1 s deadline (the load generator's), in the wheel unanswered, then answered:
+        // the wheel lets it go (and its result with it) at its next look, RECHECK_TICKS later, not at
+        // its deadline. Held to their deadlines, a busy caller's answered calls filled its young
+        // generation.
+        try (DeadlineTimer timer = new DeadlineTimer("test-deadlines", call -> { }, Runnable::run))
+        {
+            PendingCall call = new PendingCall(Descriptor.of("t", "/x"), 1, System.nanoTime() + TimeUnit.SECONDS.toNanos(1));
+            timer.add(call);
+            Thread.sleep(20); // drained into the wheel while unanswered
+            call.complete(new Decision(true, dev.limiter.protocol.ReasonCode.ALLOWED, 1, 2, 0, 0, "p", 1, 1));
+            // A later call from this thread takes the queue's stub place (the last call registered stays linked there).
+            timer.add(new PendingCall(Descriptor.of("t", "/x"), 1, System.nanoTime() + TimeUnit.SECONDS.toNanos(1)));
+            final java.lang.ref.WeakReference<PendingCall> answered = new java.lang.ref.WeakReference<>(call);
+            call = null;
+            final long until = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(500);
+            while (answered.get() != null && System.nanoTime() < until)
+            {
+                System.gc();
+                Thread.sleep(10);
+            }
+            assertTrue(answered.get() == null, "the wheel still holds an answered call 500 ms on, its deadline 1 s away");
+        }
+    }
+
+    @Test
     void manyCallsRegisteredFromManyThreadsWhileItSleepsAllEnd() throws Exception
     {
         final java.util.concurrent.atomic.AtomicInteger ended = new java.util.concurrent.atomic.AtomicInteger();
