@@ -99,6 +99,10 @@ class LimiterClientTest
         final java.util.Map<String, List<Integer>> connectionsOfChain = new java.util.concurrent.ConcurrentHashMap<>();
         try (ScriptedNode node = new ScriptedNode(request ->
             {
+                if (request.type() == dev.limiter.protocol.MessageType.PING)
+                {
+                    return ScriptedNode.pong(request); // build() waits for a PING round on every connection
+                }
                 if (request.type() != dev.limiter.protocol.MessageType.ACQUIRE &&
                     request.type() != dev.limiter.protocol.MessageType.BATCH_ACQUIRE)
                 {

@@ -2,7 +2,6 @@ package dev.limiter.client;
 
 import dev.limiter.protocol.ErrorCode;
 import dev.limiter.protocol.ErrorCodec;
-import dev.limiter.protocol.Frame;
 import dev.limiter.protocol.MessageType;
 import dev.limiter.protocol.policy.Policy;
 import dev.limiter.protocol.policy.PolicySet;
@@ -124,7 +123,6 @@ class OverloadTest
 
     private ByteBuf answer(final ScriptedNode.Request request)
     {
-        final ByteBuf answer = Unpooled.buffer();
         final int type = request.type();
         if (type == MessageType.POLICIES)
         {
@@ -132,14 +130,14 @@ class OverloadTest
         }
         if (type == MessageType.PING)
         {
-            Frame.finish(answer, Frame.begin(answer, MessageType.PONG, request.correlationId()));
-            return answer;
+            return ScriptedNode.pong(request);
         }
         if (type == MessageType.ACQUIRE || type == MessageType.BATCH_ACQUIRE)
         {
             if (overloadedLeft.getAndDecrement() > 0)
             {
                 overloadedAnswers.incrementAndGet();
+                final ByteBuf answer = Unpooled.buffer();
                 ErrorCodec.encode(answer, request.correlationId(), ErrorCode.OVERLOADED,
                     "the replication log is behind; nothing in this frame was decided; retry after a short backoff");
                 return answer;

@@ -85,6 +85,14 @@ final class ScriptedNode implements AutoCloseable
         return answer;
     }
 
+    /** The answer to a PING. */
+    static ByteBuf pong(final Request request)
+    {
+        final ByteBuf answer = Unpooled.buffer();
+        Frame.finish(answer, Frame.begin(answer, MessageType.PONG, request.correlationId()));
+        return answer;
+    }
+
     /** Entries in an ACQUIRE or BATCH_ACQUIRE frame. */
     static int entries(final Request request)
     {
