@@ -73,6 +73,8 @@ final class Connection
     private final int maxFrameBytes;
     private final Rerouter rerouter;
     private final String hostPort;
+    /** Set once by the {@link ConnectionSet} that takes this connection, before any call is made. */
+    private volatile ConnectionSet owner;
     /** Told every shard map a node sends (on this connection's I/O thread). */
     private final Consumer<ShardMap> shardMaps;
     /** Told of every call whose answer says its key is hot (the node flags it for token leases with a hotRate). */
@@ -249,10 +251,31 @@ final class Connection
         return address;
     }
 
-    /** The connection whose answers the calling thread is handing out now (in their callbacks), else null. */
+    /**
+     * The connection whose answers the calling thread is handing out now (in their callbacks), else
+     * null. No lookup structure is made for a thread that never answered (an application's).
+     */
     static Connection answeringOnThisThread()
     {
-        return ANSWERING.get();
+        return ANSWERING.getIfExists();
+    }
+
+
+    /** The rest of the calls made in this thread's current answer's callbacks go on {@code next}. */
+    static void followOnCallsTo(final Connection next)
+    {
+        ANSWERING.set(next);
+    }
+
+    /** The set this connection belongs to (one per client): another client's calls never take it. */
+    ConnectionSet owner()
+    {
+        return owner;
+    }
+
+    void owner(final ConnectionSet set)
+    {
+        owner = set;
     }
 
     /** {@code host:port} as nodes name each other in NOT_LEADER hints and shard maps. */
@@ -693,6 +716,7 @@ final class Connection
                 (malformed != null ? malformed : decoder.count() + " results for " + entry.calls.length + " requests")));
             return;
         }
+        final Connection outer = ANSWERING.getIfExists();
         ANSWERING.set(this);
         try
         {
@@ -700,7 +724,7 @@ final class Connection
         }
         finally
         {
-            ANSWERING.set(null);
+            ANSWERING.set(outer);
         }
     }
 

@@ -34,6 +34,10 @@ final class ConnectionSet
             throw new IllegalArgumentException("a client needs at least one connection");
         }
         this.connections = connections.toArray(new Connection[0]);
+        for (final Connection connection : this.connections)
+        {
+            connection.owner(this);
+        }
         final Map<String, List<Connection>> grouped = new HashMap<>();
         for (final Connection connection : this.connections)
         {
@@ -62,9 +66,10 @@ final class ConnectionSet
 
     /**
      * An open connection to {@code hostPort}, or null. A call made in the callback of an answer
-     * from that node goes back on the connection the answer came on: the calls a frame's answers
-     * set off leave together in one frame, with no hand-off to another I/O thread, as a pipelined
-     * Redis client's would. Otherwise one of that node's connections picked at random (a
+     * from that node, on one of this client's connections, goes back on the connection the answer
+     * came on: the calls a frame's answers set off leave together in one frame, with no hand-off to
+     * another I/O thread, as a pipelined Redis client's would; when that connection has closed, they
+     * all move to one other connection of the node, picked as below. Otherwise one of that node's connections picked at random (a
      * per-thread generator: callers on several threads share no counter), the next open one after
      * it when it is not.
      */
@@ -76,22 +81,40 @@ final class ConnectionSet
             return null;
         }
         final Connection answering = Connection.answeringOnThisThread();
-        if (answering != null && answering.isActive() && answering.hostPort().equals(hostPort))
+        if (answering != null && answering.owner() == this && answering.hostPort().equals(hostPort))
         {
-            return answering;
+            if (answering.isActive())
+            {
+                return answering;
+            }
+            final Connection next = anyOpen(node, answering);
+            if (next != null)
+            {
+                Connection.followOnCallsTo(next); // the frame's other follow-on calls join it there
+            }
+            return next;
         }
+        return anyOpen(node, null);
+    }
+
+    /**
+     * One of {@code node}'s connections picked at random, the next open one after it when it is not,
+     * other than {@code avoid} unless it is the only open one; null when none is open.
+     */
+    private static Connection anyOpen(final Connection[] node, final Connection avoid)
+    {
         final int n = node.length;
         int index = n == 1 ? 0 : ThreadLocalRandom.current().nextInt(n);
         for (int i = 0; i < n; i++)
         {
             final Connection c = node[index];
-            if (c.isActive())
+            if (c.isActive() && c != avoid)
             {
                 return c;
             }
             index = index + 1 == n ? 0 : index + 1;
         }
-        return null;
+        return avoid != null && avoid.isActive() ? avoid : null;
     }
 
     /**
@@ -108,9 +131,15 @@ final class ConnectionSet
             return preferredOpen;
         }
         final Connection answering = Connection.answeringOnThisThread();
-        if (answering != null && answering.isActive())
+        if (answering != null && answering.owner() == this)
         {
-            return answering;
+            final Connection[] node = byNode.get(answering.hostPort());
+            final Connection next = answering.isActive() ? answering : anyOpen(node, answering);
+            if (next != null)
+            {
+                Connection.followOnCallsTo(next);
+                return next;
+            }
         }
         final int n = connections.length;
         final int start = roundRobin.getAndIncrement() & Integer.MAX_VALUE;

@@ -230,16 +230,18 @@ final class DeadlineTimer implements AutoCloseable
             expire(call);
             return;
         }
-        insert(call, expiresAt);
+        insert(call, expiresAt, now);
     }
 
     /**
      * Puts a call in the slot of the tick it expires in, or of {@link #RECHECK_TICKS} from now when
-     * that is sooner; the slot's turn expires it, drops it when answered, or puts it back.
+     * that is sooner; the slot's turn expires it, drops it when answered, or puts it back. "Now" is
+     * the clock's, not the tick being caught up on after a pause, so that catching up does not look
+     * at the same calls again every 16 ticks of the pause.
      */
-    private void insert(final PendingCall call, final long expiresAt)
+    private void insert(final PendingCall call, final long expiresAt, final long now)
     {
-        final long tick = Math.max(Math.min(tickOf(expiresAt), processedTick + RECHECK_TICKS), processedTick + 1);
+        final long tick = Math.max(Math.min(tickOf(expiresAt), tickOf(now) + RECHECK_TICKS), processedTick + 1);
         final int slot = (int)(tick & (SLOTS - 1));
         call.nextInSlot = slots[slot];
         slots[slot] = call;
@@ -264,7 +266,7 @@ final class DeadlineTimer implements AutoCloseable
                 }
                 else
                 {
-                    insert(call, expiresAt);
+                    insert(call, expiresAt, now);
                 }
             }
             call = next;

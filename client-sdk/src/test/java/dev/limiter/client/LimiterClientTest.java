@@ -88,14 +88,14 @@ class LimiterClientTest
     @Test
     void callsMadeInTheCallbackOfAnAnswerGoBackOnTheConnectionThatAnswered() throws Exception
     {
-        // 12 chains of 50 calls over 8 connections to one node, each call made in the callback of the
+        // 12 chains of 20 calls over 8 connections to one node, each call made in the callback of the
         // previous one's answer (as a closed-loop caller does): a chain stays on the connection its
         // answers come on. Picked round robin or at random per call, a chain would use them all.
-        // The first call's answer may arrive before the test thread attaches its callback, which then
-        // runs on the test thread: the chain's own connection is the one its second call took.
+        // A call's answer may arrive before the test thread attaches its callback, which then runs on
+        // the test thread: a chain keeps its connection from its first call made on the I/O thread.
         final int connections = 8;
         final int chains = 12;
-        final int callsPerChain = 50;
+        final int callsPerChain = 20;
         final java.util.Map<String, List<Integer>> connectionsOfChain = new java.util.concurrent.ConcurrentHashMap<>();
         try (ScriptedNode node = new ScriptedNode(request ->
             {
@@ -132,9 +132,14 @@ class LimiterClientTest
             assertEquals(connections, client.openConnections());
             final java.util.concurrent.CountDownLatch done = new java.util.concurrent.CountDownLatch(chains);
             final java.util.concurrent.ConcurrentLinkedQueue<Throwable> failures = new java.util.concurrent.ConcurrentLinkedQueue<>();
+            final Thread testThread = Thread.currentThread();
+            final java.util.Map<String, List<Boolean>> madeOnTestThread = new java.util.concurrent.ConcurrentHashMap<>();
             for (int c = 0; c < chains; c++)
             {
-                chain(client, Descriptor.of("chain-" + c, "/x"), callsPerChain, done, failures);
+                final List<Boolean> onTestThread = java.util.Collections.synchronizedList(new ArrayList<>());
+                madeOnTestThread.put("chain-" + c, onTestThread);
+                chain(client, Descriptor.of("chain-" + c, "/x"), callsPerChain, done, failures,
+                    () -> onTestThread.add(Thread.currentThread() == testThread));
             }
             assertTrue(done.await(10, java.util.concurrent.TimeUnit.SECONDS), "chains still running");
             assertTrue(failures.isEmpty(), String.valueOf(failures.peek()));
@@ -142,15 +147,51 @@ class LimiterClientTest
             connectionsOfChain.forEach((chain, used) ->
             {
                 assertEquals(callsPerChain, used.size(), chain);
-                assertEquals(1, used.subList(1, callsPerChain).stream().distinct().count(), chain + " took connections " + used);
+                final int fromIoThread = madeOnTestThread.get(chain).indexOf(false);
+                assertTrue(fromIoThread > 0 && fromIoThread < 5, chain + ": calls made on the test thread " + madeOnTestThread.get(chain));
+                assertEquals(1, used.subList(fromIoThread, callsPerChain).stream().distinct().count(), chain + " took connections " + used);
             });
         }
     }
 
-    /** Calls {@code left} times in a row, each call made when the previous one's answer arrives. */
-    private static void chain(final LimiterClient client, final Descriptor descriptor, final int left,
-        final java.util.concurrent.CountDownLatch done, final java.util.Queue<Throwable> failures)
+    @Test
+    void aCallToAnotherClientMadeInTheCallbackOfAnAnswerGoesToThatClientsNode() throws Exception
     {
+        final java.util.concurrent.atomic.AtomicInteger callsOnA = new java.util.concurrent.atomic.AtomicInteger();
+        final java.util.concurrent.atomic.AtomicInteger callsOnB = new java.util.concurrent.atomic.AtomicInteger();
+        try (ScriptedNode a = new ScriptedNode(request -> countingAllowAll(request, callsOnA));
+             ScriptedNode b = new ScriptedNode(request -> countingAllowAll(request, callsOnB));
+             LimiterClient clientA = LimiterClient.builder().endpoints(a.endpoint()).connections(1).followPolicies(false).build();
+             LimiterClient clientB = LimiterClient.builder().endpoints(b.endpoint()).connections(1).followPolicies(false).build())
+        {
+            final Decision fromB = clientA.acquire(Descriptor.of("t", "/x"), 1)
+                .thenCompose(d -> clientB.acquire(Descriptor.of("t", "/x"), 1)).get(5, java.util.concurrent.TimeUnit.SECONDS);
+            assertTrue(fromB.allowed() && !fromB.degraded(), String.valueOf(fromB));
+            assertEquals(1, callsOnA.get(), "calls node A saw");
+            assertEquals(1, callsOnB.get(), "calls node B saw");
+        }
+    }
+
+    private static io.netty.buffer.ByteBuf countingAllowAll(final ScriptedNode.Request request,
+        final java.util.concurrent.atomic.AtomicInteger calls)
+    {
+        if (request.type() == dev.limiter.protocol.MessageType.PING)
+        {
+            return ScriptedNode.pong(request);
+        }
+        if (request.type() == dev.limiter.protocol.MessageType.ACQUIRE || request.type() == dev.limiter.protocol.MessageType.BATCH_ACQUIRE)
+        {
+            calls.addAndGet(ScriptedNode.entries(request));
+            return ScriptedNode.allowAll(request);
+        }
+        return null;
+    }
+
+    /** Calls {@code left} times in a row, each call made when the previous one's answer arrives; {@code eachCall} runs before each. */
+    private static void chain(final LimiterClient client, final Descriptor descriptor, final int left,
+        final java.util.concurrent.CountDownLatch done, final java.util.Queue<Throwable> failures, final Runnable eachCall)
+    {
+        eachCall.run();
         client.acquire(descriptor, 1).whenComplete((decision, failure) ->
         {
             if (failure != null || decision.degraded())
@@ -160,7 +201,7 @@ class LimiterClientTest
             }
             else if (left > 1)
             {
-                chain(client, descriptor, left - 1, done, failures);
+                chain(client, descriptor, left - 1, done, failures, eachCall);
             }
             else
             {
