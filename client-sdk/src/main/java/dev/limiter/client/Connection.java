@@ -260,7 +260,6 @@ final class Connection
         return ANSWERING.getIfExists();
     }
 
-
     /** The rest of the calls made in this thread's current answer's callbacks go on {@code next}. */
     static void followOnCallsTo(final Connection next)
     {

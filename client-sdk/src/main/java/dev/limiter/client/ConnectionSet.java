@@ -69,9 +69,9 @@ final class ConnectionSet
      * from that node, on one of this client's connections, goes back on the connection the answer
      * came on: the calls a frame's answers set off leave together in one frame, with no hand-off to
      * another I/O thread, as a pipelined Redis client's would; when that connection has closed, they
-     * all move to one other connection of the node, picked as below. Otherwise one of that node's connections picked at random (a
-     * per-thread generator: callers on several threads share no counter), the next open one after
-     * it when it is not.
+     * all move to one other connection of the node ({@link #followOn}). Otherwise one of that node's
+     * connections picked at random (a per-thread generator: callers on several threads share no
+     * counter), the next open one after it when it is not.
      */
     Connection open(final String hostPort)
     {
@@ -80,21 +80,33 @@ final class ConnectionSet
         {
             return null;
         }
+        final Connection followOn = followOn(hostPort);
+        return followOn != null ? followOn : anyOpen(node, null);
+    }
+
+    /**
+     * For a call made in the callback of an answer that came on one of this client's connections
+     * to {@code hostPort} (to any node when null): that connection, or, when it has closed, one
+     * other open connection of its node, which the frame's other follow-on calls then join; null
+     * when the call is made elsewhere or that node has no open connection.
+     */
+    private Connection followOn(final String hostPort)
+    {
         final Connection answering = Connection.answeringOnThisThread();
-        if (answering != null && answering.owner() == this && answering.hostPort().equals(hostPort))
+        if (answering == null || answering.owner() != this || hostPort != null && !answering.hostPort().equals(hostPort))
         {
-            if (answering.isActive())
-            {
-                return answering;
-            }
-            final Connection next = anyOpen(node, answering);
-            if (next != null)
-            {
-                Connection.followOnCallsTo(next); // the frame's other follow-on calls join it there
-            }
-            return next;
+            return null;
         }
-        return anyOpen(node, null);
+        if (answering.isActive())
+        {
+            return answering;
+        }
+        final Connection next = anyOpen(byNode.get(answering.hostPort()), answering);
+        if (next != null)
+        {
+            Connection.followOnCallsTo(next);
+        }
+        return next;
     }
 
     /**
@@ -130,16 +142,10 @@ final class ConnectionSet
         {
             return preferredOpen;
         }
-        final Connection answering = Connection.answeringOnThisThread();
-        if (answering != null && answering.owner() == this)
+        final Connection followOn = followOn(null);
+        if (followOn != null)
         {
-            final Connection[] node = byNode.get(answering.hostPort());
-            final Connection next = answering.isActive() ? answering : anyOpen(node, answering);
-            if (next != null)
-            {
-                Connection.followOnCallsTo(next);
-                return next;
-            }
+            return followOn;
         }
         final int n = connections.length;
         final int start = roundRobin.getAndIncrement() & Integer.MAX_VALUE;
