@@ -72,6 +72,7 @@ public final class ServerConfig
     private long snapshotEveryEntries = RaftNodeConfig.DEFAULT_SNAPSHOT_EVERY_ENTRIES;
     private int maxUncommittedBytesPerShard = DEFAULT_MAX_UNCOMMITTED_BYTES_PER_SHARD;
     private boolean memoryFirst;
+    private LogFormat logFormat = LogFormat.COMPACT;
     private int logSegmentBytes = RaftNodeConfig.DEFAULT_LOG_SEGMENT_BYTES;
     private int ioThreads = DEFAULT_IO_THREADS;
     private int maxBucketsPerShard = DEFAULT_MAX_BUCKETS_PER_SHARD;
@@ -417,6 +418,27 @@ public final class ServerConfig
     public ServerConfig memoryFirst(final boolean memoryFirst)
     {
         this.memoryFirst = memoryFirst;
+        return this;
+    }
+
+    /** How a leader writes the decisions it sends to the log ({@code DecisionsEntry}); every build reads both. */
+    public enum LogFormat
+    {
+        /** Varint records, about a third fewer bytes per decision (the default). */
+        COMPACT,
+        /** Fixed-width records, all that builds before the compact layout can read: for a rolling upgrade from one. */
+        CLASSIC
+    }
+
+    /** How this node writes decisions to the log while it leads a group. */
+    public LogFormat logFormat()
+    {
+        return logFormat;
+    }
+
+    public ServerConfig logFormat(final LogFormat format)
+    {
+        this.logFormat = java.util.Objects.requireNonNull(format, "logFormat");
         return this;
     }
 

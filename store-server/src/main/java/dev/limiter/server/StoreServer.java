@@ -343,7 +343,8 @@ public final class StoreServer implements NodeStatus, AutoCloseable
         {
             group.shards(shards.stream().filter(shard -> groups.ofShard(shard.id()) == group).toList());
         }
-        shards.forEach(shard -> shard.replicate(groups.ofShard(shard.id()), metrics, policyState::rate, config.maxUncommittedBytesPerShard()));
+        shards.forEach(shard -> shard.replicate(groups.ofShard(shard.id()), metrics, policyState::rate, config.maxUncommittedBytesPerShard(),
+            config.logFormat() == ServerConfig.LogFormat.COMPACT));
         metrics.bindReplication(groups.all());
         try
         {

@@ -103,7 +103,7 @@ public final class ReplicatedBuckets implements ReplicatedStateMachine
     {
         claimTables();
         final byte type = payload.get(payload.position());
-        if (type == DecisionsEntry.TYPE)
+        if (DecisionsEntry.isDecisions(type))
         {
             applyDecisions(payload);
             publish();

@@ -123,9 +123,12 @@ public final class Shard implements Replication.DecidingShard
         this.regional = shares;
     }
 
-    /** Cluster mode: decide only as the ready leader, record every decision for the log. */
+    /**
+     * Cluster mode: decide only as the ready leader, record every decision for the log, in
+     * {@link DecisionsEntry}'s compact layout or (for a cluster that still runs older builds) its classic one.
+     */
     public void replicate(final Replication replication, final ServerMetrics metrics,
-        final DecisionsEntry.Rates rates, final int maxUncommittedBytes)
+        final DecisionsEntry.Rates rates, final int maxUncommittedBytes, final boolean compactLog)
     {
         if (loop == null)
         {
@@ -133,7 +136,7 @@ public final class Shard implements Replication.DecidingShard
         }
         this.replication = replication;
         this.metrics = metrics;
-        this.log = new ShardLog(id, loop, replication, metrics, rates, maxUncommittedBytes);
+        this.log = new ShardLog(id, loop, replication, metrics, rates, maxUncommittedBytes, compactLog);
     }
 
     /** The shadow evaluations of the frame on this shard when it holds nothing else of the frame, else 0. */

@@ -80,11 +80,16 @@ public final class ShardLog
     private boolean abandoned;
     /** UTC minus cluster time for the pending section's decisions: one per section, chosen when it starts. */
     private long wallClockOffset;
+    /** Sections in the compact layout, else the classic one (for a cluster still running older builds). */
+    private final boolean compact;
+    /** The time of the pending section's last record (compact records carry the difference), 0 before its first. */
+    private long previousTime;
 
     ShardLog(final int shard, final EventLoop loop, final Replication replication, final ServerMetrics metrics,
-        final DecisionsEntry.Rates rates, final int maxUncommittedBytes)
+        final DecisionsEntry.Rates rates, final int maxUncommittedBytes, final boolean compact)
     {
         this.maxUncommittedBytes = maxUncommittedBytes;
+        this.compact = compact;
         this.shard = shard;
         this.loop = loop;
         this.replication = replication;
@@ -95,20 +100,34 @@ public final class ShardLog
     /** Records one decision: key, policy, cost and the cluster time it was made at. */
     void append(final DirectBuffer key, final int keyOffset, final int keyLength, final int policy, final int cost, final long time)
     {
-        final int needed = DecisionsEntry.recordLength(keyLength);
-        ensureRoom(needed);
-        DecisionsEntry.putRecord(view, buffer, position, policy, cost, time, key, keyOffset, keyLength);
-        recorded(needed);
+        ensureRoom(DecisionsEntry.maxRecordLength(keyLength));
+        if (compact)
+        {
+            recorded(DecisionsEntry.putCompactRecord(view, buffer, position, policy, cost, false, 0, time, previousTime, key, keyOffset,
+                keyLength), time);
+        }
+        else
+        {
+            DecisionsEntry.putRecord(view, buffer, position, policy, cost, time, key, keyOffset, keyLength);
+            recorded(position + DecisionsEntry.recordLength(keyLength), time);
+        }
     }
 
     /** Records one release: key, policy, the cost given back, the lease's id and the cluster time it was made at. */
     void appendRelease(final DirectBuffer key, final int keyOffset, final int keyLength, final int policy, final int cost,
         final long leaseId, final long time)
     {
-        final int needed = DecisionsEntry.releaseRecordLength(keyLength);
-        ensureRoom(needed);
-        DecisionsEntry.putReleaseRecord(view, buffer, position, policy, cost, leaseId, time, key, keyOffset, keyLength);
-        recorded(needed);
+        ensureRoom(DecisionsEntry.maxRecordLength(keyLength));
+        if (compact)
+        {
+            recorded(DecisionsEntry.putCompactRecord(view, buffer, position, policy, cost, true, leaseId, time, previousTime, key,
+                keyOffset, keyLength), time);
+        }
+        else
+        {
+            DecisionsEntry.putReleaseRecord(view, buffer, position, policy, cost, leaseId, time, key, keyOffset, keyLength);
+            recorded(position + DecisionsEntry.releaseRecordLength(keyLength), time);
+        }
     }
 
     private void ensureRoom(final int needed)
@@ -120,9 +139,10 @@ public final class ShardLog
         }
     }
 
-    private void recorded(final int bytes)
+    private void recorded(final int end, final long time)
     {
-        position += bytes;
+        position = end;
+        previousTime = time;
         count++;
         appended++;
         if (position >= MAX_BATCH_BYTES)
@@ -192,12 +212,13 @@ public final class ShardLog
         {
             return;
         }
-        DecisionsEntry.putHeader(view, shard, count, wallClockOffset);
+        DecisionsEntry.putHeader(view, compact, shard, count, wallClockOffset);
         final ShardBatch handed = new ShardBatch(ByteBuffer.wrap(Arrays.copyOf(buffer, position)), count, !waiters.isEmpty());
         final Batch batch = new Batch(handed, waiters, epoch, System.nanoTime());
         waiters = new ArrayList<>();
         position = DecisionsEntry.HEADER;
         count = 0;
+        previousTime = 0;
         inFlight.addLast(batch);
         uncommittedBytes += handed.bytes();
         behind = saturated();
@@ -266,7 +287,7 @@ public final class ShardLog
         {
             if (count > 0)
             {
-                DecisionsEntry.putHeader(view, shard, count, wallClockOffset);
+                DecisionsEntry.putHeader(view, compact, shard, count, wallClockOffset);
                 replayer.replay(ByteBuffer.wrap(buffer, 0, position), table); // still to be sent, in this term
             }
             return;
@@ -288,6 +309,7 @@ public final class ShardLog
         waiters = new ArrayList<>();
         position = DecisionsEntry.HEADER;
         count = 0;
+        previousTime = 0;
     }
 
     /**

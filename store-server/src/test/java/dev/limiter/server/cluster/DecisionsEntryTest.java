@@ -20,6 +20,7 @@ import java.util.Random;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** What a leader writes into a DECISIONS entry, a replica replays into the very same table. */
 class DecisionsEntryTest
@@ -29,6 +30,7 @@ class DecisionsEntryTest
     @RepeatedTest(20)
     void aReplicaReplayingRandomBatchesHoldsTheLeadersTable(final RepetitionInfo repetition)
     {
+        // Each batch in the compact or the classic layout at random: a log may hold both after an upgrade.
         final Random random = new Random(0xDEC15L * repetition.getCurrentRepetition());
         // Every algorithm; the windows on UTC (cluster time plus each section's offset, which jitters and may step back).
         final Limit[][] rates = {
@@ -49,7 +51,9 @@ class DecisionsEntryTest
         {
             final byte[] bytes = new byte[1 << 16];
             final ByteBuffer view = ByteBuffer.wrap(bytes);
+            final boolean compact = random.nextBoolean();
             int at = DecisionsEntry.HEADER;
+            long previousTime = 0;
             final int count = 1 + random.nextInt(500);
             final long wallClockOffset = 1_796_000_000_000_000_000L + random.nextInt(20_000_000) - 10_000_000;
             leader.wallClockOffset(wallClockOffset);
@@ -65,8 +69,17 @@ class DecisionsEntryTest
                     final int ordinal = (int)lease[1];
                     leader.release(key, 0, held.length, KeyHash.hash(key, 0, held.length), lookup.rate(ordinal, 1, 0, 0), (int)lease[3],
                         (long)lease[2], now, decision);
-                    DecisionsEntry.putReleaseRecord(view, bytes, at, ordinal, (int)lease[3], (long)lease[2], now, key, 0, held.length);
-                    at += DecisionsEntry.releaseRecordLength(held.length);
+                    if (compact)
+                    {
+                        at = DecisionsEntry.putCompactRecord(view, bytes, at, ordinal, (int)lease[3], true, (long)lease[2], now, previousTime,
+                            key, 0, held.length);
+                        previousTime = now;
+                    }
+                    else
+                    {
+                        DecisionsEntry.putReleaseRecord(view, bytes, at, ordinal, (int)lease[3], (long)lease[2], now, key, 0, held.length);
+                        at += DecisionsEntry.releaseRecordLength(held.length);
+                    }
                     continue;
                 }
                 final int ordinal = random.nextInt(rates.length);
@@ -82,10 +95,18 @@ class DecisionsEntryTest
                     leases.add(new Object[] {java.util.Arrays.copyOf(key.byteArray(), keyLength),
                         ordinal, decision.timeNanos(), cost});
                 }
-                DecisionsEntry.putRecord(view, bytes, at, ordinal, cost, now, key, 0, keyLength);
-                at += DecisionsEntry.recordLength(keyLength);
+                if (compact)
+                {
+                    at = DecisionsEntry.putCompactRecord(view, bytes, at, ordinal, cost, false, 0, now, previousTime, key, 0, keyLength);
+                    previousTime = now;
+                }
+                else
+                {
+                    DecisionsEntry.putRecord(view, bytes, at, ordinal, cost, now, key, 0, keyLength);
+                    at += DecisionsEntry.recordLength(keyLength);
+                }
             }
-            DecisionsEntry.putHeader(view, 3, count, wallClockOffset);
+            DecisionsEntry.putHeader(view, compact, 3, count, wallClockOffset);
             final ByteBuffer entry = ByteBuffer.wrap(bytes, 0, at).slice();
             assertEquals(3, DecisionsEntry.shard(entry));
             assertEquals(count, DecisionsEntry.count(entry));
@@ -95,6 +116,78 @@ class DecisionsEntryTest
         }
         assertEquals(leader.digest(), replica.digest());
         assertEquals(leader.size(), replica.size());
+    }
+
+    @Test
+    void aCompactRecordOfAOneTokenDecisionTakesSixBytesBeforeItsKeyWhereAClassicOneTakesSixteen()
+    {
+        final UnsafeBuffer key = new UnsafeBuffer(new byte[64]);
+        BucketKeys.putPrefix(key, 0, 3, 1);
+        final int keyLength = 6 + key.putStringWithoutLengthAscii(6, "tenant-12345");
+        final byte[] bytes = new byte[256];
+        final ByteBuffer view = ByteBuffer.wrap(bytes);
+        final long first = 7_200 * SECOND;
+        final int second = DecisionsEntry.putCompactRecord(view, bytes, DecisionsEntry.HEADER, 3, 1, false, 0, first, 0, key, 0, keyLength);
+        // 250 us after the first: policy 1 byte, cost 1, time 3 (zigzag 500,000), key length 1.
+        final int end = DecisionsEntry.putCompactRecord(view, bytes, second, 3, 1, false, 0, first + 250_000, first, key, 0, keyLength);
+        assertEquals(6 + keyLength, end - second);
+        assertEquals(16 + keyLength, DecisionsEntry.recordLength(keyLength));
+        DecisionsEntry.putHeader(view, true, 0, 2, 0);
+        assertEquals(end, DecisionsEntry.sectionEnd(ByteBuffer.wrap(bytes, 0, end), 0));
+    }
+
+    @Test
+    void anEntryOfAClassicAndACompactSectionIsWalkedAndReplayedWhole()
+    {
+        final DecisionsEntry.Replayer replayer = new DecisionsEntry.Replayer((o, v, l, s) -> TokenBucket.rate(1, SECOND, 10));
+        final BucketTable replica = new BucketTable(100, 100 * 32, o -> TokenBucket.rate(1, SECOND, 10), true);
+        final BucketTable leader = new BucketTable(100, 100 * 32, o -> TokenBucket.rate(1, SECOND, 10), true);
+        final UnsafeBuffer key = new UnsafeBuffer(new byte[64]);
+        BucketKeys.putPrefix(key, 0, 0, 1);
+        final int keyLength = 6 + key.putStringWithoutLengthAscii(6, "tenant-1");
+        final byte[] bytes = new byte[512];
+        final ByteBuffer view = ByteBuffer.wrap(bytes);
+        final Decision decision = new Decision();
+        int at = DecisionsEntry.HEADER;
+        for (int i = 0; i < 3; i++)
+        {
+            leader.acquire(key, 0, keyLength, KeyHash.hash(key, 0, keyLength), 0, TokenBucket.rate(1, SECOND, 10), 2, SECOND + i, decision);
+            DecisionsEntry.putRecord(view, bytes, at, 0, 2, SECOND + i, key, 0, keyLength);
+            at += DecisionsEntry.recordLength(keyLength);
+        }
+        DecisionsEntry.putHeader(view, false, 0, 3, 0);
+        final int compactStart = at;
+        long previous = 0;
+        at += DecisionsEntry.HEADER;
+        for (int i = 0; i < 3; i++)
+        {
+            final long time = 2 * SECOND - i; // a time may even step back within a section: deltas are signed
+            leader.acquire(key, 0, keyLength, KeyHash.hash(key, 0, keyLength), 0, TokenBucket.rate(1, SECOND, 10), 1, time, decision);
+            at = DecisionsEntry.putCompactRecord(view, bytes, at, 0, 1, false, 0, time, previous, key, 0, keyLength);
+            previous = time;
+        }
+        DecisionsEntry.putHeader(view.slice(compactStart, DecisionsEntry.HEADER), true, 0, 3, 0);
+        final ByteBuffer entry = ByteBuffer.wrap(bytes, 0, at);
+        assertTrue(DecisionsEntry.isDecisions(entry.get(0)));
+        assertEquals(compactStart, DecisionsEntry.sectionEnd(entry, 0));
+        assertEquals(at, DecisionsEntry.sectionEnd(entry, compactStart));
+        assertEquals(compactStart, replayer.replaySection(entry, 0, replica));
+        assertEquals(at, replayer.replaySection(entry, compactStart, replica));
+        assertEquals(leader.trackedDigest(), replica.trackedDigest());
+    }
+
+    @Test
+    void aCompactSectionWithAVarintLongerThanTenBytesIsRefusedNotReadOnAndOn()
+    {
+        final byte[] bytes = new byte[DecisionsEntry.HEADER + 16];
+        java.util.Arrays.fill(bytes, DecisionsEntry.HEADER, bytes.length, (byte)0xFF);
+        DecisionsEntry.putHeader(ByteBuffer.wrap(bytes), true, 0, 1, 0);
+        final ByteBuffer entry = ByteBuffer.wrap(bytes);
+        final DecisionsEntry.Replayer replayer = new DecisionsEntry.Replayer((o, v, l, s) -> TokenBucket.rate(1, SECOND, 1));
+        final BucketTable table = new BucketTable(10, 1024, o -> TokenBucket.rate(1, SECOND, 1));
+        assertTrue(assertThrows(IllegalArgumentException.class, () -> DecisionsEntry.sectionEnd(entry, 0)).getMessage()
+            .contains("runs past 10 bytes"));
+        assertThrows(IllegalArgumentException.class, () -> replayer.replay(entry, table));
     }
 
     @Test
