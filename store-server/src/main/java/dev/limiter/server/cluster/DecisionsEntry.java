@@ -9,6 +9,7 @@ import org.agrona.DirectBuffer;
 import org.agrona.concurrent.UnsafeBuffer;
 
 import java.nio.ByteBuffer;
+import java.util.Arrays;
 
 /**
  * The one owner of the DECISIONS log entry: a leader's shards write its sections, every replica
@@ -130,11 +131,11 @@ public final class DecisionsEntry
                     if (compact)
                     {
                         varints.at = at;
-                        policies[k] = (int)varints.next(entry);
-                        costs[k] = (int)unzigzag(varints.next(entry));
+                        policies[k] = varints.policy(entry);
+                        costs[k] = varints.cost(entry);
                         previousTime += unzigzag(varints.next(entry));
                         times[k] = previousTime;
-                        keyLengths[k] = (int)varints.next(entry);
+                        keyLengths[k] = varints.keyLength(entry);
                         at = varints.at;
                     }
                     else
@@ -142,7 +143,7 @@ public final class DecisionsEntry
                         policies[k] = entry.getShort(at) & 0xFFFF;
                         costs[k] = entry.getInt(at + 2);
                         times[k] = entry.getLong(at + 6);
-                        keyLengths[k] = entry.getShort(at + 14) & 0xFFFF;
+                        keyLengths[k] = checkKeyLength(entry.getShort(at + 14) & 0xFFFF, at + 14);
                         at += RECORD_HEADER;
                     }
                     if (costs[k] < 0)
@@ -182,6 +183,121 @@ public final class DecisionsEntry
             }
             touchedSum += sum;
             return at;
+        }
+    }
+
+    /**
+     * Builds one shard's sections, one at a time (its owner thread only): records are appended, then
+     * the section is taken whole with its header, and the next one starts afresh (a compact
+     * section's first record carries its time whole, the others the difference).
+     */
+    public static final class SectionWriter
+    {
+        private final boolean compact;
+        private byte[] buffer;
+        private ByteBuffer view;
+        private int position = HEADER;
+        private int count;
+        /** The time of the pending section's last record, 0 before its first. */
+        private long previousTime;
+
+        /**
+         * @param compact      the compact layout, else the classic one
+         * @param initialBytes the buffer's first size (it grows as a section needs)
+         */
+        public SectionWriter(final boolean compact, final int initialBytes)
+        {
+            this.compact = compact;
+            this.buffer = new byte[Math.max(HEADER + maxRecordLength(BucketTable.MAX_KEY_LENGTH), initialBytes)];
+            this.view = ByteBuffer.wrap(buffer);
+        }
+
+        /** Appends an acquire of {@code cost} tokens of the key, made under {@code policy} at cluster time {@code time} (ns). */
+        public void append(final DirectBuffer key, final int keyOffset, final int keyLength, final int policy, final int cost, final long time)
+        {
+            ensureRoom(keyLength);
+            if (compact)
+            {
+                position = putCompactRecord(view, buffer, position, policy, cost, false, 0, time, previousTime, key, keyOffset, keyLength);
+            }
+            else
+            {
+                putRecord(view, buffer, position, policy, cost, time, key, keyOffset, keyLength);
+                position += recordLength(keyLength);
+            }
+            recorded(time);
+        }
+
+        /** Appends a release: {@code cost} (at least 1) given back to the lease {@code leaseId} of the key, at cluster time {@code time} (ns). */
+        public void appendRelease(final DirectBuffer key, final int keyOffset, final int keyLength, final int policy, final int cost,
+            final long leaseId, final long time)
+        {
+            ensureRoom(keyLength);
+            if (compact)
+            {
+                position = putCompactRecord(view, buffer, position, policy, cost, true, leaseId, time, previousTime, key, keyOffset, keyLength);
+            }
+            else
+            {
+                putReleaseRecord(view, buffer, position, policy, cost, leaseId, time, key, keyOffset, keyLength);
+                position += releaseRecordLength(keyLength);
+            }
+            recorded(time);
+        }
+
+        /** Records in the pending section. */
+        public int count()
+        {
+            return count;
+        }
+
+        /** Bytes of the pending section, its header included. */
+        public int bytes()
+        {
+            return position;
+        }
+
+        /**
+         * The pending section with its header in place, as a view of this writer's buffer: valid
+         * until the next append, {@link #take} or {@link #clear}. The section stays pending.
+         */
+        public ByteBuffer pending(final int shard, final long wallClockOffset)
+        {
+            putHeader(view, compact, shard, count, wallClockOffset);
+            return ByteBuffer.wrap(buffer, 0, position).slice();
+        }
+
+        /** A copy of the pending section with its header; the next section starts empty. */
+        public ByteBuffer take(final int shard, final long wallClockOffset)
+        {
+            putHeader(view, compact, shard, count, wallClockOffset);
+            final ByteBuffer section = ByteBuffer.wrap(Arrays.copyOf(buffer, position));
+            clear();
+            return section;
+        }
+
+        /** Drops the pending section. */
+        public void clear()
+        {
+            position = HEADER;
+            count = 0;
+            previousTime = 0;
+        }
+
+        private void ensureRoom(final int keyLength)
+        {
+            final int needed = maxRecordLength(keyLength);
+            if (position + needed > buffer.length)
+            {
+                buffer = Arrays.copyOf(buffer, Math.max(buffer.length * 2, position + needed));
+                view = ByteBuffer.wrap(buffer);
+            }
+        }
+
+        private void recorded(final long time)
+        {
+            previousTime = time;
+            count++;
         }
     }
 
@@ -250,19 +366,24 @@ public final class DecisionsEntry
             if (compact)
             {
                 varints.at = end;
-                varints.next(entry); // policy
-                cost = (int)unzigzag(varints.next(entry));
+                varints.policy(entry);
+                cost = varints.cost(entry);
                 varints.next(entry); // time
-                keyLength = (int)varints.next(entry);
+                keyLength = varints.keyLength(entry);
                 end = varints.at;
             }
             else
             {
                 cost = entry.getInt(end + 2);
-                keyLength = entry.getShort(end + 14) & 0xFFFF;
+                keyLength = checkKeyLength(entry.getShort(end + 14) & 0xFFFF, end + 14);
                 end += RECORD_HEADER;
             }
             end += (cost < 0 ? LEASE_ID_LENGTH : 0) + keyLength;
+        }
+        if (end > entry.limit())
+        {
+            throw new IllegalArgumentException("the DECISIONS section at byte " + at + " has " + count + " records, which run to byte " + end +
+                ", past the entry's end at " + entry.limit());
         }
         return end;
     }
@@ -364,11 +485,51 @@ public final class DecisionsEntry
         return i;
     }
 
-    /** Reads a compact section's varints one after another from {@link #at}. */
+    /** A record's key length, refused (with where it was read) unless a key could have it: a prefix at least, at most the table's longest. */
+    private static int checkKeyLength(final long keyLength, final int at)
+    {
+        if (keyLength < BucketKeys.PREFIX_LENGTH || keyLength > BucketTable.MAX_KEY_LENGTH)
+        {
+            throw new IllegalArgumentException("a DECISIONS record's key length " + keyLength + " at byte " + at + " is outside " +
+                BucketKeys.PREFIX_LENGTH + ".." + BucketTable.MAX_KEY_LENGTH + ": a corrupt section");
+        }
+        return (int)keyLength;
+    }
+
+    /** Reads a compact section's varints one after another from {@link #at}, refusing values no writer makes. */
     private static final class VarintReader
     {
         /** Where the next varint starts. */
         int at;
+
+        int policy(final ByteBuffer entry)
+        {
+            final int start = at;
+            final long policy = next(entry);
+            if (policy > 0xFFFF)
+            {
+                throw new IllegalArgumentException("a DECISIONS record's policy ordinal " + policy + " at byte " + start +
+                    " is above 65535: a corrupt section");
+            }
+            return (int)policy;
+        }
+
+        int cost(final ByteBuffer entry)
+        {
+            final int start = at;
+            final long cost = unzigzag(next(entry));
+            if (cost != (int)cost)
+            {
+                throw new IllegalArgumentException("a DECISIONS record's cost " + cost + " at byte " + start + " is outside an int: a corrupt section");
+            }
+            return (int)cost;
+        }
+
+        int keyLength(final ByteBuffer entry)
+        {
+            final int start = at;
+            return checkKeyLength(next(entry), start);
+        }
 
         long next(final ByteBuffer entry)
         {
@@ -378,11 +539,12 @@ public final class DecisionsEntry
             byte b;
             do
             {
-                if (shift > 63)
-                {
-                    throw new IllegalArgumentException("a varint at byte " + at + " runs past 10 bytes: not a compact DECISIONS section");
-                }
                 b = entry.get(i++);
+                if (shift == 63 && (b & 0xFE) != 0)
+                {
+                    // A tenth byte may only hold bit 64 and must be the last.
+                    throw new IllegalArgumentException("a varint at byte " + at + " runs past 10 bytes or 64 bits: not a compact DECISIONS section");
+                }
                 value |= (long)(b & 0x7F) << shift;
                 shift += 7;
             }

@@ -8,10 +8,8 @@ import dev.limiter.server.table.BucketTable;
 import io.netty.channel.EventLoop;
 import org.agrona.DirectBuffer;
 
-import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.RejectedExecutionException;
 
@@ -60,10 +58,8 @@ public final class ShardLog
     private final ServerMetrics metrics;
     private final DecisionsEntry.Replayer replayer;
     private final Runnable flushTask = this::flush;
-    private byte[] buffer = new byte[64 * 1024];
-    private ByteBuffer view = ByteBuffer.wrap(buffer);
-    private int position = DecisionsEntry.HEADER;
-    private int count;
+    /** The pending batch's section (the log format is DecisionsEntry's). */
+    private final DecisionsEntry.SectionWriter section;
     private List<FrameWork> waiters = new ArrayList<>();
     /** Batches handed to the log and not yet answered, in the order they were handed over. */
     private final ArrayDeque<Batch> inFlight = new ArrayDeque<>();
@@ -80,16 +76,12 @@ public final class ShardLog
     private boolean abandoned;
     /** UTC minus cluster time for the pending section's decisions: one per section, chosen when it starts. */
     private long wallClockOffset;
-    /** Sections in the compact layout, else the classic one (for a cluster still running older builds). */
-    private final boolean compact;
-    /** The time of the pending section's last record (compact records carry the difference), 0 before its first. */
-    private long previousTime;
 
     ShardLog(final int shard, final EventLoop loop, final Replication replication, final ServerMetrics metrics,
         final DecisionsEntry.Rates rates, final int maxUncommittedBytes, final boolean compact)
     {
         this.maxUncommittedBytes = maxUncommittedBytes;
-        this.compact = compact;
+        this.section = new DecisionsEntry.SectionWriter(compact, 64 * 1024);
         this.shard = shard;
         this.loop = loop;
         this.replication = replication;
@@ -100,52 +92,22 @@ public final class ShardLog
     /** Records one decision: key, policy, cost and the cluster time it was made at. */
     void append(final DirectBuffer key, final int keyOffset, final int keyLength, final int policy, final int cost, final long time)
     {
-        ensureRoom(DecisionsEntry.maxRecordLength(keyLength));
-        if (compact)
-        {
-            recorded(DecisionsEntry.putCompactRecord(view, buffer, position, policy, cost, false, 0, time, previousTime, key, keyOffset,
-                keyLength), time);
-        }
-        else
-        {
-            DecisionsEntry.putRecord(view, buffer, position, policy, cost, time, key, keyOffset, keyLength);
-            recorded(position + DecisionsEntry.recordLength(keyLength), time);
-        }
+        section.append(key, keyOffset, keyLength, policy, cost, time);
+        recorded();
     }
 
     /** Records one release: key, policy, the cost given back, the lease's id and the cluster time it was made at. */
     void appendRelease(final DirectBuffer key, final int keyOffset, final int keyLength, final int policy, final int cost,
         final long leaseId, final long time)
     {
-        ensureRoom(DecisionsEntry.maxRecordLength(keyLength));
-        if (compact)
-        {
-            recorded(DecisionsEntry.putCompactRecord(view, buffer, position, policy, cost, true, leaseId, time, previousTime, key,
-                keyOffset, keyLength), time);
-        }
-        else
-        {
-            DecisionsEntry.putReleaseRecord(view, buffer, position, policy, cost, leaseId, time, key, keyOffset, keyLength);
-            recorded(position + DecisionsEntry.releaseRecordLength(keyLength), time);
-        }
+        section.appendRelease(key, keyOffset, keyLength, policy, cost, leaseId, time);
+        recorded();
     }
 
-    private void ensureRoom(final int needed)
+    private void recorded()
     {
-        if (position + needed > buffer.length)
-        {
-            buffer = Arrays.copyOf(buffer, Math.max(buffer.length * 2, position + needed));
-            view = ByteBuffer.wrap(buffer);
-        }
-    }
-
-    private void recorded(final int end, final long time)
-    {
-        position = end;
-        previousTime = time;
-        count++;
         appended++;
-        if (position >= MAX_BATCH_BYTES)
+        if (section.bytes() >= MAX_BATCH_BYTES)
         {
             flush();
         }
@@ -158,7 +120,7 @@ public final class ShardLog
      */
     long wallClockOffset(final long current)
     {
-        if (count == 0)
+        if (section.count() == 0)
         {
             wallClockOffset = current;
         }
@@ -198,7 +160,7 @@ public final class ShardLog
     /** Sends the batch soon (after the frames of this event-loop turn have added to it). */
     void scheduleFlush()
     {
-        if (!flushScheduled && count > 0)
+        if (!flushScheduled && section.count() > 0)
         {
             flushScheduled = true;
             loop.execute(flushTask);
@@ -208,17 +170,14 @@ public final class ShardLog
     private void flush()
     {
         flushScheduled = false;
-        if (count == 0 || abandoned)
+        if (section.count() == 0 || abandoned)
         {
             return;
         }
-        DecisionsEntry.putHeader(view, compact, shard, count, wallClockOffset);
-        final ShardBatch handed = new ShardBatch(ByteBuffer.wrap(Arrays.copyOf(buffer, position)), count, !waiters.isEmpty());
+        final int count = section.count();
+        final ShardBatch handed = new ShardBatch(section.take(shard, wallClockOffset), count, !waiters.isEmpty());
         final Batch batch = new Batch(handed, waiters, epoch, System.nanoTime());
         waiters = new ArrayList<>();
-        position = DecisionsEntry.HEADER;
-        count = 0;
-        previousTime = 0;
         inFlight.addLast(batch);
         uncommittedBytes += handed.bytes();
         behind = saturated();
@@ -285,10 +244,9 @@ public final class ShardLog
         }
         if (newTerm == term)
         {
-            if (count > 0)
+            if (section.count() > 0)
             {
-                DecisionsEntry.putHeader(view, compact, shard, count, wallClockOffset);
-                replayer.replay(ByteBuffer.wrap(buffer, 0, position), table); // still to be sent, in this term
+                replayer.replay(section.pending(shard, wallClockOffset), table); // still to be sent, in this term
             }
             return;
         }
@@ -300,16 +258,14 @@ public final class ShardLog
 
     private void dropPending()
     {
-        metrics.decisionsDropped(count);
+        metrics.decisionsDropped(section.count());
         for (final FrameWork work : waiters)
         {
             work.refuseNotLeader(shard);
             work.shardDone();
         }
         waiters = new ArrayList<>();
-        position = DecisionsEntry.HEADER;
-        count = 0;
-        previousTime = 0;
+        section.clear();
     }
 
     /**

@@ -47,13 +47,11 @@ class DecisionsEntryTest
         final UnsafeBuffer key = new UnsafeBuffer(new byte[64]);
         long now = SECOND;
         final java.util.List<Object[]> leases = new java.util.ArrayList<>(); // {key bytes, ordinal, lease id, cost}: releases to come
+        // One writer per layout, each reused from batch to batch as a shard's log reuses its own.
+        final DecisionsEntry.SectionWriter[] writers = {new DecisionsEntry.SectionWriter(false, 64), new DecisionsEntry.SectionWriter(true, 64)};
         for (int batch = 0; batch < 30; batch++)
         {
-            final byte[] bytes = new byte[1 << 16];
-            final ByteBuffer view = ByteBuffer.wrap(bytes);
-            final boolean compact = random.nextBoolean();
-            int at = DecisionsEntry.HEADER;
-            long previousTime = 0;
+            final DecisionsEntry.SectionWriter writer = writers[random.nextInt(2)];
             final int count = 1 + random.nextInt(500);
             final long wallClockOffset = 1_796_000_000_000_000_000L + random.nextInt(20_000_000) - 10_000_000;
             leader.wallClockOffset(wallClockOffset);
@@ -69,17 +67,7 @@ class DecisionsEntryTest
                     final int ordinal = (int)lease[1];
                     leader.release(key, 0, held.length, KeyHash.hash(key, 0, held.length), lookup.rate(ordinal, 1, 0, 0), (int)lease[3],
                         (long)lease[2], now, decision);
-                    if (compact)
-                    {
-                        at = DecisionsEntry.putCompactRecord(view, bytes, at, ordinal, (int)lease[3], true, (long)lease[2], now, previousTime,
-                            key, 0, held.length);
-                        previousTime = now;
-                    }
-                    else
-                    {
-                        DecisionsEntry.putReleaseRecord(view, bytes, at, ordinal, (int)lease[3], (long)lease[2], now, key, 0, held.length);
-                        at += DecisionsEntry.releaseRecordLength(held.length);
-                    }
+                    writer.appendRelease(key, 0, held.length, ordinal, (int)lease[3], (long)lease[2], now);
                     continue;
                 }
                 final int ordinal = random.nextInt(rates.length);
@@ -95,23 +83,15 @@ class DecisionsEntryTest
                     leases.add(new Object[] {java.util.Arrays.copyOf(key.byteArray(), keyLength),
                         ordinal, decision.timeNanos(), cost});
                 }
-                if (compact)
-                {
-                    at = DecisionsEntry.putCompactRecord(view, bytes, at, ordinal, cost, false, 0, now, previousTime, key, 0, keyLength);
-                    previousTime = now;
-                }
-                else
-                {
-                    DecisionsEntry.putRecord(view, bytes, at, ordinal, cost, now, key, 0, keyLength);
-                    at += DecisionsEntry.recordLength(keyLength);
-                }
+                writer.append(key, 0, keyLength, ordinal, cost, now);
             }
-            DecisionsEntry.putHeader(view, compact, 3, count, wallClockOffset);
-            final ByteBuffer entry = ByteBuffer.wrap(bytes, 0, at).slice();
+            assertEquals(count, writer.count());
+            final ByteBuffer entry = writer.take(3, wallClockOffset);
+            assertEquals(0, writer.count(), "the next section starts empty");
             assertEquals(3, DecisionsEntry.shard(entry));
             assertEquals(count, DecisionsEntry.count(entry));
             assertEquals(count, replayer.replay(entry, replica));
-            assertEquals(at, DecisionsEntry.sectionEnd(entry, 0), "releases are longer records");
+            assertEquals(entry.limit(), DecisionsEntry.sectionEnd(entry, 0), "releases are longer records");
             assertEquals(leader.trackedDigest(), replica.trackedDigest(), "after batch " + batch);
         }
         assertEquals(leader.digest(), replica.digest());
@@ -168,12 +148,118 @@ class DecisionsEntryTest
         }
         DecisionsEntry.putHeader(view.slice(compactStart, DecisionsEntry.HEADER), true, 0, 3, 0);
         final ByteBuffer entry = ByteBuffer.wrap(bytes, 0, at);
-        assertTrue(DecisionsEntry.isDecisions(entry.get(0)));
+        assertTrue(DecisionsEntry.isDecisions(entry.get(0)) && DecisionsEntry.isDecisions(entry.get(compactStart)));
         assertEquals(compactStart, DecisionsEntry.sectionEnd(entry, 0));
         assertEquals(at, DecisionsEntry.sectionEnd(entry, compactStart));
         assertEquals(compactStart, replayer.replaySection(entry, 0, replica));
         assertEquals(at, replayer.replaySection(entry, compactStart, replica));
         assertEquals(leader.trackedDigest(), replica.trackedDigest());
+    }
+
+    @Test
+    void aSectionWriterClearedOrPeekedAtStartsItsTimesAfreshAndKeepsItsPendingRecords()
+    {
+        final TokenBucket.Rate rate = TokenBucket.rate(10, SECOND, 10);
+        final DecisionsEntry.Replayer replayer = new DecisionsEntry.Replayer((o, v, l, s) -> rate);
+        final BucketTable leader = new BucketTable(100, 100 * 32, o -> rate, true);
+        final BucketTable replica = new BucketTable(100, 100 * 32, o -> rate, true);
+        final BucketTable peek = new BucketTable(100, 100 * 32, o -> rate, true);
+        final DecisionsEntry.SectionWriter writer = new DecisionsEntry.SectionWriter(true, 64);
+        final UnsafeBuffer key = new UnsafeBuffer(new byte[32]);
+        BucketKeys.putPrefix(key, 0, 0, 1);
+        final int keyLength = 6 + key.putStringWithoutLengthAscii(6, "tenant-7");
+        final Decision decision = new Decision();
+        writer.append(key, 0, keyLength, 0, 3, 40 * SECOND); // dropped below (a new term): never applied anywhere
+        writer.clear();
+        for (int i = 0; i < 4; i++)
+        {
+            final long time = 5 * SECOND + i * 100_000_000L;
+            leader.acquire(key, 0, keyLength, KeyHash.hash(key, 0, keyLength), 0, rate, 2, time, decision);
+            writer.append(key, 0, keyLength, 0, 2, time);
+        }
+        replayer.replay(writer.pending(0, 0), peek); // a resync replays what is still to be sent...
+        assertEquals(4, writer.count(), "...and it stays pending");
+        assertEquals(leader.trackedDigest(), peek.trackedDigest());
+        replayer.replay(writer.take(0, 0), replica);
+        assertEquals(leader.trackedDigest(), replica.trackedDigest());
+    }
+
+    @Test
+    void compactRecordsKeepEdgeValuesExact()
+    {
+        // Ordinals that take 2 and 3 varint bytes, costs up to an int's largest, times far apart in
+        // both directions, the shortest and the longest keys: the replica's table must equal the leader's.
+        final TokenBucket.Rate rate = TokenBucket.rate(1_000, SECOND, Integer.MAX_VALUE);
+        final DecisionsEntry.Replayer replayer = new DecisionsEntry.Replayer((o, v, l, s) -> rate);
+        final BucketTable leader = new BucketTable(100, 100 * 300, o -> rate, true);
+        final BucketTable replica = new BucketTable(100, 100 * 300, o -> rate, true);
+        final int[] ordinals = {0, 127, 128, 300, 16_384, 65_535};
+        final int[] costs = {1, 127, 128, 1 << 20, Integer.MAX_VALUE};
+        final long[] times = {SECOND, Long.MAX_VALUE / 4, Long.MAX_VALUE / 4 - 1, 3 * SECOND, 3 * SECOND, Long.MAX_VALUE / 2};
+        final int[] keyLengths = {BucketKeys.PREFIX_LENGTH, 7, 127, 128, BucketTable.MAX_KEY_LENGTH};
+        final byte[] bytes = new byte[1 << 16];
+        final ByteBuffer view = ByteBuffer.wrap(bytes);
+        final UnsafeBuffer key = new UnsafeBuffer(new byte[BucketTable.MAX_KEY_LENGTH]);
+        final Decision decision = new Decision();
+        int at = DecisionsEntry.HEADER;
+        long previous = 0;
+        int count = 0;
+        for (int i = 0; i < 30; i++)
+        {
+            final int ordinal = ordinals[i % ordinals.length];
+            final int cost = costs[i % costs.length];
+            final long time = times[i % times.length];
+            final int keyLength = keyLengths[i % keyLengths.length];
+            BucketKeys.putPrefix(key, 0, ordinal, 1);
+            for (int b = BucketKeys.PREFIX_LENGTH; b < keyLength; b++)
+            {
+                key.putByte(b, (byte)('a' + (i + b) % 26));
+            }
+            leader.acquire(key, 0, keyLength, KeyHash.hash(key, 0, keyLength), ordinal, rate, cost, time, decision);
+            at = DecisionsEntry.putCompactRecord(view, bytes, at, ordinal, cost, false, 0, time, previous, key, 0, keyLength);
+            previous = time;
+            count++;
+        }
+        DecisionsEntry.putHeader(view, true, 1, count, 0);
+        final ByteBuffer entry = ByteBuffer.wrap(bytes, 0, at);
+        assertEquals(at, DecisionsEntry.sectionEnd(entry, 0));
+        assertEquals(at, replayer.replaySection(entry, 0, replica));
+        assertEquals(leader.trackedDigest(), replica.trackedDigest());
+        assertEquals(leader.size(), replica.size());
+    }
+
+    @Test
+    void aCompactRecordWithANegativeOrOversizedKeyLengthIsRefusedNotLoopedOn()
+    {
+        // count 1: policy 0, cost 1 (zigzag 2), time 0, key length 0xFFFFFFE9 as a varint (-23 as an int).
+        final byte[] negative = {DecisionsEntry.COMPACT_TYPE, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0,
+            0, 2, 0, (byte)0xE9, (byte)0xFF, (byte)0xFF, (byte)0xFF, 0x0F};
+        final byte[] oversized = {DecisionsEntry.COMPACT_TYPE, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0,
+            0, 2, 0, (byte)0x80, 0x40};
+        final DecisionsEntry.Replayer replayer = new DecisionsEntry.Replayer((o, v, l, s) -> TokenBucket.rate(1, SECOND, 1));
+        final BucketTable table = new BucketTable(10, 1024, o -> TokenBucket.rate(1, SECOND, 1));
+        for (final byte[] bytes : new byte[][] {negative, oversized})
+        {
+            final ByteBuffer entry = ByteBuffer.wrap(bytes);
+            assertTrue(assertThrows(IllegalArgumentException.class, () -> DecisionsEntry.sectionEnd(entry, 0)).getMessage()
+                .contains("key length"));
+            assertThrows(IllegalArgumentException.class, () -> replayer.replay(entry, table));
+        }
+        assertEquals(0, table.size(), "nothing of a refused section is applied");
+    }
+
+    @Test
+    void aSectionWhoseRecordsRunPastTheEntryIsRefused()
+    {
+        final UnsafeBuffer key = new UnsafeBuffer(new byte[16]);
+        BucketKeys.putPrefix(key, 0, 0, 1);
+        final byte[] bytes = new byte[64];
+        final ByteBuffer view = ByteBuffer.wrap(bytes);
+        final int end = DecisionsEntry.putCompactRecord(view, bytes, DecisionsEntry.HEADER, 0, 1, false, 0, SECOND, 0, key, 0, 10);
+        DecisionsEntry.putHeader(view, true, 0, 1, 0);
+        final ByteBuffer cut = ByteBuffer.wrap(bytes, 0, end - 1).slice();
+        assertTrue(assertThrows(IllegalArgumentException.class, () -> DecisionsEntry.sectionEnd(cut, 0)).getMessage()
+            .contains("past the entry's end"));
     }
 
     @Test
@@ -186,8 +272,12 @@ class DecisionsEntryTest
         final DecisionsEntry.Replayer replayer = new DecisionsEntry.Replayer((o, v, l, s) -> TokenBucket.rate(1, SECOND, 1));
         final BucketTable table = new BucketTable(10, 1024, o -> TokenBucket.rate(1, SECOND, 1));
         assertTrue(assertThrows(IllegalArgumentException.class, () -> DecisionsEntry.sectionEnd(entry, 0)).getMessage()
-            .contains("runs past 10 bytes"));
+            .contains("runs past 10 bytes or 64 bits"));
         assertThrows(IllegalArgumentException.class, () -> replayer.replay(entry, table));
+        // Ten bytes, the last one final, but carrying bits beyond the 64th.
+        bytes[DecisionsEntry.HEADER + 9] = 0x02;
+        assertTrue(assertThrows(IllegalArgumentException.class, () -> DecisionsEntry.sectionEnd(entry, 0)).getMessage()
+            .contains("runs past 10 bytes or 64 bits"));
     }
 
     @Test

@@ -67,7 +67,7 @@ class LogSubmitterTest
         }
     }
 
-    /** A section of {@code shard} with {@code decisions} one-byte-key records (content irrelevant here). */
+    /** A section of {@code shard} with {@code decisions} records of {@code keyBytes}-byte keys (at least a key prefix; content irrelevant here). */
     private static ShardBatch batch(final int shard, final int decisions, final boolean awaited, final int keyBytes)
     {
         final int length = DecisionsEntry.HEADER + decisions * DecisionsEntry.recordLength(keyBytes);
@@ -117,14 +117,14 @@ class LogSubmitterTest
     @Test
     void batchesHandedOverWhileAnEntryCommitsLeaveTogetherAsOneEntry() throws Exception
     {
-        final ShardBatch first = batch(0, 2, false, 4);
+        final ShardBatch first = batch(0, 2, false, 6);
         submitter.offer(first);
         final Sent one = next();
         assertEquals(List.of(0), shards(one.entry()));
 
-        final ShardBatch a = batch(1, 3, false, 4);
-        final ShardBatch b = batch(2, 1, false, 4);
-        final ShardBatch c = batch(0, 5, false, 4);
+        final ShardBatch a = batch(1, 3, false, 6);
+        final ShardBatch b = batch(2, 1, false, 6);
+        final ShardBatch c = batch(0, 5, false, 6);
         submitter.offer(a);
         submitter.offer(b);
         submitter.offer(c);
@@ -150,13 +150,13 @@ class LogSubmitterTest
     @Test
     void aBatchAStrictCallerWaitsForOvertakesAFastOnlyEntryButNotAnotherStrictOne() throws Exception
     {
-        submitter.offer(batch(0, 1, false, 4));
+        submitter.offer(batch(0, 1, false, 6));
         final Sent fast = next();
-        submitter.offer(batch(1, 1, true, 4));
+        submitter.offer(batch(1, 1, true, 6));
         final Sent strict = next(); // beside the FAST-only entry: its caller waits
-        final ShardBatch second = batch(2, 1, true, 4);
+        final ShardBatch second = batch(2, 1, true, 6);
         submitter.offer(second);
-        submitter.offer(batch(0, 1, true, 4));
+        submitter.offer(batch(0, 1, true, 6));
         nothingMoreSent(); // one entry for STRICT callers in flight at a time
         fast.commit().complete(ByteBuffer.allocate(0));
         nothingMoreSent(); // the FAST entry's slot is not theirs
@@ -171,9 +171,9 @@ class LogSubmitterTest
     @Test
     void aFullEntrysWorthMayHaveUpToEightEntriesInFlightEachWithinTheSizeLimit() throws Exception
     {
-        final int keyBytes = 1000;
+        final int keyBytes = dev.limiter.server.table.BucketTable.MAX_KEY_LENGTH; // the longest key a record may hold
         final int perBatch = (LogSubmitter.MAX_ENTRY_BYTES / 2 - DecisionsEntry.HEADER) / DecisionsEntry.recordLength(keyBytes); // about half an entry each
-        submitter.offer(batch(0, 1, false, 4));
+        submitter.offer(batch(0, 1, false, 6));
         final Sent fast = next(); // a FAST entry in flight holds back what is less than a full entry
         for (int i = 0; i < 2 * (LogSubmitter.MAX_IN_FLIGHT_FULL + 2); i++)
         {
@@ -207,13 +207,13 @@ class LogSubmitterTest
     {
         final AtomicLong clock = new AtomicLong();
         lingering(clock);
-        lingering.offer(batch(0, 1, false, 4));
+        lingering.offer(batch(0, 1, false, 6));
         next().commit().complete(ByteBuffer.allocate(0)); // the first entry goes at once
 
-        final ShardBatch second = batch(1, 2, false, 4);
+        final ShardBatch second = batch(1, 2, false, 6);
         lingering.offer(second);
         clock.set(TimeUnit.MILLISECONDS.toNanos(4));
-        lingering.offer(batch(2, 3, false, 4));
+        lingering.offer(batch(2, 3, false, 6));
         nothingMoreSent(lingering); // committed, nothing in flight, but 4 ms < 5 ms since the first left
         assertEquals(ShardBatch.NOT_SUBMITTED, second.submission());
 
@@ -224,7 +224,7 @@ class LogSubmitterTest
         second.committed().get(10, TimeUnit.SECONDS);
 
         clock.set(TimeUnit.MILLISECONDS.toNanos(11));
-        lingering.offer(batch(0, 1, false, 4));
+        lingering.offer(batch(0, 1, false, 6));
         assertEquals(List.of(0), shards(next().entry()), "a linger long past: out at once");
     }
 
@@ -233,11 +233,11 @@ class LogSubmitterTest
     {
         final AtomicLong clock = new AtomicLong();
         lingering(clock);
-        lingering.offer(batch(0, 1, false, 4));
+        lingering.offer(batch(0, 1, false, 6));
         next().commit().complete(ByteBuffer.allocate(0));
-        lingering.offer(batch(1, 1, false, 4));
+        lingering.offer(batch(1, 1, false, 6));
         nothingMoreSent(lingering);
-        final ShardBatch strict = batch(2, 1, true, 4);
+        final ShardBatch strict = batch(2, 1, true, 6);
         lingering.offer(strict); // the clock has not moved: no linger for a waiting caller
         final Sent sent = next();
         assertEquals(List.of(1, 2), shards(sent.entry()), "the FAST batch before it leaves with it, in order");
@@ -256,10 +256,10 @@ class LogSubmitterTest
     @Test
     void markersGoOutAtOnceNumberedInTheOrderEverythingReachedTheLog() throws Exception
     {
-        final ShardBatch before = batch(0, 1, false, 4);
+        final ShardBatch before = batch(0, 1, false, 6);
         submitter.offer(before);
         final Sent batchEntry = next();
-        final ShardBatch waiting = batch(0, 1, false, 4);
+        final ShardBatch waiting = batch(0, 1, false, 6);
         submitter.offer(waiting);
         final CompletableFuture<ByteBuffer> marker = submitter.submit(number -> ByteBuffer.allocate(8).putLong(0, number));
         final Sent markerEntry = next(); // not held back by the decision entry in flight
@@ -276,10 +276,10 @@ class LogSubmitterTest
     @Test
     void aFailedEntryFailsEveryBatchItCarriedAndTheNextOneStillGoesOut() throws Exception
     {
-        submitter.offer(batch(0, 1, false, 4));
+        submitter.offer(batch(0, 1, false, 6));
         final Sent first = next();
-        final ShardBatch a = batch(1, 1, false, 4);
-        final ShardBatch b = batch(2, 1, false, 4);
+        final ShardBatch a = batch(1, 1, false, 6);
+        final ShardBatch b = batch(2, 1, false, 6);
         submitter.offer(a);
         submitter.offer(b);
         first.commit().completeExceptionally(new IllegalStateException("not leader"));
@@ -287,7 +287,7 @@ class LogSubmitterTest
         second.commit().completeExceptionally(new IllegalStateException("not leader"));
         assertThrows(ExecutionException.class, () -> a.committed().get(10, TimeUnit.SECONDS));
         assertThrows(ExecutionException.class, () -> b.committed().get(10, TimeUnit.SECONDS));
-        final ShardBatch c = batch(0, 1, false, 4);
+        final ShardBatch c = batch(0, 1, false, 6);
         submitter.offer(c);
         next().commit().complete(ByteBuffer.allocate(0));
         c.committed().get(10, TimeUnit.SECONDS);
@@ -296,13 +296,13 @@ class LogSubmitterTest
     @Test
     void closingFailsWhatWasNotHandedToTheLogAndRefusesWhatComesAfter() throws Exception
     {
-        submitter.offer(batch(0, 1, false, 4));
+        submitter.offer(batch(0, 1, false, 6));
         next();
-        final ShardBatch waiting = batch(1, 1, false, 4);
+        final ShardBatch waiting = batch(1, 1, false, 6);
         submitter.offer(waiting);
         submitter.close();
         assertThrows(ExecutionException.class, () -> waiting.committed().get(10, TimeUnit.SECONDS));
-        final ShardBatch late = batch(1, 1, false, 4);
+        final ShardBatch late = batch(1, 1, false, 6);
         submitter.offer(late);
         assertThrows(ExecutionException.class, () -> late.committed().get(10, TimeUnit.SECONDS));
         assertThrows(ExecutionException.class, () -> submitter.submit(n -> ByteBuffer.allocate(1)).get(10, TimeUnit.SECONDS));
