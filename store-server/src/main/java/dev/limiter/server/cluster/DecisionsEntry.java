@@ -359,26 +359,35 @@ public final class DecisionsEntry
         final int count = entry.getInt(at + 3);
         final VarintReader varints = new VarintReader();
         int end = at + HEADER;
-        for (int i = 0; i < count; i++)
+        int i = 0;
+        try
         {
-            final int cost;
-            final int keyLength;
-            if (compact)
+            for (; i < count; i++)
             {
-                varints.at = end;
-                varints.policy(entry);
-                cost = varints.cost(entry);
-                varints.next(entry); // time
-                keyLength = varints.keyLength(entry);
-                end = varints.at;
+                final int cost;
+                final int keyLength;
+                if (compact)
+                {
+                    varints.at = end;
+                    varints.policy(entry);
+                    cost = varints.cost(entry);
+                    varints.next(entry); // time
+                    keyLength = varints.keyLength(entry);
+                    end = varints.at;
+                }
+                else
+                {
+                    cost = entry.getInt(end + 2);
+                    keyLength = checkKeyLength(entry.getShort(end + 14) & 0xFFFF, end + 14);
+                    end += RECORD_HEADER;
+                }
+                end += (cost < 0 ? LEASE_ID_LENGTH : 0) + keyLength;
             }
-            else
-            {
-                cost = entry.getInt(end + 2);
-                keyLength = checkKeyLength(entry.getShort(end + 14) & 0xFFFF, end + 14);
-                end += RECORD_HEADER;
-            }
-            end += (cost < 0 ? LEASE_ID_LENGTH : 0) + keyLength;
+        }
+        catch (final IndexOutOfBoundsException e)
+        {
+            throw new IllegalArgumentException("the DECISIONS section at byte " + at + " ends inside its record " + i + " of " + count +
+                ", at the entry's end at " + entry.limit() + ": a cut or corrupt section", e);
         }
         if (end > entry.limit())
         {
@@ -506,10 +515,10 @@ public final class DecisionsEntry
         {
             final int start = at;
             final long policy = next(entry);
-            if (policy > 0xFFFF)
+            if ((policy & ~0xFFFFL) != 0)
             {
-                throw new IllegalArgumentException("a DECISIONS record's policy ordinal " + policy + " at byte " + start +
-                    " is above 65535: a corrupt section");
+                throw new IllegalArgumentException("a DECISIONS record's policy ordinal " + Long.toUnsignedString(policy) + " at byte " + start +
+                    " is outside 0..65535: a corrupt section");
             }
             return (int)policy;
         }

@@ -245,7 +245,7 @@ class DecisionsEntryTest
                 .contains("key length"));
             assertThrows(IllegalArgumentException.class, () -> replayer.replay(entry, table));
         }
-        assertEquals(0, table.size(), "nothing of a refused section is applied");
+        assertEquals(0, table.size(), "the refused record is not applied");
     }
 
     @Test
@@ -260,6 +260,17 @@ class DecisionsEntryTest
         final ByteBuffer cut = ByteBuffer.wrap(bytes, 0, end - 1).slice();
         assertTrue(assertThrows(IllegalArgumentException.class, () -> DecisionsEntry.sectionEnd(cut, 0)).getMessage()
             .contains("past the entry's end"));
+        // Cut inside a record's header, and a policy ordinal whose varint sets bit 64 (negative as a long).
+        final ByteBuffer cutInHeader = ByteBuffer.wrap(bytes, 0, DecisionsEntry.HEADER + 2).slice();
+        assertTrue(assertThrows(IllegalArgumentException.class, () -> DecisionsEntry.sectionEnd(cutInHeader, 0)).getMessage()
+            .contains("ends inside its record 0 of 1"));
+        final byte[] negative = new byte[DecisionsEntry.HEADER + 16];
+        negative[DecisionsEntry.HEADER] = (byte)0x85;
+        java.util.Arrays.fill(negative, DecisionsEntry.HEADER + 1, DecisionsEntry.HEADER + 9, (byte)0x80);
+        negative[DecisionsEntry.HEADER + 9] = 0x01;
+        DecisionsEntry.putHeader(ByteBuffer.wrap(negative), true, 0, 1, 0);
+        assertTrue(assertThrows(IllegalArgumentException.class, () -> DecisionsEntry.sectionEnd(ByteBuffer.wrap(negative), 0)).getMessage()
+            .contains("outside 0..65535"));
     }
 
     @Test
