@@ -66,32 +66,18 @@ public class ReplayBenchmark
         BucketKeys.putPrefix(key, 0, 0, 1);
         long time = TimeUnit.HOURS.toNanos(2);
         long bytes = 0;
+        final DecisionsEntry.SectionWriter writer = new DecisionsEntry.SectionWriter(compact, 64 * 1024);
         for (int s = 0; s < count; s++)
         {
-            final byte[] buffer = new byte[DecisionsEntry.HEADER + PER_SECTION * DecisionsEntry.maxRecordLength(32)];
-            final ByteBuffer view = ByteBuffer.wrap(buffer);
-            int at = DecisionsEntry.HEADER;
-            long previous = 0;
             for (int i = 0; i < PER_SECTION; i++)
             {
                 final byte[] tenant = ("tenant-" + ((s * PER_SECTION + i) % keys)).getBytes(StandardCharsets.US_ASCII);
                 key.putBytes(BucketKeys.PREFIX_LENGTH, tenant);
-                final int keyLength = BucketKeys.PREFIX_LENGTH + tenant.length;
                 time += 250_000;
-                if (compact)
-                {
-                    at = DecisionsEntry.putCompactRecord(view, buffer, at, 0, 1, false, 0, time, previous, key, 0, keyLength);
-                    previous = time;
-                }
-                else
-                {
-                    DecisionsEntry.putRecord(view, buffer, at, 0, 1, time, key, 0, keyLength);
-                    at += DecisionsEntry.recordLength(keyLength);
-                }
+                writer.append(key, 0, BucketKeys.PREFIX_LENGTH + tenant.length, 0, 1, time);
             }
-            DecisionsEntry.putHeader(view, compact, 0, PER_SECTION, 0);
-            sections[s] = ByteBuffer.wrap(buffer, 0, at).slice();
-            bytes += at;
+            sections[s] = writer.take(0, 0);
+            bytes += sections[s].remaining();
         }
         System.out.printf("%n%s: %.1f bytes per decision in the log (section headers included)%n", layout,
             bytes / (double)(count * PER_SECTION));

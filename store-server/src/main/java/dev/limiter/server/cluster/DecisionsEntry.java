@@ -446,7 +446,7 @@ public final class DecisionsEntry
      *
      * @return where the next record starts
      */
-    public static int putCompactRecord(final ByteBuffer view, final byte[] bytes, final int at, final int policy, final int cost,
+    private static int putCompactRecord(final ByteBuffer view, final byte[] bytes, final int at, final int policy, final int cost,
         final boolean release, final long leaseId, final long time, final long previousTime, final DirectBuffer key, final int keyOffset,
         final int keyLength)
     {

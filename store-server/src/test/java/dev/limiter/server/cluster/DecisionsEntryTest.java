@@ -104,16 +104,16 @@ class DecisionsEntryTest
         final UnsafeBuffer key = new UnsafeBuffer(new byte[64]);
         BucketKeys.putPrefix(key, 0, 3, 1);
         final int keyLength = 6 + key.putStringWithoutLengthAscii(6, "tenant-12345");
-        final byte[] bytes = new byte[256];
-        final ByteBuffer view = ByteBuffer.wrap(bytes);
+        final DecisionsEntry.SectionWriter writer = new DecisionsEntry.SectionWriter(true, 256);
         final long first = 7_200 * SECOND;
-        final int second = DecisionsEntry.putCompactRecord(view, bytes, DecisionsEntry.HEADER, 3, 1, false, 0, first, 0, key, 0, keyLength);
+        writer.append(key, 0, keyLength, 3, 1, first);
+        final int second = writer.bytes();
         // 250 us after the first: policy 1 byte, cost 1, time 3 (zigzag 500,000), key length 1.
-        final int end = DecisionsEntry.putCompactRecord(view, bytes, second, 3, 1, false, 0, first + 250_000, first, key, 0, keyLength);
+        writer.append(key, 0, keyLength, 3, 1, first + 250_000);
+        final int end = writer.bytes();
         assertEquals(6 + keyLength, end - second);
         assertEquals(16 + keyLength, DecisionsEntry.recordLength(keyLength));
-        DecisionsEntry.putHeader(view, true, 0, 2, 0);
-        assertEquals(end, DecisionsEntry.sectionEnd(ByteBuffer.wrap(bytes, 0, end), 0));
+        assertEquals(end, DecisionsEntry.sectionEnd(writer.take(0, 0), 0));
     }
 
     @Test
@@ -125,29 +125,25 @@ class DecisionsEntryTest
         final UnsafeBuffer key = new UnsafeBuffer(new byte[64]);
         BucketKeys.putPrefix(key, 0, 0, 1);
         final int keyLength = 6 + key.putStringWithoutLengthAscii(6, "tenant-1");
-        final byte[] bytes = new byte[512];
-        final ByteBuffer view = ByteBuffer.wrap(bytes);
+        final DecisionsEntry.SectionWriter classic = new DecisionsEntry.SectionWriter(false, 512);
+        final DecisionsEntry.SectionWriter compact = new DecisionsEntry.SectionWriter(true, 512);
         final Decision decision = new Decision();
-        int at = DecisionsEntry.HEADER;
         for (int i = 0; i < 3; i++)
         {
             leader.acquire(key, 0, keyLength, KeyHash.hash(key, 0, keyLength), 0, TokenBucket.rate(1, SECOND, 10), 2, SECOND + i, decision);
-            DecisionsEntry.putRecord(view, bytes, at, 0, 2, SECOND + i, key, 0, keyLength);
-            at += DecisionsEntry.recordLength(keyLength);
+            classic.append(key, 0, keyLength, 0, 2, SECOND + i);
         }
-        DecisionsEntry.putHeader(view, false, 0, 3, 0);
-        final int compactStart = at;
-        long previous = 0;
-        at += DecisionsEntry.HEADER;
         for (int i = 0; i < 3; i++)
         {
             final long time = 2 * SECOND - i; // a time may even step back within a section: deltas are signed
             leader.acquire(key, 0, keyLength, KeyHash.hash(key, 0, keyLength), 0, TokenBucket.rate(1, SECOND, 10), 1, time, decision);
-            at = DecisionsEntry.putCompactRecord(view, bytes, at, 0, 1, false, 0, time, previous, key, 0, keyLength);
-            previous = time;
+            compact.append(key, 0, keyLength, 0, 1, time);
         }
-        DecisionsEntry.putHeader(view.slice(compactStart, DecisionsEntry.HEADER), true, 0, 3, 0);
-        final ByteBuffer entry = ByteBuffer.wrap(bytes, 0, at);
+        final ByteBuffer first = classic.take(0, 0);
+        final ByteBuffer second = compact.take(0, 0);
+        final int compactStart = first.remaining();
+        final int at = compactStart + second.remaining();
+        final ByteBuffer entry = ByteBuffer.allocate(at).put(first).put(second).flip();
         assertTrue(DecisionsEntry.isDecisions(entry.get(0)) && DecisionsEntry.isDecisions(entry.get(compactStart)));
         assertEquals(compactStart, DecisionsEntry.sectionEnd(entry, 0));
         assertEquals(at, DecisionsEntry.sectionEnd(entry, compactStart));
@@ -197,13 +193,9 @@ class DecisionsEntryTest
         final int[] costs = {1, 127, 128, 1 << 20, Integer.MAX_VALUE};
         final long[] times = {SECOND, Long.MAX_VALUE / 4, Long.MAX_VALUE / 4 - 1, 3 * SECOND, 3 * SECOND, Long.MAX_VALUE / 2};
         final int[] keyLengths = {BucketKeys.PREFIX_LENGTH, 7, 127, 128, BucketTable.MAX_KEY_LENGTH};
-        final byte[] bytes = new byte[1 << 16];
-        final ByteBuffer view = ByteBuffer.wrap(bytes);
+        final DecisionsEntry.SectionWriter writer = new DecisionsEntry.SectionWriter(true, 1 << 16);
         final UnsafeBuffer key = new UnsafeBuffer(new byte[BucketTable.MAX_KEY_LENGTH]);
         final Decision decision = new Decision();
-        int at = DecisionsEntry.HEADER;
-        long previous = 0;
-        int count = 0;
         for (int i = 0; i < 30; i++)
         {
             final int ordinal = ordinals[i % ordinals.length];
@@ -216,12 +208,10 @@ class DecisionsEntryTest
                 key.putByte(b, (byte)('a' + (i + b) % 26));
             }
             leader.acquire(key, 0, keyLength, KeyHash.hash(key, 0, keyLength), ordinal, rate, cost, time, decision);
-            at = DecisionsEntry.putCompactRecord(view, bytes, at, ordinal, cost, false, 0, time, previous, key, 0, keyLength);
-            previous = time;
-            count++;
+            writer.append(key, 0, keyLength, ordinal, cost, time);
         }
-        DecisionsEntry.putHeader(view, true, 1, count, 0);
-        final ByteBuffer entry = ByteBuffer.wrap(bytes, 0, at);
+        final ByteBuffer entry = writer.take(1, 0);
+        final int at = entry.limit();
         assertEquals(at, DecisionsEntry.sectionEnd(entry, 0));
         assertEquals(at, replayer.replaySection(entry, 0, replica));
         assertEquals(leader.trackedDigest(), replica.trackedDigest());
@@ -253,10 +243,10 @@ class DecisionsEntryTest
     {
         final UnsafeBuffer key = new UnsafeBuffer(new byte[16]);
         BucketKeys.putPrefix(key, 0, 0, 1);
-        final byte[] bytes = new byte[64];
-        final ByteBuffer view = ByteBuffer.wrap(bytes);
-        final int end = DecisionsEntry.putCompactRecord(view, bytes, DecisionsEntry.HEADER, 0, 1, false, 0, SECOND, 0, key, 0, 10);
-        DecisionsEntry.putHeader(view, true, 0, 1, 0);
+        final DecisionsEntry.SectionWriter writer = new DecisionsEntry.SectionWriter(true, 64);
+        writer.append(key, 0, 10, 0, 1, SECOND);
+        final byte[] bytes = writer.take(0, 0).array();
+        final int end = bytes.length;
         final ByteBuffer cut = ByteBuffer.wrap(bytes, 0, end - 1).slice();
         assertTrue(assertThrows(IllegalArgumentException.class, () -> DecisionsEntry.sectionEnd(cut, 0)).getMessage()
             .contains("past the entry's end"));
