@@ -794,7 +794,11 @@ public final class LimiterClient implements AutoCloseable
         return lateDeadlines.sum();
     }
 
-    /** Pauses of this process of 20 ms or more (a GC, a stopped or starved process) the SDK's deadline timer noticed. */
+    /**
+     * Pauses of this process (a GC, a stopped or starved process) the SDK's deadline timer noticed:
+     * those that held it up 20 ms or more past a wake-up it had planned (it sleeps up to 16 ms while
+     * calls come in), so every pause of 36 ms or more, and shorter ones that covered a planned wake-up.
+     */
     public long pausesNoticed()
     {
         return deadlines.pauses();

@@ -99,4 +99,47 @@ class DeadlineTimerTest
             assertEquals(20 * 4 * 50, ended.get(), "no registration was missed by a sleeping timer");
         }
     }
+
+    @Test
+    void underSteadyTrafficItWakesForTheWheelNotEveryMillisecond() throws Exception
+    {
+        // 200 calls a second with the default 20 ms deadline, each answered at once (as a node does):
+        // it used to go round every millisecond while calls came in; now only when a slot comes due,
+        // at most every RECHECK_TICKS, and no registration wakes it.
+        try (DeadlineTimer timer = new DeadlineTimer("test-deadlines", call -> { }, Runnable::run))
+        {
+            final long before = timer.turns();
+            final long start = System.nanoTime();
+            for (int i = 0; i < 200; i++)
+            {
+                final PendingCall call = new PendingCall(Descriptor.of("t", "/x"), 1, System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(20));
+                timer.add(call);
+                call.complete(new Decision(true, dev.limiter.protocol.ReasonCode.ALLOWED, 1, 2, 0, 0, "p", 1, 1));
+                java.util.concurrent.locks.LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(5));
+            }
+            final long millis = (System.nanoTime() - start) / 1_000_000;
+            final long turns = timer.turns() - before;
+            // About millis / 16 turns; ticking took about one per millisecond.
+            assertTrue(turns * 4 < millis, turns + " turns in " + millis + " ms");
+        }
+    }
+
+    @Test
+    void aCallDueBeforeThePlannedWakeUpWakesTheTimerAndEndsAtItsDeadline() throws Exception
+    {
+        final CompletableFuture<Long> expiredAt = new CompletableFuture<>();
+        try (DeadlineTimer timer = new DeadlineTimer("test-deadlines", call -> expiredAt.complete(System.nanoTime()), Runnable::run))
+        {
+            // A call with a long deadline in the wheel: the timer then sleeps RECHECK_TICKS (16 ms).
+            timer.add(new PendingCall(Descriptor.of("t", "/long"), 1, System.nanoTime() + TimeUnit.SECONDS.toNanos(5)));
+            Thread.sleep(3);
+            final long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(2);
+            final PendingCall call = new PendingCall(Descriptor.of("t", "/x"), 1, deadline);
+            call.blocking = true;
+            timer.add(call);
+            final long lateMillis = (expiredAt.get(5, TimeUnit.SECONDS) - deadline) / 1_000_000;
+            assertTrue(lateMillis >= 0 && lateMillis < 6, "ended " + lateMillis + " ms after its 2 ms deadline");
+            assertEquals(0, timer.pauses(), "an early wake-up asked for is no pause");
+        }
+    }
 }
