@@ -60,20 +60,25 @@ final class DeadlineTimer implements AutoCloseable
      * to a healthy node is well under a millisecond).
      */
     static final long PAUSE_GRACE_NANOS = TimeUnit.MILLISECONDS.toNanos(10);
-    /** Longest sleep with nothing in the wheel (a call registered wakes it at once). */
+    /** Longest sleep with nothing in the wheel (a call registered wakes it when due sooner: any deadline under a second). */
     static final long IDLE_PARK_NANOS = TimeUnit.SECONDS.toNanos(1);
     /**
-     * Sleeps only after this long without a call registered: under steady traffic it keeps ticking,
-     * so that callers never pay for waking it.
+     * Sleeps up to {@link #IDLE_PARK_NANOS} only after this long without a call registered; until
+     * then at most {@link #RECHECK_TICKS} ticks, so that under steady traffic callers with deadlines
+     * that long or longer never pay for waking it.
      */
     static final long IDLE_AFTER_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
     /**
      * A call waits in the wheel at most this many ticks before it is looked at again: an answered
      * call is dropped then, instead of being held (with its result) until a long deadline. At
      * 300,000 calls a second with 1 s deadlines the wheel held about 300,000 answered calls, and
-     * every young collection of the caller's JVM copied them (pauses of 100 ms and more).
+     * every young collection of the caller's JVM copied them (pauses of 100 ms and more). Calls
+     * registered also wait up to this long to be drained from the incoming queues (this thread
+     * sleeps that long under steady traffic): about 5,000 at 300,000 calls a second.
      */
     static final int RECHECK_TICKS = 16;
+    /** How long this thread waits for a caller to link a call it has begun to register. */
+    private static final long LINK_WAIT_NANOS = TimeUnit.MICROSECONDS.toNanos(50);
     private static final int SLOTS = 1024;
     private static final int QUEUES = 8;
 
@@ -139,11 +144,14 @@ final class DeadlineTimer implements AutoCloseable
         // read of the tails: either it sees this call before it sleeps, or this sees when it will wake.
         if (call.deadlineNanos - plannedWakeNanos < 0)
         {
+            final long asked = System.nanoTime();
+            LockSupport.unpark(thread);
+            // After the unpark, so that a caller held up here cannot make the timer's own sleep look
+            // like a pause; a stamp that lands after the timer went round is older than that turn, ignored.
             if (wakeAskedNanos == 0)
             {
-                wakeAskedNanos = System.nanoTime();
+                wakeAskedNanos = asked;
             }
-            LockSupport.unpark(thread);
         }
     }
 
@@ -174,15 +182,18 @@ final class DeadlineTimer implements AutoCloseable
     private void run()
     {
         long expectedBack = System.nanoTime();
+        long previousTurn = expectedBack;
         while (running)
         {
             final long now = System.nanoTime();
             plannedWakeNanos = now;
             // Back much later than planned (or than a registration asked) means the process stood
-            // still (a GC, a stop, starvation), wherever in the turn or the sleep this thread was.
+            // still (a GC, a stop, starvation), wherever in the turn or the sleep this thread was. A
+            // stamp from before the previous turn began was set late by a caller: it asks nothing now.
             final long asked = wakeAskedNanos;
-            final long dueBack = asked != 0 && asked - expectedBack < 0 ? asked : expectedBack;
+            final long dueBack = asked - previousTurn > 0 && asked - expectedBack < 0 ? asked : expectedBack;
             wakeAskedNanos = 0;
+            previousTurn = now;
             if (now - dueBack > PAUSE_NANOS)
             {
                 pauseStartedNanos = dueBack;
@@ -191,7 +202,7 @@ final class DeadlineTimer implements AutoCloseable
             }
             lastTurnNanos = now;
             turns++;
-            drainIncoming(now);
+            final boolean drained = drainIncoming(now);
             final long nowTick = tickOf(now);
             while (processedTick < nowTick)
             {
@@ -200,8 +211,9 @@ final class DeadlineTimer implements AutoCloseable
             }
             final boolean idle = inWheel == 0 && now - lastIncomingNanos > IDLE_AFTER_NANOS;
             // Idle: nothing to end and nothing coming in, so sleep long (an idle client costs no CPU).
-            // Otherwise until the first occupied slot's tick begins, or RECHECK_TICKS on at most.
-            final long wakeAt = idle ? now + IDLE_PARK_NANOS : origin + firstOccupiedTick(nowTick) * TICK_NANOS;
+            // Otherwise until the first occupied slot's tick has passed (its calls are then due), or
+            // RECHECK_TICKS on at most.
+            final long wakeAt = idle ? now + IDLE_PARK_NANOS : origin + wakeTick(nowTick) * TICK_NANOS;
             plannedWakeNanos = wakeAt;
             // The second look closes the race with add(): a call registered before the write above is seen here.
             if (nothingIncoming() && running)
@@ -216,13 +228,23 @@ final class DeadlineTimer implements AutoCloseable
             }
             else
             {
+                if (!drained)
+                {
+                    // A caller has taken a queue's tail but not linked its call yet (a moment, unless
+                    // it was descheduled there): wait briefly rather than spin a core against it.
+                    LockSupport.parkNanos(this, LINK_WAIT_NANOS);
+                }
                 expectedBack = now;
             }
         }
     }
 
-    /** The tick of the first occupied slot after {@code nowTick}, or {@link #RECHECK_TICKS} on when none is sooner. */
-    private long firstOccupiedTick(final long nowTick)
+    /**
+     * The tick to wake at: the one after the first occupied slot (a slot's calls are due by the end
+     * of its tick; waking as it begins would find most not yet due and wake again a tick later), or
+     * {@link #RECHECK_TICKS} on when no slot is sooner.
+     */
+    private long wakeTick(final long nowTick)
     {
         if (inWheel > 0)
         {
@@ -230,15 +252,17 @@ final class DeadlineTimer implements AutoCloseable
             {
                 if (slots[(int)(tick & (SLOTS - 1))] != null)
                 {
-                    return tick;
+                    return tick + 1;
                 }
             }
         }
         return nowTick + RECHECK_TICKS;
     }
 
-    private void drainIncoming(final long now)
+    /** Moves the calls registered since the last drain into the wheel; whether there were any. */
+    private boolean drainIncoming(final long now)
     {
+        boolean any = false;
         for (int q = 0; q < QUEUES; q++)
         {
             PendingCall head = heads[q];
@@ -246,6 +270,7 @@ final class DeadlineTimer implements AutoCloseable
             if (next != null)
             {
                 lastIncomingNanos = now;
+                any = true;
             }
             while (next != null)
             {
@@ -256,6 +281,7 @@ final class DeadlineTimer implements AutoCloseable
             }
             heads[q] = head; // the last one stays as the stub until a later one links behind it
         }
+        return any;
     }
 
     private void schedule(final PendingCall call, final long now)

@@ -796,8 +796,9 @@ public final class LimiterClient implements AutoCloseable
 
     /**
      * Pauses of this process (a GC, a stopped or starved process) the SDK's deadline timer noticed:
-     * those that held it up 20 ms or more past a wake-up it had planned (it sleeps up to 16 ms while
-     * calls come in), so every pause of 36 ms or more, and shorter ones that covered a planned wake-up.
+     * those that held it up 20 ms or more past a wake-up it had planned or been asked for. While
+     * calls come in it sleeps at most 16 ms, so every pause of 36 ms or more is counted then; an idle
+     * client's pauses are not (no call is due in them).
      */
     public long pausesNoticed()
     {
