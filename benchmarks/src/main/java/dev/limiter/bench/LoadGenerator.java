@@ -96,14 +96,17 @@ public final class LoadGenerator implements Callable<Integer>
     @Option(names = "--pipeline", description = "Acquires in flight per connection in closed loop (default: ${DEFAULT-VALUE}).")
     int pipeline = 64;
 
+    static final long MIN_PACER_SPIN_NANOS = TimeUnit.MICROSECONDS.toNanos(60);
+    static final long MAX_PACER_SPIN_NANOS = TimeUnit.MICROSECONDS.toNanos(500);
+
     @Option(names = "--rate", description = "Open loop: target acquires per second (0 = closed loop) (default: ${DEFAULT-VALUE}).")
     long rate = 0;
 
     @Option(names = "--pacer-spin-us", description = "Open loop: the pacer spins instead of parking for the last this many " +
-        "microseconds before each call is due, 0 to 10000: a park wakes up to the kernel's timer slack (50 us) late, and " +
-        "open loop charges that to the call; spinning costs the generator up to this much CPU per call " +
-        "(default: ${DEFAULT-VALUE}).")
-    long pacerSpinMicros = 60;
+        "microseconds before each call is due, 0 to 10000: a park wakes up to the kernel's timer slack (50 us) plus a " +
+        "wake-up late, and open loop charges that to the call; spinning costs the generator up to this much CPU per call " +
+        "(default: 5% of the interval between calls, at least 60 and at most 500: 250 at 200/s, 60 at 2,000/s).")
+    Long pacerSpinMicros;
 
     @Option(names = "--warm-calls", description = "Open loop below " + WARM_CALL_RATE + "/s: calls issued at " +
         WARM_CALL_RATE + "/s, and waits for their answers, before the --warmup seconds at --rate, so that the " +
@@ -176,7 +179,7 @@ public final class LoadGenerator implements Callable<Integer>
     public Integer call() throws Exception
     {
         if (connections < 1 || durationSeconds < 1 || warmupSeconds < 0 || keys < 1 || pipeline < 1 || rate < 0 || cost < 1 ||
-            blockingThreads < 0 || hotShare < 0 || hotShare > 100 || pacerSpinMicros < 0 || pacerSpinMicros > 10_000 || warmCalls < 0)
+            blockingThreads < 0 || hotShare < 0 || hotShare > 100 || (pacerSpinMicros != null && (pacerSpinMicros < 0 || pacerSpinMicros > 10_000)) || warmCalls < 0)
         {
             System.err.println("limiter bench: --connections, --duration, --keys, --pipeline and --cost must be at least 1; " +
                 "--warmup, --rate, --warm-calls and --blocking-threads at least 0; --hot-share 0 to 100; --pacer-spin-us 0 to 10000");
@@ -456,12 +459,23 @@ public final class LoadGenerator implements Callable<Integer>
         return allowed.sum() + denied.sum() + errors.sum();
     }
 
+    /**
+     * How long before each call is due the pacer stops parking and spins, by default: 5% of the
+     * interval between calls (5% of a core), at least {@link #MIN_PACER_SPIN_NANOS} (so 12% of a core
+     * at 2,000/s) and at most {@link #MAX_PACER_SPIN_NANOS}. With a fixed 60 us spin, a pacer at
+     * 200/s on a 2-core VM issued calls 46-70 us late at p50: its park overslept the spin.
+     */
+    static long defaultSpinNanos(final long perSecond)
+    {
+        return Math.max(MIN_PACER_SPIN_NANOS, Math.min(MAX_PACER_SPIN_NANOS, 1_000_000_000L / 20 / Math.max(1, perSecond)));
+    }
+
     /** Issues up to {@code calls} acquires on a schedule of {@code perSecond}, until the run ends. */
     private void pace(final LimiterClient client, final long perSecond, final long calls)
     {
         final long start = System.nanoTime();
         final double nanosPerRequest = 1e9 / perSecond;
-        final long spinNanos = TimeUnit.MICROSECONDS.toNanos(pacerSpinMicros);
+        final long spinNanos = pacerSpinMicros != null ? TimeUnit.MICROSECONDS.toNanos(pacerSpinMicros) : defaultSpinNanos(perSecond);
         long issued = 0;
         while (running.get() && issued < calls)
         {

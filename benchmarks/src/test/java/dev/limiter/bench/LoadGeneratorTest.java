@@ -112,6 +112,11 @@ class LoadGeneratorTest
         }
         assertEquals(2, new CommandLine(new LoadGenerator()).execute("--rate", "100", "--pacer-spin-us", "-1"), "a negative spin is refused");
         assertEquals(2, new CommandLine(new LoadGenerator()).execute("--rate", "100", "--pacer-spin-us", "20000"), "so is one over 10 ms");
+        // By default the pacer spins 5% of the interval between calls, within 60-500 us.
+        assertEquals(250_000, LoadGenerator.defaultSpinNanos(200));
+        assertEquals(60_000, LoadGenerator.defaultSpinNanos(2_000));
+        assertEquals(500_000, LoadGenerator.defaultSpinNanos(20));
+        assertEquals(60_000, LoadGenerator.defaultSpinNanos(1_000_000));
     }
 
     @Test
