@@ -96,9 +96,6 @@ public final class LoadGenerator implements Callable<Integer>
     @Option(names = "--pipeline", description = "Acquires in flight per connection in closed loop (default: ${DEFAULT-VALUE}).")
     int pipeline = 64;
 
-    static final long MIN_PACER_SPIN_NANOS = TimeUnit.MICROSECONDS.toNanos(60);
-    static final long MAX_PACER_SPIN_NANOS = TimeUnit.MICROSECONDS.toNanos(500);
-
     @Option(names = "--rate", description = "Open loop: target acquires per second (0 = closed loop) (default: ${DEFAULT-VALUE}).")
     long rate = 0;
 
@@ -458,6 +455,10 @@ public final class LoadGenerator implements Callable<Integer>
     {
         return allowed.sum() + denied.sum() + errors.sum();
     }
+
+    /** The pacer's default spin before each call: at least this long, and at most {@link #MAX_PACER_SPIN_NANOS}. */
+    static final long MIN_PACER_SPIN_NANOS = TimeUnit.MICROSECONDS.toNanos(60);
+    static final long MAX_PACER_SPIN_NANOS = TimeUnit.MICROSECONDS.toNanos(500);
 
     /**
      * How long before each call is due the pacer stops parking and spins, by default: 5% of the

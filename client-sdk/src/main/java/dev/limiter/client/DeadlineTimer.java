@@ -18,7 +18,7 @@ import java.util.concurrent.locks.LockSupport;
  * is simply dropped; a call waits in a slot at most {@link #RECHECK_TICKS} ticks, so an answered one
  * is let go within that, whatever its deadline.
  *
- * <p>It does not wake every tick: it sleeps until the first occupied slot's tick begins, at most
+ * <p>It does not wake every tick: it sleeps until the first occupied slot's tick has passed, at most
  * {@link #RECHECK_TICKS} ticks while calls keep coming, and up to a second once none has come for
  * 100 ms. A call registered with a deadline before the planned wake-up wakes it; under steady
  * traffic with deadlines of 16 ms or more (the default is 20) none does, so callers do not pay for
