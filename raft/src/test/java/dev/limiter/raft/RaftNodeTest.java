@@ -220,6 +220,10 @@ class RaftNodeTest
         final RaftNode leader = leader();
         submitMany(leader, 0, 300).forEach(CompletableFuture::join);
         awaitConverged(300);
+        // Ratis' request pool (threads named "<node>-client...") is started only for a request
+        // handed over through the server; the leader's division takes ours on the submitting thread.
+        assertTrue(Thread.getAllStackTraces().keySet().stream().noneMatch(t -> t.getName().startsWith(leader.nodeId() + "-client")),
+            "entries are handed to Ratis on the submitting thread, not through Ratis' request pool");
         for (final RecordingStateMachine machine : machines.values())
         {
             final List<Long> stamps = new ArrayList<>(machine.stamps);
