@@ -12,6 +12,7 @@ import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Function;
 import java.util.function.IntConsumer;
 import java.util.function.LongFunction;
@@ -41,6 +42,12 @@ import java.util.function.LongSupplier;
  * microseconds of CPU whatever it carries; a FAST caller never waits for the entry, so the linger
  * costs no latency, only a few more milliseconds of uncommitted decisions (the FAST failover bound
  * counts the uncommitted window).
+ *
+ * <p>While FAST-only batches wait for an entry in flight or for the linger, the thread already has
+ * a wake-up coming (the entry's completion or the linger's end) that takes whatever was handed
+ * over, so a shard handing over another FAST-only batch does not wake it, unless what waits would
+ * then reach a full entry. At light load that is most hand-overs: each wake-up of a sleeping thread
+ * costs tens of microseconds of CPU on a virtual machine.
  */
 final class LogSubmitter
 {
@@ -55,6 +62,15 @@ final class LogSubmitter
     private final LongSupplier nanoClock;
     private final ManyToOneConcurrentLinkedQueue<ShardBatch> offered = new ManyToOneConcurrentLinkedQueue<>();
     private final AtomicBoolean drainScheduled = new AtomicBoolean();
+    /** Bytes of the batches handed over and not yet taken by the thread. */
+    private final AtomicLong offeredBytes = new AtomicLong();
+    /**
+     * How many bytes of FAST-only batches may be handed over without waking the thread: the room
+     * left below a full entry while it waits with a wake-up coming, else 0 (wake it).
+     */
+    private volatile long quietRoom;
+    /** Set by {@link #close()}: every hand-over goes to the thread then, to be refused. */
+    private volatile boolean closed;
     private final Runnable drain = this::drain;
     private volatile IntConsumer entryDecisions = decisions -> { };
 
@@ -69,6 +85,7 @@ final class LogSubmitter
     /** When the latest decision entry left (at first, a linger ago: the first goes at once). */
     private long lastDecisionEntryNanos;
     private boolean lingerWakeUpScheduled;
+    private long drains;
     private final Runnable lingerEnded = this::lingerEnded;
 
     /**
@@ -142,6 +159,12 @@ final class LogSubmitter
     void offer(final ShardBatch batch)
     {
         offered.offer(batch);
+        // Queued before quietRoom is read: a thread that clears quietRoom and then polls sees the batch.
+        final long pendingBytes = offeredBytes.addAndGet(batch.bytes());
+        if (!batch.awaited() && pendingBytes < quietRoom && !closed)
+        {
+            return; // the wake-up already coming takes it
+        }
         if (drainScheduled.compareAndSet(false, true))
         {
             try
@@ -159,23 +182,49 @@ final class LogSubmitter
     private void drain()
     {
         drainScheduled.set(false);
+        drains++;
+        takeOfferedAndSend();
+    }
+
+    /** Times a hand-over woke the thread (read it after a round trip through the thread: tests). */
+    long drains()
+    {
+        return drains;
+    }
+
+    /** Every turn of the thread that may send: takes what was handed over, sends what may go, says whether it can wait quietly. */
+    private void takeOfferedAndSend()
+    {
+        quietRoom = 0;
         takeOffered();
-        sendWhileAllowed();
+        quietRoom = sendWhileAllowed() ? MAX_ENTRY_BYTES - waitingBytes : 0;
     }
 
     /** Moves what the shards handed over into the waiting line (this thread). */
     private void takeOffered()
     {
         ShardBatch batch;
+        int taken = 0;
         while ((batch = offered.poll()) != null)
         {
             waiting.addLast(batch);
             waitingBytes += batch.bytes();
             waitingAwaited += batch.awaited() ? 1 : 0;
+            taken += batch.bytes();
+        }
+        if (taken > 0)
+        {
+            offeredBytes.addAndGet(-taken);
         }
     }
 
-    private void sendWhileAllowed()
+    /**
+     * Sends entries while the rules allow.
+     *
+     * @return whether only FAST-only batches less than a full entry wait, with a wake-up coming (an
+     *         entry in flight completing, or the linger's end)
+     */
+    private boolean sendWhileAllowed()
     {
         while (!waiting.isEmpty())
         {
@@ -183,22 +232,23 @@ final class LogSubmitter
             {
                 if (decisionEntriesInFlight >= MAX_IN_FLIGHT_FULL)
                 {
-                    return; // an entry completing sends what waits
+                    return false; // an entry completing sends what waits
                 }
             }
             else if (waitingAwaited > 0)
             {
                 if (awaitedEntriesInFlight > 0 || decisionEntriesInFlight >= MAX_IN_FLIGHT)
                 {
-                    return; // the STRICT entry in flight completing sends what waits
+                    return false; // the STRICT entry in flight completing sends what waits
                 }
             }
             else if (decisionEntriesInFlight > 0 || lingering())
             {
-                return; // an entry completing, or the linger's wake-up, sends what waits, unless a STRICT batch comes first
+                return true; // an entry completing, or the linger's wake-up, sends what waits, unless a STRICT batch comes first
             }
             send();
         }
+        return decisionEntriesInFlight > 0; // nothing waits; a completion to come takes what is handed over meanwhile
     }
 
     /** Whether a FAST-only entry must wait for the linger; if so, a wake-up is scheduled for its end. */
@@ -231,8 +281,7 @@ final class LogSubmitter
     private void lingerEnded()
     {
         lingerWakeUpScheduled = false;
-        takeOffered(); // what was handed over meanwhile leaves too, even if its drain is still queued
-        sendWhileAllowed();
+        takeOfferedAndSend(); // what was handed over meanwhile leaves too, even if its drain is still queued
     }
 
     private void send()
@@ -294,7 +343,7 @@ final class LogSubmitter
                 {
                     decisionEntriesInFlight--;
                     awaitedEntriesInFlight -= awaitedEntry;
-                    sendWhileAllowed();
+                    takeOfferedAndSend();
                 });
             }
             catch (final RejectedExecutionException stopping)
@@ -343,17 +392,18 @@ final class LogSubmitter
     /** Stops sending: batches not handed to the log yet fail. */
     void close()
     {
-        final RejectedExecutionException closed = new RejectedExecutionException("the log submitter is closed");
+        closed = true;
+        final RejectedExecutionException refused = new RejectedExecutionException("the log submitter is closed");
         try
         {
             thread.execute(() ->
             {
                 for (final ShardBatch batch : waiting)
                 {
-                    batch.committed().completeExceptionally(closed);
+                    batch.committed().completeExceptionally(refused);
                 }
                 waiting.clear();
-                failOffered(closed);
+                failOffered(refused);
             });
         }
         catch (final RejectedExecutionException already)

@@ -246,6 +246,55 @@ class LogSubmitterTest
     }
 
     @Test
+    void fastOnlyBatchesHandedOverWhileTheSubmitterLingersDoNotWakeItAndLeaveAtTheLingersEnd() throws Exception
+    {
+        final AtomicLong clock = new AtomicLong();
+        lingering(clock);
+        lingering.offer(batch(0, 1, false, 6));
+        next().commit().complete(ByteBuffer.allocate(0)); // the first entry goes at once
+        lingering.offer(batch(1, 1, false, 6)); // wakes it: it learns it must linger
+        nothingMoreSent(lingering);
+        final long drains = lingering.drains();
+        for (int i = 0; i < 100; i++)
+        {
+            lingering.offer(batch(2, 1, false, 6));
+        }
+        nothingMoreSent(lingering);
+        assertEquals(drains, lingering.drains(), "a FAST-only hand-over woke the lingering submitter");
+
+        clock.set(TimeUnit.MILLISECONDS.toNanos(5));
+        final Sent all = next(); // the linger's own wake-up takes everything handed over meanwhile
+        assertEquals(101, shards(all.entry()).size());
+        all.commit().complete(ByteBuffer.allocate(0));
+
+        lingering.offer(batch(0, 1, false, 6));
+        final ShardBatch strict = batch(1, 1, true, 6);
+        lingering.offer(strict); // a STRICT batch wakes it at once, linger or not, and takes the FAST one along
+        final Sent sent = next();
+        assertEquals(List.of(0, 1), shards(sent.entry()));
+        assertTrue(lingering.drains() > drains, "a STRICT hand-over woke it");
+        sent.commit().complete(ByteBuffer.allocate(0));
+        strict.committed().get(10, TimeUnit.SECONDS);
+    }
+
+    @Test
+    void fastOnlyBatchesHandedOverWhileAnEntryCommitsLeaveWithTheCompletionWithoutWakingTheSubmitter() throws Exception
+    {
+        submitter.offer(batch(0, 1, false, 6));
+        final Sent first = next();
+        nothingMoreSent();
+        final long drains = submitter.drains();
+        for (int i = 0; i < 50; i++)
+        {
+            submitter.offer(batch(i % 3, 1, false, 6));
+        }
+        nothingMoreSent();
+        assertEquals(drains, submitter.drains(), "a FAST-only hand-over woke the submitter while an entry was in flight");
+        first.commit().complete(ByteBuffer.allocate(0));
+        assertEquals(50, shards(next().entry()).size(), "the completion took what was handed over meanwhile");
+    }
+
+    @Test
     void aNegativeLingerIsRefused()
     {
         final IllegalArgumentException refused = assertThrows(IllegalArgumentException.class,
