@@ -69,8 +69,9 @@ final class LogSubmitter
      * left below a full entry while it waits with a wake-up coming, else 0 (wake it).
      */
     private volatile long quietRoom;
-    /** Set by {@link #close()}: every hand-over goes to the thread then, to be refused. */
+    /** Set by {@link #close()}: a batch handed over from then on is refused by its own hand-over. */
     private volatile boolean closed;
+    private final RejectedExecutionException refused = new RejectedExecutionException("the log submitter is closed");
     private final Runnable drain = this::drain;
     private volatile IntConsumer entryDecisions = decisions -> { };
 
@@ -86,6 +87,8 @@ final class LogSubmitter
     private long lastDecisionEntryNanos;
     private boolean lingerWakeUpScheduled;
     private long drains;
+    /** Set on the thread by the task {@link #close()} queues: later tasks send nothing and fail what they find. */
+    private boolean stopped;
     private final Runnable lingerEnded = this::lingerEnded;
 
     /**
@@ -140,6 +143,11 @@ final class LogSubmitter
             {
                 try
                 {
+                    if (stopped)
+                    {
+                        committed.completeExceptionally(refused);
+                        return;
+                    }
                     forward(log(entry.apply(++submissions)), committed);
                 }
                 catch (final RuntimeException e)
@@ -159,9 +167,16 @@ final class LogSubmitter
     void offer(final ShardBatch batch)
     {
         offered.offer(batch);
-        // Queued before quietRoom is read: a thread that clears quietRoom and then polls sees the batch.
+        // Queued before quietRoom and closed are read (addAndGet is a full fence): a thread that
+        // clears quietRoom, or a close() that sets closed, and then polls sees the batch.
         final long pendingBytes = offeredBytes.addAndGet(batch.bytes());
-        if (!batch.awaited() && pendingBytes < quietRoom && !closed)
+        if (closed)
+        {
+            batch.committed().completeExceptionally(refused); // whoever polls it later fails it again: no effect
+            return;
+        }
+        final long room = quietRoom;
+        if (!batch.awaited() && room > 0 && pendingBytes < room)
         {
             return; // the wake-up already coming takes it
         }
@@ -173,8 +188,8 @@ final class LogSubmitter
             }
             catch (final RejectedExecutionException stopping)
             {
+                // Only after close() (closed was set after this batch was queued): its task fails the batch.
                 drainScheduled.set(false);
-                failOffered(stopping);
             }
         }
     }
@@ -195,6 +210,11 @@ final class LogSubmitter
     /** Every turn of the thread that may send: takes what was handed over, sends what may go, says whether it can wait quietly. */
     private void takeOfferedAndSend()
     {
+        if (stopped)
+        {
+            failOffered(refused);
+            return;
+        }
         quietRoom = 0;
         takeOffered();
         quietRoom = sendWhileAllowed() ? MAX_ENTRY_BYTES - waitingBytes : 0;
@@ -389,15 +409,15 @@ final class LogSubmitter
         }
     }
 
-    /** Stops sending: batches not handed to the log yet fail. */
+    /** Stops sending: batches not handed to the log yet fail, and so does everything handed over later. */
     void close()
     {
         closed = true;
-        final RejectedExecutionException refused = new RejectedExecutionException("the log submitter is closed");
         try
         {
             thread.execute(() ->
             {
+                stopped = true;
                 for (final ShardBatch batch : waiting)
                 {
                     batch.committed().completeExceptionally(refused);
