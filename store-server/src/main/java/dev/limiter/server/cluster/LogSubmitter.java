@@ -167,8 +167,10 @@ final class LogSubmitter
     void offer(final ShardBatch batch)
     {
         offered.offer(batch);
-        // Queued before quietRoom and closed are read (addAndGet is a full fence): a thread that
-        // clears quietRoom, or a close() that sets closed, and then polls sees the batch.
+        // Queued before quietRoom and closed are read: a thread that clears quietRoom, or a close()
+        // that sets closed, and then polls sees the batch. The queue links a node with a release
+        // store; the addAndGet after it is a full fence on HotSpot (x86, AArch64), which keeps that
+        // store ahead of the two reads.
         final long pendingBytes = offeredBytes.addAndGet(batch.bytes());
         if (closed)
         {
