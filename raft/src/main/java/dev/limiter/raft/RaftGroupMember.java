@@ -166,7 +166,7 @@ public final class RaftGroupMember
         {
             // The group's division takes the request on this thread. Through the server instead,
             // Ratis hands every request to a pool thread and blocks this one until that thread has
-            // appended it: two thread wake-ups per entry, a tenth of a STRICT commit's CPU here.
+            // appended it: two thread wake-ups per entry, a few percent of an entry's CPU on the leader here.
             final RaftServer.Division division = server.get().getDivision(group.getGroupId());
             final RaftClientAsynchronousProtocol direct = division instanceof RaftClientAsynchronousProtocol
                 ? (RaftClientAsynchronousProtocol)division : server.get();
