@@ -102,7 +102,7 @@ public final class LoadGenerator implements Callable<Integer>
     @Option(names = "--pacer-spin-us", description = "Open loop: the pacer spins instead of parking for the last this many " +
         "microseconds before each call is due, 0 to 10000: a park wakes up to the kernel's timer slack (50 us) plus a " +
         "wake-up late, and open loop charges that to the call; spinning costs the generator up to this much CPU per call " +
-        "(default: 5% of the interval between calls, at least 60 and at most 500: 250 at 200/s, 60 at 2,000/s).")
+        "(default: 5%% of the interval between calls, at least 60 and at most 500: 250 at 200/s, 60 at 2,000/s).")
     Long pacerSpinMicros;
 
     @Option(names = "--warm-calls", description = "Open loop below " + WARM_CALL_RATE + "/s: calls issued at " +
