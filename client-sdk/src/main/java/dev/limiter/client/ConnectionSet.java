@@ -34,14 +34,12 @@ final class ConnectionSet
             throw new IllegalArgumentException("a client needs at least one connection");
         }
         this.connections = connections.toArray(new Connection[0]);
-        for (final Connection connection : this.connections)
-        {
-            connection.owner(this);
-        }
         final Map<String, List<Connection>> grouped = new HashMap<>();
         for (final Connection connection : this.connections)
         {
-            grouped.computeIfAbsent(connection.hostPort(), k -> new ArrayList<>()).add(connection);
+            final List<Connection> node = grouped.computeIfAbsent(connection.hostPort(), k -> new ArrayList<>());
+            connection.owner(this, node.size());
+            node.add(connection);
         }
         final Map<String, Connection[]> nodes = new HashMap<>();
         grouped.forEach((hostPort, list) -> nodes.put(hostPort, list.toArray(new Connection[0])));
@@ -69,9 +67,13 @@ final class ConnectionSet
      * from that node, on one of this client's connections, goes back on the connection the answer
      * came on: the calls a frame's answers set off leave together in one frame, with no hand-off to
      * another I/O thread, as a pipelined Redis client's would; when that connection has closed, they
-     * all move to one other connection of the node ({@link #followOn}). Otherwise one of that node's
-     * connections picked at random (a per-thread generator: callers on several threads share no
-     * counter), the next open one after it when it is not.
+     * all move to one other connection of the node ({@link #followOn}). A call made in the callback
+     * of an answer from another node (its shard is led elsewhere) goes on that connection's partner
+     * here, the one in the same position among this node's connections ({@link #partner}), so the
+     * calls one frame's answers send to a node leave in one frame too, not one frame each on
+     * connections picked at random. Otherwise one of that node's connections picked at random (a
+     * per-thread generator: callers on several threads share no counter), the next open one after
+     * it when it is not.
      */
     Connection open(final String hostPort)
     {
@@ -81,7 +83,28 @@ final class ConnectionSet
             return null;
         }
         final Connection followOn = followOn(hostPort);
-        return followOn != null ? followOn : anyOpen(node, null);
+        if (followOn != null)
+        {
+            return followOn;
+        }
+        final Connection partner = partner(node);
+        return partner != null ? partner : anyOpen(node, null);
+    }
+
+    /**
+     * For a call made in the callback of an answer that came on one of this client's connections to
+     * another node: {@code node}'s connection in the same position as that one among its node's
+     * (modulo their number) when it is open; null otherwise.
+     */
+    private Connection partner(final Connection[] node)
+    {
+        final Connection answering = Connection.answeringOnThisThread();
+        if (answering == null || answering.owner() != this)
+        {
+            return null;
+        }
+        final Connection partner = node[answering.slot() % node.length];
+        return partner.isActive() ? partner : null;
     }
 
     /**
