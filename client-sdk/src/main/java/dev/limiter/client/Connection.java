@@ -75,7 +75,6 @@ final class Connection
     private final String hostPort;
     /** Set once by the {@link ConnectionSet} that takes this connection, before any call is made. */
     private volatile ConnectionSet owner;
-    private volatile int slot;
     /** Told every shard map a node sends (on this connection's I/O thread). */
     private final Consumer<ShardMap> shardMaps;
     /** Told of every call whose answer says its key is hot (the node flags it for token leases with a hotRate). */
@@ -273,17 +272,9 @@ final class Connection
         return owner;
     }
 
-    /** @param slot this connection's position among its node's connections in {@code set} */
-    void owner(final ConnectionSet set, final int slot)
+    void owner(final ConnectionSet set)
     {
         owner = set;
-        this.slot = slot;
-    }
-
-    /** This connection's position among its node's connections (0 for the first). */
-    int slot()
-    {
-        return slot;
     }
 
     /** {@code host:port} as nodes name each other in NOT_LEADER hints and shard maps. */
