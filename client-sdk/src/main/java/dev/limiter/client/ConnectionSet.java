@@ -34,10 +34,13 @@ final class ConnectionSet
             throw new IllegalArgumentException("a client needs at least one connection");
         }
         this.connections = connections.toArray(new Connection[0]);
-        final Map<String, List<Connection>> grouped = new HashMap<>();
         for (final Connection connection : this.connections)
         {
             connection.owner(this);
+        }
+        final Map<String, List<Connection>> grouped = new HashMap<>();
+        for (final Connection connection : this.connections)
+        {
             grouped.computeIfAbsent(connection.hostPort(), k -> new ArrayList<>()).add(connection);
         }
         final Map<String, Connection[]> nodes = new HashMap<>();
