@@ -62,8 +62,9 @@ final class Connection
     private static final long SETTLE_CHECK_NANOS = TimeUnit.MILLISECONDS.toNanos(5);
     /**
      * The connection whose answers this I/O thread is handing to callers right now, else null: a
-     * call made from such an answer's callback goes back on the same connection (see
-     * {@link ConnectionSet#open}), so chained calls share frames the way they arrived.
+     * call made from such an answer's callback goes back on the same connection, or, for another
+     * node, on that node's first connection on this thread (see {@link ConnectionSet#open}), so
+     * chained calls share frames.
      */
     private static final FastThreadLocal<Connection> ANSWERING = new FastThreadLocal<>();
 

@@ -73,7 +73,8 @@ final class ConnectionSet
      * of an answer from another node (its shard is led elsewhere) goes on this node's first open
      * connection on the same I/O thread ({@link #partner}): the calls that the answers read in one
      * turn of that thread send to this node then leave in one frame, with no hand-off to another
-     * thread. (Spread over the node's connections at random, as before 2026-12-06, the calls of
+     * thread (when the node has no open connection on that thread, as when {@code connections(n)}
+     * is below {@code ioThreads(t)}, one picked at random as below). (Spread over the node's connections at random, as before 2026-12-06, the calls of
      * a cluster of several groups split into ever smaller frames: at 50 x 16 about 3.5 decisions a
      * frame and a third of the throughput.) Otherwise one of that node's connections picked at
      * random (a per-thread generator: callers on several threads share no counter), the next open
@@ -97,8 +98,8 @@ final class ConnectionSet
 
     /**
      * For a call made in the callback of an answer that came on one of this client's connections to
-     * another node: {@code node}'s first open connection on the answering connection's I/O thread;
-     * null when none is (or the call is made elsewhere).
+     * another node: {@code node}'s first open connection served by this (the answering) I/O thread;
+     * null when it has none open there (or the call is made elsewhere).
      */
     private Connection partner(final Connection[] node)
     {
@@ -109,7 +110,7 @@ final class ConnectionSet
         }
         for (final Connection c : node)
         {
-            if (c.loop() == answering.loop() && c.isActive())
+            if (c.isActive() && c.loop().inEventLoop())
             {
                 return c;
             }

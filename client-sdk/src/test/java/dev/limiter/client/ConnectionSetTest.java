@@ -11,6 +11,7 @@ import org.junit.jupiter.api.Timeout;
 import java.net.InetSocketAddress;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertSame;
@@ -44,53 +45,84 @@ class ConnectionSetTest
                 assertTrue(System.nanoTime() < deadline, "connected: " + set.open() + " of " + all.size());
                 Thread.sleep(10);
             }
-            try
+            // As in the callbacks of an answer that came on toA[slot]: on its I/O thread, with it answering.
+            for (int slot = 0; slot < PER_NODE; slot++)
             {
-                for (int slot = 0; slot < PER_NODE; slot++)
+                final Connection answering = toA[slot];
+                final Connection partner = partners[slot];
+                asAnswer(answering, () ->
                 {
-                    Connection.followOnCallsTo(toA[slot]); // as in the callbacks of an answer that came on toA[slot]
                     for (int call = 0; call < 20; call++)
                     {
-                        assertSame(toA[slot], set.open(a.endpoint()), "a call to the answering node goes back on that connection");
-                        assertSame(partners[slot], set.open(b.endpoint()),
-                            "a call to another node goes on its first connection on the same I/O thread");
+                        assertSame(answering, set.open(a.endpoint()), "a call to the answering node goes back on that connection");
+                        assertSame(partner, set.open(b.endpoint()), "a call to another node goes on its first connection on this I/O thread");
                     }
-                }
+                });
+            }
+            assertTrue(set.open(b.endpoint()) != null, "outside a callback: any open connection of the node");
 
-                toB[0].close(); // the next one on that thread takes over
-                Connection.followOnCallsTo(toA[1]);
-                final long closing = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-                while (toB[0].isActive())
-                {
-                    assertTrue(System.nanoTime() < closing, "closed");
-                    Thread.sleep(10);
-                }
+            toB[0].close(); // the next one on that thread takes over
+            awaitClosed(toB[0]);
+            asAnswer(toA[1], () ->
+            {
                 for (int call = 0; call < 20; call++)
                 {
                     assertSame(toB[2], set.open(b.endpoint()), "the next open connection on that thread");
                 }
+            });
 
-                toB[1].close(); // none left on that thread: any open one of the node
-                Connection.followOnCallsTo(toA[0]);
-                while (toB[1].isActive())
-                {
-                    assertTrue(System.nanoTime() < closing, "closed");
-                    Thread.sleep(10);
-                }
+            toB[1].close(); // none left on the first thread: any open one of the node
+            awaitClosed(toB[1]);
+            asAnswer(toA[0], () ->
+            {
                 for (int call = 0; call < 20; call++)
                 {
                     assertSame(toB[2], set.open(b.endpoint()), "the only open connection of that node");
                 }
-            }
-            finally
-            {
-                Connection.followOnCallsTo(null);
-            }
+            });
         }
         finally
         {
             all.forEach(Connection::close);
             loops.shutdownGracefully(0, 1, TimeUnit.SECONDS).syncUninterruptibly();
+        }
+    }
+
+    /** Runs {@code check} on {@code answering}'s I/O thread as a callback of one of its answers would. */
+    private static void asAnswer(final Connection answering, final Runnable check) throws Exception
+    {
+        try
+        {
+            answering.loop().submit(() ->
+            {
+                Connection.followOnCallsTo(answering);
+                try
+                {
+                    check.run();
+                }
+                finally
+                {
+                    Connection.followOnCallsTo(null);
+                }
+            }).get(10, TimeUnit.SECONDS);
+        }
+        catch (final ExecutionException e)
+        {
+            if (e.getCause() instanceof AssertionError failed)
+            {
+                throw failed; // the check's own message
+            }
+            throw e;
+        }
+    }
+
+    private static void awaitClosed(final Connection connection) throws InterruptedException
+    {
+        final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (connection.isActive())
+        {
+            assertTrue(System.nanoTime() < deadline, "closed");
+            Thread.sleep(10);
         }
     }
 
