@@ -72,11 +72,9 @@ final class ConnectionSet
      * all move to one other connection of the node ({@link #followOn}). A call made in the callback
      * of an answer from another node (its shard is led elsewhere) goes on this node's first open
      * connection on the same I/O thread ({@link #partner}): the calls that the answers read in one
-     * turn of that thread send to this node then leave in one frame, with no hand-off to another
-     * thread (when the node has no open connection on that thread, as when {@code connections(n)}
-     * is below {@code ioThreads(t)}, one picked at random as below). (Spread over the node's connections at random, as before 2026-12-06, the calls of
-     * a cluster of several groups split into ever smaller frames: at 50 x 16 about 3.5 decisions a
-     * frame and a third of the throughput.) Otherwise one of that node's connections picked at
+     * turn of that thread send to this node leave in one frame too, with no hand-off (picked at
+     * random, several groups' chained calls split into ever smaller frames: docs/sdk.md). Otherwise,
+     * and when the node has no open connection on that thread, one of its connections picked at
      * random (a per-thread generator: callers on several threads share no counter), the next open
      * one after it when it is not.
      */
@@ -87,7 +85,12 @@ final class ConnectionSet
         {
             return null;
         }
-        final Connection followOn = followOn(hostPort);
+        final Connection answering = answering();
+        if (answering == null)
+        {
+            return anyOpen(node, null);
+        }
+        final Connection followOn = followOn(answering, hostPort);
         if (followOn != null)
         {
             return followOn;
@@ -96,18 +99,19 @@ final class ConnectionSet
         return partner != null ? partner : anyOpen(node, null);
     }
 
-    /**
-     * For a call made in the callback of an answer that came on one of this client's connections to
-     * another node: {@code node}'s first open connection served by this (the answering) I/O thread;
-     * null when it has none open there (or the call is made elsewhere).
-     */
-    private Connection partner(final Connection[] node)
+    /** This client's connection whose answers the calling thread is handing out now, else null. */
+    private Connection answering()
     {
         final Connection answering = Connection.answeringOnThisThread();
-        if (answering == null || answering.owner() != this)
-        {
-            return null;
-        }
+        return answering != null && answering.owner() == this ? answering : null;
+    }
+
+    /**
+     * For a call made in the callback of an answer (on this, the answering I/O thread) that is for
+     * another node: {@code node}'s first open connection served by this thread; null when none is.
+     */
+    private static Connection partner(final Connection[] node)
+    {
         for (final Connection c : node)
         {
             if (c.isActive() && c.loop().inEventLoop())
@@ -119,15 +123,15 @@ final class ConnectionSet
     }
 
     /**
-     * For a call made in the callback of an answer that came on one of this client's connections
-     * to {@code hostPort} (to any node when null): that connection, or, when it has closed, one
-     * other open connection of its node, which the frame's other follow-on calls then join; null
-     * when the call is made elsewhere or that node has no open connection.
+     * For a call made in the callback of an answer that came on {@code answering} (this client's,
+     * or null when the call is made elsewhere), when that connection goes to {@code hostPort} (any
+     * node when null): that connection, or, when it has closed, one other open connection of its
+     * node, which the frame's other follow-on calls then join; null otherwise or when that node has
+     * no open connection.
      */
-    private Connection followOn(final String hostPort)
+    private Connection followOn(final Connection answering, final String hostPort)
     {
-        final Connection answering = Connection.answeringOnThisThread();
-        if (answering == null || answering.owner() != this || hostPort != null && !answering.hostPort().equals(hostPort))
+        if (answering == null || hostPort != null && !answering.hostPort().equals(hostPort))
         {
             return null;
         }
@@ -176,7 +180,7 @@ final class ConnectionSet
         {
             return preferredOpen;
         }
-        final Connection followOn = followOn(null);
+        final Connection followOn = followOn(answering(), null);
         if (followOn != null)
         {
             return followOn;
