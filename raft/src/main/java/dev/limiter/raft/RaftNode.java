@@ -277,10 +277,7 @@ public final class RaftNode implements AutoCloseable
         // (docs/cluster.md, "The appender's minimum wait"). Failed appends keep their own backoff.
         RaftServerConfigKeys.Log.Appender.setWaitTimeMin(properties, TimeDuration.ZERO);
         final Parameters parameters = new Parameters();
-        // The port's guard, and a follower's appends taken on the thread that read them (InlineAppends).
-        final RaftPortGuard guard = new RaftPortGuard(config);
-        GrpcConfigKeys.Server.setServicesCustomizer(parameters,
-            (builder, types) -> guard.customize(builder, types).callExecutor(new InlineAppends()));
+        GrpcConfigKeys.Server.setServicesCustomizer(parameters, new RaftPortGuard(config));
         if (config.tlsCert() != null)
         {
             // Mutual: the server side (in RaftPortGuard) and the channels this member opens to its peers.
