@@ -68,10 +68,14 @@ public final class RaftGroupMember
 
     /** A leader does not ask for a transfer more often than this, in nanoseconds. */
     private static final long TRANSFER_RETRY_NANOS = TimeUnit.SECONDS.toNanos(3);
-    /** A leader leads this long before it hands the lead over (its followers' reply times are known by then). */
-    private static final long SETTLE_MILLIS = 3000;
     /** A preferred member that has not answered within this is not handed the lead. */
     private static final long ALIVE_MILLIS = 1000;
+    /**
+     * A leader leads this long before it hands the lead over. Ratis starts a new leader's view of
+     * every follower as "answered just now", so only past {@link #ALIVE_MILLIS} does that view tell a
+     * live member from a dead one; half a second more for the first replies on a busy machine.
+     */
+    private static final long SETTLE_MILLIS = ALIVE_MILLIS + 500;
     private volatile long lastTransferNanos = System.nanoTime() - TRANSFER_RETRY_NANOS;
 
     /**
