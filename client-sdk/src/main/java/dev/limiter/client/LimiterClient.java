@@ -640,8 +640,8 @@ public final class LimiterClient implements AutoCloseable
         return release(LeaseToken.parse(leaseId), "");
     }
 
-    /** Most nodes a release tries (following NOT_LEADER) before it fails. */
-    private static final int RELEASE_ATTEMPTS = 3;
+    /** Most tries of a release (following NOT_LEADER, or waiting 5-25 ms when no leader is named) before it fails. */
+    private static final int RELEASE_ATTEMPTS = 8;
 
     CompletableFuture<Void> release(final LeaseToken lease, final String leaderHint)
     {
@@ -677,7 +677,28 @@ public final class LimiterClient implements AutoCloseable
                 deadline - System.nanoTime() > 0)
             {
                 refreshShardMap();
-                sendRelease(body, refused.detail(), deadline, attempts - 1, done); // the leader's address, as the node named it
+                final String named = refused.detail();
+                if (named != null && !named.isEmpty() && !named.equals(connection.hostPort()))
+                {
+                    sendRelease(body, named, deadline, attempts - 1, done); // the leader's address, as the node named it
+                    return;
+                }
+                // No leader to go to yet (an election, or a leader handing over): try again a little
+                // later (jittered, as refused calls do), on any node, within the deadline.
+                final long delay = 5_000_000L + ThreadLocalRandom.current().nextLong(20_000_000L);
+                if (deadline - System.nanoTime() - delay <= 0)
+                {
+                    done.completeExceptionally(failure);
+                    return;
+                }
+                try
+                {
+                    connection.loop().schedule(() -> sendRelease(body, "", deadline, attempts - 1, done), delay, TimeUnit.NANOSECONDS);
+                }
+                catch (final RejectedExecutionException closing)
+                {
+                    done.completeExceptionally(new LimiterUnavailableException("limiter client closed"));
+                }
             }
             else
             {
