@@ -31,7 +31,9 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Supplier;
 
@@ -66,8 +68,10 @@ public final class RaftGroupMember
         this.clientParameters = clientParameters;
     }
 
-    /** A leader does not ask for a transfer more often than this, in nanoseconds. */
+    /** Between two requests to move the lead: at least this, in nanoseconds, doubled after each that failed. */
     private static final long TRANSFER_RETRY_NANOS = TimeUnit.SECONDS.toNanos(3);
+    /** The longest wait between two requests after failures, in nanoseconds. */
+    private static final long TRANSFER_RETRY_MAX_NANOS = TimeUnit.SECONDS.toNanos(48);
     /** A preferred member that has not answered within this is not handed the lead. */
     private static final long ALIVE_MILLIS = 1000;
     /**
@@ -76,21 +80,51 @@ public final class RaftGroupMember
      * live member from a dead one; half a second more for the first replies on a busy machine.
      */
     private static final long SETTLE_MILLIS = ALIVE_MILLIS + 500;
-    private volatile long lastTransferNanos = System.nanoTime() - TRANSFER_RETRY_NANOS;
+    /**
+     * A preferred member this leader found away must have answered again for this long, in
+     * milliseconds, before it is handed the lead: each group's leader catches a returning member up
+     * at its next retry of the failed appends (Ratis waits up to 7.5 s between them once a member
+     * has been away for half a minute), and it decides for this group only once it has applied what
+     * the other groups (the control group's policies among them) brought it. Handed the lead
+     * sooner, it would lead without deciding until then.
+     */
+    static final long RETURNED_ANSWERING_MILLIS = 8000;
+    /**
+     * A preferred member whose log ends this many entries or more before this leader's commit
+     * index is not handed the lead yet: Ratis would wait for it to catch up while it refuses new
+     * entries, and nothing is decided meanwhile.
+     */
+    static final long MAX_LAG_ENTRIES = 8;
+    /**
+     * The longest a planned hand-over waits for the application to get ready (what it answered
+     * committed: a commit or two), in milliseconds; beyond it the lead stays where it is.
+     */
+    public static final long HAND_OVER_PREPARE_MILLIS = 1000;
+    /** How long Ratis may take to move the lead once asked, in milliseconds (an election, with the member caught up). */
+    private static final long TRANSFER_TIMEOUT_MILLIS = 2000;
+    private volatile PlannedHandOver plannedHandOver = PlannedHandOver.NONE;
+    /** Set while a hand-over is being prepared or transferred: one at a time. */
+    private final AtomicBoolean handingOver = new AtomicBoolean();
+    // Owned by the rebalancing thread:
+    private long lastTransferNanos = System.nanoTime() - TRANSFER_RETRY_MAX_NANOS;
+    private long transferRetryNanos = TRANSFER_RETRY_NANOS;
+    /** Whether this leader found its group's preferred member not answering (it is away or coming back). */
+    private boolean preferredWasAway;
+    /** Since when (System.nanoTime) a preferred member that was away has answered at every check; 0: not answering. */
+    private long preferredBackSinceNanos;
 
     /**
-     * On the leader of a group of several: hands the lead to the member this group prefers
-     * ({@link RaftNode#preferredLeader}, from the configuration in force) when that is another
-     * member that answered within the last second; Ratis moves it only once that member's log has
-     * caught up. At most one request every few seconds; nothing during a configuration change.
+     * On the leader of a group of several (on the node's rebalancing thread, {@code rebalancer}):
+     * hands the lead to the member this group prefers ({@link RaftNode#preferredLeader}, from the
+     * configuration in force) when that is another member that answered within the last second
+     * (and, if this leader found it away, has answered again for {@link #RETURNED_ANSWERING_MILLIS})
+     * and whose log is within {@link #MAX_LAG_ENTRIES} of the commit index. The application first
+     * gets what it answered into the log ({@link PlannedHandOver}), then Ratis moves the lead. At
+     * most one request every 3 s, less often after failed ones; nothing during a configuration change.
      */
-    void handOverToPreferred()
+    void handOverToPreferred(final Executor rebalancer)
     {
         final long now = System.nanoTime();
-        if (now - lastTransferNanos < TRANSFER_RETRY_NANOS)
-        {
-            return;
-        }
         try
         {
             final RaftServer.Division division = division();
@@ -100,22 +134,66 @@ public final class RaftGroupMember
             if (!info.isLeader() || !info.isLeaderReady() || !conf.getPreviousPeers().isEmpty() ||
                 info.getRoleInfoProto().getRoleElapsedTimeMs() < SETTLE_MILLIS)
             {
+                preferredWasAway = false; // judged afresh in each term, once this leader's view has settled
+                preferredBackSinceNanos = 0;
+                transferRetryNanos = TRANSFER_RETRY_NANOS;
                 return;
             }
             final List<String> ids = conf.getCurrentPeers().stream().map(peer -> peer.getId().toString()).toList();
             final String preferred = RaftNode.preferredLeader(ids, index);
-            if (preferred.equals(nodeId) || !answeredRecently(info, preferred))
+            if (preferred.equals(nodeId))
+            {
+                return;
+            }
+            if (!answeredRecently(info, preferred))
+            {
+                preferredWasAway = true;
+                preferredBackSinceNanos = 0;
+                return;
+            }
+            if (preferredWasAway)
+            {
+                if (preferredBackSinceNanos == 0)
+                {
+                    preferredBackSinceNanos = now;
+                }
+                if (now - preferredBackSinceNanos < TimeUnit.MILLISECONDS.toNanos(RETURNED_ANSWERING_MILLIS))
+                {
+                    return;
+                }
+            }
+            if (now - lastTransferNanos < transferRetryNanos || !caughtUp(division, info, preferred) ||
+                !handingOver.compareAndSet(false, true))
             {
                 return;
             }
             lastTransferNanos = now;
-            server.get().transferLeadershipAsync(new TransferLeadershipRequest(clientId, selfId, group.getGroupId(),
-                callIds.incrementAndGet(), RaftPeerId.valueOf(preferred), 2000));
+            handOver(RaftPeerId.valueOf(preferred), info.getCurrentTerm(), rebalancer);
         }
-        catch (final IOException | RuntimeException stopping)
+        catch (final RuntimeException stopping)
         {
             // Not running (stopping, or the group is being removed): nothing to hand over.
         }
+    }
+
+    /** Whether {@code member}'s log ends within {@link #MAX_LAG_ENTRIES} of this leader's commit index. */
+    private static boolean caughtUp(final RaftServer.Division division, final DivisionInfo info, final String member)
+    {
+        // Ratis lists the followers' match indices in the order of its role report's followers.
+        final List<RaftProtos.ServerRpcProto> followers = info.getRoleInfoProto().getLeaderInfo().getFollowerInfoList();
+        final long[] matched = info.getFollowerMatchIndices();
+        if (matched == null || matched.length != followers.size())
+        {
+            return false;
+        }
+        for (int i = 0; i < matched.length; i++)
+        {
+            if (followers.get(i).getId().getId().toStringUtf8().equals(member))
+            {
+                return matched[i] > division.getRaftLog().getLastCommittedIndex() - MAX_LAG_ENTRIES;
+            }
+        }
+        return false;
     }
 
     private static boolean answeredRecently(final DivisionInfo info, final String member)
@@ -133,6 +211,78 @@ public final class RaftGroupMember
             }
         }
         return false;
+    }
+
+    /**
+     * Lets the application get ready (it stops acting as leader and gets what it answered into the
+     * log), then, if this node still leads {@code term}, asks Ratis to move the lead, and tells the
+     * application how it ended. The steps after the first run on {@code rebalancer}: never on an
+     * event loop or a Ratis thread that completed a future.
+     */
+    private void handOver(final RaftPeerId to, final long term, final Executor rebalancer)
+    {
+        final PlannedHandOver application = plannedHandOver;
+        CompletableFuture<Void> prepared;
+        try
+        {
+            prepared = application.prepare().orTimeout(HAND_OVER_PREPARE_MILLIS, TimeUnit.MILLISECONDS);
+        }
+        catch (final RuntimeException e)
+        {
+            prepared = CompletableFuture.failedFuture(e);
+        }
+        prepared.thenComposeAsync(ready -> stillLeads(term) ? transferTo(to)
+                : CompletableFuture.failedFuture(new IllegalStateException("no longer the leader of term " + term)), rebalancer)
+            .whenCompleteAsync((reply, failure) ->
+            {
+                final boolean moved = failure == null && reply.isSuccess();
+                // A member that could not take the lead is asked less often (back to every 3 s once it took it).
+                transferRetryNanos = moved ? TRANSFER_RETRY_NANOS : Math.min(2 * transferRetryNanos, TRANSFER_RETRY_MAX_NANOS);
+                lastTransferNanos = System.nanoTime();
+                try
+                {
+                    application.ended(moved);
+                }
+                finally
+                {
+                    handingOver.set(false);
+                }
+            }, rebalancer);
+    }
+
+    private boolean stillLeads(final long term)
+    {
+        try
+        {
+            final DivisionInfo info = info();
+            return info.isLeader() && info.getCurrentTerm() == term;
+        }
+        catch (final RuntimeException stopping)
+        {
+            return false;
+        }
+    }
+
+    private CompletableFuture<RaftClientReply> transferTo(final RaftPeerId to)
+    {
+        try
+        {
+            return server.get().transferLeadershipAsync(new TransferLeadershipRequest(clientId, selfId, group.getGroupId(),
+                callIds.incrementAndGet(), to, TRANSFER_TIMEOUT_MILLIS));
+        }
+        catch (final IOException e)
+        {
+            return CompletableFuture.failedFuture(e);
+        }
+    }
+
+    /**
+     * What this group's application does around a planned hand-over of the lead (by default
+     * nothing): see {@link PlannedHandOver}.
+     */
+    public void onPlannedHandOver(final PlannedHandOver handOver)
+    {
+        this.plannedHandOver = handOver;
     }
 
     /** This group's place among the node's groups (0 is the first). */

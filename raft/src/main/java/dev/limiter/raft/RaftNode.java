@@ -325,7 +325,7 @@ public final class RaftNode implements AutoCloseable
                 thread.setDaemon(true);
                 return thread;
             });
-            rebalancer.scheduleWithFixedDelay(() -> groups.forEach(RaftGroupMember::handOverToPreferred), REBALANCE_MILLIS,
+            rebalancer.scheduleWithFixedDelay(() -> groups.forEach(member -> member.handOverToPreferred(rebalancer)), REBALANCE_MILLIS,
                 REBALANCE_MILLIS, TimeUnit.MILLISECONDS);
         }
         return this;

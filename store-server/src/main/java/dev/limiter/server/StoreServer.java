@@ -514,7 +514,11 @@ public final class StoreServer implements NodeStatus, AutoCloseable
 
     private static String roleIn(final Replication group)
     {
-        return group.isLeader() ? (group.canDecide() ? "LEADER" : "LEADER_STARTING") : "FOLLOWER";
+        if (!group.isLeader())
+        {
+            return "FOLLOWER";
+        }
+        return group.canDecide() ? "LEADER" : group.handingOver() ? "HANDING_OVER" : "LEADER_STARTING";
     }
 
     private static long termOf(final Replication group)

@@ -86,6 +86,8 @@ final class LogSubmitter
     /** When the latest decision entry left (at first, a linger ago: the first goes at once). */
     private long lastDecisionEntryNanos;
     private boolean lingerWakeUpScheduled;
+    /** Set by {@link #sendWithoutLinger()}: what waits goes as soon as a slot is free, until nothing waits. */
+    private boolean lingerWaived;
     private long drains;
     /** Set on the thread by the task {@link #close()} queues: later tasks send nothing and fail what they find. */
     private boolean stopped;
@@ -196,6 +198,26 @@ final class LogSubmitter
         }
     }
 
+    /**
+     * Sends the batches handed over before this call without waiting for the FAST linger (for a
+     * planned hand-over of the lead: what was answered reaches the log at once). Any thread.
+     */
+    void sendWithoutLinger()
+    {
+        try
+        {
+            thread.execute(() ->
+            {
+                lingerWaived = true;
+                takeOfferedAndSend();
+            });
+        }
+        catch (final RejectedExecutionException stopping)
+        {
+            // Closed: what still waits was failed by close().
+        }
+    }
+
     private void drain()
     {
         drainScheduled.set(false);
@@ -270,13 +292,14 @@ final class LogSubmitter
             }
             send();
         }
+        lingerWaived = false;
         return decisionEntriesInFlight > 0; // nothing waits; a completion to come takes what is handed over meanwhile
     }
 
     /** Whether a FAST-only entry must wait for the linger; if so, a wake-up is scheduled for its end. */
     private boolean lingering()
     {
-        if (fastLingerNanos == 0)
+        if (fastLingerNanos == 0 || lingerWaived)
         {
             return false;
         }

@@ -3,6 +3,7 @@ package dev.limiter.server.cluster;
 import dev.limiter.protocol.HostPort;
 import dev.limiter.protocol.policy.PolicyCommand;
 import dev.limiter.raft.NotLeaderException;
+import dev.limiter.raft.PlannedHandOver;
 import dev.limiter.raft.RaftGroupMember;
 import dev.limiter.raft.RaftNode;
 import dev.limiter.server.control.PolicyLog;
@@ -35,7 +36,7 @@ import java.util.function.IntConsumer;
  * copies them into its deciding table (the apply thread waits, so nothing moves meanwhile) and only
  * then does the node start deciding. Speculative state of an earlier term is thereby dropped.
  */
-public final class Replication implements ReplicatedBuckets.SyncTarget, PolicyLog, AutoCloseable
+public final class Replication implements ReplicatedBuckets.SyncTarget, PolicyLog, PlannedHandOver, AutoCloseable
 {
     private static final Logger LOG = LoggerFactory.getLogger(Replication.class);
 
@@ -53,6 +54,13 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, PolicyLo
          * marker and, within the same term, the batch it has not sent yet.
          */
         void resyncFrom(BucketTable committed, long term, long submission);
+
+        /**
+         * On the owner thread, once this node stopped deciding to hand the lead over: sends the
+         * decisions not handed to the log yet; completes when everything this shard handed to the
+         * log is committed, exceptionally if any of it failed.
+         */
+        CompletableFuture<Void> flushForHandOver();
     }
 
     private final RaftNode node;
@@ -72,6 +80,9 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, PolicyLo
     private volatile long leaseUntilNanos = System.nanoTime();
     private final long leaseNanos;
     private volatile boolean leaseLapsed;
+    /** The term in which this leader stopped deciding to hand the lead over on purpose (-1: none). */
+    private volatile long handingOverTerm = -1;
+    private volatile long handOverStartNanos;
 
     /**
      * @param group the node's Raft group this replication is for; {@code buckets} is its state machine
@@ -89,6 +100,7 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, PolicyLo
         this.submitter = new LogSubmitter(member::submit, "limiter-log-submit-" + group, fastLingerNanos, System::nanoTime);
         this.dataAddresses = dataAddresses;
         buckets.syncTarget(this);
+        member.onPlannedHandOver(this);
         member.addLeaderListener((id, self) ->
         {
             leaderChanges++;
@@ -265,15 +277,70 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, PolicyLo
     }
 
     /**
-     * Whether this node may decide now: it leads, its tables were synced for this term, and its
-     * lease holds (a majority answered it within the lease, and it is still a member). A few
-     * volatile reads and a clock read: cheap enough for every frame; only an expired lease asks
-     * Ratis again.
+     * Whether this node may decide now: it leads, its tables were synced for this term, it is not
+     * handing the lead over, and its lease holds (a majority answered it within the lease, and it
+     * is still a member). A few volatile reads and a clock read: cheap enough for every frame; only
+     * an expired lease asks Ratis again.
      */
     public boolean canDecide()
     {
         final long ready = readyTerm;
-        return leader && ready >= 0 && ready == electedTerm && buckets.policies().bootstrapped() && leaseHolds(System.nanoTime());
+        return leader && ready >= 0 && ready == electedTerm && ready != handingOverTerm && buckets.policies().bootstrapped() &&
+            leaseHolds(System.nanoTime());
+    }
+
+    /** Whether this leader has stopped deciding to hand the lead to another member on purpose. */
+    public boolean handingOver()
+    {
+        final long term = handingOverTerm;
+        return term >= 0 && term == electedTerm && leader;
+    }
+
+    /**
+     * A planned hand-over of the lead (to spread leaders): Ratis refuses new entries while it moves
+     * the lead, so this leader first stops deciding for the term and gets every decision it
+     * answered into the log: each shard sends its pending batch, the submitter sends without the
+     * FAST linger, and the transfer is asked for once all of it is committed. Nothing answered is
+     * then dropped by the move (a failover still may: the FAST bound).
+     */
+    @Override
+    public CompletableFuture<Void> prepare()
+    {
+        final long term;
+        try
+        {
+            term = member.term();
+        }
+        catch (final RuntimeException stopping)
+        {
+            return CompletableFuture.failedFuture(stopping);
+        }
+        handingOverTerm = term; // from here on no shard of this group decides in this term
+        handOverStartNanos = System.nanoTime();
+        LOG.info("{}: handing the lead over; not deciding until what was answered is committed", name);
+        final List<CompletableFuture<CompletableFuture<Void>>> flushed = shards.stream()
+            .map(shard -> CompletableFuture.supplyAsync(shard::flushForHandOver, shard.owner())).toList();
+        return CompletableFuture.allOf(flushed.toArray(CompletableFuture[]::new)).thenCompose(handed ->
+        {
+            submitter.sendWithoutLinger();
+            return CompletableFuture.allOf(flushed.stream().map(CompletableFuture::join).toArray(CompletableFuture[]::new));
+        });
+    }
+
+    @Override
+    public void ended(final boolean moved)
+    {
+        final long pausedMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - handOverStartNanos);
+        if (moved)
+        {
+            // This term is over for this node: handingOverTerm keeps it from deciding in it again.
+            LOG.info("{}: lead handed over to {} ({} ms without deciding here)", name, leaderId(), pausedMillis);
+            checkLeadership();
+            return;
+        }
+        LOG.info("{}: the lead was not handed over ({} ms without deciding); deciding again", name, pausedMillis);
+        handingOverTerm = -1;
+        checkLeadership();
     }
 
     private boolean leaseHolds(final long now)
@@ -327,6 +394,16 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, PolicyLo
     public void onDecisionEntry(final IntConsumer listener)
     {
         submitter.onDecisionEntry(listener);
+    }
+
+    /**
+     * Where a frame this node refuses should go: the leader's data-plane address, or "" when there is
+     * none to go to yet (during an election, or while this leader hands the lead over: the caller
+     * waits a little and tries again rather than come back here at once).
+     */
+    public String redirectAddress()
+    {
+        return handingOver() ? "" : leaderAddress();
     }
 
     /** The leader's data-plane address ({@code host:port}), or "" when none is known. */

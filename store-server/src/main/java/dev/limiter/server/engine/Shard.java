@@ -17,6 +17,7 @@ import org.agrona.concurrent.ManyToOneConcurrentArrayQueue;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -188,6 +189,12 @@ public final class Shard implements Replication.DecidingShard
         table.copyFrom(committed);
         log.resync(table, term, submission);
         table.publish();
+    }
+
+    @Override
+    public CompletableFuture<Void> flushForHandOver()
+    {
+        return log.flushForHandOver();
     }
 
     /**

@@ -11,6 +11,7 @@ import org.agrona.DirectBuffer;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.RejectedExecutionException;
 
 /**
@@ -193,6 +194,17 @@ public final class ShardLog
                 // The loop is gone: abandon() already released these frames before it stopped.
             }
         });
+    }
+
+    /**
+     * For a planned hand-over of the lead, once the shard no longer decides (owner thread): sends
+     * the pending batch now; completes when every batch this shard handed to the log is committed,
+     * exceptionally if one of them fails.
+     */
+    CompletableFuture<Void> flushForHandOver()
+    {
+        flush();
+        return CompletableFuture.allOf(inFlight.stream().map(batch -> batch.handed.committed()).toArray(CompletableFuture[]::new));
     }
 
     private void committed(final Batch batch, final Throwable failure)

@@ -166,6 +166,12 @@ public final class ServerMetrics
         }
     }
 
+    /** Decisions counted by {@link #decisionsDropped(long)} since the node started. */
+    public long decisionsDroppedSoFar()
+    {
+        return (long)decisionsDropped.count();
+    }
+
     private final Counter shadowsSkipped = Counter.builder("limiter.shadow.skipped")
         .description("Shadow evaluations not made because their bucket's shard is led by another node (several Raft groups)")
         .register(registry);

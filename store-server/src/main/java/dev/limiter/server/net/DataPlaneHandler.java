@@ -222,7 +222,7 @@ public final class DataPlaneHandler extends ChannelInboundHandlerAdapter impleme
     {
         metrics.redirected();
         final ByteBuf out = ctx.alloc().buffer(64);
-        final String hint = groups == null ? "" : (shard >= 0 ? groups.ofShard(shard) : groups.control()).leaderAddress();
+        final String hint = groups == null ? "" : (shard >= 0 ? groups.ofShard(shard) : groups.control()).redirectAddress();
         ErrorCodec.encode(out, correlationId, ErrorCode.NOT_LEADER, hint);
         ctx.writeAndFlush(out, ctx.voidPromise());
     }

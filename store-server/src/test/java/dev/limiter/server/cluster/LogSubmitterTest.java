@@ -251,6 +251,27 @@ class LogSubmitterTest
     }
 
     @Test
+    void sendingWithoutTheLingerSendsTheWaitingFastBatchesAtOnceAndTheLingerReturnsAfterwards() throws Exception
+    {
+        final AtomicLong clock = new AtomicLong();
+        lingering(clock, TimeUnit.MINUTES.toNanos(1)); // the linger's own wake-up stays a minute away
+        lingering.offer(batch(0, 1, false, 6));
+        next().commit().complete(ByteBuffer.allocate(0)); // the first entry goes at once
+        final ShardBatch waiting = batch(1, 1, false, 6);
+        lingering.offer(waiting);
+        nothingMoreSent(lingering);
+
+        lingering.sendWithoutLinger(); // a planned hand-over: what was answered goes to the log now
+        final Sent sent = next();
+        assertEquals(List.of(1), shards(sent.entry()));
+        sent.commit().complete(ByteBuffer.allocate(0));
+        waiting.committed().get(10, TimeUnit.SECONDS);
+
+        lingering.offer(batch(2, 1, false, 6));
+        nothingMoreSent(lingering); // once nothing waited, the linger holds FAST-only batches again
+    }
+
+    @Test
     void fastOnlyBatchesHandedOverWhileTheSubmitterLingersDoNotWakeItAndLeaveWithTheNextEntry() throws Exception
     {
         final AtomicLong clock = new AtomicLong();
