@@ -653,6 +653,7 @@ public final class StoreServer implements NodeStatus, AutoCloseable
             // Before the event loops stop: frames waiting on the log are released on their loops,
             // then the log closes (its late answers find nothing left to complete).
             shards.forEach(Shard::abandonLog);
+            policyState.stopWaiting(); // a decision group waiting for the control group must not hold the close up
             try
             {
                 groups.close();

@@ -292,6 +292,23 @@ public final class PolicyState
         return rateIfKnown(ordinal, version, 0, shard);
     }
 
+    /** Set by {@link #stopWaiting()}; guarded by this. */
+    private boolean stopping;
+
+    /**
+     * The node is stopping: a replicated decision waiting in {@link #awaitRate} for a policy version
+     * stops waiting, so that its group's apply thread ends (Ratis joins it when it closes the group
+     * and never interrupts it; a node whose control group had fallen behind did not stop on SIGTERM).
+     */
+    public void stopWaiting()
+    {
+        synchronized (this)
+        {
+            stopping = true;
+            notifyAll();
+        }
+    }
+
     /** Limit {@code limitIndex} of one version of a policy on one shard, or null when this replica does not have it (yet). */
     public Limit rateIfKnown(final int ordinal, final long version, final int limitIndex, final int shard)
     {
@@ -316,7 +333,7 @@ public final class PolicyState
      * were made under (never on the node that made them), so their group's apply thread waits for
      * the control group here; the control group never waits for anything, so this cannot deadlock.
      *
-     * @throws IllegalStateException when interrupted (the node is stopping)
+     * @throws IllegalStateException when interrupted, or once {@link #stopWaiting()} was called (the node is stopping)
      */
     public Limit awaitRate(final int ordinal, final long version, final int limitIndex, final int shard)
     {
@@ -332,6 +349,11 @@ public final class PolicyState
             Limit rate;
             while ((rate = rateIfKnown(ordinal, version, limitIndex, shard)) == null)
             {
+                if (stopping)
+                {
+                    throw new IllegalStateException("the node is stopping: stopped waiting for policy ordinal " + ordinal +
+                        " version " + version + " (the decision is applied again from the log after a restart)");
+                }
                 try
                 {
                     wait(1000);

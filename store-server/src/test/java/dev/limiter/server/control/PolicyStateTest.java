@@ -12,6 +12,8 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -473,5 +475,35 @@ class PolicyStateTest
             .setRollout(tenPercent).build(), T0 + 3));
         assertEquals(PolicyState.Status.INVALID, shadowed.status());
         assertEquals(3, state.current("orders").getVersion(), "nothing changed");
+    }
+
+    @Test
+    void aDecisionWaitingForAPolicyVersionStopsWaitingWhenTheNodeStops() throws Exception
+    {
+        final PolicyState state = new PolicyState(1);
+        final CompletableFuture<Throwable> ended = new CompletableFuture<>();
+        final Thread apply = new Thread(() ->
+        {
+            try
+            {
+                state.awaitRate(3, 7, 0, 0); // a version the control group has not brought yet
+                ended.complete(null);
+            }
+            catch (final RuntimeException e)
+            {
+                ended.complete(e);
+            }
+        }, "apply");
+        apply.start();
+        final long until = System.nanoTime() + 5_000_000_000L;
+        while (apply.getState() != Thread.State.TIMED_WAITING && System.nanoTime() < until)
+        {
+            Thread.onSpinWait();
+        }
+        assertFalse(ended.isDone(), "still waiting for the version");
+        state.stopWaiting();
+        final Throwable stopped = ended.get(5, TimeUnit.SECONDS);
+        assertTrue(stopped instanceof IllegalStateException && stopped.getMessage().contains("stopping"), String.valueOf(stopped));
+        assertThrows(IllegalStateException.class, () -> state.awaitRate(3, 7, 0, 0), "after the stop, a wait ends at once");
     }
 }
