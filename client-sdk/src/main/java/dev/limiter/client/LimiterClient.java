@@ -685,7 +685,7 @@ public final class LimiterClient implements AutoCloseable
                 }
                 // No leader to go to yet (an election, or a leader handing over): try again a little
                 // later (jittered, as refused calls do), on any node, within the deadline.
-                final long delay = 5_000_000L + ThreadLocalRandom.current().nextLong(20_000_000L);
+                final long delay = noLeaderBackoffNanos();
                 if (deadline - System.nanoTime() - delay <= 0)
                 {
                     done.completeExceptionally(failure);
@@ -963,13 +963,18 @@ public final class LimiterClient implements AutoCloseable
             else
             {
                 // No leader yet: try again a little later (jittered), on any node.
-                final long delay = 5_000_000L + ThreadLocalRandom.current().nextLong(20_000_000L);
-                resubmitLater(from, call, delay, NO_LEADER_IN_TIME);
+                resubmitLater(from, call, noLeaderBackoffNanos(), NO_LEADER_IN_TIME);
             }
         }
     }
 
     private static final String NO_LEADER_IN_TIME = "no leader answered within the call's deadline";
+
+    /** How long a request refused with no leader to go to waits before it is sent again: 5-25 ms, jittered. */
+    private static long noLeaderBackoffNanos()
+    {
+        return 5_000_000L + ThreadLocalRandom.current().nextLong(20_000_000L);
+    }
     /** First backoff after an OVERLOADED answer; it doubles with each one the same call gets. */
     static final long OVERLOAD_BACKOFF_MIN_NANOS = 1_000_000L;
     /** Longest backoff after an OVERLOADED answer (about a commit's latency under full load here). */

@@ -116,12 +116,13 @@ public final class RaftGroupMember
     // Owned by the rebalancing thread:
     private long lastTransferNanos = System.nanoTime() - TRANSFER_RETRY_MAX_NANOS;
     private long transferRetryNanos = TRANSFER_RETRY_NANOS;
-    /** Whether this leader found its group's preferred member not answering (it is away or coming back). */
-    private boolean preferredWasAway;
+    /**
+     * When (System.nanoTime) the preferred member last answered before this leader found it not
+     * answering (at the latest); 0 when this leader has not found it away in this term.
+     */
+    private long preferredAwaySinceNanos;
     /** Since when (System.nanoTime) a preferred member that was away has answered at every check; 0: not answering. */
     private long preferredBackSinceNanos;
-    /** When (System.nanoTime) that member last answered before it was found away (at the latest). */
-    private long preferredAwaySinceNanos;
 
     /**
      * On the leader of a group of several (on the node's rebalancing thread, {@code rebalancer}):
@@ -144,7 +145,7 @@ public final class RaftGroupMember
             if (!info.isLeader() || !info.isLeaderReady() || !conf.getPreviousPeers().isEmpty() ||
                 info.getRoleInfoProto().getRoleElapsedTimeMs() < SETTLE_MILLIS)
             {
-                preferredWasAway = false; // judged afresh in each term, once this leader's view has settled
+                preferredAwaySinceNanos = 0; // judged afresh in each term, once this leader's view has settled
                 preferredBackSinceNanos = 0;
                 transferRetryNanos = TRANSFER_RETRY_NANOS;
                 return;
@@ -157,15 +158,14 @@ public final class RaftGroupMember
             }
             if (!answeredRecently(info, preferred))
             {
-                if (!preferredWasAway || preferredBackSinceNanos != 0)
+                if (preferredAwaySinceNanos == 0 || preferredBackSinceNanos != 0)
                 {
                     preferredAwaySinceNanos = now - TimeUnit.MILLISECONDS.toNanos(ALIVE_MILLIS);
                 }
-                preferredWasAway = true;
                 preferredBackSinceNanos = 0;
                 return;
             }
-            if (preferredWasAway)
+            if (preferredAwaySinceNanos != 0)
             {
                 if (preferredBackSinceNanos == 0)
                 {

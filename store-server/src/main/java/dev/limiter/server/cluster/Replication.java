@@ -335,11 +335,12 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, PolicyLo
         {
             // This term is over for this node: handingOverTerm keeps it from deciding in it again.
             LOG.info("{}: lead handed over to {} ({} ms without deciding here)", name, leaderId(), pausedMillis);
-            checkLeadership();
-            return;
         }
-        LOG.info("{}: the lead was not handed over ({} ms without deciding); deciding again", name, pausedMillis);
-        handingOverTerm = -1;
+        else
+        {
+            LOG.info("{}: the lead was not handed over ({} ms without deciding); deciding again", name, pausedMillis);
+            handingOverTerm = -1;
+        }
         checkLeadership();
     }
 
