@@ -294,12 +294,33 @@ public final class LimiterClient implements AutoCloseable
     }
 
     /**
-     * Whether the circuit is open: since consecutive failures, calls are decided locally at once,
-     * except one probe at a time (after the probe interval) until a node answers again.
+     * Whether a circuit is open: since consecutive failures of the calls of one Raft group (or of
+     * calls not routed to a group), that group's calls are decided locally at once, except one
+     * probe at a time (after the probe interval) until a node answers again. Other groups' calls
+     * still go to their leaders.
      */
     public boolean circuitOpen()
     {
-        return circuit.open();
+        return circuit.openLanes() != 0;
+    }
+
+    /**
+     * Circuits open now: one per Raft group whose calls are decided locally (see
+     * {@link #circuitOpen()}), plus one when calls not routed to a group are; 0 while every call
+     * tries a node.
+     */
+    public int openCircuits()
+    {
+        return circuit.openLanes();
+    }
+
+    /**
+     * Whether calls are sent straight to their shard's leader: the client holds a shard map that
+     * names several Raft groups (false with one group, or until a node has sent its map).
+     */
+    public boolean routesByShard()
+    {
+        return router.routes();
     }
 
     /** Calls refused locally because the cluster had refused the same descriptor until a time not yet reached. */
@@ -349,7 +370,7 @@ public final class LimiterClient implements AutoCloseable
         return result;
     }
 
-    /** Time this client has spent with its circuit open (the current outage included). */
+    /** Time this client has spent with at least one circuit open (the current outage included). */
     public Duration degradedTime()
     {
         return circuit.degradedTime();
@@ -434,19 +455,21 @@ public final class LimiterClient implements AutoCloseable
                 return later(known);
             }
         }
-        final Decision ramped = circuit.ramped(descriptor, cost);
+        final int shard = router.shardFor(descriptor);
+        final int lane = router.laneOf(shard);
+        final Decision ramped = circuit.ramped(lane, descriptor, cost);
         if (ramped != null)
         {
             return later(ramped);
         }
         boolean probe = false;
-        final long openUntil = circuit.openUntilNanos();
+        final long openUntil = circuit.openUntilNanos(lane);
         if (openUntil != 0)
         {
-            // The circuit is open: decide at once, without waiting on a dead cluster. Past the probe
-            // time it is half-open: one call at a time tries the cluster, the others still decide here,
-            // so a store that is still dead (or slow) holds up one caller per probe, not all of them.
-            probe = circuit.takeProbe(openUntil);
+            // The call's circuit is open: decide at once, without waiting on a dead leader. Past the
+            // probe time it is half-open: one call at a time tries the cluster, the others still decide
+            // here, so a group that is still dead (or slow) holds up one caller per probe, not all of them.
+            probe = circuit.takeProbe(lane, openUntil);
             if (!probe)
             {
                 final Decision decided = circuit.decideOpen(descriptor, cost);
@@ -458,6 +481,7 @@ public final class LimiterClient implements AutoCloseable
         }
         final PendingCall call = new PendingCall(descriptor, cost, now + deadline, circuit);
         call.probe = probe;
+        call.lane = lane;
         call.blocking = blocking; // before it is sent: the answer may come back at once
         call.wireCost = wireCost;
         if (closed)
@@ -466,7 +490,7 @@ public final class LimiterClient implements AutoCloseable
             return call;
         }
         deadlines.add(call);
-        final Connection connection = connections.pick(router.leaderFor(descriptor));
+        final Connection connection = connections.pick(router.leaderOfShard(shard));
         if (connection == null)
         {
             final LimiterUnavailableException failure = new LimiterUnavailableException("no open connection to any limiter node " +
@@ -537,7 +561,7 @@ public final class LimiterClient implements AutoCloseable
         {
             return leased;
         }
-        final int ask = circuit.openUntilNanos() == 0 ? leases.toAsk(descriptor, cost) : cost;
+        final int ask = circuit.openUntilNanos(router.laneOf(router.shardFor(descriptor))) == 0 ? leases.toAsk(descriptor, cost) : cost;
         if (ask > cost)
         {
             final long askedAt = System.nanoTime();
@@ -564,12 +588,14 @@ public final class LimiterClient implements AutoCloseable
     /**
      * A token lease's next block, asked for in the background (its tokens are for later calls):
      * straight to the cluster, never decided here (no local fallback, no circuit), and not while
-     * the circuit is open.
+     * the circuit of its group is open.
      */
     private CompletableFuture<Decision> askForBlock(final Descriptor descriptor, final Integer block)
     {
         final PendingCall call = new PendingCall(descriptor, block, System.nanoTime() + deadlineNanos);
-        final Connection connection = closed || circuit.openUntilNanos() != 0 ? null : connections.pick(router.leaderFor(descriptor));
+        final int shard = router.shardFor(descriptor);
+        final Connection connection = closed || circuit.openUntilNanos(router.laneOf(shard)) != 0 ? null :
+            connections.pick(router.leaderOfShard(shard));
         if (connection == null)
         {
             call.completeExceptionally(new LimiterUnavailableException("no block now"));
@@ -1390,7 +1416,9 @@ public final class LimiterClient implements AutoCloseable
 
         /**
          * The circuit: after {@code failures} consecutive calls no node answered, calls are decided
-         * locally at once for {@code probeAfter} (plus up to half of it, random), then a node is tried again.
+         * locally at once for {@code probeAfter} (plus up to half of it, random), then a node is tried
+         * again. Kept for each Raft group of the cluster's shard map (calls whose shard's group has no
+         * leader answering) and for calls not routed to a group. Defaults: 3 calls, 500 ms.
          */
         public Builder circuit(final int failures, final Duration probeAfter)
         {

@@ -8,12 +8,13 @@ import io.micrometer.core.instrument.MeterRegistry;
  * The SDK's meters, for hosts that run Micrometer (an optional dependency of the SDK: only this
  * class needs it). {@code LimiterMetrics.bind(client, registry)} registers:
  * <ul>
- *   <li>{@code limiter.sdk.circuit.open}: 1 from the failures that open the circuit until a node
- *   answers again (calls are decided locally, bar one probe at a time);</li>
+ *   <li>{@code limiter.sdk.circuit.open}: circuits open, one per Raft group (or none when calls
+ *   are not routed) from the failures that open it until a node answers again (that group's calls
+ *   are decided locally, bar one probe at a time); 0 while every call tries a node;</li>
  *   <li>{@code limiter.sdk.local.decisions{policy,mode,outcome}}: local decisions by the policy
  *       (the route's) and its failure mode (OPEN, CLOSED), allowed or denied;</li>
  *   <li>{@code limiter.sdk.fast.rejections}: refusals repeated locally until a Retry-After;</li>
- *   <li>{@code limiter.sdk.degraded.seconds}: time spent with the circuit open;</li>
+ *   <li>{@code limiter.sdk.degraded.seconds}: time spent with at least one circuit open;</li>
  *   <li>{@code limiter.sdk.late.deadlines}: blocking calls the caller's thread failed at their
  *   deadline because the SDK's I/O thread was late (a sign the SDK's threads are starved);</li>
  *   <li>{@code limiter.sdk.redirects}: frames a node answered NOT_LEADER (their calls were retried,
@@ -33,8 +34,8 @@ public final class LimiterMetrics
 
     public static void bind(final LimiterClient client, final MeterRegistry registry)
     {
-        Gauge.builder("limiter.sdk.circuit.open", client, c -> c.circuitOpen() ? 1 : 0)
-            .description("1 from the failures that open the circuit until a node answers again").register(registry);
+        Gauge.builder("limiter.sdk.circuit.open", client, LimiterClient::openCircuits)
+            .description("Circuits open (one per Raft group whose calls are decided locally until a node answers again)").register(registry);
         FunctionCounter.builder("limiter.sdk.fast.rejections", client, LimiterClient::fastRejections)
             .description("Calls refused locally until a Retry-After the cluster gave").register(registry);
         FunctionCounter.builder("limiter.sdk.degraded.seconds", client, c -> c.degradedTime().toNanos() / 1e9)

@@ -34,6 +34,8 @@ final class PendingCall extends CompletableFuture<Decision>
     private final Fallback fallback;
     /** This call is the half-open circuit's probe (set before it is sent). */
     boolean probe;
+    /** The circuit lane the call counts in ({@link Circuit}: 1 + its shard's Raft group, 0 when not routed). */
+    int lane;
     /**
      * The call ran out of time on this side, not the store's: it was due during a pause of this
      * process, or its deadline passed before the SDK even sent it. Decided locally like any

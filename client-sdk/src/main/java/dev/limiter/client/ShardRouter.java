@@ -111,13 +111,31 @@ final class ShardRouter
     /** The leader ({@code host:port}) of the shard {@code descriptor}'s bucket lives on; "" when unknown or not routed. */
     String leaderFor(final Descriptor descriptor)
     {
+        return leaderOfShard(shardFor(descriptor));
+    }
+
+    /** The shard {@code descriptor}'s bucket lives on, or -1 when calls are not routed or it is not known here. */
+    int shardFor(final Descriptor descriptor)
+    {
         final Routing current = routing;
-        if (current == null)
-        {
-            return "";
-        }
-        final int shard = shardOf(current, descriptor);
-        return shard < 0 ? "" : current.map().leaderOf(shard);
+        return current == null ? -1 : shardOf(current, descriptor);
+    }
+
+    /** The leader ({@code host:port}) of {@code shard} (from {@link #shardFor}); "" when unknown or not routed. */
+    String leaderOfShard(final int shard)
+    {
+        final Routing current = routing;
+        return current == null || shard < 0 || shard >= current.map().shards() ? "" : current.map().leaderOf(shard);
+    }
+
+    /**
+     * The circuit lane of {@code shard} (from {@link #shardFor}): 1 + its Raft group, so that one
+     * group's failover opens only its own calls' circuit; 0 for a call that is not routed.
+     */
+    int laneOf(final int shard)
+    {
+        final Routing current = routing;
+        return current == null || shard < 0 || shard >= current.map().shards() ? 0 : 1 + current.map().groupOf(shard);
     }
 
     private static int shardOf(final Routing current, final Descriptor descriptor)

@@ -4,6 +4,7 @@ import dev.limiter.protocol.ErrorCode;
 import dev.limiter.protocol.ErrorCodec;
 import dev.limiter.protocol.Frame;
 import dev.limiter.protocol.MessageType;
+import dev.limiter.protocol.ShardMap;
 import dev.limiter.protocol.policy.Policy;
 import dev.limiter.protocol.policy.PolicySet;
 import io.netty.buffer.ByteBuf;
@@ -12,6 +13,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 import java.time.Duration;
+import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -107,6 +109,107 @@ class CircuitTest
             final Decision d = untilTheNodeDecides(client, key);
             assertFalse(d.degraded(), "the node decides again: " + d);
             assertFalse(client.circuitOpen());
+        }
+    }
+
+    @Test
+    void aGroupWhoseLeaderIsSilentHasOnlyItsOwnCallsDecidedLocallyWhileTheOtherGroupsLeaderStillDecidesTheirs() throws Exception
+    {
+        // Two Raft groups, one shard each: group 0 led by a node that answers, group 1 by one that
+        // has gone silent (as a leader killed before its followers elect another).
+        final java.util.concurrent.atomic.AtomicBoolean groupOneAnswers = new java.util.concurrent.atomic.AtomicBoolean();
+        final java.util.concurrent.atomic.AtomicInteger decidedByGroupZero = new java.util.concurrent.atomic.AtomicInteger();
+        final String[] leaders = new String[2];
+        try (ScriptedNode zero = new ScriptedNode(request -> groupAnswer(request, leaders, true, decidedByGroupZero));
+             ScriptedNode one = new ScriptedNode(request -> groupAnswer(request, leaders, groupOneAnswers.get(), null)))
+        {
+            leaders[0] = zero.endpoint();
+            leaders[1] = one.endpoint();
+            try (LimiterClient client = LimiterClient.builder().endpoints(zero.endpoint(), one.endpoint()).connections(1)
+                .deadline(Duration.ofMillis(300)).circuit(2, Duration.ofMillis(100)).recoveryRamp(Duration.ZERO).build())
+            {
+                final long until = System.currentTimeMillis() + 5000;
+                while ((client.policies().version() == 0 || !client.routesByShard()) && System.currentTimeMillis() < until)
+                {
+                    Thread.sleep(10);
+                }
+                assertTrue(client.routesByShard(), "the client follows the nodes' shard map");
+                final Descriptor onZero = Descriptor.of(tenantOnShard(0), "/x");
+                final Descriptor onOne = Descriptor.of(tenantOnShard(1), "/x");
+
+                for (int i = 0; i < 2; i++)
+                {
+                    assertTrue(client.acquireBlocking(onOne, 1).degraded(), "group 1's leader is silent: decided locally");
+                }
+                assertTrue(client.circuitOpen());
+                assertEquals(1, client.openCircuits(), "only group 1's circuit is open");
+                final long openedAt = System.nanoTime();
+                for (int i = 0; i < 20; i++)
+                {
+                    final Decision d = client.acquireBlocking(onZero, 1);
+                    assertFalse(d.degraded(), "group 0's leader still decides its calls: " + d);
+                }
+                assertEquals(20, decidedByGroupZero.get());
+                if (System.nanoTime() - openedAt < TimeUnit.MILLISECONDS.toNanos(100))
+                {
+                    // Still within the probe interval: group 1's calls are decided here at once.
+                    final long before = System.nanoTime();
+                    assertTrue(client.acquireBlocking(onOne, 1).degraded());
+                    assertTrue(System.nanoTime() - before < TimeUnit.MILLISECONDS.toNanos(300), "without waiting for a deadline");
+                }
+
+                groupOneAnswers.set(true);
+                assertFalse(untilTheNodeDecides(client, onOne).degraded(), "group 1's leader answers again");
+                assertFalse(client.circuitOpen());
+                assertEquals(0, client.openCircuits());
+                final Duration degraded = client.degradedTime();
+                assertTrue(degraded.toNanos() > 0, "the outage counts while group 1's circuit was open");
+                Thread.sleep(50);
+                assertEquals(degraded, client.degradedTime(), "and stops counting once every circuit is closed");
+            }
+        }
+    }
+
+    /** A tenant whose buckets a two-shard map puts on {@code shard}. */
+    private static String tenantOnShard(final int shard)
+    {
+        for (int i = 0; ; i++)
+        {
+            final String tenant = "tenant-" + i;
+            if (ShardMap.shardOf(ShardMap.tenantHash(tenant.getBytes(java.nio.charset.StandardCharsets.UTF_8)), 2) == shard)
+            {
+                return tenant;
+            }
+        }
+    }
+
+    /** A node of a two-group cluster: policies and the shard map always; acquires when {@code answers}. */
+    private ByteBuf groupAnswer(final ScriptedNode.Request request, final String[] leaders, final boolean answers,
+        final java.util.concurrent.atomic.AtomicInteger decided)
+    {
+        switch (request.type())
+        {
+            case MessageType.POLICIES:
+                return ScriptedNode.policies(set);
+            case MessageType.SHARD_MAP:
+                final ByteBuf map = Unpooled.buffer();
+                final int start = Frame.begin(map, MessageType.SHARD_MAP_RESULT, 0);
+                new ShardMap(new int[] {0, 1}, leaders).encode(map);
+                Frame.finish(map, start);
+                return map;
+            case MessageType.ACQUIRE:
+            case MessageType.BATCH_ACQUIRE:
+                if (!answers)
+                {
+                    return null;
+                }
+                if (decided != null)
+                {
+                    decided.addAndGet(ScriptedNode.entries(request));
+                }
+                return ScriptedNode.allowAll(request);
+            default:
+                return null;
         }
     }
 

@@ -91,6 +91,12 @@ public final class ShardMap
         return leaderOfGroup.length;
     }
 
+    /** The Raft group (0 to {@link #groups()} - 1) that holds {@code shard}. */
+    public int groupOf(final int shard)
+    {
+        return groupOfShard[shard];
+    }
+
     /** The data address of the leader of {@code shard}'s group, or "" when none is known. */
     public String leaderOf(final int shard)
     {
