@@ -776,6 +776,12 @@ final class Connection
         {
             entry.fail(new LimiterRequestException(code, message));
         }
+        else if (correlationId != 0 && (code == ErrorCode.NOT_LEADER || code == ErrorCode.OVERLOADED))
+        {
+            // A late refusal of a frame whose calls this SDK already settled (their deadline passed):
+            // nothing to do, and during a failover there are thousands of them.
+            LOG.debug("limiter {} reported {} for a frame no longer waited for: {}", address, code, message);
+        }
         else
         {
             LOG.warn("limiter {} reported {}: {}", address, code, message);
