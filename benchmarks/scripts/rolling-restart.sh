@@ -10,9 +10,11 @@
 #
 # Prints, before each kill and at the end, each node's limiter_replication_decisions_dropped_total
 # (FAST decisions it answered that never reached the log; a node's count starts again when it is
-# restarted) and which groups each node leads, then the generator's report: degraded counts the
-# decisions the SDK made itself, maxNodeUs the longest a call waited for a node's answer. It
-# deletes data/n1..n3 first. Bounded: start-up, the warm-up, then at most about 50 s per node.
+# restarted) and which groups each node leads, then the calls the SDK decided itself in each phase
+# (a node down: from its kill to its restart; back: from its restart to the next kill), from the
+# generator's per-second lines, and the generator's report: degraded counts the decisions the SDK
+# made itself, maxNodeUs the longest a call waited for a node's answer. It deletes data/n1..n3
+# first. Bounded: start-up, the warm-up, then at most about 50 s per node.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$(pwd)
@@ -49,6 +51,7 @@ for _ in $(seq 1 30); do spread && break; sleep 1; done
 # shellcheck disable=SC2086
 ./limiter bench --server $S $ROW --keys 100000 --duration 150 --warmup 2 > data/rolling-restart-bench.log 2>&1 &
 BENCH=$!
+echo "$(date +%T) before-any-kill" > data/rolling-restart-phases.log
 sleep 10
 for id in n1 n2 n3; do
   report "before killing $id"
@@ -56,7 +59,9 @@ for id in n1 n2 n3; do
   cwd=$(readlink "/proc/$pid/cwd")
   mapfile -d '' cmd < "/proc/$pid/cmdline"
   kill -9 "$pid"
+  echo "$(date +%T) $id-down" >> data/rolling-restart-phases.log
   sleep 5
+  echo "$(date +%T) $id-back" >> data/rolling-restart-phases.log
   # Started again as it was, in a session of its own; ./limiter cluster stops it by its node.pid.
   (cd "$cwd" && { setsid "${cmd[@]}" >> "$ROOT/data/$id/node.log" 2>&1 < /dev/null & echo $! > "$ROOT/data/$id/node.pid"; })
   for _ in $(seq 1 45); do sleep 1; spread && break; done
@@ -64,4 +69,12 @@ for id in n1 n2 n3; do
 done
 report "at the end"
 wait "$BENCH" || true
+# The SDK's own decisions per phase: each per-second line (at=, wall clock) goes to the last phase begun by then.
+awk 'function secs(t) { split(t, p, ":"); return p[1] * 3600 + p[2] * 60 + p[3] }
+  NR == FNR { at[NR] = secs($1); name[NR] = $2; phases = NR; next }
+  /^t=/ { for (i = 1; i <= NF; i++) { if ($i ~ /^degraded=/) { d = substr($i, 10) } if ($i ~ /^at=/) { t = secs(substr($i, 4)) } }
+    phase = 0; for (i = 1; i <= phases; i++) { if (at[i] <= t) { phase = i } }
+    if (phase > 0) { local[phase] += d - last; seconds[phase]++ } last = d }
+  END { line = "decided by the SDK, by phase:"; for (i = 1; i <= phases; i++) { line = line " " name[i] "=" local[i] "/" seconds[i] "s" } print line }' \
+  data/rolling-restart-phases.log data/rolling-restart-bench.log
 tail -n 1 data/rolling-restart-bench.log
