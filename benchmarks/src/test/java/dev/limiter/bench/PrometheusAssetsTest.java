@@ -253,9 +253,18 @@ class PrometheusAssetsTest
         return addresses;
     }
 
+    private static String queryUrl(final String base, final String promql)
+    {
+        return base + "/api/v1/query?query=" + URLEncoder.encode(promql, StandardCharsets.UTF_8);
+    }
+
     private static JsonArray query(final HttpClient http, final String base, final String promql) throws Exception
     {
-        final JsonObject answer = get(http, base + "/api/v1/query?query=" + URLEncoder.encode(promql, StandardCharsets.UTF_8));
+        return result(promql, get(http, queryUrl(base, promql)));
+    }
+
+    private static JsonArray result(final String promql, final JsonObject answer)
+    {
         assertEquals("success", answer.get("status").getAsString(), promql + ": " + answer);
         return answer.getAsJsonObject("data").getAsJsonArray("result");
     }
@@ -267,7 +276,9 @@ class PrometheusAssetsTest
         {
             try
             {
-                if (!query(http, base, promql).isEmpty())
+                final HttpResponse<String> response = send(http, queryUrl(base, promql));
+                // 503 while Prometheus opens its storage: it listens before it is ready.
+                if (response.statusCode() != 503 && !result(promql, parse(queryUrl(base, promql), response)).isEmpty())
                 {
                     return;
                 }
@@ -281,10 +292,18 @@ class PrometheusAssetsTest
         }
     }
 
+    private static HttpResponse<String> send(final HttpClient http, final String url) throws Exception
+    {
+        return http.send(HttpRequest.newBuilder(URI.create(url)).timeout(Duration.ofSeconds(10)).build(), HttpResponse.BodyHandlers.ofString());
+    }
+
     private static JsonObject get(final HttpClient http, final String url) throws Exception
     {
-        final HttpResponse<String> response = http.send(HttpRequest.newBuilder(URI.create(url)).timeout(Duration.ofSeconds(10)).build(),
-            HttpResponse.BodyHandlers.ofString());
+        return parse(url, send(http, url));
+    }
+
+    private static JsonObject parse(final String url, final HttpResponse<String> response)
+    {
         assertEquals(200, response.statusCode(), url + ": " + response.body());
         return JsonParser.parseString(response.body()).getAsJsonObject();
     }
