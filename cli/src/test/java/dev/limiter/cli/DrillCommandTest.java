@@ -1,5 +1,6 @@
 package dev.limiter.cli;
 
+import dev.limiter.server.ClosingTogether;
 import dev.limiter.server.ClusterPorts;
 import dev.limiter.server.ServerConfig;
 import dev.limiter.server.StoreServer;
@@ -39,7 +40,7 @@ class DrillCommandTest
     @AfterEach
     void stop()
     {
-        nodes.forEach(StoreServer::close);
+        ClosingTogether.close(nodes);
     }
 
     private PolicyCommandTest.Result drill(final String... args)

@@ -191,6 +191,8 @@ class CircuitTest
         {
             case MessageType.POLICIES:
                 return ScriptedNode.policies(set);
+            case MessageType.PING:
+                return ScriptedNode.pong(request);
             case MessageType.SHARD_MAP:
                 final ByteBuf map = Unpooled.buffer();
                 final int start = Frame.begin(map, MessageType.SHARD_MAP_RESULT, 0);
@@ -225,6 +227,10 @@ class CircuitTest
         if (type == MessageType.POLICIES)
         {
             return ScriptedNode.policies(set);
+        }
+        else if (type == MessageType.PING)
+        {
+            return ScriptedNode.pong(request); // build() waits for a PING round on every connection
         }
         else if (type == MessageType.ACQUIRE || type == MessageType.BATCH_ACQUIRE)
         {

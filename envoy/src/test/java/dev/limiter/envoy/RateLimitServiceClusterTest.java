@@ -1,6 +1,7 @@
 package dev.limiter.envoy;
 
 import dev.limiter.client.LimiterClient;
+import dev.limiter.server.ClosingTogether;
 import dev.limiter.server.ClusterPorts;
 import dev.limiter.server.ServerConfig;
 import dev.limiter.server.StoreServer;
@@ -61,7 +62,7 @@ class RateLimitServiceClusterTest
             channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
         }
         gateways.values().forEach(RlsServer::close); // and their clients
-        nodes.values().forEach(StoreServer::close);
+        ClosingTogether.close(nodes.values());
     }
 
     private void startCluster() throws Exception

@@ -56,11 +56,35 @@ class RaftNodeTest
     }
 
     @AfterEach
-    void stopAll() throws IOException
+    void stopAll() throws IOException, InterruptedException
     {
+        // At the same time: closing a member takes about a second (each group's log worker polls its
+        // queue with a one-second timeout, and Ratis waits for it to notice the close).
+        final List<Thread> closing = new ArrayList<>();
+        final List<IOException> failures = new CopyOnWriteArrayList<>();
         for (final RaftNode node : nodes.values())
         {
-            node.close();
+            final Thread thread = new Thread(() ->
+            {
+                try
+                {
+                    node.close();
+                }
+                catch (final IOException e)
+                {
+                    failures.add(e);
+                }
+            }, "closing-member");
+            thread.start();
+            closing.add(thread);
+        }
+        for (final Thread thread : closing)
+        {
+            thread.join();
+        }
+        if (!failures.isEmpty())
+        {
+            throw failures.get(0);
         }
         final org.apache.ratis.util.ExitUtils.ExitException exit = org.apache.ratis.util.ExitUtils.getFirstExitException();
         org.apache.ratis.util.ExitUtils.clear();

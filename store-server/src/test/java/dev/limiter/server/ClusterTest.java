@@ -50,7 +50,7 @@ class ClusterTest
     @AfterEach
     void stopAll()
     {
-        nodes.values().forEach(StoreServer::close);
+        ClosingTogether.close(nodes.values());
     }
 
     @org.junit.jupiter.api.AfterAll

@@ -43,7 +43,7 @@ class LeaderLeaseTest
     @AfterEach
     void stop()
     {
-        nodes.values().forEach(StoreServer::close);
+        ClosingTogether.close(nodes.values());
     }
 
     private void startCluster() throws Exception

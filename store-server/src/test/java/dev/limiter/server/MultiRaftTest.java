@@ -70,7 +70,7 @@ class MultiRaftTest
     void stopAll()
     {
         clients.values().forEach(LimiterClient::close);
-        nodes.values().forEach(StoreServer::close);
+        ClosingTogether.close(nodes.values());
     }
 
     private void choosePorts()

@@ -41,7 +41,7 @@ class RaftPortTest
     @AfterEach
     void stop()
     {
-        nodes.forEach(StoreServer::close);
+        ClosingTogether.close(nodes);
     }
 
     private StoreServer awaitLeader() throws InterruptedException

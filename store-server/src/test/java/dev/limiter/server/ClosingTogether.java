@@ -1,0 +1,62 @@
+package dev.limiter.server;
+
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.List;
+
+/**
+ * Closes a test cluster's members at the same time. Closing a member takes about a second however
+ * little it holds: each Raft group's log worker polls its queue with a one-second timeout and Ratis
+ * waits for it to notice the close. One after the other, a three-member cluster took three seconds
+ * to stop after every test.
+ */
+public final class ClosingTogether
+{
+    private ClosingTogether()
+    {
+    }
+
+    /** Closes every one of {@code members} on a thread of its own and returns once all are closed. */
+    public static void close(final Collection<? extends AutoCloseable> members)
+    {
+        final List<Thread> closing = new ArrayList<>();
+        final List<Throwable> failures = new ArrayList<>();
+        for (final AutoCloseable member : members)
+        {
+            final Thread thread = new Thread(() ->
+            {
+                try
+                {
+                    member.close();
+                }
+                catch (final Exception | Error e)
+                {
+                    synchronized (failures)
+                    {
+                        failures.add(e);
+                    }
+                }
+            }, "closing-" + member);
+            thread.start();
+            closing.add(thread);
+        }
+        for (final Thread thread : closing)
+        {
+            try
+            {
+                thread.join();
+            }
+            catch (final InterruptedException e)
+            {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException("interrupted while closing the test cluster", e);
+            }
+        }
+        if (!failures.isEmpty())
+        {
+            final IllegalStateException failed = new IllegalStateException("closing " + failures.size() + " member(s) failed");
+            failures.forEach(failed::addSuppressed);
+            throw failed;
+        }
+    }
+}
