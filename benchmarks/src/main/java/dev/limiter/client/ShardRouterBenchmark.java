@@ -64,7 +64,7 @@ public class ShardRouterBenchmark
         final PolicySet policies = set.build();
         final PolicyCache cache = new PolicyCache(Duration.ofDays(1), System::nanoTime);
         cache.received(7, policies.toByteArray());
-        router = new ShardRouter(cache);
+        router = new ShardRouter(cache, lane -> false); // no circuit open, as in steady state
         final Map<String, Integer> ordinals = new LinkedHashMap<>();
         ordinals.put("baseline", 0);
         policies.getPoliciesList().forEach(p -> ordinals.put(p.getId(), ordinals.size()));

@@ -121,6 +121,12 @@ final class Circuit implements PendingCall.Fallback
         return local.decide(descriptor, cost, "circuit open after consecutive failures");
     }
 
+    /** Whether {@code lane} is open (half-open included): its calls are decided locally, bar its probe. */
+    boolean laneOpen(final int lane)
+    {
+        return lanes[lane].openUntilNanos != 0;
+    }
+
     /** Lanes open now: 0 while every call tries a node. */
     int openLanes()
     {

@@ -144,7 +144,7 @@ public final class LimiterClient implements AutoCloseable
     {
         final SslContext tls = builder.tlsContext(); // first: bad TLS files fail before any thread starts
         this.policies = new PolicyCache(builder.policyTtl, System::nanoTime);
-        this.router = new ShardRouter(builder.followPolicies ? policies : null);
+        this.router = new ShardRouter(builder.followPolicies ? policies : null, this::laneOpen);
         policies.onChange(snapshot -> router.policiesChanged());
         this.local = builder.followPolicies && builder.localFallback ?
             new LocalFallback(policies, System::nanoTime, builder.circuitProbe.toNanos(), builder.outageListener, this::fleetInstances) : null;
@@ -321,6 +321,13 @@ public final class LimiterClient implements AutoCloseable
     public boolean routesByShard()
     {
         return router.routes();
+    }
+
+    /** Whether circuit lane {@code lane} is open (false while the client is being built: the circuit comes after the router). */
+    private boolean laneOpen(final int lane)
+    {
+        final Circuit made = circuit;
+        return made != null && made.laneOpen(lane);
     }
 
     /** Calls refused locally because the cluster had refused the same descriptor until a time not yet reached. */

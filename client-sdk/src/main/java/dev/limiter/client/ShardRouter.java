@@ -10,13 +10,14 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.util.concurrent.ThreadLocalRandom;
+import java.util.function.IntPredicate;
 
 /**
  * Which shard a call's bucket lives on, as the node will place it: the request is matched against
  * the policy set in force (compiled with the node's ordinals from its shard map) and its bucket
  * key is placed by the node's rule: a tenant- or principal-scoped bucket on its tenant's shard, a
  * GLOBAL one and a CLIENT_IP one by the hash of their key, a GLOBAL one split across shards on any
- * shard (a random one per call). Without a map naming several groups
+ * shard (a random one per call, among the shards whose group's circuit is closed). Without a map naming several groups
  * nothing is routed; without the ordinals of the set this client holds (an older node, or a set
  * that changed since the map) tenant-scoped calls are still routed by tenant. Thread-safe: the
  * matcher's scratch ({@link PolicyMatcher}) and the key's are per thread, and nothing is
@@ -35,12 +36,15 @@ final class ShardRouter
     private static final ThreadLocal<byte[]> KEY = ThreadLocal.withInitial(() -> new byte[ShardMap.KEY_PREFIX_LENGTH + IpAddresses.LENGTH]);
 
     private final PolicyCache policies;
+    /** Whether a circuit lane ({@link #laneOf}) is open: a call any shard may decide avoids those. */
+    private final IntPredicate laneOpen;
     private volatile ShardMap map;
     private volatile Routing routing;
 
-    ShardRouter(final PolicyCache policies)
+    ShardRouter(final PolicyCache policies, final IntPredicate laneOpen)
     {
         this.policies = policies;
+        this.laneOpen = laneOpen;
     }
 
     /** A node's shard map; routing follows it while it names several groups. */
@@ -138,7 +142,41 @@ final class ShardRouter
         return current == null || shard < 0 || shard >= current.map().shards() ? 0 : 1 + current.map().groupOf(shard);
     }
 
-    private static int shardOf(final Routing current, final Descriptor descriptor)
+    /**
+     * A random shard for a call any shard's share may decide, among those whose group's circuit is
+     * closed: while one group's leader is gone, its calls of this kind go to the other groups' shares
+     * (decided by a node, against a share of the budget) rather than to local decisions. Any shard
+     * when every circuit is open.
+     */
+    private int anyShard(final ShardMap map, final int shards)
+    {
+        final ThreadLocalRandom random = ThreadLocalRandom.current();
+        final int first = random.nextInt(shards);
+        if (!laneOpen.test(1 + map.groupOf(first)))
+        {
+            return first; // nearly always: no circuit open
+        }
+        int closed = 0;
+        for (int shard = 0; shard < shards; shard++)
+        {
+            closed += laneOpen.test(1 + map.groupOf(shard)) ? 0 : 1;
+        }
+        if (closed == 0)
+        {
+            return first;
+        }
+        int pick = random.nextInt(closed);
+        for (int shard = 0; shard < shards; shard++)
+        {
+            if (!laneOpen.test(1 + map.groupOf(shard)) && pick-- == 0)
+            {
+                return shard;
+            }
+        }
+        return first;
+    }
+
+    private int shardOf(final Routing current, final Descriptor descriptor)
     {
         final int shards = current.map().shards();
         final long tenantHash = descriptor.tenantHash();
@@ -160,7 +198,7 @@ final class ShardRouter
                 {
                     // Held as a share on every shard: any leader decides it; spread evenly, each node's
                     // share of the calls is the share of the shards it leads.
-                    return ThreadLocalRandom.current().nextInt(shards);
+                    return anyShard(current.map(), shards);
                 }
                 return ShardMap.keyShard(key, ShardMap.KEY_PREFIX_LENGTH, policy.ordinal(), policy.version(), shards);
             case CLIENT_IP:

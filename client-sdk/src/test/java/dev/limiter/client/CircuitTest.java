@@ -170,6 +170,52 @@ class CircuitTest
         }
     }
 
+    @Test
+    void callsAnyShardMayDecideGoToTheGroupsWhoseCircuitIsClosedWhileAnotherGroupsLeaderIsSilent() throws Exception
+    {
+        // A GLOBAL budget split across the shards: any shard's leader decides a call from its share.
+        final byte[] splitSet = PolicySet.newBuilder().setVersion(1)
+            .setDefaultPolicy(Policy.newBuilder().setId("baseline").setRate(100).setBurst(100).setOwner("infra"))
+            .addPolicies(Policy.newBuilder().setId("search").setOwner("infra").setRate(1000).setBurst(1000)
+                .setScope(dev.limiter.protocol.policy.Scope.GLOBAL).setSplitAcrossShards(true)
+                .setSelector(dev.limiter.protocol.policy.Selector.newBuilder().setRoute("/search")))
+            .build().toByteArray();
+        final java.util.concurrent.atomic.AtomicBoolean groupOneAnswers = new java.util.concurrent.atomic.AtomicBoolean();
+        final java.util.concurrent.atomic.AtomicInteger decidedByGroupZero = new java.util.concurrent.atomic.AtomicInteger();
+        final String[] leaders = new String[2];
+        // The map carries the nodes' ordinals of the set in force: version 7, as ScriptedNode.policies sends it.
+        final java.util.function.Supplier<ShardMap> map = () -> new ShardMap(new int[] {0, 1}, leaders, 7, java.util.Map.of("baseline", 0, "search", 1));
+        try (ScriptedNode zero = new ScriptedNode(request -> groupAnswer(request, splitSet, map, true, decidedByGroupZero));
+             ScriptedNode one = new ScriptedNode(request -> groupAnswer(request, splitSet, map, groupOneAnswers.get(), null)))
+        {
+            leaders[0] = zero.endpoint();
+            leaders[1] = one.endpoint();
+            try (LimiterClient client = LimiterClient.builder().endpoints(zero.endpoint(), one.endpoint()).connections(1)
+                .deadline(Duration.ofMillis(300)).circuit(2, Duration.ofSeconds(5)).recoveryRamp(Duration.ZERO).build())
+            {
+                final long until = System.currentTimeMillis() + 5000;
+                while ((client.policies().version() == 0 || !client.routesByShard()) && System.currentTimeMillis() < until)
+                {
+                    Thread.sleep(10);
+                }
+                assertTrue(client.routesByShard(), "the client follows the nodes' shard map");
+                for (int i = 0; i < 2; i++)
+                {
+                    assertTrue(client.acquireBlocking(Descriptor.of(tenantOnShard(1), "/x"), 1).degraded(), "group 1's leader is silent");
+                }
+                assertEquals(1, client.openCircuits(), "group 1's circuit is open");
+
+                // Half of these would have drawn shard 1, whose group's calls are now decided locally.
+                for (int i = 0; i < 40; i++)
+                {
+                    final Decision d = client.acquireBlocking(Descriptor.of("tenant-" + i, "/search"), 1);
+                    assertFalse(d.degraded(), "decided from group 0's share: " + d);
+                }
+                assertEquals(40, decidedByGroupZero.get());
+            }
+        }
+    }
+
     /** A tenant whose buckets a two-shard map puts on {@code shard}. */
     private static String tenantOnShard(final int shard)
     {
@@ -187,16 +233,22 @@ class CircuitTest
     private ByteBuf groupAnswer(final ScriptedNode.Request request, final String[] leaders, final boolean answers,
         final java.util.concurrent.atomic.AtomicInteger decided)
     {
+        return groupAnswer(request, set, () -> new ShardMap(new int[] {0, 1}, leaders), answers, decided);
+    }
+
+    private static ByteBuf groupAnswer(final ScriptedNode.Request request, final byte[] policySet,
+        final java.util.function.Supplier<ShardMap> shardMap, final boolean answers, final java.util.concurrent.atomic.AtomicInteger decided)
+    {
         switch (request.type())
         {
             case MessageType.POLICIES:
-                return ScriptedNode.policies(set);
+                return ScriptedNode.policies(policySet);
             case MessageType.PING:
                 return ScriptedNode.pong(request);
             case MessageType.SHARD_MAP:
                 final ByteBuf map = Unpooled.buffer();
                 final int start = Frame.begin(map, MessageType.SHARD_MAP_RESULT, 0);
-                new ShardMap(new int[] {0, 1}, leaders).encode(map);
+                shardMap.get().encode(map);
                 Frame.finish(map, start);
                 return map;
             case MessageType.ACQUIRE:
