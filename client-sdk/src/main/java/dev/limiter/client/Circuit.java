@@ -7,6 +7,7 @@ import java.util.Map;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.BooleanSupplier;
 
@@ -24,8 +25,12 @@ import java.util.function.BooleanSupplier;
  * pause, a late I/O thread) are decided locally but never count against the store.
  *
  * <p>An outage, as this client reports it, lasts from the first lane that opens until every lane
- * is closed again: its window is reported then, the emergency budgets start afresh, and the
- * degraded time counts the whole of it.
+ * is closed again: its window (from the first unanswered call of the lane that opened first) is
+ * reported then, the emergency budgets start afresh, and the degraded time counts the whole of it.
+ * A lane whose calls stopped coming (the shard map moved them to other lanes, or calls any shard
+ * may decide avoid it) is closed once it has been half-open for {@value #ABANDONED_PROBES} probe
+ * intervals without a probe while other lanes' calls are answered: nothing says its group is still
+ * out, and it must not hold the outage open for ever.
  *
  * <p>It is the {@link PendingCall.Fallback} of every call, so it sees each call's outcome.
  */
@@ -33,17 +38,22 @@ final class Circuit implements PendingCall.Fallback
 {
     /** Lanes: one per Raft group a shard map can name, plus lane 0 for calls that are not routed. */
     static final int LANES = ShardMap.MAX_SHARDS + 1;
+    /** Probe intervals a lane may stay half-open with no probe before an answer elsewhere closes it. */
+    static final int ABANDONED_PROBES = 4;
 
-    /** One lane's state; all of it changes only on failures, answers after failures and probes. */
+    /** One lane's state. */
     private static final class Lane
     {
         final AtomicInteger consecutiveFailures = new AtomicInteger();
-        /** 0 while closed; else until when calls are decided locally without trying a node. */
+        /** 0 while closed; else until when calls are decided locally without trying a node (written under the Circuit's lock). */
         volatile long openUntilNanos;
         /** Past that time it is half-open: one call at a time (this flag) tries the cluster. */
         final AtomicBoolean probing = new AtomicBoolean();
-        /** 0, or until when the lane's calls pass the recovery ramp first. */
-        volatile long rampUntilNanos;
+        /** 0, or until when the lane's calls pass the recovery ramp first (cleared once past, if not renewed meanwhile). */
+        final AtomicLong rampUntilNanos = new AtomicLong();
+        /** When the lane's current run of failures began (wall clock, ms), and the local decision counts then. */
+        volatile long firstFailureMillis;
+        volatile Map<String, Long> countsAtFirstFailure = Map.of();
     }
 
     /** Null when local decisions are off: then nothing is decided here and failures pass through. */
@@ -59,11 +69,13 @@ final class Circuit implements PendingCall.Fallback
     private final Lane[] lanes = new Lane[LANES];
     /** Lanes open now (changed under this object's lock, with the outage's start and end). */
     private volatile int openLanes;
-    /** When the current outage (as this client saw it) began; 0 when none. */
+    // The current outage, under this object's lock: when it began (0: none) and its window's start.
     private long degradedSinceNanos;
-    private volatile long windowStartMillis;
-    private volatile Map<String, Long> windowStartCounts = Map.of();
-    private final LongAdder degradedNanos = new LongAdder();
+    private long windowStartMillis;
+    private Map<String, Long> windowStartCounts = Map.of();
+    private long degradedNanos;
+    /** When open lanes were last looked at for abandoned ones (at most once per probe interval). */
+    private volatile long abandonedCheckNanos;
     private final LongAdder pausedTimeouts = new LongAdder();
 
     Circuit(final LocalFallback local, final LocalRejections rejections, final OutageReports reports, final BooleanSupplier clientClosed,
@@ -85,8 +97,8 @@ final class Circuit implements PendingCall.Fallback
     /** During {@code lane}'s recovery ramp after an outage: the ramp's decision for this call, or null to go on. */
     Decision ramped(final int lane, final Descriptor descriptor, final int cost)
     {
-        final Lane state = lanes[lane];
-        final long until = state.rampUntilNanos;
+        final AtomicLong rampUntil = lanes[lane].rampUntilNanos;
+        final long until = rampUntil.get();
         if (local == null || until == 0)
         {
             return null;
@@ -95,7 +107,7 @@ final class Circuit implements PendingCall.Fallback
         {
             return local.ramp(descriptor, cost);
         }
-        state.rampUntilNanos = 0;
+        rampUntil.compareAndSet(until, 0); // over: later calls look no further (unless a new ramp began meanwhile)
         return null;
     }
 
@@ -115,16 +127,22 @@ final class Circuit implements PendingCall.Fallback
         return System.nanoTime() - openUntil >= 0 && lanes[lane].probing.compareAndSet(false, true);
     }
 
+    /**
+     * Whether a call that any lane may take should keep away from {@code lane}: it is open and its
+     * calls are decided locally now (not half-open with its probe free, when such a call may be
+     * the probe that closes it).
+     */
+    boolean avoid(final int lane)
+    {
+        final Lane state = lanes[lane];
+        final long until = state.openUntilNanos;
+        return until != 0 && local != null && (System.nanoTime() - until < 0 || state.probing.get());
+    }
+
     /** The local decision of a call the open circuit keeps from the cluster (null: no policy set held). */
     Decision decideOpen(final Descriptor descriptor, final int cost)
     {
         return local.decide(descriptor, cost, "circuit open after consecutive failures");
-    }
-
-    /** Whether {@code lane} is open (half-open included): its calls are decided locally, bar its probe. */
-    boolean laneOpen(final int lane)
-    {
-        return lanes[lane].openUntilNanos != 0;
     }
 
     /** Lanes open now: 0 while every call tries a node. */
@@ -134,14 +152,9 @@ final class Circuit implements PendingCall.Fallback
     }
 
     /** Time with at least one lane open, the current outage included. */
-    Duration degradedTime()
+    synchronized Duration degradedTime()
     {
-        final long since;
-        synchronized (this)
-        {
-            since = degradedSinceNanos;
-        }
-        return Duration.ofNanos(degradedNanos.sum() + (since == 0 ? 0 : System.nanoTime() - since));
+        return Duration.ofNanos(degradedNanos + (degradedSinceNanos == 0 ? 0 : System.nanoTime() - degradedSinceNanos));
     }
 
     long pausedTimeouts()
@@ -165,11 +178,11 @@ final class Circuit implements PendingCall.Fallback
         }
         final Lane lane = lanes[call.lane];
         final int failures = lane.consecutiveFailures.incrementAndGet();
-        if (failures == 1 && openLanes == 0)
+        if (failures == 1)
         {
-            // A possible outage begins: its window counts from this call's local decision on.
-            windowStartMillis = System.currentTimeMillis();
-            windowStartCounts = local.counts();
+            // A possible outage begins: its window would count from this call's local decision on.
+            lane.firstFailureMillis = System.currentTimeMillis();
+            lane.countsAtFirstFailure = local.counts();
         }
         if (failures >= threshold)
         {
@@ -188,6 +201,8 @@ final class Circuit implements PendingCall.Fallback
             if (openLanes == 0)
             {
                 degradedSinceNanos = now;
+                windowStartMillis = lane.firstFailureMillis;
+                windowStartCounts = lane.countsAtFirstFailure;
             }
             openLanes++;
         }
@@ -205,14 +220,41 @@ final class Circuit implements PendingCall.Fallback
         if (lane.consecutiveFailures.get() != 0)
         {
             lane.consecutiveFailures.set(0);
+        }
+        if (openLanes != 0) // nearly always 0: one volatile read per answer
+        {
             if (lane.openUntilNanos != 0)
+            {
+                close(lane);
+            }
+            closeAbandoned();
+        }
+    }
+
+    /**
+     * A node answered while lanes are open: a lane half-open for {@link #ABANDONED_PROBES} probe
+     * intervals with no probe taken gets no calls any more (routing moved them), so it is closed.
+     */
+    private void closeAbandoned()
+    {
+        final long now = System.nanoTime();
+        final long checked = abandonedCheckNanos;
+        if (now - checked < probeNanos)
+        {
+            return;
+        }
+        abandonedCheckNanos = now;
+        for (final Lane lane : lanes)
+        {
+            final long until = lane.openUntilNanos;
+            if (until != 0 && now - until > ABANDONED_PROBES * probeNanos && !lane.probing.get())
             {
                 close(lane);
             }
         }
     }
 
-    /** A node answered a call of the open {@code lane}: it closes, and the outage ends with the last open lane. */
+    /** A node answered a call of the open {@code lane} (or it was abandoned): it closes, and the outage ends with the last open lane. */
     private void close(final Lane lane)
     {
         final long windowStart;
@@ -227,36 +269,22 @@ final class Circuit implements PendingCall.Fallback
             final long now = System.nanoTime();
             if (rampNanos > 0)
             {
-                if (!anyLaneRamping(now))
-                {
-                    local.startRamp(); // ramp buckets start empty; those of a lane still ramping are left as they are
-                }
-                lane.rampUntilNanos = now + rampNanos;
+                // The ramp's buckets start empty, those of lanes still ramping too (the ramp holds them
+                // back a little longer): buckets left from an earlier ramp could have refilled to a burst.
+                local.startRamp();
+                lane.rampUntilNanos.set(now + rampNanos);
             }
             if (--openLanes != 0)
             {
                 return; // other groups are still out: the outage goes on
             }
             local.recovered();
-            degradedNanos.add(now - degradedSinceNanos);
+            degradedNanos += now - degradedSinceNanos;
             degradedSinceNanos = 0;
             windowStart = windowStartMillis;
             countsAtStart = windowStartCounts;
         }
         reports.report(windowStart, System.currentTimeMillis(), countsAtStart, local.counts());
-    }
-
-    private boolean anyLaneRamping(final long now)
-    {
-        for (final Lane lane : lanes)
-        {
-            final long until = lane.rampUntilNanos;
-            if (until != 0 && now - until < 0)
-            {
-                return true;
-            }
-        }
-        return false;
     }
 
     @Override

@@ -144,7 +144,7 @@ public final class LimiterClient implements AutoCloseable
     {
         final SslContext tls = builder.tlsContext(); // first: bad TLS files fail before any thread starts
         this.policies = new PolicyCache(builder.policyTtl, System::nanoTime);
-        this.router = new ShardRouter(builder.followPolicies ? policies : null, this::laneOpen);
+        this.router = new ShardRouter(builder.followPolicies ? policies : null, this::avoidLane);
         policies.onChange(snapshot -> router.policiesChanged());
         this.local = builder.followPolicies && builder.localFallback ?
             new LocalFallback(policies, System::nanoTime, builder.circuitProbe.toNanos(), builder.outageListener, this::fleetInstances) : null;
@@ -323,11 +323,11 @@ public final class LimiterClient implements AutoCloseable
         return router.routes();
     }
 
-    /** Whether circuit lane {@code lane} is open (false while the client is being built: the circuit comes after the router). */
-    private boolean laneOpen(final int lane)
+    /** {@link Circuit#avoid} (false while the client is being built: the circuit comes after the router). */
+    private boolean avoidLane(final int lane)
     {
         final Circuit made = circuit;
-        return made != null && made.laneOpen(lane);
+        return made != null && made.avoid(lane);
     }
 
     /** Calls refused locally because the cluster had refused the same descriptor until a time not yet reached. */
@@ -568,7 +568,9 @@ public final class LimiterClient implements AutoCloseable
         {
             return leased;
         }
-        final int ask = circuit.openUntilNanos(router.laneOf(router.shardFor(descriptor))) == 0 ? leases.toAsk(descriptor, cost) : cost;
+        // No circuit open (nearly always): no need to find the call's lane, which acquire does anyway.
+        final int ask = circuit.openLanes() == 0 || circuit.openUntilNanos(router.laneOf(router.shardFor(descriptor))) == 0 ?
+            leases.toAsk(descriptor, cost) : cost;
         if (ask > cost)
         {
             final long askedAt = System.nanoTime();

@@ -8,9 +8,9 @@ import io.micrometer.core.instrument.MeterRegistry;
  * The SDK's meters, for hosts that run Micrometer (an optional dependency of the SDK: only this
  * class needs it). {@code LimiterMetrics.bind(client, registry)} registers:
  * <ul>
- *   <li>{@code limiter.sdk.circuit.open}: circuits open, one per Raft group (or none when calls
- *   are not routed) from the failures that open it until a node answers again (that group's calls
- *   are decided locally, bar one probe at a time); 0 while every call tries a node;</li>
+ *   <li>{@code limiter.sdk.circuit.open}: circuits open: one per Raft group whose calls are decided
+ *   locally (bar one probe at a time), from the failures that open it until a node answers again,
+ *   and one for calls not routed to a group (one group, no shard map); 0 while every call tries a node;</li>
  *   <li>{@code limiter.sdk.local.decisions{policy,mode,outcome}}: local decisions by the policy
  *       (the route's) and its failure mode (OPEN, CLOSED), allowed or denied;</li>
  *   <li>{@code limiter.sdk.fast.rejections}: refusals repeated locally until a Retry-After;</li>

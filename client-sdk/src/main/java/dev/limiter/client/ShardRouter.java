@@ -36,15 +36,15 @@ final class ShardRouter
     private static final ThreadLocal<byte[]> KEY = ThreadLocal.withInitial(() -> new byte[ShardMap.KEY_PREFIX_LENGTH + IpAddresses.LENGTH]);
 
     private final PolicyCache policies;
-    /** Whether a circuit lane ({@link #laneOf}) is open: a call any shard may decide avoids those. */
-    private final IntPredicate laneOpen;
+    /** Whether a call any shard may decide keeps away from a circuit lane ({@link #laneOf}): open, its calls decided locally. */
+    private final IntPredicate avoidLane;
     private volatile ShardMap map;
     private volatile Routing routing;
 
-    ShardRouter(final PolicyCache policies, final IntPredicate laneOpen)
+    ShardRouter(final PolicyCache policies, final IntPredicate avoidLane)
     {
         this.policies = policies;
-        this.laneOpen = laneOpen;
+        this.avoidLane = avoidLane;
     }
 
     /** A node's shard map; routing follows it while it names several groups. */
@@ -143,23 +143,24 @@ final class ShardRouter
     }
 
     /**
-     * A random shard for a call any shard's share may decide, among those whose group's circuit is
-     * closed: while one group's leader is gone, its calls of this kind go to the other groups' shares
-     * (decided by a node, against a share of the budget) rather than to local decisions. Any shard
-     * when every circuit is open.
+     * A random shard for a call any shard's share may decide, among those whose group's circuit does
+     * not keep calls from the cluster (closed, or half-open with its probe free, so such a call may
+     * be the probe that closes it): while one group's leader is gone, its calls of this kind go to
+     * the other groups' shares (decided by a node, against a share of the budget) rather than to
+     * local decisions. Any shard when every circuit is open.
      */
     private int anyShard(final ShardMap map, final int shards)
     {
         final ThreadLocalRandom random = ThreadLocalRandom.current();
         final int first = random.nextInt(shards);
-        if (!laneOpen.test(1 + map.groupOf(first)))
+        if (!avoidLane.test(1 + map.groupOf(first)))
         {
             return first; // nearly always: no circuit open
         }
         int closed = 0;
         for (int shard = 0; shard < shards; shard++)
         {
-            closed += laneOpen.test(1 + map.groupOf(shard)) ? 0 : 1;
+            closed += avoidLane.test(1 + map.groupOf(shard)) ? 0 : 1;
         }
         if (closed == 0)
         {
@@ -168,7 +169,7 @@ final class ShardRouter
         int pick = random.nextInt(closed);
         for (int shard = 0; shard < shards; shard++)
         {
-            if (!laneOpen.test(1 + map.groupOf(shard)) && pick-- == 0)
+            if (!avoidLane.test(1 + map.groupOf(shard)) && pick-- == 0)
             {
                 return shard;
             }

@@ -117,104 +117,136 @@ class CircuitTest
     {
         // Two Raft groups, one shard each: group 0 led by a node that answers, group 1 by one that
         // has gone silent (as a leader killed before its followers elect another).
-        final java.util.concurrent.atomic.AtomicBoolean groupOneAnswers = new java.util.concurrent.atomic.AtomicBoolean();
-        final java.util.concurrent.atomic.AtomicInteger decidedByGroupZero = new java.util.concurrent.atomic.AtomicInteger();
-        final String[] leaders = new String[2];
-        try (ScriptedNode zero = new ScriptedNode(request -> groupAnswer(request, leaders, true, decidedByGroupZero));
-             ScriptedNode one = new ScriptedNode(request -> groupAnswer(request, leaders, groupOneAnswers.get(), null)))
+        try (TwoGroups cluster = new TwoGroups(BASELINE, TwoGroups.ONE_SHARD_EACH, Duration.ofSeconds(1)))
         {
-            leaders[0] = zero.endpoint();
-            leaders[1] = one.endpoint();
-            try (LimiterClient client = LimiterClient.builder().endpoints(zero.endpoint(), one.endpoint()).connections(1)
-                .deadline(Duration.ofMillis(300)).circuit(2, Duration.ofMillis(100)).recoveryRamp(Duration.ZERO).build())
+            final LimiterClient client = cluster.client;
+            cluster.groupOneOut();
+            assertTrue(client.circuitOpen());
+            assertEquals(1, client.openCircuits(), "only group 1's circuit is open");
+            for (int i = 0; i < 20; i++)
             {
-                final long until = System.currentTimeMillis() + 5000;
-                while ((client.policies().version() == 0 || !client.routesByShard()) && System.currentTimeMillis() < until)
-                {
-                    Thread.sleep(10);
-                }
-                assertTrue(client.routesByShard(), "the client follows the nodes' shard map");
-                final Descriptor onZero = Descriptor.of(tenantOnShard(0), "/x");
-                final Descriptor onOne = Descriptor.of(tenantOnShard(1), "/x");
-
-                for (int i = 0; i < 2; i++)
-                {
-                    assertTrue(client.acquireBlocking(onOne, 1).degraded(), "group 1's leader is silent: decided locally");
-                }
-                assertTrue(client.circuitOpen());
-                assertEquals(1, client.openCircuits(), "only group 1's circuit is open");
-                final long openedAt = System.nanoTime();
-                for (int i = 0; i < 20; i++)
-                {
-                    final Decision d = client.acquireBlocking(onZero, 1);
-                    assertFalse(d.degraded(), "group 0's leader still decides its calls: " + d);
-                }
-                assertEquals(20, decidedByGroupZero.get());
-                if (System.nanoTime() - openedAt < TimeUnit.MILLISECONDS.toNanos(100))
-                {
-                    // Still within the probe interval: group 1's calls are decided here at once.
-                    final long before = System.nanoTime();
-                    assertTrue(client.acquireBlocking(onOne, 1).degraded());
-                    assertTrue(System.nanoTime() - before < TimeUnit.MILLISECONDS.toNanos(300), "without waiting for a deadline");
-                }
-
-                groupOneAnswers.set(true);
-                assertFalse(untilTheNodeDecides(client, onOne).degraded(), "group 1's leader answers again");
-                assertFalse(client.circuitOpen());
-                assertEquals(0, client.openCircuits());
-                final Duration degraded = client.degradedTime();
-                assertTrue(degraded.toNanos() > 0, "the outage counts while group 1's circuit was open");
-                Thread.sleep(50);
-                assertEquals(degraded, client.degradedTime(), "and stops counting once every circuit is closed");
+                final Decision d = client.acquireBlocking(ON_SHARD_ZERO, 1);
+                assertFalse(d.degraded(), "group 0's leader still decides its calls: " + d);
             }
+            assertEquals(20, cluster.decidedByZero.get());
+            // Within the probe interval (1 s): group 1's calls are decided here at once.
+            final long before = System.nanoTime();
+            assertTrue(client.acquireBlocking(ON_SHARD_ONE, 1).degraded());
+            assertTrue(System.nanoTime() - before < TimeUnit.MILLISECONDS.toNanos(300), "without waiting for a deadline");
+
+            cluster.oneAnswers.set(true);
+            assertFalse(untilTheNodeDecides(client, ON_SHARD_ONE).degraded(), "group 1's leader answers again");
+            assertFalse(client.circuitOpen());
+            assertEquals(0, client.openCircuits());
+            final Duration degraded = client.degradedTime();
+            assertTrue(degraded.toNanos() > 0, "the outage counts while group 1's circuit was open");
+            Thread.sleep(50);
+            assertEquals(degraded, client.degradedTime(), "and stops counting once every circuit is closed");
         }
     }
 
     @Test
     void callsAnyShardMayDecideGoToTheGroupsWhoseCircuitIsClosedWhileAnotherGroupsLeaderIsSilent() throws Exception
     {
-        // A GLOBAL budget split across the shards: any shard's leader decides a call from its share.
-        final byte[] splitSet = PolicySet.newBuilder().setVersion(1)
-            .setDefaultPolicy(Policy.newBuilder().setId("baseline").setRate(100).setBurst(100).setOwner("infra"))
-            .addPolicies(Policy.newBuilder().setId("search").setOwner("infra").setRate(1000).setBurst(1000)
-                .setScope(dev.limiter.protocol.policy.Scope.GLOBAL).setSplitAcrossShards(true)
-                .setSelector(dev.limiter.protocol.policy.Selector.newBuilder().setRoute("/search")))
-            .build().toByteArray();
-        final java.util.concurrent.atomic.AtomicBoolean groupOneAnswers = new java.util.concurrent.atomic.AtomicBoolean();
-        final java.util.concurrent.atomic.AtomicInteger decidedByGroupZero = new java.util.concurrent.atomic.AtomicInteger();
-        final String[] leaders = new String[2];
-        // The map carries the nodes' ordinals of the set in force: version 7, as ScriptedNode.policies sends it.
-        final java.util.function.Supplier<ShardMap> map = () -> new ShardMap(new int[] {0, 1}, leaders, 7, java.util.Map.of("baseline", 0, "search", 1));
-        try (ScriptedNode zero = new ScriptedNode(request -> groupAnswer(request, splitSet, map, true, decidedByGroupZero));
-             ScriptedNode one = new ScriptedNode(request -> groupAnswer(request, splitSet, map, groupOneAnswers.get(), null)))
+        try (TwoGroups cluster = new TwoGroups(SPLIT_SET, TwoGroups.ONE_SHARD_EACH_WITH_ORDINALS, Duration.ofSeconds(5)))
         {
-            leaders[0] = zero.endpoint();
-            leaders[1] = one.endpoint();
-            try (LimiterClient client = LimiterClient.builder().endpoints(zero.endpoint(), one.endpoint()).connections(1)
-                .deadline(Duration.ofMillis(300)).circuit(2, Duration.ofSeconds(5)).recoveryRamp(Duration.ZERO).build())
+            cluster.groupOneOut();
+            assertEquals(1, cluster.client.openCircuits(), "group 1's circuit is open");
+            // Half of these would have drawn shard 1, whose group's calls are now decided locally.
+            for (int i = 0; i < 40; i++)
             {
-                final long until = System.currentTimeMillis() + 5000;
-                while ((client.policies().version() == 0 || !client.routesByShard()) && System.currentTimeMillis() < until)
-                {
-                    Thread.sleep(10);
-                }
-                assertTrue(client.routesByShard(), "the client follows the nodes' shard map");
-                for (int i = 0; i < 2; i++)
-                {
-                    assertTrue(client.acquireBlocking(Descriptor.of(tenantOnShard(1), "/x"), 1).degraded(), "group 1's leader is silent");
-                }
-                assertEquals(1, client.openCircuits(), "group 1's circuit is open");
-
-                // Half of these would have drawn shard 1, whose group's calls are now decided locally.
-                for (int i = 0; i < 40; i++)
-                {
-                    final Decision d = client.acquireBlocking(Descriptor.of("tenant-" + i, "/search"), 1);
-                    assertFalse(d.degraded(), "decided from group 0's share: " + d);
-                }
-                assertEquals(40, decidedByGroupZero.get());
+                final Decision d = cluster.client.acquireBlocking(Descriptor.of("tenant-" + i, "/search"), 1);
+                assertFalse(d.degraded(), "decided from group 0's share: " + d);
             }
+            assertEquals(40, cluster.decidedByZero.get());
         }
     }
+
+    @Test
+    void callsAnyShardMayDecideAlsoProbeAGroupWhoseLeaderIsBackAndCloseItsCircuit() throws Exception
+    {
+        try (TwoGroups cluster = new TwoGroups(SPLIT_SET, TwoGroups.ONE_SHARD_EACH_WITH_ORDINALS, Duration.ofMillis(100)))
+        {
+            cluster.groupOneOut();
+            cluster.oneAnswers.set(true);
+            // Only calls any shard may decide from now on: once group 1's circuit is half-open, one of
+            // them is its probe, and the answer closes it.
+            awaitWhileCalling(cluster.client, Descriptor.of("tenant-1", "/search"), () -> cluster.client.openCircuits() == 0);
+            assertEquals(0, cluster.client.openCircuits(), "group 1's circuit closed by a call that any shard may decide");
+        }
+    }
+
+    @Test
+    void aGroupWhoseCallsTheShardMapMovedElsewhereNoLongerHoldsTheOutageOpen() throws Exception
+    {
+        // Group 1 stays silent; then the map gives its shard to group 0, so none of this client's calls is group 1's.
+        final java.util.concurrent.atomic.AtomicBoolean moved = new java.util.concurrent.atomic.AtomicBoolean();
+        try (TwoGroups cluster = new TwoGroups(BASELINE, leaders -> new ShardMap(moved.get() ? new int[] {0, 0} : new int[] {0, 1}, leaders),
+            Duration.ofMillis(100)))
+        {
+            final LimiterClient client = cluster.client;
+            cluster.groupOneOut();
+            assertTrue(client.circuitOpen());
+            moved.set(true); // the client asks for the map again within a second
+            awaitWhileCalling(client, ON_SHARD_ONE, () -> !client.circuitOpen());
+            assertFalse(client.circuitOpen(), "group 1's circuit, which no call reaches any more, was closed");
+            assertFalse(client.acquireBlocking(ON_SHARD_ONE, 1).degraded(), "shard 1's calls are decided by group 0's leader");
+            final Duration degraded = client.degradedTime();
+            Thread.sleep(50);
+            assertEquals(degraded, client.degradedTime(), "the outage is over");
+        }
+    }
+
+    @Test
+    void twoGroupsOutAtOnceMakeOneOutageThatEndsWhenTheLastOfThemAnswersAgain() throws Exception
+    {
+        try (TwoGroups cluster = new TwoGroups(BASELINE, TwoGroups.ONE_SHARD_EACH, Duration.ofMillis(100)))
+        {
+            final LimiterClient client = cluster.client;
+            cluster.zeroAnswers.set(false);
+            for (int i = 0; i < 2; i++)
+            {
+                assertTrue(client.acquireBlocking(ON_SHARD_ZERO, 1).degraded());
+                assertTrue(client.acquireBlocking(ON_SHARD_ONE, 1).degraded());
+            }
+            assertEquals(2, client.openCircuits());
+
+            cluster.zeroAnswers.set(true);
+            assertFalse(untilTheNodeDecides(client, ON_SHARD_ZERO).degraded(), "group 0's leader answers again");
+            assertEquals(1, client.openCircuits(), "group 1's circuit is still open");
+            final Duration during = client.degradedTime();
+            Thread.sleep(50);
+            assertTrue(client.degradedTime().compareTo(during) > 0, "the outage goes on while group 1 is out");
+            assertEquals(0, client.degradedWindowsReported(), "and is not reported yet");
+
+            cluster.oneAnswers.set(true);
+            assertFalse(untilTheNodeDecides(client, ON_SHARD_ONE).degraded(), "group 1's leader answers again");
+            assertEquals(0, client.openCircuits());
+            final long until = System.currentTimeMillis() + 3000;
+            while (client.degradedWindowsReported() < 1 && System.currentTimeMillis() < until)
+            {
+                Thread.sleep(10);
+            }
+            Thread.sleep(100);
+            assertEquals(1, client.degradedWindowsReported(), "one window for the one outage");
+            assertEquals(1, cluster.reportsTaken.get());
+        }
+    }
+
+    /** Calls {@code key} every 5 ms until {@code done} (for at most 5 s). */
+    private static void awaitWhileCalling(final LimiterClient client, final Descriptor key, final java.util.function.BooleanSupplier done)
+        throws InterruptedException
+    {
+        final long until = System.currentTimeMillis() + 5000;
+        while (!done.getAsBoolean() && System.currentTimeMillis() < until)
+        {
+            client.acquireBlocking(key, 1);
+            Thread.sleep(5);
+        }
+    }
+
+    private static final Descriptor ON_SHARD_ZERO = Descriptor.of(tenantOnShard(0), "/x");
+    private static final Descriptor ON_SHARD_ONE = Descriptor.of(tenantOnShard(1), "/x");
 
     /** A tenant whose buckets a two-shard map puts on {@code shard}. */
     private static String tenantOnShard(final int shard)
@@ -229,43 +261,116 @@ class CircuitTest
         }
     }
 
-    /** A node of a two-group cluster: policies and the shard map always; acquires when {@code answers}. */
-    private ByteBuf groupAnswer(final ScriptedNode.Request request, final String[] leaders, final boolean answers,
-        final java.util.concurrent.atomic.AtomicInteger decided)
+    /**
+     * Two scripted nodes, node {@code zero} leading group 0 and {@code one} group 1 of a two-shard
+     * map, and a client of both that holds their policy set and routes by their map; its circuits
+     * open after 2 calls no node answered within 300 ms, for the probe interval given.
+     */
+    private static final class TwoGroups implements AutoCloseable
     {
-        return groupAnswer(request, set, () -> new ShardMap(new int[] {0, 1}, leaders), answers, decided);
-    }
+        static final java.util.function.Function<String[], ShardMap> ONE_SHARD_EACH = leaders -> new ShardMap(new int[] {0, 1}, leaders);
+        /** With the nodes' ordinals of the set in force: version 7, as ScriptedNode.policies sends it. */
+        static final java.util.function.Function<String[], ShardMap> ONE_SHARD_EACH_WITH_ORDINALS = leaders ->
+            new ShardMap(new int[] {0, 1}, leaders, 7, java.util.Map.of("baseline", 0, "search", 1));
 
-    private static ByteBuf groupAnswer(final ScriptedNode.Request request, final byte[] policySet,
-        final java.util.function.Supplier<ShardMap> shardMap, final boolean answers, final java.util.concurrent.atomic.AtomicInteger decided)
-    {
-        switch (request.type())
+        final java.util.concurrent.atomic.AtomicBoolean zeroAnswers = new java.util.concurrent.atomic.AtomicBoolean(true);
+        final java.util.concurrent.atomic.AtomicBoolean oneAnswers = new java.util.concurrent.atomic.AtomicBoolean();
+        final java.util.concurrent.atomic.AtomicInteger decidedByZero = new java.util.concurrent.atomic.AtomicInteger();
+        /** Outage windows the nodes took (DEGRADED_REPORT, taken by a node that answers). */
+        final java.util.concurrent.atomic.AtomicInteger reportsTaken = new java.util.concurrent.atomic.AtomicInteger();
+        private final String[] leaders = new String[2];
+        private final byte[] policySet;
+        private final java.util.function.Function<String[], ShardMap> map;
+        private final ScriptedNode zero;
+        private final ScriptedNode one;
+        final LimiterClient client;
+
+        TwoGroups(final byte[] policySet, final java.util.function.Function<String[], ShardMap> map, final Duration probe) throws Exception
         {
-            case MessageType.POLICIES:
-                return ScriptedNode.policies(policySet);
-            case MessageType.PING:
-                return ScriptedNode.pong(request);
-            case MessageType.SHARD_MAP:
-                final ByteBuf map = Unpooled.buffer();
-                final int start = Frame.begin(map, MessageType.SHARD_MAP_RESULT, 0);
-                shardMap.get().encode(map);
-                Frame.finish(map, start);
-                return map;
-            case MessageType.ACQUIRE:
-            case MessageType.BATCH_ACQUIRE:
-                if (!answers)
-                {
+            this.policySet = policySet;
+            this.map = map;
+            zero = new ScriptedNode(request -> answer(request, zeroAnswers.get(), decidedByZero));
+            one = new ScriptedNode(request -> answer(request, oneAnswers.get(), null));
+            leaders[0] = zero.endpoint();
+            leaders[1] = one.endpoint();
+            client = LimiterClient.builder().endpoints(zero.endpoint(), one.endpoint()).connections(1)
+                .deadline(Duration.ofMillis(300)).circuit(2, probe).recoveryRamp(Duration.ZERO).build();
+            final long until = System.currentTimeMillis() + 5000;
+            while ((client.policies().version() == 0 || !client.routesByShard()) && System.currentTimeMillis() < until)
+            {
+                Thread.sleep(10);
+            }
+            assertTrue(client.routesByShard(), "the client follows the nodes' shard map");
+        }
+
+        /** Group 1's calls go unanswered until its circuit opens. */
+        void groupOneOut()
+        {
+            for (int i = 0; i < 2; i++)
+            {
+                assertTrue(client.acquireBlocking(ON_SHARD_ONE, 1).degraded(), "group 1's leader is silent: decided locally");
+            }
+        }
+
+        /** Policies, PING and the shard map always; acquires and outage reports when {@code answers}. */
+        private ByteBuf answer(final ScriptedNode.Request request, final boolean answers, final java.util.concurrent.atomic.AtomicInteger decided)
+        {
+            final ByteBuf out = Unpooled.buffer();
+            switch (request.type())
+            {
+                case MessageType.POLICIES:
+                    return ScriptedNode.policies(policySet);
+                case MessageType.PING:
+                    return ScriptedNode.pong(request);
+                case MessageType.SHARD_MAP:
+                    final int start = Frame.begin(out, MessageType.SHARD_MAP_RESULT, 0);
+                    map.apply(leaders).encode(out);
+                    Frame.finish(out, start);
+                    return out;
+                case MessageType.ACQUIRE:
+                case MessageType.BATCH_ACQUIRE:
+                    if (!answers)
+                    {
+                        return null;
+                    }
+                    if (decided != null)
+                    {
+                        decided.addAndGet(ScriptedNode.entries(request));
+                    }
+                    return ScriptedNode.allowAll(request);
+                case MessageType.DEGRADED_REPORT:
+                    if (!answers)
+                    {
+                        return null;
+                    }
+                    reportsTaken.incrementAndGet();
+                    Frame.finish(out, Frame.begin(out, MessageType.DEGRADED_REPORT_RESULT, request.correlationId()));
+                    return out;
+                default:
                     return null;
-                }
-                if (decided != null)
-                {
-                    decided.addAndGet(ScriptedNode.entries(request));
-                }
-                return ScriptedNode.allowAll(request);
-            default:
-                return null;
+            }
+        }
+
+        @Override
+        public void close() throws Exception
+        {
+            try (ScriptedNode z = zero; ScriptedNode o = one)
+            {
+                client.close();
+            }
         }
     }
+
+    private static final byte[] BASELINE = PolicySet.newBuilder().setVersion(1)
+        .setDefaultPolicy(Policy.newBuilder().setId("baseline").setRate(100).setBurst(100).setOwner("infra")).build().toByteArray();
+
+    /** baseline, and "search": a GLOBAL budget split across the shards (any shard's leader decides a call from its share). */
+    private static final byte[] SPLIT_SET = PolicySet.newBuilder().setVersion(1)
+        .setDefaultPolicy(Policy.newBuilder().setId("baseline").setRate(100).setBurst(100).setOwner("infra"))
+        .addPolicies(Policy.newBuilder().setId("search").setOwner("infra").setRate(1000).setBurst(1000)
+            .setScope(dev.limiter.protocol.policy.Scope.GLOBAL).setSplitAcrossShards(true)
+            .setSelector(dev.limiter.protocol.policy.Selector.newBuilder().setRoute("/search")))
+        .build().toByteArray();
 
     private final byte[] set = PolicySet.newBuilder().setVersion(1)
         .setDefaultPolicy(Policy.newBuilder().setId("baseline").setRate(100).setBurst(100).setOwner("infra")).build().toByteArray();
