@@ -272,13 +272,14 @@ class PrometheusAssetsTest
     private static void awaitQuery(final HttpClient http, final String base, final String promql, final Duration timeout) throws Exception
     {
         final long end = System.nanoTime() + timeout.toNanos();
+        final String url = queryUrl(base, promql);
         while (true)
         {
             try
             {
-                final HttpResponse<String> response = send(http, queryUrl(base, promql));
+                final HttpResponse<String> response = send(http, url);
                 // 503 while Prometheus opens its storage: it listens before it is ready.
-                if (response.statusCode() != 503 && !result(promql, parse(queryUrl(base, promql), response)).isEmpty())
+                if (response.statusCode() != 503 && !result(promql, parse(url, response)).isEmpty())
                 {
                     return;
                 }

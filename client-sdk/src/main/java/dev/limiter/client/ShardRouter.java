@@ -17,7 +17,8 @@ import java.util.function.IntPredicate;
  * the policy set in force (compiled with the node's ordinals from its shard map) and its bucket
  * key is placed by the node's rule: a tenant- or principal-scoped bucket on its tenant's shard, a
  * GLOBAL one and a CLIENT_IP one by the hash of their key, a GLOBAL one split across shards on any
- * shard (a random one per call, among the shards whose group's circuit is closed). Without a map naming several groups
+ * shard (a random one per call, among the shards whose group's circuit does not hold calls back).
+ * Without a map naming several groups
  * nothing is routed; without the ordinals of the set this client holds (an older node, or a set
  * that changed since the map) tenant-scoped calls are still routed by tenant. Thread-safe: the
  * matcher's scratch ({@link PolicyMatcher}) and the key's are per thread, and nothing is
@@ -139,7 +140,13 @@ final class ShardRouter
     int laneOf(final int shard)
     {
         final Routing current = routing;
-        return current == null || shard < 0 || shard >= current.map().shards() ? 0 : 1 + current.map().groupOf(shard);
+        return current == null || shard < 0 || shard >= current.map().shards() ? 0 : lane(current.map(), shard);
+    }
+
+    /** The circuit lane of {@code shard} of {@code map}: 1 + its group (lane 0 is for calls not routed). */
+    private static int lane(final ShardMap map, final int shard)
+    {
+        return 1 + map.groupOf(shard);
     }
 
     /**
@@ -153,14 +160,14 @@ final class ShardRouter
     {
         final ThreadLocalRandom random = ThreadLocalRandom.current();
         final int first = random.nextInt(shards);
-        if (!avoidLane.test(1 + map.groupOf(first)))
+        if (!avoidLane.test(lane(map, first)))
         {
             return first; // nearly always: no circuit open
         }
         int closed = 0;
         for (int shard = 0; shard < shards; shard++)
         {
-            closed += avoidLane.test(1 + map.groupOf(shard)) ? 0 : 1;
+            closed += avoidLane.test(lane(map, shard)) ? 0 : 1;
         }
         if (closed == 0)
         {
@@ -169,7 +176,7 @@ final class ShardRouter
         int pick = random.nextInt(closed);
         for (int shard = 0; shard < shards; shard++)
         {
-            if (!avoidLane.test(1 + map.groupOf(shard)) && pick-- == 0)
+            if (!avoidLane.test(lane(map, shard)) && pick-- == 0)
             {
                 return shard;
             }
