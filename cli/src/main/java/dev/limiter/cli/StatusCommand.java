@@ -29,7 +29,8 @@ import javax.net.ssl.SSLContext;
         "member (of any Raft group). With several Raft groups (--raft-groups) it also lists each group's",
         "leader and shards, and how many groups each member leads.",
         "--json prints one JSON object: {\"members\":[{\"id\":..,\"address\":..,\"role\":..,\"groups\":[..],",
-        "\"shards\":[..],...}],\"groups\":[{\"group\":..,\"leader\":..,\"shards\":[..]}],\"leadersPerNode\":{..}}.",
+        "\"shards\":[..],...}],\"groups\":[{\"group\":..,\"leader\":..,\"shards\":[..]}],\"electionTimeoutsAgree\":..,",
+        "\"leadersPerNode\":{..}}. It warns when the members run different --election-timeout-ms.",
         "With TLS on the data ports: --tls-ca (and --tls-cert/--tls-key under mutual TLS).",
         "Exit status: 0 when every member answered, 1 otherwise, 2 for bad options."},
     sortOptions = false)
@@ -142,6 +143,7 @@ public final class StatusCommand implements Callable<Integer>
         }
         groupLeaders.values().forEach(g -> leadersPerNode.merge(g.leader(), 1, Integer::sum));
         leadersPerNode.remove("null");
+        final String timeoutsDiffer = electionTimeoutsDiffer(answers);
         if (json)
         {
             final StringBuilder out = new StringBuilder("{\"members\":[");
@@ -168,7 +170,8 @@ public final class StatusCommand implements Callable<Integer>
                     .append(group.leader()).append("\",\"shards\":[").append(group.shards()).append("]}");
                 first = false;
             }
-            out.append("],\"leadersPerNode\":{");
+            out.append("],\"electionTimeoutsAgree\":").append(timeoutsDiffer == null);
+            out.append(",\"leadersPerNode\":{");
             first = true;
             for (final Map.Entry<String, Integer> node : leadersPerNode.entrySet())
             {
@@ -207,8 +210,39 @@ public final class StatusCommand implements Callable<Integer>
                 System.out.println(spread);
             }
             printRegion(answers);
+            if (timeoutsDiffer != null)
+            {
+                System.out.println();
+                System.out.println(timeoutsDiffer);
+            }
         }
         return allAnswered ? 0 : 1;
+    }
+
+    /**
+     * A warning when the members that answered run different {@code --election-timeout-ms}, else
+     * null: a leader decides alone for its own value less 25 ms after a majority last answered,
+     * which is safe only if no member may campaign sooner.
+     */
+    static String electionTimeoutsDiffer(final List<String> answers)
+    {
+        final Map<String, Long> byMember = new TreeMap<>();
+        for (final String answer : answers)
+        {
+            if (answer != null && answer.startsWith("{") && answer.contains("\"electionTimeoutMs\""))
+            {
+                byMember.put(text(answer, "id"), number(answer, "electionTimeoutMs"));
+            }
+        }
+        if (byMember.values().stream().distinct().count() <= 1)
+        {
+            return null;
+        }
+        final StringBuilder members = new StringBuilder();
+        byMember.forEach((id, millis) -> members.append(members.length() == 0 ? "" : ", ").append(id).append('=').append(millis).append(" ms"));
+        return "WARNING: the members run different --election-timeout-ms (" + members + "). A leader decides alone for its own value " +
+            "less 25 ms after a majority last answered, so a member with a shorter one may be elected while a cut-off leader still " +
+            "decides: restart the members with the same value (docs/operations.md).";
     }
 
     private static final Pattern REGION = Pattern.compile("\"region\":\\{\"name\":\"([^\"]+)\",\"leads\":(true|false)," +

@@ -90,6 +90,12 @@ class StatusCommandTest
     /** What a member of a three-group cluster reports: it leads group {@code led}; its applied index of group 1 is {@code applied1}. */
     private static String status(final String id, final int port, final int led, final long applied1, final int[] ports)
     {
+        return status(id, port, led, applied1, ports, 150);
+    }
+
+    private static String status(final String id, final int port, final int led, final long applied1, final int[] ports,
+        final long electionTimeoutMs)
+    {
         final StringBuilder groups = new StringBuilder();
         for (int g = 0; g < 3; g++)
         {
@@ -99,7 +105,7 @@ class StatusCommandTest
                 .append(g + 3).append("]}");
         }
         return "{\"id\":\"" + id + "\",\"address\":\"127.0.0.1:" + port + "\",\"clustered\":true,\"leader\":\"n1\"," +
-            "\"leaderAddress\":\"127.0.0.1:" + ports[0] + "\",\"term\":2,\"appliedIndex\":40,\"appliedDecisions\":9,\"digest\":1," +
+            "\"leaderAddress\":\"127.0.0.1:" + ports[0] + "\",\"term\":2,\"appliedIndex\":40,\"electionTimeoutMs\":" + electionTimeoutMs + ",\"appliedDecisions\":9,\"digest\":1," +
             "\"groups\":[" + groups + "],\"role\":\"" + (led == 0 ? "LEADER" : "FOLLOWER") + "\",\"members\":[" +
             "{\"id\":\"n1\",\"address\":\"127.0.0.1:" + ports[0] + "\"},{\"id\":\"n2\",\"address\":\"127.0.0.1:" + ports[1] + "\"}," +
             "{\"id\":\"n3\",\"address\":\"127.0.0.1:" + ports[2] + "\"}],\"cpuNanos\":1,\"decisionFrames\":0,\"redirects\":0," +
@@ -141,11 +147,29 @@ class StatusCommandTest
         assertTrue(lines[3].matches("n3\\s+\\S+\\s+FOLLOWER\\s+2\\s+n1\\s+2\\s+40\\s+5\\s+1$"), lines[3]);
         assertTrue(table.contains("GROUP  LEADER   SHARDS") && table.contains("1      n2       1,4"), table);
         assertTrue(table.contains("groups led per node: n1=1 n2=1 n3=1"), table);
+        assertTrue(!table.contains("WARNING"), "every member runs the same election timeout: " + table);
 
         final String json = printed("--server", "127.0.0.1:" + ports[1], "--json");
         assertTrue(json.contains("\"groups\":[{\"group\":0,\"leader\":\"n1\",\"shards\":[0,3]},{\"group\":1,\"leader\":\"n2\""), json);
-        assertTrue(json.endsWith("\"leadersPerNode\":{\"n1\":1,\"n2\":1,\"n3\":1}}\n"), json);
+        assertTrue(json.endsWith("\"electionTimeoutsAgree\":true,\"leadersPerNode\":{\"n1\":1,\"n2\":1,\"n3\":1}}\n"), json);
         assertTrue(json.contains("\"id\":\"n3\"") && json.contains("\"lag\":5"), json);
+    }
+
+    @Test
+    void membersRunningDifferentElectionTimeoutsAreNamedInAWarning() throws Exception
+    {
+        final int[] ports = new int[3];
+        for (int i = 0; i < 3; i++)
+        {
+            final int node = i;
+            fakes.add(new FakeNode(port -> status("n" + (node + 1), port, node, 100, ports, node == 2 ? 500 : 150)));
+            ports[i] = fakes.get(i).port();
+        }
+        final String table = printed("--server", "127.0.0.1:" + ports[0]);
+        assertTrue(table.contains("WARNING: the members run different --election-timeout-ms (n1=150 ms, n2=150 ms, n3=500 ms)") &&
+            table.contains("restart the members with the same value"), table);
+        final String json = printed("--server", "127.0.0.1:" + ports[0], "--json");
+        assertTrue(json.contains("\"electionTimeoutsAgree\":false") && json.contains("\"electionTimeoutMs\":500"), json);
     }
 
     private static String refusal(final String server)

@@ -198,6 +198,15 @@ public final class RaftNode implements AutoCloseable
         return RaftServerConfigKeys.Log.Appender.waitTimeMin(server().getProperties()).toLong(TimeUnit.NANOSECONDS);
     }
 
+    /** Ratis' minimum and maximum election timeouts and its leader step-down wait, in milliseconds, as this server runs them. */
+    long[] electionTimingMillis()
+    {
+        final RaftProperties properties = server().getProperties();
+        return new long[] {RaftServerConfigKeys.Rpc.timeoutMin(properties).toLong(TimeUnit.MILLISECONDS),
+            RaftServerConfigKeys.Rpc.timeoutMax(properties).toLong(TimeUnit.MILLISECONDS),
+            RaftServerConfigKeys.LeaderElection.leaderStepDownWaitTime(properties).toLong(TimeUnit.MILLISECONDS)};
+    }
+
     /** How long a start waits for its Raft port to be released (by a node of this process still stopping). */
     private static final long PORT_WAIT_MILLIS = 10_000;
 

@@ -12,17 +12,20 @@ import java.util.regex.Pattern;
 /** Settings of one {@link RaftNode}; {@link #validate()} checks them once and says what to change. */
 public final class RaftNodeConfig
 {
+    /** Least time a follower waits without hearing from its leader before it campaigns; the most is twice it. */
     public static final Duration DEFAULT_ELECTION_TIMEOUT_MIN = Duration.ofMillis(150);
-    public static final Duration DEFAULT_ELECTION_TIMEOUT_MAX = Duration.ofMillis(300);
+    public static final Duration DEFAULT_ELECTION_TIMEOUT_MAX = DEFAULT_ELECTION_TIMEOUT_MIN.multipliedBy(2);
+    /** Largest minimum election timeout: a leader's lease (and a failover) would last longer than any caller waits. */
+    public static final Duration MAX_ELECTION_TIMEOUT_MIN = Duration.ofSeconds(10);
     /** Entries between automatic snapshots (after which the log up to the snapshot is purged). */
     public static final long DEFAULT_SNAPSHOT_EVERY_ENTRIES = 10_000;
     /** Bytes of a log segment; only closed segments are purged after a snapshot. */
     public static final int DEFAULT_LOG_SEGMENT_BYTES = 1 << 20;
     /**
-     * Ratis' leader step-down wait (its default is 10 s): how long a member that stepped down for
-     * want of a majority waits before it campaigns, and the JVM pause past which a leader steps
-     * down. (Losing the majority itself is noticed after the maximum RPC timeout; deciding stops
-     * sooner, with the lease: {@link #leaseMillis()}.)
+     * Least Ratis leader step-down wait (its default is 10 s): how long a member that stepped down
+     * for want of a majority waits before it campaigns, and the JVM pause past which a leader steps
+     * down; never less than the maximum election timeout. (Losing the majority itself is noticed
+     * after the maximum RPC timeout; deciding stops sooner, with the lease: {@link #leaseMillis()}.)
      */
     public static final long DEFAULT_LEADER_STEP_DOWN_MILLIS = 1000;
     /**
@@ -42,12 +45,11 @@ public final class RaftNodeConfig
     private final Map<String, InetSocketAddress> peers = new LinkedHashMap<>();
     private Path storageDir;
     private String groupName = "limiter";
-    private final Duration electionTimeoutMin = DEFAULT_ELECTION_TIMEOUT_MIN;
-    private final Duration electionTimeoutMax = DEFAULT_ELECTION_TIMEOUT_MAX;
+    private Duration electionTimeoutMin = DEFAULT_ELECTION_TIMEOUT_MIN;
     private long snapshotEveryEntries = DEFAULT_SNAPSHOT_EVERY_ENTRIES;
     private boolean memoryFirst;
     private int logSegmentBytes = DEFAULT_LOG_SEGMENT_BYTES;
-    private long leaderStepDownMillis = DEFAULT_LEADER_STEP_DOWN_MILLIS;
+    private long leaderStepDownMillis;
     private boolean joining;
     private int snapshotChunkBytes = 16 << 20;
     private Path tlsCert;
@@ -64,8 +66,9 @@ public final class RaftNodeConfig
         require(peers.containsKey(nodeId), "the peers must include this node (" + nodeId + "), were " + peers.keySet());
         peers.keySet().forEach(id -> require(ID.matcher(id).matches(), "peer id must match [A-Za-z0-9_-]{1,32}, was " + id));
         require(storageDir != null, "a storage directory is required");
-        require(electionTimeoutMin.toMillis() > 2 * MAX_ROUND_TRIP_MILLIS && electionTimeoutMin.compareTo(electionTimeoutMax) < 0,
-            "election timeout min must be above " + 2 * MAX_ROUND_TRIP_MILLIS + " ms and below max, were " + electionTimeoutMin + " and " + electionTimeoutMax);
+        require(electionTimeoutMin.toMillis() > 2 * MAX_ROUND_TRIP_MILLIS && electionTimeoutMin.compareTo(MAX_ELECTION_TIMEOUT_MIN) <= 0,
+            "the minimum election timeout must be above " + 2 * MAX_ROUND_TRIP_MILLIS + " ms and at most " + MAX_ELECTION_TIMEOUT_MIN.toMillis() +
+                " ms, was " + electionTimeoutMin.toMillis() + " ms");
         require(snapshotEveryEntries >= 1, "snapshot interval must be at least 1 entry, was " + snapshotEveryEntries);
         require(logSegmentBytes >= 1024, "log segment size must be at least 1 KiB, was " + logSegmentBytes);
         require(tlsCert == null || tlsKey != null && tlsCa != null,
@@ -170,9 +173,22 @@ public final class RaftNodeConfig
         return electionTimeoutMin;
     }
 
+    /**
+     * Sets the least time a follower waits without hearing from its leader before it campaigns; it
+     * waits a random time from {@code min} to twice it. It also sets the leader's heartbeats (at
+     * most {@code min / 2} apart) and its lease ({@link #leaseMillis()}), which assumes that every
+     * member of the group waits at least as long: every member must run the same value.
+     */
+    public RaftNodeConfig electionTimeoutMin(final Duration min)
+    {
+        this.electionTimeoutMin = Objects.requireNonNull(min, "min");
+        return this;
+    }
+
+    /** The most a follower waits before it campaigns: twice {@link #electionTimeoutMin()}. */
     public Duration electionTimeoutMax()
     {
-        return electionTimeoutMax;
+        return electionTimeoutMin.multipliedBy(2);
     }
 
     public long snapshotEveryEntries()
@@ -243,9 +259,14 @@ public final class RaftNodeConfig
         return electionTimeoutMin.toMillis() - MAX_ROUND_TRIP_MILLIS;
     }
 
+    /**
+     * Ratis' leader step-down wait in milliseconds: as set, else {@value #DEFAULT_LEADER_STEP_DOWN_MILLIS}
+     * or the maximum election timeout, whichever is longer (a leader that steps down after a shorter
+     * pause than followers wait to campaign would leave its group without a leader in between).
+     */
     public long leaderStepDownMillis()
     {
-        return leaderStepDownMillis;
+        return leaderStepDownMillis > 0 ? leaderStepDownMillis : Math.max(DEFAULT_LEADER_STEP_DOWN_MILLIS, electionTimeoutMax().toMillis());
     }
 
     public RaftNodeConfig leaderStepDownMillis(final long millis)

@@ -24,6 +24,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.BooleanSupplier;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
@@ -46,6 +47,7 @@ class RaftNodeTest
     private long snapshotEvery = 10_000;
     private boolean memoryFirst;
     private int groupCount = 1;
+    private Duration electionTimeout = RaftNodeConfig.DEFAULT_ELECTION_TIMEOUT_MIN;
     /** Runs the disk half of every member's snapshots; null: each node's own writer thread. */
     private Executor snapshotWrites;
 
@@ -164,7 +166,8 @@ class RaftNodeTest
             groupsOfNode.add(new RecordingStateMachine());
         }
         final RaftNode node = new RaftNode(new RaftNodeConfig().nodeId(id).peers(peers).storageDir(dir.resolve(id))
-            .snapshotEveryEntries(snapshotEvery).logSegmentBytes(4096).snapshotChunkBytes(1024).memoryFirst(memoryFirst), groupsOfNode,
+            .snapshotEveryEntries(snapshotEvery).logSegmentBytes(4096).snapshotChunkBytes(1024).memoryFirst(memoryFirst)
+            .electionTimeoutMin(electionTimeout), groupsOfNode,
             snapshotWrites).start();
         nodes.put(id, node);
         machines.put(id, groupsOfNode.get(0));
@@ -241,6 +244,8 @@ class RaftNodeTest
         startCluster();
         nodes.values().forEach(node -> assertFalse(node.acknowledgesBeforeSync(), node.nodeId() + ": a sync per entry unless memory-first"));
         nodes.values().forEach(node -> assertEquals(0, node.appenderWaitMinNanos(), node.nodeId() + ": appends are not spaced out"));
+        nodes.values().forEach(node -> assertArrayEquals(new long[] {150, 300, 1000}, node.electionTimingMillis(),
+            node.nodeId() + ": elections after 150-300 ms by default, a step-down wait of 1 s"));
         final RaftNode leader = leader();
         submitMany(leader, 0, 300).forEach(CompletableFuture::join);
         awaitConverged(300);
@@ -460,6 +465,43 @@ class RaftNodeTest
         start(followerId);
         awaitConverged(10);
         assertFalse(java.nio.file.Files.exists(unfinished), "the unfinished write was removed at start");
+    }
+
+    @Test
+    void aLongerElectionTimeoutReachesRatisAndNoMemberCampaignsBeforeItHasPassedSinceTheLeaderStopped() throws Exception
+    {
+        electionTimeout = Duration.ofMillis(700);
+        startCluster();
+        for (final RaftNode node : nodes.values())
+        {
+            assertArrayEquals(new long[] {700, 1400, 1400}, node.electionTimingMillis(),
+                node.nodeId() + ": elections after 700-1400 ms, and a leader steps down after no shorter a pause than that");
+            assertEquals(675, node.config().leaseMillis(), "the lease is the minimum less the 25 ms round-trip allowance");
+        }
+        final RaftNode leader = leader();
+        submitMany(leader, 0, 50).forEach(CompletableFuture::join);
+        awaitConverged(50);
+        // The followers last heard from the leader before its close began: neither may campaign for
+        // 700 ms after that (with the default of 150 ms one leads again within a few hundred). The
+        // close runs beside the wait: it takes about a second by itself.
+        final long stopped = System.nanoTime();
+        final RaftNode old = nodes.remove(leader.nodeId());
+        final CompletableFuture<Void> closed = CompletableFuture.runAsync(() ->
+        {
+            try
+            {
+                old.close();
+            }
+            catch (final IOException e)
+            {
+                throw new CompletionException(e);
+            }
+        });
+        final RaftNode next = leader();
+        final long elapsedMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - stopped);
+        closed.join();
+        assertTrue(elapsedMillis >= 700, "a new leader only after the election timeout: " + elapsedMillis + " ms");
+        submitMany(next, 50, 10).forEach(CompletableFuture::join);
     }
 
     @Test

@@ -72,6 +72,7 @@ public final class ServerConfig
     private long snapshotEveryEntries = RaftNodeConfig.DEFAULT_SNAPSHOT_EVERY_ENTRIES;
     private int maxUncommittedBytesPerShard = DEFAULT_MAX_UNCOMMITTED_BYTES_PER_SHARD;
     private boolean memoryFirst;
+    private long electionTimeoutMillis = RaftNodeConfig.DEFAULT_ELECTION_TIMEOUT_MIN.toMillis();
     private LogFormat logFormat = LogFormat.COMPACT;
     private int logSegmentBytes = RaftNodeConfig.DEFAULT_LOG_SEGMENT_BYTES;
     private int ioThreads = DEFAULT_IO_THREADS;
@@ -144,6 +145,10 @@ public final class ServerConfig
                 "--raft-groups must be 1 to --shards (" + shards + "): each group owns at least one shard; was " + raftGroups);
             require(raftPortOffset > 0 && raftPortOffset < 10000, "raft port offset must be 1 to 9999, was " + raftPortOffset);
             require(snapshotEveryEntries >= 1, "--snapshot-every must be at least 1 log entry, was " + snapshotEveryEntries);
+            require(electionTimeoutMillis >= RaftNodeConfig.DEFAULT_ELECTION_TIMEOUT_MIN.toMillis() &&
+                    electionTimeoutMillis <= RaftNodeConfig.MAX_ELECTION_TIMEOUT_MIN.toMillis(),
+                "--election-timeout-ms must be " + RaftNodeConfig.DEFAULT_ELECTION_TIMEOUT_MIN.toMillis() + " (the default) to " +
+                    RaftNodeConfig.MAX_ELECTION_TIMEOUT_MIN.toMillis() + " ms, was " + electionTimeoutMillis);
             require(maxUncommittedBytesPerShard >= 1, "a shard's uncommitted bytes bound must be at least 1, was " + maxUncommittedBytesPerShard);
             require(logSegmentBytes >= 1024, "a Raft log segment must be at least 1 KiB, was " + logSegmentBytes + " bytes");
             for (final Map.Entry<String, InetSocketAddress> peer : peers.entrySet())
@@ -156,6 +161,8 @@ public final class ServerConfig
         {
             require(nodeId == null, "--node-id needs --peers (the members of the cluster, this node included)");
             require(raftGroups == 1, "--raft-groups needs --peers: a single node replicates nothing");
+            require(electionTimeoutMillis == RaftNodeConfig.DEFAULT_ELECTION_TIMEOUT_MIN.toMillis(),
+                "--election-timeout-ms needs --peers: a single node holds no elections");
         }
         return this;
     }
@@ -406,6 +413,22 @@ public final class ServerConfig
     public ServerConfig snapshotEveryEntries(final long entries)
     {
         this.snapshotEveryEntries = entries;
+        return this;
+    }
+
+    /**
+     * The least time in milliseconds a member waits without hearing from a group's leader before it
+     * campaigns (the most is twice it); the leader's lease is 25 ms shorter
+     * ({@link RaftNodeConfig#electionTimeoutMin(java.time.Duration)}). Every member must run the same value.
+     */
+    public long electionTimeoutMillis()
+    {
+        return electionTimeoutMillis;
+    }
+
+    public ServerConfig electionTimeoutMillis(final long millis)
+    {
+        this.electionTimeoutMillis = millis;
         return this;
     }
 

@@ -57,6 +57,14 @@ public final class ServerMain implements Callable<Integer>
             "restart's replay, more copy less often (default: ${DEFAULT-VALUE}).")
     long snapshotEveryEntries = RaftNodeConfig.DEFAULT_SNAPSHOT_EVERY_ENTRIES;
 
+    @Option(names = "--election-timeout-ms", paramLabel = "MS",
+        description = "Cluster: how long a member waits without hearing from a Raft group's leader before it campaigns (a random " +
+            "time from MS to twice it); the leader's heartbeats go at most MS / 2 apart and it decides alone for at most MS - 25 ms " +
+            "after a majority last answered. Raise it where processes stall for longer than that (a shared or throttled CPU) " +
+            "and leaders change without a failure; a failover then takes longer. Every member must run the same value " +
+            "(./limiter status warns when they do not). 150 to 10000 (default: ${DEFAULT-VALUE}).")
+    long electionTimeoutMillis = RaftNodeConfig.DEFAULT_ELECTION_TIMEOUT_MIN.toMillis();
+
     @Option(names = "--memory-first",
         description = "Cluster: a member acknowledges a log entry once the operating system holds it and syncs to disk in the " +
             "background, so a commit (what a STRICT caller waits for) needs no fsync. A killed process loses nothing; a power " +
@@ -171,6 +179,7 @@ public final class ServerMain implements Callable<Integer>
             .host(host).port(port).adminPort(adminPort).policiesFile(policies).shards(shards).raftGroups(raftGroups).ioThreads(ioThreads)
             .snapshotEveryEntries(snapshotEveryEntries)
             .memoryFirst(memoryFirst).logFormat(logFormat)
+            .electionTimeoutMillis(electionTimeoutMillis)
             .fastLingerMicros(Double.isNaN(fastLingerMillis) ? -1 : Math.round(fastLingerMillis * 1000))
             .maxBucketsPerShard(maxBuckets).keyArenaBytesPerShard(keyArenaBytes).maxFrameBytes(maxFrameBytes)
             .preferEpoll(!nio).preferIoUring(ioUring).shardThreads(shardThreads).nodeId(nodeId).raftPortOffset(raftPortOffset).dataDir(dataDir).joining(join).adminToken(adminToken)

@@ -72,6 +72,7 @@ import java.lang.management.ManagementFactory;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
@@ -292,10 +293,12 @@ public final class StoreServer implements NodeStatus, AutoCloseable
                 new AdminServer.Limits(config.adminMaxConnections(), config.adminIdleTimeoutMillis(), config.frameTimeoutMillis()), tls);
             admin.start();
         }
-        LOG.info("limiter store serving on {}:{} ({} transport, {} shards on {}, {} io threads, {} policies), admin on {}",
+        LOG.info("limiter store serving on {}:{} ({} transport, {} shards on {}, {} io threads, {} policies{}), admin on {}",
             config.host(), port(), transport() + (config.preferIoUring() && !IoUring.isAvailable() ?
                 " (io_uring unavailable: " + IoUring.unavailabilityCause() + ")" : ""), shards.size(), config.shardThreads() ? "their own threads" : "the event loops",
             config.ioThreads(), policyState.index().size(),
+            config.clustered() ? ", member " + config.nodeId() + " of " + config.raftGroups() + " Raft group(s), elections after " +
+                config.electionTimeoutMillis() + "-" + 2 * config.electionTimeoutMillis() + " ms" : "",
             admin == null ? "off" : config.host() + ":" + admin.port());
         return this;
     }
@@ -332,6 +335,7 @@ public final class StoreServer implements NodeStatus, AutoCloseable
             .joining(config.joining())
             .snapshotEveryEntries(config.snapshotEveryEntries())
             .memoryFirst(config.memoryFirst())
+            .electionTimeoutMin(Duration.ofMillis(config.electionTimeoutMillis()))
             .logSegmentBytes(config.logSegmentBytes())
             .tls(config.tlsCert(), config.tlsKey(), config.tlsCa())
             .prefaceTimeoutMillis(config.frameTimeoutMillis())
@@ -448,6 +452,8 @@ public final class StoreServer implements NodeStatus, AutoCloseable
             field(json, "leaderAddress", replication.leaderAddress()).append(',');
             json.append("\"term\":").append(termOf(replication)).append(',');
             json.append("\"appliedIndex\":").append(appliedIndexOf(replication)).append(',');
+            // Every member must run the same: ./limiter status compares them.
+            json.append("\"electionTimeoutMs\":").append(config.electionTimeoutMillis()).append(',');
             json.append("\"appliedDecisions\":").append(groups.appliedDecisions()).append(',');
             json.append("\"digest\":").append(groups.digest()).append(',');
             // Each Raft group: its leader, this node's role in it, and the shards it owns.

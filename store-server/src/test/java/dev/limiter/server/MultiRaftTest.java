@@ -263,6 +263,7 @@ class MultiRaftTest
         // Status names every group's leader and every shard's.
         final String status = RawConnection.exchange(peers.get("n3").getPort(), MessageType.STATUS, new byte[0]).text();
         assertTrue(status.contains("\"groups\":[{\"group\":0,\"leader\":\"n1\""), status);
+        assertTrue(status.contains("\"electionTimeoutMs\":150,"), "every member's election timeout, for ./limiter status to compare: " + status);
         assertTrue(status.contains("{\"group\":2,\"leader\":\"n3\"") && status.contains("\"role\":\"LEADER\""), status);
         assertTrue(status.contains("{\"shard\":1,\"role\":\"FOLLOWER\",\"group\":1,\"leaderAddress\":\"127.0.0.1:" +
             peers.get("n2").getPort() + "\""), status);

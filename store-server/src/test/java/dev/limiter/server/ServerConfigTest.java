@@ -89,4 +89,20 @@ class ServerConfigTest
         assertTrue(member(1, 1).memoryFirst(true).validate().memoryFirst());
         assertFalse(member(1, 1).validate().memoryFirst(), "off unless asked for");
     }
+
+    @Test
+    void anElectionTimeoutBelowTheDefaultOrAboveTenSecondsOrOnASingleNodeIsRefusedNamingTheRange()
+    {
+        final IllegalArgumentException low = assertThrows(IllegalArgumentException.class,
+            () -> member(1, 1).electionTimeoutMillis(149).validate());
+        assertTrue(low.getMessage().contains("--election-timeout-ms must be 150 (the default) to 10000 ms, was 149"), low.getMessage());
+        final IllegalArgumentException high = assertThrows(IllegalArgumentException.class,
+            () -> member(1, 1).electionTimeoutMillis(10_001).validate());
+        assertTrue(high.getMessage().contains("was 10001"), high.getMessage());
+        final IllegalArgumentException single = assertThrows(IllegalArgumentException.class,
+            () -> new ServerConfig().electionTimeoutMillis(500).validate());
+        assertTrue(single.getMessage().contains("--election-timeout-ms needs --peers"), single.getMessage());
+        assertEquals(150, member(1, 1).validate().electionTimeoutMillis());
+        assertEquals(10_000, member(1, 1).electionTimeoutMillis(10_000).validate().electionTimeoutMillis());
+    }
 }
