@@ -114,6 +114,7 @@ class FailureDrillsTest
         assertTrue(number(kill, "nodeDecidedAgainAfterMs") >= 0, "a node decided again after the kill: " + kill);
         assertTrue(number(kill, "freshClientNodeDecisionAfterMs") >= 0, "and for a client made after it: " + kill);
         assertTrue(number(kill, "restartedNodeRejoinedAfterMs") >= 0, "the killed node came back: " + kill);
+        assertEquals(150, number(kill, "electionTimeoutMs"), "the cluster's election timeout, beside the failover it measured: " + kill);
 
         final String store = lines[1];
         assertTrue(store.startsWith("{\"drill\":\"store-failure\""), store);
