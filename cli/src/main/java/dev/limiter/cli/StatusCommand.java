@@ -224,14 +224,18 @@ public final class StatusCommand implements Callable<Integer>
      * null: a leader decides alone for its own value less 25 ms after a majority last answered,
      * which is safe only if no member may campaign sooner.
      */
+    private static final long BEFORE_THE_OPTION_MILLIS = 150;
+
     static String electionTimeoutsDiffer(final List<String> answers)
     {
         final Map<String, Long> byMember = new TreeMap<>();
         for (final String answer : answers)
         {
-            if (answer != null && answer.startsWith("{") && answer.contains("\"electionTimeoutMs\""))
+            if (answer != null && answer.startsWith("{") && answer.contains("\"clustered\":true"))
             {
-                byMember.put(text(answer, "id"), number(answer, "electionTimeoutMs"));
+                // A member of a build from before the option does not report it: it runs 150 ms.
+                final long millis = number(answer, "electionTimeoutMs");
+                byMember.put(text(answer, "id"), millis < 0 ? BEFORE_THE_OPTION_MILLIS : millis);
             }
         }
         if (byMember.values().stream().distinct().count() <= 1)

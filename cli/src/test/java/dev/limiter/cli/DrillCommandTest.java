@@ -65,6 +65,7 @@ class DrillCommandTest
         {
             final StoreServer node = new StoreServer(new ServerConfig().host("127.0.0.1").port(peers.get(id).getPort()).adminPort(0)
                 .adminToken(TOKEN).shards(2).ioThreads(1).policiesFile(policies).nodeId(id).peers(peers).raftPortOffset(RAFT_OFFSET)
+                .electionTimeoutMillis(300)
                 .dataDir(dir.resolve(id))).start();
             nodes.add(node);
             data.add("127.0.0.1:" + node.port());
@@ -76,6 +77,8 @@ class DrillCommandTest
             assertTrue(System.nanoTime() < end, "no leader within 20 s");
             Thread.sleep(20);
         }
+        // The option reaches the Raft node each member runs (status reports the node's own value).
+        nodes.forEach(node -> assertTrue(node.statusJson().contains("\"electionTimeoutMs\":300,"), node.statusJson()));
         final PolicyCommandTest.Result result = drill("rollback", "hot-tenant", "spike", "--server", String.join(",", data), "--admin", String.join(",", admin),
             "--seconds", "2", "--json");
         final String[] lines = result.out().split("\n");

@@ -172,6 +172,22 @@ class StatusCommandTest
         assertTrue(json.contains("\"electionTimeoutsAgree\":false") && json.contains("\"electionTimeoutMs\":500"), json);
     }
 
+    @Test
+    void aMemberOfABuildBeforeTheOptionCountsAsRunningTheOldFixed150Milliseconds() throws Exception
+    {
+        final int[] ports = new int[3];
+        for (int i = 0; i < 3; i++)
+        {
+            final int node = i;
+            // n1 and n2 are older builds (no electionTimeoutMs in their status); n3 runs 500 ms.
+            fakes.add(new FakeNode(port -> node == 2 ? status("n3", port, node, 100, ports, 500)
+                : status("n" + (node + 1), port, node, 100, ports).replace("\"electionTimeoutMs\":150,", "")));
+            ports[i] = fakes.get(i).port();
+        }
+        final String table = printed("--server", "127.0.0.1:" + ports[0]);
+        assertTrue(table.contains("different --election-timeout-ms (n1=150 ms, n2=150 ms, n3=500 ms)"), table);
+    }
+
     private static String refusal(final String server)
     {
         final PrintStream stderr = System.err;

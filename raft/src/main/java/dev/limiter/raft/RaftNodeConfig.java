@@ -15,8 +15,13 @@ public final class RaftNodeConfig
     /** Least time a follower waits without hearing from its leader before it campaigns; the most is twice it. */
     public static final Duration DEFAULT_ELECTION_TIMEOUT_MIN = Duration.ofMillis(150);
     public static final Duration DEFAULT_ELECTION_TIMEOUT_MAX = DEFAULT_ELECTION_TIMEOUT_MIN.multipliedBy(2);
-    /** Largest minimum election timeout: a leader's lease (and a failover) would last longer than any caller waits. */
-    public static final Duration MAX_ELECTION_TIMEOUT_MIN = Duration.ofSeconds(10);
+    /**
+     * Largest minimum election timeout. Beyond it an idle leader's heartbeats (about half of it after
+     * the last reply) would make a live member look away to the rebalancer (RaftGroupMember's one
+     * second), Ratis' 3 s request timeout would fire before an election, and a failover (up to about
+     * four times it) would outlast any caller's deadline.
+     */
+    public static final Duration MAX_ELECTION_TIMEOUT_MIN = Duration.ofSeconds(1);
     /** Entries between automatic snapshots (after which the log up to the snapshot is purged). */
     public static final long DEFAULT_SNAPSHOT_EVERY_ENTRIES = 10_000;
     /** Bytes of a log segment; only closed segments are purged after a snapshot. */
@@ -174,10 +179,12 @@ public final class RaftNodeConfig
     }
 
     /**
-     * Sets the least time a follower waits without hearing from its leader before it campaigns; it
-     * waits a random time from {@code min} to twice it. It also sets the leader's heartbeats (at
-     * most {@code min / 2} apart) and its lease ({@link #leaseMillis()}), which assumes that every
-     * member of the group waits at least as long: every member must run the same value.
+     * Sets the least time a follower waits without hearing from its leader before it campaigns: Ratis
+     * sleeps a random time from {@code min} to twice it and campaigns if nothing came for that long,
+     * so a member campaigns between {@code min} and about four times it after the last message. It
+     * also sets the leader's heartbeats (about {@code min / 2} after a follower's last reply) and its
+     * lease ({@link #leaseMillis()}), which assumes that every member of the group waits at least as
+     * long: every member must run the same value.
      */
     public RaftNodeConfig electionTimeoutMin(final Duration min)
     {

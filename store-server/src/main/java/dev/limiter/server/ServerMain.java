@@ -58,11 +58,12 @@ public final class ServerMain implements Callable<Integer>
     long snapshotEveryEntries = RaftNodeConfig.DEFAULT_SNAPSHOT_EVERY_ENTRIES;
 
     @Option(names = "--election-timeout-ms", paramLabel = "MS",
-        description = "Cluster: how long a member waits without hearing from a Raft group's leader before it campaigns (a random " +
-            "time from MS to twice it); the leader's heartbeats go at most MS / 2 apart and it decides alone for at most MS - 25 ms " +
-            "after a majority last answered. Raise it where processes stall for longer than that (a shared or throttled CPU) " +
-            "and leaders change without a failure; a failover then takes longer. Every member must run the same value " +
-            "(./limiter status warns when they do not). 150 to 10000 (default: ${DEFAULT-VALUE}).")
+        description = "Cluster: the least time a member waits without hearing from a Raft group's leader before it campaigns " +
+            "(Ratis waits a random MS to 2 x MS, so a member campaigns MS to about 4 x MS after the leader's last message); the " +
+            "leader's heartbeats go about MS / 2 after a follower's last reply and it decides alone for at most MS - 25 ms after " +
+            "a majority last answered. Raise it where processes stall for longer than that (a shared or throttled CPU) and " +
+            "leaders change without a failure; a failover then takes longer. Every member must run the same value " +
+            "(./limiter status warns when they do not). 150 to 1000 (default: ${DEFAULT-VALUE}).")
     long electionTimeoutMillis = RaftNodeConfig.DEFAULT_ELECTION_TIMEOUT_MIN.toMillis();
 
     @Option(names = "--memory-first",

@@ -297,8 +297,8 @@ public final class StoreServer implements NodeStatus, AutoCloseable
             config.host(), port(), transport() + (config.preferIoUring() && !IoUring.isAvailable() ?
                 " (io_uring unavailable: " + IoUring.unavailabilityCause() + ")" : ""), shards.size(), config.shardThreads() ? "their own threads" : "the event loops",
             config.ioThreads(), policyState.index().size(),
-            config.clustered() ? ", member " + config.nodeId() + " of " + config.raftGroups() + " Raft group(s), elections after " +
-                config.electionTimeoutMillis() + "-" + 2 * config.electionTimeoutMillis() + " ms" : "",
+            config.clustered() ? ", member " + config.nodeId() + " of " + config.raftGroups() + " Raft group(s), election timeout " +
+                config.electionTimeoutMillis() + " ms" : "",
             admin == null ? "off" : config.host() + ":" + admin.port());
         return this;
     }
@@ -453,7 +453,7 @@ public final class StoreServer implements NodeStatus, AutoCloseable
             json.append("\"term\":").append(termOf(replication)).append(',');
             json.append("\"appliedIndex\":").append(appliedIndexOf(replication)).append(',');
             // Every member must run the same: ./limiter status compares them.
-            json.append("\"electionTimeoutMs\":").append(config.electionTimeoutMillis()).append(',');
+            json.append("\"electionTimeoutMs\":").append(replication.electionTimeoutMillis()).append(',');
             json.append("\"appliedDecisions\":").append(groups.appliedDecisions()).append(',');
             json.append("\"digest\":").append(groups.digest()).append(',');
             // Each Raft group: its leader, this node's role in it, and the shards it owns.

@@ -407,6 +407,12 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, PolicyLo
         return handingOver() ? "" : leaderAddress();
     }
 
+    /** The minimum election timeout in milliseconds the Raft node runs with (its lease is 25 ms shorter). */
+    public long electionTimeoutMillis()
+    {
+        return node.config().electionTimeoutMin().toMillis();
+    }
+
     /** The leader's data-plane address ({@code host:port}), or "" when none is known. */
     public String leaderAddress()
     {
