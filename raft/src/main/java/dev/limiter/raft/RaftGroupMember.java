@@ -54,13 +54,10 @@ public final class RaftGroupMember
     private final Supplier<RaftServer> server;
     private final Supplier<RaftProperties> clientProperties;
     private final Supplier<Parameters> clientParameters;
-    private final AnsweredAppends answeredAppends;
 
     RaftGroupMember(final int index, final RaftGroup group, final StampedStateMachine stateMachine, final String nodeId,
-        final Supplier<RaftServer> server, final Supplier<RaftProperties> clientProperties, final Supplier<Parameters> clientParameters,
-        final AnsweredAppends answeredAppends)
+        final Supplier<RaftServer> server, final Supplier<RaftProperties> clientProperties, final Supplier<Parameters> clientParameters)
     {
-        this.answeredAppends = answeredAppends;
         this.index = index;
         this.group = group;
         this.stateMachine = stateMachine;
@@ -423,7 +420,7 @@ public final class RaftGroupMember
 
     /**
      * When this leader last heard from a majority of its group, itself included ({@link System#nanoTime()}
-     * terms: for each follower, when the last append it answered in this term was sent), or
+     * terms, from each follower's latest reply; millisecond precision, rounded down), or
      * {@link Long#MIN_VALUE} when it does not lead or is not a member of the configuration in force
      * (a leader that removed itself). While a configuration change is under way both the old and
      * the new members must have answered. This is what a leader lease is measured from.
@@ -444,18 +441,20 @@ public final class RaftGroupMember
         {
             return Long.MIN_VALUE;
         }
-        final long term = info.getCurrentTerm();
-        final long now = System.nanoTime();
-        final RaftConfiguration conf = division.getRaftConf();
-        final Map<String, Long> heardAt = new HashMap<>();
-        for (final Collection<RaftPeer> members : List.of(conf.getCurrentPeers(), conf.getPreviousPeers()))
+        final RaftProtos.RoleInfoProto role = info.getRoleInfoProto();
+        if (!role.hasLeaderInfo())
         {
-            for (final RaftPeer peer : members)
-            {
-                heardAt.put(peer.getId().toString(), answeredAppends.sentNanos(group.getGroupId(), term, peer.getId(), now));
-            }
+            return Long.MIN_VALUE;
+        }
+        final long now = System.nanoTime();
+        final Map<String, Long> heardAt = new HashMap<>();
+        for (final RaftProtos.ServerRpcProto follower : role.getLeaderInfo().getFollowerInfoList())
+        {
+            heardAt.put(follower.getId().getId().toStringUtf8(),
+                now - TimeUnit.MILLISECONDS.toNanos(follower.getLastRpcElapsedTimeMs() + 1));
         }
         heardAt.put(selfId.toString(), now);
+        final RaftConfiguration conf = division.getRaftConf();
         if (conf.getCurrentPeers().stream().noneMatch(peer -> peer.getId().equals(selfId)))
         {
             return Long.MIN_VALUE;

@@ -1,6 +1,5 @@
 package dev.limiter.raft;
 
-import org.apache.ratis.RaftConfigKeys;
 import org.apache.ratis.conf.Parameters;
 import org.apache.ratis.conf.RaftProperties;
 import org.apache.ratis.grpc.GrpcConfigKeys;
@@ -64,8 +63,6 @@ public final class RaftNode implements AutoCloseable
     private final RaftPeerId selfId;
     private final RaftProperties clientProperties = new RaftProperties();
     private final Parameters clientParameters = new Parameters();
-    /** When each follower of a group this member leads was sent the last append it answered: the lease's clock. */
-    private final AnsweredAppends answeredAppends = new AnsweredAppends();
     private volatile RaftServer server;
     /** How often a group's leader checks whether to hand the lead to the group's preferred member. */
     private static final long REBALANCE_MILLIS = 500;
@@ -110,7 +107,7 @@ public final class RaftNode implements AutoCloseable
             final StampedStateMachine machine = new StampedStateMachine(applications.get(g), config.nodeId(), writer);
             machine.addListener((leader, self) -> reconnectPeersNow());
             groups.add(new RaftGroupMember(g, group, machine, config.nodeId(), this::server, () -> clientProperties,
-                () -> clientParameters, answeredAppends));
+                () -> clientParameters));
         }
     }
 
@@ -199,12 +196,6 @@ public final class RaftNode implements AutoCloseable
     long appenderWaitMinNanos()
     {
         return RaftServerConfigKeys.Log.Appender.waitTimeMin(server().getProperties()).toLong(TimeUnit.NANOSECONDS);
-    }
-
-    /** The RPC type Ratis runs this member with. */
-    String rpcType()
-    {
-        return RaftConfigKeys.Rpc.type(server().getProperties(), line -> { }).name();
     }
 
     /** Ratis' minimum and maximum election timeouts and its leader step-down wait, in milliseconds, as this server runs them. */
@@ -299,9 +290,6 @@ public final class RaftNode implements AutoCloseable
         RaftServerConfigKeys.Log.Appender.setWaitTimeMin(properties, TimeDuration.ZERO);
         final Parameters parameters = new Parameters();
         GrpcConfigKeys.Server.setServicesCustomizer(parameters, new RaftPortGuard(config));
-        // Ratis' gRPC transport, with each leader's followers handed to the lease's clock.
-        RaftConfigKeys.Rpc.setType(properties, new AnsweredAppends.Transport());
-        parameters.put(AnsweredAppends.PARAMETER, answeredAppends, AnsweredAppends.class);
         if (config.tlsCert() != null)
         {
             // Mutual: the server side (in RaftPortGuard) and the channels this member opens to its peers.

@@ -244,8 +244,6 @@ class RaftNodeTest
         startCluster();
         nodes.values().forEach(node -> assertFalse(node.acknowledgesBeforeSync(), node.nodeId() + ": a sync per entry unless memory-first"));
         nodes.values().forEach(node -> assertEquals(0, node.appenderWaitMinNanos(), node.nodeId() + ": appends are not spaced out"));
-        nodes.values().forEach(node -> assertEquals(AnsweredAppends.Transport.class.getName(), node.rpcType(),
-            node.nodeId() + ": Ratis' gRPC transport with the lease's clock"));
         nodes.values().forEach(node -> assertArrayEquals(new long[] {150, 300, 1000}, node.electionTimingMillis(),
             node.nodeId() + ": elections after 150-300 ms by default, a step-down wait of 1 s"));
         final RaftNode leader = leader();
