@@ -112,6 +112,25 @@ class StatusCommandTest
             "\"shards\":[{\"shard\":0,\"role\":\"LEADER\",\"buckets\":1}]}";
     }
 
+    /** What node i of three answers, given its port and all three ports (filled in as the fakes start). */
+    private interface ThreeNodeStatus
+    {
+        String of(int node, int port, int[] ports);
+    }
+
+    /** Starts three fake members; returns their ports. */
+    private int[] threeNodes(final ThreeNodeStatus status) throws IOException
+    {
+        final int[] ports = new int[3];
+        for (int i = 0; i < 3; i++)
+        {
+            final int node = i;
+            fakes.add(new FakeNode(port -> status.of(node, port, ports)));
+            ports[i] = fakes.get(fakes.size() - 1).port();
+        }
+        return ports;
+    }
+
     private static String printed(final String... args)
     {
         final PrintStream stdout = System.out;
@@ -131,14 +150,8 @@ class StatusCommandTest
     @Test
     void withSeveralRaftGroupsItShowsEachGroupsLeaderWhatEveryMemberLeadsAndTheLagOfTheFurthestBehindGroup() throws Exception
     {
-        final int[] ports = new int[3];
-        for (int i = 0; i < 3; i++)
-        {
-            final int node = i;
-            // n3 has applied 5 fewer entries of group 1 than the others.
-            fakes.add(new FakeNode(port -> status("n" + (node + 1), port, node, node == 2 ? 95 : 100, ports)));
-            ports[i] = fakes.get(i).port();
-        }
+        // n3 has applied 5 fewer entries of group 1 than the others.
+        final int[] ports = threeNodes((node, port, all) -> status("n" + (node + 1), port, node, node == 2 ? 95 : 100, all));
         final String table = printed("--server", "127.0.0.1:" + ports[0]);
         final String[] lines = table.split("\n");
         assertTrue(lines[0].contains("LEADS") && lines[0].contains("LAG"), table);
@@ -158,13 +171,7 @@ class StatusCommandTest
     @Test
     void membersRunningDifferentElectionTimeoutsAreNamedInAWarning() throws Exception
     {
-        final int[] ports = new int[3];
-        for (int i = 0; i < 3; i++)
-        {
-            final int node = i;
-            fakes.add(new FakeNode(port -> status("n" + (node + 1), port, node, 100, ports, node == 2 ? 500 : 150)));
-            ports[i] = fakes.get(i).port();
-        }
+        final int[] ports = threeNodes((node, port, all) -> status("n" + (node + 1), port, node, 100, all, node == 2 ? 500 : 150));
         final String table = printed("--server", "127.0.0.1:" + ports[0]);
         assertTrue(table.contains("WARNING: the members run different --election-timeout-ms (n1=150 ms, n2=150 ms, n3=500 ms)") &&
             table.contains("restart the members with the same value"), table);
@@ -175,15 +182,9 @@ class StatusCommandTest
     @Test
     void aMemberOfABuildBeforeTheOptionCountsAsRunningTheOldFixed150Milliseconds() throws Exception
     {
-        final int[] ports = new int[3];
-        for (int i = 0; i < 3; i++)
-        {
-            final int node = i;
-            // n1 and n2 are older builds (no electionTimeoutMs in their status); n3 runs 500 ms.
-            fakes.add(new FakeNode(port -> node == 2 ? status("n3", port, node, 100, ports, 500)
-                : status("n" + (node + 1), port, node, 100, ports).replace("\"electionTimeoutMs\":150,", "")));
-            ports[i] = fakes.get(i).port();
-        }
+        // n1 and n2 are older builds (no electionTimeoutMs in their status); n3 runs 500 ms.
+        final int[] ports = threeNodes((node, port, all) -> node == 2 ? status("n3", port, node, 100, all, 500)
+            : status("n" + (node + 1), port, node, 100, all).replace("\"electionTimeoutMs\":150,", ""));
         final String table = printed("--server", "127.0.0.1:" + ports[0]);
         assertTrue(table.contains("different --election-timeout-ms (n1=150 ms, n2=150 ms, n3=500 ms)"), table);
     }
