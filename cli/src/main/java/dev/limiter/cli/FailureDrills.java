@@ -118,8 +118,9 @@ final class FailureDrills
                     freshClientMillis[0] <= 1000 && rejoined >= 0 && strict.failed.get() + fast.failed.get() == 0;
                 evidence.put("electionTimeoutMs", leader.electionTimeoutMs());
                 // A cluster run with a longer election timeout trades this 1 s for fewer needless elections: say so.
-                final String slower = leader.electionTimeoutMs() > 150 ? " (this cluster runs --election-timeout-ms " + leader.electionTimeoutMs() +
-                    ": its members wait at least that long, and up to about four times it, before they campaign)" : "";
+                final String slower = leader.electionTimeoutMs() <= StatusCommand.DEFAULT_ELECTION_TIMEOUT_MILLIS ? "" :
+                    " (this cluster runs --election-timeout-ms " + leader.electionTimeoutMs() +
+                    ": its members wait at least that long, and up to about four times it, before they campaign)";
                 evidence.put("expected", "STRICT node grants within burst + rate x time and none local, FAST within its bound, a node " +
                     "deciding again within 1 s of the kill for the running client and for a fresh one" + slower + ", no failed call, the node back");
                 return new Verdict("leader-kill", passed, evidence);
@@ -302,8 +303,7 @@ final class FailureDrills
 
     // ---------------------------------------------------------------- nodes
 
-    /** What a node's STATUS says of it. */
-    /** What the drills read of a node's STATUS; {@code electionTimeoutMs} is -1 from a node that does not report it. */
+    /** What a node's STATUS says of it; {@code electionTimeoutMs} is -1 from a node that does not report it. */
     record Status(String id, String address, long pid, String role, String leaderAddress, long appliedIndex, long electionTimeoutMs)
     {
     }

@@ -219,13 +219,14 @@ public final class StatusCommand implements Callable<Integer>
         return allAnswered ? 0 : 1;
     }
 
+    /** A node's default {@code --election-timeout-ms}, and what every build from before the option ran. */
+    static final long DEFAULT_ELECTION_TIMEOUT_MILLIS = 150;
+
     /**
      * A warning when the members that answered run different {@code --election-timeout-ms}, else
      * null: a leader decides alone for its own value less 25 ms after a majority last answered,
      * which is safe only if no member may campaign sooner.
      */
-    private static final long BEFORE_THE_OPTION_MILLIS = 150;
-
     static String electionTimeoutsDiffer(final List<String> answers)
     {
         final Map<String, Long> byMember = new TreeMap<>();
@@ -235,7 +236,7 @@ public final class StatusCommand implements Callable<Integer>
             {
                 // A member of a build from before the option does not report it: it runs 150 ms.
                 final long millis = number(answer, "electionTimeoutMs");
-                byMember.put(text(answer, "id"), millis < 0 ? BEFORE_THE_OPTION_MILLIS : millis);
+                byMember.put(text(answer, "id"), millis < 0 ? DEFAULT_ELECTION_TIMEOUT_MILLIS : millis);
             }
         }
         if (byMember.values().stream().distinct().count() <= 1)

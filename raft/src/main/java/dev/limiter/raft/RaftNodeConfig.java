@@ -14,7 +14,6 @@ public final class RaftNodeConfig
 {
     /** Least time a follower waits without hearing from its leader before it campaigns; the most is twice it. */
     public static final Duration DEFAULT_ELECTION_TIMEOUT_MIN = Duration.ofMillis(150);
-    public static final Duration DEFAULT_ELECTION_TIMEOUT_MAX = DEFAULT_ELECTION_TIMEOUT_MIN.multipliedBy(2);
     /**
      * Largest minimum election timeout. Beyond it an idle leader's heartbeats (about half of it after
      * the last reply) would make a live member look away to the rebalancer (RaftGroupMember's one
