@@ -125,8 +125,30 @@ public class TokenLeaseBenchmark
             {
                 calls[i] = Descriptor.builder().tenant("tenant-" + i).route("/bench/" + i).method("GET").build();
                 leases.tryLocal(calls[i], 1);
+                if (i < FRESH)
+                {
+                    tenants[i] = "tenant-" + i;
+                    routes[i] = "/bench/" + i;
+                }
             }
         }
+
+        static final int FRESH = 1024;
+        final String[] tenants = new String[FRESH];
+        final String[] routes = new String[FRESH];
+        int nextFresh;
+    }
+
+    /**
+     * "No lease here" for a descriptor built for this call, as the servlet filter and the Envoy
+     * gateway build one per request: the build (see {@code DescriptorBenchmark}) and the policy
+     * match that finds the route leases nothing, which a reused descriptor remembers.
+     */
+    @Benchmark
+    public Decision findNoLeaseForANewDescriptor(final NotLeased state)
+    {
+        final int i = state.nextFresh++ & (NotLeased.FRESH - 1);
+        return state.leases.tryLocal(Descriptor.builder().tenant(state.tenants[i]).route(state.routes[i]).method("GET").build(), 1);
     }
 
     /** "No lease here" for a descriptor met cold in the cache, as with many descriptors between calls. */

@@ -59,6 +59,48 @@ class DescriptorTest
     }
 
     @Test
+    void routesDropEmptySegmentsAndTheQueryWhetherOrNotAnythingNeedsDropping()
+    {
+        final String[][] cases = {
+            {"/", "/"}, {"/a", "/a"}, {"/v1/orders/42", "/v1/orders/42"}, {"/a/", "/a"}, {"//", "/"}, {"/a//b", "/a/b"},
+            {"//a", "/a"}, {"/a/b//", "/a/b"}, {"/a?x=1", "/a"}, {"/a/?x=1", "/a"}, {"/?x", "/"}, {"/a#top", "/a"},
+            {"/café/über", "/café/über"}, {"/café//über/?q=é", "/café/über"}, {" /a/b ", "/a/b"}, {"/a?x=//", "/a"},
+        };
+        for (final String[] c : cases)
+        {
+            assertEquals(c[1], Descriptor.builder().tenant("t").route(c[0]).build().route(), c[0]);
+            // The same key as the canonical spelling, byte for byte.
+            assertEquals(Descriptor.builder().tenant("t").route(c[1]).build(), Descriptor.builder().tenant("t").route(c[0]).build(), c[0]);
+        }
+    }
+
+    @Test
+    void anUnpairedSurrogateAnywhereIsRefusedAndAPairIsText()
+    {
+        for (final String bad : new String[] {"\uDC00", "a\uD83D", "\uD83Da", "a\uDE80b", "\uDE80\uD83D"})
+        {
+            final InvalidDescriptorException e = invalid(Descriptor.builder().tenant("t").route("/x").principal(bad));
+            assertEquals(DescriptorField.PRINCIPAL, e.field());
+            assertTrue(e.getMessage().contains("unpaired surrogate"), e.getMessage());
+        }
+        assertEquals("a\uD83D\uDE80b", Descriptor.builder().tenant("t").route("/x").principal("a\uD83D\uDE80b").build().principal());
+    }
+
+    @Test
+    void valuesOutsideAsciiCountTheirUtf8BytesAndAreTrimmedOfAsciiSpaceOnly()
+    {
+        assertEquals("é".repeat(32), Descriptor.builder().tenant("é".repeat(32)).route("/x").build().tenant(), "64 bytes");
+        assertEquals("tenant is too long (66 bytes; at most 64)",
+            invalid(Descriptor.builder().tenant("é".repeat(33)).route("/x")).getMessage());
+        assertEquals("café", Descriptor.builder().tenant("  café\t").route("/x").build().tenant());
+        assertEquals("\u00A0café", Descriptor.builder().tenant("\u00A0café").route("/x").build().tenant(), "a no-break space is not ASCII space");
+        final Descriptor unset = Descriptor.builder().tenant("t").route("/x").principal("").clientIp(null).build();
+        assertEquals("", unset.principal());
+        assertEquals("", unset.clientIp());
+        assertEquals(Descriptor.of("t", "/x"), unset);
+    }
+
+    @Test
     void shouldAcceptMultibyteTextWithinByteLimits()
     {
         assertEquals("🚀".repeat(16), Descriptor.builder().tenant("🚀".repeat(16)).route("/x").build().tenant());
