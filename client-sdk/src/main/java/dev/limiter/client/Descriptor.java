@@ -21,7 +21,8 @@ import java.util.Objects;
  * Who is asking, for what: tenant, principal, method, route, client IP and region. Normalisation
  * (the same rules the server applies, see {@link DescriptorRules}) and encoding happen at
  * {@link Builder#build()}, so sending it costs a byte copy. Reuse one where the fields repeat (the
- * SDK also remembers, per descriptor, whether its route is leased); building one per request is
+ * SDK also remembers, per descriptor, whether its route is leased and, with several Raft groups,
+ * its shard); building one per request is
  * fine too (a few hundred nanoseconds: {@code ./limiter jmh DescriptorBenchmark}).
  *
  * <pre>{@code
@@ -49,6 +50,12 @@ public final class Descriptor
      * service with many descriptors would otherwise read one more cold object on every call.
      */
     volatile long leasesNothingUnder;
+    /**
+     * Where one client's shard router last placed this descriptor's bucket, under which of its
+     * routings ({@link ShardRouter}: stamp and shard in one word, so that no reader sees one
+     * without the other; 0: not placed).
+     */
+    volatile long shardUnder;
 
     private Descriptor(final String[] values)
     {

@@ -10,6 +10,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.IntPredicate;
 
 /**
@@ -28,9 +29,30 @@ final class ShardRouter
 {
     private static final Logger LOG = LoggerFactory.getLogger(ShardRouter.class);
 
-    /** What the client routes by: the map, and the policy set compiled with its ordinals (or null). */
-    private record Routing(ShardMap map, PolicySetIndex index)
+    /**
+     * What the client routes by: the map, the policy set compiled with its ordinals (or null), and
+     * a stamp, unique across every router of the process, that changes whenever a descriptor's
+     * shard could (a new set or another number of shards; not when only leaders move).
+     */
+    private record Routing(ShardMap map, PolicySetIndex index, long stamp)
     {
+    }
+
+    private static final AtomicLong STAMPS = new AtomicLong();
+    /** A descriptor's cached shard ({@link Descriptor#shardUnder}): the stamp above these bits, a code below. */
+    private static final int CODE_BITS = 8;
+    private static final long CODE_MASK = (1L << CODE_BITS) - 1;
+    /** The code of a call any shard's share may decide: a shard is drawn for each call. */
+    private static final int ANY_SHARD = 0;
+    /** The code of a call whose shard is not known here (-1); a shard's code is the shard + 2. */
+    private static final int UNKNOWN = 1;
+
+    static
+    {
+        if (ShardMap.MAX_SHARDS + 1 > CODE_MASK)
+        {
+            throw new ExceptionInInitializerError("a shard's code (shard + 2) must fit in " + CODE_BITS + " bits");
+        }
     }
 
     /** A thread's scratch for a bucket key: the prefix and an address's 16 bytes. */
@@ -71,12 +93,12 @@ final class ShardRouter
         }
         final Routing previous = routing;
         if (previous != null && previous.index() != null && previous.index().version() == current.policySetVersion() &&
-            previous.map().ordinals().equals(current.ordinals()))
+            previous.map().ordinals().equals(current.ordinals()) && previous.map().shards() == current.shards())
         {
-            routing = new Routing(current, previous.index()); // same set: only leaders moved
+            routing = new Routing(current, previous.index(), previous.stamp()); // same set and shards: only leaders moved
             return;
         }
-        routing = new Routing(current, compile(current));
+        routing = new Routing(current, compile(current), STAMPS.incrementAndGet());
     }
 
     /** The held set compiled with the map's ordinals, or null when they are not of the same set. */
@@ -192,33 +214,52 @@ final class ShardRouter
         {
             return tenantHash == 0 ? -1 : ShardMap.shardOf(tenantHash, shards);
         }
+        // The match is most of a call's routing: a descriptor used again keeps its answer under this stamp.
+        final long cached = descriptor.shardUnder;
+        final int code;
+        if (cached >>> CODE_BITS == current.stamp())
+        {
+            code = (int)(cached & CODE_MASK);
+        }
+        else
+        {
+            code = codeOf(current.index(), descriptor, shards);
+            descriptor.shardUnder = current.stamp() << CODE_BITS | code;
+        }
+        // Held as a share on every shard: any leader decides it; spread evenly, each node's share of
+        // the calls is the share of the shards it leads.
+        return code == ANY_SHARD ? anyShard(current.map(), shards) : code - 2;
+    }
+
+    /** Where {@code descriptor}'s bucket lives under {@code index} with {@code shards} shards, as a code (above). */
+    private static int codeOf(final PolicySetIndex index, final Descriptor descriptor, final int shards)
+    {
+        final long tenantHash = descriptor.tenantHash();
         final AcquireDecoder decoder = PolicyMatcher.decode(descriptor);
         if (decoder == null)
         {
-            return -1;
+            return UNKNOWN;
         }
-        final CompiledPolicy policy = current.index().match(decoder).forRequest(decoder);
+        final CompiledPolicy policy = index.match(decoder).forRequest(decoder);
         final byte[] key = KEY.get();
         switch (policy.scope())
         {
             case GLOBAL:
                 if (policy.routedToAnyShare(shards))
                 {
-                    // Held as a share on every shard: any leader decides it; spread evenly, each node's
-                    // share of the calls is the share of the shards it leads.
-                    return anyShard(current.map(), shards);
+                    return ANY_SHARD;
                 }
-                return ShardMap.keyShard(key, ShardMap.KEY_PREFIX_LENGTH, policy.ordinal(), policy.version(), shards);
+                return 2 + ShardMap.keyShard(key, ShardMap.KEY_PREFIX_LENGTH, policy.ordinal(), policy.version(), shards);
             case CLIENT_IP:
                 if (!IpAddresses.parse(decoder.buffer(), decoder.offset(DescriptorField.CLIENT_IP), decoder.length(DescriptorField.CLIENT_IP),
                     key, ShardMap.KEY_PREFIX_LENGTH))
                 {
-                    return -1;
+                    return UNKNOWN;
                 }
-                return ShardMap.keyShard(key, ShardMap.KEY_PREFIX_LENGTH + IpAddresses.LENGTH, policy.ordinal(), policy.version(),
+                return 2 + ShardMap.keyShard(key, ShardMap.KEY_PREFIX_LENGTH + IpAddresses.LENGTH, policy.ordinal(), policy.version(),
                     shards);
             default: // TENANT, PRINCIPAL: the tenant's shard
-                return tenantHash == 0 ? -1 : ShardMap.shardOf(tenantHash, shards);
+                return tenantHash == 0 ? UNKNOWN : 2 + ShardMap.shardOf(tenantHash, shards);
         }
     }
 }
