@@ -29,6 +29,7 @@ import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.LockSupport;
 import java.util.function.BooleanSupplier;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -441,6 +442,7 @@ class MultiRaftTest
         final AtomicLong local = new AtomicLong();
         final AtomicLong lastAnswerNanos = new AtomicLong(System.nanoTime());
         final AtomicLong longestGapNanos = new AtomicLong();
+        final AtomicLong longestStallNanos = new AtomicLong();
         final AtomicBoolean running = new AtomicBoolean(true);
         final Semaphore inFlight = new Semaphore(64);
         try (LimiterClient client = LimiterClient.builder().endpoints(endpoints).connections(1).deadline(Duration.ofSeconds(3)).build())
@@ -468,10 +470,26 @@ class MultiRaftTest
                 }
             }, "load");
             load.start();
+            // How long this JVM's threads went without a CPU meanwhile (GC, or a host busy with other
+            // work): callers wait that long whatever the nodes do, so it is not the hand-over's.
+            final Thread stallWatch = new Thread(() ->
+            {
+                long last = System.nanoTime();
+                while (running.get())
+                {
+                    LockSupport.parkNanos(1_000_000);
+                    final long now = System.nanoTime();
+                    longestStallNanos.accumulateAndGet(now - last - 1_000_000, Math::max);
+                    last = now;
+                }
+            }, "stall-watch");
+            stallWatch.setDaemon(true);
+            stallWatch.start();
             try
             {
                 await("the load to be decided by " + interim, Duration.ofSeconds(10), () -> byNodes.get() > 2_000);
                 longestGapNanos.set(0);
+                longestStallNanos.set(0);
                 start("n2");
                 await(() -> "group 1's lead to move to n2: " + groupView(1), Duration.ofSeconds(30), () -> "n2".equals(decider(1)));
                 final long moved = byNodes.get();
@@ -485,14 +503,17 @@ class MultiRaftTest
             assertTrue(inFlight.tryAcquire(64, 10, TimeUnit.SECONDS), "every call answered");
         }
         System.out.println("planned hand-over from " + interim + ": " + byNodes.get() + " decided by nodes, " + local.get() +
-            " locally, longest gap between node answers " + longestGapNanos.get() / 1_000_000 + " ms");
+            " locally, longest gap between node answers " + longestGapNanos.get() / 1_000_000 + " ms, longest stall of this JVM's threads " +
+            longestStallNanos.get() / 1_000_000 + " ms");
         assertEquals(0, nodes.get(interim).metrics().decisionsDroppedSoFar(),
             "every decision " + interim + " answered before it handed over reached the log");
         assertEquals(0, local.get(), "every call was decided by a node");
         // Handed the lead before it had applied what the other groups brought it, n2 led for 0.3-1.5 s
         // without deciding (measured before it waited for a returning member, docs/cluster.md).
-        assertTrue(longestGapNanos.get() < TimeUnit.SECONDS.toNanos(1),
-            "callers waited " + longestGapNanos.get() / 1_000_000 + " ms for a node's answer while the lead moved");
+        // The bound is the hand-over's: a stall of the whole JVM (seen by a thread that only sleeps 1 ms) is added to it.
+        assertTrue(longestGapNanos.get() < TimeUnit.SECONDS.toNanos(1) + longestStallNanos.get(),
+            "callers waited " + longestGapNanos.get() / 1_000_000 + " ms for a node's answer while the lead moved (this JVM's threads stalled " +
+                longestStallNanos.get() / 1_000_000 + " ms at most meanwhile)");
         await("every group to converge on every replica", Duration.ofSeconds(20), this::converged);
         assertEquals(byNodes.get(), appliedIn("n2", 1), "every decision a node answered is in group 1's log, once");
     }
