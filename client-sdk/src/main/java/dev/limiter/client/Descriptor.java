@@ -22,8 +22,8 @@ import java.util.Objects;
  * (the same rules the server applies, see {@link DescriptorRules}) and encoding happen at
  * {@link Builder#build()}, so sending it costs a byte copy. Reuse one where the fields repeat (the
  * SDK also remembers, per descriptor, whether its route is leased and, with several Raft groups,
- * its shard); building one per request is
- * fine too (a few hundred nanoseconds: {@code ./limiter jmh DescriptorBenchmark}).
+ * its shard); building one per request is fine too (a few hundred nanoseconds:
+ * {@code ./limiter jmh DescriptorBenchmark}).
  *
  * <pre>{@code
  * Descriptor d = Descriptor.builder().tenant("acme").route("/v1/orders/123").method("post").build();
