@@ -105,6 +105,13 @@ class DrillCommandTest
         assertEquals(1, refused.status(), refused.toString());
         assertTrue(refused.err().contains("is not a node started from the command line") && refused.err().contains("nothing was stopped"),
             refused.toString());
+        // A store failure stops every node it is given: one that does not answer is named, and none is stopped.
+        final String silent = "127.0.0.1:" + ClusterPorts.free(1, RAFT_OFFSET)[0];
+        final PolicyCommandTest.Result partial = drill("store-failure", "--server", silent + "," + String.join(",", data),
+            "--admin", String.join(",", admin));
+        assertEquals(1, partial.status(), partial.toString());
+        assertTrue(partial.err().contains("node " + silent + " did not answer STATUS within 10 s")
+            && partial.err().contains("nothing was stopped"), partial.toString());
 
         // Deleted through the leader; every node has applied that within a moment.
         for (final String node : admin)
