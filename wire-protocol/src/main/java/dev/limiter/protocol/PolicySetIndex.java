@@ -262,7 +262,7 @@ public final class PolicySetIndex
 
     /**
      * Checks one policy on its own (what a change of it must pass before the whole set is
-     * compiled): errors name the field, e.g. {@code "policy.rate: must be a positive number..."}.
+     * compiled): errors name the field, e.g. {@code "policy.rate: must be 1 to ... tokens per period, was 0"}.
      */
     public static List<String> validatePolicy(final Policy policy)
     {
@@ -610,7 +610,7 @@ public final class PolicySetIndex
         }
         if (p.getRate() <= 0 || p.getRate() > Long.MAX_VALUE / 2)
         {
-            errors.add(where + ".rate: must be a positive number of tokens per period, was " + Long.toUnsignedString(p.getRate()));
+            errors.add(where + ".rate: must be 1 to " + Long.MAX_VALUE / 2 + " tokens per period, was " + Long.toUnsignedString(p.getRate()));
         }
         final long periodNanos = periodNanos(p);
         if (periodNanos <= 0 || periodNanos > MAX_PERIOD_NANOS)
@@ -620,7 +620,8 @@ public final class PolicySetIndex
         }
         if (p.getBurst() < 0 || p.getBurst() > Long.MAX_VALUE / 2)
         {
-            errors.add(where + ".burst: must be a positive number of tokens, was " + Long.toUnsignedString(p.getBurst()));
+            errors.add(where + ".burst: must be 1 to " + Long.MAX_VALUE / 2 + " tokens (or unset for the rate), was " +
+                Long.toUnsignedString(p.getBurst()));
         }
         checkAlgorithm(p, where, errors);
     }

@@ -99,6 +99,22 @@ class PolicySetIndexTest
     }
 
     @Test
+    void aRateOrBurstTooLargeToRefillWithoutOverflowIsRefusedNamingTheRange()
+    {
+        // Positive, but past what a bucket's arithmetic holds: the message gives the range, not "positive".
+        final String all = String.join("\n", reject("{\"policies\":[" +
+            "{\"id\":\"a\",\"rate\":5,\"burst\":9223372036854775807,\"owner\":\"o\",\"selector\":{\"route\":\"/a\"}}," +
+            "{\"id\":\"b\",\"rate\":4611686018427387904,\"owner\":\"o\",\"selector\":{\"route\":\"/b\"}}," +
+            "{\"id\":\"c\",\"rate\":5,\"burst\":18446744073709551615,\"owner\":\"o\",\"selector\":{\"route\":\"/c\"}}]}").errors());
+        assertTrue(all.contains("policies[0] (a).burst: must be 1 to 4611686018427387903 tokens (or unset for the rate), was 9223372036854775807"), all);
+        assertTrue(all.contains("policies[1] (b).rate: must be 1 to 4611686018427387903 tokens per period, was 4611686018427387904"), all);
+        assertTrue(all.contains("policies[2] (c).burst: must be 1 to 4611686018427387903 tokens (or unset for the rate), was 18446744073709551615"), all);
+        // The largest of each is taken (with a period that keeps burst x period exact).
+        PolicySetIndex.fromJson("{\"policies\":[{\"id\":\"a\",\"rate\":4611686018427387903,\"burst\":4611686018427387903,\"period\":\"0.000000001s\"," +
+            "\"owner\":\"o\",\"selector\":{\"route\":\"/a\"}}]}");
+    }
+
+    @Test
     void shouldReportEveryFieldLevelProblemAtOnce()
     {
         final PolicyValidationException e = reject("{\"policies\":[" +
@@ -106,7 +122,7 @@ class PolicySetIndexTest
             "{\"id\":\"ok\",\"rate\":5,\"period\":\"-1s\",\"owner\":\"o\",\"selector\":{\"route\":\"no-slash\",\"method\":\"G T\"}}]}");
         final String all = String.join("\n", e.errors());
         assertTrue(all.contains("policies[0] (Bad Id).id: 'Bad Id' must match"), all);
-        assertTrue(all.contains("policies[0] (Bad Id).rate: must be a positive number"), all);
+        assertTrue(all.contains("policies[0] (Bad Id).rate: must be 1 to 4611686018427387903 tokens per period, was 0"), all);
         assertTrue(all.contains("policies[0] (Bad Id).owner: required"), all);
         assertTrue(all.contains("policies[1] (ok).period"), all);
         assertTrue(all.contains("policies[1] (ok).selector.route"), all);
@@ -168,7 +184,7 @@ class PolicySetIndexTest
             "\"algorithm\":\"FIXED_WINDOW\"}]}," +
             "{\"id\":\"b\",\"rate\":10,\"owner\":\"o\",\"selector\":{\"route\":\"/b\"},\"limits\":[{\"rate\":1},{\"rate\":1},{\"rate\":1},{\"rate\":1}]}," +
             "{\"id\":\"c\",\"rate\":10,\"owner\":\"o\",\"mode\":\"SHADOW\",\"selector\":{\"route\":\"/c\"},\"limits\":[{\"rate\":1}]}]}").errors());
-        assertTrue(all.contains("policies[0] (a).limits[0].rate: must be a positive number"), all);
+        assertTrue(all.contains("policies[0] (a).limits[0].rate: must be 1 to 4611686018427387903 tokens per period, was 0"), all);
         assertTrue(all.contains("policies[0] (a).limits[1].burst: a FIXED_WINDOW grants `rate` per window"), all);
         assertTrue(all.contains("policies[1] (b).limits: at most 3 more limits on one policy, was 4"), all);
         assertTrue(all.contains("policies[2] (c).limits: a SHADOW version is evaluated against one limit"), all);
