@@ -2,6 +2,14 @@ package dev.limiter.server;
 
 import dev.limiter.client.Descriptor;
 import dev.limiter.client.LimiterClient;
+import dev.limiter.protocol.policy.HotKeyReport;
+import dev.limiter.server.admin.AdminServer;
+import dev.limiter.server.admin.NodeStatus;
+import dev.limiter.server.metrics.ServerMetrics;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.nio.NioIoHandler;
+import io.netty.channel.socket.nio.NioServerSocketChannel;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -13,6 +21,7 @@ import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.concurrent.TimeUnit;
 
 import static dev.limiter.server.TestNode.SECOND;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -56,6 +65,56 @@ class AdminHttpTest
 
             assertEquals(404, get(server.adminPort(), "/nope", "GET").statusCode());
             assertEquals(405, get(server.adminPort(), "/metrics", "POST").statusCode());
+        }
+    }
+
+    @Test
+    void aRequestThatFailsUnexpectedlyIsAnswered500NamingTheFailureNotDroppedUnanswered() throws Exception
+    {
+        // As when a jar is rebuilt under a running node and a class it has not loaded yet is gone.
+        final NodeStatus broken = new NodeStatus()
+        {
+            @Override
+            public String statusJson()
+            {
+                throw new NoClassDefFoundError("dev/limiter/protocol/policy/RollbackRequest");
+            }
+
+            @Override
+            public boolean healthy()
+            {
+                return true;
+            }
+
+            @Override
+            public String healthJson()
+            {
+                return "{\"status\":\"UP\"}";
+            }
+
+            @Override
+            public HotKeyReport hotKeys()
+            {
+                return HotKeyReport.getDefaultInstance();
+            }
+        };
+        final EventLoopGroup group = new MultiThreadIoEventLoopGroup(1, NioIoHandler.newFactory());
+        final AdminServer admin = new AdminServer("127.0.0.1", 0, new ServerMetrics(), broken, group, group, NioServerSocketChannel.class,
+            null, "token", null, new AdminServer.Limits(8, 60_000, 10_000), null);
+        try
+        {
+            admin.start();
+            final HttpResponse<String> failed = get(admin.port(), "/status", "GET");
+            assertEquals(500, failed.statusCode(), failed.body());
+            assertTrue(failed.body().contains("the node failed to answer: java.lang.NoClassDefFoundError: " +
+                "dev/limiter/protocol/policy/RollbackRequest (its log has the stack)"), failed.body());
+            // The port still serves: the next connection is answered as usual.
+            assertEquals(200, get(admin.port(), "/health", "GET").statusCode());
+        }
+        finally
+        {
+            admin.close();
+            group.shutdownGracefully(0, 1, TimeUnit.SECONDS).syncUninterruptibly();
         }
     }
 

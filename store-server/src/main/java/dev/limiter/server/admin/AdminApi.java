@@ -423,7 +423,7 @@ final class AdminApi
         return response;
     }
 
-    private static FullHttpResponse error(final HttpResponseStatus status, final String message)
+    static FullHttpResponse error(final HttpResponseStatus status, final String message)
     {
         return json(status, AdminError.newBuilder().setError(message).build());
     }

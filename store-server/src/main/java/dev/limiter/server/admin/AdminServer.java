@@ -18,6 +18,7 @@ import io.netty.channel.ServerChannel;
 import io.netty.channel.SimpleChannelInboundHandler;
 import io.netty.channel.WriteBufferWaterMark;
 import io.netty.channel.socket.SocketChannel;
+import io.netty.handler.codec.DecoderException;
 import io.netty.handler.codec.http.DefaultFullHttpResponse;
 import io.netty.handler.codec.http.FullHttpRequest;
 import io.netty.handler.codec.http.FullHttpResponse;
@@ -31,8 +32,13 @@ import io.netty.handler.codec.http.HttpUtil;
 import io.netty.handler.codec.http.HttpVersion;
 import io.netty.handler.codec.http.QueryStringDecoder;
 
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
+import javax.net.ssl.SSLException;
 
 /**
  * The admin HTTP endpoint: {@code GET /metrics} (Prometheus text), {@code /health} and {@code /status}
@@ -41,6 +47,7 @@ import java.nio.charset.StandardCharsets;
  */
 public final class AdminServer implements AutoCloseable
 {
+    private static final Logger LOG = LoggerFactory.getLogger(AdminServer.class);
     private static final String PROMETHEUS_TYPE = "text/plain; version=0.0.4; charset=utf-8";
 
     private final String host;
@@ -214,10 +221,36 @@ public final class AdminServer implements AutoCloseable
             }
         }
 
+        /**
+         * What no handler expected (a bug, or a class gone from a jar rebuilt under the running node):
+         * logged with its stack, and answered 500 naming it, rather than a connection closed unanswered.
+         */
         @Override
         public void exceptionCaught(final ChannelHandlerContext ctx, final Throwable cause)
         {
-            ctx.close();
+            if (cause instanceof IOException || cause instanceof DecoderException && cause.getCause() instanceof SSLException)
+            {
+                ctx.close(); // the peer's doing (a reset, a failed handshake), not the node's
+                return;
+            }
+            LOG.error("admin port: a request from {} failed unexpectedly; answered 500 and closed", ctx.channel().remoteAddress(), cause);
+            if (!ctx.channel().isActive())
+            {
+                return;
+            }
+            FullHttpResponse response;
+            try
+            {
+                response = AdminApi.error(HttpResponseStatus.INTERNAL_SERVER_ERROR, "the node failed to answer: " + cause +
+                    " (its log has the stack); if this was a change, read the state back before retrying it");
+            }
+            catch (final RuntimeException | LinkageError e)
+            {
+                response = text(HttpResponseStatus.INTERNAL_SERVER_ERROR, "text/plain; charset=utf-8",
+                    "the node failed to answer (its log has the stack)\n");
+            }
+            response.headers().set(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE);
+            ctx.writeAndFlush(response).addListener(ChannelFutureListener.CLOSE);
         }
     }
 
