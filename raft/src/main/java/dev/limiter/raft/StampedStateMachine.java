@@ -289,9 +289,11 @@ final class StampedStateMachine extends BaseStateMachine
         {
             state = application.captureSnapshot();
         }
-        catch (final RuntimeException | OutOfMemoryError e)
+        catch (final RuntimeException | OutOfMemoryError | LinkageError e)
         {
-            // OutOfMemoryError: no direct memory left for the copy; Ratis would end the member on it.
+            // OutOfMemoryError: no direct memory left for the copy. LinkageError: a class missing from a jar
+            // rewritten under the running node. Thrown to Ratis, either would end the member, and Ratis'
+            // updater would retry the snapshot in a tight loop meanwhile (590,000 logged stacks in 90 s, seen).
             LOG.error("{}: could not capture the state for a snapshot at {} (a copy needs room for the group's tables " +
                 "again: see -XX:MaxDirectMemorySize); the log is kept", nodeId, applied, e);
             pauseCaptures();

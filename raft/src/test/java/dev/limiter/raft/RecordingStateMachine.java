@@ -22,7 +22,8 @@ final class RecordingStateMachine implements ReplicatedStateMachine
     /** Captures taken for snapshots. */
     final AtomicInteger captures = new AtomicInteger();
     /** When set, every capture fails as when no direct memory is left for the copy. */
-    volatile boolean failCaptures;
+    /** Thrown by every capture while set. */
+    volatile Error captureFailure;
     /** When set, every snapshot write fails (as on a full disk). */
     volatile boolean failWrites;
 
@@ -44,9 +45,10 @@ final class RecordingStateMachine implements ReplicatedStateMachine
     public CapturedState captureSnapshot()
     {
         captures.incrementAndGet();
-        if (failCaptures)
+        final Error failure = captureFailure;
+        if (failure != null)
         {
-            throw new OutOfMemoryError("Cannot reserve 1048576 bytes of direct buffer memory (test)");
+            throw failure;
         }
         final long capturedDigest = digest;
         final long capturedApplied = applied;
