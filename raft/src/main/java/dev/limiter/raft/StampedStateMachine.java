@@ -294,8 +294,9 @@ final class StampedStateMachine extends BaseStateMachine
             // OutOfMemoryError: no direct memory left for the copy. LinkageError: a class missing from a jar
             // rewritten under the running node. Thrown to Ratis, either would end the member, and Ratis'
             // updater would retry the snapshot in a tight loop meanwhile (590,000 logged stacks in 90 s, seen).
-            LOG.error("{}: could not capture the state for a snapshot at {} (a copy needs room for the group's tables " +
-                "again: see -XX:MaxDirectMemorySize); the log is kept", nodeId, applied, e);
+            LOG.error("{}: could not capture the state for a snapshot at {} ({}); the log is kept", nodeId, applied,
+                e instanceof OutOfMemoryError ? "a copy needs room for the group's tables again: see -XX:MaxDirectMemorySize" :
+                    e instanceof LinkageError ? "a class is missing: was the node's jar rebuilt under it? restart it" : "a bug", e);
             pauseCaptures();
             return RaftLog.INVALID_LOG_INDEX;
         }
