@@ -119,6 +119,19 @@ class PortFuzzTest
     }
 
     @Test
+    void aBadPercentEscapeInThePathOrTheQueryIsA400SayingSo() throws Exception
+    {
+        // Found by the fuzzing above once an unexpected failure was answered 500 rather than closed.
+        final String path = exchange(server.adminPort(), ("DELETE /v1/policies/%ZZ HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + TOKEN +
+            "\r\nConnection: close\r\n\r\n").getBytes(StandardCharsets.ISO_8859_1), false);
+        assertTrue(path.startsWith("HTTP/1.1 400") && path.contains("malformed request path: ") && path.contains("escape '%' as %25"), path);
+        final String query = exchange(server.adminPort(), ("DELETE /v1/policies/orders?reason=100%ZZ HTTP/1.1\r\nHost: x\r\n" +
+            "Authorization: Bearer " + TOKEN + "\r\nConnection: close\r\n\r\n").getBytes(StandardCharsets.ISO_8859_1), false);
+        assertTrue(query.startsWith("HTTP/1.1 400") && query.contains("malformed query string: ") && query.contains("nothing changed"), query);
+        assertTrue(server.policyState().current("orders") != null, "orders is still in force");
+    }
+
+    @Test
     void garbageOnTheRaftPortLeavesTheNodeLeadingDecidingAndCommitting() throws Exception
     {
         final Random random = new Random(0x4AF7L);
@@ -153,8 +166,17 @@ class PortFuzzTest
             "still committing to the log");
     }
 
-    /** Sends bytes, reads what comes back until the node closes or 2 s pass; "" when nothing came. */
+    /** Sends bytes and ends the stream, reads what comes back until the node closes or 2 s pass; "" when nothing came. */
     private static String exchange(final int port, final byte[] request) throws IOException
+    {
+        return exchange(port, request, true);
+    }
+
+    /**
+     * As above; {@code halfClose} false leaves the stream open, as an HTTP client does, so that an answer
+     * sent after the request was read is not lost to the node closing on the end of the stream first.
+     */
+    private static String exchange(final int port, final byte[] request, final boolean halfClose) throws IOException
     {
         try (Socket socket = new Socket("127.0.0.1", port))
         {
@@ -164,7 +186,10 @@ class PortFuzzTest
             {
                 out.write(request);
                 out.flush();
-                socket.shutdownOutput();
+                if (halfClose)
+                {
+                    socket.shutdownOutput();
+                }
             }
             catch (final IOException closedWhileWriting)
             {

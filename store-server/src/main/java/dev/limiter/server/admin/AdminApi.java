@@ -120,6 +120,14 @@ final class AdminApi
         final String[] parts = path.substring(1).split("/", -1);
         final HttpMethod method = request.method();
         final QueryStringDecoder query = new QueryStringDecoder(request.uri());
+        try
+        {
+            query.parameters(); // decoded now, so that a bad escape is the caller's 400, not a failure halfway through
+        }
+        catch (final IllegalArgumentException e)
+        {
+            throw new BadRequest("malformed query string: " + e.getMessage() + " (escape '%' as %25); nothing changed");
+        }
         final String actor = actor(request);
         if (parts.length == 2 && parts[1].equals("policies"))
         {

@@ -160,7 +160,17 @@ public final class AdminServer implements AutoCloseable
         protected void channelRead0(final ChannelHandlerContext ctx, final FullHttpRequest request)
         {
             guard.messageFinished();
-            final String path = new QueryStringDecoder(request.uri()).path();
+            final String path;
+            try
+            {
+                path = new QueryStringDecoder(request.uri()).path();
+            }
+            catch (final IllegalArgumentException e)
+            {
+                send(ctx, text(HttpResponseStatus.BAD_REQUEST, "text/plain; charset=utf-8", "malformed request path: " + e.getMessage() +
+                    " (escape '%' as %25)\n"), HttpUtil.isKeepAlive(request));
+                return;
+            }
             final FullHttpResponse response;
             if (request.decoderResult().isSuccess() && (path.equals("/v1") || path.startsWith("/v1/")))
             {
