@@ -127,6 +127,49 @@ class BadInputTest
     }
 
     @Test
+    void anHttpRequestOnTheDataPortIsAnsweredInHttpNamingTheAdminPortAndTheConnectionCloses() throws Exception
+    {
+        for (final String method : List.of("GET", "POST"))
+        {
+            final java.net.http.HttpResponse<String> answer = java.net.http.HttpClient.newBuilder()
+                .version(java.net.http.HttpClient.Version.HTTP_1_1).build()
+                .send(java.net.http.HttpRequest.newBuilder(java.net.URI.create("http://127.0.0.1:" + server.port() + "/metrics"))
+                    .method(method, java.net.http.HttpRequest.BodyPublishers.ofString("{}")).build(),
+                    java.net.http.HttpResponse.BodyHandlers.ofString());
+            assertEquals(400, answer.statusCode(), answer.body());
+            assertTrue(answer.body().startsWith("this is a limiter data port, which speaks its binary protocol (docs/protocol.md), " +
+                "not HTTP: /metrics, /health, /status and the /v1 admin API are on the node's admin port"), answer.body());
+        }
+    }
+
+    @Test
+    void aTlsHandshakeOnAPlainDataPortIsClosedAndNothingElseIsAffected() throws Exception
+    {
+        final javax.net.ssl.SSLContext tls = javax.net.ssl.SSLContext.getInstance("TLS");
+        tls.init(null, null, null);
+        try (javax.net.ssl.SSLSocket socket = (javax.net.ssl.SSLSocket)tls.getSocketFactory().createSocket("127.0.0.1", server.port()))
+        {
+            socket.setSoTimeout(5000);
+            // Closed without an answer: the client reports a failed handshake, not a timeout.
+            final IOException failed = org.junit.jupiter.api.Assertions.assertThrows(IOException.class, socket::startHandshake);
+            assertTrue(!(failed instanceof java.net.SocketTimeoutException), failed.toString());
+        }
+    }
+
+    @Test
+    void aFrameWhoseLengthIsTooLargeIsStillTooLargeWhateverItsBytesSpell() throws Exception
+    {
+        // "GET " read as a length, on a connection that already sent a frame: only a first frame is taken for HTTP.
+        try (RawConnection raw = connect())
+        {
+            assertStillServes(raw);
+            raw.send("GET / HTTP/1.1\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
+            assertTrue(readError(raw).startsWith("FRAME_TOO_LARGE"));
+            assertTrue(raw.closedByPeer());
+        }
+    }
+
+    @Test
     void oversizedFrameGetsFrameTooLargeAndTheConnectionCloses() throws Exception
     {
         try (RawConnection raw = connect())

@@ -282,7 +282,25 @@ public final class DataPlaneHandler extends ChannelInboundHandlerAdapter impleme
     public void exceptionCaught(final ChannelHandlerContext ctx, final Throwable cause)
     {
         final Throwable root = cause instanceof DecoderException && cause.getCause() != null ? cause.getCause() : cause;
-        if (root instanceof TooLongFrameException)
+        if (root instanceof ForeignProtocolException foreign)
+        {
+            metrics.protocolError();
+            if (foreign.http())
+            {
+                // Told in its own protocol, so that curl or a browser shows it.
+                final byte[] body = (foreign.getMessage() + "\n").getBytes(StandardCharsets.UTF_8);
+                final ByteBuf out = ctx.alloc().buffer(160 + body.length);
+                out.writeCharSequence("HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: " +
+                    body.length + "\r\nConnection: close\r\n\r\n", StandardCharsets.US_ASCII);
+                out.writeBytes(body);
+                ctx.writeAndFlush(out).addListener(f -> ctx.close());
+            }
+            else
+            {
+                ctx.close(); // a TLS client cannot read a clear answer; it reports a failed handshake
+            }
+        }
+        else if (root instanceof TooLongFrameException)
         {
             failAndClose(ctx, 0, ErrorCode.FRAME_TOO_LARGE, root.getMessage() + "; split the batch");
         }
