@@ -4,12 +4,12 @@ import dev.limiter.protocol.Frame;
 import dev.limiter.protocol.PolicyValidationException;
 import dev.limiter.raft.RaftNodeConfig;
 import dev.limiter.server.region.RegionConfig;
+import dev.limiter.server.net.Listener;
 import dev.limiter.server.net.TlsClientAuth;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import picocli.CommandLine;
 
-import java.net.BindException;
 import java.nio.file.Path;
 import java.util.Locale;
 import java.util.concurrent.Callable;
@@ -224,10 +224,9 @@ public final class ServerMain implements Callable<Integer>
         catch (final Exception e)
         {
             server.close();
-            if (e instanceof BindException) // thrown undeclared by Netty's bind().sync()
+            if (e instanceof Listener.ListenFailure)
             {
-                System.err.println("limiter server: cannot bind " + host + ":" + port + " or admin port " + adminPort + ": " +
-                    e.getMessage() + " (is another node already running? stop it or pick other ports)");
+                System.err.println("limiter server: " + e.getMessage());
             }
             else
             {

@@ -32,6 +32,7 @@ import dev.limiter.server.metrics.ServerMetrics;
 import dev.limiter.server.net.ConnectionGuard;
 import dev.limiter.server.net.DataPlaneHandler;
 import dev.limiter.server.net.FrameDecoder;
+import dev.limiter.server.net.Listener;
 import dev.limiter.server.net.PolicyPublisher;
 import dev.limiter.server.net.SdkReportGate;
 import dev.limiter.server.net.ServerTls;
@@ -278,7 +279,7 @@ public final class StoreServer implements NodeStatus, AutoCloseable
                             StoreServer.this::statusJson, reportGate));
                 }
             });
-        dataChannel = bootstrap.bind(new InetSocketAddress(config.host(), config.port())).sync().channel();
+        dataChannel = Listener.bind(bootstrap, config.host(), config.port(), "data port", "--port");
         ticker = Executors.newSingleThreadScheduledExecutor(r ->
         {
             final Thread thread = new Thread(r, "limiter-control-tick");

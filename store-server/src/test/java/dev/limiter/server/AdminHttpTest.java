@@ -6,6 +6,7 @@ import dev.limiter.protocol.policy.HotKeyReport;
 import dev.limiter.server.admin.AdminServer;
 import dev.limiter.server.admin.NodeStatus;
 import dev.limiter.server.metrics.ServerMetrics;
+import dev.limiter.server.net.Listener;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.nio.NioIoHandler;
@@ -115,6 +116,27 @@ class AdminHttpTest
         {
             admin.close();
             group.shutdownGracefully(0, 1, TimeUnit.SECONDS).syncUninterruptibly();
+        }
+    }
+
+    @Test
+    void aPortInUseIsNamedWithTheOptionThatChoosesAnother() throws Exception
+    {
+        try (java.net.ServerSocket taken = new java.net.ServerSocket(0, 1, java.net.InetAddress.getByName("127.0.0.1")))
+        {
+            final int port = taken.getLocalPort();
+            final StoreServer data = new StoreServer(TestNode.config(Files.createDirectories(dir.resolve("data")), port, 1).adminPort(-1));
+            final Listener.ListenFailure dataTaken = assertThrows(Listener.ListenFailure.class, data::start);
+            data.close();
+            assertTrue(dataTaken.getMessage().startsWith("cannot listen on the data port 127.0.0.1:" + port + " (") &&
+                dataTaken.getMessage().endsWith("): the port is in use: is another node running? stop it, or choose another with --port"),
+                dataTaken.getMessage());
+
+            final StoreServer admin = new StoreServer(TestNode.config(Files.createDirectories(dir.resolve("admin")), 0, 1).adminPort(port));
+            final Listener.ListenFailure adminTaken = assertThrows(Listener.ListenFailure.class, admin::start);
+            admin.close();
+            assertTrue(adminTaken.getMessage().startsWith("cannot listen on the admin port 127.0.0.1:" + port + " (") &&
+                adminTaken.getMessage().endsWith("choose another with --admin-port"), adminTaken.getMessage());
         }
     }
 

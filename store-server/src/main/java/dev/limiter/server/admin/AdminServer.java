@@ -4,6 +4,7 @@ import dev.limiter.server.cluster.Membership;
 import dev.limiter.server.control.PolicyControl;
 import dev.limiter.server.metrics.ServerMetrics;
 import dev.limiter.server.net.ConnectionGuard;
+import dev.limiter.server.net.Listener;
 import dev.limiter.server.net.ServerTls;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.buffer.ByteBuf;
@@ -91,7 +92,7 @@ public final class AdminServer implements AutoCloseable
 
     public void start() throws InterruptedException
     {
-        channel = new ServerBootstrap()
+        final ServerBootstrap bootstrap = new ServerBootstrap()
             .group(boss, workers)
             .channel(channelType)
             .childOption(ChannelOption.WRITE_BUFFER_WATER_MARK, new WriteBufferWaterMark(64 * 1024, 256 * 1024))
@@ -111,8 +112,8 @@ public final class AdminServer implements AutoCloseable
                         .addLast(new HttpObjectAggregator(64 * 1024))
                         .addLast(new Handler(guard));
                 }
-            })
-            .bind(new InetSocketAddress(host, port)).sync().channel();
+            });
+        channel = Listener.bind(bootstrap, host, port, "admin port", "--admin-port");
     }
 
     /** The last answer to a connection this port turns away: 503 over the cap, 408 for a request left unfinished. */

@@ -1,0 +1,46 @@
+package dev.limiter.server.net;
+
+import io.netty.bootstrap.ServerBootstrap;
+import io.netty.channel.Channel;
+
+import java.net.InetSocketAddress;
+
+/** Binds a node's listening ports, failing with a message that names the port and the option that sets it. */
+public final class Listener
+{
+    private Listener()
+    {
+    }
+
+    /** Thrown when a port cannot be listened on (in use, or an address this machine does not have). */
+    public static final class ListenFailure extends RuntimeException
+    {
+        ListenFailure(final String message, final Throwable cause)
+        {
+            super(message, cause);
+        }
+    }
+
+    /**
+     * Binds {@code bootstrap} to {@code host:port}; {@code what} names the port ("data port") and
+     * {@code option} the command-line option that chooses it.
+     */
+    public static Channel bind(final ServerBootstrap bootstrap, final String host, final int port, final String what, final String option)
+        throws InterruptedException
+    {
+        try
+        {
+            return bootstrap.bind(new InetSocketAddress(host, port)).sync().channel();
+        }
+        catch (final InterruptedException e)
+        {
+            throw e;
+        }
+        catch (final Exception e) // Netty's bind().sync() throws its IOExceptions undeclared (a BindException, or epoll's own)
+        {
+            final String reason = e.getMessage() != null && e.getMessage().contains("in use") ? "the port is in use: is another node " +
+                "running? stop it, or choose another with " + option : "pick another address or port with " + option;
+            throw new ListenFailure("cannot listen on the " + what + " " + host + ":" + port + " (" + e.getMessage() + "): " + reason, e);
+        }
+    }
+}
