@@ -174,14 +174,35 @@ public final class LoadGenerator implements Callable<Integer>
             return t;
         });
 
+    /** The first option out of its range, said with its range and value; null when all are in range. */
+    String outOfRange()
+    {
+        final long[][] ranges = {
+            {connections, 1, Long.MAX_VALUE}, {durationSeconds, 1, Long.MAX_VALUE}, {keys, 1, Long.MAX_VALUE}, {pipeline, 1, Long.MAX_VALUE},
+            {cost, 1, Long.MAX_VALUE}, {warmupSeconds, 0, Long.MAX_VALUE}, {rate, 0, Long.MAX_VALUE}, {warmCalls, 0, Long.MAX_VALUE},
+            {blockingThreads, 0, Long.MAX_VALUE}, {hotShare, 0, 100}, {pacerSpinMicros == null ? 0 : pacerSpinMicros, 0, 10_000}};
+        final String[] names = {"--connections", "--duration", "--keys", "--pipeline", "--cost", "--warmup", "--rate", "--warm-calls",
+            "--blocking-threads", "--hot-share", "--pacer-spin-us"};
+        for (int i = 0; i < ranges.length; i++)
+        {
+            final long value = ranges[i][0];
+            final long least = ranges[i][1];
+            final long most = ranges[i][2];
+            if (value < least || value > most)
+            {
+                return names[i] + " must be " + (most == Long.MAX_VALUE ? "at least " + least : least + " to " + most) + ", was " + value;
+            }
+        }
+        return null;
+    }
+
     @Override
     public Integer call() throws Exception
     {
-        if (connections < 1 || durationSeconds < 1 || warmupSeconds < 0 || keys < 1 || pipeline < 1 || rate < 0 || cost < 1 ||
-            blockingThreads < 0 || hotShare < 0 || hotShare > 100 || (pacerSpinMicros != null && (pacerSpinMicros < 0 || pacerSpinMicros > 10_000)) || warmCalls < 0)
+        final String outOfRange = outOfRange();
+        if (outOfRange != null)
         {
-            System.err.println("limiter bench: --connections, --duration, --keys, --pipeline and --cost must be at least 1; " +
-                "--warmup, --rate, --warm-calls and --blocking-threads at least 0; --hot-share 0 to 100; --pacer-spin-us 0 to 10000");
+            System.err.println("limiter bench: " + outOfRange);
             return 2;
         }
         if (redis != null && blockingThreads == 0)

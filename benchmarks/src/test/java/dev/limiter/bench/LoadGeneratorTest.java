@@ -28,6 +28,26 @@ class LoadGeneratorTest
     Path dir;
 
     @Test
+    void anOptionOutOfItsRangeIsNamedWithItsRangeAndValue()
+    {
+        final String[][] cases = {
+            {"--connections", "0", "--connections must be at least 1, was 0"},
+            {"--rate", "-5", "--rate must be at least 0, was -5"},
+            {"--hot-share", "101", "--hot-share must be 0 to 100, was 101"},
+            {"--pacer-spin-us", "10001", "--pacer-spin-us must be 0 to 10000, was 10001"},
+            {"--warm-calls", "-1", "--warm-calls must be at least 0, was -1"}};
+        for (final String[] c : cases)
+        {
+            final LoadGenerator generator = new LoadGenerator();
+            new CommandLine(generator).parseArgs(c[0], c[1]);
+            assertEquals(c[2], generator.outOfRange());
+        }
+        final LoadGenerator defaults = new LoadGenerator();
+        new CommandLine(defaults).parseArgs();
+        assertEquals(null, defaults.outOfRange(), "the defaults are in range");
+    }
+
+    @Test
     void theBenchKeepsRunningThroughAnOutageAndCountsTheSdksOwnDecisionsAsDegraded() throws Exception
     {
         final StoreServer node = startNode();
