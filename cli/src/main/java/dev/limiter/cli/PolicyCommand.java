@@ -2,6 +2,7 @@ package dev.limiter.cli;
 
 import com.google.protobuf.InvalidProtocolBufferException;
 import com.google.protobuf.util.JsonFormat;
+import dev.limiter.protocol.JsonHints;
 import dev.limiter.protocol.policy.ChangeResult;
 import dev.limiter.protocol.policy.Policy;
 import dev.limiter.protocol.policy.PolicySet;
@@ -162,7 +163,7 @@ public final class PolicyCommand implements Callable<Integer>
         }
         catch (final InvalidProtocolBufferException | RuntimeException e)
         {
-            final String why = Output.oneLine(e.getMessage());
+            final String why = Output.oneLine(JsonHints.explain(e.getMessage()));
             throw AdminClient.usage(shown + " is not one policy in protobuf JSON: " + why +
                 (why.contains("policies") ? " (that looks like a policy set: " + command + " takes one policy)" : ""));
         }

@@ -369,6 +369,8 @@ class PolicyCommandTest
         final Path typo = file("typo.json", "{\"id\":\"orders-api\",\"brust\":5}");
         final Path set = file("set.json", "{\"policies\":[{\"id\":\"orders-api\"}]}");
         final Path noId = file("no-id.json", "{\"rate\":5}");
+        final Path hours = file("hours.json", "{\"id\":\"orders-api\",\"rate\":5,\"period\":\"2h\"}");
+        final Path date = file("date.json", "{\"id\":\"orders-api\",\"rate\":5,\"effectiveFrom\":\"2026-12-07 09:00\"}");
 
         final Result brokenResult = policy("put", "--file", broken.toString(), "--reason", "r", "--admin", node.address());
         final Result typoResult = policy("put", "--file", typo.toString(), "--reason", "r", "--admin", node.address());
@@ -381,6 +383,13 @@ class PolicyCommandTest
         assertOneLineFailure(setResult, "limiter policy: " + set + " is not one policy in protobuf JSON");
         assertTrue(setResult.err().contains("policy set"), setResult.err());
         assertOneLineFailure(noIdResult, "limiter policy: " + noId + " has no \"id\"");
+        // Durations and times are written as protobuf JSON has them: the message says how.
+        final Result hoursResult = policy("put", "--file", hours.toString(), "--reason", "r", "--admin", node.address());
+        assertOneLineFailure(hoursResult, "limiter policy: " + hours + " is not one policy in protobuf JSON: Failed to parse duration: \"2h\"" +
+            " (a duration is seconds with an 's': \"60s\", \"0.5s\", \"7200s\" for 2 hours)");
+        final Result dateResult = policy("put", "--file", date.toString(), "--reason", "r", "--admin", node.address());
+        assertOneLineFailure(dateResult, "limiter policy: " + date + " is not one policy in protobuf JSON: Failed to parse timestamp");
+        assertTrue(dateResult.err().contains("(a time is RFC 3339 in UTC or with an offset: \"2026-12-07T09:00:00Z\")"), dateResult.err());
         assertEquals(0, node.requests.size());
     }
 

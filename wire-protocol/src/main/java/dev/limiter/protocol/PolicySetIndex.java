@@ -142,7 +142,7 @@ public final class PolicySetIndex
         }
         catch (final InvalidProtocolBufferException | RuntimeException e)
         {
-            throw new PolicyValidationException(List.of("policy JSON is invalid: " + e.getMessage()));
+            throw new PolicyValidationException(List.of("policy JSON is invalid: " + JsonHints.explain(e.getMessage())));
         }
         return compile(builder.build());
     }

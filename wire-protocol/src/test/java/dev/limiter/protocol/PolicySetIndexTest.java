@@ -99,6 +99,14 @@ class PolicySetIndexTest
     }
 
     @Test
+    void aDurationWrittenInHoursSaysHowDurationsAreWritten()
+    {
+        final String all = String.join("\n", reject("{\"policies\":[{\"id\":\"a\",\"rate\":5,\"period\":\"1h\",\"owner\":\"o\"," +
+            "\"selector\":{\"route\":\"/a\"}}]}").errors());
+        assertTrue(all.contains("Failed to parse duration: \"1h\" (a duration is seconds with an 's': \"60s\", \"0.5s\", \"7200s\" for 2 hours)"), all);
+    }
+
+    @Test
     void aRateOrBurstTooLargeToRefillWithoutOverflowIsRefusedNamingTheRange()
     {
         // Positive, but past what a bucket's arithmetic holds: the message gives the range, not "positive".

@@ -5,6 +5,7 @@ import com.google.protobuf.Message;
 import com.google.protobuf.Timestamp;
 import com.google.protobuf.util.JsonFormat;
 import com.google.protobuf.util.Timestamps;
+import dev.limiter.protocol.JsonHints;
 import dev.limiter.protocol.policy.AdminError;
 import dev.limiter.protocol.policy.AuditPage;
 import dev.limiter.protocol.policy.AuditRecord;
@@ -406,7 +407,7 @@ final class AdminApi
         }
         catch (final InvalidProtocolBufferException | RuntimeException e)
         {
-            throw new BadRequest("the request body is not " + what + ": " + e.getMessage() + "; nothing changed");
+            throw new BadRequest("the request body is not " + what + ": " + JsonHints.explain(e.getMessage()) + "; nothing changed");
         }
     }
 
