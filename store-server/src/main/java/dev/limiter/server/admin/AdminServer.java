@@ -18,6 +18,7 @@ import io.netty.channel.EventLoopGroup;
 import io.netty.channel.ServerChannel;
 import io.netty.channel.SimpleChannelInboundHandler;
 import io.netty.channel.WriteBufferWaterMark;
+import io.netty.channel.socket.ChannelInputShutdownEvent;
 import io.netty.channel.socket.SocketChannel;
 import io.netty.handler.codec.DecoderException;
 import io.netty.handler.codec.http.DefaultFullHttpResponse;
@@ -96,6 +97,8 @@ public final class AdminServer implements AutoCloseable
             .group(boss, workers)
             .channel(channelType)
             .childOption(ChannelOption.WRITE_BUFFER_WATER_MARK, new WriteBufferWaterMark(64 * 1024, 256 * 1024))
+            // A client may end its side after its request: the answer, sent once a change commits, still reaches it.
+            .childOption(ChannelOption.ALLOW_HALF_CLOSURE, true)
             .childHandler(new ChannelInitializer<SocketChannel>()
             {
                 @Override
@@ -143,6 +146,10 @@ public final class AdminServer implements AutoCloseable
     {
         private final AdminApi api = new AdminApi(control, token, server::hotKeys, membership);
         private final ConnectionGuard guard;
+        /** Requests read and not answered yet (event loop only): a change is answered once it commits. */
+        private int unanswered;
+        /** The client ended its side ({@code shutdown(SHUT_WR)}, as nc -N does): closed once every answer is out. */
+        private boolean inputEnded;
 
         Handler(final ConnectionGuard guard)
         {
@@ -161,6 +168,7 @@ public final class AdminServer implements AutoCloseable
         protected void channelRead0(final ChannelHandlerContext ctx, final FullHttpRequest request)
         {
             guard.messageFinished();
+            unanswered++;
             final String path;
             try
             {
@@ -219,9 +227,24 @@ public final class AdminServer implements AutoCloseable
             send(ctx, response, HttpUtil.isKeepAlive(request));
         }
 
+        @Override
+        public void userEventTriggered(final ChannelHandlerContext ctx, final Object event) throws Exception
+        {
+            if (event instanceof ChannelInputShutdownEvent)
+            {
+                inputEnded = true;
+                if (unanswered == 0)
+                {
+                    ctx.close();
+                }
+            }
+            super.userEventTriggered(ctx, event);
+        }
+
         private void send(final ChannelHandlerContext ctx, final FullHttpResponse response, final boolean keepAlive)
         {
-            if (keepAlive)
+            unanswered--;
+            if (keepAlive && !(inputEnded && unanswered == 0))
             {
                 response.headers().set(HttpHeaderNames.CONNECTION, HttpHeaderValues.KEEP_ALIVE);
                 ctx.writeAndFlush(response);
