@@ -432,90 +432,125 @@ class MultiRaftTest
         // group-1 tenant keep 64 in flight.
         startCluster();
         awaitSpreadLeaders();
-        nodes.remove("n2").close();
-        await("group 1 to be decided by n1 or n3", Duration.ofSeconds(30), () -> decider(1) != null);
-        final String interim = decider(1);
         putOrders(NO_REFILL.replace("\"burst\":5", "\"burst\":1000000"), 1_000_000);
         final String endpoints = String.join(",", peers.values().stream().map(a -> "127.0.0.1:" + a.getPort()).toList());
         final String tenant = tenantOn(1, 0);
         final AtomicLong byNodes = new AtomicLong();
         final AtomicLong local = new AtomicLong();
+        final List<String> handOvers = new ArrayList<>();
+        try (LimiterClient client = LimiterClient.builder().endpoints(endpoints).connections(1).deadline(Duration.ofSeconds(3)).build())
+        {
+            // Handed the lead before it had applied what the other groups brought it, n2 led for 0.3-1.5 s
+            // without deciding (measured before it waited for a returning member, docs/cluster.md): that
+            // happened on every hand-over. A host that starves the whole test for a second does not: so a
+            // second hand-over is measured when the first overran its bound, and one of the two must meet it.
+            for (int attempt = 1; ; attempt++)
+            {
+                nodes.remove("n2").close();
+                await("group 1 to be decided by n1 or n3", Duration.ofSeconds(30), () -> decider(1) != null);
+                final String interim = decider(1);
+                final long droppedBefore = nodes.get(interim).metrics().decisionsDroppedSoFar();
+                final HandOver handOver = handBackUnderLoad(client, tenant, interim, byNodes, local);
+                handOvers.add(handOver.toString());
+                System.out.println("planned hand-over " + attempt + ": " + handOver + "; " + byNodes.get() + " decided by nodes, " +
+                    local.get() + " locally so far");
+                assertEquals(droppedBefore, nodes.get(interim).metrics().decisionsDroppedSoFar(),
+                    "every decision " + interim + " answered before it handed over reached the log");
+                assertEquals(0, local.get(), "every call was decided by a node");
+                if (handOver.withinBound())
+                {
+                    break;
+                }
+                assertTrue(attempt < 2, "callers waited longer than 1 s (plus this JVM's own longest stall) for a node's answer " +
+                    "while the lead moved, in both hand-overs: " + handOvers);
+            }
+        }
+        await("every group to converge on every replica", Duration.ofSeconds(20), this::converged);
+        assertEquals(byNodes.get(), appliedIn("n2", 1), "every decision a node answered is in group 1's log, once");
+    }
+
+    /** One hand-over: the longest wait between two answers from nodes, and the longest stall of this JVM meanwhile. */
+    private record HandOver(String from, long longestGapMillis, long longestStallMillis)
+    {
+        /** The bound is the hand-over's: a stall of the whole JVM (seen by a thread that only sleeps 1 ms) is added to it. */
+        boolean withinBound()
+        {
+            return longestGapMillis < 1000 + longestStallMillis;
+        }
+
+        @Override
+        public String toString()
+        {
+            return "from " + from + ", longest gap between node answers " + longestGapMillis + " ms, longest stall of this JVM's threads " +
+                longestStallMillis + " ms";
+        }
+    }
+
+    /** Load on {@code tenant} (64 calls in flight) decided by {@code interim}, while n2 starts and takes group 1 back. */
+    private HandOver handBackUnderLoad(final LimiterClient client, final String tenant, final String interim, final AtomicLong byNodes,
+        final AtomicLong local) throws Exception
+    {
         final AtomicLong lastAnswerNanos = new AtomicLong(System.nanoTime());
         final AtomicLong longestGapNanos = new AtomicLong();
         final AtomicLong longestStallNanos = new AtomicLong();
         final AtomicBoolean running = new AtomicBoolean(true);
         final Semaphore inFlight = new Semaphore(64);
-        try (LimiterClient client = LimiterClient.builder().endpoints(endpoints).connections(1).deadline(Duration.ofSeconds(3)).build())
+        final Thread load = new Thread(() ->
         {
-            final Thread load = new Thread(() ->
+            while (running.get())
             {
-                while (running.get())
+                inFlight.acquireUninterruptibly();
+                client.acquire(Descriptor.of(tenant, "/v1/orders/1"), 1).whenComplete((decision, failure) ->
                 {
-                    inFlight.acquireUninterruptibly();
-                    client.acquire(Descriptor.of(tenant, "/v1/orders/1"), 1).whenComplete((decision, failure) ->
+                    if (failure == null && !decision.degraded())
                     {
-                        if (failure == null && !decision.degraded())
-                        {
-                            byNodes.incrementAndGet();
-                            final long now = System.nanoTime();
-                            final long gap = now - lastAnswerNanos.getAndSet(now);
-                            longestGapNanos.accumulateAndGet(gap, Math::max);
-                        }
-                        else
-                        {
-                            local.incrementAndGet();
-                        }
-                        inFlight.release();
-                    });
-                }
-            }, "load");
-            load.start();
-            // How long this JVM's threads went without a CPU meanwhile (GC, or a host busy with other
-            // work): callers wait that long whatever the nodes do, so it is not the hand-over's.
-            final Thread stallWatch = new Thread(() ->
-            {
-                long last = System.nanoTime();
-                while (running.get())
-                {
-                    LockSupport.parkNanos(1_000_000);
-                    final long now = System.nanoTime();
-                    longestStallNanos.accumulateAndGet(now - last - 1_000_000, Math::max);
-                    last = now;
-                }
-            }, "stall-watch");
-            stallWatch.setDaemon(true);
-            stallWatch.start();
-            try
-            {
-                await("the load to be decided by " + interim, Duration.ofSeconds(10), () -> byNodes.get() > 2_000);
-                longestGapNanos.set(0);
-                longestStallNanos.set(0);
-                start("n2");
-                await(() -> "group 1's lead to move to n2: " + groupView(1), Duration.ofSeconds(30), () -> "n2".equals(decider(1)));
-                final long moved = byNodes.get();
-                await("n2 to decide the load", Duration.ofSeconds(10), () -> byNodes.get() > moved + 2_000);
+                        byNodes.incrementAndGet();
+                        final long now = System.nanoTime();
+                        final long gap = now - lastAnswerNanos.getAndSet(now);
+                        longestGapNanos.accumulateAndGet(gap, Math::max);
+                    }
+                    else
+                    {
+                        local.incrementAndGet();
+                    }
+                    inFlight.release();
+                });
             }
-            finally
+        }, "load");
+        load.start();
+        // How long this JVM's threads went without a CPU meanwhile (GC, or a host busy with other
+        // work): callers wait that long whatever the nodes do, so it is not the hand-over's.
+        final Thread stallWatch = new Thread(() ->
+        {
+            long last = System.nanoTime();
+            while (running.get())
             {
-                running.set(false);
-                load.join(5000);
+                LockSupport.parkNanos(1_000_000);
+                final long now = System.nanoTime();
+                longestStallNanos.accumulateAndGet(now - last - 1_000_000, Math::max);
+                last = now;
             }
-            assertTrue(inFlight.tryAcquire(64, 10, TimeUnit.SECONDS), "every call answered");
+        }, "stall-watch");
+        stallWatch.setDaemon(true);
+        stallWatch.start();
+        try
+        {
+            final long before = byNodes.get();
+            await("the load to be decided by " + interim, Duration.ofSeconds(10), () -> byNodes.get() > before + 2_000);
+            longestGapNanos.set(0);
+            longestStallNanos.set(0);
+            start("n2");
+            await(() -> "group 1's lead to move to n2: " + groupView(1), Duration.ofSeconds(30), () -> "n2".equals(decider(1)));
+            final long moved = byNodes.get();
+            await("n2 to decide the load", Duration.ofSeconds(10), () -> byNodes.get() > moved + 2_000);
         }
-        System.out.println("planned hand-over from " + interim + ": " + byNodes.get() + " decided by nodes, " + local.get() +
-            " locally, longest gap between node answers " + longestGapNanos.get() / 1_000_000 + " ms, longest stall of this JVM's threads " +
-            longestStallNanos.get() / 1_000_000 + " ms");
-        assertEquals(0, nodes.get(interim).metrics().decisionsDroppedSoFar(),
-            "every decision " + interim + " answered before it handed over reached the log");
-        assertEquals(0, local.get(), "every call was decided by a node");
-        // Handed the lead before it had applied what the other groups brought it, n2 led for 0.3-1.5 s
-        // without deciding (measured before it waited for a returning member, docs/cluster.md).
-        // The bound is the hand-over's: a stall of the whole JVM (seen by a thread that only sleeps 1 ms) is added to it.
-        assertTrue(longestGapNanos.get() < TimeUnit.SECONDS.toNanos(1) + longestStallNanos.get(),
-            "callers waited " + longestGapNanos.get() / 1_000_000 + " ms for a node's answer while the lead moved (this JVM's threads stalled " +
-                longestStallNanos.get() / 1_000_000 + " ms at most meanwhile)");
-        await("every group to converge on every replica", Duration.ofSeconds(20), this::converged);
-        assertEquals(byNodes.get(), appliedIn("n2", 1), "every decision a node answered is in group 1's log, once");
+        finally
+        {
+            running.set(false);
+            load.join(5000);
+        }
+        assertTrue(inFlight.tryAcquire(64, 10, TimeUnit.SECONDS), "every call answered");
+        return new HandOver(interim, longestGapNanos.get() / 1_000_000, longestStallNanos.get() / 1_000_000);
     }
 
     private long nodeRedirects()
