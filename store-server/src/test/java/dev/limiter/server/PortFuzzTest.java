@@ -18,6 +18,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
 import java.util.Map;
 import java.util.Random;
 
@@ -79,7 +80,8 @@ class PortFuzzTest
         for (int i = 0; i < 300; i++)
         {
             final byte[] request;
-            switch (random.nextInt(3))
+            final int kind = random.nextInt(3);
+            switch (kind)
             {
                 case 0 ->
                 {
@@ -108,6 +110,8 @@ class PortFuzzTest
             final String answer = exchange(server.adminPort(), request);
             // An error or a closed connection; a read (GET) that happens to be valid may be answered.
             final boolean read = new String(request, 0, Math.min(4, request.length), StandardCharsets.ISO_8859_1).equals("GET ");
+            // A well-formed request is always answered, even after the client ended its side of the stream.
+            assertTrue(kind != 2 || !answer.isEmpty(), "case " + i + " (well-formed) was not answered");
             assertTrue(answer.isEmpty() || answer.matches("(?s)HTTP/1\\.1 (4\\d\\d|503).*") || read && answer.startsWith("HTTP/1.1 200"),
                 "case " + i + ": " + new String(request, 0, Math.min(60, request.length), StandardCharsets.ISO_8859_1) + " -> " +
                     answer.lines().findFirst().orElse(""));
@@ -133,6 +137,30 @@ class PortFuzzTest
             "Authorization: Bearer " + TOKEN + "\r\n\r\n").getBytes(StandardCharsets.ISO_8859_1), true);
         assertTrue(halfClosed.startsWith("HTTP/1.1 400") && halfClosed.contains("malformed query string: "), halfClosed);
         assertTrue(server.policyState().current("orders") != null, "orders is still in force");
+    }
+
+    @Test
+    void pipelinedRequestsAreAnsweredInTheirOrderEvenWhenTheFirstWaitsForItsCommit() throws Exception
+    {
+        // A change is answered once committed, a read at once: the read must not overtake it, or a
+        // pipelining client would take the read's 200 for the change's.
+        final String policy = "{\"id\":\"pipelined\",\"selector\":{\"route\":\"/pipelined\"},\"rate\":3,\"owner\":\"test\"," +
+            "\"reason\":\"pipelining\"}";
+        final String requests = "PUT /v1/policies/pipelined HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + TOKEN + "\r\n" +
+            "Content-Length: " + policy.length() + "\r\n\r\n" + policy +
+            "GET /v1/policies/nothing-here HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + TOKEN + "\r\n\r\n" +
+            "GET /v1/policies/pipelined HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + TOKEN + "\r\nConnection: close\r\n\r\n";
+        final String answers = exchange(server.adminPort(), requests.getBytes(StandardCharsets.ISO_8859_1), false);
+        final List<String> statuses = answers.lines().filter(line -> line.startsWith("HTTP/1.1 ")).toList();
+        assertEquals(List.of("HTTP/1.1 200 OK", "HTTP/1.1 404 Not Found", "HTTP/1.1 200 OK"), statuses, answers);
+        final int change = answers.indexOf("\"setVersion\"");
+        final int missing = answers.indexOf("no policy nothing-here in force");
+        final int read = answers.lastIndexOf("\"reason\": \"pipelining\"");
+        assertTrue(change > 0 && missing > change && read > missing, "the change's result, then the 404, then the policy: " + answers);
+        // And the same with the client ending its side after the last request.
+        final String halfClosed = exchange(server.adminPort(), requests.replace("\"rate\":3", "\"rate\":4")
+            .replace("Connection: close\r\n", "").getBytes(StandardCharsets.ISO_8859_1), true);
+        assertEquals(3, halfClosed.lines().filter(line -> line.startsWith("HTTP/1.1 ")).count(), halfClosed);
     }
 
     @Test

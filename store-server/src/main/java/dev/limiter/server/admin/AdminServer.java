@@ -40,6 +40,7 @@ import org.slf4j.LoggerFactory;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayDeque;
 import javax.net.ssl.SSLException;
 
 /**
@@ -146,8 +147,14 @@ public final class AdminServer implements AutoCloseable
     {
         private final AdminApi api = new AdminApi(control, token, server::hotKeys, membership);
         private final ConnectionGuard guard;
-        /** Requests read and not answered yet (event loop only): a change is answered once it commits. */
-        private int unanswered;
+        /** A request is being answered (event loop only): a change is answered once it commits. */
+        private boolean answering;
+        /**
+         * Requests pipelined behind the one being answered: HTTP/1.1 answers in request order, so each
+         * waits its turn (a read answered at once must not overtake a change waiting for its commit),
+         * and the connection is not read from meanwhile. Event loop only.
+         */
+        private final ArrayDeque<FullHttpRequest> waiting = new ArrayDeque<>();
         /** The client ended its side ({@code shutdown(SHUT_WR)}, as nc -N does): closed once every answer is out. */
         private boolean inputEnded;
 
@@ -159,16 +166,48 @@ public final class AdminServer implements AutoCloseable
         @Override
         public void channelWritabilityChanged(final ChannelHandlerContext ctx) throws Exception
         {
-            // A client that does not read its answers is not read from: memory stays bounded.
-            ctx.channel().config().setAutoRead(ctx.channel().isWritable());
+            updateAutoRead(ctx);
             super.channelWritabilityChanged(ctx);
+        }
+
+        /**
+         * A client that does not read its answers, or that has requests waiting, is not read from: memory
+         * stays bounded. Once its side has ended there is nothing to read (and epoll refuses to watch it).
+         */
+        private void updateAutoRead(final ChannelHandlerContext ctx)
+        {
+            if (!inputEnded)
+            {
+                ctx.channel().config().setAutoRead(ctx.channel().isWritable() && waiting.isEmpty());
+            }
         }
 
         @Override
         protected void channelRead0(final ChannelHandlerContext ctx, final FullHttpRequest request)
         {
             guard.messageFinished();
-            unanswered++;
+            if (answering)
+            {
+                waiting.add(request.retain());
+                updateAutoRead(ctx);
+                return;
+            }
+            answer(ctx, request);
+        }
+
+        @Override
+        public void channelInactive(final ChannelHandlerContext ctx) throws Exception
+        {
+            for (FullHttpRequest request = waiting.poll(); request != null; request = waiting.poll())
+            {
+                request.release();
+            }
+            super.channelInactive(ctx);
+        }
+
+        private void answer(final ChannelHandlerContext ctx, final FullHttpRequest request)
+        {
+            answering = true;
             final String path;
             try
             {
@@ -233,7 +272,7 @@ public final class AdminServer implements AutoCloseable
             if (event instanceof ChannelInputShutdownEvent)
             {
                 inputEnded = true;
-                if (unanswered == 0)
+                if (!answering)
                 {
                     ctx.close();
                 }
@@ -243,16 +282,31 @@ public final class AdminServer implements AutoCloseable
 
         private void send(final ChannelHandlerContext ctx, final FullHttpResponse response, final boolean keepAlive)
         {
-            unanswered--;
-            if (keepAlive && !(inputEnded && unanswered == 0))
-            {
-                response.headers().set(HttpHeaderNames.CONNECTION, HttpHeaderValues.KEEP_ALIVE);
-                ctx.writeAndFlush(response);
-            }
-            else
+            answering = false;
+            if (!keepAlive || inputEnded && waiting.isEmpty())
             {
                 ctx.writeAndFlush(response).addListener(ChannelFutureListener.CLOSE);
+                return;
             }
+            response.headers().set(HttpHeaderNames.CONNECTION, HttpHeaderValues.KEEP_ALIVE);
+            ctx.writeAndFlush(response);
+            final FullHttpRequest next = waiting.poll();
+            if (next != null)
+            {
+                try
+                {
+                    answer(ctx, next);
+                }
+                catch (final RuntimeException | LinkageError e)
+                {
+                    exceptionCaught(ctx, e); // from a commit's callback task too, where Netty would only log it
+                }
+                finally
+                {
+                    next.release();
+                }
+            }
+            updateAutoRead(ctx);
         }
 
         /**
