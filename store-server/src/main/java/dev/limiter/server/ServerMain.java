@@ -10,6 +10,7 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import picocli.CommandLine;
 
+import java.io.UncheckedIOException;
 import java.nio.file.Path;
 import java.util.Locale;
 import java.util.concurrent.Callable;
@@ -216,6 +217,11 @@ public final class ServerMain implements Callable<Integer>
         {
             System.err.println("limiter server: " + e.getMessage());
             return 2;
+        }
+        catch (final UncheckedIOException e)
+        {
+            System.err.println("limiter server: " + e.getMessage()); // a data directory it cannot use: says which and why
+            return 1;
         }
         try
         {

@@ -74,6 +74,10 @@ public final class AdminToken
                 requirePrivate(file);
                 return check(Files.readString(file, StandardCharsets.US_ASCII).strip(), file.toString());
             }
+            if (Files.exists(file.getParent()) && !Files.isDirectory(file.getParent()))
+            {
+                throw new IOException(file.getParent() + " is a file, not a directory: point --data-dir at a directory");
+            }
             Files.createDirectories(file.getParent());
             final byte[] random = new byte[32];
             new SecureRandom().nextBytes(random);
@@ -86,13 +90,13 @@ public final class AdminToken
             {
                 Files.createFile(file);
             }
+            catch (final FileAlreadyExistsException raced)
+            {
+                return fromFile(file); // another node of this machine created it meanwhile: read it
+            }
             Files.writeString(file, token + "\n", StandardCharsets.US_ASCII);
             LOG.info("admin API token generated in {} (readable only by its owner); ./limiter policy reads it from there", file);
             return token;
-        }
-        catch (final FileAlreadyExistsException raced)
-        {
-            return fromFile(file);
         }
         catch (final IOException e)
         {

@@ -38,9 +38,11 @@ public final class Listener
         }
         catch (final Exception e) // Netty's bind().sync() throws its IOExceptions undeclared (a BindException, or epoll's own)
         {
-            final String reason = e.getMessage() != null && e.getMessage().contains("in use") ? "the port is in use: is another node " +
-                "running? stop it, or choose another with " + option : "pick another address or port with " + option;
-            throw new ListenFailure("cannot listen on the " + what + " " + host + ":" + port + " (" + e.getMessage() + "): " + reason, e);
+            final String message = String.valueOf(e.getMessage());
+            final String reason = message.contains("in use") ? "the port is in use: is another node running? stop it, or choose " +
+                "another with " + option : message.contains("assign requested address") ? "this machine has no such address: " +
+                "choose one of its own with --host" : "choose another address with --host, or another port with " + option;
+            throw new ListenFailure("cannot listen on the " + what + " " + host + ":" + port + " (" + message + "): " + reason, e);
         }
     }
 }
