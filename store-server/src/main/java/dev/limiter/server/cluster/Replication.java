@@ -160,6 +160,7 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, PolicyLo
             electedTerm = term;
             readyTerm = -1;
             syncSentAt = 0;
+            leaseLapsed = true; // no follower has answered this term yet: only a lease that held and lapsed is worth a warning
         }
         final boolean holds = leaseHolds(System.nanoTime());
         if (!holds && !leaseLapsed)
