@@ -18,10 +18,11 @@ import java.util.function.BooleanSupplier;
  * has its own calls decided locally while the other groups' calls still go to their leaders.
  *
  * <p>Per lane: closed, every call tries a node. After {@code threshold} consecutive calls of the
- * lane no node answered, open: the lane's calls are decided locally at once for the probe interval
- * (plus up to half of it at random, so many SDKs do not probe a recovering cluster in step); then
- * half-open: one call at a time tries a node while the others are still decided locally. The first
- * answer closes it and starts the lane's recovery ramp. Timeouts put down to this process (a
+ * lane no node answered, open: the lane's calls are decided locally at once for a quarter of the
+ * probe interval, then half of it after a failed probe, then all of it (each plus up to half of it
+ * at random, so many SDKs do not probe a recovering cluster in step); past that wait, half-open:
+ * one call at a time tries a node while the others are still decided locally. The first answer
+ * closes it and starts the lane's recovery ramp. Timeouts put down to this process (a
  * pause, a late I/O thread) are decided locally but never count against the store.
  *
  * <p>An outage, as this client reports it, lasts from the first lane that opens until every lane
@@ -40,6 +41,12 @@ final class Circuit implements PendingCall.Fallback
     static final int LANES = ShardMap.MAX_SHARDS + 1;
     /** Probe intervals a lane may stay half-open with no probe before an answer elsewhere closes it. */
     static final int ABANDONED_PROBES = 4;
+    /**
+     * A lane first probes after a quarter of the probe interval, then after half, then after the
+     * whole: most outages are a leader's failover, over in well under a second, and a probe at the
+     * full interval kept callers deciding locally for up to 1.1 s after a new leader could answer.
+     */
+    static final int PROBE_DOUBLINGS = 2;
 
     /** One lane's state. */
     private static final class Lane
@@ -51,6 +58,8 @@ final class Circuit implements PendingCall.Fallback
         final AtomicBoolean probing = new AtomicBoolean();
         /** 0, or until when the lane's calls pass the recovery ramp first (cleared once past, if not renewed meanwhile). */
         final AtomicLong rampUntilNanos = new AtomicLong();
+        /** Probes of this open lane that failed, up to {@link #PROBE_DOUBLINGS} (under the Circuit's lock): each doubles the wait. */
+        int failedProbes;
         /** When the lane's current run of failures began (wall clock, ms), and the local decision counts then. */
         volatile long firstFailureMillis;
         volatile Map<String, Long> countsAtFirstFailure = Map.of();
@@ -191,12 +200,16 @@ final class Circuit implements PendingCall.Fallback
         return local.decide(call.descriptor, call.cost, failure.getMessage());
     }
 
-    /** Opens (or keeps open) {@code lane}, with jitter so many SDKs do not probe a recovering cluster in step. */
+    /**
+     * Opens {@code lane}, or keeps it open after a failed probe for twice as long as before (up to the
+     * probe interval), with jitter so many SDKs do not probe a recovering cluster in step. A call
+     * sent before it opened and failing while it is open changes nothing.
+     */
     private synchronized void open(final Lane lane)
     {
-        final long jitter = (long)(probeNanos * 0.5 * ThreadLocalRandom.current().nextDouble());
         final long now = System.nanoTime();
-        if (lane.openUntilNanos == 0)
+        final long until = lane.openUntilNanos;
+        if (until == 0)
         {
             if (openLanes == 0)
             {
@@ -205,8 +218,18 @@ final class Circuit implements PendingCall.Fallback
                 windowStartCounts = lane.countsAtFirstFailure;
             }
             openLanes++;
+            lane.failedProbes = 0;
         }
-        lane.openUntilNanos = now + probeNanos + jitter;
+        else if (now - until < 0)
+        {
+            return;
+        }
+        else if (lane.failedProbes < PROBE_DOUBLINGS)
+        {
+            lane.failedProbes++;
+        }
+        final long wait = probeNanos >> (PROBE_DOUBLINGS - lane.failedProbes);
+        lane.openUntilNanos = now + wait + (long)(wait * 0.5 * ThreadLocalRandom.current().nextDouble());
     }
 
     @Override

@@ -1425,9 +1425,11 @@ public final class LimiterClient implements AutoCloseable
 
         /**
          * The circuit: after {@code failures} consecutive calls no node answered, calls are decided
-         * locally at once for {@code probeAfter} (plus up to half of it, random), then a node is tried
-         * again. Kept for each Raft group of the cluster's shard map (calls whose shard's group has no
-         * leader answering) and for calls not routed to a group. Defaults: 3 calls, 500 ms.
+         * locally at once, and a node is tried again after a quarter of {@code probeAfter}, then after
+         * half of it once that probe failed, then after all of it (each plus up to half of it, random):
+         * a leader's failover is usually over before the first. Kept for each Raft group of the
+         * cluster's shard map (calls whose shard's group has no leader answering) and for calls not
+         * routed to a group. Defaults: 3 calls, 500 ms.
          */
         public Builder circuit(final int failures, final Duration probeAfter)
         {

@@ -13,6 +13,8 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -30,6 +32,8 @@ class CircuitTest
     /** Whether DEGRADED_REPORT is taken (else refused as by a follower during an election). */
     private volatile boolean takeReports;
     private final java.util.concurrent.atomic.AtomicInteger reportsTaken = new java.util.concurrent.atomic.AtomicInteger();
+    /** When the node received each call it left unanswered (System.nanoTime). */
+    private final java.util.Queue<Long> unansweredAt = new java.util.concurrent.ConcurrentLinkedQueue<>();
 
     /** A client of the scripted node that holds its policy set. */
     private static LimiterClient clientOf(final ScriptedNode node) throws InterruptedException
@@ -86,6 +90,44 @@ class CircuitTest
     }
 
     @Test
+    void anOpenCircuitProbesAfterAQuarterOfTheIntervalThenHalfThenAllOfIt() throws Exception
+    {
+        // A failover is usually over within the first wait: callers are not kept on local decisions
+        // for a whole interval after a new leader could answer. A silent cluster is probed less often.
+        try (ScriptedNode node = new ScriptedNode(this::answer);
+             LimiterClient client = LimiterClient.builder().endpoints(node.endpoint()).connections(1)
+                 .deadline(Duration.ofMillis(100)).circuit(2, Duration.ofMillis(800)).recoveryRamp(Duration.ZERO).build())
+        {
+            final long policies = System.currentTimeMillis() + 5000;
+            while (client.policies().version() == 0 && System.currentTimeMillis() < policies)
+            {
+                Thread.sleep(10);
+            }
+            final Descriptor key = Descriptor.of("t", "/x");
+            assertTrue(client.acquireBlocking(key, 1).degraded());
+            assertTrue(client.acquireBlocking(key, 1).degraded());
+            final long opened = System.nanoTime();
+            assertTrue(client.circuitOpen());
+            unansweredAt.clear();
+            // Calls every 5 ms for 3.2 s: only the probes reach the node (each waits out its 100 ms deadline).
+            while (System.nanoTime() - opened < TimeUnit.MILLISECONDS.toNanos(3200))
+            {
+                assertTrue(client.acquireBlocking(key, 1).degraded());
+                Thread.sleep(5);
+            }
+            final List<Long> probes = new ArrayList<>(unansweredAt);
+            assertTrue(probes.size() >= 3, "at least three probes in 3.2 s: " + probes.size());
+            final long first = TimeUnit.NANOSECONDS.toMillis(probes.get(0) - opened);
+            final long second = TimeUnit.NANOSECONDS.toMillis(probes.get(1) - probes.get(0)) - 100; // less the first's deadline
+            final long third = TimeUnit.NANOSECONDS.toMillis(probes.get(2) - probes.get(1)) - 100;
+            final String seen = "waits before the probes: " + first + ", " + second + ", " + third + " ms";
+            assertTrue(first >= 200 && first < 800, "a quarter of 800 ms (plus jitter), sooner than the whole: " + seen);
+            assertTrue(second >= 390, "then half: " + seen);
+            assertTrue(third >= 790, "then the whole interval: " + seen);
+        }
+    }
+
+    @Test
     void aProbeAnsweredWithAnErrorLetsTheNextProbeGoAndAnAnswerClosesTheCircuit() throws Exception
     {
         try (ScriptedNode node = new ScriptedNode(this::answer);
@@ -117,7 +159,7 @@ class CircuitTest
     {
         // Two Raft groups, one shard each: group 0 led by a node that answers, group 1 by one that
         // has gone silent (as a leader killed before its followers elect another).
-        try (TwoGroups cluster = new TwoGroups(BASELINE, TwoGroups.ONE_SHARD_EACH, Duration.ofSeconds(1)))
+        try (TwoGroups cluster = new TwoGroups(BASELINE, TwoGroups.ONE_SHARD_EACH, Duration.ofSeconds(4)))
         {
             final LimiterClient client = cluster.client;
             cluster.groupOneOut();
@@ -129,7 +171,7 @@ class CircuitTest
                 assertFalse(d.degraded(), "group 0's leader still decides its calls: " + d);
             }
             assertEquals(20, cluster.decidedByZero.get());
-            // Within the probe interval (1 s): group 1's calls are decided here at once.
+            // Before its first probe (a quarter of the 4 s interval): group 1's calls are decided here at once.
             final long before = System.nanoTime();
             assertTrue(client.acquireBlocking(ON_SHARD_ONE, 1).degraded());
             assertTrue(System.nanoTime() - before < TimeUnit.MILLISECONDS.toNanos(300), "without waiting for a deadline");
@@ -393,6 +435,7 @@ class CircuitTest
         {
             if (mode == Mode.SILENT)
             {
+                unansweredAt.add(System.nanoTime());
                 return null;
             }
             if (mode == Mode.ANSWER)
