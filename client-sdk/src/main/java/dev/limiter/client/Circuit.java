@@ -18,11 +18,11 @@ import java.util.function.BooleanSupplier;
  * has its own calls decided locally while the other groups' calls still go to their leaders.
  *
  * <p>Per lane: closed, every call tries a node. After {@code threshold} consecutive calls of the
- * lane no node answered, open: the lane's calls are decided locally at once for a quarter of the
- * probe interval, then half of it after a failed probe, then all of it (each plus up to half of it
- * at random, so many SDKs do not probe a recovering cluster in step); past that wait, half-open:
- * one call at a time tries a node while the others are still decided locally. The first answer
- * closes it and starts the lane's recovery ramp. Timeouts put down to this process (a
+ * lane no node answered, open: the lane's calls are decided locally at once, and a node is tried
+ * again after a quarter of the probe interval during the outage's first two intervals, after the
+ * interval later (each plus up to half of it at random, so many SDKs do not probe a recovering
+ * cluster in step); past that wait, half-open: one call at a time tries a node while the others
+ * are still decided locally. The first answer closes it and starts the lane's recovery ramp. Timeouts put down to this process (a
  * pause, a late I/O thread) are decided locally but never count against the store.
  *
  * <p>An outage, as this client reports it, lasts from the first lane that opens until every lane
@@ -42,11 +42,12 @@ final class Circuit implements PendingCall.Fallback
     /** Probe intervals a lane may stay half-open with no probe before an answer elsewhere closes it. */
     static final int ABANDONED_PROBES = 4;
     /**
-     * A lane first probes after a quarter of the probe interval, then after half, then after the
-     * whole: most outages are a leader's failover, over in well under a second, and a probe at the
-     * full interval kept callers deciding locally for up to 1.1 s after a new leader could answer.
+     * For this many probe intervals after it opens (1 s by default), a lane probes every quarter of
+     * the interval, then every interval: most outages are a leader's failover, over within a second,
+     * and a probe at the full interval kept callers deciding locally for up to 1.1 s after a new
+     * leader could answer; a cluster that is down for longer is probed no more often than before.
      */
-    static final int PROBE_DOUBLINGS = 2;
+    static final int QUICK_PROBE_INTERVALS = 2;
 
     /** One lane's state. */
     private static final class Lane
@@ -58,8 +59,8 @@ final class Circuit implements PendingCall.Fallback
         final AtomicBoolean probing = new AtomicBoolean();
         /** 0, or until when the lane's calls pass the recovery ramp first (cleared once past, if not renewed meanwhile). */
         final AtomicLong rampUntilNanos = new AtomicLong();
-        /** Probes of this open lane that failed, up to {@link #PROBE_DOUBLINGS} (under the Circuit's lock): each doubles the wait. */
-        int failedProbes;
+        /** When this lane opened (System.nanoTime; under the Circuit's lock while open): its first waits are short. */
+        long openedAtNanos;
         /** When the lane's current run of failures began (wall clock, ms), and the local decision counts then. */
         volatile long firstFailureMillis;
         volatile Map<String, Long> countsAtFirstFailure = Map.of();
@@ -201,9 +202,10 @@ final class Circuit implements PendingCall.Fallback
     }
 
     /**
-     * Opens {@code lane}, or keeps it open after a failed probe for twice as long as before (up to the
-     * probe interval), with jitter so many SDKs do not probe a recovering cluster in step. A call
-     * sent before it opened and failing while it is open changes nothing.
+     * Opens {@code lane}, or keeps it open after a failed probe: until the next probe, a quarter of
+     * the probe interval early in the outage, else the interval, plus up to half of that at random so
+     * many SDKs do not probe a recovering cluster in step. A call sent before it opened and failing
+     * while it is open changes nothing.
      */
     private synchronized void open(final Lane lane)
     {
@@ -218,17 +220,13 @@ final class Circuit implements PendingCall.Fallback
                 windowStartCounts = lane.countsAtFirstFailure;
             }
             openLanes++;
-            lane.failedProbes = 0;
+            lane.openedAtNanos = now;
         }
         else if (now - until < 0)
         {
             return;
         }
-        else if (lane.failedProbes < PROBE_DOUBLINGS)
-        {
-            lane.failedProbes++;
-        }
-        final long wait = probeNanos >> (PROBE_DOUBLINGS - lane.failedProbes);
+        final long wait = now - lane.openedAtNanos < QUICK_PROBE_INTERVALS * probeNanos ? probeNanos / 4 : probeNanos;
         lane.openUntilNanos = now + wait + (long)(wait * 0.5 * ThreadLocalRandom.current().nextDouble());
     }
 

@@ -1425,9 +1425,9 @@ public final class LimiterClient implements AutoCloseable
 
         /**
          * The circuit: after {@code failures} consecutive calls no node answered, calls are decided
-         * locally at once, and a node is tried again after a quarter of {@code probeAfter}, then after
-         * half of it once that probe failed, then after all of it (each plus up to half of it, random):
-         * a leader's failover is usually over before the first. Kept for each Raft group of the
+         * locally at once, and a node is tried again every quarter of {@code probeAfter} during the
+         * first two {@code probeAfter} of the outage (a leader's failover is usually over by then),
+         * every {@code probeAfter} later (each plus up to half of it, random). Kept for each Raft group of the
          * cluster's shard map (calls whose shard's group has no leader answering) and for calls not
          * routed to a group. Defaults: 3 calls, 500 ms.
          */

@@ -90,10 +90,10 @@ class CircuitTest
     }
 
     @Test
-    void anOpenCircuitProbesAfterAQuarterOfTheIntervalThenHalfThenAllOfIt() throws Exception
+    void anOpenCircuitProbesEveryQuarterIntervalForTwoIntervalsThenEveryInterval() throws Exception
     {
-        // A failover is usually over within the first wait: callers are not kept on local decisions
-        // for a whole interval after a new leader could answer. A silent cluster is probed less often.
+        // A failover is usually over within a second: callers are not kept on local decisions for a
+        // whole interval after a new leader could answer. A cluster down for longer is probed less often.
         try (ScriptedNode node = new ScriptedNode(this::answer);
              LimiterClient client = LimiterClient.builder().endpoints(node.endpoint()).connections(1)
                  .deadline(Duration.ofMillis(100)).circuit(2, Duration.ofMillis(800)).recoveryRamp(Duration.ZERO).build())
@@ -109,21 +109,36 @@ class CircuitTest
             final long opened = System.nanoTime();
             assertTrue(client.circuitOpen());
             unansweredAt.clear();
-            // Calls every 5 ms for 3.2 s: only the probes reach the node (each waits out its 100 ms deadline).
-            while (System.nanoTime() - opened < TimeUnit.MILLISECONDS.toNanos(3200))
+            // Calls every 5 ms for 3.5 s: only the probes reach the node (each waits out its 100 ms deadline).
+            while (System.nanoTime() - opened < TimeUnit.MILLISECONDS.toNanos(3500))
             {
                 assertTrue(client.acquireBlocking(key, 1).degraded());
                 Thread.sleep(5);
             }
-            final List<Long> probes = new ArrayList<>(unansweredAt);
-            assertTrue(probes.size() >= 3, "at least three probes in 3.2 s: " + probes.size());
-            final long first = TimeUnit.NANOSECONDS.toMillis(probes.get(0) - opened);
-            final long second = TimeUnit.NANOSECONDS.toMillis(probes.get(1) - probes.get(0)) - 100; // less the first's deadline
-            final long third = TimeUnit.NANOSECONDS.toMillis(probes.get(2) - probes.get(1)) - 100;
-            final String seen = "waits before the probes: " + first + ", " + second + ", " + third + " ms";
-            assertTrue(first >= 200 && first < 800, "a quarter of 800 ms (plus jitter), sooner than the whole: " + seen);
-            assertTrue(second >= 390, "then half: " + seen);
-            assertTrue(third >= 790, "then the whole interval: " + seen);
+            // Each wait runs from the end of the previous probe (its 100 ms deadline) to the next.
+            final List<long[]> waits = new ArrayList<>(); // {began, lasted} in ms since the circuit opened
+            long began = 0;
+            for (final long probe : unansweredAt)
+            {
+                final long at = TimeUnit.NANOSECONDS.toMillis(probe - opened);
+                waits.add(new long[] {began, at - began});
+                began = at + 100;
+            }
+            final String seen = waits.stream().map(w -> w[1] + " ms from " + w[0]).toList().toString();
+            assertTrue(waits.size() >= 4, "probes every 200-300 ms in the first 1.6 s: " + seen);
+            for (final long[] wait : waits)
+            {
+                assertTrue(wait[1] >= 190, "no sooner than a quarter interval: " + seen);
+                if (wait[0] < 1500)
+                {
+                    assertTrue(wait[1] < 700, "a quarter of 800 ms, plus up to half of that, while the outage is young: " + seen);
+                }
+                if (wait[0] > 1700)
+                {
+                    assertTrue(wait[1] >= 790, "the whole interval once it has lasted two: " + seen);
+                }
+            }
+            assertTrue(waits.get(waits.size() - 1)[0] > 1700, "a wait that began after two intervals was seen: " + seen);
         }
     }
 
