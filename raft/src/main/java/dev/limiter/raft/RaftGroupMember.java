@@ -539,21 +539,33 @@ public final class RaftGroupMember
     }
 
     /**
-     * Takes a snapshot of this group now (normally automatic); completes with its log index once it
-     * is on disk (Ratis may answer with a recent one instead, within its creation gap).
+     * Takes a snapshot of what this group has applied (normally automatic): completes with the index
+     * of a snapshot on disk at or past what was applied when called, or with -1 if four attempts did
+     * not give one (a group applying faster than its snapshots are written).
      */
     public CompletableFuture<Long> snapshot()
     {
-        // The first answer is -1 when the state was copied and the file is still being written:
-        // wait for the write, then ask again, which reports the written snapshot's index.
-        return requestSnapshot().thenCompose(index -> index >= 0 ? CompletableFuture.completedFuture(index)
-            : stateMachine.snapshotWritten().thenCompose(written -> requestSnapshot()));
+        return snapshot(lastAppliedIndex(), 4);
+    }
+
+    private CompletableFuture<Long> snapshot(final long atLeast, final int tries)
+    {
+        // -1: the state was copied and the file is being written; an index below atLeast: a write that
+        // had finished but was not reported yet (Ratis learns of a write at its next apply). Either way
+        // the next request, once the write is done, reports it or copies the state afresh.
+        return requestSnapshot().thenCompose(index -> index >= atLeast ? CompletableFuture.completedFuture(index)
+            : tries <= 1 ? CompletableFuture.completedFuture(-1L)
+            : (index < 0 ? stateMachine.snapshotWritten() : CompletableFuture.completedFuture(null))
+                .thenCompose(written -> snapshot(atLeast, tries - 1)));
     }
 
     private CompletableFuture<Long> requestSnapshot()
     {
+        // A creation gap of 1: a snapshot Ratis knows of is the answer only if nothing was applied since.
+        // With its default (1,024 entries) it answered with an older one whenever the latest write had
+        // not been reported to it yet (it learns of a write at its next apply).
         return server.get().snapshotManagementAsync(SnapshotManagementRequest.newCreate(clientId, selfId, group.getGroupId(),
-            callIds.incrementAndGet(), 10_000)).thenApply(reply ->
+            callIds.incrementAndGet(), 10_000, 1)).thenApply(reply ->
         {
             if (!reply.isSuccess())
             {

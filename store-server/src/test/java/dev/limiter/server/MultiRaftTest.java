@@ -302,8 +302,7 @@ class MultiRaftTest
             final int group = g;
             final String leader = decider(g);
             assertNotNull(leader, "group " + g + " has a decider");
-            // The group's latest snapshot (automatic every 20 entries; Ratis answers with it rather than
-            // take another within its creation gap) lies far past what n3 holds, and the log before it is purged.
+            // A snapshot of what the group applied lies far past what n3 holds, and the log before it is purged.
             final long snapshotIndex = nodes.get(leader).replicationGroups().all().get(group).member().snapshot().get(10, TimeUnit.SECONDS);
             assertTrue(snapshotIndex > n3Had[group] + 100, "group " + group + ": snapshot at " + snapshotIndex + ", n3 had " + n3Had[group]);
         }
