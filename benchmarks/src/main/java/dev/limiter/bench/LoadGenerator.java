@@ -174,26 +174,32 @@ public final class LoadGenerator implements Callable<Integer>
             return t;
         });
 
+    /** An option's value and the range it must lie in (most: Long.MAX_VALUE when unbounded). */
+    private record Range(String option, long value, long least, long most)
+    {
+        boolean holds()
+        {
+            return value >= least && value <= most;
+        }
+
+        @Override
+        public String toString()
+        {
+            return option + " must be " + (most == Long.MAX_VALUE ? "at least " + least : least + " to " + most) + ", was " + value;
+        }
+    }
+
     /** The first option out of its range, said with its range and value; null when all are in range. */
     String outOfRange()
     {
-        final long[][] ranges = {
-            {connections, 1, Long.MAX_VALUE}, {durationSeconds, 1, Long.MAX_VALUE}, {keys, 1, Long.MAX_VALUE}, {pipeline, 1, Long.MAX_VALUE},
-            {cost, 1, Long.MAX_VALUE}, {warmupSeconds, 0, Long.MAX_VALUE}, {rate, 0, Long.MAX_VALUE}, {warmCalls, 0, Long.MAX_VALUE},
-            {blockingThreads, 0, Long.MAX_VALUE}, {hotShare, 0, 100}, {pacerSpinMicros == null ? 0 : pacerSpinMicros, 0, 10_000}};
-        final String[] names = {"--connections", "--duration", "--keys", "--pipeline", "--cost", "--warmup", "--rate", "--warm-calls",
-            "--blocking-threads", "--hot-share", "--pacer-spin-us"};
-        for (int i = 0; i < ranges.length; i++)
-        {
-            final long value = ranges[i][0];
-            final long least = ranges[i][1];
-            final long most = ranges[i][2];
-            if (value < least || value > most)
-            {
-                return names[i] + " must be " + (most == Long.MAX_VALUE ? "at least " + least : least + " to " + most) + ", was " + value;
-            }
-        }
-        return null;
+        final List<Range> ranges = List.of(
+            new Range("--connections", connections, 1, Long.MAX_VALUE), new Range("--duration", durationSeconds, 1, Long.MAX_VALUE),
+            new Range("--keys", keys, 1, Long.MAX_VALUE), new Range("--pipeline", pipeline, 1, Long.MAX_VALUE),
+            new Range("--cost", cost, 1, Long.MAX_VALUE), new Range("--warmup", warmupSeconds, 0, Long.MAX_VALUE),
+            new Range("--rate", rate, 0, Long.MAX_VALUE), new Range("--warm-calls", warmCalls, 0, Long.MAX_VALUE),
+            new Range("--blocking-threads", blockingThreads, 0, Long.MAX_VALUE), new Range("--hot-share", hotShare, 0, 100),
+            new Range("--pacer-spin-us", pacerSpinMicros == null ? 0 : pacerSpinMicros, 0, 10_000));
+        return ranges.stream().filter(range -> !range.holds()).findFirst().map(Range::toString).orElse(null);
     }
 
     @Override

@@ -22,8 +22,9 @@ import java.util.function.BooleanSupplier;
  * again after a quarter of the probe interval during the outage's first two intervals, after the
  * interval later (each plus up to half of it at random, so many SDKs do not probe a recovering
  * cluster in step); past that wait, half-open: one call at a time tries a node while the others
- * are still decided locally. The first answer closes it and starts the lane's recovery ramp. Timeouts put down to this process (a
- * pause, a late I/O thread) are decided locally but never count against the store.
+ * are still decided locally. The first answer closes it and starts the lane's recovery ramp.
+ * Timeouts put down to this process (a pause, a late I/O thread) are decided locally but never
+ * count against the store.
  *
  * <p>An outage, as this client reports it, lasts from the first lane that opens until every lane
  * is closed again: its window (from the first unanswered call of the lane that opened first) is

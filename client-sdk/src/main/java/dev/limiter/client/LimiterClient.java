@@ -1427,9 +1427,9 @@ public final class LimiterClient implements AutoCloseable
          * The circuit: after {@code failures} consecutive calls no node answered, calls are decided
          * locally at once, and a node is tried again every quarter of {@code probeAfter} during the
          * first two {@code probeAfter} of the outage (a leader's failover is usually over by then),
-         * every {@code probeAfter} later (each plus up to half of it, random). Kept for each Raft group of the
-         * cluster's shard map (calls whose shard's group has no leader answering) and for calls not
-         * routed to a group. Defaults: 3 calls, 500 ms.
+         * every {@code probeAfter} later (each plus up to half of it, random). Kept for each Raft
+         * group of the cluster's shard map (calls whose shard's group has no leader answering) and for
+         * calls not routed to a group. Defaults: 3 calls, 500 ms.
          */
         public Builder circuit(final int failures, final Duration probeAfter)
         {

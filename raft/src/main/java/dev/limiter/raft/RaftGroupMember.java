@@ -553,10 +553,19 @@ public final class RaftGroupMember
         // -1: the state was copied and the file is being written; an index below atLeast: a write that
         // had finished but was not reported yet (Ratis learns of a write at its next apply). Either way
         // the next request, once the write is done, reports it or copies the state afresh.
-        return requestSnapshot().thenCompose(index -> index >= atLeast ? CompletableFuture.completedFuture(index)
-            : tries <= 1 ? CompletableFuture.completedFuture(-1L)
-            : (index < 0 ? stateMachine.snapshotWritten() : CompletableFuture.completedFuture(null))
-                .thenCompose(written -> snapshot(atLeast, tries - 1)));
+        return requestSnapshot().thenCompose(index ->
+        {
+            if (index >= atLeast)
+            {
+                return CompletableFuture.completedFuture(index);
+            }
+            if (tries <= 1)
+            {
+                return CompletableFuture.completedFuture(-1L);
+            }
+            final CompletableFuture<?> ready = index < 0 ? stateMachine.snapshotWritten() : CompletableFuture.completedFuture(null);
+            return ready.thenCompose(written -> snapshot(atLeast, tries - 1));
+        });
     }
 
     private CompletableFuture<Long> requestSnapshot()

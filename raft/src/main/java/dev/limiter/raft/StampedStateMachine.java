@@ -294,9 +294,7 @@ final class StampedStateMachine extends BaseStateMachine
             // OutOfMemoryError: no direct memory left for the copy. LinkageError: a class missing from a jar
             // rewritten under the running node. Thrown to Ratis, either would end the member, and Ratis'
             // updater would retry the snapshot in a tight loop meanwhile (590,000 logged stacks in 90 s, seen).
-            LOG.error("{}: could not capture the state for a snapshot at {} ({}); the log is kept", nodeId, applied,
-                e instanceof OutOfMemoryError ? "a copy needs room for the group's tables again: see -XX:MaxDirectMemorySize" :
-                    e instanceof LinkageError ? "a class is missing: was the node's jar rebuilt under it? restart it" : "a bug", e);
+            LOG.error("{}: could not capture the state for a snapshot at {} ({}); the log is kept", nodeId, applied, captureFailure(e), e);
             pauseCaptures();
             return RaftLog.INVALID_LOG_INDEX;
         }
@@ -310,6 +308,20 @@ final class StampedStateMachine extends BaseStateMachine
             state.close(); // the node is closing
         }
         return RaftLog.INVALID_LOG_INDEX;
+    }
+
+    /** What a failed capture means for the operator. */
+    private static String captureFailure(final Throwable failure)
+    {
+        if (failure instanceof OutOfMemoryError)
+        {
+            return "a copy needs room for the group's tables again: see -XX:MaxDirectMemorySize";
+        }
+        if (failure instanceof LinkageError)
+        {
+            return "a class is missing: was the node's jar rebuilt under it? restart it";
+        }
+        return "a bug";
     }
 
     /** Apply thread, after a failed snapshot: the next try waits, rather than copying the tables on every apply meanwhile. */

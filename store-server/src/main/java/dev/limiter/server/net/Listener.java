@@ -39,10 +39,21 @@ public final class Listener
         catch (final Exception e) // Netty's bind().sync() throws its IOExceptions undeclared (a BindException, or epoll's own)
         {
             final String message = String.valueOf(e.getMessage());
-            final String reason = message.contains("in use") ? "the port is in use: is another node running? stop it, or choose " +
-                "another with " + option : message.contains("assign requested address") ? "this machine has no such address: " +
-                "choose one of its own with --host" : "choose another address with --host, or another port with " + option;
-            throw new ListenFailure("cannot listen on the " + what + " " + host + ":" + port + " (" + message + "): " + reason, e);
+            throw new ListenFailure("cannot listen on the " + what + " " + host + ":" + port + " (" + message + "): " +
+                whatToDo(message, option), e);
         }
+    }
+
+    private static String whatToDo(final String bindError, final String option)
+    {
+        if (bindError.contains("in use"))
+        {
+            return "the port is in use: is another node running? stop it, or choose another with " + option;
+        }
+        if (bindError.contains("assign requested address"))
+        {
+            return "this machine has no such address: choose one of its own with --host";
+        }
+        return "choose another address with --host, or another port with " + option;
     }
 }
