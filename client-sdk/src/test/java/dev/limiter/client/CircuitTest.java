@@ -126,6 +126,8 @@ class CircuitTest
             }
             final String seen = waits.stream().map(w -> w[1] + " ms from " + w[0]).toList().toString();
             assertTrue(waits.size() >= 4, "probes every 200-300 ms in the first 1.6 s: " + seen);
+            // A wait begins when the last probe's deadline fired, which a busy host delays: the switch
+            // at 1,600 ms is checked with 100 ms either side.
             for (final long[] wait : waits)
             {
                 assertTrue(wait[1] >= 190, "no sooner than a quarter interval: " + seen);
@@ -138,7 +140,7 @@ class CircuitTest
                     assertTrue(wait[1] >= 790, "the whole interval once it has lasted two: " + seen);
                 }
             }
-            assertTrue(waits.get(waits.size() - 1)[0] > 1700, "a wait that began after two intervals was seen: " + seen);
+            assertTrue(waits.stream().anyMatch(wait -> wait[0] >= 1500 && wait[1] >= 790), "a whole-interval wait after two intervals: " + seen);
         }
     }
 
