@@ -367,6 +367,12 @@ public final class CompiledPolicy
         return split;
     }
 
+    /** Whether its requests have no limit at all ({@code unlimited}: answered NO_LIMIT, nothing charged). */
+    public boolean unlimited()
+    {
+        return source.getUnlimited();
+    }
+
     /** Whether it selects requests of Envoy's rate limit service ({@code selector.envoy}). */
     public boolean envoy()
     {

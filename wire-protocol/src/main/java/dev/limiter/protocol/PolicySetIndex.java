@@ -434,7 +434,18 @@ public final class PolicySetIndex
         {
             errors.add(where + ".id: '" + p.getId() + "' must match [a-z0-9][a-z0-9._-]{0,62}");
         }
-        checkLimitFields(p, where, errors);
+        if (p.getUnlimited())
+        {
+            checkUnlimited(p, where, errors);
+        }
+        else
+        {
+            checkLimitFields(p, where, errors);
+        }
+        if (p.getReplacesCount() > 0)
+        {
+            checkReplaces(p, where, errors);
+        }
         checkExcess(p, where, errors);
         if (p.hasTokenLease())
         {
@@ -580,7 +591,7 @@ public final class PolicySetIndex
         }
         try
         {
-            final CompiledPolicy compiled = new CompiledPolicy(p, ordinal, limitsOf(p), route);
+            final CompiledPolicy compiled = new CompiledPolicy(p, ordinal, limitsOf(p.getUnlimited() ? UNLIMITED_PLACEHOLDER : p), route);
             if (fallback != null)
             {
                 final byte[][] tenants = p.getRollout().getTenantsList().stream()
@@ -593,6 +604,63 @@ public final class PolicySetIndex
         {
             errors.add(where + ": " + e.getMessage());
             return null;
+        }
+    }
+
+    /**
+     * What an unlimited policy's limit compiles from: never consulted (its requests are answered
+     * NO_LIMIT before any bucket), but every compiled policy has a limit.
+     */
+    private static final Policy UNLIMITED_PLACEHOLDER = Policy.newBuilder().setRate(1).build();
+    /** Most ids one policy's {@code replaces} may list. */
+    public static final int MAX_REPLACES = 16;
+
+    /** An unlimited policy: an envoy selector, and no limit of any kind. */
+    private static void checkUnlimited(final Policy p, final String where, final List<String> errors)
+    {
+        if (!p.getSelector().hasEnvoy())
+        {
+            errors.add(where + ".unlimited: only for envoy selectors (envoyproxy/ratelimit's unlimited: true); to let other " +
+                "requests through, give them an exemption (./limiter exempt) or a generous policy");
+        }
+        if (p.getRate() != 0 || p.getBurst() != 0 || p.hasPeriod() || p.getAlgorithm() != Algorithm.ALGORITHM_UNSPECIFIED ||
+            p.getCalendarWindow() != CalendarWindow.CALENDAR_WINDOW_UNSPECIFIED || p.getMaxConcurrent() != 0 || p.hasLeaseTtl() ||
+            p.getLimitsCount() > 0 || p.getExcess() != Excess.EXCESS_UNSPECIFIED || p.getOveragePercent() != 0 || p.hasMaxWait() ||
+            p.hasTokenLease() || p.hasRegional() || p.getSplitAcrossShards() || p.hasReserve() || p.hasEmergency())
+        {
+            errors.add(where + ".unlimited: an unlimited policy has no limit: leave rate, period, burst, algorithm, calendarWindow, " +
+                "maxConcurrent, leaseTtl, limits, excess, overagePercent, maxWait, tokenLease, regional, splitAcrossShards, reserve " +
+                "and emergency unset");
+        }
+        if (p.getMode() == Mode.SHADOW)
+        {
+            errors.add(where + ".unlimited: an unlimited policy never refuses, so it has nothing to shadow; make it ENFORCE");
+        }
+    }
+
+    /** {@code replaces}: an envoy selector's, naming other policies by id. */
+    private static void checkReplaces(final Policy p, final String where, final List<String> errors)
+    {
+        if (!p.getSelector().hasEnvoy())
+        {
+            errors.add(where + ".replaces: only for envoy selectors (envoyproxy/ratelimit's replaces, between the descriptors " +
+                "of one request); other requests are decided by one policy each already");
+        }
+        if (p.getReplacesCount() > MAX_REPLACES)
+        {
+            errors.add(where + ".replaces: at most " + MAX_REPLACES + " ids, was " + p.getReplacesCount());
+        }
+        for (int i = 0; i < p.getReplacesCount(); i++)
+        {
+            final String id = p.getReplaces(i);
+            if (!ID_PATTERN.matcher(id).matches())
+            {
+                errors.add(where + ".replaces[" + i + "]: '" + id + "' is not a policy id ([a-z0-9][a-z0-9._-]{0,62})");
+            }
+            else if (id.equals(p.getId()))
+            {
+                errors.add(where + ".replaces[" + i + "]: a policy cannot replace itself");
+            }
         }
     }
 

@@ -158,4 +158,27 @@ class EnvoyDescriptorsTest
         assertTrue(all.contains("(twin-b).selector: conflicts with policy 'twin-a'"), all);
         assertTrue(all.contains("(reserved).selector.method: 'ENVOY' is reserved"), all);
     }
+
+    @Test
+    void unlimitedAndReplacesBelongToEnvoySelectorsAndAnUnlimitedPolicyHasNoLimitFields()
+    {
+        final PolicySetIndex index = PolicySetIndex.fromJson("{\"policies\":[" +
+            "{\"id\":\"free\",\"unlimited\":true,\"selector\":{\"envoy\":{\"domain\":\"d\",\"entries\":[{\"key\":\"k\",\"value\":\"admin\"}]}},\"owner\":\"o\"}," +
+            "{\"id\":\"specific\",\"replaces\":[\"general\"],\"selector\":{\"envoy\":{\"domain\":\"d\",\"entries\":[{\"key\":\"s\"}]}},\"rate\":1,\"owner\":\"o\"}" +
+            "]}");
+        assertTrue(index.policies().stream().anyMatch(p -> p.id().equals("free") && p.unlimited()));
+        final String all = String.join("\n", assertThrows(PolicyValidationException.class, () -> PolicySetIndex.fromJson("{\"policies\":[" +
+            "{\"id\":\"not-envoy\",\"unlimited\":true,\"selector\":{\"tenant\":\"acme\"},\"owner\":\"o\"}," +
+            "{\"id\":\"with-rate\",\"unlimited\":true,\"rate\":5,\"selector\":{\"envoy\":{\"domain\":\"d\",\"entries\":[{\"key\":\"a\"}]}},\"owner\":\"o\"}," +
+            "{\"id\":\"shadowed\",\"unlimited\":true,\"mode\":\"SHADOW\",\"selector\":{\"envoy\":{\"domain\":\"d\",\"entries\":[{\"key\":\"b\"}]}},\"owner\":\"o\"}," +
+            "{\"id\":\"replaces-route\",\"replaces\":[\"x\"],\"selector\":{\"route\":\"/x\"},\"rate\":1,\"owner\":\"o\"}," +
+            "{\"id\":\"self\",\"replaces\":[\"self\",\"Not An Id\"],\"selector\":{\"envoy\":{\"domain\":\"d\",\"entries\":[{\"key\":\"c\"}]}},\"rate\":1,\"owner\":\"o\"}" +
+            "]}")).errors());
+        assertTrue(all.contains("(not-envoy).unlimited: only for envoy selectors"), all);
+        assertTrue(all.contains("(with-rate).unlimited: an unlimited policy has no limit"), all);
+        assertTrue(all.contains("(shadowed).unlimited: an unlimited policy never refuses"), all);
+        assertTrue(all.contains("(replaces-route).replaces: only for envoy selectors"), all);
+        assertTrue(all.contains("(self).replaces[0]: a policy cannot replace itself"), all);
+        assertTrue(all.contains("(self).replaces[1]: 'Not An Id' is not a policy id"), all);
+    }
 }
