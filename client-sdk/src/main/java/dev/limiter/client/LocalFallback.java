@@ -97,13 +97,14 @@ final class LocalFallback
             return rate.refill(units, last, now) >= rate.burstUnits();
         }
 
+        /** Takes {@code cost} tokens if there are; a cost of 0 is a check: is one token there? (nothing taken). */
         synchronized long[] take(final long cost, final long now)
         {
             units = rate.refill(units, last, now);
             last = Math.max(last, now);
-            final long costUnits = rate.costUnits(cost);
+            final long costUnits = rate.costUnits(Math.max(1, cost));
             final boolean allowed = cost <= rate.burstTokens() && units >= costUnits;
-            if (allowed)
+            if (allowed && cost > 0)
             {
                 units -= costUnits;
             }
@@ -264,7 +265,7 @@ final class LocalFallback
     Decision ramp(final Descriptor descriptor, final int cost)
     {
         final PolicySetIndex index = index();
-        if (index == null)
+        if (index == null || cost == 0) // a check takes nothing the ramp could hold back
         {
             return null;
         }
@@ -428,7 +429,7 @@ final class LocalFallback
         {
             // What decides locally: the enforced versions only (shadows never decide; stacked scopes
             // are the cluster's to charge atomically).
-            final PolicySetIndex index = PolicySetIndex.compile(PolicyMatcher.enforced(held.get().policies()).build(), null);
+            final PolicySetIndex index = PolicySetIndex.compile(PolicySetIndex.enforcedOnly(held.get().policies()).build(), null);
             compiled = new Compiled(held.get().version(), index);
             return index;
         }

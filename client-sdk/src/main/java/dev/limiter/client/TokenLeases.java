@@ -347,7 +347,7 @@ final class TokenLeases
         final CompiledPolicy matched = index.match(decoder);
         final CompiledPolicy policy = matched.forRequest(decoder);
         final Policy source = policy.source();
-        if (source == null || !source.hasTokenLease() || index.noLimit(matched, decoder) ||
+        if (source == null || !source.hasTokenLease() || index.noLimit(matched, matched.forRequest(decoder), decoder) ||
             (index.hasStacked() && index.matchStacked(decoder, new CompiledPolicy[PolicySetIndex.MAX_STACKED_PER_REQUEST]) > 0) ||
             (index.hasShadow() && index.matchShadow(decoder) != null))
         {

@@ -147,6 +147,23 @@ public final class PolicySetIndex
         return compile(builder.build());
     }
 
+    /**
+     * {@code set} without shadow and stacked policies: what a request's own policy is matched
+     * against (an SDK's local decisions, Envoy's gateway), compiled with {@link #compile(PolicySet)}.
+     */
+    public static PolicySet.Builder enforcedOnly(final PolicySet set)
+    {
+        final PolicySet.Builder enforced = set.toBuilder().clearPolicies();
+        for (final Policy p : set.getPoliciesList())
+        {
+            if (p.getMode() != Mode.SHADOW && !p.getStacked())
+            {
+                enforced.addPolicies(p);
+            }
+        }
+        return enforced;
+    }
+
     /** Renders a set as the JSON {@link #fromJson} reads. */
     public static String toJson(final PolicySet set)
     {
@@ -290,7 +307,9 @@ public final class PolicySetIndex
     /** Compiles one validated policy's own limit (for buckets of a version no longer in force). */
     public static Limit limitOf(final Policy policy)
     {
-        return limitOf(policy, periodNanos(policy));
+        // An unlimited policy's limit is never consulted (its requests are answered NO_LIMIT first).
+        final Policy source = policy.getUnlimited() ? UNLIMITED_PLACEHOLDER : policy;
+        return limitOf(source, periodNanos(source));
     }
 
     /** Every limit of one validated policy: its own first, then its extra {@code limits} in order. */
@@ -516,11 +535,6 @@ public final class PolicySetIndex
         {
             route = compileEnvoySelector(p, where, errors);
         }
-        else if (DescriptorRules.trim(s.getMethod()).equalsIgnoreCase(EnvoyDescriptors.METHOD))
-        {
-            errors.add(where + ".selector.method: '" + EnvoyDescriptors.METHOD + "' is reserved for the requests of Envoy's rate " +
-                "limit service; select those with selector.envoy (docs/envoy.md)");
-        }
         else if (!s.getRoute().isBlank())
         {
             try
@@ -591,7 +605,7 @@ public final class PolicySetIndex
         }
         try
         {
-            final CompiledPolicy compiled = new CompiledPolicy(p, ordinal, limitsOf(p.getUnlimited() ? UNLIMITED_PLACEHOLDER : p), route);
+            final CompiledPolicy compiled = new CompiledPolicy(p, ordinal, limitsOf(p), route);
             if (fallback != null)
             {
                 final byte[][] tenants = p.getRollout().getTenantsList().stream()
@@ -607,10 +621,7 @@ public final class PolicySetIndex
         }
     }
 
-    /**
-     * What an unlimited policy's limit compiles from: never consulted (its requests are answered
-     * NO_LIMIT before any bucket), but every compiled policy has a limit.
-     */
+    /** What an unlimited policy's limit compiles from: never consulted, but every compiled policy has a limit. */
     private static final Policy UNLIMITED_PLACEHOLDER = Policy.newBuilder().setRate(1).build();
     /** Most ids one policy's {@code replaces} may list. */
     public static final int MAX_REPLACES = 16;
@@ -936,13 +947,14 @@ public final class PolicySetIndex
     }
 
     /**
-     * Whether a request has no limit at all: a request of Envoy's rate limit service that no
-     * policy selects ({@code matched} is what {@link #match} gave it). Allocates nothing.
+     * Whether a request has no limit at all: a descriptor of Envoy's rate limit service that no
+     * policy selects, or that an unlimited policy decides ({@code matched} is what {@link #match}
+     * gave it, {@code policy} the version that decides the request). Only Envoy's descriptors:
+     * any other request that no policy selects gets the default policy. Allocates nothing.
      */
-    public boolean noLimit(final CompiledPolicy matched, final DescriptorView descriptor)
+    public boolean noLimit(final CompiledPolicy matched, final CompiledPolicy policy, final DescriptorView descriptor)
     {
-        return matched == defaultPolicy &&
-            EnvoyDescriptors.isEnvoyMethod(descriptor.buffer(), descriptor.offset(DescriptorField.METHOD), descriptor.length(DescriptorField.METHOD));
+        return descriptor.envoy() && (matched == defaultPolicy || policy.unlimited());
     }
 
     /** The policy for a descriptor: the most specific match, else the default. Allocates nothing. */

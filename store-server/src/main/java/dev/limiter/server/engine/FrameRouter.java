@@ -93,9 +93,9 @@ public final class FrameRouter
             final CompiledPolicy matched = index.match(decoder);
             // A version being rolled out decides for its tenants; the others stay on the previous one.
             final CompiledPolicy policy = matched.forRequest(decoder);
-            if (index.noLimit(matched, decoder))
+            if (index.noLimit(matched, policy, decoder))
             {
-                // An Envoy descriptor no policy selects has no limit (as in envoyproxy/ratelimit), not the default's.
+                // An Envoy descriptor no policy selects, or an unlimited one, has no limit (as in envoyproxy/ratelimit).
                 answerOnTheLoop(work, i, policy, decoder.cost(), FrameWork.NO_LIMIT);
                 answeredHere = true;
                 if (index.hasShadow())

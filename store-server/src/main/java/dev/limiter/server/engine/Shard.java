@@ -311,6 +311,11 @@ public final class Shard implements Replication.DecidingShard
                 {
                     continue;
                 }
+                if (work.cost[i] == 0)
+                {
+                    check(work, i, now);
+                    continue;
+                }
                 if (work.stacked && work.stackCount[i] > 0)
                 {
                     strict |= decideStacked(work, i, now);
@@ -371,6 +376,20 @@ public final class Shard implements Replication.DecidingShard
                 if (shadowCost < 0)
                 {
                     continue; // this region's share of the shadowed limit cannot hold the request: nothing to evaluate
+                }
+                if (shadowCost == 0)
+                {
+                    // A check: what the shadow would answer to one token, changing nothing.
+                    final long one = regionalShadow ? RegionalShares.cost(1, regional.unitsPerToken(shadow), shadowLimit) : 1;
+                    final boolean would = one >= 0 && table.peek(work.keys, work.shadowKeyOffset[j], work.shadowKeyLength[j],
+                        work.shadowKeyHash[j], shadowLimit, one, 0, now, decision);
+                    if (shadow.ordinal() >= allowedByPolicy.length())
+                    {
+                        growCounters(shadow.ordinal());
+                    }
+                    final AtomicLongArray checked = would ? shadowAllowedByPolicy : shadowDeniedByPolicy;
+                    checked.lazySet(shadow.ordinal(), checked.get(shadow.ordinal()) + 1);
+                    continue;
                 }
                 table.acquire(work.keys, work.shadowKeyOffset[j], work.shadowKeyLength[j], work.shadowKeyHash[j], shadow.ordinal(),
                     shadowLimit, shadowCost, now, decision);
@@ -594,6 +613,70 @@ public final class Shard implements Replication.DecidingShard
         final AtomicLongArray counter = answered ? allowedByPolicy : deniedByPolicy;
         counter.lazySet(named.ordinal(), counter.get(named.ordinal()) + 1);
         return strict;
+    }
+
+    /**
+     * A check (cost 0): whether one token would be granted now by the entry's policy and every
+     * part it would be charged against (stacked budgets, extra limits; a region's share). Nothing
+     * is charged, stored or logged, and no lease is taken. The record names the first scope that
+     * refuses, else the one with the fewest tokens, with the whole tokens it has now.
+     */
+    private void check(final FrameWork work, final int i, final long now)
+    {
+        final CompiledPolicy own = work.policy[i];
+        final boolean regionalOwn = own.regional() && regional != null;
+        final long perToken = regionalOwn ? regional.unitsPerToken(own) : 1;
+        final Limit ownLimit = regionalOwn ? regional.limit(own, id, shardCount) : own.limitOnShard(id, shardCount);
+        final long one = regionalOwn ? RegionalShares.cost(1, perToken, ownLimit) : 1;
+        CompiledPolicy named = own;
+        Limit namedLimit = ownLimit;
+        boolean allowed = one >= 0 && table.peek(work.keys, work.keyOffset[i], work.keyLength[i], work.keyHash[i], ownLimit, one, 0, now,
+            decision);
+        ReasonCode reason = one < 0 ? ReasonCode.RATE_LIMITED : decision.reason();
+        long remaining = one < 0 ? 0 : tokensThere(decision, one) / perToken;
+        long retry = one < 0 ? REGION_SHARE_RETRY_NANOS : decision.retryAfterNanos();
+        long reset = one < 0 ? REGION_SHARE_RETRY_NANOS : decision.resetAfterNanos();
+        final int parts = work.stacked ? work.stackCount[i] : 0;
+        for (int k = 0; k < parts && allowed; k++)
+        {
+            final int p = work.stackFrom[i] + k;
+            final CompiledPolicy part = work.partPolicy[p];
+            final Limit limit = part.limitOnShard(id, shardCount);
+            final boolean fits = table.peek(work.keys, work.partKeyOffset[p], work.partKeyLength[p], work.partKeyHash[p], limit, 1,
+                part.floorFor(own, id, shardCount), now, decision);
+            final long there = tokensThere(decision, 1);
+            if (!fits || there < remaining)
+            {
+                named = part;
+                namedLimit = limit;
+                allowed = fits;
+                reason = decision.reason();
+                remaining = there;
+                retry = decision.retryAfterNanos();
+                reset = decision.resetAfterNanos();
+            }
+        }
+        // A region's answer is in requests: its burst divided by what one request costs at its share.
+        final long burst = named == own ? ownLimit.burstTokens() / perToken : namedLimit.burstTokens();
+        ResultCodec.putRecord(work.response, ResultCodec.recordOffset(work.frameStart, i), allowed, reason, named.ordinal(), remaining,
+            burst, allowed ? 0 : retry, reset, named.version(), named.windowSeconds());
+        work.policy[i] = named;
+        if (named.ordinal() >= allowedByPolicy.length())
+        {
+            growCounters(named.ordinal());
+        }
+        final AtomicLongArray counter = allowed ? allowedByPolicy : deniedByPolicy;
+        counter.lazySet(named.ordinal(), counter.get(named.ordinal()) + 1);
+    }
+
+    /**
+     * The whole tokens a key has now, from a peek of {@code asked} tokens: a peek that allowed
+     * plainly tells what would be left after them, so they are added back; one that refused, or
+     * allowed only within an overage or a wait, had less than them (what it tells is what is there).
+     */
+    private static long tokensThere(final Decision peeked, final long asked)
+    {
+        return peeked.reason() == ReasonCode.ALLOWED ? peeked.remainingTokens() + asked : peeked.remainingTokens();
     }
 
     /** Entry {@code i}'s grant took a lease named {@code leaseId}: its record says so, the response lists it. */
