@@ -14,6 +14,7 @@ import org.junit.jupiter.api.io.TempDir;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.Map;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -38,8 +39,19 @@ class PolicyImportCommandTest
         node = new StoreServer(new ServerConfig().host("127.0.0.1").port(0).adminPort(0).shards(1).ioThreads(1)
             .policiesFile(Path.of("..", "config", "policies.json")).dataDir(dir.resolve("data")).adminToken(TOKEN)).start();
         admin = "127.0.0.1:" + node.adminPort();
-        Files.writeString(dir.resolve("edge.yaml"), EnvoyConfigImportTest.EDGE);
+        Files.writeString(dir.resolve("edge.yaml"), edgeWithoutUnlimited());
         Files.writeString(dir.resolve("mesh.yaml"), EnvoyConfigImportTest.MESH);
+    }
+
+    /**
+     * EDGE less its unlimited descriptor: the node refuses to store an unlimited policy until it
+     * gives unlimited its meaning (PolicySetIndex.limitsOf), so --apply is tried without it here.
+     */
+    private static String edgeWithoutUnlimited()
+    {
+        final String unlimited = "      - key: user\n        value: admin\n        rate_limit:\n          unlimited: true\n";
+        assertTrue(EnvoyConfigImportTest.EDGE.contains(unlimited));
+        return EnvoyConfigImportTest.EDGE.replace(unlimited, "");
     }
 
     @AfterEach
@@ -73,7 +85,7 @@ class PolicyImportCommandTest
         // The sample set's own policy for these descriptors is updated, whatever its id.
         assertTrue(dry.out().matches("(?s).*update +edge-per-ip +envoy=edge:remote_address=\\* +algorithm TOKEN_BUCKET -> FIXED_WINDOW\n.*"),
             dry.out());
-        assertTrue(dry.out().contains("dry run: nothing changed; --apply makes these 9 changes"), dry.out());
+        assertTrue(dry.out().contains("dry run: nothing changed; --apply makes these 8 changes"), dry.out());
         assertTrue(dry.err().contains("note: edge.yaml: descriptors[5] (health_check=*): no rate_limit"), dry.err());
         assertEquals(before, policies().getPoliciesCount());
 
@@ -81,9 +93,9 @@ class PolicyImportCommandTest
             "--admin", admin, "--apply", "--reason", "move the edge limits off Redis");
         assertEquals(0, applied.status(), applied.toString());
         assertTrue(applied.out().contains("policy login-attempts version 1 in force"), applied.out());
-        assertTrue(applied.out().endsWith("9 policies changed\n"), applied.out());
+        assertTrue(applied.out().endsWith("8 policies changed\n"), applied.out());
         final PolicySet after = policies();
-        assertEquals(before + 8, after.getPoliciesCount());
+        assertEquals(before + 7, after.getPoliciesCount());
         final Policy login = after.getPoliciesList().stream().filter(p -> p.getId().equals("login-attempts")).findFirst().orElseThrow();
         assertEquals("move the edge limits off Redis", login.getReason());
 
@@ -136,7 +148,7 @@ class PolicyImportCommandTest
             "--reason", "r");
         assertEquals(2, bad.status(), bad.toString());
         assertEquals("", bad.out());
-        assertTrue(bad.err().contains("limiter policy import: bad.yaml: descriptors[0].value: '/api/*' is a prefix wildcard"), bad.err());
+        assertTrue(bad.err().contains("limiter policy import: bad.yaml: descriptors[0].value: '/api/*' contains '*'"), bad.err());
         assertTrue(bad.err().contains("bad.yaml: descriptors[1].rate_limit.requests_per_unit: required"), bad.err());
         assertTrue(bad.err().contains("limiter policy: 2 problems in the configuration; nothing was sent"), bad.err());
         assertEquals(before, policies().getPoliciesCount());
@@ -145,6 +157,65 @@ class PolicyImportCommandTest
         PolicyCommandTest.assertOneLineFailure(missing, "limiter policy: cannot read nope.yaml: no such file");
         final PolicyCommandTest.Result both = policy("import", "--envoy", "edge.yaml", "--owner", "t", "--apply", "--print");
         PolicyCommandTest.assertOneLineFailure(both, "limiter policy: --apply and --print: choose one");
+    }
+
+    @Test
+    void anUnlimitedDescriptorIsPlannedAsAnUnlimitedPolicy() throws Exception
+    {
+        Files.writeString(dir.resolve("edge.yaml"), EnvoyConfigImportTest.EDGE);
+        final PolicyCommandTest.Result dry = policy("import", "--envoy", "edge.yaml", "--owner", "edge-team", "--admin", admin);
+        assertEquals(0, dry.status(), dry.toString());
+        assertTrue(dry.out().matches("(?s).*create +edge\\.api_key\\.user-admin +envoy=edge:api_key=\\*,user=admin +unlimited, ENFORCE\n.*"),
+            dry.out());
+        final PolicyCommandTest.Result printed = policy("import", "--envoy", "edge.yaml", "--owner", "edge-team", "--print");
+        final PolicySet.Builder set = PolicySet.newBuilder();
+        JsonFormat.parser().merge(printed.out(), set);
+        final Policy free = set.getPoliciesList().stream().filter(p -> p.getId().equals("edge.api_key.user-admin")).findFirst().orElseThrow();
+        assertTrue(free.getUnlimited());
+        assertEquals(0, free.getRate());
+    }
+
+    @Test
+    void replacesNamesBecomeTheIdsThePoliciesAreStoredUnderAndANameOfNothingIsANote() throws Exception
+    {
+        // A policy of the cluster's, in the same domain, that no file makes.
+        final Path search = Files.writeString(dir.resolve("search.json"),
+            "{\"id\":\"edge-search\",\"selector\":{\"envoy\":{\"domain\":\"edge\",\"entries\":[{\"key\":\"path\",\"value\":\"/search\"}]}}," +
+                "\"rate\":20,\"owner\":\"edge-team\"}");
+        assertEquals(0, policy("put", "--file", search.getFileName().toString(), "--reason", "search", "--admin", admin).status());
+        Files.writeString(dir.resolve("hot.yaml"), """
+            domain: edge
+            descriptors:
+              - key: remote_address
+                rate_limit: { name: per-ip, unit: minute, requests_per_unit: 100 }
+              - key: path
+                value: /hot
+                rate_limit:
+                  name: hot
+                  unit: minute
+                  requests_per_unit: 1000
+                  replaces: [ { name: per-ip }, { name: edge-search }, { name: bench-envoy }, { name: nowhere } ]
+            """);
+        final PolicyCommandTest.Result dry = policy("import", "--envoy", "hot.yaml", "--owner", "edge-team", "--admin", admin);
+        assertEquals(0, dry.status(), dry.toString());
+        // per-ip updates the sample set's edge-per-ip (same descriptors): replaces names it by the id it keeps.
+        assertTrue(dry.out().matches("(?s).*create +hot +envoy=edge:path=/hot +1000/1m, ENFORCE, replaces edge-per-ip, edge-search\n.*"),
+            dry.out());
+        assertTrue(dry.err().contains("note: hot.yaml: descriptors[1].rate_limit.replaces[2].name: 'bench-envoy' replaces nothing: no " +
+            "rate_limit of domain 'edge' in the files is named so, and the cluster has no envoy policy 'bench-envoy' of that domain"),
+            dry.err());
+        assertTrue(dry.err().contains("hot.yaml: descriptors[1].rate_limit.replaces[3].name: 'nowhere' replaces nothing"), dry.err());
+
+        assertEquals(0, policy("import", "--envoy", "hot.yaml", "--owner", "edge-team", "--admin", admin, "--apply", "--reason", "hot").status());
+        final Policy hot = policies().getPoliciesList().stream().filter(p -> p.getId().equals("hot")).findFirst().orElseThrow();
+        assertEquals(List.of("edge-per-ip", "edge-search"), hot.getReplacesList());
+
+        // Without the cluster (--print), only the files' names are known.
+        final PolicyCommandTest.Result printed = policy("import", "--envoy", "hot.yaml", "--owner", "edge-team", "--print");
+        assertEquals(0, printed.status(), printed.toString());
+        assertTrue(printed.out().contains("\"replaces\": [\"per-ip\"]"), printed.out());
+        assertTrue(printed.err().contains("'edge-search' replaces nothing: no rate_limit of domain 'edge' in the files is named so, and " +
+            "--print asks no node"), printed.err());
     }
 
     @Test
