@@ -32,11 +32,13 @@ import java.util.concurrent.Callable;
     name = "import",
     mixinStandardHelpOptions = true,
     description = {
-        "Turns envoyproxy/ratelimit YAML configurations (domain, nested descriptors, rate_limit unit and",
-        "requests_per_unit, unlimited, name, replaces, shadow_mode) into policies that select the same descriptors",
-        "(docs/envoy.md has every field). A dry run unless --apply: prints each policy to create or update (with what",
-        "changes) and what stays. What cannot be carried over (wildcard values, quota_mode, ...) is an error naming",
-        "the field; nothing is sent then. --print writes the policies as a policy-set JSON instead, without asking the cluster.",
+        "Turns envoyproxy/ratelimit YAML configurations (domain, nested descriptors,",
+        "rate_limit unit and requests_per_unit, unlimited, name, replaces, shadow_mode)",
+        "into policies that select the same descriptors (docs/envoy.md maps every field).",
+        "A dry run unless --apply: prints each policy to create or update (with what",
+        "changes) and what stays. What cannot be carried over (wildcard values,",
+        "quota_mode, ...) is an error naming the field, and nothing is sent then.",
+        "--print writes the policies as a policy-set JSON instead, asking no node.",
         "  ./limiter policy import --envoy ratelimit/config.yaml --owner edge-team",
         "  ./limiter policy import --envoy ratelimit/config.yaml --owner edge-team --apply --reason \"move off Redis\""},
     sortOptions = false)
