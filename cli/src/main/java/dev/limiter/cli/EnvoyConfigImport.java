@@ -123,7 +123,7 @@ final class EnvoyConfigImport
     }
 
     /** The YAML as a tree of maps, lists and strings (see the class comment), or null with an error. */
-    static Object load(final String yaml, final List<String> errors)
+    private static Object load(final String yaml, final List<String> errors)
     {
         try
         {
