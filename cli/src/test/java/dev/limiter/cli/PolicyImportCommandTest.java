@@ -39,19 +39,8 @@ class PolicyImportCommandTest
         node = new StoreServer(new ServerConfig().host("127.0.0.1").port(0).adminPort(0).shards(1).ioThreads(1)
             .policiesFile(Path.of("..", "config", "policies.json")).dataDir(dir.resolve("data")).adminToken(TOKEN)).start();
         admin = "127.0.0.1:" + node.adminPort();
-        Files.writeString(dir.resolve("edge.yaml"), edgeWithoutUnlimited());
+        Files.writeString(dir.resolve("edge.yaml"), EnvoyConfigImportTest.EDGE);
         Files.writeString(dir.resolve("mesh.yaml"), EnvoyConfigImportTest.MESH);
-    }
-
-    /**
-     * EDGE less its unlimited descriptor: the node refuses to store an unlimited policy until it
-     * gives unlimited its meaning (PolicySetIndex.limitsOf), so --apply is tried without it here.
-     */
-    private static String edgeWithoutUnlimited()
-    {
-        final String unlimited = "      - key: user\n        value: admin\n        rate_limit:\n          unlimited: true\n";
-        assertTrue(EnvoyConfigImportTest.EDGE.contains(unlimited));
-        return EnvoyConfigImportTest.EDGE.replace(unlimited, "");
     }
 
     @AfterEach
@@ -85,7 +74,7 @@ class PolicyImportCommandTest
         // The sample set's own policy for these descriptors is updated, whatever its id.
         assertTrue(dry.out().matches("(?s).*update +edge-per-ip +envoy=edge:remote_address=\\* +algorithm TOKEN_BUCKET -> FIXED_WINDOW\n.*"),
             dry.out());
-        assertTrue(dry.out().contains("dry run: nothing changed; --apply makes these 8 changes"), dry.out());
+        assertTrue(dry.out().contains("dry run: nothing changed; --apply makes these 9 changes"), dry.out());
         assertTrue(dry.err().contains("note: edge.yaml: descriptors[5] (health_check=*): no rate_limit"), dry.err());
         assertEquals(before, policies().getPoliciesCount());
 
@@ -93,9 +82,10 @@ class PolicyImportCommandTest
             "--admin", admin, "--apply", "--reason", "move the edge limits off Redis");
         assertEquals(0, applied.status(), applied.toString());
         assertTrue(applied.out().contains("policy login-attempts version 1 in force"), applied.out());
-        assertTrue(applied.out().endsWith("8 policies changed\n"), applied.out());
+        assertTrue(applied.out().endsWith("9 policies changed\n"), applied.out());
         final PolicySet after = policies();
-        assertEquals(before + 7, after.getPoliciesCount());
+        assertEquals(before + 8, after.getPoliciesCount());
+        assertTrue(after.getPoliciesList().stream().anyMatch(p -> p.getId().equals("edge.api_key.user-admin") && p.getUnlimited()));
         final Policy login = after.getPoliciesList().stream().filter(p -> p.getId().equals("login-attempts")).findFirst().orElseThrow();
         assertEquals("move the edge limits off Redis", login.getReason());
 
@@ -162,7 +152,6 @@ class PolicyImportCommandTest
     @Test
     void anUnlimitedDescriptorIsPlannedAsAnUnlimitedPolicy() throws Exception
     {
-        Files.writeString(dir.resolve("edge.yaml"), EnvoyConfigImportTest.EDGE);
         final PolicyCommandTest.Result dry = policy("import", "--envoy", "edge.yaml", "--owner", "edge-team", "--admin", admin);
         assertEquals(0, dry.status(), dry.toString());
         assertTrue(dry.out().matches("(?s).*create +edge\\.api_key\\.user-admin +envoy=edge:api_key=\\*,user=admin +unlimited, ENFORCE\n.*"),
