@@ -168,9 +168,10 @@ final class EnvoyPolicies
 
     /**
      * A policy's rate as Envoy states limits: requests per second, minute, hour, day, week, month
-     * (30 days) or year (365 days); per MONTH for a calendar-month window too. A period that is no whole unit is converted exactly into
-     * the smallest unit that allows it (100 per 10 s: 10 per second), else rounded down in the
-     * smallest unit that holds at least one request.
+     * (30 days) or year (365 days), in its period's own unit when the period is one (as imported
+     * from envoyproxy/ratelimit); per MONTH for a calendar-month window too. A period that is no
+     * whole unit is converted exactly into the smallest unit that allows it (100 per 10 s: 10 per
+     * second), else rounded down in the smallest unit that holds at least one request.
      */
     static RateLimit of(final Policy policy)
     {
@@ -181,6 +182,13 @@ final class EnvoyPolicies
         }
         final long rate = policy.getRate();
         final long period = policy.hasPeriod() ? policy.getPeriod().getSeconds() * SECOND + policy.getPeriod().getNanos() : SECOND;
+        for (int u = 0; u < UNITS.length; u++)
+        {
+            if (period == UNIT_NANOS[u])
+            {
+                return limit.setUnit(UNITS[u]).setRequestsPerUnit(clamp(rate)).build(); // the unit it was written in
+            }
+        }
         int rounded = -1;
         for (int u = 0; u < UNITS.length; u++)
         {

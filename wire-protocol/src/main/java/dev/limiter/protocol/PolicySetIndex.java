@@ -63,6 +63,7 @@ public final class PolicySetIndex
     private final boolean rolloutShadows;
     private final CompiledPolicy[] stacked;
     private final boolean extraLimits;
+    private final boolean leases;
 
     /** Most stacked policies one request is charged against besides its own. */
     public static final int MAX_STACKED_PER_REQUEST = 4;
@@ -125,6 +126,8 @@ public final class PolicySetIndex
             .toArray(CompiledPolicy[]::new);
         this.extraLimits = Arrays.stream(byOrdinal).anyMatch(p -> p != null && (p.source().getLimitsCount() > 0 ||
             p.source().getRollout().getFallback().getLimitsCount() > 0));
+        this.leases = Arrays.stream(byOrdinal).anyMatch(p -> p != null && (p.source().getMaxConcurrent() != 0 ||
+            p.source().getRollout().getFallback().getMaxConcurrent() != 0));
     }
 
     /**
@@ -1003,6 +1006,12 @@ public final class PolicySetIndex
             }
         }
         return found;
+    }
+
+    /** Whether any policy (or the version a rollout leaves tenants on) is a concurrency limit, whose grants take leases. */
+    public boolean hasLeases()
+    {
+        return leases;
     }
 
     /** Whether any stacked (hierarchical) policy is in the set. */

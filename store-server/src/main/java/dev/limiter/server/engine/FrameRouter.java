@@ -47,6 +47,7 @@ public final class FrameRouter
     private long plannedShards;
     /** The shard this router's event loop owns (decided inline, no hand-off): -1 none, -2 not looked up yet. */
     private int homeShard = -2;
+    private final LeaseIds leaseIds = new LeaseIds();
 
     public FrameRouter(final ServerMetrics metrics)
     {
@@ -131,6 +132,8 @@ public final class FrameRouter
             work.keyHash[i] = keyHash;
             work.cost[i] = decoder.cost();
             work.policy[i] = policy;
+            // A grant of a concurrency limit takes a lease: its id is one random number for every limit the entry takes it on.
+            work.leaseId[i] = !release && index.hasLeases() ? leaseIds.next() : 0;
             final int shard = policy.routedToAnyShare(shardCount) ? shareShard(shards, policy.ordinal(), keyHash, decoder.cost()) :
                 shardOf(tenantHash, keyHash, shardCount);
             work.shard[i] = shard;
