@@ -31,7 +31,7 @@ import java.util.Objects;
  * Descriptor d = Descriptor.builder().tenant("acme").route("/v1/orders/123").method("post").build();
  * }</pre>
  */
-public final class Descriptor
+public final class Descriptor implements Comparable<Descriptor>
 {
     private final String tenant;
     private final String principal;
@@ -167,6 +167,17 @@ public final class Descriptor
     public int hashCode()
     {
         return hash;
+    }
+
+    /**
+     * Orders descriptors by their encoded fields; 0 exactly when they are equal. Hash tables keyed
+     * by descriptors rely on it: a caller can choose fields whose hashes collide, and a table bin of
+     * comparable keys is searched in logarithmic time, not one key after another.
+     */
+    @Override
+    public int compareTo(final Descriptor other)
+    {
+        return this == other ? 0 : Arrays.compareUnsigned(encoded, other.encoded);
     }
 
     @Override
