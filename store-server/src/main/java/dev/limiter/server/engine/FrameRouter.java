@@ -132,8 +132,6 @@ public final class FrameRouter
             work.keyHash[i] = keyHash;
             work.cost[i] = decoder.cost();
             work.policy[i] = policy;
-            // A grant of a concurrency limit takes a lease: its id is one random number for every limit the entry takes it on.
-            work.leaseId[i] = !release && index.hasLeases() ? leaseIds.next() : 0;
             final int shard = policy.routedToAnyShare(shardCount) ? shareShard(shards, policy.ordinal(), keyHash, decoder.cost()) :
                 shardOf(tenantHash, keyHash, shardCount);
             work.shard[i] = shard;
@@ -154,6 +152,8 @@ public final class FrameRouter
                 final CompiledPolicy shadow = policy != matched && matched.rolloutShadowsOthers() ? matched : index.matchShadow(decoder);
                 shardMask |= addShadow(work, decoder, shadow, shards, i);
             }
+            // A grant of a concurrency limit takes a lease: one random id for every limit the entry may take it on.
+            work.leaseId[i] = !release && index.hasLeases() && work.mayLease(i) ? leaseIds.next() : 0;
         }
         if (decoder.failed())
         {
