@@ -15,8 +15,9 @@ import java.nio.ByteOrder;
  * prefix is the scope part, written by the engine's frame router.
  *
  * <p>A held lease of a concurrency limit has a record of its own beside its limit's key
- * ({@link #putLeaseKey}): the limit's prefix with {@link #LEASE_BIT} set, the limit key's hash and
- * the lease's id. Its state is the lease's cost and its time the grant's.
+ * ({@link #putLeaseKey}): the limit's key whole, with {@link #LEASE_BIT} set in its prefix, then
+ * the lease's id. Its state is the lease's cost and its time the grant's. The key whole, not a
+ * hash of it: a caller can choose a key whose hash is another's, never another's key.
  */
 public final class BucketKeys
 {
@@ -32,8 +33,8 @@ public final class BucketKeys
     private static final int LIMIT_INDEX_SHIFT = 28;
     /** The top bit of the version field: the key is a lease's record, not a limit's bucket. */
     public static final long LEASE_BIT = 1L << 31;
-    /** Bytes of a lease's record key: the prefix, the limit key's hash, the lease id. */
-    public static final int LEASE_KEY_LENGTH = PREFIX_LENGTH + 8 + 8;
+    /** Bytes a lease's record key has beyond its limit's key: the lease id. */
+    public static final int LEASE_ID_LENGTH = 8;
 
     /** Writes the prefix of a bucket of the policy's own limit at {@code at}. */
     public static void putPrefix(final MutableDirectBuffer key, final int at, final int ordinal, final long version)
@@ -73,18 +74,18 @@ public final class BucketKeys
     }
 
     /**
-     * Writes the key of a lease's record at {@code at}: the prefix of the limit's key {@code limitKey}
-     * (at {@code limitOffset}) with {@link #LEASE_BIT}, {@code limitHash} and {@code leaseId}.
+     * Writes the key of a lease's record at {@code at}: the limit's key {@code limitKey} (at
+     * {@code limitOffset}, {@code limitLength} bytes) with {@link #LEASE_BIT} in its version field,
+     * then {@code leaseId}.
      *
-     * @return {@link #LEASE_KEY_LENGTH}
+     * @return the record key's length, {@code limitLength +} {@link #LEASE_ID_LENGTH}
      */
     public static int putLeaseKey(final MutableDirectBuffer key, final int at, final DirectBuffer limitKey, final int limitOffset,
-        final long limitHash, final long leaseId)
+        final int limitLength, final long leaseId)
     {
-        key.putShort(at, limitKey.getShort(limitOffset, ByteOrder.BIG_ENDIAN), ByteOrder.BIG_ENDIAN);
+        key.putBytes(at, limitKey, limitOffset, limitLength);
         key.putInt(at + 2, (int)(version(limitKey, limitOffset) | LEASE_BIT), ByteOrder.BIG_ENDIAN);
-        key.putLong(at + PREFIX_LENGTH, limitHash, ByteOrder.BIG_ENDIAN);
-        key.putLong(at + PREFIX_LENGTH + 8, leaseId, ByteOrder.BIG_ENDIAN);
-        return LEASE_KEY_LENGTH;
+        key.putLong(at + limitLength, leaseId, ByteOrder.BIG_ENDIAN);
+        return limitLength + LEASE_ID_LENGTH;
     }
 }

@@ -78,7 +78,9 @@ public final class BucketTable
 
     private final UnsafeBuffer slots = new UnsafeBuffer(0, 0);
     /** Scratch for a lease's record key ({@link BucketKeys#putLeaseKey}), owner thread only. */
-    private final UnsafeBuffer leaseKey = new UnsafeBuffer(new byte[BucketKeys.LEASE_KEY_LENGTH]);
+    private final UnsafeBuffer leaseKey = new UnsafeBuffer(new byte[KeyArena.MAX_KEY_LENGTH + BucketKeys.LEASE_ID_LENGTH]);
+    /** The length of the record key {@link #leaseKey} holds. */
+    private int leaseKeyLength;
     /** The key time {@link #load} decided at (owner thread). */
     private long loadedNow;
     private ByteBuffer slotMemory;
@@ -334,9 +336,9 @@ public final class BucketTable
         {
             checkOwner();
         }
-        final long leaseHash = leaseKey(key, keyOffset, hash, leaseId);
-        if (find(leaseKey, 0, BucketKeys.LEASE_KEY_LENGTH, leaseHash) < 0 &&
-            insert(leaseKey, 0, BucketKeys.LEASE_KEY_LENGTH, leaseHash, policy, costUnits, grantNanos, nowNanos))
+        final long leaseHash = leaseKey(key, keyOffset, keyLength, leaseId);
+        if (leaseKeyLength <= MAX_KEY_LENGTH && find(leaseKey, 0, leaseKeyLength, leaseHash) < 0 &&
+            insert(leaseKey, 0, leaseKeyLength, leaseHash, policy, costUnits, grantNanos, nowNanos))
         {
             return true;
         }
@@ -375,8 +377,8 @@ public final class BucketTable
             checkOwner();
         }
         LeaseRelease outcome = LeaseRelease.UNKNOWN;
-        final long leaseHash = leaseKey(key, keyOffset, hash, leaseId);
-        final int record = limit.leases() ? find(leaseKey, 0, BucketKeys.LEASE_KEY_LENGTH, leaseHash) : -1;
+        final long leaseHash = leaseKey(key, keyOffset, keyLength, leaseId);
+        final int record = limit.leases() && leaseKeyLength <= MAX_KEY_LENGTH ? find(leaseKey, 0, leaseKeyLength, leaseHash) : -1;
         if (record >= 0)
         {
             final int base = record * SLOT_LENGTH;
@@ -404,11 +406,11 @@ public final class BucketTable
         return outcome;
     }
 
-    /** Writes the record key of a key's lease into {@link #leaseKey}; returns its hash. */
-    private long leaseKey(final DirectBuffer key, final int keyOffset, final long hash, final long leaseId)
+    /** Writes the record key of a key's lease into {@link #leaseKey} (its length in {@link #leaseKeyLength}); returns its hash. */
+    private long leaseKey(final DirectBuffer key, final int keyOffset, final int keyLength, final long leaseId)
     {
-        BucketKeys.putLeaseKey(leaseKey, 0, key, keyOffset, hash, leaseId);
-        return KeyHash.hash(leaseKey, 0, BucketKeys.LEASE_KEY_LENGTH);
+        leaseKeyLength = BucketKeys.putLeaseKey(leaseKey, 0, key, keyOffset, keyLength, leaseId);
+        return KeyHash.hash(leaseKey, 0, leaseKeyLength);
     }
 
     /**
@@ -668,7 +670,7 @@ public final class BucketTable
         }
         final long last = slots.getLong(base + LAST_NANOS_OFFSET);
         final long now = Math.max(last, timeFor(limit, nowNanos));
-        if ((slots.getShort(base + KEY_LENGTH_OFFSET) & KEY_LENGTH_MASK) == BucketKeys.LEASE_KEY_LENGTH &&
+        if ((slots.getShort(base + KEY_LENGTH_OFFSET) & KEY_LENGTH_MASK) >= BucketKeys.PREFIX_LENGTH + BucketKeys.LEASE_ID_LENGTH &&
             BucketKeys.isLease(BucketKeys.version(arena.buffer(), slots.getInt(base + KEY_OFFSET_OFFSET))))
         {
             return limit.leaseExpired(last, now); // a lease's record: its time is the grant's
