@@ -91,14 +91,21 @@ public final class ServerMetrics
     }
 
     /**
-     * The node's TLS certificate: when it stops being valid (seconds since the epoch), for an
-     * alert well before it does.
+     * The node's TLS certificate: when the one in use stops being valid (seconds since the epoch),
+     * for an alert well before it does; it follows reloads of the files.
      */
-    public void bindCertificateExpiry(final long notAfterEpochSeconds)
+    public void bindCertificateExpiry(final LongSupplier notAfterEpochSeconds)
     {
-        Gauge.builder("limiter.tls.certificate.expiry.timestamp.seconds", () -> notAfterEpochSeconds).strongReference(true)
+        Gauge.builder("limiter.tls.certificate.expiry.timestamp.seconds", notAfterEpochSeconds, LongSupplier::getAsLong).strongReference(true)
             .description("When the TLS certificate of the data, admin and Raft ports expires (its notAfter), seconds since the epoch")
             .register(registry);
+    }
+
+    /** A check of the TLS files that loaded new ones ({@code reloaded}) or found them bad and kept the old ones ({@code failed}). */
+    public void tlsReload(final String result)
+    {
+        Counter.builder("limiter.tls.reloads").description("Changed TLS files loaded (reloaded) or refused, the previous ones kept (failed)")
+            .tags("result", result).register(registry).increment();
     }
 
     private Timer commitLatency;
