@@ -96,7 +96,7 @@ class TlsTest
     {
         final TestCertificates pki = new TestCertificates(dir.resolve("pki"), "limiter-test");
         final TestCertificates.Issued node = pki.issue("node");
-        final TestCertificates.Issued service = pki.issue("orders-service");
+        final TestCertificates.Issued service = pki.issue("orders-service", TestCertificates.KeyForm.PKCS1); // the SDK's client key as cert-manager writes it
         final TestCertificates stranger = new TestCertificates(dir.resolve("other"), "someone-else");
         try (StoreServer server = new StoreServer(TestNode.config(dir, 0, 1).tlsCert(node.certificate()).tlsKey(node.key())
             .tlsCa(pki.ca()).tlsClientAuth(TlsClientAuth.REQUIRE), new ManualClock(SECOND)).start())
