@@ -112,6 +112,8 @@ public final class GatewayMetrics implements AutoCloseable
             .description("Changed TLS files loaded (reloaded) or refused, the previous ones kept (failed)").register(registry);
         FunctionCounter.builder("limiter.tls.reloads", port, RlsServer::tlsFailed).tags("result", "failed")
             .description("Changed TLS files loaded (reloaded) or refused, the previous ones kept (failed)").register(registry);
+        Gauge.builder("limiter.tls.files.refused", port, p -> p.tlsRefusing() ? 1 : 0)
+            .description("1 while the TLS files on disk have changed and do not load: the previous certificate is still served").register(registry);
         Gauge.builder("limiter.rls.connections", port, RlsServer::openConnections)
             .description("Connections open on the gateway's port").register(registry);
         final ReloadingTls tls = port.settings().tls();

@@ -267,6 +267,12 @@ public final class RlsServer implements AutoCloseable
         return tlsReloaded.get();
     }
 
+    /** Whether the port's or the store connections' TLS files have changed and do not load (the previous ones are used). */
+    public boolean tlsRefusing()
+    {
+        return port.tls() != null && port.tls().refusing() || port.storeTls() != null && port.storeTls().refusing();
+    }
+
     /** Changed TLS files that did not load, the previous ones kept. */
     public long tlsFailed()
     {

@@ -239,7 +239,7 @@ class RlsPortTest
         assertEquals(RateLimitResponse.Code.OK, decide(tls(rls, pki, null)));
         final String scraped = scrape(metrics);
         assertTrue(scraped.contains("limiter_tls_reloads_total{result=\"reloaded\"} 1.0") &&
-            scraped.contains("limiter_tls_reloads_total{result=\"failed\"} 1.0"), scraped);
+            scraped.contains("limiter_tls_reloads_total{result=\"failed\"} 1.0") && scraped.contains("limiter_tls_files_refused 1.0"), scraped);
     }
 
     @Test

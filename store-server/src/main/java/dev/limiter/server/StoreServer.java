@@ -150,6 +150,7 @@ public final class StoreServer implements NodeStatus, AutoCloseable
         if (tlsFiles != null)
         {
             metrics.bindCertificateExpiry(() -> tlsFiles.certificate().getNotAfter().toInstant().getEpochSecond());
+            metrics.bindTlsFilesRefused(tlsFiles::refusing);
         }
         this.tls = ServerTls.over(tlsFiles, config.tlsClientAuth(), metrics);
         if (!config.clustered())

@@ -177,6 +177,10 @@ class TlsTest
             assertEquals(ReloadingTls.Outcome.FAILED, server.reloadTls());
             assertEquals("CN=node-b", dataPortCertificate(pki, server).getSubjectX500Principal().getName(), "still B: TLS is never dropped");
             assertTrue(server.metrics().scrape().contains("limiter_tls_reloads_total{result=\"failed\"} 1.0"), server.metrics().scrape());
+            assertTrue(server.metrics().scrape().contains("limiter_tls_files_refused 1.0"), server.metrics().scrape());
+            install(a, cert, key);
+            assertEquals(ReloadingTls.Outcome.RELOADED, server.reloadTls(), "good files again");
+            assertTrue(server.metrics().scrape().contains("limiter_tls_files_refused 0.0"), server.metrics().scrape());
         }
     }
 

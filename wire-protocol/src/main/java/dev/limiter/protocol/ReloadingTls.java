@@ -88,7 +88,7 @@ public final class ReloadingTls implements AutoCloseable
     /** The material before the current one: a handshake that chose its alias just before a reload still finds its key. */
     private volatile Material previous;
     /** The files as last found bad (reported once), or null. */
-    private byte[] failedFingerprint;
+    private volatile byte[] failedFingerprint;
     private volatile Listener listener = (outcome, detail) ->
     {
     };
@@ -140,6 +140,15 @@ public final class ReloadingTls implements AutoCloseable
     {
         final Material material = current;
         return material.chain == null ? null : material.chain[0];
+    }
+
+    /**
+     * Whether the files, at the last check, had changed and did not load: the previous material is
+     * still in use. False again once they load, or are back to what is in use.
+     */
+    public boolean refusing()
+    {
+        return failedFingerprint != null;
     }
 
     /** How many times new files have been loaded since the first load. */

@@ -19,6 +19,7 @@ import javax.net.ssl.SSLContext;
 import javax.net.ssl.SSLSocket;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -99,6 +100,7 @@ class ReloadingTlsTest
             assertEquals(ReloadingTls.Outcome.FAILED, tls.reload());
             assertEquals(serial(a[0]), JdkTlsServer.presented(client.get(), server.port()).getSerialNumber(), "still A");
             assertEquals(ReloadingTls.Outcome.UNCHANGED, tls.reload(), "the same bad file is reported once");
+            assertTrue(tls.refusing(), "and stays refused");
             assertEquals(1, events.size(), events.toString());
             assertTrue(events.get(0).startsWith("FAILED: ") && events.get(0).contains(cert.toString()) &&
                 events.get(0).contains("still using certificate 'CN=a'"), events.get(0));
@@ -116,6 +118,7 @@ class ReloadingTlsTest
 
             Files.copy(b[1], key);
             assertEquals(ReloadingTls.Outcome.RELOADED, tls.reload(), "once the key is there too");
+            assertFalse(tls.refusing());
             assertEquals(serial(b[0]), JdkTlsServer.presented(client.get(), server.port()).getSerialNumber());
         }
     }

@@ -22,6 +22,7 @@ import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
 import java.util.function.IntSupplier;
 import java.util.function.LongSupplier;
 
@@ -98,6 +99,14 @@ public final class ServerMetrics
     {
         Gauge.builder("limiter.tls.certificate.expiry.timestamp.seconds", notAfterEpochSeconds, LongSupplier::getAsLong).strongReference(true)
             .description("When the TLS certificate of the data, admin and Raft ports expires (its notAfter), seconds since the epoch")
+            .register(registry);
+    }
+
+    /** 1 while the TLS files on disk have changed and do not load (the previous ones are served), else 0. */
+    public void bindTlsFilesRefused(final BooleanSupplier refusing)
+    {
+        Gauge.builder("limiter.tls.files.refused", refusing, r -> r.getAsBoolean() ? 1 : 0).strongReference(true)
+            .description("1 while the TLS files on disk have changed and do not load: the previous certificate is still served")
             .register(registry);
     }
 
