@@ -43,9 +43,10 @@ public final class RlsServer implements AutoCloseable
     /**
      * Connections served at once by default. Envoy sends every call of a worker thread over one
      * HTTP/2 connection per gateway, so a gateway sees about (Envoys x workers) connections: 1,000
-     * serves an edge fleet of 125 eight-worker Envoys. Lower than a node's 10,000 because each gRPC
-     * connection may buffer up to its 1 MiB HTTP/2 window in a gateway whose heap is 512 MiB; raise
-     * it for a mesh of sidecars.
+     * serves 125 eight-worker Envoys. An idle connection costs about 8 KiB of heap, so the cap is
+     * not about idle ones: it bounds the file descriptors and the calls in flight (up to
+     * {@link #MAX_CALLS_PER_CONNECTION} each) that connections can hold in a gateway whose heap is
+     * 512 MiB, ten times fewer than a node's data port takes. Raise it for a mesh of sidecars.
      */
     public static final int DEFAULT_MAX_CONNECTIONS = 1_000;
     /** The service name Envoy's (and Kubernetes') gRPC health checks may ask about, besides "" (the server). */
