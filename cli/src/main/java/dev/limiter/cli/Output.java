@@ -52,9 +52,13 @@ final class Output
         return Long.toUnsignedString(unsigned);
     }
 
-    /** "100/1s": tokens per period (an unset period means 1s). */
+    /** "100/1s": tokens per period (an unset period means 1s); "unlimited" for an unlimited policy. */
     static String rate(final Policy policy)
     {
+        if (policy.getUnlimited())
+        {
+            return "unlimited";
+        }
         if (policy.getMaxConcurrent() != 0)
         {
             // A concurrency limit: leases held at once, and how long one not given back counts.
@@ -107,6 +111,10 @@ final class Output
     /** The bucket capacity, 0 meaning "the rate". */
     static String burst(final Policy policy)
     {
+        if (policy.getUnlimited())
+        {
+            return "-";
+        }
         return number(policy.getMaxConcurrent() != 0 ? policy.getMaxConcurrent() : policy.getBurst() == 0 ? policy.getRate() : policy.getBurst());
     }
 

@@ -17,7 +17,9 @@ import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.Callable;
 
@@ -30,11 +32,13 @@ import java.util.concurrent.Callable;
     name = "import",
     mixinStandardHelpOptions = true,
     description = {
-        "Turns envoyproxy/ratelimit YAML configurations (domain, nested descriptors, rate_limit unit and",
-        "requests_per_unit, unlimited, shadow_mode) into policies that select the same descriptors (docs/envoy.md).",
-        "A dry run unless --apply: prints each policy to create or update (with what changes) and what stays.",
-        "What cannot be carried over (replaces, prefix wildcards, unit year, ...) is an error naming the field;",
-        "nothing is sent then. --print writes the policies as a policy-set JSON instead, without asking the cluster.",
+        "Turns envoyproxy/ratelimit YAML configurations (domain, nested descriptors,",
+        "rate_limit unit and requests_per_unit, unlimited, name, replaces, shadow_mode)",
+        "into policies that select the same descriptors (docs/envoy.md maps every field).",
+        "A dry run unless --apply: prints each policy to create or update (with what",
+        "changes) and what stays. What cannot be carried over (wildcard values,",
+        "quota_mode, ...) is an error naming the field, and nothing is sent then.",
+        "--print writes the policies as a policy-set JSON instead, asking no node.",
         "  ./limiter policy import --envoy ratelimit/config.yaml --owner edge-team",
         "  ./limiter policy import --envoy ratelimit/config.yaml --owner edge-team --apply --reason \"move off Redis\""},
     sortOptions = false)
@@ -75,25 +79,43 @@ final class PolicyImportCommand implements Callable<Integer>
             throw AdminClient.usage("--apply and --print: choose one (--print asks no node, --apply changes the cluster)");
         }
         final String why = reason == null ? null : AdminClient.reason(reason);
-        final List<Policy> imported = convert();
+        final List<EnvoyConfigImport.Result> results = convert();
         final PrintStream out = parent.io.out();
+        final List<String> notes = new ArrayList<>();
         if (print)
         {
+            final List<Policy> imported = EnvoyReplaces.resolve(results, null, Map.of(), notes);
+            notes.forEach(n -> parent.io.err().println("limiter policy import: note: " + n));
             out.println(Output.json(PolicySet.newBuilder().addAllPolicies(imported).build()));
             return 0;
         }
         final AdminClient client = admin.connect(parent.io);
         final PolicySet current = client.call("GET", "/v1/policies", null, PolicySet.getDefaultInstance());
+        // The cluster's policy each file policy updates: its id is kept, and replaces must name it.
+        final List<Policy> nows = new ArrayList<>();
+        final Map<String, String> storedIds = new HashMap<>();
+        for (final EnvoyConfigImport.Result result : results)
+        {
+            for (final Policy file : result.policies())
+            {
+                final Policy now = updated(current, file);
+                nows.add(now);
+                if (now != null)
+                {
+                    storedIds.put(file.getId(), now.getId());
+                }
+            }
+        }
+        final List<Policy> imported = EnvoyReplaces.resolve(results, current, storedIds, notes);
+        notes.forEach(n -> parent.io.err().println("limiter policy import: note: " + n));
         final List<Policy> planned = new ArrayList<>();
         final List<Policy> changes = new ArrayList<>();
         final List<String> matched = new ArrayList<>();
         final List<List<String>> rows = new ArrayList<>();
-        for (final Policy file : imported)
+        for (int i = 0; i < imported.size(); i++)
         {
-            // The cluster's policy for the same descriptors (whatever its id), else the one with the same id.
-            final Policy now = current.getPoliciesList().stream().filter(p -> sameDescriptors(p, file)).findFirst()
-                .or(() -> current.getPoliciesList().stream().filter(p -> p.getId().equals(file.getId()) && sameMode(p, file)).findFirst())
-                .orElse(null);
+            final Policy file = imported.get(i);
+            final Policy now = nows.get(i);
             final Policy policy = now == null ? file : overlay(now, file);
             final String change = now == null ? "create" : differences(now, policy);
             if (now != null)
@@ -106,7 +128,7 @@ final class PolicyImportCommand implements Callable<Integer>
                 changes.add(policy);
             }
             rows.add(List.of(change.isEmpty() ? "same" : now == null ? "create" : "update", policy.getId(),
-                Output.selector(policy.getSelector()), now == null || change.isEmpty() ? Output.rate(policy) + ", " + mode(policy) : change));
+                Output.selector(policy.getSelector()), now == null || change.isEmpty() ? summary(policy) : change));
         }
         final List<String> domains = imported.stream().map(p -> p.getSelector().getEnvoy().getDomain()).distinct().toList();
         for (final Policy policy : current.getPoliciesList())
@@ -151,9 +173,25 @@ final class PolicyImportCommand implements Callable<Integer>
         return 0;
     }
 
-    /** Every file's policies; all problems of all files reported at once (exit 2, nothing sent). */
-    private List<Policy> convert() throws AdminClient.Failure
+    /** The cluster's policy for the same descriptors (whatever its id), else the one with the same id, else null. */
+    private static Policy updated(final PolicySet current, final Policy file)
     {
+        return current.getPoliciesList().stream().filter(p -> sameDescriptors(p, file)).findFirst()
+            .or(() -> current.getPoliciesList().stream().filter(p -> p.getId().equals(file.getId()) && sameMode(p, file)).findFirst())
+            .orElse(null);
+    }
+
+    /** "5/1m, ENFORCE", "unlimited, ENFORCE, replaces a, b" */
+    private static String summary(final Policy policy)
+    {
+        return Output.rate(policy) + ", " + mode(policy) +
+            (policy.getReplacesCount() == 0 ? "" : ", replaces " + String.join(", ", policy.getReplacesList()));
+    }
+
+    /** Every file's conversion; all problems of all files reported at once (exit 2, nothing sent). */
+    private List<EnvoyConfigImport.Result> convert() throws AdminClient.Failure
+    {
+        final List<EnvoyConfigImport.Result> results = new ArrayList<>();
         final List<Policy> imported = new ArrayList<>();
         final List<String> problems = new ArrayList<>();
         for (final Path file : files)
@@ -183,6 +221,7 @@ final class PolicyImportCommand implements Callable<Integer>
                 }
             }
             imported.addAll(result.policies());
+            results.add(result);
         }
         if (!problems.isEmpty())
         {
@@ -190,7 +229,7 @@ final class PolicyImportCommand implements Callable<Integer>
             throw AdminClient.usage(problems.size() + (problems.size() == 1 ? " problem" : " problems") +
                 " in the configuration; nothing was sent");
         }
-        return imported;
+        return results;
     }
 
     /** The planned policies beside the cluster's envoy policies they do not replace must still compile. */
@@ -237,7 +276,14 @@ final class PolicyImportCommand implements Callable<Integer>
     {
         final Policy.Builder policy = now.toBuilder().clearVersion().clearRollout().clearEffectiveFrom()
             .setSelector(file.getSelector()).setRate(file.getRate()).setBurst(file.getBurst()).setAlgorithm(file.getAlgorithm())
-            .setCalendarWindow(file.getCalendarWindow()).setMode(file.getMode()).setOwner(file.getOwner()).setReason(file.getReason());
+            .setCalendarWindow(file.getCalendarWindow()).setMode(file.getMode()).setOwner(file.getOwner()).setReason(file.getReason())
+            .setUnlimited(file.getUnlimited()).clearReplaces().addAllReplaces(file.getReplacesList());
+        if (file.getUnlimited())
+        {
+            // No limit of any kind: what was set for the limit it had goes with it.
+            policy.clearMaxConcurrent().clearLeaseTtl().clearLimits().clearExcess().clearOveragePercent().clearMaxWait()
+                .clearTokenLease().clearRegional().clearSplitAcrossShards().clearReserve().clearEmergency();
+        }
         if (file.hasPeriod())
         {
             policy.setPeriod(file.getPeriod());
@@ -255,9 +301,13 @@ final class PolicyImportCommand implements Callable<Integer>
         final List<String> changed = new ArrayList<>();
         field(changed, "selector", Output.selector(now.getSelector()), Output.selector(imported.getSelector()));
         field(changed, "rate", Output.rate(now), Output.rate(imported));
-        field(changed, "burst", Output.burst(now), Output.burst(imported));
-        field(changed, "algorithm", Output.named(now.getAlgorithm(), now.getAlgorithmValue(), "TOKEN_BUCKET"),
-            Output.named(imported.getAlgorithm(), imported.getAlgorithmValue(), "TOKEN_BUCKET"));
+        if (!now.getUnlimited() && !imported.getUnlimited())
+        {
+            field(changed, "burst", Output.burst(now), Output.burst(imported));
+            field(changed, "algorithm", Output.named(now.getAlgorithm(), now.getAlgorithmValue(), "TOKEN_BUCKET"),
+                Output.named(imported.getAlgorithm(), imported.getAlgorithmValue(), "TOKEN_BUCKET"));
+        }
+        field(changed, "replaces", replaces(now), replaces(imported));
         field(changed, "scope", Output.scope(now), Output.scope(imported));
         field(changed, "mode", mode(now), mode(imported));
         field(changed, "owner", now.getOwner(), imported.getOwner());
@@ -274,6 +324,11 @@ final class PolicyImportCommand implements Callable<Integer>
         {
             changed.add(name + " " + before + " -> " + after);
         }
+    }
+
+    private static String replaces(final Policy policy)
+    {
+        return policy.getReplacesCount() == 0 ? "-" : String.join(",", policy.getReplacesList());
     }
 
     private static String mode(final Policy policy)

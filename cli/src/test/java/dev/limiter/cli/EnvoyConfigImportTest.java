@@ -138,9 +138,12 @@ class EnvoyConfigImportTest
         assertEquals(5, edge.get("login-attempts").getRate(), "rate_limit.name becomes the id");
         assertEquals("envoy=edge:api_key=*,user=*", Output.selector(edge.get("edge.api_key.user").getSelector()));
         final Policy admin = edge.get("edge.api_key.user-admin");
-        assertEquals(EnvoyConfigImport.UNLIMITED_RATE, admin.getRate(), "unlimited is a policy too: the wildcard must not apply");
+        assertTrue(admin.getUnlimited(), "unlimited is a policy too: the wildcard must not apply");
+        assertEquals(0, admin.getRate());
         assertEquals(Mode.SHADOW, edge.get("edge.plan-trial").getMode());
-        assertEquals(CalendarWindow.MONTH, edge.get("edge.plan-enterprise").getCalendarWindow());
+        final Policy enterprise = edge.get("edge.plan-enterprise");
+        assertEquals(CalendarWindow.CALENDAR_WINDOW_UNSPECIFIED, enterprise.getCalendarWindow(), "envoyproxy/ratelimit's month is 30 days");
+        assertEquals(30 * 86_400, enterprise.getPeriod().getSeconds());
         assertTrue(result.notes().stream().anyMatch(n -> n.contains("detailed_metric: ignored")), result.notes().toString());
         assertTrue(result.notes().stream().anyMatch(n -> n.contains("descriptors[5] (health_check=*): no rate_limit")),
             result.notes().toString());
@@ -171,7 +174,7 @@ class EnvoyConfigImportTest
                 rate_limit: { unit: second, requests_per_unit: 10 }
               - key: tier
                 value: gold
-                rate_limit: { unit: year, requests_per_unit: 10 }
+                rate_limit: { unit: year, requests_per_unit: 10, quota: 1 }
               - key: tier
                 value: silver
                 rate_limit: { unit: fortnight, requests_per_unit: 10 }
@@ -182,10 +185,11 @@ class EnvoyConfigImportTest
                 value: tin
                 rate_limit: { unit: second, request_per_unit: 10 }
               - key: a
+                quota_mode: true
                 rate_limit:
                   unit: second
                   requests_per_unit: 5
-                  replaces: [ { name: other } ]
+                  replaces: [ { name: "" } ]
               - key: l1
                 descriptors:
                   - key: l2
@@ -204,16 +208,18 @@ class EnvoyConfigImportTest
             """;
         final EnvoyConfigImport.Result result = EnvoyConfigImport.convert(bad, "bad.yaml", "t");
         final String all = String.join("\n", result.errors());
-        assertTrue(all.contains("descriptors[0].value: '/api/*' is a prefix wildcard"), all);
-        assertTrue(all.contains("descriptors[1].rate_limit.unit: year has no equivalent"), all);
-        assertTrue(all.contains("descriptors[2].rate_limit.unit: 'fortnight' is not a unit; second, minute, hour, day, week or month"), all);
-        assertTrue(all.contains("descriptors[3].rate_limit.requests_per_unit: required, a whole number of at least 1, was missing"), all);
+        assertTrue(all.contains("descriptors[0].value: '/api/*' contains '*', which envoyproxy/ratelimit matches as a wildcard"), all);
+        assertTrue(all.contains("descriptors[1].rate_limit.quota: unknown field"), all);
+        assertTrue(all.contains("descriptors[2].rate_limit.unit: 'fortnight' is not a unit; second, minute, hour, day, week, month or year"),
+            all);
+        assertTrue(all.contains("descriptors[3].rate_limit.requests_per_unit: required, a whole number of at least 1"), all);
         assertTrue(all.contains("descriptors[4].rate_limit.request_per_unit: unknown field"), all);
-        assertTrue(all.contains("descriptors[5].rate_limit.replaces: not supported"), all);
+        assertTrue(all.contains("descriptors[5].quota_mode: no equivalent"), all);
+        assertTrue(all.contains("descriptors[5].rate_limit.replaces[0].name: required"), all);
         assertTrue(all.contains("descriptors[6].descriptors[0].descriptors[0].descriptors[0].descriptors[0].descriptors[0]: nested 6 deep"), all);
         assertTrue(all.contains("descriptors[7].key: required"), all);
-        assertTrue(all.contains("descriptors[8].rate_limit: unlimited: true takes no unit or requests_per_unit"), all);
-        assertEquals(10, result.errors().size(), all);
+        assertTrue(all.contains("descriptors[8].rate_limit.unit: 'second' with unlimited: true"), all);
+        assertEquals(11, result.errors().size(), all);
     }
 
     @Test

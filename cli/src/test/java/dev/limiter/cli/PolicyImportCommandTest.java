@@ -14,6 +14,7 @@ import org.junit.jupiter.api.io.TempDir;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.Map;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -84,6 +85,7 @@ class PolicyImportCommandTest
         assertTrue(applied.out().endsWith("9 policies changed\n"), applied.out());
         final PolicySet after = policies();
         assertEquals(before + 8, after.getPoliciesCount());
+        assertTrue(after.getPoliciesList().stream().anyMatch(p -> p.getId().equals("edge.api_key.user-admin") && p.getUnlimited()));
         final Policy login = after.getPoliciesList().stream().filter(p -> p.getId().equals("login-attempts")).findFirst().orElseThrow();
         assertEquals("move the edge limits off Redis", login.getReason());
 
@@ -136,7 +138,7 @@ class PolicyImportCommandTest
             "--reason", "r");
         assertEquals(2, bad.status(), bad.toString());
         assertEquals("", bad.out());
-        assertTrue(bad.err().contains("limiter policy import: bad.yaml: descriptors[0].value: '/api/*' is a prefix wildcard"), bad.err());
+        assertTrue(bad.err().contains("limiter policy import: bad.yaml: descriptors[0].value: '/api/*' contains '*'"), bad.err());
         assertTrue(bad.err().contains("bad.yaml: descriptors[1].rate_limit.requests_per_unit: required"), bad.err());
         assertTrue(bad.err().contains("limiter policy: 2 problems in the configuration; nothing was sent"), bad.err());
         assertEquals(before, policies().getPoliciesCount());
@@ -145,6 +147,64 @@ class PolicyImportCommandTest
         PolicyCommandTest.assertOneLineFailure(missing, "limiter policy: cannot read nope.yaml: no such file");
         final PolicyCommandTest.Result both = policy("import", "--envoy", "edge.yaml", "--owner", "t", "--apply", "--print");
         PolicyCommandTest.assertOneLineFailure(both, "limiter policy: --apply and --print: choose one");
+    }
+
+    @Test
+    void anUnlimitedDescriptorIsPlannedAsAnUnlimitedPolicy() throws Exception
+    {
+        final PolicyCommandTest.Result dry = policy("import", "--envoy", "edge.yaml", "--owner", "edge-team", "--admin", admin);
+        assertEquals(0, dry.status(), dry.toString());
+        assertTrue(dry.out().matches("(?s).*create +edge\\.api_key\\.user-admin +envoy=edge:api_key=\\*,user=admin +unlimited, ENFORCE\n.*"),
+            dry.out());
+        final PolicyCommandTest.Result printed = policy("import", "--envoy", "edge.yaml", "--owner", "edge-team", "--print");
+        final PolicySet.Builder set = PolicySet.newBuilder();
+        JsonFormat.parser().merge(printed.out(), set);
+        final Policy free = set.getPoliciesList().stream().filter(p -> p.getId().equals("edge.api_key.user-admin")).findFirst().orElseThrow();
+        assertTrue(free.getUnlimited());
+        assertEquals(0, free.getRate());
+    }
+
+    @Test
+    void replacesNamesBecomeTheIdsThePoliciesAreStoredUnderAndANameOfNothingIsANote() throws Exception
+    {
+        // A policy of the cluster's, in the same domain, that no file makes.
+        final Path search = Files.writeString(dir.resolve("search.json"),
+            "{\"id\":\"edge-search\",\"selector\":{\"envoy\":{\"domain\":\"edge\",\"entries\":[{\"key\":\"path\",\"value\":\"/search\"}]}}," +
+                "\"rate\":20,\"owner\":\"edge-team\"}");
+        assertEquals(0, policy("put", "--file", search.getFileName().toString(), "--reason", "search", "--admin", admin).status());
+        Files.writeString(dir.resolve("hot.yaml"), """
+            domain: edge
+            descriptors:
+              - key: remote_address
+                rate_limit: { name: per-ip, unit: minute, requests_per_unit: 100 }
+              - key: path
+                value: /hot
+                rate_limit:
+                  name: hot
+                  unit: minute
+                  requests_per_unit: 1000
+                  replaces: [ { name: per-ip }, { name: edge-search }, { name: bench-envoy }, { name: nowhere } ]
+            """);
+        final PolicyCommandTest.Result dry = policy("import", "--envoy", "hot.yaml", "--owner", "edge-team", "--admin", admin);
+        assertEquals(0, dry.status(), dry.toString());
+        // per-ip updates the sample set's edge-per-ip (same descriptors): replaces names it by the id it keeps.
+        assertTrue(dry.out().matches("(?s).*create +hot +envoy=edge:path=/hot +1000/1m, ENFORCE, replaces edge-per-ip, edge-search\n.*"),
+            dry.out());
+        assertTrue(dry.err().contains("note: hot.yaml: descriptors[1].rate_limit.replaces[2].name: 'bench-envoy' replaces nothing: no " +
+            "rate_limit of domain 'edge' in the files is named so, and the cluster has no envoy policy 'bench-envoy' of that domain"),
+            dry.err());
+        assertTrue(dry.err().contains("hot.yaml: descriptors[1].rate_limit.replaces[3].name: 'nowhere' replaces nothing"), dry.err());
+
+        assertEquals(0, policy("import", "--envoy", "hot.yaml", "--owner", "edge-team", "--admin", admin, "--apply", "--reason", "hot").status());
+        final Policy hot = policies().getPoliciesList().stream().filter(p -> p.getId().equals("hot")).findFirst().orElseThrow();
+        assertEquals(List.of("edge-per-ip", "edge-search"), hot.getReplacesList());
+
+        // Without the cluster (--print), only the files' names are known.
+        final PolicyCommandTest.Result printed = policy("import", "--envoy", "hot.yaml", "--owner", "edge-team", "--print");
+        assertEquals(0, printed.status(), printed.toString());
+        assertTrue(printed.out().contains("\"replaces\": [\"per-ip\"]"), printed.out());
+        assertTrue(printed.err().contains("'edge-search' replaces nothing: no rate_limit of domain 'edge' in the files is named so, and " +
+            "--print asks no node"), printed.err());
     }
 
     @Test

@@ -3,6 +3,7 @@ package dev.limiter.client;
 import dev.limiter.protocol.AcquireCodec;
 import dev.limiter.protocol.DescriptorField;
 import dev.limiter.protocol.DescriptorRules;
+import dev.limiter.protocol.EnvoyDescriptors;
 import dev.limiter.protocol.FieldProblem;
 import dev.limiter.protocol.ShardMap;
 import io.netty.buffer.ByteBuf;
@@ -14,6 +15,7 @@ import java.nio.charset.CharacterCodingException;
 import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
+import java.util.List;
 import java.util.Locale;
 import java.util.Objects;
 
@@ -29,7 +31,7 @@ import java.util.Objects;
  * Descriptor d = Descriptor.builder().tenant("acme").route("/v1/orders/123").method("post").build();
  * }</pre>
  */
-public final class Descriptor
+public final class Descriptor implements Comparable<Descriptor>
 {
     private final String tenant;
     private final String principal;
@@ -59,13 +61,18 @@ public final class Descriptor
 
     private Descriptor(final String[] values)
     {
+        this(values, AcquireCodec.encodeFields(values[0], values[1], values[2], values[3], values[4], values[5]));
+    }
+
+    private Descriptor(final String[] values, final byte[] encoded)
+    {
         this.tenant = values[0];
         this.principal = values[1];
         this.method = values[2];
         this.route = values[3];
         this.clientIp = values[4];
         this.region = values[5];
-        this.encoded = AcquireCodec.encodeFields(tenant, principal, method, route, clientIp, region);
+        this.encoded = encoded;
         this.tenantHash = tenant.isEmpty() ? 0 : ShardMap.tenantHash(tenant.getBytes(StandardCharsets.UTF_8));
         this.hash = Arrays.hashCode(encoded);
     }
@@ -73,6 +80,32 @@ public final class Descriptor
     public static Builder builder()
     {
         return new Builder();
+    }
+
+    /**
+     * A descriptor of Envoy's rate limit service, for Envoy's gateway: the request's domain and the
+     * descriptor's entries as the bytes Envoy sent (any bytes: see {@link EnvoyDescriptors}). Only
+     * policies with an envoy selector decide it, and one no policy selects has no limit. No
+     * descriptor built by {@link #builder()} is one, whatever its fields say.
+     *
+     * @param keys   the entries' keys, in order
+     * @param values the entries' values, one per key
+     */
+    public static Descriptor envoy(final byte[] domain, final List<byte[]> keys, final List<byte[]> values)
+    {
+        if (keys.size() != values.size())
+        {
+            throw new IllegalArgumentException(keys.size() + " keys and " + values.size() + " values: one value per key");
+        }
+        final String tenant = EnvoyDescriptors.bucketKey(values);
+        final String route = EnvoyDescriptors.route(domain, keys, values);
+        return new Descriptor(new String[] {tenant, "", "", route, "", ""}, AcquireCodec.encodeEnvoyFields(tenant, route));
+    }
+
+    /** Whether it is a descriptor of Envoy's rate limit service ({@link #envoy}). */
+    public boolean envoy()
+    {
+        return AcquireCodec.isEnvoy(encoded);
     }
 
     /** Shorthand for a descriptor with only tenant and route. */
@@ -136,10 +169,21 @@ public final class Descriptor
         return hash;
     }
 
+    /**
+     * Orders descriptors by their encoded fields; 0 exactly when they are equal. Hash tables keyed
+     * by descriptors rely on it: a caller can choose fields whose hashes collide, and a table bin of
+     * comparable keys is searched in logarithmic time, not one key after another.
+     */
+    @Override
+    public int compareTo(final Descriptor other)
+    {
+        return this == other ? 0 : Arrays.compareUnsigned(encoded, other.encoded);
+    }
+
     @Override
     public String toString()
     {
-        return "Descriptor{tenant=" + tenant + ", principal=" + principal + ", method=" + method + ", route=" + route +
+        return "Descriptor{" + (envoy() ? "envoy, " : "") + "tenant=" + tenant + ", principal=" + principal + ", method=" + method + ", route=" + route +
             ", clientIp=" + clientIp + ", region=" + region + '}';
     }
 

@@ -429,7 +429,29 @@ public final class LimiterClient implements AutoCloseable
 
     private CompletableFuture<Decision> acquire(final Descriptor descriptor, final int cost, final long deadline)
     {
+        if (cost < 1)
+        {
+            throw new IllegalArgumentException("cost must be at least 1 token, was " + cost + " (to ask without charging, use check)");
+        }
         return acquire(descriptor, cost, cost, deadline, false);
+    }
+
+    /**
+     * Asks whether {@code descriptor}'s limits have a token now, charging nothing: allowed when a
+     * request of one token would be (every scope it would be charged against has one), with what
+     * is left as it is. A check takes no lease and never leases tokens to this SDK. When no node
+     * answers in time it is decided locally as a call would be (an emergency budget is looked at,
+     * not spent; fail-closed policies refuse).
+     */
+    public CompletableFuture<Decision> check(final Descriptor descriptor)
+    {
+        return acquire(descriptor, 0, 0, deadlineNanos, false);
+    }
+
+    /** As {@link #check(Descriptor)} with a deadline for this call. */
+    public CompletableFuture<Decision> check(final Descriptor descriptor, final Duration deadline)
+    {
+        return acquire(descriptor, 0, 0, Builder.checkDeadline(deadline).toNanos(), false);
     }
 
     /**
@@ -441,11 +463,7 @@ public final class LimiterClient implements AutoCloseable
         final boolean blocking)
     {
         Objects.requireNonNull(descriptor, "descriptor");
-        if (cost < 1)
-        {
-            throw new IllegalArgumentException("cost must be at least 1 token, was " + cost);
-        }
-        if (leases != null && !blocking)
+        if (leases != null && !blocking && cost > 0)
         {
             final Decision leased = leases.tryLocal(descriptor, cost);
             if (leased != null)
@@ -531,6 +549,10 @@ public final class LimiterClient implements AutoCloseable
      */
     public Decision acquireBlocking(final Descriptor descriptor, final int cost)
     {
+        if (cost < 1)
+        {
+            throw new IllegalArgumentException("cost must be at least 1 token, was " + cost + " (to ask without charging, use check)");
+        }
         final Decision decision = leases != null ? decideWithLeases(descriptor, cost) : awaitDecision(descriptor, cost);
         final long wait = decision.waitNanos();
         if (wait > 0)
@@ -559,10 +581,6 @@ public final class LimiterClient implements AutoCloseable
     private Decision decideWithLeases(final Descriptor descriptor, final int cost)
     {
         Objects.requireNonNull(descriptor, "descriptor");
-        if (cost < 1)
-        {
-            throw new IllegalArgumentException("cost must be at least 1 token, was " + cost);
-        }
         final Decision leased = leases.tryLocal(descriptor, cost);
         if (leased != null)
         {

@@ -41,17 +41,17 @@ import java.util.function.Supplier;
  * such decision is flagged degraded. Without a policy set within its TTL, nothing is decided here
  * and the caller gets the failure.
  *
- * <p>Memory is bounded without resetting anybody's budget: at {@link #MAX_BUCKETS} buckets, full
- * ones (as good as absent) are dropped; while none is full, new scopes of a policy share one
- * overflow bucket of that policy's size, so the emergency budget stays a budget.
+ * <p>Memory is bounded without resetting anybody's budget: at {@link #MAX_BUCKETS} buckets, a new
+ * scope takes the place of a full bucket (as good as absent) among the next
+ * {@value BoundedKeyTable#SCAN} its table's clock hand looks at; while none of them is full, it
+ * shares its policy's overflow bucket, of that policy's size, so the emergency budget stays a
+ * budget. Either way a new scope costs a bounded amount of work, however callers churn scopes.
  */
 final class LocalFallback
 {
     private static final Logger LOG = LoggerFactory.getLogger(LocalFallback.class);
-    /** Local buckets kept at most (per table: emergency budgets, recovery ramp). */
+    /** Local buckets kept at most (per table: emergency budgets, recovery ramp), overflow buckets aside. */
     static final int MAX_BUCKETS = 100_000;
-    private static final long SWEEP_EVERY_NANOS = 100_000_000L;
-    private volatile long lastSweepNanos;
     private static final int DEFAULT_PERCENT = 10;
 
     private final PolicyCache policies;
@@ -60,7 +60,7 @@ final class LocalFallback
     private final LimiterClient.OutageListener paging;
     /** SDK instances the nodes last reported (0: unknown): fleet-wide budgets are split by it. */
     private final IntSupplier fleetInstances;
-    private final ConcurrentHashMap<String, LocalBucket> buckets = new ConcurrentHashMap<>();
+    private final Budgets buckets = new Budgets();
     private final AtomicLong degradedAllowed = new AtomicLong();
     private final AtomicLong degradedDenied = new AtomicLong();
     /** Local decisions by "policy id, failure mode, allowed|denied" (for metrics by route and mode). */
@@ -72,6 +72,45 @@ final class LocalFallback
 
     private record Compiled(long version, PolicySetIndex index)
     {
+    }
+
+    /**
+     * One table of local buckets by policy and scope, at most {@link #MAX_BUCKETS}, and the
+     * overflow bucket of each policy version that new scopes share while the table is full of
+     * buckets in use.
+     */
+    private static final class Budgets
+    {
+        final BoundedKeyTable<String, LocalBucket> table = new BoundedKeyTable<>(MAX_BUCKETS, BoundedKeyTable.WhenFull.REFUSE,
+            (bucket, now) -> bucket.isFull(now) ? BoundedKeyTable.Verdict.DROP : BoundedKeyTable.Verdict.KEEP);
+        /** By policy id and version: what nodes send, not what callers choose. */
+        final ConcurrentHashMap<String, LocalBucket> overflow = new ConcurrentHashMap<>();
+
+        /**
+         * The bucket of this policy and scope: the node's bucket key, so a budget covers what the
+         * policy limits as one (all the paths of a route template, say).
+         */
+        LocalBucket bucket(final CompiledPolicy policy, final Descriptor descriptor, final long now, final Supplier<LocalBucket> fresh)
+        {
+            final LocalBucket held = table.getOrAdd(scopeKey(policy, descriptor), now, fresh);
+            if (held != null)
+            {
+                return held;
+            }
+            // Every budget looked at is in use: the new scope shares this policy's overflow bucket (bounded, never reset).
+            return overflow.computeIfAbsent(policy.id() + '\u0000' + policy.version(), k -> fresh.get());
+        }
+
+        int size()
+        {
+            return table.size() + overflow.size();
+        }
+
+        void clear()
+        {
+            table.clear();
+            overflow.clear();
+        }
     }
 
     private static final class LocalBucket
@@ -97,13 +136,14 @@ final class LocalFallback
             return rate.refill(units, last, now) >= rate.burstUnits();
         }
 
+        /** Takes {@code cost} tokens if there are; a cost of 0 is a check: is one token there? (nothing taken). */
         synchronized long[] take(final long cost, final long now)
         {
             units = rate.refill(units, last, now);
             last = Math.max(last, now);
-            final long costUnits = rate.costUnits(cost);
+            final long costUnits = rate.costUnits(Math.max(1, cost));
             final boolean allowed = cost <= rate.burstTokens() && units >= costUnits;
-            if (allowed)
+            if (allowed && cost > 0)
             {
                 units -= costUnits;
             }
@@ -154,7 +194,7 @@ final class LocalFallback
             page(policy, FailureMode.OPEN, "no node answered (" + why + "); policy " + policy.id() + " runs on its emergency budget");
         }
         final long now = nanoClock.getAsLong();
-        final LocalBucket bucket = bucket(buckets, policy, descriptor, now,
+        final LocalBucket bucket = buckets.bucket(policy, descriptor, now,
             () -> new LocalBucket(emergencyRate(source, policy.limit(), fleetInstances.getAsInt()), now));
         final long[] taken = bucket.take(cost, now);
         final boolean allowed = taken[0] == 1;
@@ -162,38 +202,6 @@ final class LocalFallback
         count(policy.id(), FailureMode.OPEN, allowed);
         return new Decision(allowed, ReasonCode.LOCAL_EMERGENCY, taken[1], bucket.rate.burstTokens(), taken[2], 0, policy.id(),
             policy.version(), policy.windowSeconds(), true);
-    }
-
-    /**
-     * The bucket of this policy and scope in {@code table}: the node's bucket key, so a budget
-     * covers what the policy limits as one (all the paths of a route template, say).
-     */
-    private LocalBucket bucket(final ConcurrentHashMap<String, LocalBucket> table, final CompiledPolicy policy,
-        final Descriptor descriptor, final long now, final Supplier<LocalBucket> fresh)
-    {
-        final String key = scopeKey(policy, descriptor);
-        final LocalBucket existing = table.get(key);
-        if (existing != null)
-        {
-            return existing;
-        }
-        if (table.size() >= MAX_BUCKETS)
-        {
-            // As on a node, a full bucket equals an absent one: make room by dropping those (a sweep
-            // at most every 100 ms, so a table full of live budgets does not cost a scan per call).
-            final long last = lastSweepNanos;
-            if (now - last > SWEEP_EVERY_NANOS || last == 0)
-            {
-                lastSweepNanos = now;
-                table.values().removeIf(b -> b.isFull(now));
-            }
-            if (table.size() >= MAX_BUCKETS)
-            {
-                // Every budget is in use: new scopes share this policy's overflow bucket (bounded, never reset).
-                return table.computeIfAbsent(policy.id() + '\u0000' + policy.version() + "\u0000overflow", k -> fresh.get());
-            }
-        }
-        return table.computeIfAbsent(key, k -> fresh.get());
     }
 
     /** Policy, version and the scope part a node keys the bucket by. */
@@ -251,7 +259,7 @@ final class LocalFallback
         return counter == null ? 0 : counter.sum();
     }
 
-    private final ConcurrentHashMap<String, LocalBucket> rampBuckets = new ConcurrentHashMap<>();
+    private final Budgets rampBuckets = new Budgets();
     private final AtomicLong rampRefusals = new AtomicLong();
 
     /**
@@ -264,7 +272,7 @@ final class LocalFallback
     Decision ramp(final Descriptor descriptor, final int cost)
     {
         final PolicySetIndex index = index();
-        if (index == null)
+        if (index == null || cost == 0) // a check takes nothing the ramp could hold back
         {
             return null;
         }
@@ -274,7 +282,7 @@ final class LocalFallback
             return null;
         }
         final long now = nanoClock.getAsLong();
-        final LocalBucket bucket = bucket(rampBuckets, policy, descriptor, now, () -> new LocalBucket(policy.limit().asTokenBucket(), now, true));
+        final LocalBucket bucket = rampBuckets.bucket(policy, descriptor, now, () -> new LocalBucket(policy.limit().asTokenBucket(), now, true));
         final long[] taken = bucket.take(cost, now);
         if (taken[0] == 1)
         {
@@ -291,10 +299,16 @@ final class LocalFallback
         rampBuckets.clear();
     }
 
-    /** Emergency buckets held now. */
+    /** Emergency buckets held now (overflow buckets included). */
     int bucketCount()
     {
         return buckets.size();
+    }
+
+    /** Emergency buckets looked at to make room for new scopes, so far. */
+    long bucketsExamined()
+    {
+        return buckets.table.examined();
     }
 
     long rampRefusals()
@@ -428,7 +442,7 @@ final class LocalFallback
         {
             // What decides locally: the enforced versions only (shadows never decide; stacked scopes
             // are the cluster's to charge atomically).
-            final PolicySetIndex index = PolicySetIndex.compile(PolicyMatcher.enforced(held.get().policies()).build(), null);
+            final PolicySetIndex index = PolicySetIndex.compile(PolicySetIndex.enforcedOnly(held.get().policies()).build(), null);
             compiled = new Compiled(held.get().version(), index);
             return index;
         }

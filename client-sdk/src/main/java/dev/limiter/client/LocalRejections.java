@@ -2,7 +2,6 @@ package dev.limiter.client;
 
 import dev.limiter.protocol.ReasonCode;
 
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
@@ -11,12 +10,17 @@ import java.util.concurrent.atomic.LongAdder;
  * locally, so the cluster's budgets are never exceeded by it; a refusal is a little early to lift
  * at most when a policy change or a refund happened within T. A refusal is remembered for at most
  * {@link #MAX_HOLD_NANOS} (a day's window may say "after midnight"), so a raised limit is seen
- * within that time.
+ * within that time. At most {@link #MAX_ENTRIES} descriptors are remembered (callers choose them).
  */
 final class LocalRejections
 {
-    /** Descriptors remembered at most; beyond that the table starts again. */
-    private static final int MAX_ENTRIES = 50_000;
+    /**
+     * Descriptors remembered at most. Past that, a new refusal takes the place of one that has
+     * expired, or of one no call looked up lately, or else of one the table's clock hand reached
+     * ({@link BoundedKeyTable}: at most {@value BoundedKeyTable#SCAN} looked at): forgetting a refusal
+     * only sends that descriptor's next call to the cluster.
+     */
+    static final int MAX_ENTRIES = 50_000;
     /** Longest a refusal is repeated here without asking the cluster again. */
     static final long MAX_HOLD_NANOS = 1_000_000_000L;
 
@@ -24,7 +28,8 @@ final class LocalRejections
     {
     }
 
-    private final ConcurrentHashMap<Descriptor, Refusal> refusals = new ConcurrentHashMap<>();
+    private final BoundedKeyTable<Descriptor, Refusal> refusals = new BoundedKeyTable<>(MAX_ENTRIES, BoundedKeyTable.WhenFull.EVICT,
+        (refusal, now) -> now - refusal.untilNanos() >= 0 ? BoundedKeyTable.Verdict.DROP : BoundedKeyTable.Verdict.AGE);
     private final LongAdder count = new LongAdder();
 
     void denied(final Descriptor descriptor, final int cost, final Decision decision, final long nowNanos)
@@ -33,11 +38,7 @@ final class LocalRejections
         {
             return; // only "not now, at T" is worth remembering
         }
-        if (refusals.size() >= MAX_ENTRIES)
-        {
-            refusals.clear();
-        }
-        refusals.put(descriptor, new Refusal(nowNanos + Math.min(decision.retryAfterNanos(), MAX_HOLD_NANOS), cost, decision));
+        refusals.put(descriptor, new Refusal(nowNanos + Math.min(decision.retryAfterNanos(), MAX_HOLD_NANOS), cost, decision), nowNanos);
     }
 
     /** The local refusal, or null when the cluster must be asked. */
@@ -51,8 +52,7 @@ final class LocalRejections
         final long left = refusal.untilNanos() - nowNanos;
         if (left <= 0)
         {
-            refusals.remove(descriptor, refusal);
-            return null;
+            return null; // the table drops it when a new refusal needs the room
         }
         if (cost < refusal.cost())
         {
@@ -69,5 +69,17 @@ final class LocalRejections
     long count()
     {
         return count.sum();
+    }
+
+    /** Descriptors whose refusal is remembered now, expired ones included (at most {@link #MAX_ENTRIES}). */
+    int remembered()
+    {
+        return refusals.size();
+    }
+
+    /** Refusals looked at to make room for new ones, so far. */
+    long examined()
+    {
+        return refusals.examined();
     }
 }

@@ -6,9 +6,6 @@ import dev.limiter.protocol.CompiledPolicy;
 import dev.limiter.protocol.Frame;
 import dev.limiter.protocol.MessageType;
 import dev.limiter.protocol.PolicySetIndex;
-import dev.limiter.protocol.policy.Mode;
-import dev.limiter.protocol.policy.Policy;
-import dev.limiter.protocol.policy.PolicySet;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 
@@ -55,31 +52,11 @@ final class PolicyMatcher
     }
 
     /**
-     * Whether {@code descriptor} has no limit at all (an Envoy request no policy selects:
-     * {@link PolicySetIndex#noLimit}); {@code policy} is what {@link #match} gave it, so that only
-     * a request the default took is decoded again.
+     * Whether {@code descriptor} has no limit at all (an Envoy descriptor no policy selects, or an
+     * unlimited policy's: {@link PolicySetIndex#noLimit}); {@code policy} is what {@link #match} gave it.
      */
     static boolean noLimit(final PolicySetIndex index, final CompiledPolicy policy, final Descriptor descriptor)
     {
-        if (!policy.id().equals(index.defaultPolicy().id()))
-        {
-            return false;
-        }
-        final AcquireDecoder decoder = decode(descriptor);
-        return decoder != null && index.noLimit(index.match(decoder), decoder);
-    }
-
-    /** {@code set} without shadow and stacked policies: what a request's own policy is matched against. */
-    static PolicySet.Builder enforced(final PolicySet set)
-    {
-        final PolicySet.Builder enforced = set.toBuilder().clearPolicies();
-        for (final Policy p : set.getPoliciesList())
-        {
-            if (p.getMode() != Mode.SHADOW && !p.getStacked())
-            {
-                enforced.addPolicies(p);
-            }
-        }
-        return enforced;
+        return descriptor.envoy() && (policy.unlimited() || policy == index.defaultPolicy());
     }
 }

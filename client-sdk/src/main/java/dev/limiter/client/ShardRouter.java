@@ -111,7 +111,7 @@ final class ShardRouter
         }
         try
         {
-            return PolicySetIndex.compile(PolicyMatcher.enforced(held.policies()).setVersion(held.version()).build(), p ->
+            return PolicySetIndex.compile(PolicySetIndex.enforcedOnly(held.policies()).setVersion(held.version()).build(), p ->
             {
                 final Integer ordinal = current.ordinals().get(p.getId());
                 if (ordinal == null)

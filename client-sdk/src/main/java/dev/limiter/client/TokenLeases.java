@@ -8,7 +8,6 @@ import dev.limiter.protocol.policy.Policy;
 import dev.limiter.protocol.policy.TokenLease;
 
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
@@ -34,7 +33,8 @@ import java.util.function.LongSupplier;
  * leased one, and no stacked or shadow policy matches it (those need the node to see it). With
  * {@code tokenLease.hotRate}, only keys the nodes flag as hot (decided at that many tokens a second
  * or more; the flag rides on their answers) are leased, for {@link #HOT_HOLD_NANOS} after the last
- * flag: every other key is decided by the node, call by call. Thread-safe.
+ * flag: every other key is decided by the node, call by call. At most {@link #MAX_KEYS} keys are
+ * held, with bounded work per new key however callers churn them. Thread-safe.
  */
 final class TokenLeases
 {
@@ -51,7 +51,13 @@ final class TokenLeases
     {
     }
 
-    /** Keys held before idle ones are dropped (a PRINCIPAL-scoped policy can name millions). */
+    /**
+     * Keys held at most (a PRINCIPAL-scoped policy can name millions, and callers may choose them).
+     * Past that, a new key takes the place of one without a block in date that no call looked up
+     * lately, or, while every key looked at has one, is decided by the node call by call
+     * ({@link BoundedKeyTable}: at most {@value BoundedKeyTable#SCAN} keys looked at per new key). A
+     * descriptor that holds a dropped key's lease goes on deciding from it.
+     */
     static final int MAX_KEYS = 10_000;
 
     /** The leased tokens of one key at this SDK. */
@@ -97,7 +103,7 @@ final class TokenLeases
     private final LongSupplier clock;
     /** Asks the cluster for a block in the background: (descriptor, tokens) to the node's decision. */
     private final BiFunction<Descriptor, Integer, CompletableFuture<Decision>> renewer;
-    private final ConcurrentHashMap<String, KeyLease> byKey = new ConcurrentHashMap<>();
+    private final BoundedKeyTable<String, KeyLease> byKey = new BoundedKeyTable<>(MAX_KEYS, BoundedKeyTable.WhenFull.REFUSE, TokenLeases::retention);
     private final LongAdder leased = new LongAdder();
     private final LongAdder used = new LongAdder();
     private final LongAdder lapsed = new LongAdder();
@@ -307,7 +313,7 @@ final class TokenLeases
         }
     }
 
-    /** The key lease {@code descriptor} decides from, or null when its policy is not leased. */
+    /** The key lease {@code descriptor} decides from, or null when its policy is not leased (or no key can be held now). */
     private KeyLease leaseOf(final Descriptor descriptor)
     {
         final Compiled current = compiled();
@@ -325,54 +331,67 @@ final class TokenLeases
             return resolved.lease();
         }
         // First use under this set (or another client of this process resolved it: a descriptor caches one client's).
-        final KeyLease lease = resolve(current.index(), descriptor);
-        if (lease == null)
-        {
-            descriptor.leasesNothingUnder = current.stamp();
-        }
-        else
+        final KeyLease lease = resolve(current, descriptor);
+        if (lease != null)
         {
             descriptor.tokenLease = new Resolved(this, current.version(), lease);
         }
         return lease;
     }
 
-    private KeyLease resolve(final PolicySetIndex index, final Descriptor descriptor)
+    /**
+     * The key lease of {@code descriptor}'s key, or null: when its policy leases nothing (then the
+     * descriptor remembers it), or when every key held is in use (then it is looked up again next time).
+     */
+    private KeyLease resolve(final Compiled current, final Descriptor descriptor)
     {
+        final PolicySetIndex index = current.index();
         final AcquireDecoder decoder = PolicyMatcher.decode(descriptor);
         if (decoder == null)
         {
+            descriptor.leasesNothingUnder = current.stamp();
             return null;
         }
         final CompiledPolicy matched = index.match(decoder);
         final CompiledPolicy policy = matched.forRequest(decoder);
         final Policy source = policy.source();
-        if (source == null || !source.hasTokenLease() || index.noLimit(matched, decoder) ||
+        if (source == null || !source.hasTokenLease() || index.noLimit(matched, matched.forRequest(decoder), decoder) ||
             (index.hasStacked() && index.matchStacked(decoder, new CompiledPolicy[PolicySetIndex.MAX_STACKED_PER_REQUEST]) > 0) ||
             (index.hasShadow() && index.matchShadow(decoder) != null))
         {
+            descriptor.leasesNothingUnder = current.stamp();
             return null;
         }
         final TokenLease settings = source.getTokenLease();
         final long percent = settings.getMaxSharePercent() == 0 ? 10 : settings.getMaxSharePercent();
         final long cap = Math.max(1, policy.limit().burstTokens() / 100 * percent + policy.limit().burstTokens() % 100 * percent / 100);
-        final String key = LocalFallback.scopeKey(policy, descriptor);
-        if (byKey.size() >= MAX_KEYS && !byKey.containsKey(key))
-        {
-            dropIdle(clock.getAsLong());
-        }
-        return byKey.computeIfAbsent(key, k -> new KeyLease(this, PolicySetIndex.tokenLeaseWindowNanos(settings),
-            PolicySetIndex.tokenLeaseMaxAgeNanos(settings), cap, settings.getHotRate(), clock.getAsLong()));
+        final long now = clock.getAsLong();
+        return byKey.getOrAdd(LocalFallback.scopeKey(policy, descriptor), now, () -> new KeyLease(this,
+            PolicySetIndex.tokenLeaseWindowNanos(settings), PolicySetIndex.tokenLeaseMaxAgeNanos(settings), cap, settings.getHotRate(), now));
     }
 
     /**
-     * Drops keys whose block expired a second or more ago and that nobody is asking a block for (a
-     * descriptor still holding one keeps using it; a new lookup makes a fresh one).
+     * A key is kept while it holds a block in date, a block is being asked for, or a node's hot
+     * flag holds; any other key ages, and goes when no call looked it up since the table's clock
+     * hand last passed.
      */
-    private void dropIdle(final long now)
+    private static BoundedKeyTable.Verdict retention(final KeyLease lease, final long now)
     {
-        byKey.values().removeIf(lease -> now - lease.expiresAtNanos > 1_000_000_000L && !lease.asking.get() &&
-            now - lease.demandSinceNanos > 1_000_000_000L);
+        final boolean inUse = (lease.answer != null && now - lease.expiresAtNanos < 0) || lease.asking.get() ||
+            (lease.hotRate != 0 && lease.hotUntilNanos != 0 && now - lease.hotUntilNanos < 0);
+        return inUse ? BoundedKeyTable.Verdict.KEEP : BoundedKeyTable.Verdict.AGE;
+    }
+
+    /** Keys held now (at most {@link #MAX_KEYS}). */
+    int keysHeld()
+    {
+        return byKey.size();
+    }
+
+    /** Keys looked at to make room for new ones, so far. */
+    long keysExamined()
+    {
+        return byKey.examined();
     }
 
     /** A new policy set arrived: leases are looked up again under it (compiled on first use). */

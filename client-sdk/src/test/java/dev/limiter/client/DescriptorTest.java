@@ -4,6 +4,7 @@ import dev.limiter.protocol.DescriptorField;
 import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -105,5 +106,31 @@ class DescriptorTest
     {
         assertEquals("🚀".repeat(16), Descriptor.builder().tenant("🚀".repeat(16)).route("/x").build().tenant());
         assertThrows(InvalidDescriptorException.class, () -> Descriptor.builder().tenant("🚀".repeat(17)).route("/x").build());
+    }
+
+    @Test
+    void descriptorsACallerMadeToCollideAreStillDistinctAndOrdered()
+    {
+        // "Aa" and "BB" add the same to a 31-based hash: 2^10 paths of one length share one hash code.
+        final java.util.List<Descriptor> colliding = new java.util.ArrayList<>();
+        for (int bits = 0; bits < 1 << 10; bits++)
+        {
+            final StringBuilder path = new StringBuilder("/");
+            for (int b = 0; b < 10; b++)
+            {
+                path.append((bits >> b & 1) == 0 ? "Aa" : "BB");
+            }
+            colliding.add(Descriptor.of("acme", path.toString()));
+        }
+        final Descriptor first = colliding.get(0);
+        assertTrue(colliding.stream().allMatch(d -> d.hashCode() == first.hashCode()), "a caller can make hashes collide");
+        for (final Descriptor d : colliding.subList(1, colliding.size()))
+        {
+            assertNotEquals(first, d);
+            assertTrue(Integer.signum(first.compareTo(d)) == -Integer.signum(d.compareTo(first)) && first.compareTo(d) != 0,
+                "ordered, so that a table bin of them is searched as a tree: " + d.route());
+        }
+        assertEquals(0, first.compareTo(Descriptor.of("acme", first.route())), "0 exactly when equal");
+        assertEquals(colliding.size(), new java.util.TreeSet<>(colliding).size());
     }
 }

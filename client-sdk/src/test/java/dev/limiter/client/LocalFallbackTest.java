@@ -96,4 +96,20 @@ class LocalFallbackTest
         now.addAndGet(10 * SECOND);
         assertTrue(fallback.decide(Descriptor.of("later", "/v1/orders/1"), 1, "test").allowed());
     }
+
+    @Test
+    void twoHundredThousandNewTenantsInATightLoopStayWithinTheBoundAndEachLooksAtABoundedNumberOfBudgets()
+    {
+        hold(orders(Scope.TENANT));
+        long maxExamined = 0;
+        for (int i = 0; i < 200_000; i++)
+        {
+            now.addAndGet(1_000); // 0.2 s in all: a budget that gave 1 of 100 tokens refills in 10 ms
+            final long before = fallback.bucketsExamined();
+            assertTrue(fallback.decide(Descriptor.of("caller-" + i, "/v1/orders/1"), 1, "test").degraded());
+            maxExamined = Math.max(maxExamined, fallback.bucketsExamined() - before);
+            assertTrue(fallback.bucketCount() <= LocalFallback.MAX_BUCKETS + 1, "after " + (i + 1) + ": " + fallback.bucketCount());
+        }
+        assertTrue(maxExamined <= BoundedKeyTable.SCAN, "budgets looked at for one new tenant: " + maxExamined);
+    }
 }

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 class LocalRejectionsTest
 {
@@ -52,5 +53,31 @@ class LocalRejectionsTest
         final Descriptor never = Descriptor.of("initech", "/v1/orders/1");
         rejections.denied(never, 1, refused(ReasonCode.COST_EXCEEDS_BURST, -1), 0);
         assertNull(rejections.stillDenied(never, 1, 1), "no time to wait for: nothing remembered");
+    }
+
+    @Test
+    void twoHundredThousandNewRefusedDescriptorsStayWithinTheBoundLookAtABoundedNumberEachAndABusyRefusalIsKept()
+    {
+        // The busy caller is refused and calls on; meanwhile every other call is a new descriptor, refused too.
+        long now = 0;
+        rejections.denied(acme, 1, refused(ReasonCode.RATE_LIMITED, 100 * MS), now);
+        long maxExamined = 0;
+        for (int i = 0; i < 200_000; i++)
+        {
+            now += 1_000; // 0.2 s in all
+            final Descriptor newKey = Descriptor.of("caller-" + i, "/v1/orders/1");
+            assertNull(rejections.stillDenied(newKey, 1, now));
+            final long before = rejections.examined();
+            rejections.denied(newKey, 1, refused(ReasonCode.RATE_LIMITED, 100 * MS), now);
+            maxExamined = Math.max(maxExamined, rejections.examined() - before);
+            assertTrue(rejections.remembered() <= LocalRejections.MAX_ENTRIES, "after " + (i + 1) + ": " + rejections.remembered());
+            if (rejections.stillDenied(acme, 1, now) == null)
+            {
+                // Its refusal ran out (100 ms): the cluster refuses it again.
+                rejections.denied(acme, 1, refused(ReasonCode.RATE_LIMITED, 100 * MS), now);
+                assertTrue(now % (100 * MS) == 0, "the busy caller's refusal was forgotten before it ran out, at " + now / MS + " ms");
+            }
+        }
+        assertTrue(maxExamined <= BoundedKeyTable.SCAN, "refusals looked at for one new descriptor: " + maxExamined);
     }
 }

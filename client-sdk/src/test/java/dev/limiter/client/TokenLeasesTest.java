@@ -281,6 +281,58 @@ class TokenLeasesTest
     }
 
     @Test
+    void twoHundredThousandNewKeysInATightLoopHoldAtMostMaxKeysEachLooksAtABoundedNumberAndABusyKeyKeepsItsLease()
+    {
+        // Every tenant is a key of its own, as when a service copies a header into the tenant.
+        final PolicyCache cache = new PolicyCache(java.time.Duration.ofHours(1), now::get);
+        cache.received(1, PolicySet.newBuilder().setVersion(1).addPolicies(Policy.newBuilder().setId("per-tenant")
+                .setSelector(Selector.newBuilder().setRoute("/hot")).setRate(1_000_000).setBurst(1_000_000).setScope(Scope.TENANT).setOwner("t")
+                .setTokenLease(TokenLease.newBuilder().setMaxSharePercent(10).setDemandWindow(Duration.newBuilder().setNanos(50_000_000))
+                    .setMaxAge(Duration.newBuilder().setNanos(100_000_000))))
+            .setDefaultPolicy(Policy.newBuilder().setId("baseline").setRate(2).setOwner("t")).build().toByteArray());
+        final Bucket busyBucket = new Bucket(1_000_000, 1_000_000);
+        final TokenLeases leases = new TokenLeases(cache, now::get, (d, block) ->
+        {
+            final CompletableFuture<Decision> answer = new CompletableFuture<>();
+            inFlight.add(new Object[] {now.get(), busyBucket.take(block), answer});
+            return answer;
+        });
+        leases.prepare();
+        long maxExamined = 0;
+        long busyCalls = 0;
+        long busyLocal = 0;
+        for (int i = 0; i < 200_000; i++)
+        {
+            now.addAndGet(1_000); // 200,000 new keys in 0.2 s: none of them idle yet
+            deliver();
+            final long examinedBefore = leases.keysExamined();
+            final Descriptor newKey = Descriptor.of("caller-" + i, "/hot");
+            assertNull(leases.tryLocal(newKey, 1));
+            assertEquals(1, leases.toAsk(newKey, 1), "a key seen once is not leased");
+            maxExamined = Math.max(maxExamined, leases.keysExamined() - examinedBefore);
+            if (i % 4 == 0)
+            {
+                // The busy tenant, with a descriptor built per call (as the gateway and the servlet filter do).
+                final Descriptor busy = Descriptor.of("busy", "/hot");
+                busyCalls++;
+                if (leases.tryLocal(busy, 1) != null)
+                {
+                    busyLocal++;
+                }
+                else
+                {
+                    final int ask = leases.toAsk(busy, 1);
+                    assertTrue(leases.granted(busy, 1, ask, now.get(), busyBucket.take(ask)));
+                }
+            }
+            assertTrue(leases.keysHeld() <= TokenLeases.MAX_KEYS, "after " + (i + 1) + " new keys: " + leases.keysHeld() + " keys held");
+        }
+        assertTrue(maxExamined <= BoundedKeyTable.SCAN, "keys looked at for one new key: " + maxExamined);
+        // Its first window (50 ms of 200) is watched, then blocks serve it: most of the rest is local.
+        assertTrue(busyLocal > busyCalls * 7 / 10, "the busy tenant kept its lease through the churn: " + busyLocal + " of " + busyCalls + " local");
+    }
+
+    @Test
     void aPreparedPolicySetIsCompiledOnceAndNotOnTheFirstCall()
     {
         final TokenLeases leases = new TokenLeases(holding(now, 1000, 1000, 10), now::get, (d, b) -> new CompletableFuture<>());

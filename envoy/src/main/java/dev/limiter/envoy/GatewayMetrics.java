@@ -97,8 +97,13 @@ public final class GatewayMetrics implements AutoCloseable
         FunctionCounter.builder("limiter.rls.decided.locally", gateway, RateLimitGateway::decidedLocally)
             .description("Descriptors the SDK decided on its own because no node answered in time").register(registry);
         FunctionCounter.builder("limiter.rls.failed", gateway, RateLimitGateway::failed)
-            .description("Calls failed: bad input (INVALID_ARGUMENT) or no decision at all (UNAVAILABLE, DEADLINE_EXCEEDED)")
+            .description("Calls failed: no domain, no descriptors or too many (INVALID_ARGUMENT), or no decision at all " +
+                "(UNAVAILABLE, DEADLINE_EXCEEDED)")
             .register(registry);
+        FunctionCounter.builder("limiter.rls.limit.overrides.ignored", gateway, RateLimitGateway::overridesIgnored)
+            .description("Descriptors that carried a limit override, decided by the store's policy instead").register(registry);
+        FunctionCounter.builder("limiter.rls.checks", gateway, RateLimitGateway::checks)
+            .description("Descriptors checked without a charge: hits_addend 0, or a cost beyond 2^31-1").register(registry);
         LimiterMetrics.bind(client, registry);
     }
 

@@ -1,52 +1,68 @@
 package dev.limiter.envoy;
 
-import com.google.protobuf.Struct;
-import com.google.protobuf.Value;
+import com.google.protobuf.ByteString;
+import com.google.protobuf.InvalidProtocolBufferException;
 import dev.limiter.client.Decision;
 import dev.limiter.client.Descriptor;
-import dev.limiter.client.InvalidDescriptorException;
 import dev.limiter.client.LimiterClient;
 import dev.limiter.client.LimiterRequestException;
 import dev.limiter.client.LimiterTimeoutException;
 import dev.limiter.client.LimiterUnavailableException;
-import dev.limiter.client.RateLimitHeaders;
+import dev.limiter.envoy.raw.RawEntry;
+import dev.limiter.envoy.raw.RawRateLimitDescriptor;
+import dev.limiter.envoy.raw.RawRateLimitRequest;
 import dev.limiter.protocol.EnvoyDescriptors;
-import dev.limiter.protocol.ReasonCode;
-import io.envoyproxy.envoy.config.core.v3.HeaderValue;
-import io.envoyproxy.envoy.extensions.common.ratelimit.v3.RateLimitDescriptor;
 import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitRequest;
 import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitResponse;
-import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitResponse.Code;
-import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitResponse.DescriptorStatus;
 import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitServiceGrpc;
+import io.grpc.BindableService;
 import io.grpc.Context;
 import io.grpc.Deadline;
+import io.grpc.MethodDescriptor;
+import io.grpc.ServerServiceDefinition;
 import io.grpc.Status;
+import io.grpc.protobuf.ProtoUtils;
+import io.grpc.stub.ServerCalls;
 import io.grpc.stub.StreamObserver;
 
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * Envoy's rate limit service ({@code envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit})
- * answered by the store. Each descriptor of a request becomes one decision (its own bucket, as in
- * envoyproxy/ratelimit: descriptors are not all-or-none), asked of the shard's leader through the
- * SDK, all at once; the answer carries one status per descriptor, in order. Handlers never block:
- * they run on gRPC's transport threads and answer from the SDK's.
+ * answered by the store, with envoyproxy/ratelimit's meaning field by field. Each descriptor of a
+ * request is decided on its own (its own bucket; descriptors are not all-or-none), asked of its
+ * shard's leader through the SDK, all at once, and gets its own status; {@code overall_code} is
+ * OVER_LIMIT when any status is. Handlers never block: they run on gRPC's transport threads and
+ * answer from the SDK's.
+ *
+ * <p>A descriptor's input never fails the call (Envoy would then let the request through): any
+ * bytes are a value (the request is read with its strings as bytes, see {@code raw_rls.proto}),
+ * every descriptor is built before any is charged, and a descriptor no policy selects (more
+ * entries than any selector, none at all, a key no selector names) has no limit. Only a request
+ * with no domain, no descriptors or more than {@link #MAX_DESCRIPTORS} fails, as a whole
+ * (INVALID_ARGUMENT, charging nothing).
+ *
+ * <p>Costs, as envoyproxy/ratelimit reads {@code hits_addend}: the descriptor's own when set,
+ * else the request's, where the request's 0 means 1. A descriptor's 0 is a check: nothing is
+ * charged, and it is OVER_LIMIT when its limit has no token left. A cost above 2^31-1 is
+ * OVER_LIMIT for a descriptor a policy limits (checked, never charged); one above the burst is
+ * refused by the node (COST_EXCEEDS_BURST). A descriptor's {@code limit} override is never
+ * taken: the store's policies set every limit.
  *
  * <p>Failures, against Envoy's {@code failure_mode_deny}: when no node answers within the deadline
  * the SDK decides as the policy says (fail-open: its emergency budget; fail-closed: OVER_LIMIT),
  * and the response says how many descriptors were decided so ({@code decided_locally} in the
- * dynamic metadata). Only when not even that is possible (no policy set held yet) does the call
- * fail with UNAVAILABLE, and Envoy applies {@code failure_mode_deny}.
+ * dynamic metadata). When a descriptor gets no decision at all (no policy set held yet), the call
+ * fails with UNAVAILABLE and Envoy applies {@code failure_mode_deny}, unless another descriptor
+ * is OVER_LIMIT: the answer is then OVER_LIMIT.
  */
-public final class RateLimitGateway extends RateLimitServiceGrpc.RateLimitServiceImplBase
+public final class RateLimitGateway implements BindableService
 {
     /** Most descriptors one request may carry (Envoy sends one per rate limit action that applies). */
     public static final int MAX_DESCRIPTORS = 64;
@@ -56,11 +72,13 @@ public final class RateLimitGateway extends RateLimitServiceGrpc.RateLimitServic
     private final LimiterClient client;
     private final long deadlineNanos;
     private final boolean responseHeaders;
-    private final CurrentLimits limits = new CurrentLimits();
+    private final EnvoyPolicies policies = new EnvoyPolicies();
     private final AtomicLong requests = new AtomicLong();
     private final AtomicLong overLimit = new AtomicLong();
     private final AtomicLong decidedLocally = new AtomicLong();
     private final AtomicLong failed = new AtomicLong();
+    private final AtomicLong overridesIgnored = new AtomicLong();
+    private final AtomicLong checks = new AtomicLong();
 
     /**
      * @param client          the SDK client that asks the store (the gateway does not close it)
@@ -74,7 +92,23 @@ public final class RateLimitGateway extends RateLimitServiceGrpc.RateLimitServic
         this.client = client;
         this.deadlineNanos = deadline.toNanos();
         this.responseHeaders = responseHeaders;
-        limits.follow(client.policies());
+        policies.follow(client.policies());
+    }
+
+    /**
+     * Envoy's service and method, with the request read by {@code raw_rls.proto} (its strings as
+     * bytes) and the answer written as Envoy's own message.
+     */
+    @Override
+    public ServerServiceDefinition bindService()
+    {
+        final MethodDescriptor<RawRateLimitRequest, RateLimitResponse> method = RateLimitServiceGrpc.getShouldRateLimitMethod()
+            .toBuilder(ProtoUtils.marshaller(RawRateLimitRequest.getDefaultInstance()),
+                ProtoUtils.marshaller(RateLimitResponse.getDefaultInstance()))
+            .build();
+        return ServerServiceDefinition.builder(RateLimitServiceGrpc.SERVICE_NAME)
+            .addMethod(method, ServerCalls.asyncUnaryCall(this::shouldRateLimit))
+            .build();
     }
 
     /** Requests taken so far (answered or not). */
@@ -95,14 +129,38 @@ public final class RateLimitGateway extends RateLimitServiceGrpc.RateLimitServic
         return decidedLocally.get();
     }
 
-    /** Requests that failed (bad input, or no decision at all). */
+    /** Requests that failed (no domain or descriptors, too many, or no decision at all). */
     public long failed()
     {
         return failed.get();
     }
 
-    @Override
+    /** Descriptors that carried a {@code limit} override, decided by the store's policy instead. */
+    public long overridesIgnored()
+    {
+        return overridesIgnored.get();
+    }
+
+    /** Descriptors checked without a charge ({@code hits_addend} 0, or a cost beyond 2^31-1). */
+    public long checks()
+    {
+        return checks.get();
+    }
+
+    /** Answers an Envoy request given as Envoy's own message (its strings are UTF-8 already). */
     public void shouldRateLimit(final RateLimitRequest request, final StreamObserver<RateLimitResponse> responses)
+    {
+        try
+        {
+            shouldRateLimit(RawRateLimitRequest.parseFrom(request.toByteString()), responses);
+        }
+        catch (final InvalidProtocolBufferException e)
+        {
+            throw new IllegalStateException("Envoy's request and its raw form have one wire format", e);
+        }
+    }
+
+    void shouldRateLimit(final RawRateLimitRequest request, final StreamObserver<RateLimitResponse> responses)
     {
         requests.incrementAndGet();
         final String problem = problem(request);
@@ -123,33 +181,45 @@ public final class RateLimitGateway extends RateLimitServiceGrpc.RateLimitServic
             return;
         }
         final Duration deadline = Duration.ofNanos(wait);
-        final Answer answer = new Answer(request, responses);
-        for (int i = 0; i < request.getDescriptorsCount(); i++)
+        // Every descriptor is built, and its cost read, before any is charged.
+        final int count = request.getDescriptorsCount();
+        final Descriptor[] descriptors = new Descriptor[count];
+        final long[] costs = new long[count];
+        for (int i = 0; i < count; i++)
         {
+            final RawRateLimitDescriptor source = request.getDescriptors(i);
+            if (source.hasLimit())
+            {
+                overridesIgnored.incrementAndGet();
+            }
+            costs[i] = cost(request, source);
+            descriptors[i] = descriptor(request.getDomain(), source);
+        }
+        final boolean[] replaced = policies.replaced(descriptors);
+        final DescriptorAnswers answer = new DescriptorAnswers(count, responseHeaders, policies, this::answered, this::failedWith);
+        for (int i = 0; i < count; i++)
+        {
+            if (descriptors[i] == null || (replaced != null && replaced[i]))
+            {
+                answer.noLimit(i); // no policy can select it, or another of the request's policies replaces its own
+                continue;
+            }
+            final long cost = costs[i];
+            final boolean check = cost == 0 || cost > Integer.MAX_VALUE;
+            if (check)
+            {
+                checks.incrementAndGet();
+            }
             final int index = i;
-            final RateLimitDescriptor source = request.getDescriptors(i);
-            final Descriptor descriptor;
             try
             {
-                descriptor = descriptor(request.getDomain(), source);
-            }
-            catch (final InvalidDescriptorException e)
-            {
-                answer.failed(index, Status.INVALID_ARGUMENT.withDescription("descriptors[" + i + "]: " + e.getMessage()));
-                continue;
-            }
-            if (descriptor == null)
-            {
-                answer.decided(index, null); // more entries than any policy selects: no limit
-                continue;
-            }
-            try
-            {
-                client.acquire(descriptor, (int)cost(request, source), deadline).whenComplete((decision, error) ->
+                final CompletableFuture<Decision> decided = check ? client.check(descriptors[i], deadline) :
+                    client.acquire(descriptors[i], (int)cost, deadline);
+                decided.whenComplete((decision, error) ->
                 {
                     if (error == null)
                     {
-                        answer.decided(index, decision);
+                        answer.decided(index, decision, cost > Integer.MAX_VALUE);
                     }
                     else
                     {
@@ -162,10 +232,11 @@ public final class RateLimitGateway extends RateLimitServiceGrpc.RateLimitServic
                 answer.failed(index, status(e)); // the client is closing
             }
         }
+        answer.whenDone(responses);
     }
 
-    /** What is wrong with a request, naming the field, or null when it can be asked. */
-    static String problem(final RateLimitRequest request)
+    /** What is wrong with a request as a whole, naming the field, or null when it can be asked. */
+    static String problem(final RawRateLimitRequest request)
     {
         if (request.getDomain().isEmpty())
         {
@@ -179,60 +250,39 @@ public final class RateLimitGateway extends RateLimitServiceGrpc.RateLimitServic
         {
             return "descriptors: at most " + MAX_DESCRIPTORS + " in one request, was " + request.getDescriptorsCount();
         }
-        for (int i = 0; i < request.getDescriptorsCount(); i++)
-        {
-            final RateLimitDescriptor d = request.getDescriptors(i);
-            if (d.getEntriesCount() == 0)
-            {
-                return "descriptors[" + i + "].entries: at least one entry is required";
-            }
-            for (int j = 0; j < d.getEntriesCount(); j++)
-            {
-                if (d.getEntries(j).getKey().isEmpty())
-                {
-                    return "descriptors[" + i + "].entries[" + j + "].key: required";
-                }
-            }
-            if (d.hasLimit())
-            {
-                return "descriptors[" + i + "].limit: limit overrides are not accepted; the store's policies set every limit " +
-                    "(remove the rate limit action's limit override)";
-            }
-            final long cost = cost(request, d);
-            if (cost < 1 || cost > Integer.MAX_VALUE)
-            {
-                return "descriptors[" + i + "].hits_addend: must be 1 to " + Integer.MAX_VALUE + ", was " + Long.toUnsignedString(cost);
-            }
-        }
         return null;
     }
 
-    /** Tokens a descriptor costs: its own hits_addend when set, else the request's, else 1. */
-    static long cost(final RateLimitRequest request, final RateLimitDescriptor descriptor)
+    /**
+     * Tokens a descriptor costs, as an unsigned number: its own hits_addend when set (0 included:
+     * a check), else the request's, where 0 means 1. A descriptor's value of 2^63 or more is
+     * returned as {@link Long#MAX_VALUE}: it is beyond any cost either way.
+     */
+    static long cost(final RawRateLimitRequest request, final RawRateLimitDescriptor descriptor)
     {
         if (descriptor.hasHitsAddend())
         {
-            return descriptor.getHitsAddend().getValue();
+            final long value = descriptor.getHitsAddend().getValue();
+            return value < 0 ? Long.MAX_VALUE : value;
         }
         return request.getHitsAddend() == 0 ? 1 : Integer.toUnsignedLong(request.getHitsAddend());
     }
 
     /** The store's request for a descriptor (see {@link EnvoyDescriptors}), or null when no policy can select it. */
-    static Descriptor descriptor(final String domain, final RateLimitDescriptor source)
+    static Descriptor descriptor(final ByteString domain, final RawRateLimitDescriptor source)
     {
-        if (source.getEntriesCount() > EnvoyDescriptors.MAX_ENTRIES)
+        if (source.getEntriesCount() == 0 || source.getEntriesCount() > EnvoyDescriptors.MAX_ENTRIES)
         {
             return null;
         }
-        final List<String> keys = new ArrayList<>(source.getEntriesCount());
-        final List<String> values = new ArrayList<>(source.getEntriesCount());
-        for (final RateLimitDescriptor.Entry entry : source.getEntriesList())
+        final List<byte[]> keys = new ArrayList<>(source.getEntriesCount());
+        final List<byte[]> values = new ArrayList<>(source.getEntriesCount());
+        for (final RawEntry entry : source.getEntriesList())
         {
-            keys.add(entry.getKey());
-            values.add(entry.getValue());
+            keys.add(entry.getKey().toByteArray());
+            values.add(entry.getValue().toByteArray());
         }
-        return Descriptor.builder().method(EnvoyDescriptors.METHOD).route(EnvoyDescriptors.route(domain, keys, values))
-            .tenant(EnvoyDescriptors.bucketKey(values)).build();
+        return Descriptor.envoy(domain.toByteArray(), keys, values);
     }
 
     private static Status status(final Throwable error)
@@ -242,139 +292,30 @@ public final class RateLimitGateway extends RateLimitServiceGrpc.RateLimitServic
         {
             return Status.UNAVAILABLE.withDescription("the store gave no decision: " + cause.getMessage());
         }
-        if (cause instanceof LimiterRequestException || cause instanceof IllegalArgumentException)
+        if (cause instanceof LimiterRequestException)
         {
-            return Status.INVALID_ARGUMENT.withDescription(cause.getMessage());
+            return Status.UNAVAILABLE.withDescription("the store refused a descriptor: " + cause.getMessage());
         }
         return Status.INTERNAL.withDescription(String.valueOf(cause));
+    }
+
+    private void answered(final RateLimitResponse response, final int decidedHere)
+    {
+        if (response.getOverallCode() == RateLimitResponse.Code.OVER_LIMIT)
+        {
+            overLimit.incrementAndGet();
+        }
+        decidedLocally.addAndGet(decidedHere);
+    }
+
+    private void failedWith(final Status status)
+    {
+        failed.incrementAndGet();
     }
 
     private void fail(final StreamObserver<RateLimitResponse> responses, final Status status)
     {
         failed.incrementAndGet();
         responses.onError(status.asRuntimeException());
-    }
-
-    /** The status Envoy gets for one descriptor's decision (null: no policy selects it). */
-    private DescriptorStatus status(final Decision decision)
-    {
-        if (decision == null || decision.reason() == ReasonCode.NO_LIMIT)
-        {
-            return DescriptorStatus.newBuilder().setCode(Code.OK).build();
-        }
-        final DescriptorStatus.Builder status = DescriptorStatus.newBuilder()
-            .setCode(decision.allowed() ? Code.OK : Code.OVER_LIMIT)
-            .setLimitRemaining(CurrentLimits.clamp(decision.remaining()));
-        final long reset = decision.resetAfterNanos();
-        status.setDurationUntilReset(com.google.protobuf.Duration.newBuilder()
-            .setSeconds(reset / 1_000_000_000L).setNanos((int)(reset % 1_000_000_000L)));
-        final var limit = limits.forPolicy(decision.policyId());
-        if (limit != null)
-        {
-            status.setCurrentLimit(limit);
-        }
-        return status.build();
-    }
-
-    /** Collects one request's decisions; the last one to arrive answers (on whichever thread brought it). */
-    private final class Answer
-    {
-        private final RateLimitRequest request;
-        private final StreamObserver<RateLimitResponse> responses;
-        private final Decision[] decisions;
-        private final AtomicInteger pending;
-        private volatile Status failure;
-
-        Answer(final RateLimitRequest request, final StreamObserver<RateLimitResponse> responses)
-        {
-            this.request = request;
-            this.responses = responses;
-            this.decisions = new Decision[request.getDescriptorsCount()];
-            this.pending = new AtomicInteger(decisions.length);
-        }
-
-        void decided(final int index, final Decision decision)
-        {
-            decisions[index] = decision;
-            arrived();
-        }
-
-        void failed(final int index, final Status status)
-        {
-            if (failure == null)
-            {
-                failure = status;
-            }
-            arrived();
-        }
-
-        private void arrived()
-        {
-            // The decrement publishes the slot written before it to the thread that sees zero.
-            if (pending.decrementAndGet() != 0)
-            {
-                return;
-            }
-            if (failure != null)
-            {
-                fail(responses, failure);
-                return;
-            }
-            final RateLimitResponse.Builder response = RateLimitResponse.newBuilder();
-            Code overall = Code.OK;
-            Decision shown = null;
-            int local = 0;
-            for (final Decision decision : decisions)
-            {
-                final DescriptorStatus status = status(decision);
-                response.addStatuses(status);
-                if (status.getCode() == Code.OVER_LIMIT)
-                {
-                    overall = Code.OVER_LIMIT;
-                }
-                if (decision != null && decision.degraded())
-                {
-                    local++;
-                }
-                if (decision != null && decision.reason() != ReasonCode.NO_LIMIT && mostTelling(decision, shown))
-                {
-                    shown = decision;
-                }
-            }
-            response.setOverallCode(overall);
-            if (overall == Code.OVER_LIMIT)
-            {
-                overLimit.incrementAndGet();
-            }
-            if (responseHeaders && shown != null)
-            {
-                for (final Map.Entry<String, String> header : RateLimitHeaders.of(shown).entrySet())
-                {
-                    response.addResponseHeadersToAdd(HeaderValue.newBuilder().setKey(header.getKey()).setValue(header.getValue()));
-                }
-            }
-            if (local > 0)
-            {
-                decidedLocally.addAndGet(local);
-                response.setDynamicMetadata(Struct.newBuilder()
-                    .putFields("decided_locally", Value.newBuilder().setNumberValue(local).build()));
-            }
-            responses.onNext(response.build());
-            responses.onCompleted();
-        }
-    }
-
-    /** The decision the headers describe: a denial over an allowance, then the one with the least left. */
-    private static boolean mostTelling(final Decision candidate, final Decision shown)
-    {
-        if (shown == null)
-        {
-            return true;
-        }
-        if (candidate.allowed() != shown.allowed())
-        {
-            return !candidate.allowed();
-        }
-        return candidate.remaining() < shown.remaining();
     }
 }

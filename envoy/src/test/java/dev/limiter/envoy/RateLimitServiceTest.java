@@ -12,7 +12,15 @@ import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitResponse.Code;
 import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitResponse.DescriptorStatus;
 import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitResponse.RateLimit;
 import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitServiceGrpc;
+import com.google.protobuf.ByteString;
+import dev.limiter.envoy.raw.RawEntry;
+import dev.limiter.envoy.raw.RawRateLimitDescriptor;
+import dev.limiter.envoy.raw.RawRateLimitRequest;
+import io.grpc.CallOptions;
 import io.grpc.ManagedChannel;
+import io.grpc.MethodDescriptor;
+import io.grpc.protobuf.ProtoUtils;
+import io.grpc.stub.ClientCalls;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import io.grpc.netty.NettyChannelBuilder;
@@ -47,7 +55,10 @@ class RateLimitServiceTest
         policy("bob-anywhere", "edge", "[{\"key\":\"tenant\"},{\"key\":\"user\",\"value\":\"bob\"}]", "\"rate\":5,\"period\":\"3600s\"") + "," +
         policy("one-key", "edge", "[{\"key\":\"api_key\"}]", "\"rate\":1,\"period\":\"3600s\",\"burst\":2,\"scope\":\"GLOBAL\"") + "," +
         policy("shadow-ip", "shadowed", "[{\"key\":\"ip\"}]", "\"rate\":1,\"period\":\"3600s\",\"burst\":1,\"mode\":\"SHADOW\"") + "," +
-        policy("closed", "payments", "[{\"key\":\"account\"}]", "\"rate\":1000,\"failureMode\":\"CLOSED\"") +
+        policy("closed", "payments", "[{\"key\":\"account\"}]", "\"rate\":1000,\"failureMode\":\"CLOSED\"") + "," +
+        policy("admins", "edge", "[{\"key\":\"user\",\"value\":\"admin\"}]", "\"unlimited\":true") + "," +
+        policy("users", "edge", "[{\"key\":\"user\"}]", "\"rate\":1,\"period\":\"3600s\",\"burst\":5") + "," +
+        policy("vip", "edge", "[{\"key\":\"plan\",\"value\":\"vip\"}]", "\"rate\":1,\"period\":\"3600s\",\"burst\":9,\"replaces\":[\"users\"]") +
         "],\"defaultPolicy\":{\"id\":\"baseline\",\"rate\":1,\"period\":\"3600s\",\"burst\":1,\"owner\":\"t\"}}";
 
     @TempDir
@@ -253,16 +264,10 @@ class RateLimitServiceTest
     }
 
     @Test
-    void badRequestsAreRefusedNamingTheFieldAndSpendNothing()
+    void onlyARequestWithNoDomainNoDescriptorsOrTooManyIsRefusedWholeAndItSpendsNothing()
     {
         assertRefused(request("", descriptor("remote_address", "10.0.0.6")), "domain: required");
         assertRefused(request("edge"), "descriptors: at least one");
-        assertRefused(request("edge", RateLimitDescriptor.getDefaultInstance()), "descriptors[0].entries: at least one");
-        assertRefused(request("edge", descriptor("remote_address", "10.0.0.6"), descriptor("", "x")), "descriptors[1].entries[0].key: required");
-        assertRefused(request("edge", descriptor("remote_address", "10.0.0.6").toBuilder()
-            .setLimit(RateLimitDescriptor.RateLimitOverride.newBuilder().setRequestsPerUnit(5)).build()), "descriptors[0].limit:");
-        assertRefused(request("edge", descriptor("remote_address", "10.0.0.6").toBuilder().setHitsAddend(UInt64Value.of(0)).build()),
-            "descriptors[0].hits_addend: must be 1 to");
         final RateLimitRequest.Builder many = RateLimitRequest.newBuilder().setDomain("edge");
         for (int i = 0; i <= RateLimitGateway.MAX_DESCRIPTORS; i++)
         {
@@ -270,7 +275,154 @@ class RateLimitServiceTest
         }
         assertRefused(many.build(), "descriptors: at most 64");
         assertEquals(2, one("edge", "remote_address", "10.0.0.6").getLimitRemaining(), "nothing was charged");
-        assertEquals(7, rls.gateway().failed());
+        assertEquals(3, rls.gateway().failed());
+    }
+
+    @Test
+    void aDescriptorWithNoEntriesAnEmptyKeyOrALimitOverrideIsAnsweredOnItsOwnAndTheOthersAreDecided()
+    {
+        final RateLimitDescriptor overridden = descriptor("remote_address", "10.0.0.8").toBuilder()
+            .setLimit(RateLimitDescriptor.RateLimitOverride.newBuilder().setRequestsPerUnit(1_000_000).setUnit(
+                io.envoyproxy.envoy.type.v3.RateLimitUnit.SECOND)).build();
+        for (int i = 0; i < 5; i++)
+        {
+            final RateLimitResponse response = call(request("edge", descriptor("remote_address", "10.0.0.9"),
+                RateLimitDescriptor.getDefaultInstance(), descriptor("", "x"), overridden));
+            assertEquals(4, response.getStatusesCount());
+            assertEquals(i < 3 ? Code.OK : Code.OVER_LIMIT, response.getStatuses(0).getCode(), "call " + i);
+            assertEquals(DescriptorStatus.newBuilder().setCode(Code.OK).build(), response.getStatuses(1), "no entries: no limit");
+            assertEquals(DescriptorStatus.newBuilder().setCode(Code.OK).build(), response.getStatuses(2), "no selector has an empty key");
+            // The override is not taken: the store's policy (3 an hour) decides.
+            assertEquals(i < 3 ? Code.OK : Code.OVER_LIMIT, response.getStatuses(3).getCode(), "call " + i);
+            assertEquals("per-ip", response.getStatuses(3).getCurrentLimit().getName());
+            assertEquals(i < 3 ? Code.OK : Code.OVER_LIMIT, response.getOverallCode());
+        }
+        assertEquals(5, rls.gateway().overridesIgnored());
+        assertEquals(0, rls.gateway().failed());
+    }
+
+    @Test
+    void aValueWithAControlCharacterNeverFailsTheCallSoALimitThatIsOverStillHolds()
+    {
+        for (int i = 0; i < 3; i++)
+        {
+            one("edge", "remote_address", "10.0.0.20");
+        }
+        assertEquals(Code.OVER_LIMIT, one("edge", "remote_address", "10.0.0.20").getCode());
+        // U+0085 (NEL) is valid UTF-8 that an HTTP header can carry and Envoy copies into a descriptor as it is.
+        for (final String value : new String[] {"\u0085", "a\u0000b", "\u009b[31m", "\u2028", "%C2%85", " ", "x".repeat(4000)})
+        {
+            for (int i = 0; i < 20; i++)
+            {
+                final RateLimitResponse response = call(request("edge", descriptor("remote_address", "10.0.0.20"), descriptor("user", value)));
+                assertEquals(Code.OVER_LIMIT, response.getOverallCode(), "value " + value.codePointAt(0) + ": " + response);
+                assertEquals(Code.OVER_LIMIT, response.getStatuses(0).getCode());
+                assertEquals("users", response.getStatuses(1).getCurrentLimit().getName());
+            }
+        }
+        assertEquals(0, rls.gateway().failed());
+    }
+
+    @Test
+    void bytesThatAreNotUtf8AreAValueOfTheirOwnAndNeverFailTheCall()
+    {
+        for (int i = 0; i < 3; i++)
+        {
+            one("edge", "remote_address", "10.0.0.21");
+        }
+        // Envoy sends header bytes 0x80-0xFF as they are: not UTF-8, which Envoy's own message type cannot even hold here.
+        final byte[][] values = {{(byte)0x80}, {(byte)0xC2}, {(byte)0xFF, (byte)0xFE}, {'a', (byte)0xC0, (byte)0x80}, {(byte)0xED, (byte)0xA0, (byte)0x80}};
+        for (final byte[] value : values)
+        {
+            final RawRateLimitRequest request = RawRateLimitRequest.newBuilder().setDomain(ByteString.copyFromUtf8("edge"))
+                .addDescriptors(raw("remote_address", ByteString.copyFromUtf8("10.0.0.21")))
+                .addDescriptors(raw("user", ByteString.copyFrom(value)))
+                .build();
+            final RateLimitResponse response = callRaw(request);
+            assertEquals(Code.OVER_LIMIT, response.getOverallCode(), response.toString());
+            assertEquals(Code.OK, response.getStatuses(1).getCode());
+            assertEquals(4, response.getStatuses(1).getLimitRemaining(), "its own bucket: " + response);
+        }
+        // 0x80 alone and the text "%80" are two values, two buckets.
+        final RateLimitResponse text = call(request("edge", descriptor("user", "%80")));
+        assertEquals(4, text.getStatuses(0).getLimitRemaining());
+        assertEquals(0, rls.gateway().failed());
+    }
+
+    private static RawRateLimitDescriptor raw(final String key, final ByteString value)
+    {
+        return RawRateLimitDescriptor.newBuilder().addEntries(RawEntry.newBuilder().setKey(ByteString.copyFromUtf8(key)).setValue(value)).build();
+    }
+
+    /** A call whose request is written as bytes, as Envoy's C++ serializer writes a string field that is not UTF-8. */
+    private RateLimitResponse callRaw(final RawRateLimitRequest request)
+    {
+        final MethodDescriptor<RawRateLimitRequest, RateLimitResponse> method = RateLimitServiceGrpc.getShouldRateLimitMethod()
+            .toBuilder(ProtoUtils.marshaller(RawRateLimitRequest.getDefaultInstance()), ProtoUtils.marshaller(RateLimitResponse.getDefaultInstance()))
+            .build();
+        return ClientCalls.blockingUnaryCall(channel, method, CallOptions.DEFAULT.withDeadlineAfter(2, TimeUnit.SECONDS), request);
+    }
+
+    @Test
+    void aDescriptorsOwnHitsAddendOfZeroChecksWithoutChargingAndIsOverLimitWhenNoTokenIsLeft()
+    {
+        final RateLimitDescriptor check = descriptor("remote_address", "10.0.0.22").toBuilder().setHitsAddend(UInt64Value.of(0)).build();
+        for (int i = 0; i < 5; i++)
+        {
+            final DescriptorStatus status = call(request("edge", check)).getStatuses(0);
+            assertEquals(Code.OK, status.getCode());
+            assertEquals(3, status.getLimitRemaining(), "nothing charged");
+        }
+        for (int i = 0; i < 3; i++)
+        {
+            one("edge", "remote_address", "10.0.0.22");
+        }
+        final RateLimitResponse over = call(request("edge", check, descriptor("path", "/orders")));
+        assertEquals(Code.OVER_LIMIT, over.getOverallCode());
+        assertEquals(Code.OVER_LIMIT, over.getStatuses(0).getCode());
+        assertEquals(0, over.getStatuses(0).getLimitRemaining());
+        // A request-level 0 means 1, as in envoyproxy/ratelimit.
+        final RateLimitRequest zero = request("edge", descriptor("remote_address", "10.0.0.23")).toBuilder().setHitsAddend(0).build();
+        assertEquals(2, call(zero).getStatuses(0).getLimitRemaining());
+    }
+
+    @Test
+    void aCostBeyondAnyLimitIsOverLimitForALimitedDescriptorChargesNothingAndLeavesTheOthersDecided()
+    {
+        final RateLimitRequest huge = request("edge", descriptor("remote_address", "10.0.0.24"), descriptor("user_agent", "curl"),
+            descriptor("user", "admin")).toBuilder().setHitsAddend(-1).build(); // 2^32-1, above 2^31-1
+        for (int i = 0; i < 3; i++)
+        {
+            final RateLimitResponse response = call(huge);
+            assertEquals(Code.OVER_LIMIT, response.getOverallCode());
+            assertEquals(Code.OVER_LIMIT, response.getStatuses(0).getCode());
+            assertEquals(Code.OK, response.getStatuses(1).getCode(), "no limit: any cost");
+            assertEquals(Code.OK, response.getStatuses(2).getCode(), "unlimited: any cost");
+        }
+        final RateLimitDescriptor ownHuge = descriptor("remote_address", "10.0.0.24").toBuilder().setHitsAddend(UInt64Value.of(-1L)).build();
+        assertEquals(Code.OVER_LIMIT, call(request("edge", ownHuge)).getOverallCode(), "2^64-1 as a descriptor's own");
+        final RateLimitRequest aboveBurst = request("edge", descriptor("remote_address", "10.0.0.24")).toBuilder().setHitsAddend(4).build();
+        assertEquals(Code.OVER_LIMIT, call(aboveBurst).getOverallCode());
+        assertEquals(2, one("edge", "remote_address", "10.0.0.24").getLimitRemaining(), "none of it was charged: the first hit leaves 2 of 3");
+    }
+
+    @Test
+    void anUnlimitedPolicysDescriptorsAreOkWithTheLargestRemainingAndAReplacedPolicyIsNotCharged()
+    {
+        for (int i = 0; i < 10; i++)
+        {
+            final DescriptorStatus admin = one("edge", "user", "admin");
+            assertEquals(DescriptorStatus.newBuilder().setCode(Code.OK).setLimitRemaining(-1).build(), admin, "uint32's largest, as there");
+        }
+        // plan=vip replaces 'users': a request that carries both is limited by vip alone.
+        for (int i = 0; i < 7; i++)
+        {
+            final RateLimitResponse both = call(request("edge", descriptor("user", "carol"), descriptor("plan", "vip")));
+            assertEquals(Code.OK, both.getOverallCode(), "call " + i);
+            assertEquals(DescriptorStatus.newBuilder().setCode(Code.OK).build(), both.getStatuses(0), "replaced: no limit, not charged");
+            assertEquals("vip", both.getStatuses(1).getCurrentLimit().getName());
+        }
+        assertEquals(4, one("edge", "user", "carol").getLimitRemaining(), "carol's own bucket was never charged while replaced");
     }
 
     private void assertRefused(final RateLimitRequest request, final String message)

@@ -4,6 +4,8 @@ import dev.limiter.client.Descriptor;
 import dev.limiter.client.InvalidDescriptorException;
 import jakarta.servlet.http.HttpServletRequest;
 
+import java.util.Set;
+
 /**
  * How a {@link LimiterFilter} names the caller of an HTTP request to the limiter: the
  * {@link Descriptor} its policies match (tenant, principal, route, method, client IP). Return
@@ -12,6 +14,7 @@ import jakarta.servlet.http.HttpServletRequest;
 @FunctionalInterface
 public interface RequestDescriptors
 {
+
     /**
      * @return the request's descriptor, or null when the request is not rate-limited
      * @throws InvalidDescriptorException when a field taken from the request cannot be used (the
@@ -19,15 +22,19 @@ public interface RequestDescriptors
      */
     Descriptor describe(HttpServletRequest request);
 
+    /** The methods a request's method is passed on as: RFC 9110's and PATCH, as HTTP spells them (case-sensitive). */
+    Set<String> HTTP_METHODS = Set.of("GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH");
+    /** What any other method becomes, so that a client's made-up method is one more method a policy may select, never a way around one. */
+    String OTHER_METHOD = "OTHER";
+
     /**
      * The usual rule, from request headers: tenant from {@code tenantHeader} (when the request has
      * none, the client IP, so anonymous callers are limited per address), principal from
      * {@code principalHeader} (null: none), route = the path within the application as the
-     * container decoded and normalised it (servlet path and path info: {@code /%6Frders/1} and
-     * {@code /orders;x=1/1} are {@code /orders/1}, so an encoding cannot dodge a route's policy;
-     * no query), method = the HTTP method, client IP = the first
-     * address of {@code clientIpHeader} (for {@code X-Forwarded-For} set by a proxy you trust;
-     * null: the connection's remote address).
+     * container decoded and normalised it (what a route would cut or refuse percent-encoded again),
+     * method = the HTTP method (one of {@link #HTTP_METHODS}, else {@link #OTHER_METHOD}),
+     * client IP = the first address of {@code clientIpHeader} (for {@code X-Forwarded-For} set by a
+     * proxy you trust; null: the connection's remote address).
      */
     static RequestDescriptors fromHeaders(final String tenantHeader, final String principalHeader, final String clientIpHeader)
     {
@@ -40,11 +47,10 @@ public interface RequestDescriptors
             final String clientIp = clientIp(request, clientIpHeader);
             final String tenant = request.getHeader(tenantHeader);
             final String pathInfo = request.getPathInfo();
-            final String route = request.getServletPath() + (pathInfo == null ? "" : pathInfo);
             final Descriptor.Builder descriptor = Descriptor.builder()
                 .tenant(tenant == null || tenant.isBlank() ? clientIp : tenant)
-                .route(route.isEmpty() ? "/" : route)
-                .method(request.getMethod())
+                .route(HttpFields.route(request.getServletPath() + (pathInfo == null ? "" : pathInfo)))
+                .method(HttpFields.method(request.getMethod()))
                 .clientIp(clientIp);
             if (principalHeader != null && !principalHeader.isBlank())
             {

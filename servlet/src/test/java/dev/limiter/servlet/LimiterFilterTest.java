@@ -45,10 +45,15 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 @Timeout(60)
 class LimiterFilterTest
 {
-    /** orders: 3 per tenant, refilling one an hour; closed: fails closed when no node answers; the rest: 1,000/s. */
+    /**
+     * orders: 3 per tenant, refilling one an hour; closed: fails closed when no node answers;
+     * deletes: 2 per tenant an hour; any method that is not HTTP's: 2 per tenant an hour; the rest: 1,000/s.
+     */
     private static final String POLICIES = "{\"version\":1,\"policies\":[" +
         "{\"id\":\"orders\",\"selector\":{\"route\":\"/orders/{id}\"},\"rate\":1,\"period\":\"3600s\",\"burst\":3,\"owner\":\"t\"}," +
-        "{\"id\":\"closed\",\"selector\":{\"route\":\"/closed\"},\"rate\":1000,\"failureMode\":\"CLOSED\",\"owner\":\"t\"}" +
+        "{\"id\":\"closed\",\"selector\":{\"route\":\"/closed\"},\"rate\":1000,\"failureMode\":\"CLOSED\",\"owner\":\"t\"}," +
+        "{\"id\":\"deletes\",\"selector\":{\"route\":\"/files/{name}/delete\"},\"rate\":1,\"period\":\"3600s\",\"burst\":2,\"owner\":\"t\"}," +
+        "{\"id\":\"made-up-methods\",\"selector\":{\"method\":\"OTHER\"},\"rate\":1,\"period\":\"3600s\",\"burst\":2,\"owner\":\"t\"}" +
         "],\"defaultPolicy\":{\"id\":\"baseline\",\"rate\":1000,\"owner\":\"t\"}}";
 
     @TempDir
@@ -146,6 +151,56 @@ class LimiterFilterTest
             assertEquals(200, get(port, "/orders/1", Map.of()).statusCode());
         }
         assertEquals(429, get(port, "/orders/1", Map.of()).statusCode(), "anonymous callers are limited by address");
+    }
+
+    private HttpResponse<String> send(final int port, final String method, final String path, final String tenant) throws Exception
+    {
+        return http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/app" + path)).timeout(Duration.ofSeconds(10))
+            .method(method, HttpRequest.BodyPublishers.noBody()).header("X-Tenant-Id", tenant).build(), HttpResponse.BodyHandlers.ofString());
+    }
+
+    @Test
+    void aMethodHttpDoesNotHaveIsOneFixedMethodSoNoneOfItsSpellingsGetsPastTheLimits() throws Exception
+    {
+        node = startNode();
+        final FilterHolder filter = new FilterHolder(LimiterFilter.class);
+        filter.setInitParameter(LimiterFilter.ENDPOINTS, "127.0.0.1:" + node.port());
+        filter.setInitParameter(LimiterFilter.DEADLINE_MILLIS, "2000");
+        final int port = startJetty(filter);
+        // ENVOY once selected Envoy's namespace, where a request no policy selects has no limit.
+        assertEquals(200, send(port, "ENVOY", "/anything", "mallory").statusCode());
+        assertEquals(200, send(port, "eNvOy", "/anything", "mallory").statusCode());
+        final HttpResponse<String> third = send(port, "FROBNICATE", "/anything", "mallory");
+        assertEquals(429, third.statusCode(), "every made-up method is OTHER, one bucket: " + third.body());
+        assertTrue(third.body().contains("made-up-methods"), third.body());
+        assertEquals(429, send(port, "get", "/anything", "mallory").statusCode(), "methods are case-sensitive: get is not GET");
+        assertEquals(200, send(port, "GET", "/anything", "mallory").statusCode(), "a real method is itself");
+        assertEquals(3, served.get());
+    }
+
+    @Test
+    void aPathThatDecodesToAQuestionMarkOrASpaceIsStillTheRouteTheApplicationServes() throws Exception
+    {
+        node = startNode();
+        final FilterHolder filter = new FilterHolder(LimiterFilter.class);
+        filter.setInitParameter(LimiterFilter.ENDPOINTS, "127.0.0.1:" + node.port());
+        filter.setInitParameter(LimiterFilter.DEADLINE_MILLIS, "2000");
+        final int port = startJetty(filter);
+        // Decoded, /files/x%3F/delete is /files/x?/delete: cut at '?', the route was /files/x, which no
+        // policy names, so the delete went through on the default; a space was refused with a 400.
+        for (final String name : new String[] {"x%3F", "my%20doc", "x%23y"})
+        {
+            assertEquals(200, get(port, "/files/" + name + "/delete", Map.of("X-Tenant-Id", name)).statusCode(), name);
+            assertEquals(200, get(port, "/files/" + name + "/delete", Map.of("X-Tenant-Id", name)).statusCode(), name);
+            final HttpResponse<String> third = get(port, "/files/" + name + "/delete", Map.of("X-Tenant-Id", name));
+            assertEquals(429, third.statusCode(), name + ": " + third.body());
+            assertTrue(third.body().contains("policy deletes"), third.body());
+        }
+        // (Jetty refuses an encoded '%' in a path itself, as an ambiguous encoding; the filter would encode it again.)
+        assertEquals("/files/x%3F/delete", HttpFields.route("/files/x?/delete"));
+        assertEquals("/a%25b%20c%23d%C2%85", HttpFields.route("/a%b c#d\u0085"));
+        assertEquals("/é/x", HttpFields.route("/é/x"));
+        assertEquals("/", HttpFields.route(""));
     }
 
     @Test

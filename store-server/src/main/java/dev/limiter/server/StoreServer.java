@@ -28,6 +28,7 @@ import dev.limiter.server.engine.HotKeyReports;
 import dev.limiter.server.engine.MonotonicClock;
 import dev.limiter.server.engine.Shard;
 import dev.limiter.server.region.RegionExchange;
+import dev.limiter.server.region.RegionGroups;
 import dev.limiter.server.metrics.ServerMetrics;
 import dev.limiter.server.net.ConnectionGuard;
 import dev.limiter.server.net.DataPlaneHandler;
@@ -241,9 +242,10 @@ public final class StoreServer implements NodeStatus, AutoCloseable
             regions = new RegionExchange(config.region(), policyState, control, shards,
                 // A leader counts once ready: it has applied every entry of earlier terms (a raise proposed by the
                 // leader before it included), so its first report already holds whatever that leader had proposed.
-                replicated == null ? () -> true : () -> replicated.control().canDecide(), replicated != null,
+                replicated == null ? () -> true : () -> replicated.control().canDecide(),
+                replicated == null || replicated.all().size() == 1 ? RegionGroups.SINGLE : new ShareCopies(replicated), replicated != null,
                 tlsFiles == null ? null : tlsFiles.context());
-            shards.forEach(shard -> shard.regions(regions));
+            shards.forEach(shard -> shard.regions(regions.forShard(shard.id())));
             regions.bind(metrics.registry());
             regions.start();
         }

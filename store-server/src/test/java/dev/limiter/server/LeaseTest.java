@@ -4,6 +4,7 @@ import dev.limiter.client.Decision;
 import dev.limiter.client.Descriptor;
 import dev.limiter.client.Lease;
 import dev.limiter.client.LimiterClient;
+import dev.limiter.protocol.LeaseToken;
 import dev.limiter.protocol.ReasonCode;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -174,6 +175,67 @@ class LeaseTest
     {
         return metrics.lines().filter(l -> l.startsWith(series + " ")).mapToLong(l -> (long)Double.parseDouble(l.substring(series.length() + 1)))
             .sum();
+    }
+
+    @Test
+    void aClientHoldingItsOwnLeaseCannotFreeAnyoneElsesSoMaxConcurrentHolds()
+    {
+        // The victims hold both leases of their tenant; the attacker holds one lease of its own, knows its
+        // own id, check and descriptor, and tries every way of naming the victims' leases.
+        final Descriptor victims = Descriptor.of("victim", "/v1/exports");
+        final Lease a = client.acquireLease(victims);
+        final Lease b = client.acquireLease(victims);
+        assertTrue(a.held() && b.held());
+        final Descriptor mine = Descriptor.of("attacker", "/v1/exports");
+        final Lease own = client.acquireLease(mine);
+        assertTrue(own.held());
+        final LeaseToken ownToken = LeaseToken.parse(own.id());
+        final LeaseToken victimToken = LeaseToken.parse(a.id());
+        final byte[] victimFields = victimToken.encodedFields();
+        final java.util.List<LeaseToken> attempts = new java.util.ArrayList<>();
+        final java.util.Random random = new java.util.Random(46);
+        for (int i = 0; i < 200; i++)
+        {
+            attempts.add(new LeaseToken(random.nextLong(), ownToken.check(), 2, victimFields)); // guessed ids
+        }
+        for (long near = -100; near <= 100; near++)
+        {
+            attempts.add(new LeaseToken(ownToken.leaseId() + near, ownToken.check(), 1, victimFields)); // ids near the one it holds
+        }
+        attempts.add(new LeaseToken(ownToken.leaseId(), ownToken.check(), 65_535, victimFields)); // its own id on the victims' key
+        attempts.add(new LeaseToken(victimToken.leaseId(), ownToken.check(), 65_535, ownToken.encodedFields())); // a victim's id on its key
+        for (final LeaseToken attempt : attempts)
+        {
+            client.release(attempt.encode()).join();
+        }
+        final Decision blocked = client.acquireBlocking(victims, 1);
+        assertFalse(blocked.allowed(), "both victims' leases still held: over-admission 0");
+        assertEquals(0, blocked.remaining());
+        // Its own lease, released twice with an inflated cost, frees exactly one lease, once.
+        client.release(new LeaseToken(ownToken.leaseId(), ownToken.check(), 65_535, ownToken.encodedFields()).encode()).join();
+        client.release(own.id()).join();
+        assertTrue(client.acquireLease(mine).granted());
+        assertTrue(client.acquireLease(mine).granted());
+        assertFalse(client.acquireLease(mine).granted(), "its one lease came back once, as one lease");
+        final String scrape = server.metrics().scrape();
+        assertEquals(attempts.size() + 1, metric(scrape, "limiter_lease_releases_refused_total{policy=\"exports\",reason=\"unknown\"}"), scrape);
+        assertEquals(1, metric(scrape, "limiter_lease_releases_total{policy=\"exports\"}"));
+        a.close();
+        assertTrue(client.acquireBlocking(victims, 1).allowed(), "a holder's own release still frees its lease");
+    }
+
+    @Test
+    void leaseIdsAreRandomNotTheTimeOfTheGrant()
+    {
+        final java.util.Set<Long> ids = new java.util.HashSet<>();
+        for (int i = 0; i < 50; i++)
+        {
+            final Lease lease = client.acquireLease(Descriptor.of("t" + i, "/v1/exports"));
+            final long id = LeaseToken.parse(lease.id()).leaseId();
+            assertTrue(ids.add(id));
+            // The clock stands still: ids taken from it would all be one time.
+            assertTrue(Math.abs(id - clock.nanoTime()) > 1_000_000_000_000L, Long.toHexString(id));
+        }
     }
 
     @Test

@@ -9,9 +9,13 @@ import java.nio.charset.StandardCharsets;
  *
  * <pre>
  * u16 count | u16 reserved (0) | count x entry
- * entry: i32 cost | u8 len, tenant | u8 len, principal | u8 len, method | u16 len, route
+ * entry: i32 cost | u8 len, tenant | u8 len, principal | u8 flag and len, method | u16 len, route
  *        | u8 len, clientIp | u8 len, region          (strings are UTF-8)
  * </pre>
+ * A cost of 0 asks for a check: whether one token is there, charging nothing. The method's length
+ * byte carries {@link #ENVOY_FLAG}: an entry that is a descriptor of Envoy's rate limit service
+ * ({@link EnvoyDescriptors}), which only policies with an envoy selector decide. Only the Envoy
+ * gateway writes it ({@link #encodeEnvoyFields}): no value of any field can make an entry one.
  */
 public final class AcquireCodec
 {
@@ -23,6 +27,33 @@ public final class AcquireCodec
 
     private AcquireCodec()
     {
+    }
+
+    /** Bit of the method's length byte that marks an Envoy descriptor (the method's length is the low 7 bits). */
+    public static final int ENVOY_FLAG = 0x80;
+
+    /**
+     * Encodes the fields of an Envoy descriptor: {@code tenant} and {@code route} as
+     * {@link EnvoyDescriptors} builds them, no method, and {@link #ENVOY_FLAG}.
+     */
+    public static byte[] encodeEnvoyFields(final String tenant, final String route)
+    {
+        final byte[] fields = encodeFields(tenant, "", "", route, "", "");
+        fields[methodLengthAt(fields)] |= (byte)ENVOY_FLAG;
+        return fields;
+    }
+
+    /** Whether encoded fields ({@link #encodeFields}, {@link #encodeEnvoyFields}) are an Envoy descriptor's. */
+    public static boolean isEnvoy(final byte[] encodedFields)
+    {
+        return (encodedFields[methodLengthAt(encodedFields)] & ENVOY_FLAG) != 0;
+    }
+
+    /** Index of the method's length byte in encoded fields: after the tenant and the principal. */
+    private static int methodLengthAt(final byte[] encodedFields)
+    {
+        final int principalAt = 1 + (encodedFields[0] & 0xFF);
+        return principalAt + 1 + (encodedFields[principalAt] & 0xFF);
     }
 
     /**

@@ -25,6 +25,7 @@ public final class AcquireDecoder implements DescriptorView
     private int count;
     private int index;
     private int cost;
+    private boolean envoy;
 
     private ErrorCode errorCode;
     private int errorEntry;
@@ -104,6 +105,7 @@ public final class AcquireDecoder implements DescriptorView
         }
         cost = buffer.getInt(position);
         position += 4;
+        envoy = false;
         for (int f = 0; f < FIELD_COUNT; f++)
         {
             final DescriptorField field = DescriptorField.at(f);
@@ -112,7 +114,12 @@ public final class AcquireDecoder implements DescriptorView
             {
                 return fail(ErrorCode.MALFORMED_FRAME, null, null, 0);
             }
-            final int rawLength = prefix == 2 ? buffer.getUnsignedShort(position) : buffer.getUnsignedByte(position);
+            int rawLength = prefix == 2 ? buffer.getUnsignedShort(position) : buffer.getUnsignedByte(position);
+            if (field == DescriptorField.METHOD && (rawLength & AcquireCodec.ENVOY_FLAG) != 0)
+            {
+                envoy = true;
+                rawLength &= ~AcquireCodec.ENVOY_FLAG;
+            }
             position += prefix;
             if (rawLength > end - position)
             {
@@ -135,7 +142,7 @@ public final class AcquireDecoder implements DescriptorView
             position += rawLength;
         }
         index++;
-        if (cost <= 0)
+        if (cost < 0)
         {
             index--;
             return fail(ErrorCode.INVALID_COST, null, null, cost);
@@ -176,7 +183,7 @@ public final class AcquireDecoder implements DescriptorView
             case INVALID_DESCRIPTOR:
                 return "entry " + errorEntry + ": " + errorProblem.describe(errorField, errorLength);
             case INVALID_COST:
-                return "entry " + errorEntry + ": cost must be a positive integer, was " + errorLength;
+                return "entry " + errorEntry + ": cost must be a positive integer (or 0 to check without charging), was " + errorLength;
             default:
                 return errorLength > 0 ?
                     errorLength + " unexpected bytes after the last entry" :
@@ -184,10 +191,17 @@ public final class AcquireDecoder implements DescriptorView
         }
     }
 
-    /** Cost of the current entry, at least 1. */
+    /** Cost of the current entry: tokens asked for, or 0 for a check (is a token there? nothing charged). */
     public int cost()
     {
         return cost;
+    }
+
+    /** Whether the current entry is a descriptor of Envoy's rate limit service ({@link AcquireCodec#ENVOY_FLAG}). */
+    @Override
+    public boolean envoy()
+    {
+        return envoy;
     }
 
     /** Buffer the current entry's fields live in. */

@@ -90,8 +90,7 @@ public final class CompiledPolicy
         this.tenant = bytesOrNull(DescriptorRules.trim(source.getSelector().getTenant()));
         this.principal = bytesOrNull(DescriptorRules.trim(source.getSelector().getPrincipal()));
         this.envoy = source.getSelector().hasEnvoy();
-        this.method = envoy ? EnvoyDescriptors.METHOD.getBytes(StandardCharsets.US_ASCII) :
-            bytesOrNull(DescriptorRules.trim(source.getSelector().getMethod()).toUpperCase(Locale.ROOT));
+        this.method = bytesOrNull(DescriptorRules.trim(source.getSelector().getMethod()).toUpperCase(Locale.ROOT));
         this.route = route;
         this.clientIp = ipOrNull(DescriptorRules.trim(source.getSelector().getClientIp()));
         this.region = bytesOrNull(DescriptorRules.trim(source.getSelector().getRegion()).toLowerCase(Locale.ROOT));
@@ -145,14 +144,14 @@ public final class CompiledPolicy
     public boolean matches(final DescriptorView d)
     {
         final ByteBuf buf = d.buffer();
-        return (tenant == null || RouteTemplate.equalBytes(buf, d.offset(DescriptorField.TENANT), d.length(DescriptorField.TENANT), tenant)) &&
+        // Envoy's descriptors are selected by envoy selectors only, and envoy selectors select nothing else.
+        return envoy == d.envoy() &&
+            (tenant == null || RouteTemplate.equalBytes(buf, d.offset(DescriptorField.TENANT), d.length(DescriptorField.TENANT), tenant)) &&
             (principal == null || RouteTemplate.equalBytes(buf, d.offset(DescriptorField.PRINCIPAL), d.length(DescriptorField.PRINCIPAL), principal)) &&
             (method == null || equalsIgnoreAsciiCase(buf, d.offset(DescriptorField.METHOD), d.length(DescriptorField.METHOD), method)) &&
             (route == null || route.matches(buf, d.offset(DescriptorField.ROUTE), d.length(DescriptorField.ROUTE))) &&
             (clientIp == null || sameIp(buf, d.offset(DescriptorField.CLIENT_IP), d.length(DescriptorField.CLIENT_IP), clientIp)) &&
-            (region == null || equalsIgnoreAsciiCase(buf, d.offset(DescriptorField.REGION), d.length(DescriptorField.REGION), region)) &&
-            // Envoy's requests are selected by envoy selectors only (checked last: only for a policy that otherwise matched).
-            (method != null || !EnvoyDescriptors.isEnvoyMethod(buf, d.offset(DescriptorField.METHOD), d.length(DescriptorField.METHOD)));
+            (region == null || equalsIgnoreAsciiCase(buf, d.offset(DescriptorField.REGION), d.length(DescriptorField.REGION), region));
     }
 
     private static boolean equalsIgnoreAsciiCase(final ByteBuf buf, final int offset, final int length, final byte[] expected)
@@ -365,6 +364,12 @@ public final class CompiledPolicy
             split[s] = limit.share(s, shards);
         }
         return split;
+    }
+
+    /** Whether its requests have no limit at all ({@code unlimited}: answered NO_LIMIT, nothing charged). */
+    public boolean unlimited()
+    {
+        return source.getUnlimited();
     }
 
     /** Whether it selects requests of Envoy's rate limit service ({@code selector.envoy}). */

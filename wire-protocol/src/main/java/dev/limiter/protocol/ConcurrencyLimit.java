@@ -11,10 +11,10 @@ package dev.limiter.protocol;
  * sooner: a holder that is merely slow is never double-counted against). Thirty-two bytes per key
  * like every other kind, whatever the number of leases.
  *
- * <p>A lease's id is the cluster time of its grant ({@code leaseNanos}): a release takes its cost
- * off that grant's granule, and from nothing else, so a release that comes after its lease expired
- * frees nothing that another holder counts on. Releasing one lease twice frees two leases of its
- * granule (the SDK's {@code Lease} releases once).
+ * <p>A release takes a lease's cost off its grant's granule, and from nothing else, so a release
+ * that comes after its lease expired frees nothing that another holder counts on. Which lease, at
+ * what cost and granted when is the node's record of it, found by the lease's random id: a
+ * release frees exactly the lease it names, once (the node's table keeps the records).
  */
 public final class ConcurrencyLimit extends Limit
 {
@@ -74,10 +74,16 @@ public final class ConcurrencyLimit extends Limit
         return Math.floorDiv(nanos, granuleNanos);
     }
 
-    /** Nanoseconds from {@code nowNanos} until a lease granted at {@code leaseNanos} expires (0 if it has). */
-    public long nanosUntilExpiry(final long leaseNanos, final long nowNanos)
+    /** Nanoseconds from {@code nowNanos} until a lease granted at {@code grantNanos} expires (0 if it has). */
+    public long nanosUntilExpiry(final long grantNanos, final long nowNanos)
     {
-        return Math.max(0, (granule(leaseNanos) + GRANULES) * granuleNanos - nowNanos);
+        return Math.max(0, (granule(grantNanos) + GRANULES) * granuleNanos - nowNanos);
+    }
+
+    @Override
+    public boolean leaseExpired(final long grantNanos, final long nowNanos)
+    {
+        return nanosUntilExpiry(grantNanos, nowNanos) == 0;
     }
 
     @Override
@@ -135,9 +141,9 @@ public final class ConcurrencyLimit extends Limit
     }
 
     @Override
-    public long release(final long counters, final long nowNanos, final long leaseNanos, final long costUnits)
+    public long release(final long counters, final long nowNanos, final long grantNanos, final long costUnits)
     {
-        final long age = granule(nowNanos) - granule(leaseNanos);
+        final long age = granule(nowNanos) - granule(grantNanos);
         if (age < 0 || age >= GRANULES || costUnits <= 0)
         {
             return counters; // expired (or not granted yet: no such lease)

@@ -205,50 +205,16 @@ public final class DescriptorRules
                 i++;
                 continue;
             }
-            final int extra;
-            int codePoint;
-            if (b0 >= 0xC2 && b0 <= 0xDF)
-            {
-                extra = 1;
-                codePoint = b0 & 0x1F;
-            }
-            else if (b0 >= 0xE0 && b0 <= 0xEF)
-            {
-                extra = 2;
-                codePoint = b0 & 0x0F;
-            }
-            else if (b0 >= 0xF0 && b0 <= 0xF4)
-            {
-                extra = 3;
-                codePoint = b0 & 0x07;
-            }
-            else
+            final int sequence = Utf8.sequenceLength(buf, i, end);
+            if (sequence < 0)
             {
                 return FieldProblem.INVALID_UTF8;
             }
-            if (i + extra >= end) // truncated sequence
-            {
-                return FieldProblem.INVALID_UTF8;
-            }
-            for (int k = 1; k <= extra; k++)
-            {
-                final int b = buf.getByte(i + k) & 0xFF;
-                if ((b & 0xC0) != 0x80)
-                {
-                    return FieldProblem.INVALID_UTF8;
-                }
-                codePoint = (codePoint << 6) | (b & 0x3F);
-            }
-            if ((extra == 2 && (codePoint < 0x800 || (codePoint >= 0xD800 && codePoint <= 0xDFFF))) ||
-                (extra == 3 && (codePoint < 0x10000 || codePoint > 0x10FFFF)))
-            {
-                return FieldProblem.INVALID_UTF8;
-            }
-            if (codePoint >= 0x80 && codePoint <= 0x9F)
+            if (Utf8.isC1Control(buf, i, sequence))
             {
                 return FieldProblem.CONTROL_CHARACTER;
             }
-            i += extra + 1;
+            i += sequence;
         }
         return FieldProblem.NONE;
     }

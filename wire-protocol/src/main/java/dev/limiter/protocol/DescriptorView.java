@@ -11,4 +11,10 @@ public interface DescriptorView
 
     /** Trimmed length; for ROUTE the length of the path without query or fragment. */
     int length(DescriptorField field);
+
+    /**
+     * Whether it is a descriptor of Envoy's rate limit service, which only envoy selectors decide
+     * ({@link AcquireCodec#ENVOY_FLAG}); never set by any field's value.
+     */
+    boolean envoy();
 }

@@ -3,6 +3,7 @@ package dev.limiter.protocol;
 import dev.limiter.protocol.policy.EnvoyDescriptor;
 import dev.limiter.protocol.policy.EnvoyEntry;
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
 
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
@@ -17,17 +18,19 @@ import java.util.List;
  * policies compile with it, so both always agree.
  *
  * <ul>
- *   <li>method: {@value #METHOD} (reserved: only envoy selectors match it, and nothing else does);</li>
+ *   <li>namespace: the entry carries {@link AcquireCodec#ENVOY_FLAG}, so that only envoy selectors
+ *       decide it and no other request can reach them (no field value makes a request an Envoy one);</li>
  *   <li>route: {@code /envoy/<domain>/<key1>/<value1>/...}, each part one path segment (see
  *       {@link #segment}); a selector's value left empty becomes a parameter matching any value;</li>
  *   <li>tenant: every value of the descriptor, so each distinct combination has its own bucket
  *       under scope TENANT (see {@link #bucketKey}).</li>
  * </ul>
+ * Values are taken as the bytes Envoy sent: any byte string (a header value may hold bytes that
+ * are not UTF-8, or control characters) makes a valid route and tenant, and distinct values stay
+ * distinct.
  */
 public final class EnvoyDescriptors
 {
-    /** The method of every request built from an Envoy descriptor. */
-    public static final String METHOD = "ENVOY";
     /** Most entries a selector (and so a descriptor that a policy can select) may have. */
     public static final int MAX_ENTRIES = 5;
     /** Longest domain or key, in UTF-8 bytes. */
@@ -38,15 +41,14 @@ public final class EnvoyDescriptors
     private static final String ROUTE_PREFIX = "/envoy";
     /** A segment longer than this is replaced by its digest, so that five entries always fit a route. */
     private static final int MAX_SEGMENT_CHARS = 41;
-    private static final byte[] METHOD_BYTES = METHOD.getBytes(StandardCharsets.US_ASCII);
     private static final char[] HEX = "0123456789ABCDEF".toCharArray();
 
     private EnvoyDescriptors()
     {
     }
 
-    /** The route of a request for this descriptor (keys and values in the descriptor's order). */
-    public static String route(final String domain, final List<String> keys, final List<String> values)
+    /** The route of a request for this descriptor (keys and values in the descriptor's order, as bytes). */
+    public static String route(final byte[] domain, final List<byte[]> keys, final List<byte[]> values)
     {
         final StringBuilder route = new StringBuilder(ROUTE_PREFIX).append('/').append(segment(domain));
         for (int i = 0; i < keys.size(); i++)
@@ -54,6 +56,12 @@ public final class EnvoyDescriptors
             route.append('/').append(segment(keys.get(i))).append('/').append(segment(values.get(i)));
         }
         return route.toString();
+    }
+
+    /** {@link #route(byte[], List, List)} of text (UTF-8). */
+    public static String route(final String domain, final List<String> keys, final List<String> values)
+    {
+        return route(utf8(domain), keys.stream().map(EnvoyDescriptors::utf8).toList(), values.stream().map(EnvoyDescriptors::utf8).toList());
     }
 
     /** The route template a selector compiles to: its values fixed, or a parameter where left empty. */
@@ -71,10 +79,12 @@ public final class EnvoyDescriptors
 
     /**
      * The tenant field of a request for these values: {@code e:} and the values joined by
-     * {@code |} ({@code %}, {@code |}, spaces and control bytes percent-encoded), or, past 64
-     * bytes, {@code e~} and a digest of that text. Distinct values give distinct keys.
+     * {@code |}, each value's valid UTF-8 kept as it is but for control characters, space, {@code %}
+     * and {@code |}, which are percent-encoded byte by byte, as is every byte of a sequence that is
+     * not valid UTF-8; past 64 bytes, {@code e~} and a digest of that text. Any bytes make a valid
+     * tenant, and distinct values give distinct keys.
      */
-    public static String bucketKey(final List<String> values)
+    public static String bucketKey(final List<byte[]> values)
     {
         final StringBuilder key = new StringBuilder("e:");
         for (int i = 0; i < values.size(); i++)
@@ -83,23 +93,63 @@ public final class EnvoyDescriptors
             {
                 key.append('|');
             }
-            final String value = values.get(i);
-            for (int j = 0; j < value.length(); j++)
-            {
-                // Only ASCII is escaped, so escaping chars is escaping UTF-8 bytes; the rest passes as it is.
-                final char c = value.charAt(j);
-                if (c <= 0x20 || c == 0x7F || c == '%' || c == '|')
-                {
-                    key.append('%').append(HEX[c >>> 4]).append(HEX[c & 0xF]);
-                }
-                else
-                {
-                    key.append(c);
-                }
-            }
+            appendEscaped(key, values.get(i));
         }
         final String text = key.toString();
         return text.getBytes(StandardCharsets.UTF_8).length <= DescriptorField.TENANT.maxBytes() ? text : "e~" + digest(text);
+    }
+
+    /** {@link #bucketKey(List)} of text (UTF-8). */
+    public static String bucketKeyOfText(final List<String> values)
+    {
+        return bucketKey(values.stream().map(EnvoyDescriptors::utf8).toList());
+    }
+
+    private static void appendEscaped(final StringBuilder key, final byte[] value)
+    {
+        final ByteBuf bytes = Unpooled.wrappedBuffer(value);
+        int i = 0;
+        while (i < value.length)
+        {
+            final int b = value[i] & 0xFF;
+            if (b < 0x80)
+            {
+                if (b <= 0x20 || b == 0x7F || b == '%' || b == '|')
+                {
+                    escape(key, b);
+                }
+                else
+                {
+                    key.append((char)b);
+                }
+                i++;
+                continue;
+            }
+            final int length = Utf8.sequenceLength(bytes, i, value.length);
+            if (length < 0 || Utf8.isC1Control(bytes, i, length))
+            {
+                // Not UTF-8 (or a control character): its first byte alone is written escaped, and
+                // the next byte starts afresh, so every byte of an invalid sequence is escaped.
+                final int stop = length < 0 ? i + 1 : i + length;
+                for (; i < stop; i++)
+                {
+                    escape(key, value[i] & 0xFF);
+                }
+                continue;
+            }
+            key.append(new String(value, i, length, StandardCharsets.UTF_8));
+            i += length;
+        }
+    }
+
+    private static void escape(final StringBuilder out, final int b)
+    {
+        out.append('%').append(HEX[b >>> 4]).append(HEX[b & 0xF]);
+    }
+
+    private static byte[] utf8(final String text)
+    {
+        return text.getBytes(StandardCharsets.UTF_8);
     }
 
     /**
@@ -118,23 +168,6 @@ public final class EnvoyDescriptors
             }
         }
         return bits;
-    }
-
-    /** Whether a request's method (case-insensitive) is the one reserved for Envoy descriptors. Allocates nothing. */
-    public static boolean isEnvoyMethod(final ByteBuf buf, final int offset, final int length)
-    {
-        if (length != METHOD_BYTES.length)
-        {
-            return false;
-        }
-        for (int i = 0; i < length; i++)
-        {
-            if (DescriptorRules.lower(buf.getByte(offset + i)) != DescriptorRules.lower(METHOD_BYTES[i]))
-            {
-                return false;
-            }
-        }
-        return true;
     }
 
     /** Adds what is wrong with a selector to {@code errors}, each naming the field and the rule. */
@@ -176,7 +209,12 @@ public final class EnvoyDescriptors
      */
     static String segment(final String text)
     {
-        final byte[] utf8 = text.getBytes(StandardCharsets.UTF_8);
+        return segment(utf8(text));
+    }
+
+    /** {@link #segment(String)} of any bytes. */
+    static String segment(final byte[] utf8)
+    {
         final StringBuilder segment = new StringBuilder(utf8.length + 1).append('_');
         for (final byte b : utf8)
         {
@@ -191,7 +229,7 @@ public final class EnvoyDescriptors
             }
             if (segment.length() > MAX_SEGMENT_CHARS)
             {
-                return "~" + digest(text);
+                return "~" + digest(utf8);
             }
         }
         return segment.toString();
@@ -199,9 +237,14 @@ public final class EnvoyDescriptors
 
     private static String digest(final String text)
     {
+        return digest(utf8(text));
+    }
+
+    private static String digest(final byte[] bytes)
+    {
         try
         {
-            final byte[] sha = MessageDigest.getInstance("SHA-256").digest(text.getBytes(StandardCharsets.UTF_8));
+            final byte[] sha = MessageDigest.getInstance("SHA-256").digest(bytes);
             return HexFormat.of().formatHex(sha, 0, 16);
         }
         catch (final NoSuchAlgorithmException e)

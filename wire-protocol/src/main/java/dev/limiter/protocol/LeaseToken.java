@@ -30,7 +30,7 @@ public final class LeaseToken
         this.encodedFields = encodedFields.clone();
     }
 
-    /** The cluster's id of the lease (the cluster time of its grant, ns). */
+    /** The cluster's id of the lease: 64 random bits, which only its grant's answer told. */
     public long leaseId()
     {
         return leaseId;

@@ -71,7 +71,8 @@ public abstract class Limit
 
     /**
      * Whether a grant of this limit takes a lease the caller gives back ({@link #release}): a
-     * concurrency limit. Leases are named by the cluster time of their grant.
+     * concurrency limit. A lease is named by a random id the node keeps a record of, with the time
+     * of its grant and its cost.
      */
     public boolean leases()
     {
@@ -79,13 +80,19 @@ public abstract class Limit
     }
 
     /**
-     * The state after giving back {@code costUnits} of the lease granted at {@code leaseNanos}
+     * The state after giving back {@code costUnits} of a lease granted at {@code grantNanos}
      * (state refilled to {@code nowNanos}); unchanged when that lease has expired, and for limits
      * that take no leases.
      */
-    public long release(final long state, final long nowNanos, final long leaseNanos, final long costUnits)
+    public long release(final long state, final long nowNanos, final long grantNanos, final long costUnits)
     {
         return state;
+    }
+
+    /** Whether a lease granted at {@code grantNanos} no longer counts at {@code nowNanos} (always, for limits that take none). */
+    public boolean leaseExpired(final long grantNanos, final long nowNanos)
+    {
+        return true;
     }
 
     /** The state of a key never seen (a full bucket, an unused window). */

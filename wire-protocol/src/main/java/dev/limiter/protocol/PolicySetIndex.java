@@ -63,6 +63,7 @@ public final class PolicySetIndex
     private final boolean rolloutShadows;
     private final CompiledPolicy[] stacked;
     private final boolean extraLimits;
+    private final boolean leases;
 
     /** Most stacked policies one request is charged against besides its own. */
     public static final int MAX_STACKED_PER_REQUEST = 4;
@@ -125,6 +126,8 @@ public final class PolicySetIndex
             .toArray(CompiledPolicy[]::new);
         this.extraLimits = Arrays.stream(byOrdinal).anyMatch(p -> p != null && (p.source().getLimitsCount() > 0 ||
             p.source().getRollout().getFallback().getLimitsCount() > 0));
+        this.leases = Arrays.stream(byOrdinal).anyMatch(p -> p != null && (p.source().getMaxConcurrent() != 0 ||
+            p.source().getRollout().getFallback().getMaxConcurrent() != 0));
     }
 
     /**
@@ -145,6 +148,23 @@ public final class PolicySetIndex
             throw new PolicyValidationException(List.of("policy JSON is invalid: " + JsonHints.explain(e.getMessage())));
         }
         return compile(builder.build());
+    }
+
+    /**
+     * {@code set} without shadow and stacked policies: what a request's own policy is matched
+     * against (an SDK's local decisions, Envoy's gateway), compiled with {@link #compile(PolicySet)}.
+     */
+    public static PolicySet.Builder enforcedOnly(final PolicySet set)
+    {
+        final PolicySet.Builder enforced = set.toBuilder().clearPolicies();
+        for (final Policy p : set.getPoliciesList())
+        {
+            if (p.getMode() != Mode.SHADOW && !p.getStacked())
+            {
+                enforced.addPolicies(p);
+            }
+        }
+        return enforced;
     }
 
     /** Renders a set as the JSON {@link #fromJson} reads. */
@@ -290,7 +310,9 @@ public final class PolicySetIndex
     /** Compiles one validated policy's own limit (for buckets of a version no longer in force). */
     public static Limit limitOf(final Policy policy)
     {
-        return limitOf(policy, periodNanos(policy));
+        // An unlimited policy's limit is never consulted (its requests are answered NO_LIMIT first).
+        final Policy source = policy.getUnlimited() ? UNLIMITED_PLACEHOLDER : policy;
+        return limitOf(source, periodNanos(source));
     }
 
     /** Every limit of one validated policy: its own first, then its extra {@code limits} in order. */
@@ -434,7 +456,18 @@ public final class PolicySetIndex
         {
             errors.add(where + ".id: '" + p.getId() + "' must match [a-z0-9][a-z0-9._-]{0,62}");
         }
-        checkLimitFields(p, where, errors);
+        if (p.getUnlimited())
+        {
+            checkUnlimited(p, where, errors);
+        }
+        else
+        {
+            checkLimitFields(p, where, errors);
+        }
+        if (p.getReplacesCount() > 0)
+        {
+            checkReplaces(p, where, errors);
+        }
         checkExcess(p, where, errors);
         if (p.hasTokenLease())
         {
@@ -504,11 +537,6 @@ public final class PolicySetIndex
         if (s.hasEnvoy())
         {
             route = compileEnvoySelector(p, where, errors);
-        }
-        else if (DescriptorRules.trim(s.getMethod()).equalsIgnoreCase(EnvoyDescriptors.METHOD))
-        {
-            errors.add(where + ".selector.method: '" + EnvoyDescriptors.METHOD + "' is reserved for the requests of Envoy's rate " +
-                "limit service; select those with selector.envoy (docs/envoy.md)");
         }
         else if (!s.getRoute().isBlank())
         {
@@ -593,6 +621,60 @@ public final class PolicySetIndex
         {
             errors.add(where + ": " + e.getMessage());
             return null;
+        }
+    }
+
+    /** What an unlimited policy's limit compiles from: never consulted, but every compiled policy has a limit. */
+    private static final Policy UNLIMITED_PLACEHOLDER = Policy.newBuilder().setRate(1).build();
+    /** Most ids one policy's {@code replaces} may list. */
+    public static final int MAX_REPLACES = 16;
+
+    /** An unlimited policy: an envoy selector, and no limit of any kind. */
+    private static void checkUnlimited(final Policy p, final String where, final List<String> errors)
+    {
+        if (!p.getSelector().hasEnvoy())
+        {
+            errors.add(where + ".unlimited: only for envoy selectors (envoyproxy/ratelimit's unlimited: true); to let other " +
+                "requests through, give them an exemption (./limiter exempt) or a generous policy");
+        }
+        if (p.getRate() != 0 || p.getBurst() != 0 || p.hasPeriod() || p.getAlgorithm() != Algorithm.ALGORITHM_UNSPECIFIED ||
+            p.getCalendarWindow() != CalendarWindow.CALENDAR_WINDOW_UNSPECIFIED || p.getMaxConcurrent() != 0 || p.hasLeaseTtl() ||
+            p.getLimitsCount() > 0 || p.getExcess() != Excess.EXCESS_UNSPECIFIED || p.getOveragePercent() != 0 || p.hasMaxWait() ||
+            p.hasTokenLease() || p.hasRegional() || p.getSplitAcrossShards() || p.hasReserve() || p.hasEmergency())
+        {
+            errors.add(where + ".unlimited: an unlimited policy has no limit: leave rate, period, burst, algorithm, calendarWindow, " +
+                "maxConcurrent, leaseTtl, limits, excess, overagePercent, maxWait, tokenLease, regional, splitAcrossShards, reserve " +
+                "and emergency unset");
+        }
+        if (p.getMode() == Mode.SHADOW)
+        {
+            errors.add(where + ".unlimited: an unlimited policy never refuses, so it has nothing to shadow; make it ENFORCE");
+        }
+    }
+
+    /** {@code replaces}: an envoy selector's, naming other policies by id. */
+    private static void checkReplaces(final Policy p, final String where, final List<String> errors)
+    {
+        if (!p.getSelector().hasEnvoy())
+        {
+            errors.add(where + ".replaces: only for envoy selectors (envoyproxy/ratelimit's replaces, between the descriptors " +
+                "of one request); other requests are decided by one policy each already");
+        }
+        if (p.getReplacesCount() > MAX_REPLACES)
+        {
+            errors.add(where + ".replaces: at most " + MAX_REPLACES + " ids, was " + p.getReplacesCount());
+        }
+        for (int i = 0; i < p.getReplacesCount(); i++)
+        {
+            final String id = p.getReplaces(i);
+            if (!ID_PATTERN.matcher(id).matches())
+            {
+                errors.add(where + ".replaces[" + i + "]: '" + id + "' is not a policy id ([a-z0-9][a-z0-9._-]{0,62})");
+            }
+            else if (id.equals(p.getId()))
+            {
+                errors.add(where + ".replaces[" + i + "]: a policy cannot replace itself");
+            }
         }
     }
 
@@ -868,13 +950,14 @@ public final class PolicySetIndex
     }
 
     /**
-     * Whether a request has no limit at all: a request of Envoy's rate limit service that no
-     * policy selects ({@code matched} is what {@link #match} gave it). Allocates nothing.
+     * Whether a request has no limit at all: a descriptor of Envoy's rate limit service that no
+     * policy selects, or that an unlimited policy decides ({@code matched} is what {@link #match}
+     * gave it, {@code policy} the version that decides the request). Only Envoy's descriptors:
+     * any other request that no policy selects gets the default policy. Allocates nothing.
      */
-    public boolean noLimit(final CompiledPolicy matched, final DescriptorView descriptor)
+    public boolean noLimit(final CompiledPolicy matched, final CompiledPolicy policy, final DescriptorView descriptor)
     {
-        return matched == defaultPolicy &&
-            EnvoyDescriptors.isEnvoyMethod(descriptor.buffer(), descriptor.offset(DescriptorField.METHOD), descriptor.length(DescriptorField.METHOD));
+        return descriptor.envoy() && (matched == defaultPolicy || policy.unlimited());
     }
 
     /** The policy for a descriptor: the most specific match, else the default. Allocates nothing. */
@@ -923,6 +1006,12 @@ public final class PolicySetIndex
             }
         }
         return found;
+    }
+
+    /** Whether any policy (or the version a rollout leaves tenants on) is a concurrency limit, whose grants take leases. */
+    public boolean hasLeases()
+    {
+        return leases;
     }
 
     /** Whether any stacked (hierarchical) policy is in the set. */

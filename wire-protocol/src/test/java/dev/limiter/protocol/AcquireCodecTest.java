@@ -158,16 +158,37 @@ class AcquireCodecTest
     }
 
     @Test
-    void shouldRejectNonPositiveCost()
+    void shouldTakeCostZeroAsACheckAndRejectANegativeCost()
     {
         frame(0, AcquireCodec.encodeFields("a", "", "", "/r", "", ""));
         assertNull(wrap());
-        assertFalse(decoder.next());
-        assertEquals(ErrorCode.INVALID_COST, decoder.errorCode());
+        assertTrue(decoder.next(), decoder.errorMessage());
+        assertEquals(0, decoder.cost());
         frame(-5, AcquireCodec.encodeFields("a", "", "", "/r", "", ""));
         assertNull(wrap());
         assertFalse(decoder.next());
-        assertTrue(decoder.errorMessage().contains("cost must be a positive integer, was -5"));
+        assertEquals(ErrorCode.INVALID_COST, decoder.errorCode());
+        assertTrue(decoder.errorMessage().contains("cost must be a positive integer (or 0 to check without charging), was -5"));
+    }
+
+    @Test
+    void shouldMarkAnEnvoyDescriptorByItsFlagAndNoOtherEntry()
+    {
+        final byte[] envoy = AcquireCodec.encodeEnvoyFields("e:10.0.0.1", "/envoy/_edge/_k/_v");
+        final byte[] sdk = AcquireCodec.encodeFields("e:10.0.0.1", "", "ENVOY", "/envoy/_edge/_k/_v", "", "");
+        assertTrue(AcquireCodec.isEnvoy(envoy));
+        assertFalse(AcquireCodec.isEnvoy(sdk));
+        frame(1, envoy, sdk);
+        assertNull(wrap());
+        assertTrue(decoder.next(), decoder.errorMessage());
+        assertTrue(decoder.envoy());
+        assertEquals(0, decoder.length(DescriptorField.METHOD));
+        assertEquals("/envoy/_edge/_k/_v", decoder.buffer().toString(decoder.offset(DescriptorField.ROUTE),
+            decoder.length(DescriptorField.ROUTE), StandardCharsets.UTF_8));
+        assertTrue(decoder.next(), decoder.errorMessage());
+        assertFalse(decoder.envoy(), "a method of ENVOY is just a method");
+        assertFalse(decoder.next());
+        assertFalse(decoder.failed());
     }
 
     @Test

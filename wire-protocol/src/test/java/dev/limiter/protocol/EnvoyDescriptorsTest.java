@@ -7,6 +7,7 @@ import org.junit.jupiter.api.Test;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.HashSet;
+import java.util.HexFormat;
 import java.util.List;
 import java.util.Set;
 
@@ -41,22 +42,29 @@ class EnvoyDescriptorsTest
             keys.add(keyValues[i]);
             values.add(keyValues[i + 1]);
         }
-        return wireMatch(index, EnvoyDescriptors.bucketKey(values), EnvoyDescriptors.METHOD, EnvoyDescriptors.route(domain, keys, values));
+        return decide(index, AcquireCodec.encodeEnvoyFields(EnvoyDescriptors.bucketKeyOfText(values), EnvoyDescriptors.route(domain, keys, values)));
     }
 
+    /** The policy the node would pick for an SDK's request (never an Envoy descriptor, whatever its fields say). */
     private static String wireMatch(final PolicySetIndex index, final String tenant, final String method, final String route)
+    {
+        return decide(index, AcquireCodec.encodeFields(tenant, "", method, route, "", ""));
+    }
+
+    private static String decide(final PolicySetIndex index, final byte[] fields)
     {
         final ByteBuf buf = Unpooled.buffer();
         try
         {
             final int start = AcquireCodec.beginBatch(buf, MessageType.ACQUIRE, 1);
-            AcquireCodec.appendEntry(buf, 1, AcquireCodec.encodeFields(tenant, "", method, route, "", ""));
+            AcquireCodec.appendEntry(buf, 1, fields);
             AcquireCodec.finishBatch(buf, start, 1);
             final AcquireDecoder decoder = new AcquireDecoder();
             decoder.wrap(buf, Frame.HEADER_LENGTH, buf.writerIndex(), true);
             assertTrue(decoder.next(), decoder.errorMessage());
+            assertEquals(AcquireCodec.isEnvoy(fields), decoder.envoy());
             final CompiledPolicy matched = index.match(decoder);
-            return index.noLimit(matched, decoder) ? "no limit" : matched.id();
+            return index.noLimit(matched, matched.forRequest(decoder), decoder) ? "no limit" : matched.id();
         }
         finally
         {
@@ -85,10 +93,40 @@ class EnvoyDescriptorsTest
         assertEquals("no limit", envoyMatch(index, "edge", "remote_address", "10.0.0.1", "path", "/"), "more entries");
         assertEquals("no limit", envoyMatch(index, "edge", "tenant", "globex", "user", "alice", "op", "read"));
         // The tenant-only policy 'acme' selects that tenant text, but not in an Envoy request...
-        assertEquals("no limit", wireMatch(index, "e:10.0.0.1", "ENVOY", "/envoy/_other"));
-        // ...and an SDK request with that tenant still gets it; only the reserved method is Envoy's.
+        assertEquals("no limit", envoyMatch(index, "edge", "remote_address", "10.0.0.1", "x", "y"));
+        // ...and an SDK request with that tenant still gets it.
         assertEquals("acme", wireMatch(index, "e:10.0.0.1", "GET", "/envoy/_edge/_remote_address/_10.0.0.1"));
         assertEquals("baseline", wireMatch(index, "globex", "GET", "/envoy/_edge/_remote_address/_10.0.0.1"));
+    }
+
+    @Test
+    void noFieldValueMakesARequestAnEnvoyDescriptorSoItNeverSkipsTheDefaultOrReachesAnEnvoyPolicy()
+    {
+        final PolicySetIndex index = PolicySetIndex.fromJson(SET);
+        // Once the method ENVOY (in any case) was Envoy's namespace: an SDK or servlet caller that chose it
+        // was answered NO_LIMIT, or charged an Envoy policy's buckets. Now it is a method like any other.
+        for (final String method : new String[] {"ENVOY", "eNvOy", "envoy"})
+        {
+            assertEquals("baseline", wireMatch(index, "globex", method, "/envoy/_other"), method);
+            assertEquals("baseline", wireMatch(index, "e:10.0.0.2", method, "/envoy/_edge/_remote_address/_10.0.0.2"), method);
+            assertEquals("acme", wireMatch(index, "e:10.0.0.1", method, "/envoy/_edge/_remote_address/_10.0.0.1"), method);
+        }
+        // A policy may select the method ENVOY like any other method: it is no longer reserved.
+        final PolicySetIndex selecting = PolicySetIndex.fromJson("{\"policies\":[{\"id\":\"m\",\"selector\":{\"method\":\"envoy\"}," +
+            "\"rate\":1,\"owner\":\"o\"}],\"defaultPolicy\":{\"id\":\"baseline\",\"rate\":3,\"owner\":\"o\"}}");
+        assertEquals("m", wireMatch(selecting, "t", "Envoy", "/x"));
+        assertEquals("no limit", envoyMatch(selecting, "edge", "k", "v"), "an Envoy descriptor has no method to match");
+    }
+
+    @Test
+    void anUnlimitedPolicyAnswersItsDescriptorsWithNoLimitAndOnlyThose()
+    {
+        final PolicySetIndex index = PolicySetIndex.fromJson("{\"policies\":[" +
+            "{\"id\":\"admins\",\"unlimited\":true,\"selector\":{\"envoy\":{\"domain\":\"edge\",\"entries\":[{\"key\":\"user\",\"value\":\"admin\"}]}},\"owner\":\"o\"}," +
+            envoy("users", "edge", "[{\"key\":\"user\"}]") +
+            "],\"defaultPolicy\":{\"id\":\"baseline\",\"rate\":3,\"owner\":\"o\"}}");
+        assertEquals("no limit", envoyMatch(index, "edge", "user", "admin"));
+        assertEquals("users", envoyMatch(index, "edge", "user", "bob"));
     }
 
     @Test
@@ -118,16 +156,52 @@ class EnvoyDescriptorsTest
     {
         final Set<String> keys = new HashSet<>();
         for (final List<String> values : List.of(List.of("a|b"), List.of("a", "b"), List.of("a%7Cb"), List.of(""), List.of("", ""),
-            List.of(" a"), List.of("a"), List.of("x".repeat(62)), List.of("x".repeat(63)), List.of("é")))
+            List.of(" a"), List.of("a"), List.of("x".repeat(62)), List.of("x".repeat(63)), List.of("é"), List.of("\u0085"), List.of("%C2%85"),
+            List.of("a\u0000b"), List.of("\u2028"), List.of("\uD83D\uDE00")))
         {
-            final String key = EnvoyDescriptors.bucketKey(values);
-            assertTrue(keys.add(key), "distinct: " + values + " -> " + key);
-            final ByteBuf buf = Unpooled.wrappedBuffer(key.getBytes(StandardCharsets.UTF_8));
-            assertEquals(FieldProblem.NONE, DescriptorRules.check(DescriptorField.TENANT, buf, 0, buf.readableBytes()), key);
-            assertEquals(key, DescriptorRules.trim(key), "no surrounding spaces to trim: " + key);
+            assertValidDistinctKey(keys, EnvoyDescriptors.bucketKeyOfText(values), values);
         }
-        assertEquals("e:10.0.0.1|GET", EnvoyDescriptors.bucketKey(List.of("10.0.0.1", "GET")));
-        assertEquals("e:é", EnvoyDescriptors.bucketKey(List.of("é")));
+        assertEquals("e:10.0.0.1|GET", EnvoyDescriptors.bucketKeyOfText(List.of("10.0.0.1", "GET")));
+        assertEquals("e:é", EnvoyDescriptors.bucketKeyOfText(List.of("é")));
+        assertEquals("e:%C2%85", EnvoyDescriptors.bucketKeyOfText(List.of("\u0085")), "a C1 control character is escaped byte by byte");
+        assertEquals("e:%25C2%2585", EnvoyDescriptors.bucketKeyOfText(List.of("%C2%85")), "and its escape, written out, is another key");
+    }
+
+    @Test
+    void anyBytesAHeaderCanCarryMakeAValidDistinctBucketKeyAndRoute()
+    {
+        // A header value may hold any byte but a few; Envoy copies it as it is, valid UTF-8 or not.
+        final Set<String> keys = new HashSet<>();
+        final List<byte[]> samples = new ArrayList<>();
+        for (int b = 0; b < 256; b++)
+        {
+            samples.add(new byte[] {(byte)b});
+            samples.add(new byte[] {'a', (byte)b, 'z'});
+        }
+        samples.add(new byte[] {(byte)0xC0, (byte)0x80});               // overlong NUL
+        samples.add(new byte[] {(byte)0xED, (byte)0xA0, (byte)0x80});   // a surrogate
+        samples.add(new byte[] {(byte)0xF4, (byte)0x90, (byte)0x80, (byte)0x80}); // above U+10FFFF
+        samples.add(new byte[] {(byte)0xE2, (byte)0x82});               // cut in the middle
+        samples.add("%80".getBytes(StandardCharsets.UTF_8));
+        samples.add("é".getBytes(StandardCharsets.UTF_8));
+        for (final byte[] value : samples)
+        {
+            assertValidDistinctKey(keys, EnvoyDescriptors.bucketKey(List.of(value)), HexFormat.of().formatHex(value));
+            final String route = EnvoyDescriptors.route("edge".getBytes(StandardCharsets.UTF_8), List.of("k".getBytes(StandardCharsets.UTF_8)),
+                List.of(value));
+            final ByteBuf buf = Unpooled.wrappedBuffer(route.getBytes(StandardCharsets.UTF_8));
+            assertEquals(FieldProblem.NONE, DescriptorRules.check(DescriptorField.ROUTE, buf, 0, buf.readableBytes()), route);
+        }
+        assertEquals("e:%80", EnvoyDescriptors.bucketKey(List.of(new byte[] {(byte)0x80})));
+        assertEquals("e:%2580", EnvoyDescriptors.bucketKey(List.of("%80".getBytes(StandardCharsets.UTF_8))));
+    }
+
+    private static void assertValidDistinctKey(final Set<String> keys, final String key, final Object source)
+    {
+        assertTrue(keys.add(key), "distinct: " + source + " -> " + key);
+        final ByteBuf buf = Unpooled.wrappedBuffer(key.getBytes(StandardCharsets.UTF_8));
+        assertEquals(FieldProblem.NONE, DescriptorRules.check(DescriptorField.TENANT, buf, 0, buf.readableBytes()), key);
+        assertEquals(key, DescriptorRules.trim(key), "no surrounding spaces to trim: " + key);
     }
 
     @Test
@@ -143,8 +217,7 @@ class EnvoyDescriptorsTest
             "{\"id\":\"waits\",\"excess\":\"WAIT\",\"maxWait\":\"1s\",\"selector\":{\"envoy\":{\"domain\":\"d\",\"entries\":[{\"key\":\"w\"}]}},\"rate\":1,\"owner\":\"o\"}," +
             "{\"id\":\"leases\",\"maxConcurrent\":3,\"selector\":{\"envoy\":{\"domain\":\"d\",\"entries\":[{\"key\":\"l\"}]}},\"owner\":\"o\"}," +
             "{\"id\":\"twin-a\",\"selector\":{\"envoy\":{\"domain\":\"d\",\"entries\":[{\"key\":\"t\"}]}},\"rate\":1,\"owner\":\"o\"}," +
-            "{\"id\":\"twin-b\",\"selector\":{\"envoy\":{\"domain\":\"d\",\"entries\":[{\"key\":\"t\"}]}},\"rate\":2,\"owner\":\"o\"}," +
-            "{\"id\":\"reserved\",\"selector\":{\"method\":\"envoy\"},\"rate\":1,\"owner\":\"o\"}" +
+            "{\"id\":\"twin-b\",\"selector\":{\"envoy\":{\"domain\":\"d\",\"entries\":[{\"key\":\"t\"}]}},\"rate\":2,\"owner\":\"o\"}" +
             "]}")).errors());
         assertTrue(all.contains("(mixed).selector: envoy selects Envoy's descriptors alone"), all);
         assertTrue(all.contains("(empty).selector.envoy.domain: required"), all);
@@ -156,6 +229,28 @@ class EnvoyDescriptorsTest
         assertTrue(all.contains("(waits).excess: Envoy cannot hold a request"), all);
         assertTrue(all.contains("(leases).maxConcurrent: Envoy's rate limit service has no release"), all);
         assertTrue(all.contains("(twin-b).selector: conflicts with policy 'twin-a'"), all);
-        assertTrue(all.contains("(reserved).selector.method: 'ENVOY' is reserved"), all);
+    }
+
+    @Test
+    void unlimitedAndReplacesBelongToEnvoySelectorsAndAnUnlimitedPolicyHasNoLimitFields()
+    {
+        final PolicySetIndex index = PolicySetIndex.fromJson("{\"policies\":[" +
+            "{\"id\":\"free\",\"unlimited\":true,\"selector\":{\"envoy\":{\"domain\":\"d\",\"entries\":[{\"key\":\"k\",\"value\":\"admin\"}]}},\"owner\":\"o\"}," +
+            "{\"id\":\"specific\",\"replaces\":[\"general\"],\"selector\":{\"envoy\":{\"domain\":\"d\",\"entries\":[{\"key\":\"s\"}]}},\"rate\":1,\"owner\":\"o\"}" +
+            "]}");
+        assertTrue(index.policies().stream().anyMatch(p -> p.id().equals("free") && p.unlimited()));
+        final String all = String.join("\n", assertThrows(PolicyValidationException.class, () -> PolicySetIndex.fromJson("{\"policies\":[" +
+            "{\"id\":\"not-envoy\",\"unlimited\":true,\"selector\":{\"tenant\":\"acme\"},\"owner\":\"o\"}," +
+            "{\"id\":\"with-rate\",\"unlimited\":true,\"rate\":5,\"selector\":{\"envoy\":{\"domain\":\"d\",\"entries\":[{\"key\":\"a\"}]}},\"owner\":\"o\"}," +
+            "{\"id\":\"shadowed\",\"unlimited\":true,\"mode\":\"SHADOW\",\"selector\":{\"envoy\":{\"domain\":\"d\",\"entries\":[{\"key\":\"b\"}]}},\"owner\":\"o\"}," +
+            "{\"id\":\"replaces-route\",\"replaces\":[\"x\"],\"selector\":{\"route\":\"/x\"},\"rate\":1,\"owner\":\"o\"}," +
+            "{\"id\":\"self\",\"replaces\":[\"self\",\"Not An Id\"],\"selector\":{\"envoy\":{\"domain\":\"d\",\"entries\":[{\"key\":\"c\"}]}},\"rate\":1,\"owner\":\"o\"}" +
+            "]}")).errors());
+        assertTrue(all.contains("(not-envoy).unlimited: only for envoy selectors"), all);
+        assertTrue(all.contains("(with-rate).unlimited: an unlimited policy has no limit"), all);
+        assertTrue(all.contains("(shadowed).unlimited: an unlimited policy never refuses"), all);
+        assertTrue(all.contains("(replaces-route).replaces: only for envoy selectors"), all);
+        assertTrue(all.contains("(self).replaces[0]: a policy cannot replace itself"), all);
+        assertTrue(all.contains("(self).replaces[1]: 'Not An Id' is not a policy id"), all);
     }
 }

@@ -23,10 +23,10 @@ import java.util.Arrays;
  * COMPACT (type 4, written by default):
  *   count x (varint policy ordinal | zigzag varint cost
  *            | zigzag varint decision time (ns) minus the previous record's (the first record's minus 0)
- *            | varint key length | [i64 lease id, when cost &lt; 0] | key)
+ *            | varint key length (| LEASED) | [i64 lease id, when cost &lt; 0 or LEASED] | key)
  * CLASSIC (type 1, written with --log-format classic, and by builds before the compact layout):
- *   count x (u16 policy ordinal | i32 cost | i64 decision time (ns) | u16 key length
- *            | [i64 lease id, when cost &lt; 0] | key)
+ *   count x (u16 policy ordinal | i32 cost | i64 decision time (ns) | u16 key length (| LEASED)
+ *            | [i64 lease id, when cost &lt; 0 or LEASED] | key)
  * </pre>
  * Varints are unsigned LEB128 (7 bits a byte, low first); zigzag maps a signed value to an unsigned
  * one (0, -1, 1, -2 ... to 0, 1, 2, 3 ...). A compact record of a one-token decision with a
@@ -34,8 +34,11 @@ import java.util.Arrays;
  * sends each follower, and what they write and checksum shrink by about a third at the same load.
  * Every reader accepts both layouts (a log may hold both after an upgrade).
  *
- * <p>A record whose cost is negative gives back {@code -cost} of the lease it names (a RELEASE of a
- * concurrency limit's lease, {@link BucketTable#release}); any other record is an acquire.
+ * <p>A record whose cost is negative gives back the lease it names (a RELEASE of a concurrency
+ * limit's lease, {@link BucketTable#releaseLease}: the lease's record says what it cost); any other
+ * record is an acquire. An acquire whose key length carries {@link #LEASED} took a lease of that
+ * id when granted ({@link BucketTable#takeLease}): the id is random, chosen by the leader, so it
+ * travels in the log.
  * A key starts with its policy's ordinal and version ({@link BucketKeys}): a decision is
  * replayed with the rate of the version it was made under, even when a later version was
  * applied before it. Replaying repeats exactly what the leader did (same key, policy, cost and
@@ -53,8 +56,10 @@ public final class DecisionsEntry
     public static final int HEADER = 15;
     /** Bytes of an acquire's record before its key. */
     public static final int RECORD_HEADER = 16;
-    /** Bytes a release's record has beyond an acquire's: the lease id, before the key. */
+    /** Bytes a release's record, or a leased acquire's, has beyond an acquire's: the lease id, before the key. */
     public static final int LEASE_ID_LENGTH = 8;
+    /** Set in a record's key length: an acquire that took the lease whose id follows (a key is never this long). */
+    public static final int LEASED = 0x8000;
     /** Most bytes a compact record takes before its key: policy 3, cost 5, time 10, key length 3, lease id 8. */
     public static final int MAX_COMPACT_RECORD_HEADER = 3 + 5 + 10 + 3 + LEASE_ID_LENGTH;
 
@@ -82,6 +87,7 @@ public final class DecisionsEntry
         private final int[] costs = new int[AHEAD];
         private final long[] times = new long[AHEAD];
         private final long[] leaseIds = new long[AHEAD];
+        private final boolean[] leased = new boolean[AHEAD];
         private final int[] keyStarts = new int[AHEAD];
         private final int[] keyLengths = new int[AHEAD];
         private final long[] hashes = new long[AHEAD];
@@ -135,7 +141,9 @@ public final class DecisionsEntry
                         costs[k] = varints.cost(entry);
                         previousTime += unzigzag(varints.next(entry));
                         times[k] = previousTime;
-                        keyLengths[k] = varints.keyLength(entry);
+                        final int field = varints.keyLengthField(entry);
+                        leased[k] = (field & LEASED) != 0;
+                        keyLengths[k] = field & ~LEASED;
                         at = varints.at;
                     }
                     else
@@ -143,10 +151,12 @@ public final class DecisionsEntry
                         policies[k] = entry.getShort(at) & 0xFFFF;
                         costs[k] = entry.getInt(at + 2);
                         times[k] = entry.getLong(at + 6);
-                        keyLengths[k] = checkKeyLength(entry.getShort(at + 14) & 0xFFFF, at + 14);
+                        final int field = checkKeyLengthField(entry.getShort(at + 14) & 0xFFFF, at + 14);
+                        leased[k] = (field & LEASED) != 0;
+                        keyLengths[k] = field & ~LEASED;
                         at += RECORD_HEADER;
                     }
-                    if (costs[k] < 0)
+                    if (costs[k] < 0 || leased[k])
                     {
                         leaseIds[k] = entry.getLong(at);
                         at += LEASE_ID_LENGTH;
@@ -172,11 +182,16 @@ public final class DecisionsEntry
                     final Limit limit = rates.rate(policy, BucketKeys.policyVersion(version), BucketKeys.limitIndex(version), shard);
                     if (cost < 0)
                     {
-                        table.release(keyView, 0, keyLength, hashes[k], limit, -(long)cost, leaseIds[k], time, scratch);
+                        table.releaseLease(keyView, 0, keyLength, hashes[k], limit, leaseIds[k], time, scratch);
                     }
                     else
                     {
                         table.acquire(keyView, 0, keyLength, hashes[k], policy, limit, cost, time, scratch);
+                        if (leased[k] && scratch.allowed() && limit.leases())
+                        {
+                            table.takeLease(keyView, 0, keyLength, hashes[k], policy, limit, leaseIds[k], limit.costUnits(cost),
+                                scratch.timeNanos(), time, scratch);
+                        }
                     }
                 }
                 done += n;
@@ -218,7 +233,7 @@ public final class DecisionsEntry
             ensureRoom(keyLength);
             if (compact)
             {
-                position = putCompactRecord(view, buffer, position, policy, cost, false, 0, time, previousTime, key, keyOffset, keyLength);
+                position = putCompactRecord(view, buffer, position, policy, cost, ACQUIRE, 0, time, previousTime, key, keyOffset, keyLength);
             }
             else
             {
@@ -228,14 +243,32 @@ public final class DecisionsEntry
             recorded(time);
         }
 
-        /** Appends a release: {@code cost} (at least 1) given back to the lease {@code leaseId} of the key, at cluster time {@code time} (ns). */
+        /** Appends an acquire whose grant took the lease {@code leaseId} ({@link BucketTable#takeLease}). */
+        public void appendLeased(final DirectBuffer key, final int keyOffset, final int keyLength, final int policy, final int cost,
+            final long leaseId, final long time)
+        {
+            ensureRoom(keyLength);
+            if (compact)
+            {
+                position = putCompactRecord(view, buffer, position, policy, cost, LEASED_ACQUIRE, leaseId, time, previousTime, key, keyOffset,
+                    keyLength);
+            }
+            else
+            {
+                putLeasedRecord(view, buffer, position, policy, cost, leaseId, time, key, keyOffset, keyLength);
+                position += releaseRecordLength(keyLength);
+            }
+            recorded(time);
+        }
+
+        /** Appends a release of the lease {@code leaseId} of the key (which cost {@code cost}, at least 1), at cluster time {@code time} (ns). */
         public void appendRelease(final DirectBuffer key, final int keyOffset, final int keyLength, final int policy, final int cost,
             final long leaseId, final long time)
         {
             ensureRoom(keyLength);
             if (compact)
             {
-                position = putCompactRecord(view, buffer, position, policy, cost, true, leaseId, time, previousTime, key, keyOffset, keyLength);
+                position = putCompactRecord(view, buffer, position, policy, cost, RELEASE, leaseId, time, previousTime, key, keyOffset, keyLength);
             }
             else
             {
@@ -365,23 +398,23 @@ public final class DecisionsEntry
             for (; i < count; i++)
             {
                 final int cost;
-                final int keyLength;
+                final int field;
                 if (compact)
                 {
                     varints.at = end;
                     varints.policy(entry);
                     cost = varints.cost(entry);
                     varints.next(entry); // time
-                    keyLength = varints.keyLength(entry);
+                    field = varints.keyLengthField(entry);
                     end = varints.at;
                 }
                 else
                 {
                     cost = entry.getInt(end + 2);
-                    keyLength = checkKeyLength(entry.getShort(end + 14) & 0xFFFF, end + 14);
+                    field = checkKeyLengthField(entry.getShort(end + 14) & 0xFFFF, end + 14);
                     end += RECORD_HEADER;
                 }
-                end += (cost < 0 ? LEASE_ID_LENGTH : 0) + keyLength;
+                end += (cost < 0 || (field & LEASED) != 0 ? LEASE_ID_LENGTH : 0) + (field & ~LEASED);
             }
         }
         catch (final IndexOutOfBoundsException e)
@@ -427,6 +460,18 @@ public final class DecisionsEntry
         key.getBytes(keyOffset, bytes, at + RECORD_HEADER + LEASE_ID_LENGTH, keyLength);
     }
 
+    /** Writes a classic leased acquire's record at {@code at}: an acquire of {@code cost} whose grant took the lease {@code leaseId}. */
+    public static void putLeasedRecord(final ByteBuffer view, final byte[] bytes, final int at, final int policy, final int cost,
+        final long leaseId, final long time, final DirectBuffer key, final int keyOffset, final int keyLength)
+    {
+        view.putShort(at, (short)policy);
+        view.putInt(at + 2, cost);
+        view.putLong(at + 6, time);
+        view.putShort(at + 14, (short)(keyLength | LEASED));
+        view.putLong(at + RECORD_HEADER, leaseId);
+        key.getBytes(keyOffset, bytes, at + RECORD_HEADER + LEASE_ID_LENGTH, keyLength);
+    }
+
     /** Writes one classic record at {@code at} of {@code view} (its backing array {@code bytes}): policy, cost, time, key. */
     public static void putRecord(final ByteBuffer view, final byte[] bytes, final int at, final int policy, final int cost, final long time,
         final DirectBuffer key, final int keyOffset, final int keyLength)
@@ -438,23 +483,27 @@ public final class DecisionsEntry
         key.getBytes(keyOffset, bytes, at + RECORD_HEADER, keyLength);
     }
 
+    private static final int ACQUIRE = 0;
+    private static final int LEASED_ACQUIRE = 1;
+    private static final int RELEASE = 2;
+
     /**
-     * Writes one compact record at {@code at} of {@code view} (its backing array {@code bytes}):
-     * an acquire of {@code cost} tokens, or with {@code leaseId} a release giving back {@code cost}
-     * (pass {@code release} true). {@code previousTime} is the time of the section's record before
-     * this one, 0 for its first. Reserve {@link #maxRecordLength} first.
+     * Writes one compact record at {@code at} of {@code view} (its backing array {@code bytes}) of
+     * a {@code kind}: an ACQUIRE of {@code cost} tokens, a LEASED_ACQUIRE that took {@code leaseId},
+     * or a RELEASE of {@code leaseId} (which cost {@code cost}). {@code previousTime} is the time of
+     * the section's record before this one, 0 for its first. Reserve {@link #maxRecordLength} first.
      *
      * @return where the next record starts
      */
     private static int putCompactRecord(final ByteBuffer view, final byte[] bytes, final int at, final int policy, final int cost,
-        final boolean release, final long leaseId, final long time, final long previousTime, final DirectBuffer key, final int keyOffset,
+        final int kind, final long leaseId, final long time, final long previousTime, final DirectBuffer key, final int keyOffset,
         final int keyLength)
     {
         int next = putVarint(bytes, at, policy);
-        next = putVarint(bytes, next, zigzag(release ? -cost : cost));
+        next = putVarint(bytes, next, zigzag(kind == RELEASE ? -cost : cost));
         next = putVarint(bytes, next, zigzag(time - previousTime));
-        next = putVarint(bytes, next, keyLength);
-        if (release)
+        next = putVarint(bytes, next, kind == LEASED_ACQUIRE ? keyLength | LEASED : keyLength);
+        if (kind != ACQUIRE)
         {
             view.putLong(next, leaseId);
             next += LEASE_ID_LENGTH;
@@ -494,15 +543,19 @@ public final class DecisionsEntry
         return i;
     }
 
-    /** A record's key length, refused (with where it was read) unless a key could have it: a prefix at least, at most the table's longest. */
-    private static int checkKeyLength(final long keyLength, final int at)
+    /**
+     * A record's key length field (the length, and {@link #LEASED}), refused (with where it was read)
+     * unless a key could have that length: a prefix at least, at most the table's longest.
+     */
+    private static int checkKeyLengthField(final long field, final int at)
     {
+        final long keyLength = field & ~(long)LEASED;
         if (keyLength < BucketKeys.PREFIX_LENGTH || keyLength > BucketTable.MAX_KEY_LENGTH)
         {
             throw new IllegalArgumentException("a DECISIONS record's key length " + keyLength + " at byte " + at + " is outside " +
                 BucketKeys.PREFIX_LENGTH + ".." + BucketTable.MAX_KEY_LENGTH + ": a corrupt section");
         }
-        return (int)keyLength;
+        return (int)field;
     }
 
     /** Reads a compact section's varints one after another from {@link #at}, refusing values no writer makes. */
@@ -534,10 +587,10 @@ public final class DecisionsEntry
             return (int)cost;
         }
 
-        int keyLength(final ByteBuffer entry)
+        int keyLengthField(final ByteBuffer entry)
         {
             final int start = at;
-            return checkKeyLength(next(entry), start);
+            return checkKeyLengthField(next(entry), start);
         }
 
         long next(final ByteBuffer entry)

@@ -3,6 +3,7 @@ package dev.limiter.server.cluster;
 import com.google.protobuf.InvalidProtocolBufferException;
 import dev.limiter.protocol.policy.PolicyCommand;
 import dev.limiter.protocol.policy.PolicyStateSnapshot;
+import dev.limiter.protocol.policy.RegionShares;
 import dev.limiter.raft.ReplicatedStateMachine;
 import dev.limiter.server.control.PolicyState;
 import dev.limiter.server.table.BucketTable;
@@ -16,6 +17,8 @@ import java.io.InputStream;
 import java.io.OutputStream;
 import java.nio.ByteBuffer;
 import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
 
 /**
  * The committed bucket tables of the shards one Raft group owns, driven only by that group's
@@ -28,6 +31,7 @@ import java.util.Arrays;
  *            (a leader's marker: copy committed into its deciding tables; submission is the marker's
  *            place in the leader's order of submissions, so it knows which of its batches follow it)
  * POLICY:    see {@link PolicyEntry} (its one owner; the reply is PolicyState.Outcome; control group only)
+ * REGION_SHARES: see {@link RegionSharesEntry} (its one owner; the group's copy of its region's shares; other groups only)
  * </pre>
  * Applying a decision repeats exactly what the leader did (same key, policy, cost and cluster time,
  * in the same order), so every replica's tables equal the leader's. Nothing here reads a clock. In
@@ -62,6 +66,9 @@ public final class ReplicatedBuckets implements ReplicatedStateMachine
     private volatile SyncTarget syncTarget;
     /** Apply thread only. */
     private long appliedDecisions;
+    /** This group's copy of the region's shares (another group than the control group): the newest generation applied. */
+    private volatile RegionShares regionShares = RegionShares.getDefaultInstance();
+    private final List<Runnable> regionSharesListeners = new CopyOnWriteArrayList<>();
     /** What other threads may read, published after every entry (tables are the apply thread's alone). */
     private volatile Published published = new Published(0, 0);
 
@@ -134,11 +141,53 @@ public final class ReplicatedBuckets implements ReplicatedStateMachine
             }
             return policies.apply(command).encode();
         }
+        else if (type == RegionSharesEntry.TYPE)
+        {
+            applyRegionShares(index, payload);
+        }
         else
         {
             throw new IllegalStateException("unknown entry type " + type + " at index " + index);
         }
         return null;
+    }
+
+    private void applyRegionShares(final long index, final ByteBuffer payload)
+    {
+        if (control)
+        {
+            throw new IllegalStateException("a REGION_SHARES copy at index " + index + " of the control group, which holds the shares themselves");
+        }
+        final RegionShares copy;
+        try
+        {
+            copy = RegionSharesEntry.decode(payload);
+        }
+        catch (final IllegalArgumentException e)
+        {
+            throw new IllegalStateException("malformed REGION_SHARES copy at index " + index, e);
+        }
+        // Copies only move forward: a leader that copied from an older state of the control group changes nothing.
+        if (copy.getGeneration() > regionShares.getGeneration())
+        {
+            regionShares = copy;
+            regionSharesListeners.forEach(Runnable::run);
+        }
+    }
+
+    /**
+     * This group's copy of its region's shares, as applied here (another group than the control
+     * group; generation 0 and no shares before any copy): what its shards decide with at most.
+     */
+    public RegionShares regionShares()
+    {
+        return regionShares;
+    }
+
+    /** {@code listener} runs on the apply thread after every copy that changed this group's shares, and after a restore. */
+    public void onRegionShares(final Runnable listener)
+    {
+        regionSharesListeners.add(listener);
     }
 
     private void applyDecisions(final ByteBuffer payload)
@@ -216,8 +265,9 @@ public final class ReplicatedBuckets implements ReplicatedStateMachine
     public CapturedState captureSnapshot()
     {
         claimTables();
-        // Only the control group's snapshot holds the policies (another group's holds none).
-        final byte[] controlState = control ? policies.snapshot().toByteArray() : new byte[0];
+        // The control group's snapshot holds the policies; another group's, its copy of the region's shares (if any).
+        final byte[] controlState = control ? policies.snapshot().toByteArray() :
+            regionShares.getGeneration() > 0 ? regionShares.toByteArray() : new byte[0];
         final BucketTableImage[] images = new BucketTableImage[owned.length];
         final CapturedBuckets captured = new CapturedBuckets(controlState, appliedDecisions, images);
         try
@@ -308,6 +358,11 @@ public final class ReplicatedBuckets implements ReplicatedStateMachine
         {
             policies.restore(PolicyStateSnapshot.parseFrom(controlState));
         }
+        else
+        {
+            regionShares = RegionShares.parseFrom(controlState);
+            regionSharesListeners.forEach(Runnable::run);
+        }
         final int shards = data.readInt();
         if (shards != owned.length)
         {
@@ -351,6 +406,11 @@ public final class ReplicatedBuckets implements ReplicatedStateMachine
         if (control)
         {
             policies.reset();
+        }
+        else
+        {
+            regionShares = RegionShares.getDefaultInstance();
+            regionSharesListeners.forEach(Runnable::run);
         }
     }
 

@@ -2,6 +2,7 @@ package dev.limiter.server.cluster;
 
 import dev.limiter.protocol.HostPort;
 import dev.limiter.protocol.policy.PolicyCommand;
+import dev.limiter.protocol.policy.RegionShares;
 import dev.limiter.raft.NotLeaderException;
 import dev.limiter.raft.PlannedHandOver;
 import dev.limiter.raft.RaftGroupMember;
@@ -460,6 +461,20 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, PolicyLo
     public CompletableFuture<ByteBuffer> append(final PolicyCommand command)
     {
         final ByteBuffer entry = PolicyEntry.encode(command);
+        return submitter.submit(number -> entry);
+    }
+
+    /**
+     * Proposes this group's copy of its region's shares (another group than the control group; this
+     * node leads it): completes when committed and applied here, exceptionally if it was not.
+     */
+    public CompletableFuture<ByteBuffer> copyRegionShares(final RegionShares shares)
+    {
+        if (group() == 0)
+        {
+            throw new IllegalStateException("the control group holds the region's shares themselves, not a copy");
+        }
+        final ByteBuffer entry = RegionSharesEntry.encode(shares);
         return submitter.submit(number -> entry);
     }
 

@@ -194,7 +194,7 @@ public final class PolicyState
     private final int shards;
     private final boolean regions;
     /** Replaced whole on every REGION_SHARES command: read by the region exchange and the shards without a lock. */
-    private volatile Map<String, Integer> regionShares = Map.of();
+    private volatile RegionShares regionShares = RegionShares.getDefaultInstance();
     private final List<Runnable> listeners = new CopyOnWriteArrayList<>();
     private final List<Runnable> regionSharesListeners = new CopyOnWriteArrayList<>();
     /** The latest command time applied: the cluster's wall clock as the log has seen it. */
@@ -976,7 +976,7 @@ public final class PolicyState
      */
     private Outcome regionShares(final PolicyCommand command)
     {
-        final Map<String, Integer> next = new HashMap<>(regionShares);
+        final Map<String, Integer> next = new HashMap<>(regionShares.getSharePpmMap());
         for (final Map.Entry<String, Integer> share : command.getRegionShares().getSharePpmMap().entrySet())
         {
             if (share.getValue() < 0 || share.getValue() > 1_000_000)
@@ -986,12 +986,21 @@ public final class PolicyState
             }
             next.put(share.getKey(), share.getValue());
         }
-        regionShares = Map.copyOf(next);
+        regionShares = RegionShares.newBuilder().putAllSharePpm(next).setGeneration(regionShares.getGeneration() + 1).build();
         return Outcome.ok(ChangeResult.newBuilder().setSetVersion(setVersion).build());
     }
 
     /** This region's shares (millionths) of regional policies, by policy id, as last committed; empty before any. */
     public Map<String, Integer> regionShares()
+    {
+        return regionShares.getSharePpmMap();
+    }
+
+    /**
+     * The same shares with their generation, as one value: how many REGION_SHARES commands this state
+     * has applied (a replica's copy in another Raft group names the generation it copied).
+     */
+    public RegionShares committedShares()
     {
         return regionShares;
     }
@@ -1133,9 +1142,9 @@ public final class PolicyState
         {
             out.addOrdinals(OrdinalSlot.newBuilder().setId(slot.history().id).setShadow(slot.shadow()));
         }
-        if (!regionShares.isEmpty())
+        if (regionShares.getGeneration() > 0 || regionShares.getSharePpmCount() > 0)
         {
-            out.setRegionShares(RegionShares.newBuilder().putAllSharePpm(regionShares));
+            out.setRegionShares(regionShares);
         }
         return out.build();
     }
@@ -1181,7 +1190,7 @@ public final class PolicyState
         setVersion = snapshot.getSetVersion();
         bootstrapped = snapshot.getBootstrapped();
         exemptions.restoreFrom(snapshot);
-        regionShares = Map.copyOf(snapshot.getRegionShares().getSharePpmMap());
+        regionShares = snapshot.getRegionShares();
         clock = snapshot.getClock();
         if (withAudit)
         {

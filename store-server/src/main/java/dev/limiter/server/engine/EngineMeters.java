@@ -125,9 +125,18 @@ public final class EngineMeters
                 .tags("policy", id)
                 .register(registry);
             FunctionCounter.builder("limiter.lease.releases", shards, s -> s.stream().mapToLong(x -> x.released(ordinal)).sum())
-                .description("Leases of a concurrency limit given back (a RELEASE applied; one of an expired lease frees nothing); " +
-                    "grants minus releases are the leases held or expired")
+                .description("Held leases of a concurrency limit given back; grants minus releases are the leases held or expired")
                 .tags("policy", id)
+                .register(registry);
+            FunctionCounter.builder("limiter.lease.releases.refused", shards, s -> s.stream().mapToLong(x -> x.releasesOfUnknownLeases(ordinal)).sum())
+                .description("Releases that named a lease its key does not hold (a forged id, another key's, one given back already): " +
+                    "nothing freed")
+                .tags("policy", id, "reason", "unknown")
+                .register(registry);
+            FunctionCounter.builder("limiter.lease.releases.refused", shards, s -> s.stream().mapToLong(x -> x.releasesOfExpiredLeases(ordinal)).sum())
+                .description("Releases that named a lease its key does not hold (a forged id, another key's, one given back already): " +
+                    "nothing freed")
+                .tags("policy", id, "reason", "expired")
                 .register(registry);
             Gauge.builder("limiter.policy.rollout.percent", policies, p ->
                 {

@@ -47,6 +47,7 @@ public final class FrameRouter
     private long plannedShards;
     /** The shard this router's event loop owns (decided inline, no hand-off): -1 none, -2 not looked up yet. */
     private int homeShard = -2;
+    private final LeaseIds leaseIds = new LeaseIds();
 
     public FrameRouter(final ServerMetrics metrics)
     {
@@ -93,9 +94,9 @@ public final class FrameRouter
             final CompiledPolicy matched = index.match(decoder);
             // A version being rolled out decides for its tenants; the others stay on the previous one.
             final CompiledPolicy policy = matched.forRequest(decoder);
-            if (index.noLimit(matched, decoder))
+            if (index.noLimit(matched, policy, decoder))
             {
-                // An Envoy descriptor no policy selects has no limit (as in envoyproxy/ratelimit), not the default's.
+                // An Envoy descriptor no policy selects, or an unlimited one, has no limit (as in envoyproxy/ratelimit).
                 answerOnTheLoop(work, i, policy, decoder.cost(), FrameWork.NO_LIMIT);
                 answeredHere = true;
                 if (index.hasShadow())
@@ -151,6 +152,8 @@ public final class FrameRouter
                 final CompiledPolicy shadow = policy != matched && matched.rolloutShadowsOthers() ? matched : index.matchShadow(decoder);
                 shardMask |= addShadow(work, decoder, shadow, shards, i);
             }
+            // A grant of a concurrency limit takes a lease: one random id for every limit the entry may take it on.
+            work.leaseId[i] = !release && index.hasLeases() && work.mayLease(i) ? leaseIds.next() : 0;
         }
         if (decoder.failed())
         {

@@ -225,6 +225,35 @@ public final class FrameWork implements Runnable
         return check;
     }
 
+    /**
+     * Whether entry {@code i}'s grant may take a lease: its policy, a stacked part or a shadow of it
+     * is a concurrency limit. Asked by the router right after it routed entry {@code i}.
+     */
+    boolean mayLease(final int i)
+    {
+        if (policy[i].limit().leases())
+        {
+            return true;
+        }
+        final int parts = stacked ? stackCount[i] : 0;
+        for (int k = 0; k < parts; k++)
+        {
+            if (partPolicy[stackFrom[i] + k].limit().leases())
+            {
+                return true;
+            }
+        }
+        // Asked as entry i is routed: its shadows are the last ones added.
+        for (int j = shadowCount - 1; j >= 0 && shadowEntry[j] == i; j--)
+        {
+            if (shadowPolicy[j].limit().leases())
+            {
+                return true;
+            }
+        }
+        return false;
+    }
+
     /** Room for a key of up to {@code length} bytes at {@link #keyCursor}. */
     void ensureKeyRoom(final int length)
     {

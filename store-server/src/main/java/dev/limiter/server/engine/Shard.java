@@ -76,6 +76,10 @@ public final class Shard implements Replication.DecidingShard
     private volatile AtomicLongArray overageByPolicy = new AtomicLongArray(16);
     /** Releases of leases applied, by the ordinal of the concurrency limit given back to. */
     private volatile AtomicLongArray releasedByPolicy = new AtomicLongArray(16);
+    /** Releases that named a lease the key does not hold (forged, another key's, given back already), by ordinal. */
+    private volatile AtomicLongArray releaseUnknownByPolicy = new AtomicLongArray(16);
+    /** Releases of a lease that had expired (it counted no more), by ordinal. */
+    private volatile AtomicLongArray releaseExpiredByPolicy = new AtomicLongArray(16);
     /** What shadow evaluations would have decided, by the ordinal they spent. */
     private volatile AtomicLongArray shadowAllowedByPolicy = new AtomicLongArray(16);
     private volatile AtomicLongArray shadowDeniedByPolicy = new AtomicLongArray(16);
@@ -311,6 +315,11 @@ public final class Shard implements Replication.DecidingShard
                 {
                     continue;
                 }
+                if (work.cost[i] == 0)
+                {
+                    check(work, i, now);
+                    continue;
+                }
                 if (work.stacked && work.stackCount[i] > 0)
                 {
                     strict |= decideStacked(work, i, now);
@@ -323,20 +332,16 @@ public final class Shard implements Replication.DecidingShard
                     continue;
                 }
                 final Limit limit = policy.limitOnShard(id, shardCount);
-                table.acquire(work.keys, work.keyOffset[i], work.keyLength[i], work.keyHash[i], policy.ordinal(),
-                    limit, work.cost[i], now, decision);
+                final boolean leaseTaken = decide(work, work.keyOffset[i], work.keyLength[i], work.keyHash[i], policy, limit, work.cost[i],
+                    work.leaseId[i], now);
                 hotKeys.decided(work.keys, work.keyOffset[i], work.keyLength[i], work.keyHash[i], work.cost[i], now);
-                if (log != null)
-                {
-                    log.append(work.keys, work.keyOffset[i], work.keyLength[i], policy.ordinal(), work.cost[i], now);
-                    strict |= policy.strict();
-                }
+                strict |= log != null && policy.strict();
                 ResultCodec.putRecord(work.response, ResultCodec.recordOffset(work.frameStart, i), decision.allowed(),
                     decision.reason(), policy.ordinal(), decision.remainingTokens(), policy.limit().burstTokens(),
                     decision.retryAfterNanos(), decision.resetAfterNanos(), policy.version(), policy.windowSeconds());
-                if (decision.allowed() && limit.leases())
+                if (leaseTaken)
                 {
-                    leased(work, i, decision.timeNanos(), FrameWork.leaseCheck(FrameWork.LEASE_CHECK_SEED, policy));
+                    leased(work, i, FrameWork.leaseCheck(FrameWork.LEASE_CHECK_SEED, policy));
                 }
                 final long hotRate = policy.tokenLeaseHotRate();
                 if (hotRate != 0 && hotKeys.tokensPerSecond(work.keyHash[i], work.keyLength[i]) >= hotRate)
@@ -372,22 +377,32 @@ public final class Shard implements Replication.DecidingShard
                 {
                     continue; // this region's share of the shadowed limit cannot hold the request: nothing to evaluate
                 }
-                table.acquire(work.keys, work.shadowKeyOffset[j], work.shadowKeyLength[j], work.shadowKeyHash[j], shadow.ordinal(),
-                    shadowLimit, shadowCost, now, decision);
-                if (log != null)
+                if (shadowCost == 0)
                 {
-                    log.append(work.keys, work.shadowKeyOffset[j], work.shadowKeyLength[j], shadow.ordinal(), (int)shadowCost, now);
+                    // A check: what the shadow would answer to one token, changing nothing.
+                    final long one = regionalShadow ? RegionalShares.cost(1, regional.unitsPerToken(shadow), shadowLimit) : 1;
+                    final boolean would = one >= 0 && table.peek(work.keys, work.shadowKeyOffset[j], work.shadowKeyLength[j],
+                        work.shadowKeyHash[j], shadowLimit, one, 0, now, decision);
+                    if (shadow.ordinal() >= allowedByPolicy.length())
+                    {
+                        growCounters(shadow.ordinal());
+                    }
+                    final AtomicLongArray checked = would ? shadowAllowedByPolicy : shadowDeniedByPolicy;
+                    checked.lazySet(shadow.ordinal(), checked.get(shadow.ordinal()) + 1);
+                    continue;
+                }
+                final long leaseId = work.leaseId[work.shadowEntry[j]];
+                if (decide(work, work.shadowKeyOffset[j], work.shadowKeyLength[j], work.shadowKeyHash[j], shadow, shadowLimit,
+                    (int)shadowCost, leaseId, now))
+                {
+                    work.shadowLeased[j] = true;
+                    work.shadowLeaseId[j] = leaseId;
+                    work.shadowLeaseCheck[j] = FrameWork.leaseCheck(FrameWork.LEASE_CHECK_SEED, shadow);
+                    work.anyLeased = true;
                 }
                 if (shadow.ordinal() >= allowedByPolicy.length())
                 {
                     growCounters(shadow.ordinal());
-                }
-                if (decision.allowed() && shadow.limitOnShard(id, shardCount).leases())
-                {
-                    work.shadowLeased[j] = true;
-                    work.shadowLeaseId[j] = decision.timeNanos();
-                    work.shadowLeaseCheck[j] = FrameWork.leaseCheck(FrameWork.LEASE_CHECK_SEED, shadow);
-                    work.anyLeased = true;
                 }
                 final AtomicLongArray counter = decision.allowed() ? shadowAllowedByPolicy : shadowDeniedByPolicy;
                 counter.lazySet(shadow.ordinal(), counter.get(shadow.ordinal()) + 1);
@@ -525,17 +540,12 @@ public final class Shard implements Replication.DecidingShard
         else
         {
             // Every scope allows: charge all; the record names the tightest (fewest tokens left).
-            table.acquire(work.keys, work.keyOffset[i], work.keyLength[i], work.keyHash[i], own.ordinal(), own.limitOnShard(id, shardCount), cost, now, decision);
-            if (log != null)
-            {
-                log.append(work.keys, work.keyOffset[i], work.keyLength[i], own.ordinal(), cost, now);
-            }
+            // Every lease the request takes is named by the entry's one lease id.
+            boolean leases = decide(work, work.keyOffset[i], work.keyLength[i], work.keyHash[i], own, own.limitOnShard(id, shardCount), cost,
+                work.leaseId[i], now);
             named = own;
             // A policy's extra limits follow it in the parts and share its ordinal: count its overage once.
             int overageCounted = countOverage(own.ordinal(), decision.reason(), -1);
-            // Every lease the request takes is named by one time: the first leasing limit's.
-            boolean leases = own.limitOnShard(id, shardCount).leases();
-            long leaseAt = decision.timeNanos();
             int check = leases ? FrameWork.leaseCheck(FrameWork.LEASE_CHECK_SEED, own) : FrameWork.LEASE_CHECK_SEED;
             boolean allowed = decision.allowed();
             ReasonCode reason = decision.reason();
@@ -545,19 +555,13 @@ public final class Shard implements Replication.DecidingShard
             for (int k = 0; k < parts && allowed; k++)
             {
                 final CompiledPolicy part = work.partPolicy[from + k];
-                table.acquire(work.keys, work.partKeyOffset[from + k], work.partKeyLength[from + k], work.partKeyHash[from + k],
-                    part.ordinal(), part.limitOnShard(id, shardCount), cost, now, decision);
-                if (log != null && decision.reason() != ReasonCode.STORE_FULL)
+                if (decide(work, work.partKeyOffset[from + k], work.partKeyLength[from + k], work.partKeyHash[from + k], part,
+                    part.limitOnShard(id, shardCount), cost, work.leaseId[i], now))
                 {
-                    log.append(work.keys, work.partKeyOffset[from + k], work.partKeyLength[from + k], part.ordinal(), cost, now);
-                }
-                overageCounted = countOverage(part.ordinal(), decision.reason(), overageCounted);
-                if (part.limitOnShard(id, shardCount).leases())
-                {
-                    leaseAt = leases ? leaseAt : decision.timeNanos();
                     leases = true;
                     check = FrameWork.leaseCheck(check, part);
                 }
+                overageCounted = countOverage(part.ordinal(), decision.reason(), overageCounted);
                 // The tightest scope names the answer; on a tie, one that went into its soft overage.
                 if (!decision.allowed() || decision.remainingTokens() < remaining ||
                     decision.remainingTokens() == remaining && decision.reason() == ReasonCode.SOFT_OVERAGE)
@@ -583,7 +587,7 @@ public final class Shard implements Replication.DecidingShard
             }
             if (allowed && leases)
             {
-                leased(work, i, leaseAt, check);
+                leased(work, i, check);
             }
         }
         work.policy[i] = named; // the answer names the policy that limited it
@@ -596,21 +600,116 @@ public final class Shard implements Replication.DecidingShard
         return strict;
     }
 
-    /** Entry {@code i}'s grant took a lease named {@code leaseId}: its record says so, the response lists it. */
-    private static void leased(final FrameWork work, final int i, final long leaseId, final int check)
+    /**
+     * A check (cost 0): whether one token would be granted now by the entry's policy and every
+     * part it would be charged against (stacked budgets, extra limits; a region's share). Nothing
+     * is charged, stored or logged, and no lease is taken. The record names the first scope that
+     * refuses, else the one with the fewest tokens, with the whole tokens it has now.
+     */
+    private void check(final FrameWork work, final int i, final long now)
+    {
+        final CompiledPolicy own = work.policy[i];
+        final boolean regionalOwn = own.regional() && regional != null;
+        final long perToken = regionalOwn ? regional.unitsPerToken(own) : 1;
+        final Limit ownLimit = regionalOwn ? regional.limit(own, id, shardCount) : own.limitOnShard(id, shardCount);
+        final long one = regionalOwn ? RegionalShares.cost(1, perToken, ownLimit) : 1;
+        CompiledPolicy named = own;
+        Limit namedLimit = ownLimit;
+        boolean allowed = one >= 0 && table.peek(work.keys, work.keyOffset[i], work.keyLength[i], work.keyHash[i], ownLimit, one, 0, now,
+            decision);
+        ReasonCode reason = one < 0 ? ReasonCode.RATE_LIMITED : decision.reason();
+        long remaining = one < 0 ? 0 : tokensThere(decision, one) / perToken;
+        long retry = one < 0 ? REGION_SHARE_RETRY_NANOS : decision.retryAfterNanos();
+        long reset = one < 0 ? REGION_SHARE_RETRY_NANOS : decision.resetAfterNanos();
+        final int parts = work.stacked ? work.stackCount[i] : 0;
+        for (int k = 0; k < parts && allowed; k++)
+        {
+            final int p = work.stackFrom[i] + k;
+            final CompiledPolicy part = work.partPolicy[p];
+            final Limit limit = part.limitOnShard(id, shardCount);
+            final boolean fits = table.peek(work.keys, work.partKeyOffset[p], work.partKeyLength[p], work.partKeyHash[p], limit, 1,
+                part.floorFor(own, id, shardCount), now, decision);
+            final long there = tokensThere(decision, 1);
+            if (!fits || there < remaining)
+            {
+                named = part;
+                namedLimit = limit;
+                allowed = fits;
+                reason = decision.reason();
+                remaining = there;
+                retry = decision.retryAfterNanos();
+                reset = decision.resetAfterNanos();
+            }
+        }
+        // A region's answer is in requests: its burst divided by what one request costs at its share.
+        final long burst = named == own ? ownLimit.burstTokens() / perToken : namedLimit.burstTokens();
+        ResultCodec.putRecord(work.response, ResultCodec.recordOffset(work.frameStart, i), allowed, reason, named.ordinal(), remaining,
+            burst, allowed ? 0 : retry, reset, named.version(), named.windowSeconds());
+        work.policy[i] = named;
+        if (named.ordinal() >= allowedByPolicy.length())
+        {
+            growCounters(named.ordinal());
+        }
+        final AtomicLongArray counter = allowed ? allowedByPolicy : deniedByPolicy;
+        counter.lazySet(named.ordinal(), counter.get(named.ordinal()) + 1);
+    }
+
+    /**
+     * The whole tokens a key has now, from a peek of {@code asked} tokens: a peek that allowed
+     * plainly tells what would be left after them, so they are added back; one that refused, or
+     * allowed only within an overage or a wait, had less than them (what it tells is what is there).
+     */
+    private static long tokensThere(final Decision peeked, final long asked)
+    {
+        return peeked.reason() == ReasonCode.ALLOWED ? peeked.remainingTokens() + asked : peeked.remainingTokens();
+    }
+
+    /**
+     * Charges one key (its acquire, logged) and, when a concurrency limit grants it, records the
+     * entry's lease {@code leaseId} on it ({@link BucketTable#takeLease}: STORE_FULL, and nothing
+     * charged, when the record has no room). The outcome is in {@link #decision}.
+     *
+     * @return whether a lease was taken
+     */
+    private boolean decide(final FrameWork work, final int keyOffset, final int keyLength, final long keyHash, final CompiledPolicy policy,
+        final Limit limit, final int cost, final long leaseId, final long now)
+    {
+        table.acquire(work.keys, keyOffset, keyLength, keyHash, policy.ordinal(), limit, cost, now, decision);
+        final boolean leasing = decision.allowed() && limit.leases();
+        final boolean taken = leasing && table.takeLease(work.keys, keyOffset, keyLength, keyHash, policy.ordinal(), limit, leaseId,
+            limit.costUnits(cost), decision.timeNanos(), now, decision);
+        if (log != null)
+        {
+            // Logged whatever the outcome (a full table's sweep changed it too); a leased grant with its id, also when its
+            // record found no room: a replica then gives it back as this table did.
+            if (leasing)
+            {
+                log.appendLeased(work.keys, keyOffset, keyLength, policy.ordinal(), cost, leaseId, now);
+            }
+            else
+            {
+                log.append(work.keys, keyOffset, keyLength, policy.ordinal(), cost, now);
+            }
+        }
+        return taken;
+    }
+
+    /** Entry {@code i}'s grant took its lease ({@link FrameWork#leaseId}): its record says so, the response lists it. */
+    private static void leased(final FrameWork work, final int i, final int check)
     {
         ResultCodec.markLease(work.response, ResultCodec.recordOffset(work.frameStart, i));
         work.leased[i] = true;
-        work.leaseId[i] = leaseId;
         work.leaseCheck[i] = check;
         work.anyLeased = true;
     }
 
     /**
-     * A RELEASE: the entry gives back its lease on every limit it was charged against that takes
-     * leases (its own policy, its stacked parts and extra limits, a shadow policy's bucket), each
-     * release logged like a decision. Nothing is charged. The record names the first limit that
-     * takes leases (else the entry's own policy) and what it has free now.
+     * A RELEASE: the entry gives back its lease ({@link FrameWork#releasedLease}) on every limit it
+     * was charged against that takes leases (its own policy, its stacked parts and extra limits, a
+     * shadow policy's bucket), each release that changed the table logged. Nothing is charged; a
+     * key frees its lease only if it holds one of that id (a forged, foreign or repeated id frees
+     * nothing and is counted). The record names the first limit that takes leases (else the
+     * entry's own policy) and what it has free now.
      *
      * @return whether any of those policies is STRICT (the answer then waits for the commit)
      */
@@ -624,7 +723,6 @@ public final class Shard implements Replication.DecidingShard
             {
                 continue;
             }
-            final int cost = work.cost[i];
             final CompiledPolicy own = work.policy[i];
             CompiledPolicy named = own;
             if (!work.leaseMatches[i])
@@ -637,19 +735,17 @@ public final class Shard implements Replication.DecidingShard
                     decision.resetAfterNanos());
                 continue;
             }
-            table.release(work.keys, work.keyOffset[i], work.keyLength[i], work.keyHash[i], own.limitOnShard(id, shardCount), cost, lease, now, decision);
+            strict |= giveBack(work, own, own.limitOnShard(id, shardCount), work.keyOffset[i], work.keyLength[i], work.keyHash[i], lease, now);
             boolean found = own.limitOnShard(id, shardCount).leases();
             long remaining = decision.remainingTokens();
             long reset = decision.resetAfterNanos();
-            strict |= releaseLogged(own, own.limitOnShard(id, shardCount), work.keyOffset[i], work.keyLength[i], work, cost, lease, now);
             final int parts = work.stacked ? work.stackCount[i] : 0;
             for (int k = 0; k < parts; k++)
             {
                 final int p = work.stackFrom[i] + k;
                 final CompiledPolicy part = work.partPolicy[p];
                 final Limit limit = part.limitOnShard(id, shardCount);
-                table.release(work.keys, work.partKeyOffset[p], work.partKeyLength[p], work.partKeyHash[p], limit, cost, lease, now, decision);
-                strict |= releaseLogged(part, limit, work.partKeyOffset[p], work.partKeyLength[p], work, cost, lease, now);
+                strict |= giveBack(work, part, limit, work.partKeyOffset[p], work.partKeyLength[p], work.partKeyHash[p], lease, now);
                 if (!found && limit.leases())
                 {
                     found = true;
@@ -666,21 +762,23 @@ public final class Shard implements Replication.DecidingShard
             if (work.shadowShard[j] == id && work.leaseMatches[work.shadowEntry[j]])
             {
                 final CompiledPolicy shadow = work.shadowPolicy[j];
-                table.release(work.keys, work.shadowKeyOffset[j], work.shadowKeyLength[j], work.shadowKeyHash[j], shadow.limitOnShard(id, shardCount),
-                    work.shadowCost[j], lease, now, decision);
-                releaseLogged(shadow, shadow.limitOnShard(id, shardCount), work.shadowKeyOffset[j], work.shadowKeyLength[j], work, work.shadowCost[j], lease, now);
+                giveBack(work, shadow, shadow.limitOnShard(id, shardCount), work.shadowKeyOffset[j], work.shadowKeyLength[j],
+                    work.shadowKeyHash[j], lease, now);
             }
         }
         return strict;
     }
 
     /**
-     * Counts and logs a release of a limit that takes leases (the others changed nothing); returns
-     * whether its policy is STRICT.
+     * Gives back the lease {@code lease} on one key of a limit that takes leases (others hold
+     * none: nothing to do), counting what it found, and logs it when the table changed (the lease
+     * was held, or had expired and its record went). Returns whether that log record must be
+     * committed before the answer (a STRICT policy's).
      */
-    private boolean releaseLogged(final CompiledPolicy policy, final Limit limit, final int keyOffset, final int keyLength,
-        final FrameWork work, final int cost, final long lease, final long now)
+    private boolean giveBack(final FrameWork work, final CompiledPolicy policy, final Limit limit, final int keyOffset, final int keyLength,
+        final long keyHash, final long lease, final long now)
     {
+        final BucketTable.LeaseRelease outcome = table.releaseLease(work.keys, keyOffset, keyLength, keyHash, limit, lease, now, decision);
         if (!limit.leases())
         {
             return false;
@@ -689,12 +787,14 @@ public final class Shard implements Replication.DecidingShard
         {
             growCounters(policy.ordinal());
         }
-        releasedByPolicy.lazySet(policy.ordinal(), releasedByPolicy.get(policy.ordinal()) + 1);
-        if (log == null)
+        final AtomicLongArray counter = outcome == BucketTable.LeaseRelease.FREED ? releasedByPolicy :
+            outcome == BucketTable.LeaseRelease.EXPIRED ? releaseExpiredByPolicy : releaseUnknownByPolicy;
+        counter.lazySet(policy.ordinal(), counter.get(policy.ordinal()) + 1);
+        if (log == null || outcome == BucketTable.LeaseRelease.UNKNOWN)
         {
             return false;
         }
-        log.appendRelease(work.keys, keyOffset, keyLength, policy.ordinal(), cost, lease, now);
+        log.appendRelease(work.keys, keyOffset, keyLength, policy.ordinal(), 1, lease, now);
         return policy.strict();
     }
 
@@ -821,6 +921,8 @@ public final class Shard implements Replication.DecidingShard
         deniedByPolicy = copy(deniedByPolicy, length);
         overageByPolicy = copy(overageByPolicy, length);
         releasedByPolicy = copy(releasedByPolicy, length);
+        releaseUnknownByPolicy = copy(releaseUnknownByPolicy, length);
+        releaseExpiredByPolicy = copy(releaseExpiredByPolicy, length);
         shadowAllowedByPolicy = copy(shadowAllowedByPolicy, length);
         shadowDeniedByPolicy = copy(shadowDeniedByPolicy, length);
         splitShareTokens = copy(splitShareTokens, length);
@@ -864,7 +966,21 @@ public final class Shard implements Replication.DecidingShard
         return ordinal < deniedByPolicy.length() ? deniedByPolicy.get(ordinal) : 0;
     }
 
-    /** Releases applied to leases of this ordinal's concurrency limit (of expired leases too). */
+    /** Releases of this ordinal's concurrency limit that named a lease its key does not hold (nothing freed). */
+    long releasesOfUnknownLeases(final int ordinal)
+    {
+        final AtomicLongArray counts = releaseUnknownByPolicy;
+        return ordinal < counts.length() ? counts.get(ordinal) : 0;
+    }
+
+    /** Releases of this ordinal's concurrency limit whose lease had expired (nothing more freed). */
+    long releasesOfExpiredLeases(final int ordinal)
+    {
+        final AtomicLongArray counts = releaseExpiredByPolicy;
+        return ordinal < counts.length() ? counts.get(ordinal) : 0;
+    }
+
+    /** Releases that freed a held lease of this ordinal's concurrency limit. */
     long released(final int ordinal)
     {
         final AtomicLongArray counts = releasedByPolicy;

@@ -97,6 +97,14 @@ public final class ShardLog
         recorded();
     }
 
+    /** Records one decision whose grant took the lease {@code leaseId} (its id is random: replicas read it from the log). */
+    void appendLeased(final DirectBuffer key, final int keyOffset, final int keyLength, final int policy, final int cost, final long leaseId,
+        final long time)
+    {
+        section.appendLeased(key, keyOffset, keyLength, policy, cost, leaseId, time);
+        recorded();
+    }
+
     /** Records one release: key, policy, the cost given back, the lease's id and the cluster time it was made at. */
     void appendRelease(final DirectBuffer key, final int keyOffset, final int keyLength, final int policy, final int cost,
         final long leaseId, final long time)

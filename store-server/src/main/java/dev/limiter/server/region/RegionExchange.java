@@ -34,6 +34,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.BooleanSupplier;
 import javax.net.ssl.SSLContext;
 import javax.net.ssl.SSLException;
@@ -47,8 +48,15 @@ import javax.net.ssl.SSLException;
  * leader, or the region after a restart, goes on from the last committed shares). Nothing of this
  * is on the request path: the shards read the shares as they are ({@link RegionalShares}); a region
  * cut off from the others keeps deciding with the shares it has.
+ *
+ * <p>With several Raft groups every other group's leader copies the shares this node has applied
+ * into its group's log ({@link RegionGroups}), and a group's shards decide with no more than their
+ * group's copy allows: a leader that has not heard of a lowering (cut off from the control group,
+ * say) keeps its group's copy, and the region reports, besides its own shares, the most any
+ * generation from the oldest copy on gave ({@link ShareHistory}), so no other region raises into
+ * a share that some node may still decide with.
  */
-public final class RegionExchange implements RegionalShares, AutoCloseable
+public final class RegionExchange implements AutoCloseable
 {
     private static final Logger LOG = LoggerFactory.getLogger(RegionExchange.class);
     private static final JsonFormat.Printer PRINTER = JsonFormat.printer().omittingInsignificantWhitespace();
@@ -62,6 +70,12 @@ public final class RegionExchange implements RegionalShares, AutoCloseable
     private final PolicyControl control;
     private final List<Shard> shards;
     private final BooleanSupplier leads;
+    private final RegionGroups groups;
+    /** What each group's shards read, by group. */
+    private final GroupView[] views;
+    /** Whether this node has a copy in flight to the group, by group. */
+    private final AtomicBoolean[] copying;
+    private final ShareHistory history;
     /** Whether committed shares outlive a restart (a cluster's log); a lone node's do not, so it starts from the floor. */
     private final boolean persistent;
     private final String scheme;
@@ -78,8 +92,6 @@ public final class RegionExchange implements RegionalShares, AutoCloseable
     private final Map<String, Double> demand = new ConcurrentHashMap<>();
     private final Map<Integer, Long> askedBefore = new HashMap<>();
     private final Set<String> metered = ConcurrentHashMap.newKeySet();
-    /** What one token costs now, by policy ordinal (0: not a regional policy in force): what the shards read. */
-    private volatile long[] unitsByOrdinal = new long[0];
     private MeterRegistry registry;
     private long measuredAt;
 
@@ -89,6 +101,7 @@ public final class RegionExchange implements RegionalShares, AutoCloseable
 
     /**
      * @param leads      whether this node leads its region's control group now (true for a single node)
+     * @param groups     the node's Raft groups ({@link RegionGroups#SINGLE} for one group or a single node)
      * @param persistent whether the region's committed shares survive a restart (a cluster: they are in its log); a
      *                   region that forgets them starts every regional policy from its floor, never from an equal
      *                   split it may not hold any more
@@ -96,7 +109,7 @@ public final class RegionExchange implements RegionalShares, AutoCloseable
      *                   admin ports, which then speak HTTPS too), or null: plain HTTP
      */
     public RegionExchange(final RegionConfig config, final PolicyState state, final PolicyControl control, final List<Shard> shards,
-        final BooleanSupplier leads, final boolean persistent, final SSLContext tls)
+        final BooleanSupplier leads, final RegionGroups groups, final boolean persistent, final SSLContext tls)
     {
         this.persistent = persistent;
         this.scheme = tls == null ? "http://" : "https://";
@@ -106,6 +119,15 @@ public final class RegionExchange implements RegionalShares, AutoCloseable
         this.control = control;
         this.shards = List.copyOf(shards);
         this.leads = leads;
+        this.groups = groups;
+        this.views = new GroupView[groups.count()];
+        this.copying = new AtomicBoolean[groups.count()];
+        for (int g = 0; g < views.length; g++)
+        {
+            views[g] = new GroupView(g);
+            copying[g] = new AtomicBoolean();
+        }
+        this.history = new ShareHistory(allocator.initialShare());
         this.tickMillis = Math.max(5, config.slotMillis() / 10);
         final HttpClient.Builder client = HttpClient.newBuilder().connectTimeout(Duration.ofMillis(config.slotMillis()));
         this.http = (tls == null ? client : client.sslContext(tls)).build();
@@ -121,7 +143,14 @@ public final class RegionExchange implements RegionalShares, AutoCloseable
     public RegionExchange start()
     {
         state.onChange(this::publish);
-        state.onRegionShares(this::publish);
+        state.onRegionShares(() ->
+        {
+            history.record(state.committedShares());
+            publish();
+            copyToGroups(); // at once: a lowering binds a group only once its copy is in the group's log
+        });
+        groups.onCopy(this::publish);
+        history.record(state.committedShares());
         publish();
         measuredAt = System.nanoTime();
         ticker.scheduleWithFixedDelay(this::tickSafely, tickMillis, tickMillis, TimeUnit.MILLISECONDS);
@@ -153,18 +182,44 @@ public final class RegionExchange implements RegionalShares, AutoCloseable
 
     // ---------------------------------------------------------------- the shards' view
 
-    @Override
-    public long unitsPerToken(final CompiledPolicy policy)
+    /** What the shards of shard {@code shard}'s group read. */
+    public RegionalShares forShard(final int shard)
     {
-        final long[] byOrdinal = unitsByOrdinal;
-        final int ordinal = policy.ordinal();
-        final long units = ordinal < byOrdinal.length ? byOrdinal[ordinal] : 0;
-        return units != 0 ? units : RegionalShares.unitsPerToken(sharePpm(policy)); // not cached (a shadow, or just put)
+        return views[groups.groupOf(shard)];
+    }
+
+    /** One group's shares as its shards decide with them. */
+    private final class GroupView implements RegionalShares
+    {
+        private final int group;
+        /** What one token costs now, by policy ordinal (0: not a regional policy in force). */
+        private volatile long[] unitsByOrdinal = new long[0];
+
+        GroupView(final int group)
+        {
+            this.group = group;
+        }
+
+        @Override
+        public long unitsPerToken(final CompiledPolicy policy)
+        {
+            final long[] byOrdinal = unitsByOrdinal;
+            final int ordinal = policy.ordinal();
+            final long units = ordinal < byOrdinal.length ? byOrdinal[ordinal] : 0;
+            return units != 0 ? units : RegionalShares.unitsPerToken(decidingShare(policy, group)); // not cached (a shadow, or just put)
+        }
+
+        @Override
+        public Limit limit(final CompiledPolicy policy, final int shard, final int shards)
+        {
+            return state.rateIfKnown(policy.ordinal(), policy.version(), 0, shard);
+        }
     }
 
     /**
-     * Recomputes what the shards read: after every change of the committed shares, of the proposals
-     * or of the policy set, so a lower share counts from its proposal and nothing reads a stale one.
+     * Recomputes what the shards read: after every change of the committed shares, of the proposals,
+     * of a group's copy or of the policy set, so a lower share counts from its proposal and nothing
+     * reads a stale one.
      */
     private synchronized void publish()
     {
@@ -174,12 +229,30 @@ public final class RegionExchange implements RegionalShares, AutoCloseable
         {
             size = Math.max(size, policy.ordinal() + 1);
         }
-        final long[] byOrdinal = new long[size];
-        for (final CompiledPolicy policy : regional)
+        for (final GroupView view : views)
         {
-            byOrdinal[policy.ordinal()] = RegionalShares.unitsPerToken(sharePpm(policy));
+            final long[] byOrdinal = new long[size];
+            for (final CompiledPolicy policy : regional)
+            {
+                byOrdinal[policy.ordinal()] = RegionalShares.unitsPerToken(decidingShare(policy, view.group));
+            }
+            view.unitsByOrdinal = byOrdinal;
         }
-        unitsByOrdinal = byOrdinal;
+    }
+
+    /**
+     * The share group {@code group}'s shards decide with: this node's (a lower one proposed counts from
+     * its proposal), and in any other group than the control group no more than the group's copy.
+     */
+    int decidingShare(final CompiledPolicy policy, final int group)
+    {
+        final int own = sharePpm(policy);
+        if (group == 0)
+        {
+            return own;
+        }
+        final Integer copied = groups.copy(group).getSharePpmMap().get(policy.id());
+        return Math.min(own, copied != null ? copied : unset(policy));
     }
 
     /** The share decided with: a lower one proposed counts from its proposal. */
@@ -191,16 +264,16 @@ public final class RegionExchange implements RegionalShares, AutoCloseable
         return proposed == null ? committed : Math.min(committed, proposed);
     }
 
-    @Override
-    public Limit limit(final CompiledPolicy policy, final int shard, final int shards)
-    {
-        return state.rateIfKnown(policy.ordinal(), policy.version(), 0, shard);
-    }
-
     private int committed(final CompiledPolicy policy)
     {
         final Integer share = state.regionShares().get(policy.id());
-        return share != null ? share : persistent ? allocator.initialShare() : allocator.floor(minSharePercent(policy));
+        return share != null ? share : unset(policy);
+    }
+
+    /** The share of a policy no REGION_SHARES command has named yet. */
+    private int unset(final CompiledPolicy policy)
+    {
+        return persistent ? allocator.initialShare() : allocator.floor(minSharePercent(policy));
     }
 
     private static int minSharePercent(final CompiledPolicy policy)
@@ -208,13 +281,57 @@ public final class RegionExchange implements RegionalShares, AutoCloseable
         return policy.source().getRegional().getMinSharePercent();
     }
 
-    /** What the other regions are told this region may decide with: a share being raised counts from its proposal. */
+    /**
+     * What the other regions are told this region may decide with: a share being raised counts from
+     * its proposal, and with several groups a share a group's copy may still allow counts until every
+     * group has copied what came after it.
+     */
     int reportedShare(final CompiledPolicy policy)
     {
-        // The proposal first: a raise committed and cleared between the two reads is then still seen in one of them.
+        // The copies first: a copy made after they are read only drops generations that are still counted.
+        final int copied = groups.count() > 1 ? history.highestSince(oldestCopy(), policy.id()) : 0;
+        // The proposal next: a raise committed and cleared between the two reads is then still seen in one of them.
         final Integer proposed = pending.get(policy.id());
         final int committed = committed(policy);
-        return proposed == null ? committed : Math.max(committed, proposed);
+        return Math.max(copied, proposed == null ? committed : Math.max(committed, proposed));
+    }
+
+    /** The oldest generation of the shares any group other than the control group holds a copy of, as applied here. */
+    private long oldestCopy()
+    {
+        long oldest = Long.MAX_VALUE;
+        for (int g = 1; g < groups.count(); g++)
+        {
+            oldest = Math.min(oldest, groups.copy(g).getGeneration());
+        }
+        return oldest;
+    }
+
+    /**
+     * Every group this node leads, other than the control group, whose copy is older than the shares
+     * this node applied gets them as its copy (one proposal in flight per group).
+     */
+    private void copyToGroups()
+    {
+        final RegionShares applied = state.committedShares();
+        for (int g = 1; g < groups.count(); g++)
+        {
+            if (groups.copy(g).getGeneration() >= applied.getGeneration() || !groups.decides(g) || !copying[g].compareAndSet(false, true))
+            {
+                continue;
+            }
+            final int group = g;
+            CompletableFuture<?> copied;
+            try
+            {
+                copied = groups.propose(g, applied);
+            }
+            catch (final RuntimeException e)
+            {
+                copied = CompletableFuture.failedFuture(e);
+            }
+            copied.whenComplete((done, failure) -> copying[group].set(false)); // failed: the next tick tries again
+        }
     }
 
     // ---------------------------------------------------------------- reports
@@ -401,6 +518,7 @@ public final class RegionExchange implements RegionalShares, AutoCloseable
     private void tick()
     {
         ask();
+        copyToGroups();
         final List<CompiledPolicy> regional = regionalPolicies();
         measureDemand(regional);
         final long now = System.currentTimeMillis();
@@ -521,7 +639,25 @@ public final class RegionExchange implements RegionalShares, AutoCloseable
 
     // ---------------------------------------------------------------- status
 
-    /** The region part of the node's status: {@code {"name":..,"leads":..,"shares":[..],"regions":[..]}}. */
+    /** The most any shard of this node decides {@code policy} with now: over the groups it leads (0 when it leads none). */
+    int decidesWith(final CompiledPolicy policy)
+    {
+        int most = leads.getAsBoolean() ? decidingShare(policy, 0) : 0;
+        for (int g = 1; g < groups.count(); g++)
+        {
+            if (groups.decides(g))
+            {
+                most = Math.max(most, decidingShare(policy, g));
+            }
+        }
+        return most;
+    }
+
+    /**
+     * The region part of the node's status: {@code {"name":..,"leads":..,"shares":[..],"regions":[..]}}; each
+     * share says this region's share as this node applied it, what this node's shards decide with, and what
+     * this node tells the other regions.
+     */
     public String statusJson()
     {
         final StringBuilder json = new StringBuilder("{\"name\":\"").append(config.region()).append("\",\"leads\":")
@@ -531,7 +667,11 @@ public final class RegionExchange implements RegionalShares, AutoCloseable
         {
             json.append(sep).append("{\"policy\":\"").append(policy.id()).append("\",\"share\":")
                 .append(String.format(Locale.ROOT, "%.4f", sharePpm(policy) / (double)ShareAllocator.WHOLE))
-                .append(",\"demandPerSecond\":").append(String.format(Locale.ROOT, "%.1f", demand.getOrDefault(policy.id(), 0.0))).append('}');
+                .append(",\"demandPerSecond\":").append(String.format(Locale.ROOT, "%.1f", demand.getOrDefault(policy.id(), 0.0)))
+                // After the demand: ./limiter status reads the three before as they are.
+                .append(",\"decidesWith\":").append(String.format(Locale.ROOT, "%.4f", decidesWith(policy) / (double)ShareAllocator.WHOLE))
+                .append(",\"reported\":").append(String.format(Locale.ROOT, "%.4f", reportedShare(policy) / (double)ShareAllocator.WHOLE))
+                .append('}');
             sep = ",";
         }
         json.append("],\"regions\":[");

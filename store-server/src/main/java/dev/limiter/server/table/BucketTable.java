@@ -77,6 +77,8 @@ public final class BucketTable
     private static final int CACHE_LINE = 64;
 
     private final UnsafeBuffer slots = new UnsafeBuffer(0, 0);
+    /** Scratch for a lease's record key ({@link BucketKeys#putLeaseKey}), owner thread only. */
+    private final UnsafeBuffer leaseKey = new UnsafeBuffer(new byte[BucketKeys.LEASE_KEY_LENGTH]);
     /** The key time {@link #load} decided at (owner thread). */
     private long loadedNow;
     private ByteBuffer slotMemory;
@@ -295,23 +297,36 @@ public final class BucketTable
             limit.nanosUntilFull(state, now));
     }
 
+    /** What {@link #releaseLease} found. */
+    public enum LeaseRelease
+    {
+        /** The lease was held: its cost is free again and its record gone. */
+        FREED,
+        /** This key has no lease of that id: never granted (a forged id), another key's, given back already, or expired and swept. */
+        UNKNOWN,
+        /** The lease had expired: it counted no more, so nothing more is freed (its record is gone). */
+        EXPIRED
+    }
+
     /**
-     * Gives back {@code cost} of the lease granted at {@code leaseNanos} on a key of a concurrency
-     * limit ({@link Limit#release}): frees nothing when the lease has expired, the key is not
-     * stored (every lease of it expired) or the limit takes no leases. Always answers RELEASED,
-     * with what the key has free after it.
+     * Records the lease {@code leaseId} that a grant of {@code costUnits} at {@code grantNanos} just
+     * took on the key of a concurrency limit, under a key of its own ({@link BucketKeys#putLeaseKey}):
+     * a release naming it frees exactly it, once, at that cost. When there is no room for the
+     * record, or the id is held already, the grant is given back on the limit's key and {@code out}
+     * says STORE_FULL: no lease counts that no release could name.
      *
-     * @param leaseNanos the lease's id: the cluster time of its grant
-     * @param nowNanos   the cluster's monotonic time
+     * @return whether the lease is recorded
      */
-    public void release(
+    public boolean takeLease(
         final DirectBuffer key,
         final int keyOffset,
         final int keyLength,
         final long hash,
+        final int policy,
         final Limit limit,
-        final long cost,
-        final long leaseNanos,
+        final long leaseId,
+        final long costUnits,
+        final long grantNanos,
         final long nowNanos,
         final Decision out)
     {
@@ -319,15 +334,81 @@ public final class BucketTable
         {
             checkOwner();
         }
-        final int slot = limit.leases() ? find(key, keyOffset, keyLength, hash) : -1;
-        long state = load(slot, limit, nowNanos);
-        final long now = loadedNow;
+        final long leaseHash = leaseKey(key, keyOffset, hash, leaseId);
+        if (find(leaseKey, 0, BucketKeys.LEASE_KEY_LENGTH, leaseHash) < 0 &&
+            insert(leaseKey, 0, BucketKeys.LEASE_KEY_LENGTH, leaseHash, policy, costUnits, grantNanos, nowNanos))
+        {
+            return true;
+        }
+        final int slot = find(key, keyOffset, keyLength, hash);
         if (slot >= 0)
         {
-            state = limit.release(state, now, leaseNanos, limit.costUnits(cost));
-            store(slot * SLOT_LENGTH, state, now);
+            final long state = load(slot, limit, nowNanos);
+            store(slot * SLOT_LENGTH, limit.release(state, loadedNow, grantNanos, costUnits), loadedNow);
         }
+        storeFullRejections++;
+        out.set(false, ReasonCode.STORE_FULL, limit.burstTokens(), 0, 0);
+        return false;
+    }
+
+    /**
+     * Gives back the lease {@code leaseId} of a key of a concurrency limit, if the key holds it:
+     * its record's cost comes off the granule of its grant ({@link Limit#release}) and the record
+     * goes, so a second release of it frees nothing. Nothing is freed for an id the key does not
+     * hold, whatever the caller says it cost. Always answers RELEASED with what the key has free
+     * after it.
+     *
+     * @param nowNanos the cluster's monotonic time
+     */
+    public LeaseRelease releaseLease(
+        final DirectBuffer key,
+        final int keyOffset,
+        final int keyLength,
+        final long hash,
+        final Limit limit,
+        final long leaseId,
+        final long nowNanos,
+        final Decision out)
+    {
+        if (OWNER_CHECKS)
+        {
+            checkOwner();
+        }
+        LeaseRelease outcome = LeaseRelease.UNKNOWN;
+        final long leaseHash = leaseKey(key, keyOffset, hash, leaseId);
+        final int record = limit.leases() ? find(leaseKey, 0, BucketKeys.LEASE_KEY_LENGTH, leaseHash) : -1;
+        if (record >= 0)
+        {
+            final int base = record * SLOT_LENGTH;
+            final long costUnits = slots.getLong(base + TOKENS_OFFSET);
+            final long grantNanos = slots.getLong(base + LAST_NANOS_OFFSET);
+            delete(record);
+            final int slot = find(key, keyOffset, keyLength, hash);
+            if (limit.leaseExpired(grantNanos, Math.max(grantNanos, timeFor(limit, nowNanos))))
+            {
+                outcome = LeaseRelease.EXPIRED;
+            }
+            else
+            {
+                outcome = LeaseRelease.FREED;
+                if (slot >= 0)
+                {
+                    final long state = load(slot, limit, nowNanos);
+                    store(slot * SLOT_LENGTH, limit.release(state, loadedNow, grantNanos, costUnits), loadedNow);
+                }
+            }
+        }
+        final long state = load(limit.leases() ? find(key, keyOffset, keyLength, hash) : -1, limit, nowNanos);
+        final long now = loadedNow;
         out.set(true, ReasonCode.RELEASED, limit.wholeTokens(limit.available(state, now)), 0, limit.nanosUntilFull(state, now));
+        return outcome;
+    }
+
+    /** Writes the record key of a key's lease into {@link #leaseKey}; returns its hash. */
+    private long leaseKey(final DirectBuffer key, final int keyOffset, final long hash, final long leaseId)
+    {
+        BucketKeys.putLeaseKey(leaseKey, 0, key, keyOffset, hash, leaseId);
+        return KeyHash.hash(leaseKey, 0, BucketKeys.LEASE_KEY_LENGTH);
     }
 
     /**
@@ -587,6 +668,11 @@ public final class BucketTable
         }
         final long last = slots.getLong(base + LAST_NANOS_OFFSET);
         final long now = Math.max(last, timeFor(limit, nowNanos));
+        if ((slots.getShort(base + KEY_LENGTH_OFFSET) & KEY_LENGTH_MASK) == BucketKeys.LEASE_KEY_LENGTH &&
+            BucketKeys.isLease(BucketKeys.version(arena.buffer(), slots.getInt(base + KEY_OFFSET_OFFSET))))
+        {
+            return limit.leaseExpired(last, now); // a lease's record: its time is the grant's
+        }
         return limit.isFull(limit.refill(slots.getLong(base + TOKENS_OFFSET), last, now), now);
     }
 

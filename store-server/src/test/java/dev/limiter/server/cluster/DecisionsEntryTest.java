@@ -65,9 +65,10 @@ class DecisionsEntryTest
                     final byte[] held = (byte[])lease[0];
                     key.putBytes(0, held);
                     final int ordinal = (int)lease[1];
-                    leader.release(key, 0, held.length, KeyHash.hash(key, 0, held.length), lookup.rate(ordinal, 1, 0, 0), (int)lease[3],
-                        (long)lease[2], now, decision);
-                    writer.appendRelease(key, 0, held.length, ordinal, (int)lease[3], (long)lease[2], now);
+                    // Sometimes a forged id: it frees nothing, on the leader as on the replica.
+                    final long id = random.nextInt(5) == 0 ? random.nextLong() : (long)lease[2];
+                    leader.releaseLease(key, 0, held.length, KeyHash.hash(key, 0, held.length), lookup.rate(ordinal, 1, 0, 0), id, now, decision);
+                    writer.appendRelease(key, 0, held.length, ordinal, (int)lease[3], id, now);
                     continue;
                 }
                 final int ordinal = random.nextInt(rates.length);
@@ -77,13 +78,22 @@ class DecisionsEntryTest
                 key.putBytes(6, tenant);
                 final int keyLength = 6 + tenant.length;
                 final int cost = 1 + random.nextInt(6);
-                leader.acquire(key, 0, keyLength, KeyHash.hash(key, 0, keyLength), ordinal, lookup.rate(ordinal, version, 0, 0), cost, now, decision);
-                if (decision.allowed() && lookup.rate(ordinal, version, 0, 0).leases())
+                final Limit limit = lookup.rate(ordinal, version, 0, 0);
+                final long hash = KeyHash.hash(key, 0, keyLength);
+                leader.acquire(key, 0, keyLength, hash, ordinal, limit, cost, now, decision);
+                if (decision.allowed() && limit.leases())
                 {
-                    leases.add(new Object[] {java.util.Arrays.copyOf(key.byteArray(), keyLength),
-                        ordinal, decision.timeNanos(), cost});
+                    final long id = random.nextLong();
+                    if (leader.takeLease(key, 0, keyLength, hash, ordinal, limit, id, limit.costUnits(cost), decision.timeNanos(), now, decision))
+                    {
+                        leases.add(new Object[] {java.util.Arrays.copyOf(key.byteArray(), keyLength), ordinal, id, cost});
+                    }
+                    writer.appendLeased(key, 0, keyLength, ordinal, cost, id, now);
                 }
-                writer.append(key, 0, keyLength, ordinal, cost, now);
+                else
+                {
+                    writer.append(key, 0, keyLength, ordinal, cost, now);
+                }
             }
             assertEquals(count, writer.count());
             final ByteBuffer entry = writer.take(3, wallClockOffset);

@@ -5,6 +5,7 @@ import dev.limiter.protocol.CompiledPolicy;
 import dev.limiter.protocol.Limit;
 import dev.limiter.protocol.policy.Policy;
 import dev.limiter.protocol.policy.PolicySet;
+import dev.limiter.protocol.policy.RegionShares;
 import dev.limiter.protocol.policy.Scope;
 import dev.limiter.protocol.policy.Selector;
 import dev.limiter.raft.ReplicatedStateMachine;
@@ -196,6 +197,42 @@ class ReplicatedBucketsTest
         final IOException e = assertThrows(IOException.class, () -> wider.restoreSnapshot(new ByteArrayInputStream(otherSnapshot.toByteArray())));
         assertTrue(e.getMessage().contains("--raft-groups"), e.getMessage());
     }
+    @Test
+    void aGroupsCopyOfItsRegionsSharesOnlyMovesForwardSurvivesItsSnapshotAndIsNotTheControlGroups() throws Exception
+    {
+        final int[] told = {0};
+        other.onRegionShares(() -> told[0]++);
+        assertEquals(0, other.regionShares().getGeneration(), "no copy yet");
+        other.apply(1, SECOND, RegionSharesEntry.encode(shares(2, 950_000)));
+        assertEquals(shares(2, 950_000), other.regionShares());
+        // A leader that copied from an older state of the control group changes nothing.
+        other.apply(2, SECOND, RegionSharesEntry.encode(shares(1, 50_000)));
+        assertEquals(shares(2, 950_000), other.regionShares());
+        assertEquals(1, told[0]);
+        other.apply(3, SECOND, RegionSharesEntry.encode(shares(3, 50_000)));
+        assertEquals(shares(3, 50_000), other.regionShares());
+        assertEquals(2, told[0]);
+
+        // A replica that catches up from the group's snapshot holds the same copy.
+        final ReplicatedBuckets fresh = new ReplicatedBuckets(new BucketTable[] {table(), table()}, new int[] {1}, false, new PolicyState(), "n2");
+        fresh.restoreSnapshot(new ByteArrayInputStream(snapshotOf(other).toByteArray()));
+        assertEquals(shares(3, 50_000), fresh.regionShares());
+
+        // The control group holds the shares themselves: a copy in its log is refused.
+        final IllegalStateException refused = assertThrows(IllegalStateException.class,
+            () -> control.apply(4, SECOND, RegionSharesEntry.encode(shares(4, 1))));
+        assertTrue(refused.getMessage().contains("control group"), refused.getMessage());
+
+        // A replica about to replay its log from the start forgets the copy with the rest.
+        other.reset();
+        assertEquals(0, other.regionShares().getGeneration());
+    }
+
+    private static RegionShares shares(final long generation, final int orders)
+    {
+        return RegionShares.newBuilder().setGeneration(generation).putSharePpm("orders", orders).build();
+    }
+
     @Test
     void aSnapshotHoldsTheStateAsCapturedEvenWhenEntriesApplyBeforeItIsWritten() throws Exception
     {

@@ -73,6 +73,28 @@ class RegionalPolicyStateTest
     }
 
     @Test
+    void eachSharesCommandAppliedCountsOneGenerationAndASnapshotKeepsTheCount()
+    {
+        final PolicyState state = bootstrapped(true);
+        assertEquals(0, state.committedShares().getGeneration(), "no shares committed yet");
+        for (int i = 1; i <= 3; i++)
+        {
+            state.apply(PolicyState.command("region:eu", T0 + i).setRegionShares(RegionShares.newBuilder().putSharePpm("orders", 100_000 * i))
+                .build());
+        }
+        state.apply(PolicyState.command("region:eu", T0 + 4).setRegionShares(RegionShares.newBuilder().putSharePpm("orders", 1_000_001))
+            .build()); // refused: not counted
+        assertEquals(RegionShares.newBuilder().setGeneration(3).putSharePpm("orders", 300_000).build(), state.committedShares());
+
+        final PolicyState restored = new PolicyState(1, true);
+        restored.restore(state.snapshot());
+        assertEquals(state.committedShares(), restored.committedShares());
+        restored.apply(PolicyState.command("region:eu", T0 + 5).setRegionShares(RegionShares.newBuilder().putSharePpm("orders", 50_000))
+            .build());
+        assertEquals(4, restored.committedShares().getGeneration());
+    }
+
+    @Test
     void aRegionalPolicyWithWhatARegionCannotSplitIsRefusedSayingWhat()
     {
         assertProblem(regional(100).toBuilder().clearRate().setMaxConcurrent(10).build(), "a concurrency limit cannot be split among regions");

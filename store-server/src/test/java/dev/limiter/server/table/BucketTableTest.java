@@ -57,36 +57,90 @@ class BucketTableTest
         assertEquals(SECOND / 2, decision.resetAfterNanos(), "five tokens to refill");
     }
 
-    private void release(final BucketTable table, final String key, final Limit limit, final long cost, final long lease, final long now)
+    /** A bucket key as the engine writes one: policy 0, version 1, then the tenant. */
+    private static UnsafeBuffer limitKey(final String tenant)
     {
-        final UnsafeBuffer k = key(key);
-        table.release(k, 0, k.capacity(), KeyHash.hash(k, 0, k.capacity()), limit, cost, lease, now, decision);
+        final byte[] bytes = tenant.getBytes(StandardCharsets.UTF_8);
+        final UnsafeBuffer key = new UnsafeBuffer(new byte[BucketKeys.PREFIX_LENGTH + bytes.length]);
+        BucketKeys.putPrefix(key, 0, 0, 1);
+        key.putBytes(BucketKeys.PREFIX_LENGTH, bytes);
+        return key;
+    }
+
+    /** An acquire and, when granted, the lease {@code leaseId} taken on it; whether a lease is held. */
+    private boolean grant(final BucketTable table, final UnsafeBuffer key, final Limit limit, final long cost, final long leaseId,
+        final long now)
+    {
+        final long hash = KeyHash.hash(key, 0, key.capacity());
+        table.acquire(key, 0, key.capacity(), hash, 0, limit, cost, now, decision);
+        return decision.allowed() && table.takeLease(key, 0, key.capacity(), hash, 0, limit, leaseId, limit.costUnits(cost),
+            decision.timeNanos(), now, decision);
+    }
+
+    private BucketTable.LeaseRelease giveBack(final BucketTable table, final UnsafeBuffer key, final Limit limit, final long leaseId,
+        final long now)
+    {
+        return table.releaseLease(key, 0, key.capacity(), KeyHash.hash(key, 0, key.capacity()), limit, leaseId, now, decision);
     }
 
     @Test
-    void aReleasedLeaseIsFreeAgainAndAKeyWithNoLeaseHeldIsForgotten()
+    void aLeaseIsFreedOnlyByItsOwnIdOnceAndAtTheCostItTook()
     {
-        final ConcurrencyLimit two = new ConcurrencyLimit(2, 30 * SECOND);
-        final BucketTable table = table(100, two);
-        assertTrue(acquire(table, "a", two, 1, T0));
-        final long first = decision.timeNanos();
-        assertTrue(acquire(table, "a", two, 1, T0 + 1));
-        assertFalse(acquire(table, "a", two, 1, T0 + 2));
-        assertEquals(ReasonCode.RATE_LIMITED, decision.reason());
-        release(table, "a", two, 1, first, T0 + 3);
+        final ConcurrencyLimit three = new ConcurrencyLimit(3, 30 * SECOND);
+        final BucketTable table = table(100, three);
+        final UnsafeBuffer a = limitKey("a");
+        final UnsafeBuffer b = limitKey("b");
+        assertTrue(grant(table, a, three, 2, 0x5EC2E7L, T0));
+        assertEquals(1, decision.remainingTokens());
+        assertTrue(grant(table, b, three, 1, 0xB0B1L, T0 + 1));
+        assertEquals(BucketTable.LeaseRelease.UNKNOWN, giveBack(table, a, three, 0x5EC2E7L + 1, T0 + 2), "a forged id");
+        assertEquals(1, decision.remainingTokens(), "frees nothing");
+        assertEquals(BucketTable.LeaseRelease.UNKNOWN, giveBack(table, a, three, 0xB0B1L, T0 + 3), "another key's id");
+        assertEquals(1, decision.remainingTokens());
+        assertFalse(grant(table, a, three, 2, 0xA2L, T0 + 4), "still two held on a");
+        assertEquals(BucketTable.LeaseRelease.FREED, giveBack(table, a, three, 0x5EC2E7L, T0 + 5));
         assertEquals(ReasonCode.RELEASED, decision.reason());
-        assertTrue(decision.allowed());
-        assertEquals(1, decision.remainingTokens(), "one lease free after the release");
-        assertTrue(acquire(table, "a", two, 1, T0 + 4));
-        release(table, "never-seen", two, 1, first, T0 + 5);
-        assertEquals(2, decision.remainingTokens(), "a key not stored holds no lease: nothing changes");
-        assertEquals(1, table.size(), "and it is not stored by a release");
-        release(table, "a", two, 1, first, T0 + 6);
-        release(table, "a", two, 1, T0 + 1, T0 + 7);
-        assertEquals(1, table.sweep(T0 + 8, table.slotCount()), "a key whose leases are all back is forgotten");
-        release(table, "b", tenPerSecondBurstFive, 1, first, T0 + 9);
-        assertEquals(ReasonCode.RELEASED, decision.reason(), "a rate limit takes no leases: a release changes nothing");
+        assertEquals(3, decision.remainingTokens(), "both tokens of that lease, whatever a caller would say it cost");
+        assertEquals(BucketTable.LeaseRelease.UNKNOWN, giveBack(table, a, three, 0x5EC2E7L, T0 + 6), "given back already");
+        assertEquals(3, decision.remainingTokens());
+        assertEquals(BucketTable.LeaseRelease.FREED, giveBack(table, b, three, 0xB0B1L, T0 + 7));
+        assertEquals(2, table.sweep(T0 + 8, table.slotCount()), "keys whose leases are all back are forgotten, records gone with them");
         assertEquals(0, table.size());
+        assertEquals(BucketTable.LeaseRelease.UNKNOWN, giveBack(table, limitKey("never-seen"), three, 1, T0 + 9));
+        assertEquals(0, table.size(), "a release stores nothing");
+        final UnsafeBuffer rated = limitKey("rated");
+        table.releaseLease(rated, 0, rated.capacity(), KeyHash.hash(rated, 0, rated.capacity()), tenPerSecondBurstFive, 1, T0 + 9, decision);
+        assertEquals(ReasonCode.RELEASED, decision.reason(), "a rate limit takes no leases: a release changes nothing");
+    }
+
+    @Test
+    void anExpiredLeaseFreesNothingMoreAndItsRecordIsSweptWithItsKey()
+    {
+        final ConcurrencyLimit one = new ConcurrencyLimit(1, 3 * SECOND);
+        final BucketTable table = table(100, one);
+        final UnsafeBuffer a = limitKey("a");
+        assertTrue(grant(table, a, one, 1, 42, T0));
+        assertEquals(2, table.size(), "the key and its lease's record");
+        final long expired = T0 + one.nanosUntilExpiry(T0, T0);
+        assertEquals(0, table.sweep(expired - 1, table.slotCount()), "held until it expires");
+        assertEquals(BucketTable.LeaseRelease.EXPIRED, giveBack(table, a, one, 42, expired));
+        assertEquals(1, table.size(), "its record went");
+        assertTrue(grant(table, a, one, 1, 43, expired));
+        assertEquals(2, table.sweep(expired + one.nanosUntilExpiry(expired, expired), table.slotCount()),
+            "a lease never given back: its record and its key go when it expires");
+    }
+
+    @Test
+    void aGrantWhoseLeaseRecordFindsNoRoomIsGivenBackAndRefused()
+    {
+        final ConcurrencyLimit three = new ConcurrencyLimit(3, 30 * SECOND);
+        final BucketTable table = new BucketTable(1, 4096, ordinal -> three);
+        final UnsafeBuffer a = limitKey("a");
+        assertFalse(grant(table, a, three, 1, 7, T0));
+        assertEquals(ReasonCode.STORE_FULL, decision.reason());
+        assertEquals(1, table.storeFullRejections());
+        assertEquals(BucketTable.LeaseRelease.UNKNOWN, giveBack(table, a, three, 7, T0 + 1));
+        assertEquals(3, decision.remainingTokens(), "no lease counts that no release could name");
     }
 
     @Test

@@ -1,0 +1,63 @@
+package dev.limiter.servlet;
+
+import java.nio.charset.StandardCharsets;
+
+/** How a request's method and decoded path become descriptor fields that no client can use to step around a policy. */
+final class HttpFields
+{
+    private static final char[] HEX = "0123456789ABCDEF".toCharArray();
+
+    private HttpFields()
+    {
+    }
+
+    /**
+     * A request's method as the limiter sees it: one of {@link RequestDescriptors#HTTP_METHODS} as
+     * it is, anything else {@link RequestDescriptors#OTHER_METHOD}.
+     */
+    static String method(final String method)
+    {
+        return method != null && RequestDescriptors.HTTP_METHODS.contains(method) ? method : RequestDescriptors.OTHER_METHOD;
+    }
+
+    /**
+     * The route of a path the container decoded and normalised (servlet path and path info:
+     * {@code /%6Frders/1} and {@code /orders;x=1/1} are {@code /orders/1}, so an encoding cannot
+     * dodge a route's policy). What the route rules would cut or refuse is percent-encoded again:
+     * a {@code ?} or {@code #} (the route would end there, and match a shorter template), a
+     * {@code %}, spaces and control characters. So every path the application can be asked for is
+     * a route, and the route the policy sees is the path the application serves.
+     */
+    static String route(final String decodedPath)
+    {
+        if (decodedPath.isEmpty())
+        {
+            return "/";
+        }
+        StringBuilder route = null;
+        for (int i = 0; i < decodedPath.length(); )
+        {
+            final int c = decodedPath.codePointAt(i);
+            final int next = i + Character.charCount(c);
+            final boolean escape = c <= 0x20 || c == 0x7F || (c >= 0x80 && c <= 0x9F) || c == '%' || c == '?' || c == '#' ||
+                (Character.isSurrogate(decodedPath.charAt(i)) && next == i + 1);
+            if (escape && route == null)
+            {
+                route = new StringBuilder(decodedPath.length() + 8).append(decodedPath, 0, i);
+            }
+            if (escape)
+            {
+                for (final byte b : decodedPath.substring(i, next).getBytes(StandardCharsets.UTF_8))
+                {
+                    route.append('%').append(HEX[(b >> 4) & 0xF]).append(HEX[b & 0xF]);
+                }
+            }
+            else if (route != null)
+            {
+                route.appendCodePoint(c);
+            }
+            i = next;
+        }
+        return route == null ? decodedPath : route.toString();
+    }
+}
