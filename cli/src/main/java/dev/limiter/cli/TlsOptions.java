@@ -17,7 +17,8 @@ public final class TlsOptions
     @Option(names = "--tls-cert", paramLabel = "FILE", description = "Client certificate (PEM) for nodes that require mutual TLS; needs --tls-key.")
     Path cert;
 
-    @Option(names = "--tls-key", paramLabel = "FILE", description = "The client certificate's private key (PKCS#8 PEM, BEGIN PRIVATE KEY).")
+    @Option(names = "--tls-key", paramLabel = "FILE", description = "The client certificate's private key, unencrypted PEM: PKCS#8, PKCS#1 or SEC1 " +
+        "(BEGIN PRIVATE KEY, BEGIN RSA PRIVATE KEY or BEGIN EC PRIVATE KEY).")
     Path key;
 
     /** Sets these options on an SDK client being built (nothing when none was given). */

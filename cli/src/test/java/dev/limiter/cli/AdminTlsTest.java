@@ -35,8 +35,8 @@ class AdminTlsTest
     void policyCommandsTalkHttpsWithTheGivenCaAndClientCertificate() throws Exception
     {
         final TestCertificates pki = new TestCertificates(dir.resolve("pki"), "limiter");
-        final TestCertificates.Issued node = pki.issue("node");
-        final TestCertificates.Issued operator = pki.issue("operator");
+        final TestCertificates.Issued node = pki.issue("node", TestCertificates.KeyForm.SEC1);
+        final TestCertificates.Issued operator = pki.issue("operator", TestCertificates.KeyForm.PKCS1); // as cert-manager writes keys
         try (StoreServer server = new StoreServer(new ServerConfig().host("127.0.0.1").port(0).adminPort(0).shards(1).ioThreads(1)
             .policiesFile(Path.of("..", "config", "policies.json")).dataDir(dir.resolve("data")).adminToken(TOKEN)
             .tlsCert(node.certificate()).tlsKey(node.key()).tlsCa(pki.ca()).tlsClientAuth(TlsClientAuth.REQUIRE)).start())

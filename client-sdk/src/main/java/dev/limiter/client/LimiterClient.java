@@ -1215,9 +1215,12 @@ public final class LimiterClient implements AutoCloseable
         }
 
         /**
-         * Mutual TLS: present this certificate (PEM chain) and its private key (unencrypted PKCS#8
-         * PEM) to nodes started with {@code --tls-client-auth require}. Turns TLS on (with the JDK's
-         * default trust unless {@link #tls(java.nio.file.Path)} names the CAs).
+         * Mutual TLS: present this certificate (PEM chain) and its private key (unencrypted PEM:
+         * PKCS#8, PKCS#1 or SEC1) to nodes started with {@code --tls-client-auth require}. Turns TLS
+         * on (with the JDK's default trust unless {@link #tls(java.nio.file.Path)} names the CAs).
+         * The files are read once, at {@link #build()}; to follow files rotated on disk, pass
+         * {@link #tls(javax.net.ssl.SSLContext)} the context of a watched
+         * {@link dev.limiter.protocol.ReloadingTls}.
          */
         public Builder tlsClientCertificate(final Path certificate, final Path key)
         {

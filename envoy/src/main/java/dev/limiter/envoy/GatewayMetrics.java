@@ -4,7 +4,9 @@ import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
 import dev.limiter.client.LimiterClient;
 import dev.limiter.client.LimiterMetrics;
+import dev.limiter.protocol.ReloadingTls;
 import io.micrometer.core.instrument.FunctionCounter;
+import io.micrometer.core.instrument.Gauge;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 
@@ -40,6 +42,24 @@ public final class GatewayMetrics implements AutoCloseable
      */
     public static GatewayMetrics serve(final InetSocketAddress address, final RateLimitGateway gateway, final LimiterClient client)
     {
+        return serve(address, gateway, client, null);
+    }
+
+    /**
+     * Serves the meters of {@code server}'s gateway and client, and of its port: connections
+     * refused ({@code limiter_refusals_total{port="rls",reason}}), TLS reloads and the expiry of its
+     * certificate, named as a node's are.
+     *
+     * @throws UncheckedIOException when the address cannot be bound
+     */
+    public static GatewayMetrics serve(final InetSocketAddress address, final RlsServer server)
+    {
+        return serve(address, server.gateway(), server.client(), server);
+    }
+
+    private static GatewayMetrics serve(final InetSocketAddress address, final RateLimitGateway gateway, final LimiterClient client,
+        final RlsServer port)
+    {
         final HttpServer server;
         try
         {
@@ -58,6 +78,10 @@ public final class GatewayMetrics implements AutoCloseable
         });
         final GatewayMetrics metrics = new GatewayMetrics(server, thread);
         metrics.bind(gateway, client);
+        if (port != null)
+        {
+            metrics.bind(port);
+        }
         server.createContext("/metrics", metrics::answer);
         server.setExecutor(thread);
         server.start();
@@ -81,6 +105,29 @@ public final class GatewayMetrics implements AutoCloseable
         FunctionCounter.builder("limiter.rls.checks", gateway, RateLimitGateway::checks)
             .description("Descriptors checked without a charge: hits_addend 0, or a cost beyond 2^31-1").register(registry);
         LimiterMetrics.bind(client, registry);
+    }
+
+    private void bind(final RlsServer port)
+    {
+        FunctionCounter.builder("limiter.refusals", port, RlsServer::refusedOverCap).tags("port", "rls", "reason", "max-connections")
+            .description("Connections and requests a port refused or closed, by port and reason").register(registry);
+        FunctionCounter.builder("limiter.refusals", port, RlsServer::failedHandshakes).tags("port", "rls", "reason", "tls-handshake")
+            .description("Connections and requests a port refused or closed, by port and reason").register(registry);
+        FunctionCounter.builder("limiter.tls.reloads", port, RlsServer::tlsReloaded).tags("result", "reloaded")
+            .description("Changed TLS files loaded (reloaded) or refused, the previous ones kept (failed)").register(registry);
+        FunctionCounter.builder("limiter.tls.reloads", port, RlsServer::tlsFailed).tags("result", "failed")
+            .description("Changed TLS files loaded (reloaded) or refused, the previous ones kept (failed)").register(registry);
+        Gauge.builder("limiter.tls.files.refused", port, p -> p.tlsRefusing() ? 1 : 0)
+            .description("1 while the TLS files on disk have changed and do not load: the previous certificate is still served").register(registry);
+        Gauge.builder("limiter.rls.connections", port, RlsServer::openConnections)
+            .description("Connections open on the gateway's port").register(registry);
+        final ReloadingTls tls = port.settings().tls();
+        if (tls != null)
+        {
+            Gauge.builder("limiter.tls.certificate.expiry.timestamp.seconds", tls, t -> t.certificate().getNotAfter().toInstant().getEpochSecond())
+                .description("When the TLS certificate of the gateway's port expires (its notAfter), seconds since the epoch").strongReference(true)
+                .register(registry);
+        }
     }
 
     /** The port it serves on. */

@@ -290,11 +290,11 @@ public final class RaftNode implements AutoCloseable
         RaftServerConfigKeys.Log.Appender.setWaitTimeMin(properties, TimeDuration.ZERO);
         final Parameters parameters = new Parameters();
         GrpcConfigKeys.Server.setServicesCustomizer(parameters, new RaftPortGuard(config));
-        if (config.tlsCert() != null)
+        if (config.tls())
         {
-            // Mutual: the server side (in RaftPortGuard) and the channels this member opens to its peers.
-            final GrpcTlsConfig tls = new GrpcTlsConfig(config.tlsKey().toFile(),
-                config.tlsCert().toFile(), config.tlsCa().toFile(), true);
+            // Mutual: the server side (in RaftPortGuard) and the channels this member opens to its peers,
+            // which ask the managers on each handshake (a reconnection after the files rotated uses the new ones).
+            final GrpcTlsConfig tls = new GrpcTlsConfig(config.tlsKeys(), config.tlsTrust(), true);
             GrpcConfigKeys.Server.setTlsConf(parameters, tls);
             GrpcConfigKeys.Client.setTlsConf(parameters, tls);
             GrpcConfigKeys.Admin.setTlsConf(parameters, tls);

@@ -7,7 +7,10 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Objects;
 import java.util.function.Consumer;
+import java.util.function.LongSupplier;
 import java.util.regex.Pattern;
+import javax.net.ssl.X509KeyManager;
+import javax.net.ssl.X509TrustManager;
 
 /** Settings of one {@link RaftNode}; {@link #validate()} checks them once and says what to change. */
 public final class RaftNodeConfig
@@ -56,9 +59,9 @@ public final class RaftNodeConfig
     private long leaderStepDownMillis;
     private boolean joining;
     private int snapshotChunkBytes = 16 << 20;
-    private Path tlsCert;
-    private Path tlsKey;
-    private Path tlsCa;
+    private X509KeyManager tlsKeys;
+    private X509TrustManager tlsTrust;
+    private LongSupplier tlsGeneration = () -> 0;
     private int maxConnections = DEFAULT_MAX_CONNECTIONS;
     private long idleTimeoutMillis = DEFAULT_IDLE_TIMEOUT_MILLIS;
     private long prefaceTimeoutMillis = DEFAULT_PREFACE_TIMEOUT_MILLIS;
@@ -75,7 +78,7 @@ public final class RaftNodeConfig
                 " ms, was " + electionTimeoutMin.toMillis() + " ms");
         require(snapshotEveryEntries >= 1, "snapshot interval must be at least 1 entry, was " + snapshotEveryEntries);
         require(logSegmentBytes >= 1024, "log segment size must be at least 1 KiB, was " + logSegmentBytes);
-        require(tlsCert == null || tlsKey != null && tlsCa != null,
+        require(tlsKeys == null || tlsTrust != null,
             "TLS on the Raft port is mutual: it needs the certificate, its key and the CA bundle peers' certificates come from");
         require(maxConnections >= 2, "the Raft port needs at least 2 connections, was " + maxConnections);
         require(idleTimeoutMillis >= 1000, "the Raft idle timeout must be at least 1 s, was " + idleTimeoutMillis + " ms");
@@ -282,30 +285,39 @@ public final class RaftNodeConfig
     }
 
     /**
-     * Mutual TLS on the Raft port: this member presents {@code cert} (PEM chain) with {@code key}
-     * (PEM PKCS#8) and accepts only peers whose certificates come from {@code ca}. All null: plain TCP.
+     * Mutual TLS on the Raft port: this member presents the certificate {@code keys} holds and
+     * accepts only peers whose certificates {@code trust} accepts, and its own connections to peers
+     * do the same. Both null: plain TCP. The managers are asked on every handshake, so they may
+     * change what they hold (rotated files); {@code generation} changes when they do, and the port
+     * then takes new connections on a new TLS context, so that no session from before is resumed.
      */
-    public RaftNodeConfig tls(final Path cert, final Path key, final Path ca)
+    public RaftNodeConfig tls(final X509KeyManager keys, final X509TrustManager trust, final LongSupplier generation)
     {
-        this.tlsCert = cert;
-        this.tlsKey = key;
-        this.tlsCa = ca;
+        this.tlsKeys = keys;
+        this.tlsTrust = trust;
+        this.tlsGeneration = Objects.requireNonNull(generation, "generation");
         return this;
     }
 
-    public Path tlsCert()
+    /** Whether the Raft port speaks (mutual) TLS. */
+    public boolean tls()
     {
-        return tlsCert;
+        return tlsKeys != null;
     }
 
-    public Path tlsKey()
+    public X509KeyManager tlsKeys()
     {
-        return tlsKey;
+        return tlsKeys;
     }
 
-    public Path tlsCa()
+    public X509TrustManager tlsTrust()
     {
-        return tlsCa;
+        return tlsTrust;
+    }
+
+    public LongSupplier tlsGeneration()
+    {
+        return tlsGeneration;
     }
 
     public int maxConnections()

@@ -13,6 +13,7 @@ import org.apache.ratis.thirdparty.io.netty.channel.ChannelInboundHandlerAdapter
 import org.apache.ratis.thirdparty.io.netty.channel.ChannelHandlerAdapter;
 import org.apache.ratis.thirdparty.io.netty.handler.ssl.ClientAuth;
 import org.apache.ratis.thirdparty.io.netty.handler.ssl.SslContext;
+import org.apache.ratis.thirdparty.io.netty.handler.ssl.SslContextBuilder;
 import org.apache.ratis.thirdparty.io.netty.util.AsciiString;
 
 import javax.net.ssl.SSLException;
@@ -21,6 +22,7 @@ import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
+import java.util.function.Supplier;
 
 /**
  * Bounds what a client of the Raft port can hold, as the data and admin ports do: at most
@@ -50,28 +52,10 @@ final class RaftPortGuard implements GrpcServices.Customizer
     @Override
     public NettyServerBuilder customize(final NettyServerBuilder builder, final EnumSet<GrpcServices.Type> types)
     {
-        final InternalProtocolNegotiator.ProtocolNegotiator inner;
-        if (config.tlsCert() != null)
-        {
-            try
-            {
-                final SslContext tls = GrpcSslContexts.forServer(config.tlsCert().toFile(), config.tlsKey().toFile())
-                    .trustManager(config.tlsCa().toFile())
-                    .clientAuth(ClientAuth.REQUIRE)
-                    .build();
-                inner = InternalProtocolNegotiators.serverTls(tls);
-            }
-            catch (final SSLException e)
-            {
-                throw new IllegalArgumentException("cannot set up TLS on the Raft port from " + config.tlsCert() + ": " + e.getMessage(), e);
-            }
-        }
-        else
-        {
-            inner = InternalProtocolNegotiators.serverPlaintext();
-        }
+        final Guarded guarded = new Guarded(config.tls() ? this::tlsNegotiator : InternalProtocolNegotiators::serverPlaintext);
+        guarded.current(); // bad TLS material fails the start
         return builder
-            .protocolNegotiator(new Guarded(inner))
+            .protocolNegotiator(guarded)
             .maxConnectionIdle(config.idleTimeoutMillis(), TimeUnit.MILLISECONDS)
             .keepAliveTime(30, TimeUnit.SECONDS)
             .keepAliveTimeout(10, TimeUnit.SECONDS)
@@ -80,26 +64,76 @@ final class RaftPortGuard implements GrpcServices.Customizer
             .maxRstFramesPerWindow(500, 10);
     }
 
-    /** gRPC's negotiator with a connection guard in front of it. */
+    /** gRPC's TLS negotiator over a new context on the configured managers: mutual, peers' certificates must come from the CAs. */
+    private InternalProtocolNegotiator.ProtocolNegotiator tlsNegotiator()
+    {
+        try
+        {
+            final SslContext tls = GrpcSslContexts.configure(SslContextBuilder.forServer(config.tlsKeys()))
+                .trustManager(config.tlsTrust())
+                .clientAuth(ClientAuth.REQUIRE)
+                .build();
+            return InternalProtocolNegotiators.serverTls(tls);
+        }
+        catch (final SSLException e)
+        {
+            throw new IllegalArgumentException("cannot set up TLS on the Raft port: " + e.getMessage(), e);
+        }
+    }
+
+    /**
+     * gRPC's negotiator (plaintext or TLS) with a connection guard in front of it. Under TLS, the
+     * negotiator is made again when the TLS material changes ({@link RaftNodeConfig#tlsGeneration()}):
+     * a new context has a new session cache, so a peer cannot resume a session the old material
+     * (a CA since removed, say) accepted.
+     */
     private final class Guarded implements InternalProtocolNegotiator.ProtocolNegotiator
     {
-        private final InternalProtocolNegotiator.ProtocolNegotiator inner;
+        private final Supplier<InternalProtocolNegotiator.ProtocolNegotiator> factory;
+        private InternalProtocolNegotiator.ProtocolNegotiator inner;
+        private long generation = Long.MIN_VALUE;
 
-        Guarded(final InternalProtocolNegotiator.ProtocolNegotiator inner)
+        Guarded(final Supplier<InternalProtocolNegotiator.ProtocolNegotiator> factory)
         {
-            this.inner = inner;
+            this.factory = factory;
+        }
+
+        /** The negotiator for a new connection: made again when the TLS material changed since the last. */
+        synchronized InternalProtocolNegotiator.ProtocolNegotiator current()
+        {
+            final long now = config.tlsGeneration().getAsLong();
+            if (inner == null || now != generation)
+            {
+                inner = factory.get();
+                generation = now;
+            }
+            return inner;
         }
 
         @Override
         public AsciiString scheme()
         {
-            return inner.scheme();
+            return current().scheme();
         }
 
         @Override
         public ChannelHandler newHandler(final GrpcHttp2ConnectionHandler grpcHandler)
         {
-            final ChannelHandler negotiation = inner.newHandler(grpcHandler);
+            ChannelHandler built;
+            try
+            {
+                built = current().newHandler(grpcHandler);
+            }
+            catch (final IllegalArgumentException e)
+            {
+                // New material that no TLS context takes: keep serving with the last that did.
+                synchronized (this)
+                {
+                    generation = config.tlsGeneration().getAsLong();
+                }
+                built = inner.newHandler(grpcHandler);
+            }
+            final ChannelHandler negotiation = built;
             // gRPC places this handler where its negotiation belongs (before its write buffer): put the
             // guard and the negotiation there, in that order, and step aside.
             return new ChannelHandlerAdapter()
@@ -115,9 +149,12 @@ final class RaftPortGuard implements GrpcServices.Customizer
         }
 
         @Override
-        public void close()
+        public synchronized void close()
         {
-            inner.close();
+            if (inner != null)
+            {
+                inner.close();
+            }
         }
     }
 

@@ -1,6 +1,7 @@
 package dev.limiter.server;
 
 import dev.limiter.protocol.Frame;
+import dev.limiter.protocol.ReloadingTls;
 import dev.limiter.server.region.RegionConfig;
 import dev.limiter.raft.RaftNodeConfig;
 import dev.limiter.server.net.TlsClientAuth;
@@ -60,6 +61,8 @@ public final class ServerConfig
     public static final int DEFAULT_ADMIN_MAX_CONNECTIONS = 64;
     /** An admin HTTP connection that sends nothing for this long is closed. */
     public static final long DEFAULT_ADMIN_IDLE_TIMEOUT_MILLIS = 60_000;
+    /** How often the TLS files are checked for a new certificate, key or CA bundle (0: never). */
+    public static final long DEFAULT_TLS_RELOAD_MILLIS = ReloadingTls.DEFAULT_CHECK_EVERY.toMillis();
 
     private String host = DEFAULT_HOST;
     private int port = DEFAULT_PORT;
@@ -97,6 +100,7 @@ public final class ServerConfig
     private Path tlsKey;
     private Path tlsCa;
     private TlsClientAuth tlsClientAuth = TlsClientAuth.NONE;
+    private long tlsReloadMillis = DEFAULT_TLS_RELOAD_MILLIS;
 
     /** Checks every setting; throws naming the setting, its value and the accepted range. */
     public ServerConfig validate()
@@ -132,6 +136,8 @@ public final class ServerConfig
         {
             require(file == null || Files.isReadable(file), "TLS file " + file + " does not exist or is not readable");
         }
+        require(tlsReloadMillis == 0 || tlsReloadMillis >= ReloadingTls.MIN_CHECK_EVERY.toMillis() && tlsReloadMillis <= 86_400_000L,
+            "--tls-reload-ms must be 0 (never) or " + ReloadingTls.MIN_CHECK_EVERY.toMillis() + " ms to 1 day, was " + tlsReloadMillis + " ms");
         require(!clustered() || tlsCert == null || tlsCa != null,
             "a cluster with TLS needs --tls-ca: members verify each other's certificates on the Raft port (mutual TLS)");
         require(clustered() || !memoryFirst,
@@ -561,7 +567,7 @@ public final class ServerConfig
         return tlsKey;
     }
 
-    /** PEM PKCS#8 private key of {@link #tlsCert}. */
+    /** PEM private key of {@link #tlsCert}: PKCS#8, PKCS#1 (RSA) or SEC1 (EC), unencrypted. */
     public ServerConfig tlsKey(final Path file)
     {
         this.tlsKey = file;
@@ -592,6 +598,18 @@ public final class ServerConfig
     public ServerConfig tlsClientAuth(final TlsClientAuth mode)
     {
         this.tlsClientAuth = mode;
+        return this;
+    }
+
+    public long tlsReloadMillis()
+    {
+        return tlsReloadMillis;
+    }
+
+    /** How often the TLS files are checked for changes, in ms; 0: read at start only. */
+    public ServerConfig tlsReloadMillis(final long millis)
+    {
+        this.tlsReloadMillis = millis;
         return this;
     }
 

@@ -147,7 +147,9 @@ public final class ServerMain implements Callable<Integer>
         description = "PEM certificate chain: turns TLS on for the data, admin and Raft ports (off by default). Needs --tls-key.")
     Path tlsCert;
 
-    @Option(names = "--tls-key", paramLabel = "FILE", description = "PEM PKCS#8 private key of --tls-cert (BEGIN PRIVATE KEY).")
+    @Option(names = "--tls-key", paramLabel = "FILE",
+        description = "PEM private key of --tls-cert, unencrypted: PKCS#8 (BEGIN PRIVATE KEY), PKCS#1 (BEGIN RSA PRIVATE KEY) or SEC1 " +
+            "(BEGIN EC PRIVATE KEY).")
     Path tlsKey;
 
     @Option(names = "--tls-ca", paramLabel = "FILE",
@@ -158,6 +160,12 @@ public final class ServerMain implements Callable<Integer>
     @Option(names = "--tls-client-auth", paramLabel = "MODE",
         description = "Whether data and admin clients must present a certificate from --tls-ca: none, optional or require (default: none).")
     String tlsClientAuth = "none";
+
+    @Option(names = "--tls-reload-ms", paramLabel = "MS",
+        description = "How often the TLS files are checked: a changed certificate, key or CA bundle is used by new connections on every " +
+            "port without a restart (files that do not load are logged and the previous ones kept); 0: read at start only " +
+            "(default: ${DEFAULT-VALUE}).")
+    long tlsReloadMillis = ServerConfig.DEFAULT_TLS_RELOAD_MILLIS;
 
     @Option(names = "--max-connections", description = "Data-plane connections served at once; more are refused with ERROR OVERLOADED (default: ${DEFAULT-VALUE}).")
     int maxConnections = ServerConfig.DEFAULT_MAX_CONNECTIONS;
@@ -187,7 +195,7 @@ public final class ServerMain implements Callable<Integer>
             .preferEpoll(!nio).preferIoUring(ioUring).shardThreads(shardThreads).nodeId(nodeId).raftPortOffset(raftPortOffset).dataDir(dataDir).joining(join).adminToken(adminToken)
             .maxConnections(maxConnections).idleTimeoutMillis(idleTimeoutMillis).frameTimeoutMillis(frameTimeoutMillis)
             .adminMaxConnections(adminMaxConnections).adminIdleTimeoutMillis(adminIdleTimeoutMillis)
-            .tlsCert(tlsCert).tlsKey(tlsKey).tlsCa(tlsCa);
+            .tlsCert(tlsCert).tlsKey(tlsKey).tlsCa(tlsCa).tlsReloadMillis(tlsReloadMillis);
         final StoreServer server;
         try
         {

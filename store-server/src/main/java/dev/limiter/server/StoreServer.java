@@ -6,7 +6,7 @@ import dev.limiter.protocol.CompiledPolicy;
 import dev.limiter.protocol.ErrorCode;
 import dev.limiter.protocol.ErrorCodec;
 import dev.limiter.protocol.PolicySetIndex;
-import dev.limiter.protocol.Pem;
+import dev.limiter.protocol.ReloadingTls;
 import dev.limiter.protocol.PolicyValidationException;
 import dev.limiter.protocol.policy.Exemption;
 import dev.limiter.protocol.policy.HotKeyReport;
@@ -112,6 +112,8 @@ public final class StoreServer implements NodeStatus, AutoCloseable
     static final long BYPASS_REPORT_MILLIS = 60_000;
     private final ServerMetrics metrics = new ServerMetrics();
     private final SdkReportGate reportGate = new SdkReportGate();
+    /** The TLS files of every port (data, admin, Raft) and of the regions' exchange, followed on disk; or null. */
+    private final ReloadingTls tlsFiles;
     /** TLS on the data and admin ports, or null. */
     private final ServerTls tls;
     private final List<Shard> shards = new ArrayList<>();
@@ -144,7 +146,14 @@ public final class StoreServer implements NodeStatus, AutoCloseable
             throw new PolicyValidationException(stackedProblems);
         }
         this.adminToken = AdminToken.resolve(config.adminPort() >= 0, config.adminToken(), config.dataDir());
-        this.tls = ServerTls.from(config.tlsCert(), config.tlsKey(), config.tlsCa(), config.tlsClientAuth(), metrics);
+        this.tlsFiles = config.tlsCert() == null ? null :
+            ReloadingTls.load(config.tlsCert(), config.tlsKey(), config.tlsCa()).listener(this::tlsChecked);
+        if (tlsFiles != null)
+        {
+            metrics.bindCertificateExpiry(() -> tlsFiles.certificate().getNotAfter().toInstant().getEpochSecond());
+            metrics.bindTlsFilesRefused(tlsFiles::refusing);
+        }
+        this.tls = ServerTls.over(tlsFiles, config.tlsClientAuth(), metrics);
         if (!config.clustered())
         {
             // A single node is its own log: the file is the first version of every policy.
@@ -235,7 +244,7 @@ public final class StoreServer implements NodeStatus, AutoCloseable
                 // leader before it included), so its first report already holds whatever that leader had proposed.
                 replicated == null ? () -> true : () -> replicated.control().canDecide(),
                 replicated == null || replicated.all().size() == 1 ? RegionGroups.SINGLE : new ShareCopies(replicated), replicated != null,
-                config.tlsCert() == null ? null : Pem.context(config.tlsCert(), config.tlsKey(), config.tlsCa()));
+                tlsFiles == null ? null : tlsFiles.context());
             shards.forEach(shard -> shard.regions(regions.forShard(shard.id())));
             regions.bind(metrics.registry());
             regions.start();
@@ -296,6 +305,10 @@ public final class StoreServer implements NodeStatus, AutoCloseable
                 new AdminServer.Limits(config.adminMaxConnections(), config.adminIdleTimeoutMillis(), config.frameTimeoutMillis()), tls);
             admin.start();
         }
+        if (tlsFiles != null && config.tlsReloadMillis() > 0)
+        {
+            tlsFiles.watch(Duration.ofMillis(config.tlsReloadMillis()));
+        }
         LOG.info("limiter store serving on {}:{} ({} transport, {} shards on {}, {} io threads, {} policies{}), admin on {}",
             config.host(), port(), transport() + (config.preferIoUring() && !IoUring.isAvailable() ?
                 " (io_uring unavailable: " + IoUring.unavailabilityCause() + ")" : ""), shards.size(), config.shardThreads() ? "their own threads" : "the event loops",
@@ -340,7 +353,8 @@ public final class StoreServer implements NodeStatus, AutoCloseable
             .memoryFirst(config.memoryFirst())
             .electionTimeoutMin(Duration.ofMillis(config.electionTimeoutMillis()))
             .logSegmentBytes(config.logSegmentBytes())
-            .tls(config.tlsCert(), config.tlsKey(), config.tlsCa())
+            .tls(tlsFiles == null ? null : tlsFiles.keyManager(), tlsFiles == null ? null : tlsFiles.trustManager(),
+                tlsFiles == null ? () -> 0 : tlsFiles::reloads)
             .prefaceTimeoutMillis(config.frameTimeoutMillis())
             .refusals(reason -> metrics.refused("raft", reason)),
             committed, config.raftGroups(), policyState, config.peers(), config.raftPortOffset(),
@@ -611,6 +625,31 @@ public final class StoreServer implements NodeStatus, AutoCloseable
         return channelType == IoUringServerSocketChannel.class ? "io_uring" : channelType == EpollServerSocketChannel.class ? "epoll" : "nio";
     }
 
+    /**
+     * Checks the TLS files now (as the timer of {@code --tls-reload-ms} does): new connections on
+     * every port use changed files that load; files that do not are logged, counted and ignored.
+     *
+     * @return what the check did; UNCHANGED without TLS
+     */
+    public ReloadingTls.Outcome reloadTls()
+    {
+        return tlsFiles == null ? ReloadingTls.Outcome.UNCHANGED : tlsFiles.reload();
+    }
+
+    private void tlsChecked(final ReloadingTls.Outcome outcome, final String detail)
+    {
+        if (outcome == ReloadingTls.Outcome.RELOADED)
+        {
+            LOG.info("TLS: new connections on the data, admin and Raft ports now use {}", detail);
+            metrics.tlsReload("reloaded");
+        }
+        else
+        {
+            LOG.warn("TLS: the changed files do not load: {}", detail);
+            metrics.tlsReload("failed");
+        }
+    }
+
     /** Buckets held by all shards. */
     public long bucketCount()
     {
@@ -643,6 +682,10 @@ public final class StoreServer implements NodeStatus, AutoCloseable
         if (ticker != null)
         {
             ticker.shutdownNow();
+        }
+        if (tlsFiles != null)
+        {
+            tlsFiles.close();
         }
         if (regions != null)
         {

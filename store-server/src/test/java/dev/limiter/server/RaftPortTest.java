@@ -114,7 +114,7 @@ class RaftPortTest
         for (int i = 0; i < 3; i++)
         {
             final String id = "n" + (i + 1);
-            final TestCertificates.Issued cert = pki.issue(id);
+            final TestCertificates.Issued cert = pki.issue(id, TestCertificates.KeyForm.values()[i]); // PKCS#8, PKCS#1, SEC1
             Files.createDirectories(dir.resolve(id + "-config"));
             nodes.add(new StoreServer(TestNode.config(dir.resolve(id + "-config"), ports[i], 1).adminToken(TOKEN)
                 .tlsCert(cert.certificate()).tlsKey(cert.key()).tlsCa(pki.ca())
@@ -141,6 +141,46 @@ class RaftPortTest
         assertThrows(IOException.class, () -> handshake(Pem.context(null, null, pki.ca()), raftPort), "no client certificate");
         assertThrows(IOException.class, () -> handshake(Pem.context(impostor.certificate(), impostor.key(), pki.ca()), raftPort),
             "a certificate from another CA");
+    }
+
+    @Test
+    void theRaftPortServesReplacedCertificateFilesToNewConnectionsWhileTheMemberKeepsLeading() throws Exception
+    {
+        final TestCertificates pki = new TestCertificates(dir.resolve("pki"), "cluster");
+        final TestCertificates.Issued a = pki.issue("n1-a", TestCertificates.KeyForm.PKCS1);
+        final TestCertificates.Issued b = pki.issue("n1-b", TestCertificates.KeyForm.SEC1);
+        final TestCertificates.Issued peer = pki.issue("peer");
+        final Path cert = dir.resolve("tls.crt");
+        final Path key = dir.resolve("tls.key");
+        Files.copy(a.key(), key);
+        Files.copy(a.certificate(), cert);
+        final int port = ClusterPorts.free(1, 100)[0];
+        Files.createDirectories(dir.resolve("config"));
+        nodes.add(new StoreServer(TestNode.config(dir.resolve("config"), port, 1).tlsCert(cert).tlsKey(key).tlsCa(pki.ca()).tlsReloadMillis(0)
+            .nodeId("n1").peers(Map.of("n1", new InetSocketAddress("127.0.0.1", port))).raftPortOffset(100).dataDir(dir.resolve("n1"))).start());
+        final StoreServer node = awaitLeader();
+        assertEquals("CN=n1-a", raftCertificate(pki, peer, port + 100));
+
+        Files.copy(b.key(), key, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+        Files.copy(b.certificate(), cert, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+        assertEquals(dev.limiter.protocol.ReloadingTls.Outcome.RELOADED, node.reloadTls());
+        assertEquals("CN=n1-b", raftCertificate(pki, peer, port + 100), "a new connection to the Raft port sees B");
+        assertTrue(node.replication().canDecide(), "the member still leads");
+    }
+
+    /** The certificate a new member connection (a peer's certificate, no session to resume) is shown on the Raft port. */
+    private static String raftCertificate(final TestCertificates pki, final TestCertificates.Issued peer, final int port) throws IOException
+    {
+        try (SSLSocket socket = (SSLSocket)Pem.context(peer.certificate(), peer.key(), pki.ca()).getSocketFactory().createSocket("127.0.0.1", port))
+        {
+            socket.setSoTimeout(5000);
+            socket.setEnabledProtocols(new String[] {"TLSv1.3"});
+            final javax.net.ssl.SSLParameters parameters = socket.getSSLParameters();
+            parameters.setApplicationProtocols(new String[] {"h2"});
+            socket.setSSLParameters(parameters);
+            socket.startHandshake();
+            return ((java.security.cert.X509Certificate)socket.getSession().getPeerCertificates()[0]).getSubjectX500Principal().getName();
+        }
     }
 
     private static void handshake(final javax.net.ssl.SSLContext context, final int port) throws IOException

@@ -43,6 +43,16 @@ class ServerConfigTest
     }
 
     @Test
+    void aTlsReloadIntervalThatIsNeitherZeroNorOneHundredMillisecondsToADayIsRefusedNamingTheRange()
+    {
+        final IllegalArgumentException tooOften = assertThrows(IllegalArgumentException.class, () -> new ServerConfig().tlsReloadMillis(50).validate());
+        assertTrue(tooOften.getMessage().contains("--tls-reload-ms must be 0 (never) or 100 ms to 1 day, was 50 ms"), tooOften.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> new ServerConfig().tlsReloadMillis(-1).validate());
+        new ServerConfig().tlsReloadMillis(0).validate();
+        new ServerConfig().tlsReloadMillis(100).validate();
+    }
+
+    @Test
     void ioUringAndNioTogetherAreRefusedSayingToKeepOne()
     {
         final IllegalArgumentException e = assertThrows(IllegalArgumentException.class,

@@ -75,12 +75,29 @@ public final class TestCertificates
         return dir.resolve(name + "-ca.pem");
     }
 
-    /** A certificate for 127.0.0.1 and localhost, signed by this CA, usable by a server and a client. */
+    /** How a key is written: the three forms of unencrypted PEM keys that tools write. */
+    public enum KeyForm
+    {
+        /** {@code BEGIN PRIVATE KEY}, an EC key. */
+        PKCS8,
+        /** {@code BEGIN RSA PRIVATE KEY}, an RSA key (as cert-manager and {@code openssl genrsa} write it). */
+        PKCS1,
+        /** {@code BEGIN EC PRIVATE KEY}, an EC key (as {@code openssl ecparam -genkey} writes it). */
+        SEC1
+    }
+
+    /** A certificate for 127.0.0.1 and localhost, signed by this CA, usable by a server and a client; its key in PKCS#8. */
     public Issued issue(final String commonName)
+    {
+        return issue(commonName, KeyForm.PKCS8);
+    }
+
+    /** A certificate for 127.0.0.1 and localhost, signed by this CA, with its key written in {@code form}. */
+    public Issued issue(final String commonName, final KeyForm form)
     {
         try
         {
-            final KeyPair keys = keyPair();
+            final KeyPair keys = form == KeyForm.PKCS1 ? rsaKeyPair() : keyPair();
             final JcaX509v3CertificateBuilder builder = new JcaX509v3CertificateBuilder(new X500Name("CN=" + name),
                 serial(), notBefore(), notAfter(), new X500Name("CN=" + commonName), keys.getPublic());
             builder.addExtension(Extension.subjectAlternativeName, false, new GeneralNames(new GeneralName[] {
@@ -90,13 +107,43 @@ public final class TestCertificates
             final Path cert = dir.resolve(commonName + ".pem");
             final Path key = dir.resolve(commonName + "-key.pem");
             write(cert, "CERTIFICATE", certificate.getEncoded());
-            write(key, "PRIVATE KEY", keys.getPrivate().getEncoded());
+            switch (form)
+            {
+                case PKCS8 -> write(key, "PRIVATE KEY", keys.getPrivate().getEncoded());
+                case PKCS1 -> write(key, "RSA PRIVATE KEY", pkcs1(keys));
+                case SEC1 -> write(key, "EC PRIVATE KEY", sec1(keys));
+            }
             return new Issued(cert, key);
         }
         catch (final GeneralSecurityException | IOException | org.bouncycastle.operator.OperatorCreationException e)
         {
             throw new IllegalStateException(e);
         }
+    }
+
+    /** PKCS#8 wraps the PKCS#1 structure: unwrapped, it is that form. */
+    private static byte[] pkcs1(final KeyPair keys) throws IOException
+    {
+        return org.bouncycastle.asn1.pkcs.PrivateKeyInfo.getInstance(keys.getPrivate().getEncoded()).parsePrivateKey().toASN1Primitive()
+            .getEncoded();
+    }
+
+    /** SEC1 as openssl writes it: the key with its curve (which PKCS#8 keeps outside, in the algorithm) and its public point. */
+    private static byte[] sec1(final KeyPair keys) throws IOException
+    {
+        final org.bouncycastle.asn1.pkcs.PrivateKeyInfo info = org.bouncycastle.asn1.pkcs.PrivateKeyInfo.getInstance(keys.getPrivate().getEncoded());
+        final org.bouncycastle.asn1.sec.ECPrivateKey inner = org.bouncycastle.asn1.sec.ECPrivateKey.getInstance(info.parsePrivateKey());
+        final org.bouncycastle.asn1.x509.SubjectPublicKeyInfo publicKey =
+            org.bouncycastle.asn1.x509.SubjectPublicKeyInfo.getInstance(keys.getPublic().getEncoded());
+        return new org.bouncycastle.asn1.sec.ECPrivateKey(256, inner.getKey(), publicKey.getPublicKeyData(),
+            info.getPrivateKeyAlgorithm().getParameters()).getEncoded();
+    }
+
+    private static KeyPair rsaKeyPair() throws GeneralSecurityException
+    {
+        final KeyPairGenerator generator = KeyPairGenerator.getInstance("RSA");
+        generator.initialize(2048);
+        return generator.generateKeyPair();
     }
 
     private static KeyPair keyPair() throws GeneralSecurityException

@@ -22,6 +22,7 @@ import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
 import java.util.function.IntSupplier;
 import java.util.function.LongSupplier;
 
@@ -91,14 +92,29 @@ public final class ServerMetrics
     }
 
     /**
-     * The node's TLS certificate: when it stops being valid (seconds since the epoch), for an
-     * alert well before it does.
+     * The node's TLS certificate: when the one in use stops being valid (seconds since the epoch),
+     * for an alert well before it does; it follows reloads of the files.
      */
-    public void bindCertificateExpiry(final long notAfterEpochSeconds)
+    public void bindCertificateExpiry(final LongSupplier notAfterEpochSeconds)
     {
-        Gauge.builder("limiter.tls.certificate.expiry.timestamp.seconds", () -> notAfterEpochSeconds).strongReference(true)
+        Gauge.builder("limiter.tls.certificate.expiry.timestamp.seconds", notAfterEpochSeconds, LongSupplier::getAsLong).strongReference(true)
             .description("When the TLS certificate of the data, admin and Raft ports expires (its notAfter), seconds since the epoch")
             .register(registry);
+    }
+
+    /** 1 while the TLS files on disk have changed and do not load (the previous ones are served), else 0. */
+    public void bindTlsFilesRefused(final BooleanSupplier refusing)
+    {
+        Gauge.builder("limiter.tls.files.refused", refusing, r -> r.getAsBoolean() ? 1 : 0).strongReference(true)
+            .description("1 while the TLS files on disk have changed and do not load: the previous certificate is still served")
+            .register(registry);
+    }
+
+    /** A check of the TLS files that loaded new ones ({@code reloaded}) or found them bad and kept the old ones ({@code failed}). */
+    public void tlsReload(final String result)
+    {
+        Counter.builder("limiter.tls.reloads").description("Changed TLS files loaded (reloaded) or refused, the previous ones kept (failed)")
+            .tags("result", result).register(registry).increment();
     }
 
     private Timer commitLatency;
