@@ -80,8 +80,13 @@ public final class RlsServer implements AutoCloseable
 
     /** Largest request accepted, in bytes (a request of 64 descriptors of five long entries fits). */
     public static final int MAX_REQUEST_BYTES = 256 * 1024;
-    /** Calls one connection may have in flight (Envoy multiplexes every worker's calls over few connections). */
-    public static final int MAX_CALLS_PER_CONNECTION = 10_000;
+    /**
+     * Calls one connection may have in flight. Envoy multiplexes a worker's calls over one connection
+     * and opens another when a server's stream limit is reached; 1,000 calls within Envoy's 20 ms
+     * timeout are 50,000 calls a second on one connection. Each unfinished call may buffer a request
+     * up to {@link #MAX_REQUEST_BYTES}, so this bounds what one connection can make the gateway hold.
+     */
+    public static final int MAX_CALLS_PER_CONNECTION = 1_000;
     /** A connection with no call for this long is closed. */
     public static final Duration MAX_IDLE = Duration.ofMinutes(10);
 
