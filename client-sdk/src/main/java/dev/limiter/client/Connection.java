@@ -733,6 +733,14 @@ final class Connection
         for (int i = 0; i < entry.calls.length; i++)
         {
             final int reason = decoder.reasonCode(i);
+            if (reason == ReasonCode.INVALID_REQUEST.code())
+            {
+                // This call alone could not be decided as sent (the frame's others were): as the node's refusal of a whole frame was.
+                final String why = decoder.refusal(i);
+                entry.calls[i].completeExceptionally(new LimiterRequestException(ErrorCode.INVALID_DESCRIPTOR,
+                    why == null ? "the node could not decide this request as it was sent" : why));
+                continue;
+            }
             final boolean allowed = decoder.allowed(i);
             // A code from a newer node is read by its allowed flag rather than failing the call.
             final Decision answer = new Decision(

@@ -36,10 +36,17 @@ public enum ReasonCode
      */
     RELEASED(9),
     /**
-     * Allowed without a bucket: a request of Envoy's rate limit service that no policy selects
-     * (envoyproxy/ratelimit answers such descriptors OK with no limit too). Nothing is charged.
+     * Allowed without a bucket: a descriptor of Envoy's rate limit service that no policy selects,
+     * or that an unlimited policy does (envoyproxy/ratelimit answers such descriptors OK with no
+     * limit too). Nothing is charged.
      */
-    NO_LIMIT(10);
+    NO_LIMIT(10),
+    /**
+     * Not decided: this entry cannot be decided as it was sent (a field its policy keys on is
+     * missing, or the policies that match it cannot be charged together). Nothing is charged; the
+     * result's refusal section says why, and the other entries of the frame are decided as usual.
+     */
+    INVALID_REQUEST(11);
 
     private static final ReasonCode[] BY_CODE = values();
 

@@ -124,6 +124,31 @@ public final class ResultCodec
         out.writeInt(check);
     }
 
+    /** Longest reason of a refused entry, in UTF-8 bytes (a longer one is cut). */
+    public static final int MAX_REFUSAL_BYTES = 1024;
+
+    /**
+     * Appends the refusal section's header (after the lease section, which is then written even when
+     * it lists none); follow with {@code count} calls to {@link #appendRefusal}.
+     */
+    public static void beginRefusals(final ByteBuf out, final int count)
+    {
+        out.writeShort(count);
+    }
+
+    /** Appends why record {@code record} (answered {@link ReasonCode#INVALID_REQUEST}) was not decided. */
+    public static void appendRefusal(final ByteBuf out, final int record, final String why)
+    {
+        byte[] utf8 = why.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        if (utf8.length > MAX_REFUSAL_BYTES)
+        {
+            utf8 = java.util.Arrays.copyOf(utf8, MAX_REFUSAL_BYTES);
+        }
+        out.writeShort(record);
+        out.writeShort(utf8.length);
+        out.writeBytes(utf8);
+    }
+
     /** Policy ref stored in a record (for building the dictionary). */
     public static int policyRef(final ByteBuf buf, final int recordOffset)
     {

@@ -15,6 +15,8 @@ public final class ResultDecoder
     private int dictionaryCount;
     private int leasesStart;
     private int leaseCount;
+    private int refusalsStart;
+    private int refusalCount;
 
     /**
      * @return {@code null} when the body is well formed, otherwise what is wrong with it
@@ -44,6 +46,7 @@ public final class ResultDecoder
             position += 3 + buffer.getUnsignedByte(position + 2);
         }
         leaseCount = 0;
+        refusalCount = 0;
         if (position != bodyEnd)
         {
             if (position + 2 > bodyEnd)
@@ -52,7 +55,7 @@ public final class ResultDecoder
             }
             leaseCount = buffer.getUnsignedShort(position);
             leasesStart = position + 2;
-            if (leasesStart + (long)leaseCount * ResultCodec.LEASE_LENGTH != bodyEnd)
+            if (leasesStart + (long)leaseCount * ResultCodec.LEASE_LENGTH > bodyEnd)
             {
                 return "lease section claims " + leaseCount + " leases but has " + (bodyEnd - leasesStart) + " bytes";
             }
@@ -64,6 +67,60 @@ public final class ResultDecoder
                     return "lease section names record " + record + ", which holds no lease";
                 }
             }
+            position = leasesStart + leaseCount * ResultCodec.LEASE_LENGTH;
+            if (position != bodyEnd)
+            {
+                final String refusals = wrapRefusals(position, bodyEnd);
+                if (refusals != null)
+                {
+                    return refusals;
+                }
+            }
+        }
+        return null;
+    }
+
+    private String wrapRefusals(final int at, final int bodyEnd)
+    {
+        if (at + 2 > bodyEnd)
+        {
+            return "result body has " + (bodyEnd - at) + " bytes after the lease section";
+        }
+        refusalCount = buffer.getUnsignedShort(at);
+        refusalsStart = at + 2;
+        int position = refusalsStart;
+        for (int r = 0; r < refusalCount; r++)
+        {
+            if (position + 4 > bodyEnd)
+            {
+                return "refusal section truncated at refusal " + r;
+            }
+            final int record = buffer.getUnsignedShort(position);
+            if (record >= count || reasonCode(record) != ReasonCode.INVALID_REQUEST.code())
+            {
+                return "refusal section names record " + record + ", which was not refused";
+            }
+            position += 4 + buffer.getUnsignedShort(position + 2);
+        }
+        if (position != bodyEnd)
+        {
+            return "refusal section claims " + refusalCount + " refusals but the body has " + (bodyEnd - position) + " more bytes";
+        }
+        return null;
+    }
+
+    /** Why record {@code i} (answered {@link ReasonCode#INVALID_REQUEST}) was not decided; null when it says nothing. Allocates. */
+    public String refusal(final int i)
+    {
+        int position = refusalsStart;
+        for (int r = 0; r < refusalCount; r++)
+        {
+            final int length = buffer.getUnsignedShort(position + 2);
+            if (buffer.getUnsignedShort(position) == i)
+            {
+                return buffer.toString(position + 4, length, java.nio.charset.StandardCharsets.UTF_8);
+            }
+            position += 4 + length;
         }
         return null;
     }

@@ -93,6 +93,42 @@ class ResultAndErrorCodecTest
     }
 
     @Test
+    void aRefusedEntryIsNamedAfterTheLeaseSectionWithWhyAndTheOthersReadAsUsual()
+    {
+        final ByteBuf buf = Unpooled.buffer();
+        try
+        {
+            final int start = ResultCodec.beginBatch(buf, MessageType.BATCH_RESULT, 7, 3);
+            ResultCodec.putRecord(buf, ResultCodec.recordOffset(start, 0), true, ReasonCode.ALLOWED, 1, 3, 4, 0, 0, 1, 30);
+            ResultCodec.putRecord(buf, ResultCodec.recordOffset(start, 1), false, ReasonCode.INVALID_REQUEST, 2, 0, 0, -1, 0, 1, 30);
+            ResultCodec.putRecord(buf, ResultCodec.recordOffset(start, 2), false, ReasonCode.RATE_LIMITED, 1, 0, 4, 5, 5, 1, 30);
+            ResultCodec.beginPolicies(buf, 2);
+            ResultCodec.appendPolicy(buf, 1, "orders".getBytes(StandardCharsets.UTF_8));
+            ResultCodec.appendPolicy(buf, 2, "per-user".getBytes(StandardCharsets.UTF_8));
+            ResultCodec.beginLeases(buf, 0);
+            final int refusals = buf.writerIndex();
+            ResultCodec.beginRefusals(buf, 1);
+            ResultCodec.appendRefusal(buf, 1, "principal is required by policy 'per-user'");
+            Frame.finish(buf, start);
+
+            final ResultDecoder decoder = new ResultDecoder();
+            assertNull(decoder.wrap(buf, Frame.bodyOffset(buf), Frame.frameEnd(buf)));
+            assertEquals(ReasonCode.INVALID_REQUEST.code(), decoder.reasonCode(1));
+            assertEquals("principal is required by policy 'per-user'", decoder.refusal(1));
+            assertNull(decoder.refusal(0));
+            assertTrue(decoder.allowed(0));
+            assertEquals(ReasonCode.RATE_LIMITED.code(), decoder.reasonCode(2));
+            assertNotNull(decoder.wrap(buf, Frame.bodyOffset(buf), Frame.frameEnd(buf) - 1), "a cut reason");
+            buf.setShort(refusals + 2, 2); // names record 2, which was decided
+            assertTrue(decoder.wrap(buf, Frame.bodyOffset(buf), Frame.frameEnd(buf)).contains("was not refused"));
+        }
+        finally
+        {
+            buf.release();
+        }
+    }
+
+    @Test
     void shouldRoundTripErrorsAndCutLongMessagesAtACharacterBoundary()
     {
         final ByteBuf buf = Unpooled.buffer();

@@ -108,9 +108,12 @@ public final class FrameRouter
             final String missing = missingScopeField(policy, decoder);
             if (missing != null)
             {
-                work.recycle();
-                responder.error(ctx, correlationId, ErrorCode.INVALID_DESCRIPTOR, "entry " + i + ": " + missing);
-                return;
+                // This entry alone is refused: the frame's other entries (other callers' requests, batched
+                // with it by their SDK) are decided as usual.
+                answerOnTheLoop(work, i, policy, decoder.cost(), FrameWork.REFUSED);
+                work.refuse(i, policy, missing);
+                answeredHere = true;
+                continue;
             }
             if (!exempt.isEmpty() && !release) // a release is never exempt: a lease taken before an exemption goes back
             {
@@ -142,9 +145,9 @@ public final class FrameRouter
                 final String problem = addStacked(work, decoder, stacked, index, i, policy, shardCount);
                 if (problem != null)
                 {
-                    work.recycle();
-                    responder.error(ctx, correlationId, ErrorCode.INVALID_DESCRIPTOR, "entry " + i + ": " + problem);
-                    return;
+                    work.refuse(i, policy, problem); // its shard skips it; the other entries are decided
+                    answeredHere = true;
+                    continue;
                 }
             }
             if (index.hasShadow())
@@ -186,6 +189,12 @@ public final class FrameRouter
                     final CompiledPolicy policy = work.policy[i];
                     ResultCodec.putRecord(response, ResultCodec.recordOffset(work.frameStart, i), true, ReasonCode.NO_LIMIT,
                         policy.ordinal(), 0, 0, 0, 0, policy.version(), 0);
+                }
+                else if (work.shard[i] == FrameWork.REFUSED)
+                {
+                    final CompiledPolicy policy = work.policy[i];
+                    ResultCodec.putRecord(response, ResultCodec.recordOffset(work.frameStart, i), false, ReasonCode.INVALID_REQUEST,
+                        policy.ordinal(), 0, 0, ResultCodec.NEVER, 0, policy.version(), policy.windowSeconds());
                 }
             }
         }

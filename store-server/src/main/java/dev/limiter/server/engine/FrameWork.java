@@ -32,6 +32,12 @@ public final class FrameWork implements Runnable
     static final int EXEMPT = -1;
     /** {@link #shard} of an Envoy request that no policy selects: answered NO_LIMIT on the event loop, no bucket. */
     static final int NO_LIMIT = -2;
+    /** {@link #shard} of an entry that cannot be decided as sent: answered INVALID_REQUEST on the event loop, {@link #refusals} say why. */
+    static final int REFUSED = -3;
+    /** Why each refused entry was not decided (a frame with none never allocates this). */
+    private String[] refusals;
+    /** Whether any entry of this frame was refused. */
+    boolean anyRefused;
     final UnsafeBuffer keys = new UnsafeBuffer(new byte[INITIAL_ENTRIES * 64]);
     int[] keyOffset = new int[INITIAL_ENTRIES];
     int[] keyLength = new int[INITIAL_ENTRIES];
@@ -141,6 +147,7 @@ public final class FrameWork implements Runnable
             Arrays.fill(shadowLeased, false);
         }
         this.anyLeased = false;
+        this.anyRefused = false;
         if (keyOffset.length < entries)
         {
             final int n = Integer.highestOneBit(entries - 1) << 1;
@@ -311,6 +318,23 @@ public final class FrameWork implements Runnable
         }
     }
 
+    /**
+     * Entry {@code i} (already counted) cannot be decided as it was sent: it is answered
+     * INVALID_REQUEST naming {@code named}, with {@code why}, and no shard decides it. The frame's
+     * other entries are decided as usual. Router thread.
+     */
+    void refuse(final int i, final CompiledPolicy named, final String why)
+    {
+        if (refusals == null || refusals.length < shard.length)
+        {
+            refusals = new String[shard.length];
+        }
+        refusals[i] = why;
+        policy[i] = named;
+        shard[i] = REFUSED;
+        anyRefused = true;
+    }
+
     /** {@code shard} may not decide here now: the frame is answered NOT_LEADER, naming that shard's leader. */
     void refuseNotLeader(final int shard)
     {
@@ -348,7 +372,14 @@ public final class FrameWork implements Runnable
                 if (anyLeased)
                 {
                     adoptShadowLeases();
-                    appendLeases();
+                }
+                if (anyLeased || anyRefused)
+                {
+                    appendLeases(); // the refusal section follows the lease section, even one that lists none
+                }
+                if (anyRefused)
+                {
+                    appendRefusals();
                 }
                 Frame.finish(response, frameStart);
                 ctx.writeAndFlush(response, ctx.voidPromise());
@@ -404,6 +435,25 @@ public final class FrameWork implements Runnable
                 leased[entry] = true;
                 leaseId[entry] = shadowLeaseId[j];
                 leaseCheck[entry] = shadowLeaseCheck[j];
+            }
+        }
+    }
+
+    /** The refusal section: which records were refused, and why (their INVALID_REQUEST records are written by the router). */
+    private void appendRefusals()
+    {
+        int refused = 0;
+        for (int i = 0; i < count; i++)
+        {
+            refused += shard[i] == REFUSED ? 1 : 0;
+        }
+        ResultCodec.beginRefusals(response, refused);
+        for (int i = 0; i < count; i++)
+        {
+            if (shard[i] == REFUSED)
+            {
+                ResultCodec.appendRefusal(response, i, refusals[i]);
+                refusals[i] = null;
             }
         }
     }
