@@ -13,11 +13,47 @@ final class HttpFields
 
     /**
      * A request's method as the limiter sees it: one of {@link RequestDescriptors#HTTP_METHODS} as
-     * it is, anything else {@link RequestDescriptors#OTHER_METHOD}.
+     * it is (HEAD as GET), anything else {@link RequestDescriptors#OTHER_METHOD}.
      */
     static String method(final String method)
     {
+        if ("HEAD".equals(method))
+        {
+            return "GET"; // a servlet's doHead runs doGet (so do Spring's GET mappings): it costs what a GET does
+        }
         return method != null && RequestDescriptors.HTTP_METHODS.contains(method) ? method : RequestDescriptors.OTHER_METHOD;
+    }
+
+    /**
+     * The last address of a forwarding header's lines ({@code X-Forwarded-For}: each proxy appends
+     * the address it saw, so only the last is the one the proxy nearest the application saw; the
+     * ones before it, and any line before the last, are the client's to write), or null when there
+     * is none.
+     */
+    static String lastAddress(final java.util.Enumeration<String> lines)
+    {
+        String last = null;
+        while (lines != null && lines.hasMoreElements())
+        {
+            final String line = lines.nextElement();
+            if (line != null && !line.isBlank())
+            {
+                last = line;
+            }
+        }
+        if (last == null)
+        {
+            return null;
+        }
+        final String address = last.substring(last.lastIndexOf(',') + 1).trim();
+        return address.isEmpty() ? null : withoutZone(address);
+    }
+
+    /** An address without an IPv6 zone ({@code fe80::1%eth0}: a link-local peer), which names the host's interface, not the client. */
+    static String withoutZone(final String address)
+    {
+        final int zone = address == null ? -1 : address.indexOf('%');
+        return zone < 0 ? address : address.substring(0, zone);
     }
 
     /**

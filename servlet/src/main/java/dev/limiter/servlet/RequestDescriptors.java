@@ -32,9 +32,10 @@ public interface RequestDescriptors
      * none, the client IP, so anonymous callers are limited per address), principal from
      * {@code principalHeader} (null: none), route = the path within the application as the
      * container decoded and normalised it (what a route would cut or refuse percent-encoded again),
-     * method = the HTTP method (one of {@link #HTTP_METHODS}, else {@link #OTHER_METHOD}),
-     * client IP = the first address of {@code clientIpHeader} (for {@code X-Forwarded-For} set by a
-     * proxy you trust; null: the connection's remote address).
+     * method = the HTTP method (one of {@link #HTTP_METHODS}, else {@link #OTHER_METHOD}; HEAD
+     * counts as GET, whose handler it runs), client IP = the last address of {@code clientIpHeader}
+     * (for {@code X-Forwarded-For} from one proxy you trust, which appends the address it saw: the
+     * ones before it are whatever the client wrote; null: the connection's remote address).
      */
     static RequestDescriptors fromHeaders(final String tenantHeader, final String principalHeader, final String clientIpHeader)
     {
@@ -64,13 +65,12 @@ public interface RequestDescriptors
     {
         if (clientIpHeader != null && !clientIpHeader.isBlank())
         {
-            final String forwarded = request.getHeader(clientIpHeader);
-            if (forwarded != null && !forwarded.isBlank())
+            final String forwarded = HttpFields.lastAddress(request.getHeaders(clientIpHeader));
+            if (forwarded != null)
             {
-                final int comma = forwarded.indexOf(',');
-                return (comma < 0 ? forwarded : forwarded.substring(0, comma)).trim();
+                return forwarded;
             }
         }
-        return request.getRemoteAddr();
+        return HttpFields.withoutZone(request.getRemoteAddr());
     }
 }
