@@ -224,6 +224,40 @@ class LeaseTest
         assertTrue(client.acquireBlocking(victims, 1).allowed(), "a holder's own release still frees its lease");
     }
 
+    /**
+     * A lease's record once was keyed by the hash of its limit's key, and that hash can be solved for:
+     * a caller took a lease on a tenant it made up whose key hashed as the victim's did, then released
+     * its own genuine id naming the victim's descriptor, and the node freed one of the victim's leases
+     * (23 held at once under maxConcurrent 2). The record now holds the limit's key whole.
+     */
+    @Test
+    void aLeaseOnAMadeUpTenantWhoseKeyHashesAsTheVictimsNeverFreesTheVictimsLease()
+    {
+        final Descriptor victim = Descriptor.of("victim", "/v1/exports");
+        final Lease a = client.acquireLease(victim);
+        final Lease b = client.acquireLease(victim);
+        assertTrue(a.held() && b.held());
+        assertFalse(client.acquireLease(victim).granted(), "2 held: the limit is reached");
+        final byte[] victimFields = LeaseToken.parse(a.id()).encodedFields();
+        final long version = a.decision().policyVersion();
+        final KeyHashCollisions collisions = new KeyHashCollisions(46);
+        int overAdmitted = 0;
+        // The policy's ordinal is not told: an attacker tries the few there can be, a few times each.
+        for (int round = 0; round < 24; round++)
+        {
+            final int ordinal = round % 8;
+            final long target = KeyHashCollisions.hashOf(KeyHashCollisions.tenantKey(ordinal, version, "victim"));
+            final String madeUp = collisions.tenantFor(ordinal, version, target);
+            assertEquals(target, KeyHashCollisions.hashOf(KeyHashCollisions.tenantKey(ordinal, version, madeUp)), "the hashes do collide");
+            final Lease own = client.acquireLease(Descriptor.of(madeUp, "/v1/exports"));
+            assertTrue(own.held(), own.toString());
+            final LeaseToken token = LeaseToken.parse(own.id());
+            client.release(new LeaseToken(token.leaseId(), token.check(), 1, victimFields).encode()).join();
+            overAdmitted += client.acquireLease(victim).granted() ? 1 : 0;
+        }
+        assertEquals(0, overAdmitted, "leases held at once on 'victim' with maxConcurrent 2: " + (2 + overAdmitted));
+    }
+
     @Test
     void leaseIdsAreRandomNotTheTimeOfTheGrant()
     {
