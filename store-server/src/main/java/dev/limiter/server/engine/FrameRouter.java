@@ -3,7 +3,6 @@ package dev.limiter.server.engine;
 import dev.limiter.protocol.AcquireDecoder;
 import dev.limiter.protocol.CompiledPolicy;
 import dev.limiter.protocol.DescriptorField;
-import dev.limiter.protocol.ErrorCode;
 import dev.limiter.protocol.IpAddresses;
 import dev.limiter.protocol.MessageType;
 import dev.limiter.protocol.PolicySetIndex;
