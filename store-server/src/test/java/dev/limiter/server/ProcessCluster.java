@@ -178,7 +178,7 @@ final class ProcessCluster implements AutoCloseable
             }
             Thread.sleep(50);
         }
-        throw new AssertionError("no leader of group " + g + " within 60 s; see " + dir + "/n*/node.log");
+        throw new AssertionError("no leader of group " + g + " within 60 s" + logTails());
     }
 
     /** The member that leads and decides, other than {@code except}; waits up to 60 s. */
@@ -196,7 +196,32 @@ final class ProcessCluster implements AutoCloseable
             }
             Thread.sleep(50);
         }
-        throw new AssertionError("no leader within 60 s; see " + dir + "/n*/node.log");
+        throw new AssertionError("no leader within 60 s" + logTails());
+    }
+
+    /**
+     * Each member's state and the last lines of its node.log, for a failure message: the test's
+     * temporary directory is gone once the test ends, and a CI run shows only the message.
+     */
+    String logTails()
+    {
+        final StringBuilder tails = new StringBuilder();
+        for (final String id : ports.keySet())
+        {
+            final Process process = processes.get(id);
+            tails.append("\n--- ").append(id).append(process.isAlive() ? " (running)" : " (exited " + process.exitValue() + ")")
+                .append(", last lines of its node.log:");
+            try
+            {
+                final List<String> lines = Files.readAllLines(dir.resolve(id).resolve("node.log"));
+                lines.subList(Math.max(0, lines.size() - 15), lines.size()).forEach(line -> tails.append("\n").append(line));
+            }
+            catch (final IOException | RuntimeException e)
+            {
+                tails.append(" unreadable: ").append(e);
+            }
+        }
+        return tails.toString();
     }
 
     /** SIGKILL. */
