@@ -3,8 +3,10 @@ package dev.limiter.client;
 import dev.limiter.protocol.AcquireCodec;
 import dev.limiter.protocol.ErrorCode;
 import dev.limiter.protocol.ErrorCodec;
+import dev.limiter.protocol.FleetCodec;
 import dev.limiter.protocol.Frame;
 import dev.limiter.protocol.MessageType;
+import dev.limiter.protocol.PoliciesCodec;
 import dev.limiter.protocol.ShardMap;
 import dev.limiter.protocol.ReasonCode;
 import dev.limiter.protocol.ResultDecoder;
@@ -421,18 +423,8 @@ final class Connection
     private void subscribePolicies(final Channel ch)
     {
         final ByteBuf request = ch.alloc().buffer(Frame.HEADER_LENGTH + 2 + instanceId.length);
-        final int start = Frame.begin(request, MessageType.POLICIES, 0);
-        if (countedForFleet)
-        {
-            request.writeByte(1 | 2); // subscribe, and count this instance for FLEET
-            request.writeByte(instanceId.length);
-            request.writeBytes(instanceId);
-        }
-        else
-        {
-            request.writeByte(1);
-        }
-        Frame.finish(request, start);
+        // Subscribe, and have this instance counted for FLEET unless the node is from before FLEET.
+        PoliciesCodec.writeRequest(request, 0, true, countedForFleet ? instanceId : null);
         ch.writeAndFlush(request, ch.voidPromise());
         framesWritten++;
         if (policyRefresh == null)
@@ -867,7 +859,7 @@ final class Connection
                             // The answer to a policy subscription (an older node, or a set too large): calls are unaffected.
                             if (countedForFleet && Frame.frameEnd(frame) - Frame.bodyOffset(frame) >= 2 &&
                                 frame.getUnsignedShort(Frame.bodyOffset(frame)) == ErrorCode.MALFORMED_FRAME.code() &&
-                                ErrorCodec.message(frame, Frame.bodyOffset(frame), Frame.frameEnd(frame)).contains("POLICIES body is one byte"))
+                                PoliciesCodec.refusedAsOlderNode(ErrorCodec.message(frame, Frame.bodyOffset(frame), Frame.frameEnd(frame))))
                             {
                                 // A node from before FLEET takes only the one-byte subscription: ask that way from now on.
                                 countedForFleet = false;
@@ -881,12 +873,17 @@ final class Connection
                         onError(frame, correlationId);
                         break;
                     case MessageType.POLICIES_RESULT:
-                        if (policies != null && Frame.frameEnd(frame) - Frame.bodyOffset(frame) >= 8)
+                        if (policies != null)
                         {
-                            final int body = Frame.bodyOffset(frame);
-                            final byte[] set = new byte[Frame.frameEnd(frame) - body - 8];
-                            frame.getBytes(body + 8, set);
-                            policies.received(frame.getLong(body), set);
+                            try
+                            {
+                                final PoliciesCodec.Result result = PoliciesCodec.readResult(frame);
+                                policies.received(result.version(), result.set());
+                            }
+                            catch (final IllegalArgumentException e)
+                            {
+                                LOG.warn("ignoring a policy set from {} this SDK cannot read: {}", address, e.getMessage());
+                            }
                         }
                         break;
                     case MessageType.SHARD_MAP_RESULT:
@@ -900,9 +897,13 @@ final class Connection
                         }
                         break;
                     case MessageType.FLEET:
-                        if (Frame.frameEnd(frame) - Frame.bodyOffset(frame) == 4)
+                        try
                         {
-                            fleetInstances = Math.max(0, frame.getInt(Frame.bodyOffset(frame)));
+                            fleetInstances = FleetCodec.read(frame);
+                        }
+                        catch (final IllegalArgumentException e)
+                        {
+                            LOG.warn("ignoring a fleet count from {} this SDK cannot read: {}", address, e.getMessage());
                         }
                         break;
                     case MessageType.PONG:

@@ -8,6 +8,7 @@ import dev.limiter.protocol.Frame;
 import dev.limiter.protocol.HostPort;
 import dev.limiter.protocol.Pem;
 import dev.limiter.protocol.ReasonCode;
+import dev.limiter.protocol.ReleaseCodec;
 import dev.limiter.protocol.ShardMap;
 import dev.limiter.protocol.policy.FailureMode;
 import io.netty.channel.EventLoopGroup;
@@ -26,7 +27,6 @@ import org.slf4j.LoggerFactory;
 
 import java.lang.management.ManagementFactory;
 import java.net.InetSocketAddress;
-import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -704,10 +704,8 @@ public final class LimiterClient implements AutoCloseable
             done.completeExceptionally(new LimiterUnavailableException("limiter client closed"));
             return done;
         }
-        final byte[] fields = lease.encodedFields();
-        final ByteBuffer body = ByteBuffer.allocate(AcquireCodec.RELEASE_PREFIX_LENGTH + AcquireCodec.BATCH_HEADER_LENGTH + 4 + fields.length);
-        body.putLong(lease.leaseId()).putInt(lease.check()).putShort((short)1).putShort((short)0).putInt(lease.cost()).put(fields);
-        sendRelease(body.array(), leaderHint, System.nanoTime() + deadlineNanos, RELEASE_ATTEMPTS, done);
+        final byte[] body = ReleaseCodec.body(lease.leaseId(), lease.check(), lease.cost(), lease.encodedFields());
+        sendRelease(body, leaderHint, System.nanoTime() + deadlineNanos, RELEASE_ATTEMPTS, done);
         return done;
     }
 

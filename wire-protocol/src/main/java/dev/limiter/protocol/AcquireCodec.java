@@ -120,24 +120,6 @@ public final class AcquireCodec
         out.writeBytes(encodedFields);
     }
 
-    /**
-     * Starts a RELEASE frame for the lease {@code leaseId}: follow with one {@link #appendEntry}
-     * (the cost and descriptor of the acquire that took the lease), then {@link Frame#finish}.
-     * Body: {@code i64 lease id | u32 check | an acquire batch of one entry}.
-     */
-    public static int beginRelease(final ByteBuf out, final long correlationId, final long leaseId, final int check)
-    {
-        final int start = Frame.begin(out, MessageType.RELEASE, correlationId);
-        out.writeLong(leaseId);
-        out.writeInt(check);
-        out.writeShort(1);
-        out.writeShort(0);
-        return start;
-    }
-
-    /** Bytes before the acquire body in a RELEASE body: the lease id and its check. */
-    public static final int RELEASE_PREFIX_LENGTH = 12;
-
     /** Writes the entry count and the frame length. */
     public static void finishBatch(final ByteBuf out, final int frameStart, final int count)
     {

@@ -1,12 +1,12 @@
 package dev.limiter.server.net;
 
-import dev.limiter.protocol.AcquireCodec;
 import dev.limiter.protocol.AcquireDecoder;
 import dev.limiter.protocol.ErrorCode;
 import dev.limiter.protocol.ErrorCodec;
 import dev.limiter.protocol.Frame;
 import dev.limiter.protocol.MessageType;
 import dev.limiter.protocol.PolicySetIndex;
+import dev.limiter.protocol.ReleaseCodec;
 import dev.limiter.protocol.ShardMap;
 import dev.limiter.server.cluster.ReplicationGroups;
 import dev.limiter.server.control.ActiveExemptions;
@@ -156,15 +156,15 @@ public final class DataPlaneHandler extends ChannelInboundHandlerAdapter impleme
         int leaseCheck = 0;
         if (release)
         {
-            if (Frame.frameEnd(frame) - body < AcquireCodec.RELEASE_PREFIX_LENGTH)
+            final String problem = ReleaseCodec.prefixProblem(body, Frame.frameEnd(frame));
+            if (problem != null)
             {
-                error(ctx, correlationId, ErrorCode.MALFORMED_FRAME, "RELEASE body is " + (Frame.frameEnd(frame) - body) +
-                    " bytes; it starts with the 8-byte lease id and its 4-byte check");
+                error(ctx, correlationId, ErrorCode.MALFORMED_FRAME, problem);
                 return;
             }
-            leaseId = frame.getLong(body);
-            leaseCheck = frame.getInt(body + 8);
-            body += AcquireCodec.RELEASE_PREFIX_LENGTH;
+            leaseId = ReleaseCodec.leaseId(frame, body);
+            leaseCheck = ReleaseCodec.check(frame, body);
+            body += ReleaseCodec.PREFIX_LENGTH;
         }
         final String malformed = decoder.wrap(frame, body, Frame.frameEnd(frame), single);
         if (malformed != null)

@@ -1,8 +1,8 @@
 package dev.limiter.server.net;
 
 import dev.limiter.protocol.ErrorCode;
-import dev.limiter.protocol.Frame;
-import dev.limiter.protocol.MessageType;
+import dev.limiter.protocol.FleetCodec;
+import dev.limiter.protocol.PoliciesCodec;
 import dev.limiter.server.control.PolicyState;
 import dev.limiter.server.engine.FrameResponder;
 import io.netty.buffer.ByteBuf;
@@ -15,8 +15,6 @@ import io.netty.util.concurrent.GlobalEventExecutor;
 
 import java.net.InetSocketAddress;
 import java.net.SocketAddress;
-import java.nio.ByteBuffer;
-import java.nio.charset.StandardCharsets;
 import java.util.HashSet;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
@@ -44,7 +42,8 @@ public final class PolicyPublisher
     private volatile int pushedFleet = -1;
     private final AtomicBoolean newSubscriber = new AtomicBoolean();
 
-    private record Encoded(long version, byte[] body)
+    /** The set in force, serialized once per version. */
+    private record Encoded(long version, byte[] set)
     {
     }
 
@@ -129,10 +128,8 @@ public final class PolicyPublisher
 
     private static ByteBuf fleet(final ByteBufAllocator alloc, final int count)
     {
-        final ByteBuf out = alloc.buffer(Frame.HEADER_LENGTH + 4);
-        final int start = Frame.begin(out, MessageType.FLEET, 0);
-        out.writeInt(count);
-        Frame.finish(out, start);
+        final ByteBuf out = alloc.buffer(FleetCodec.FRAME_LENGTH);
+        FleetCodec.write(out, count);
         return out;
     }
 
@@ -168,14 +165,13 @@ public final class PolicyPublisher
     ByteBuf encode(final ByteBufAllocator alloc, final long correlationId)
     {
         final Encoded current = current();
-        if (Frame.HEADER_LENGTH + current.body().length > maxFrameBytes)
+        final int length = PoliciesCodec.resultFrameLength(current.set());
+        if (length > maxFrameBytes)
         {
             return null;
         }
-        final ByteBuf out = alloc.buffer(Frame.HEADER_LENGTH + current.body().length);
-        final int start = Frame.begin(out, MessageType.POLICIES_RESULT, correlationId);
-        out.writeBytes(current.body());
-        Frame.finish(out, start);
+        final ByteBuf out = alloc.buffer(length);
+        PoliciesCodec.writeResult(out, correlationId, current.version(), current.set());
         return out;
     }
 
@@ -187,9 +183,7 @@ public final class PolicyPublisher
         {
             return cached;
         }
-        final byte[] set = state.inForce().toByteArray();
-        final byte[] body = ByteBuffer.allocate(8 + set.length).putLong(version).put(set).array();
-        final Encoded fresh = new Encoded(version, body);
+        final Encoded fresh = new Encoded(version, state.inForce().toByteArray());
         encoded = fresh;
         return fresh;
     }
@@ -221,23 +215,14 @@ public final class PolicyPublisher
     /** Answers a POLICIES request (see the class comment); the frame is the request. */
     void answer(final ChannelHandlerContext ctx, final ByteBuf frame, final long correlationId, final FrameResponder answers)
     {
-        final int body = Frame.bodyOffset(frame);
-        final int bodyLength = Frame.frameEnd(frame) - body;
-        final int flags = bodyLength < 1 ? 0 : frame.getUnsignedByte(body);
-        final boolean subscribe = (flags & 1) != 0;
-        final boolean withInstance = (flags & 2) != 0;
-        final int idLength = withInstance && bodyLength >= 2 ? frame.getUnsignedByte(body + 1) : 0;
-        final String problem = bodyLength < 1 ? "is empty" :
-            (flags & ~3) != 0 ? "has unknown flags " + Integer.toBinaryString(flags) :
-            withInstance && !subscribe ? "names an instance without subscribing (bit 1 needs bit 0)" :
-            withInstance && bodyLength < 2 ? "has no instance id length" :
-            withInstance && idLength == 0 ? "has an instance id of 0 bytes" :
-            bodyLength != (withInstance ? 2 + idLength : 1) ? "is " + bodyLength + " bytes where its flags say " +
-                (withInstance ? 2 + idLength : 1) : null;
-        if (problem != null)
+        final PoliciesCodec.Request request;
+        try
         {
-            answers.error(ctx, correlationId, ErrorCode.MALFORMED_FRAME, "POLICIES body " + problem +
-                "; it is u8 flags (bit 0: subscribe, bit 1: an instance id follows as u8 length and 1-255 UTF-8 bytes)");
+            request = PoliciesCodec.readRequest(frame);
+        }
+        catch (final IllegalArgumentException malformed)
+        {
+            answers.error(ctx, correlationId, ErrorCode.MALFORMED_FRAME, malformed.getMessage());
             return;
         }
         final ByteBuf answer = encode(ctx.alloc(), correlationId);
@@ -247,9 +232,9 @@ public final class PolicyPublisher
             return;
         }
         ctx.writeAndFlush(answer, ctx.voidPromise());
-        if (subscribe)
+        if (request.subscribe())
         {
-            subscribe(ctx.channel(), withInstance ? frame.toString(body + 2, idLength, StandardCharsets.UTF_8) : null);
+            subscribe(ctx.channel(), request.instanceId());
         }
     }
 }
