@@ -254,7 +254,7 @@ public final class LoadGenerator implements Callable<Integer>
         }
         try (client)
         {
-            if (client.openConnections() == 0 && !client.awaitConnected(Duration.ofSeconds(2)))
+            if (client.stats().openConnections() == 0 && !client.awaitConnected(Duration.ofSeconds(2)))
             {
                 System.err.println("limiter bench: cannot connect to " + servers + "; is a node running? (./limiter server)");
                 return 1;
@@ -556,8 +556,8 @@ public final class LoadGenerator implements Callable<Integer>
         final long errors0 = errors.sum();
         final long degraded0 = degraded.sum();
         final long leased0 = fromTokenLeases.sum();
-        final long redirects0 = client == null ? 0 : client.redirects();
-        final long overloaded0 = client == null ? 0 : client.overloadedFrames();
+        final long redirects0 = client == null ? 0 : client.stats().redirects();
+        final long overloaded0 = client == null ? 0 : client.stats().overloadedFrames();
         final long ownCpu0 = ownCpuNanos();
         measuring.set(true);
         final long start = System.nanoTime();
@@ -584,8 +584,8 @@ public final class LoadGenerator implements Callable<Integer>
         final long e = errors.sum() - errors0;
         final long g = degraded.sum() - degraded0;
         final long fromLeases = fromTokenLeases.sum() - leased0;
-        final long redirected = client == null ? 0 : client.redirects() - redirects0;
-        final long overloaded = client == null ? 0 : client.overloadedFrames() - overloaded0;
+        final long redirected = client == null ? 0 : client.stats().redirects() - redirects0;
+        final long overloaded = client == null ? 0 : client.stats().overloadedFrames() - overloaded0;
         final long ownCpu = ownCpu0 < 0 ? -1 : ownCpuNanos() - ownCpu0;
         final List<NodeCounters> nodesAfter = NodeCounters.readAll(nodeServers, tlsContext);
         running.set(false);

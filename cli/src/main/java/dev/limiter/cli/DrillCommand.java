@@ -155,7 +155,7 @@ public final class DrillCommand implements Callable<Integer>
         try (LimiterClient client = LimiterClient.builder().endpoints(servers.toArray(String[]::new)).deadline(Duration.ofMillis(500))
             .build())
         {
-            if (client.openConnections() == 0)
+            if (client.stats().openConnections() == 0)
             {
                 throw AdminClient.failed("no node of " + servers + " answered; start the cluster (./limiter cluster) " +
                     "or name its data addresses with --server");

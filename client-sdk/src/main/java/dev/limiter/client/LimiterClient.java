@@ -293,36 +293,6 @@ public final class LimiterClient implements AutoCloseable
         void outage(String policyId, FailureMode mode, String message);
     }
 
-    /**
-     * Whether a circuit is open: since consecutive failures of the calls of one Raft group (or of
-     * calls not routed to a group), that group's calls are decided locally at once, except one
-     * probe at a time (after the probe interval) until a node answers again. Other groups' calls
-     * still go to their leaders.
-     */
-    public boolean circuitOpen()
-    {
-        return circuit.openLanes() != 0;
-    }
-
-    /**
-     * Circuits open now: one per Raft group whose calls are decided locally (see
-     * {@link #circuitOpen()}), plus one when calls not routed to a group are; 0 while every call
-     * tries a node.
-     */
-    public int openCircuits()
-    {
-        return circuit.openLanes();
-    }
-
-    /**
-     * Whether calls are sent straight to their shard's leader: the client holds a shard map that
-     * names several Raft groups (false with one group, or until a node has sent its map).
-     */
-    public boolean routesByShard()
-    {
-        return router.routes();
-    }
-
     /** {@link Circuit#avoid} (false while the client is being built: the circuit comes after the router). */
     private boolean avoidLane(final int lane)
     {
@@ -330,28 +300,6 @@ public final class LimiterClient implements AutoCloseable
         return made != null && made.avoid(lane);
     }
 
-    /** Calls refused locally because the cluster had refused the same descriptor until a time not yet reached. */
-    public long fastRejections()
-    {
-        return rejections == null ? 0 : rejections.count();
-    }
-
-    /** Calls the recovery ramp refused locally. */
-    public long rampRefusals()
-    {
-        return local == null ? 0 : local.rampRefusals();
-    }
-
-    /** Outage windows this client has reported to the cluster's audit log. */
-    public long degradedWindowsReported()
-    {
-        return outageReports.reported();
-    }
-
-    /**
-     * A decision made here, delivered on an SDK thread: callers chain their next call from the
-     * callback, and a future completed on their own stack would recurse.
-     */
     /** A decision the SDK made itself: async callers get it on an SDK thread, blocking callers at once. */
     private static final class Decided extends CompletableFuture<Decision>
     {
@@ -363,6 +311,10 @@ public final class LimiterClient implements AutoCloseable
         }
     }
 
+    /**
+     * A decision made here, delivered on an SDK thread: callers chain their next call from the
+     * callback, and a future completed on their own stack would recurse.
+     */
     private CompletableFuture<Decision> later(final Decision decision)
     {
         final Decided result = new Decided(decision);
@@ -377,10 +329,43 @@ public final class LimiterClient implements AutoCloseable
         return result;
     }
 
-    /** Time this client has spent with at least one circuit open (the current outage included). */
-    public Duration degradedTime()
+    /** What this client has seen so far and its state now, read at this moment (allocates one record). */
+    public ClientStats stats()
     {
-        return circuit.degradedTime();
+        return new ClientStats(
+            connections.open(),
+            circuit.openLanes(),
+            router.routes(),
+            epoll,
+            redirectedFrames.sum(),
+            overloadedFrames.sum(),
+            rejections == null ? 0 : rejections.count(),
+            local == null ? 0 : local.rampRefusals(),
+            circuit.degradedTime(),
+            outageReports.reported(),
+            leases == null ? 0 : leases.leased(),
+            leases == null ? 0 : leases.used(),
+            leases == null ? 0 : leases.lapsed(),
+            releaseFailures.sum(),
+            fleetInstances(),
+            lateDeadlines.sum(),
+            deadlines.pauses(),
+            circuit.pausedTimeouts());
+    }
+
+    /**
+     * SDK instances subscribed at the nodes as they last reported it: the largest count among this
+     * client's connections (kept through an outage), 0 before any report. Fleet-wide emergency
+     * budgets are split by it.
+     */
+    private int fleetInstances()
+    {
+        int most = 0;
+        for (final Connection connection : connections.all())
+        {
+            most = Math.max(most, connection.fleetInstances());
+        }
+        return most;
     }
 
     /** The local-decision counters, for {@link LimiterMetrics}; null when local decisions are off. */
@@ -642,24 +627,6 @@ public final class LimiterClient implements AutoCloseable
         }
     }
 
-    /** Tokens this SDK took from the cluster as blocks of policies with {@code tokenLease}. */
-    public long tokenLeaseTokensLeased()
-    {
-        return leases == null ? 0 : leases.leased();
-    }
-
-    /** Tokens of leased blocks that calls used (most decided here without a round trip). */
-    public long tokenLeaseTokensUsed()
-    {
-        return leases == null ? 0 : leases.used();
-    }
-
-    /** Tokens of leased blocks that lapsed unused (never given back: the under-admission leases cost). */
-    public long tokenLeaseTokensLapsed()
-    {
-        return leases == null ? 0 : leases.lapsed();
-    }
-
     /** {@link #acquireLease(Descriptor, int)} with a cost of 1. */
     public Lease acquireLease(final Descriptor descriptor)
     {
@@ -765,12 +732,6 @@ public final class LimiterClient implements AutoCloseable
         LOG.warn("could not release lease {} (it counts against its limit until it expires): {}", lease.encode(), cause.toString());
     }
 
-    /** Releases of leases ({@link Lease#close()}) that failed; each such lease counted until it expired. */
-    public long leaseReleaseFailures()
-    {
-        return releaseFailures.sum();
-    }
-
     /** The client's default deadline, ns. */
     long deadlineNanos()
     {
@@ -845,47 +806,6 @@ public final class LimiterClient implements AutoCloseable
         }
     }
 
-    /**
-     * SDK instances subscribed to policies at the nodes, as they last reported it (the largest count
-     * among this client's connections; kept through an outage), or 0 before any report. Fleet-wide
-     * emergency budgets are split by it.
-     */
-    public int fleetInstances()
-    {
-        int most = 0;
-        for (final Connection connection : connections.all())
-        {
-            most = Math.max(most, connection.fleetInstances());
-        }
-        return most;
-    }
-
-    /** Blocking calls the caller's thread failed past their deadline because the SDK's deadline timer had not yet. */
-    public long lateDeadlines()
-    {
-        return lateDeadlines.sum();
-    }
-
-    /**
-     * Pauses of this process (a GC, a stopped or starved process) the SDK's deadline timer noticed:
-     * those that held it up 20 ms or more past a wake-up it had planned or been asked for. While
-     * calls come in it sleeps at most 16 ms, so every pause of 36 ms or more is counted then; an idle
-     * client's pauses are not (no call is due in them).
-     */
-    public long pausesNoticed()
-    {
-        return deadlines.pauses();
-    }
-
-    /**
-     * Calls that expired because this process was paused (a GC, a stopped process) while they
-     * waited: decided locally, but not counted against the store.
-     */
-    public long pausedTimeouts()
-    {
-        return circuit.pausedTimeouts();
-    }
-
     /** The deadline timer: the call is past its deadline (and any grace after a pause) with no answer. */
     private void prepareLocal()
     {
@@ -942,40 +862,6 @@ public final class LimiterClient implements AutoCloseable
             Thread.sleep(5);
         }
         return true;
-    }
-
-    /** Whether the native epoll transport is in use (else NIO). */
-    public boolean usesEpoll()
-    {
-        return epoll;
-    }
-
-    /**
-     * Frames a node answered NOT_LEADER since this client started; their calls went on to the
-     * leader it named (or, in an election, to another node a little later) within their deadlines.
-     * In steady state it stays still: the client sends to the node last named as leader.
-     */
-    public long redirects()
-    {
-        return redirectedFrames.sum();
-    }
-
-    /**
-     * Frames a node answered OVERLOADED since this client started (its replication log was behind,
-     * so it decided nothing in them); their calls were sent again after a backoff of
-     * {@value #OVERLOAD_BACKOFF_MIN_NANOS} ns doubling up to {@value #OVERLOAD_BACKOFF_MAX_NANOS} ns,
-     * within their deadlines. A call the cluster stays overloaded for ends at its deadline like any
-     * timeout (decided locally when its policy says how). Stays still unless the cluster is saturated.
-     */
-    public long overloadedFrames()
-    {
-        return overloadedFrames.sum();
-    }
-
-    /** Number of connections open now. */
-    public int openConnections()
-    {
-        return connections.open();
     }
 
     /** Frames sent and neither answered nor dropped yet, over every connection (asks each I/O thread; for tests). */

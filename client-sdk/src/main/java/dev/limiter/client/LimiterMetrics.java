@@ -34,25 +34,25 @@ public final class LimiterMetrics
 
     public static void bind(final LimiterClient client, final MeterRegistry registry)
     {
-        Gauge.builder("limiter.sdk.circuit.open", client, LimiterClient::openCircuits)
+        Gauge.builder("limiter.sdk.circuit.open", client, c -> c.stats().openCircuits())
             .description("Circuits open (one per Raft group whose calls are decided locally until a node answers again)").register(registry);
-        FunctionCounter.builder("limiter.sdk.fast.rejections", client, LimiterClient::fastRejections)
+        FunctionCounter.builder("limiter.sdk.fast.rejections", client, c -> c.stats().fastRejections())
             .description("Calls refused locally until a Retry-After the cluster gave").register(registry);
-        FunctionCounter.builder("limiter.sdk.degraded.seconds", client, c -> c.degradedTime().toNanos() / 1e9)
+        FunctionCounter.builder("limiter.sdk.degraded.seconds", client, c -> c.stats().degradedTime().toNanos() / 1e9)
             .description("Time spent with the circuit open").baseUnit("seconds").register(registry);
-        FunctionCounter.builder("limiter.sdk.late.deadlines", client, LimiterClient::lateDeadlines)
+        FunctionCounter.builder("limiter.sdk.late.deadlines", client, c -> c.stats().lateDeadlines())
             .description("Blocking calls failed on the caller's thread because the SDK's I/O thread was late at their deadline")
             .register(registry);
-        FunctionCounter.builder("limiter.sdk.redirects", client, LimiterClient::redirects)
+        FunctionCounter.builder("limiter.sdk.redirects", client, c -> c.stats().redirects())
             .description("Frames a node answered NOT_LEADER; their calls were retried, on the leader it named when it named one").register(registry);
-        FunctionCounter.builder("limiter.sdk.overloaded.frames", client, LimiterClient::overloadedFrames)
+        FunctionCounter.builder("limiter.sdk.overloaded.frames", client, c -> c.stats().overloadedFrames())
             .description("Frames a node answered OVERLOADED; their calls were sent again after a backoff, within their deadlines")
             .register(registry);
-        FunctionCounter.builder("limiter.sdk.token.lease.tokens", client, LimiterClient::tokenLeaseTokensLeased)
+        FunctionCounter.builder("limiter.sdk.token.lease.tokens", client, c -> c.stats().tokenLeaseTokensLeased())
             .description("Tokens of SDK token leases, by what became of them").tags("kind", "leased").register(registry);
-        FunctionCounter.builder("limiter.sdk.token.lease.tokens", client, LimiterClient::tokenLeaseTokensUsed)
+        FunctionCounter.builder("limiter.sdk.token.lease.tokens", client, c -> c.stats().tokenLeaseTokensUsed())
             .description("Tokens of SDK token leases, by what became of them").tags("kind", "used").register(registry);
-        FunctionCounter.builder("limiter.sdk.token.lease.tokens", client, LimiterClient::tokenLeaseTokensLapsed)
+        FunctionCounter.builder("limiter.sdk.token.lease.tokens", client, c -> c.stats().tokenLeaseTokensLapsed())
             .description("Tokens of SDK token leases, by what became of them").tags("kind", "lapsed").register(registry);
         Gauge.builder("limiter.sdk.policy.version", client, c -> c.policies().version())
             .description("Version of the policy set this client holds (0: none yet)").register(registry);

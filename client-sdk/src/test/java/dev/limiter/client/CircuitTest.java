@@ -80,11 +80,11 @@ class CircuitTest
                 assertFalse(untilTheNodeDecides(client, key).degraded());
             }
             final long deadline = System.currentTimeMillis() + 3000;
-            while (client.degradedWindowsReported() < 2 && System.currentTimeMillis() < deadline)
+            while (client.stats().degradedWindowsReported() < 2 && System.currentTimeMillis() < deadline)
             {
                 Thread.sleep(10);
             }
-            assertEquals(2, client.degradedWindowsReported(), "the first window went out with the second");
+            assertEquals(2, client.stats().degradedWindowsReported(), "the first window went out with the second");
             assertEquals(2, reportsTaken.get());
         }
     }
@@ -107,7 +107,7 @@ class CircuitTest
             assertTrue(client.acquireBlocking(key, 1).degraded());
             assertTrue(client.acquireBlocking(key, 1).degraded());
             final long opened = System.nanoTime();
-            assertTrue(client.circuitOpen());
+            assertTrue(client.stats().circuitOpen());
             unansweredAt.clear();
             // Calls every 5 ms for 3.5 s: only the probes reach the node (each waits out its 100 ms deadline).
             while (System.nanoTime() - opened < TimeUnit.MILLISECONDS.toNanos(3500))
@@ -155,7 +155,7 @@ class CircuitTest
             {
                 assertTrue(client.acquireBlocking(key, 1).degraded(), "no answer in time: decided locally");
             }
-            assertTrue(client.circuitOpen());
+            assertTrue(client.stats().circuitOpen());
 
             // The node is back but failing: the probe gets an error, not a decision.
             mode = Mode.ERROR;
@@ -167,7 +167,7 @@ class CircuitTest
             mode = Mode.ANSWER;
             final Decision d = untilTheNodeDecides(client, key);
             assertFalse(d.degraded(), "the node decides again: " + d);
-            assertFalse(client.circuitOpen());
+            assertFalse(client.stats().circuitOpen());
         }
     }
 
@@ -180,8 +180,8 @@ class CircuitTest
         {
             final LimiterClient client = cluster.client;
             cluster.groupOneOut();
-            assertTrue(client.circuitOpen());
-            assertEquals(1, client.openCircuits(), "only group 1's circuit is open");
+            assertTrue(client.stats().circuitOpen());
+            assertEquals(1, client.stats().openCircuits(), "only group 1's circuit is open");
             for (int i = 0; i < 20; i++)
             {
                 final Decision d = client.acquireBlocking(ON_SHARD_ZERO, 1);
@@ -195,12 +195,12 @@ class CircuitTest
 
             cluster.oneAnswers.set(true);
             assertFalse(untilTheNodeDecides(client, ON_SHARD_ONE).degraded(), "group 1's leader answers again");
-            assertFalse(client.circuitOpen());
-            assertEquals(0, client.openCircuits());
-            final Duration degraded = client.degradedTime();
+            assertFalse(client.stats().circuitOpen());
+            assertEquals(0, client.stats().openCircuits());
+            final Duration degraded = client.stats().degradedTime();
             assertTrue(degraded.toNanos() > 0, "the outage counts while group 1's circuit was open");
             Thread.sleep(50);
-            assertEquals(degraded, client.degradedTime(), "and stops counting once every circuit is closed");
+            assertEquals(degraded, client.stats().degradedTime(), "and stops counting once every circuit is closed");
         }
     }
 
@@ -210,7 +210,7 @@ class CircuitTest
         try (TwoGroups cluster = new TwoGroups(SPLIT_SET, TwoGroups.ONE_SHARD_EACH_WITH_ORDINALS, Duration.ofSeconds(5)))
         {
             cluster.groupOneOut();
-            assertEquals(1, cluster.client.openCircuits(), "group 1's circuit is open");
+            assertEquals(1, cluster.client.stats().openCircuits(), "group 1's circuit is open");
             // Half of these would have drawn shard 1, whose group's calls are now decided locally.
             for (int i = 0; i < 40; i++)
             {
@@ -230,8 +230,8 @@ class CircuitTest
             cluster.oneAnswers.set(true);
             // Only calls any shard may decide from now on: once group 1's circuit is half-open, one of
             // them is its probe, and the answer closes it.
-            awaitWhileCalling(cluster.client, Descriptor.of("tenant-1", "/search"), () -> cluster.client.openCircuits() == 0);
-            assertEquals(0, cluster.client.openCircuits(), "group 1's circuit closed by a call that any shard may decide");
+            awaitWhileCalling(cluster.client, Descriptor.of("tenant-1", "/search"), () -> cluster.client.stats().openCircuits() == 0);
+            assertEquals(0, cluster.client.stats().openCircuits(), "group 1's circuit closed by a call that any shard may decide");
         }
     }
 
@@ -245,14 +245,14 @@ class CircuitTest
         {
             final LimiterClient client = cluster.client;
             cluster.groupOneOut();
-            assertTrue(client.circuitOpen());
+            assertTrue(client.stats().circuitOpen());
             moved.set(true); // the client asks for the map again within a second
-            awaitWhileCalling(client, ON_SHARD_ONE, () -> !client.circuitOpen());
-            assertFalse(client.circuitOpen(), "group 1's circuit, which no call reaches any more, was closed");
+            awaitWhileCalling(client, ON_SHARD_ONE, () -> !client.stats().circuitOpen());
+            assertFalse(client.stats().circuitOpen(), "group 1's circuit, which no call reaches any more, was closed");
             assertFalse(client.acquireBlocking(ON_SHARD_ONE, 1).degraded(), "shard 1's calls are decided by group 0's leader");
-            final Duration degraded = client.degradedTime();
+            final Duration degraded = client.stats().degradedTime();
             Thread.sleep(50);
-            assertEquals(degraded, client.degradedTime(), "the outage is over");
+            assertEquals(degraded, client.stats().degradedTime(), "the outage is over");
         }
     }
 
@@ -268,26 +268,26 @@ class CircuitTest
                 assertTrue(client.acquireBlocking(ON_SHARD_ZERO, 1).degraded());
                 assertTrue(client.acquireBlocking(ON_SHARD_ONE, 1).degraded());
             }
-            assertEquals(2, client.openCircuits());
+            assertEquals(2, client.stats().openCircuits());
 
             cluster.zeroAnswers.set(true);
             assertFalse(untilTheNodeDecides(client, ON_SHARD_ZERO).degraded(), "group 0's leader answers again");
-            assertEquals(1, client.openCircuits(), "group 1's circuit is still open");
-            final Duration during = client.degradedTime();
+            assertEquals(1, client.stats().openCircuits(), "group 1's circuit is still open");
+            final Duration during = client.stats().degradedTime();
             Thread.sleep(50);
-            assertTrue(client.degradedTime().compareTo(during) > 0, "the outage goes on while group 1 is out");
-            assertEquals(0, client.degradedWindowsReported(), "and is not reported yet");
+            assertTrue(client.stats().degradedTime().compareTo(during) > 0, "the outage goes on while group 1 is out");
+            assertEquals(0, client.stats().degradedWindowsReported(), "and is not reported yet");
 
             cluster.oneAnswers.set(true);
             assertFalse(untilTheNodeDecides(client, ON_SHARD_ONE).degraded(), "group 1's leader answers again");
-            assertEquals(0, client.openCircuits());
+            assertEquals(0, client.stats().openCircuits());
             final long until = System.currentTimeMillis() + 3000;
-            while (client.degradedWindowsReported() < 1 && System.currentTimeMillis() < until)
+            while (client.stats().degradedWindowsReported() < 1 && System.currentTimeMillis() < until)
             {
                 Thread.sleep(10);
             }
             Thread.sleep(100);
-            assertEquals(1, client.degradedWindowsReported(), "one window for the one outage");
+            assertEquals(1, client.stats().degradedWindowsReported(), "one window for the one outage");
             assertEquals(1, cluster.reportsTaken.get());
         }
     }
@@ -355,11 +355,11 @@ class CircuitTest
             client = LimiterClient.builder().endpoints(zero.endpoint(), one.endpoint()).connections(1)
                 .deadline(Duration.ofMillis(300)).circuit(2, probe).recoveryRamp(Duration.ZERO).build();
             final long until = System.currentTimeMillis() + 5000;
-            while ((client.policies().version() == 0 || !client.routesByShard()) && System.currentTimeMillis() < until)
+            while ((client.policies().version() == 0 || !client.stats().routesByShard()) && System.currentTimeMillis() < until)
             {
                 Thread.sleep(10);
             }
-            assertTrue(client.routesByShard(), "the client follows the nodes' shard map");
+            assertTrue(client.stats().routesByShard(), "the client follows the nodes' shard map");
         }
 
         /** Group 1's calls go unanswered until its circuit opens. */

@@ -125,11 +125,11 @@ class LimiterClientTest
                  .followPolicies(false).deadline(Duration.ofSeconds(5)).build())
         {
             final long until = System.nanoTime() + 5_000_000_000L;
-            while (client.openConnections() < connections && System.nanoTime() < until)
+            while (client.stats().openConnections() < connections && System.nanoTime() < until)
             {
                 Thread.sleep(5);
             }
-            assertEquals(connections, client.openConnections());
+            assertEquals(connections, client.stats().openConnections());
             final java.util.concurrent.CountDownLatch done = new java.util.concurrent.CountDownLatch(chains);
             final java.util.concurrent.ConcurrentLinkedQueue<Throwable> failures = new java.util.concurrent.ConcurrentLinkedQueue<>();
             final Thread testThread = Thread.currentThread();
@@ -354,7 +354,7 @@ class LimiterClientTest
                 // The deadline timer ends it (1 ms ticks); the slack covers this shared machine's scheduling.
                 assertTrue(tookMillis < 50 + 15, "returned after " + tookMillis + " ms for a 50 ms deadline, an SDK thread stalled for 600");
                 assertTrue(e.getMessage().contains("within the call's deadline"), e.getMessage());
-                assertEquals(0, client.lateDeadlines(), "the timer ended it, not the caller's own fallback");
+                assertEquals(0, client.stats().lateDeadlines(), "the timer ended it, not the caller's own fallback");
             }
         }
     }

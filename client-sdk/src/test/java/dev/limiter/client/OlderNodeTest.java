@@ -36,7 +36,7 @@ class OlderNodeTest
                 Thread.sleep(10);
             }
             assertEquals(7, client.policies().version(), "the policy set arrived through the one-byte subscription");
-            assertEquals(0, client.fleetInstances(), "an older node reports no fleet: the SDK keeps whole budgets");
+            assertEquals(0, client.stats().fleetInstances(), "an older node reports no fleet: the SDK keeps whole budgets");
             assertTrue(subscriptionBodies.size() >= 2 && subscriptionBodies.get(0) > 1 && subscriptionBodies.get(1) == 1,
                 "first with an instance id, then without: " + subscriptionBodies);
         }

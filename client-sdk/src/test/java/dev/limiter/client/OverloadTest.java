@@ -49,10 +49,10 @@ class OverloadTest
             assertTrue(d.allowed(), d.toString());
             assertFalse(d.degraded(), "decided by the node once it had caught up: " + d);
             assertEquals(3, overloadedAnswers.get());
-            assertEquals(3, client.overloadedFrames(), "each OVERLOADED frame is counted");
+            assertEquals(3, client.stats().overloadedFrames(), "each OVERLOADED frame is counted");
             // Backoffs of at least half of 1, 2 and 4 ms: not sent again at once.
             assertTrue(tookNanos >= TimeUnit.MICROSECONDS.toNanos(3_500), "took " + tookNanos + " ns");
-            assertFalse(client.circuitOpen(), "an overloaded node is not a dead one");
+            assertFalse(client.stats().circuitOpen(), "an overloaded node is not a dead one");
         }
     }
 

@@ -42,7 +42,7 @@ class RedirectTest
                  .deadline(Duration.ofSeconds(1)).build())
         {
             assertTrue(client.awaitConnected(Duration.ofSeconds(5)));
-            assertEquals(0, client.redirects());
+            assertEquals(0, client.stats().redirects());
             final Descriptor key = Descriptor.of("t", "/x");
             for (int i = 0; i < 20; i++)
             {
@@ -53,7 +53,7 @@ class RedirectTest
             // Round robin sends one of the first two calls to the follower; after its answer the
             // client goes to the leader first.
             assertEquals(1, refused.get(), "frames the follower refused");
-            assertEquals(1, client.redirects(), "the redirect is counted");
+            assertEquals(1, client.stats().redirects(), "the redirect is counted");
             assertEquals(20, decided.get(), "every call decided by the leader");
         }
     }

@@ -244,7 +244,7 @@ public final class RlsMain implements Callable<Integer>
                 port.clientAuth() == ClientAuth.OPTIONAL ? " (TLS, client certificates optional)" : " (TLS)") +
             (metrics == null ? "" : ", metrics at http://" + metricsAddress.getHostString() + ":" + metrics.port() + "/metrics") +
             " (store " + String.join(",", servers) + ", deadline " + deadlineMillis + " ms" +
-            (server.client().openConnections() == 0 ?
+            (server.client().stats().openConnections() == 0 ?
                 "; no store node reachable yet: calls get the policies' fallback, or UNAVAILABLE until a policy set is held" : "") +
             ")");
         try

@@ -929,7 +929,7 @@ class AdminApiTest
             }
             assertTrue(allowed >= 10 && allowed <= 16, "10% of a burst of 100, plus 10/s of refill while the loop ran: " + allowed);
             assertTrue(slowestNanos < 250_000_000L, "no call waits long past its 50 ms deadline: " + slowestNanos / 1_000_000 + " ms");
-            assertTrue(client.circuitOpen(), "consecutive failures opened the circuit");
+            assertTrue(client.stats().circuitOpen(), "consecutive failures opened the circuit");
 
             final Decision closed = client.acquireBlocking(Descriptor.of("acme", "/strict"), 1);
             assertFalse(closed.allowed());
@@ -965,13 +965,13 @@ class AdminApiTest
                 "\"burst\":100,\"emergency\":{\"percent\":20,\"perInstance\":true},\"owner\":\"o\",\"reason\":\"r\"}").statusCode());
             final long wanted = server.policyState().setVersion();
             final long until = System.currentTimeMillis() + 5000;
-            while ((a.policies().version() != wanted || b.policies().version() != wanted || a.fleetInstances() != 2 ||
-                b.fleetInstances() != 2) && System.currentTimeMillis() < until)
+            while ((a.policies().version() != wanted || b.policies().version() != wanted || a.stats().fleetInstances() != 2 ||
+                b.stats().fleetInstances() != 2) && System.currentTimeMillis() < until)
             {
                 Thread.sleep(10);
             }
-            assertEquals(2, a.fleetInstances(), "the node counts two SDK instances (each has two connections)");
-            assertEquals(2, b.fleetInstances());
+            assertEquals(2, a.stats().fleetInstances(), "the node counts two SDK instances (each has two connections)");
+            assertEquals(2, b.stats().fleetInstances());
             assertEquals(wanted, b.policies().version());
             System.gc(); // gauges on method references must survive a collection (Micrometer holds them weakly by default)
             final String scrape = server.metrics().scrape();
@@ -1090,13 +1090,13 @@ class AdminApiTest
     private static void awaitFleet(final List<LimiterClient> sdks, final int instances) throws InterruptedException
     {
         final long until = System.currentTimeMillis() + 5000;
-        while (!sdks.stream().allMatch(c -> c.fleetInstances() == instances) && System.currentTimeMillis() < until)
+        while (!sdks.stream().allMatch(c -> c.stats().fleetInstances() == instances) && System.currentTimeMillis() < until)
         {
             Thread.sleep(10);
         }
         for (final LimiterClient sdk : sdks)
         {
-            assertEquals(instances, sdk.fleetInstances());
+            assertEquals(instances, sdk.stats().fleetInstances());
         }
     }
 
@@ -1122,12 +1122,12 @@ class AdminApiTest
             server = TestNode.start(dir, MonotonicClock.SYSTEM, 1, port);
             assertTrue(client.awaitConnected(Duration.ofSeconds(10)));
             final long deadline = System.currentTimeMillis() + 5000;
-            while (client.degradedWindowsReported() == 0 && System.currentTimeMillis() < deadline)
+            while (client.stats().degradedWindowsReported() == 0 && System.currentTimeMillis() < deadline)
             {
                 client.acquireBlocking(Descriptor.of("acme", "/v1/orders/2"), 1); // the first answer closes the circuit
                 Thread.sleep(50);
             }
-            assertEquals(1, client.degradedWindowsReported());
+            assertEquals(1, client.stats().degradedWindowsReported());
             final java.util.List<dev.limiter.protocol.policy.AuditRecord> windows =
                 server.policyState().audit(r -> r.getAction().equals("SDK_DEGRADED_WINDOW"), 10);
             assertEquals(1, windows.size());
@@ -1171,7 +1171,7 @@ class AdminApiTest
             }
             assertTrue(admitted <= 12, "at most 1.2 x the policy's 10/s in the first second back: " + admitted);
             assertTrue(admitted >= 5, "but traffic flows: " + admitted);
-            assertTrue(client.rampRefusals() > 0, "the ramp held some back");
+            assertTrue(client.stats().rampRefusals() > 0, "the ramp held some back");
         }
         finally
         {

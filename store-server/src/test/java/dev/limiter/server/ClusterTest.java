@@ -380,7 +380,7 @@ class ClusterTest
                     assertEquals(4, d.remaining(), "charged exactly once, however often its frame was refused: " + d);
                 }
             }
-            assertTrue(client.overloadedFrames() > 0, "frames were refused OVERLOADED and sent again");
+            assertTrue(client.stats().overloadedFrames() > 0, "frames were refused OVERLOADED and sent again");
         }
     }
 
@@ -625,7 +625,7 @@ class ClusterTest
                 fourth.decision().retryAfter());
             fourth.close(); // holds none: nothing to give back
             held.remove(0).close();
-            assertEquals(0, client.leaseReleaseFailures());
+            assertEquals(0, client.stats().leaseReleaseFailures());
             held.add(client.acquireLease(export));
             assertTrue(held.get(2).granted(), "the released lease is free again");
             // FAST leases may still wait in the leader for their entry (the FAST linger): a STRICT
@@ -918,7 +918,7 @@ class ClusterTest
             // The cluster comes back: the first answer closes the circuit and the window reaches the audit log.
             // (A node that answered while the nodes were stopping closed the circuit once already: that
             // window was reported then, or is kept and sent with the outage's.)
-            final long reportedBefore = client.degradedWindowsReported();
+            final long reportedBefore = client.stats().degradedWindowsReported();
             for (final String id : peers.keySet())
             {
                 start(id, 2, token);
@@ -926,15 +926,15 @@ class ClusterTest
             leader();
             final long reportBy = System.nanoTime() + 15_000_000_000L;
             long grantedWhileReturning = 0; // local grants until the circuit closes belong to the window too
-            while (client.degradedWindowsReported() == reportedBefore && System.nanoTime() < reportBy)
+            while (client.stats().degradedWindowsReported() == reportedBefore && System.nanoTime() < reportBy)
             {
                 final Decision d = client.acquireBlocking(Descriptor.of("after", "/v1/orders/2"), 1);
                 grantedWhileReturning += d.degraded() && d.allowed() ? 1 : 0;
                 Thread.sleep(50);
             }
-            assertTrue(client.degradedWindowsReported() > reportedBefore, "the SDK reported the outage's window");
+            assertTrue(client.stats().degradedWindowsReported() > reportedBefore, "the SDK reported the outage's window");
             Thread.sleep(200); // a window kept from the stop goes out just before the outage's
-            final long reported = client.degradedWindowsReported();
+            final long reported = client.stats().degradedWindowsReported();
             await("the windows on every node's audit log", Duration.ofSeconds(5), () -> nodes.values().stream()
                 .allMatch(n -> n.policyState().audit(r -> r.getAction().equals("SDK_DEGRADED_WINDOW"), 10).size() == reported));
             System.out.printf("outage drill: windows reported during the stop %d, after the restart %d%n", reportedBefore,

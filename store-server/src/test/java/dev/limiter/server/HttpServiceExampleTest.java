@@ -123,7 +123,7 @@ class HttpServiceExampleTest
             assertTrue(!refused.allowed() && refused.retryAfter().toMillis() > 100, refused.toString());
             final Decision again = limiter.acquireBlocking(items, 1);
             assertTrue(!again.allowed() && again.retryAfterNanos() <= refused.retryAfterNanos(), again.toString());
-            assertEquals(1, limiter.fastRejections(), "answered by the SDK");
+            assertEquals(1, limiter.stats().fastRejections(), "answered by the SDK");
             final String metrics = node.metrics().scrape();
             assertTrue(metrics.contains("limiter_decisions_total{outcome=\"denied\",policy=\"baseline\"} 1.0"),
                 "the node saw one refusal, not two");

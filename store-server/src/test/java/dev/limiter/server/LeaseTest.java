@@ -90,7 +90,7 @@ class LeaseTest
         assertFalse(first.held());
         assertTrue(client.acquireLease(export).granted());
         assertFalse(client.acquireLease(export).granted(), "two held again: one release freed one lease, not two");
-        assertEquals(0, client.leaseReleaseFailures());
+        assertEquals(0, client.stats().leaseReleaseFailures());
         assertEquals(2, metric(server.metrics().scrape(), "limiter_lease_releases_total{policy=\"exports\"}"),
             "the second (closed by its block) and the first (closed twice, released once)");
     }
@@ -287,6 +287,6 @@ class LeaseTest
         assertTrue(local.decision().degraded(), local.toString());
         assertFalse(local.held(), "nothing on the cluster to give back");
         local.close();
-        assertEquals(0, client.leaseReleaseFailures());
+        assertEquals(0, client.stats().leaseReleaseFailures());
     }
 }

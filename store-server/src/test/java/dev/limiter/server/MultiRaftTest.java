@@ -569,14 +569,14 @@ class MultiRaftTest
             // Until the client has the shard map a call may be sent to a node that does not lead its shard.
             await("a round of calls that no node redirects", Duration.ofSeconds(10), () ->
             {
-                final long before = client.redirects();
+                final long before = client.stats().redirects();
                 for (int shard = 0; shard < SHARDS; shard++)
                 {
                     client.acquireBlocking(Descriptor.of(tenantOn(shard, 9), "/v1/orders/1"), 1);
                 }
-                return client.redirects() == before;
+                return client.stats().redirects() == before;
             });
-            final long clientRedirects = client.redirects();
+            final long clientRedirects = client.stats().redirects();
             final long redirects = nodeRedirects();
             int allowed = 0;
             for (int t = 0; t < 30; t++)
@@ -590,7 +590,7 @@ class MultiRaftTest
                 }
             }
             assertEquals(30 * 5, allowed, "five tokens per tenant, whichever node decided it");
-            assertEquals(clientRedirects, client.redirects(), "in steady state no call is sent back");
+            assertEquals(clientRedirects, client.stats().redirects(), "in steady state no call is sent back");
             assertEquals(redirects, nodeRedirects(), "in steady state no node bounces a frame");
 
             // Group 1's leader dies: its tenants are decided by the new leader, within their deadlines.
@@ -636,14 +636,14 @@ class MultiRaftTest
             // Until the client holds a map with the ordinals of the set it holds, some calls go astray.
             await("a round of calls that no node redirects", Duration.ofSeconds(15), () ->
             {
-                final long before = client.redirects();
+                final long before = client.stats().redirects();
                 for (final Descriptor call : calls)
                 {
                     client.acquireBlocking(call, 1);
                 }
-                return client.redirects() == before;
+                return client.stats().redirects() == before;
             });
-            final long clientRedirects = client.redirects();
+            final long clientRedirects = client.stats().redirects();
             final long redirects = nodeRedirects();
             for (int round = 0; round < 3; round++)
             {
@@ -653,7 +653,7 @@ class MultiRaftTest
                     assertFalse(decision.degraded(), "decided by a node: " + call + " " + decision);
                 }
             }
-            assertEquals(clientRedirects, client.redirects(), "no call is sent back, whatever its policy's scope");
+            assertEquals(clientRedirects, client.stats().redirects(), "no call is sent back, whatever its policy's scope");
             assertEquals(redirects, nodeRedirects(), "no node bounces a frame");
         }
         final double skipped = nodes.values().stream()

@@ -46,14 +46,14 @@ public final class PausingClient
                 while (System.nanoTime() < end - 500_000_000L)
                 {
                     System.gc();
-                    circuitOpened.compareAndSet(false, client.circuitOpen());
-                    minOpen[0] = Math.min(minOpen[0], client.openConnections());
+                    circuitOpened.compareAndSet(false, client.stats().circuitOpen());
+                    minOpen[0] = Math.min(minOpen[0], client.stats().openConnections());
                     LockSupport.parkNanos(200_000_000L);
                 }
             });
             System.out.println("RESULT node=" + counts[2] + " local=" + counts[1] + " errors=" + counts[0] + " pauses=" +
-                client.pausesNoticed() + " pausedTimeouts=" + client.pausedTimeouts() + " lateDeadlines=" + client.lateDeadlines() +
-                " windows=" + client.degradedWindowsReported() + " minOpen=" + minOpen[0] + " circuitOpened=" + circuitOpened.get() +
+                client.stats().pausesNoticed() + " pausedTimeouts=" + client.stats().pausedTimeouts() + " lateDeadlines=" + client.stats().lateDeadlines() +
+                " windows=" + client.stats().degradedWindowsReported() + " minOpen=" + minOpen[0] + " circuitOpened=" + circuitOpened.get() +
                 " live=" + live.size());
         }
     }

@@ -116,7 +116,7 @@ class SlowStoreTest
             // would send every thread's call (about 4 x 11 = 44).
             assertTrue(tried <= threads + 11 + 2, tried + " of " + calls.sum() + " calls were sent to the store");
             assertTrue(calls.sum() > 1000, "the callers kept going: " + calls.sum());
-            assertTrue(client.circuitOpen());
+            assertTrue(client.stats().circuitOpen());
 
             // Fast again: the next probe's answer closes the circuit and the store decides.
             proxy.delayAnswers(0);
@@ -128,7 +128,7 @@ class SlowStoreTest
                 d = client.acquireBlocking(Descriptor.of("steady", "/hot"), 1);
             }
             assertFalse(d.degraded(), "the store decides again once it answers in time: " + d);
-            assertFalse(client.circuitOpen());
+            assertFalse(client.stats().circuitOpen());
             // The answers that came too late were dropped: the same connection keeps serving.
             for (int i = 0; i < 20; i++)
             {

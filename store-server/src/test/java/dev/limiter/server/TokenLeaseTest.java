@@ -47,13 +47,13 @@ class TokenLeaseTest
                 allowed += d.allowed() ? 1 : 0;
                 local += d.fromTokenLease() ? 1 : 0;
             }
-            final long lapsed = client.tokenLeaseTokensLapsed();
+            final long lapsed = client.stats().tokenLeaseTokensLapsed();
             assertTrue(local > 10_000, "most grants came from leased blocks: " + local + " of " + allowed);
             assertTrue(allowed <= 30_000, "never more than the bucket holds: " + allowed);
             // What the node charged: the grants it answered one by one, and the blocks. Every token was
             // charged once: granted, or leased and not used (lapsed, or still held).
-            assertEquals(30_000, allowed + client.tokenLeaseTokensLeased() - client.tokenLeaseTokensUsed(),
-                "allowed " + allowed + ", leased " + client.tokenLeaseTokensLeased() + ", used " + client.tokenLeaseTokensUsed() +
+            assertEquals(30_000, allowed + client.stats().tokenLeaseTokensLeased() - client.stats().tokenLeaseTokensUsed(),
+                "allowed " + allowed + ", leased " + client.stats().tokenLeaseTokensLeased() + ", used " + client.stats().tokenLeaseTokensUsed() +
                 ", lapsed " + lapsed);
             final Decision plain = client.acquireBlocking(Descriptor.of("acme", "/plain"), 1);
             assertFalse(plain.fromTokenLease(), "a policy without tokenLease is always the node's");
