@@ -181,7 +181,9 @@ class RegionsPartitionTest
             sampler.maxSum(), sampler.worst(), sampler.counts(), (System.nanoTime() - started) / 1e9);
         assertTrue(usShare > 0.5, "the US's share rose once the cut healed: " + status(US));
         assertTrue(sampler.maxSum() <= 1.0001, "shares in use never sum above the whole: " + sampler.worst());
-        assertTrue(roundsCut >= 8 * seconds, "the shares were read often enough: " + roundsCut + " rounds in " + seconds + " s");
+        // A floor against a sampler that barely ran (nodes not answering its reads), not a rate: each round waits for the
+        // slowest of four nodes' STATUS, which a loaded two-core build stretches.
+        assertTrue(roundsCut >= 4 * seconds, "the shares were read often enough: " + roundsCut + " rounds in " + seconds + " s");
     }
 
     /** Member {@code m}: n1 to n3 of Europe, or the US's one node. */
