@@ -5,7 +5,6 @@ import dev.limiter.cli.TlsOptions;
 import dev.limiter.client.Decision;
 import dev.limiter.client.Descriptor;
 import dev.limiter.client.LimiterClient;
-import dev.limiter.client.LimiterException;
 import org.HdrHistogram.Histogram;
 import org.HdrHistogram.Recorder;
 import picocli.CommandLine.Command;

@@ -11,7 +11,6 @@ import dev.limiter.protocol.policy.AuditRecord;
 import dev.limiter.protocol.policy.Consistency;
 import dev.limiter.protocol.policy.EmergencyBudget;
 import dev.limiter.protocol.policy.FailureMode;
-import dev.limiter.protocol.policy.Policy;
 
 import java.io.IOException;
 import java.time.Duration;

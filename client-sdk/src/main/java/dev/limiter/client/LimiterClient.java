@@ -31,7 +31,6 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
@@ -1250,7 +1249,6 @@ public final class LimiterClient implements AutoCloseable
             return this;
         }
 
-        /** TCP connect timeout per attempt (default 1 s); build() waits at most this long. */
         /**
          * How long {@link #build()} waits, at most, until a connection is open, the policy set is
          * held (when following policies) and a PING went round (default 2 s), so that the first
@@ -1268,18 +1266,13 @@ public final class LimiterClient implements AutoCloseable
             return this;
         }
 
+        /** TCP connect timeout per attempt (default 1 s); build() waits at most this long. */
         public Builder connectTimeout(final Duration connectTimeout)
         {
             this.connectTimeout = connectTimeout;
             return this;
         }
 
-        /**
-         * Creates the client and waits (up to the connect timeout) for the first connection
-         * attempts. It returns even when no node answered: connections keep retrying.
-         *
-         * @throws IllegalArgumentException when no endpoint was given
-         */
         /**
          * Whether to fetch the cluster's policy set and follow its changes ({@link LimiterClient#policies()});
          * on by default. Off, no POLICIES request is sent.
@@ -1383,6 +1376,9 @@ public final class LimiterClient implements AutoCloseable
         }
 
         /**
+         * Creates the client and waits (up to the startup timeout) for the first connection
+         * attempts. It returns even when no node answered: connections keep retrying.
+         *
          * @throws IllegalArgumentException for missing endpoints or unreadable TLS files (the message says which)
          */
         public LimiterClient build()

@@ -355,14 +355,6 @@ final class LocalFallback
         }
     }
 
-    /**
-     * Emergency budget: an absolute rate per the policy's period, or a share of rate and burst (at
-     * least 1 each). Unless the policy says per instance, that is the fleet's budget and this SDK
-     * takes 1/{@code instances} of it (rate exactly, as the same tokens over a period that many
-     * times longer; burst rounded down, at least 1).
-     *
-     * @param instances SDK instances the nodes last reported; 0 or 1: the whole budget
-     */
     /** A limit's period in nanoseconds: a calendar month's average, its period, or 1 s. */
     private static long periodNanos(final CalendarWindow calendar, final boolean hasPeriod, final com.google.protobuf.Duration period)
     {
@@ -373,6 +365,14 @@ final class LocalFallback
         return hasPeriod ? period.getSeconds() * 1_000_000_000L + period.getNanos() : 1_000_000_000L;
     }
 
+    /**
+     * Emergency budget: an absolute rate per the policy's period, or a share of rate and burst (at
+     * least 1 each). Unless the policy says per instance, that is the fleet's budget and this SDK
+     * takes 1/{@code instances} of it (rate exactly, as the same tokens over a period that many
+     * times longer; burst rounded down, at least 1).
+     *
+     * @param instances SDK instances the nodes last reported; 0 or 1: the whole budget
+     */
     static TokenBucket.Rate emergencyRate(final Policy source, final Limit policyLimit, final int instances)
     {
         // A calendar month has no period of its own: the average month, as its local budgets use.

@@ -6,7 +6,6 @@ import dev.limiter.client.LimiterClient;
 import dev.limiter.envoy.raw.RawEntry;
 import dev.limiter.envoy.raw.RawRateLimitDescriptor;
 import dev.limiter.envoy.raw.RawRateLimitRequest;
-import dev.limiter.protocol.CompiledPolicy;
 import dev.limiter.protocol.EnvoyDescriptors;
 import dev.limiter.server.ServerConfig;
 import dev.limiter.server.StoreServer;
@@ -37,7 +36,6 @@ import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * Envoy's gateway attacked with the values an HTTP client can put in the headers Envoy copies into

@@ -21,8 +21,7 @@ final class RecordingStateMachine implements ReplicatedStateMachine
     static final int SNAPSHOT_PADDING = 20_000;
     /** Captures taken for snapshots. */
     final AtomicInteger captures = new AtomicInteger();
-    /** When set, every capture fails as when no direct memory is left for the copy. */
-    /** Thrown by every capture while set. */
+    /** When set, thrown by every capture, as when no direct memory is left for the copy. */
     volatile Error captureFailure;
     /** When set, every snapshot write fails (as on a full disk). */
     volatile boolean failWrites;

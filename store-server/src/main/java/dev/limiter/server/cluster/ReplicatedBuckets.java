@@ -1,6 +1,5 @@
 package dev.limiter.server.cluster;
 
-import com.google.protobuf.InvalidProtocolBufferException;
 import dev.limiter.protocol.policy.PolicyCommand;
 import dev.limiter.protocol.policy.PolicyStateSnapshot;
 import dev.limiter.protocol.policy.RegionShares;

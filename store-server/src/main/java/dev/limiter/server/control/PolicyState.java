@@ -374,13 +374,13 @@ public final class PolicyState
         }
     }
 
-    /** Runs after every change, on the thread that applied it. */
     /** {@code listener} runs after every REGION_SHARES command applied and every restore (on the applying thread). */
     public void onRegionShares(final Runnable listener)
     {
         regionSharesListeners.add(listener);
     }
 
+    /** {@code listener} runs after every change, on the thread that applied it. */
     public void onChange(final Runnable listener)
     {
         listeners.add(listener);

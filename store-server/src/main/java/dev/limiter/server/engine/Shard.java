@@ -807,12 +807,6 @@ public final class Shard implements Replication.DecidingShard
     }
 
     /**
-     * Counts a decision that went into its policy's soft overage, unless {@code counted} (the
-     * ordinal this request counted last) is that policy already (owner thread only).
-     *
-     * @return the ordinal counted last for this request
-     */
-    /**
      * A request of a regional policy: charged {@link RegionalShares#cost} of the limit as the
      * region counts it, logged with that cost (a replica replays it whatever the share is then), and
      * answered in tokens (remaining and burst divided by what one token takes at this share).
@@ -858,6 +852,12 @@ public final class Shard implements Replication.DecidingShard
         return strict;
     }
 
+    /**
+     * Counts a decision that went into its policy's soft overage, unless {@code counted} (the
+     * ordinal this request counted last) is that policy already (owner thread only).
+     *
+     * @return the ordinal counted last for this request
+     */
     private int countOverage(final int ordinal, final ReasonCode reason, final int counted)
     {
         if (reason == ReasonCode.SOFT_OVERAGE && ordinal != counted)

@@ -1,12 +1,6 @@
 package dev.limiter.server.metrics;
 
-import dev.limiter.protocol.CompiledPolicy;
-import dev.limiter.protocol.PolicySetIndex;
-import dev.limiter.protocol.policy.Exemption;
-import dev.limiter.protocol.policy.Policy;
 import dev.limiter.server.cluster.Replication;
-import dev.limiter.server.control.PolicyState;
-import dev.limiter.server.engine.Shard;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.DistributionSummary;
 import io.micrometer.core.instrument.FunctionCounter;
@@ -17,9 +11,7 @@ import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 
 import java.time.Duration;
-import java.util.Arrays;
 import java.util.List;
-import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;

@@ -209,10 +209,9 @@ public final class PolicyPublisher
     }
 
     /**
-     * POLICIES: the set in force now; with the subscribe flag, every later one too, and with an
-     * instance id, the FLEET count of SDK instances (see PolicyPublisher).
+     * Answers a POLICIES request (the frame): the set in force now; with the subscribe flag, every
+     * later one too, and with an instance id, the FLEET count of SDK instances.
      */
-    /** Answers a POLICIES request (see the class comment); the frame is the request. */
     void answer(final ChannelHandlerContext ctx, final ByteBuf frame, final long correlationId, final FrameResponder answers)
     {
         final PoliciesCodec.Request request;
