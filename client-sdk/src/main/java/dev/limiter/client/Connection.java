@@ -207,9 +207,10 @@ final class Connection
         this.tls = tls;
         this.keepAliveNanos = keepAliveNanos;
         this.instanceId = instanceId.getBytes(StandardCharsets.UTF_8);
-        if (this.instanceId.length < 1 || this.instanceId.length > 255)
+        if (this.instanceId.length < 1 || this.instanceId.length > PoliciesCodec.MAX_INSTANCE_ID_BYTES)
         {
-            throw new IllegalArgumentException("instance id must be 1 to 255 bytes of UTF-8, was " + this.instanceId.length);
+            throw new IllegalArgumentException("instance id must be 1 to " + PoliciesCodec.MAX_INSTANCE_ID_BYTES + " bytes of UTF-8, was " +
+                this.instanceId.length);
         }
         this.policies = policies;
         this.policyRefreshNanos = policyRefreshNanos;
