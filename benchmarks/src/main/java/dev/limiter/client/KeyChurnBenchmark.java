@@ -45,7 +45,7 @@ public class KeyChurnBenchmark
 {
     private static final Decision REFUSED = new Decision(false, ReasonCode.RATE_LIMITED, 0, 100, 100_000_000L, 100_000_000L, "orders", 1, 1);
 
-    private TokenLeases leases;
+    private TokenBlocks leases;
     private LocalRejections rejections;
     private LocalFallback fallback;
     private long next;
@@ -62,7 +62,7 @@ public class KeyChurnBenchmark
             .build();
         final PolicyCache cache = new PolicyCache(Duration.ofHours(1), System::nanoTime);
         cache.received(3, set.toByteArray());
-        leases = new TokenLeases(cache, System::nanoTime, (descriptor, block) -> new CompletableFuture<>());
+        leases = new TokenBlocks(cache, System::nanoTime, (descriptor, block) -> new CompletableFuture<>());
         leases.prepare();
         rejections = new LocalRejections();
         fallback = new LocalFallback(cache, System::nanoTime, 1_000_000_000L, null, () -> 0);

@@ -21,7 +21,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
 /**
- * A decision from an SDK token lease ({@code TokenLeases.tryLocal}): the caller's reused
+ * A decision from an SDK token lease ({@code TokenBlocks.tryLocal}): the caller's reused
  * descriptor finds its key's block and takes a token from it, as {@code acquireBlocking} does
  * before any round trip. Blocks are granted at once by a stand-in for the cluster (a renewal
  * costs what it costs in the background: here nothing), 100 tenants, 20 policies. And
@@ -40,7 +40,7 @@ public class TokenLeaseBenchmark
 {
     private static final int TENANTS = 100;
 
-    private TokenLeases leases;
+    private TokenBlocks leases;
     private Descriptor[] calls;
     private int next;
 
@@ -60,7 +60,7 @@ public class TokenLeaseBenchmark
                 .setMaxAge(com.google.protobuf.Duration.newBuilder().setSeconds(10))));
         final PolicyCache cache = new PolicyCache(Duration.ofHours(1), System::nanoTime);
         cache.received(3, set.build().toByteArray());
-        leases = new TokenLeases(cache, System::nanoTime, (descriptor, block) -> CompletableFuture.completedFuture(
+        leases = new TokenBlocks(cache, System::nanoTime, (descriptor, block) -> CompletableFuture.completedFuture(
             new Decision(true, ReasonCode.ALLOWED, 1, 1_000_000_000L, 0, 0, "hot", 1, 1)));
         calls = new Descriptor[TENANTS];
         for (int i = 0; i < TENANTS; i++)
@@ -105,7 +105,7 @@ public class TokenLeaseBenchmark
     public static class NotLeased
     {
         static final int DESCRIPTORS = 100_000;
-        TokenLeases leases;
+        TokenBlocks leases;
         Descriptor[] calls;
         int next;
 
@@ -119,7 +119,7 @@ public class TokenLeaseBenchmark
                 .build();
             final PolicyCache cache = new PolicyCache(Duration.ofHours(1), System::nanoTime);
             cache.received(3, set.toByteArray());
-            leases = new TokenLeases(cache, System::nanoTime, (descriptor, block) -> new CompletableFuture<>());
+            leases = new TokenBlocks(cache, System::nanoTime, (descriptor, block) -> new CompletableFuture<>());
             calls = new Descriptor[DESCRIPTORS];
             for (int i = 0; i < DESCRIPTORS; i++)
             {

@@ -266,4 +266,25 @@ final class ConnectionSet
         }
         return sb.append(']').toString();
     }
+
+    /** The failure of a call that found no open connection: which nodes, and why the first is not open. */
+    LimiterUnavailableException noneOpen()
+    {
+        return new LimiterUnavailableException("no open connection to any limiter node " + endpoints() +
+            " (reconnecting; last error: " + connections[0].lastError() + ")");
+    }
+
+    /**
+     * SDK instances subscribed at the nodes as they last reported it: the largest count among these
+     * connections (kept through an outage), 0 before any report. Fleet-wide emergency budgets are split by it.
+     */
+    int fleetInstances()
+    {
+        int most = 0;
+        for (final Connection connection : connections)
+        {
+            most = Math.max(most, connection.fleetInstances());
+        }
+        return most;
+    }
 }

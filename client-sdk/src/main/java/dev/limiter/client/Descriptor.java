@@ -44,7 +44,7 @@ public final class Descriptor implements Comparable<Descriptor>
     private final long tenantHash;
     /** Of {@link #encoded}, made once: every call looks its descriptor up in the SDK's refusal table. */
     private final int hash;
-    /** The SDK token lease this descriptor decides from, with the policy set version it was found under ({@link TokenLeases}). */
+    /** The SDK token lease this descriptor decides from, with the policy set version it was found under ({@link TokenBlocks}). */
     volatile Object tokenLease;
     /**
      * The stamp of one client's compiled policy set under which this descriptor's policy leases no

@@ -38,7 +38,7 @@ class ConnectionSetTest
             // The connection on the same I/O thread at the other node, for each of toA's.
             final Connection[] partners = {toB[1], toB[0], toB[1]};
             final ConnectionSet set = new ConnectionSet(all);
-            all.forEach(connection -> connection.connect(() -> { }));
+            all.forEach(connection -> connection.connect(NO_EVENTS, () -> { }));
             final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
             while (set.open() < all.size())
             {
@@ -126,6 +126,10 @@ class ConnectionSetTest
         }
     }
 
+    private static final ConnectionSettings SETTINGS = new ConnectionSettings(NioSocketChannel.class, null, 5_000,
+        TimeUnit.SECONDS.toNanos(30), LimiterClient.DEFAULT_MAX_BATCH, 1 << 20, 0, ConnectionSettings.utf8("connection-set-test"));
+    private static final Connection.Events NO_EVENTS = new Connection.Events(null, map -> { }, descriptor -> { });
+
     private static Connection[] connections(final ScriptedNode node, final EventLoop[] loops, final List<Connection> all)
     {
         final String[] hostPort = node.endpoint().split(":");
@@ -133,8 +137,7 @@ class ConnectionSetTest
         for (int i = 0; i < PER_NODE; i++)
         {
             connections[i] = new Connection(new InetSocketAddress(hostPort[0], Integer.parseInt(hostPort[1])), loops[i],
-                LimiterClient.DEFAULT_MAX_BATCH, 1 << 20, 5_000, NioSocketChannel.class, null, null, TimeUnit.SECONDS.toNanos(30),
-                "connection-set-test", null, TimeUnit.SECONDS.toNanos(30), map -> { }, descriptor -> { });
+                SETTINGS, Backoff.DEFAULT, null);
             all.add(connections[i]);
         }
         return connections;

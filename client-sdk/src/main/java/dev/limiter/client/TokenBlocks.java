@@ -26,7 +26,7 @@ import java.util.function.LongSupplier;
  * are never given back (a give-back would need a write of its own to the log, for tokens worth a
  * few milliseconds of demand). So every token is used within {@code maxAge} of being charged, and
  * over any interval T all SDKs together are granted at most {@code burst + rate x (T + maxAge)}
- * (TokenLeasesTest); what a lease costs is under-admission of at most the lapsed tokens, counted
+ * (TokenBlocksTest); what a lease costs is under-admission of at most the lapsed tokens, counted
  * ({@link #lapsed()}).
  *
  * <p>Only where a local decision is what the node would decide: the request's policy is the
@@ -36,7 +36,7 @@ import java.util.function.LongSupplier;
  * flag: every other key is decided by the node, call by call. At most {@link #MAX_KEYS} keys are
  * held, with bounded work per new key however callers churn them. Thread-safe.
  */
-final class TokenLeases
+final class TokenBlocks
 {
     /**
      * How long a key stays leased after a node last flagged it hot (nodes report once a second; a
@@ -47,7 +47,7 @@ final class TokenLeases
     /** A block is asked for when this share of the last one is left (1/5). */
     private static final int RENEW_AT_DIVISOR = 5;
     /** What a descriptor caches: the key lease it decides from under a policy set version, for one client. */
-    private record Resolved(TokenLeases owner, long version, KeyLease lease)
+    private record Resolved(TokenBlocks owner, long version, KeyBlock lease)
     {
     }
 
@@ -61,9 +61,9 @@ final class TokenLeases
     static final int MAX_KEYS = 10_000;
 
     /** The leased tokens of one key at this SDK. */
-    static final class KeyLease
+    static final class KeyBlock
     {
-        final TokenLeases owner;
+        final TokenBlocks owner;
         final long windowNanos;
         final long maxAgeNanos;
         final long capTokens;
@@ -78,7 +78,7 @@ final class TokenLeases
         volatile long lastBlock;
         volatile Decision answer;
 
-        KeyLease(final TokenLeases owner, final long windowNanos, final long maxAgeNanos, final long capTokens, final long hotRate,
+        KeyBlock(final TokenBlocks owner, final long windowNanos, final long maxAgeNanos, final long capTokens, final long hotRate,
             final long now)
         {
             this.owner = owner;
@@ -103,7 +103,7 @@ final class TokenLeases
     private final LongSupplier clock;
     /** Asks the cluster for a block in the background: (descriptor, tokens) to the node's decision. */
     private final BiFunction<Descriptor, Integer, CompletableFuture<Decision>> renewer;
-    private final BoundedKeyTable<String, KeyLease> byKey = new BoundedKeyTable<>(MAX_KEYS, BoundedKeyTable.WhenFull.REFUSE, TokenLeases::retention);
+    private final BoundedKeyTable<String, KeyBlock> byKey = new BoundedKeyTable<>(MAX_KEYS, BoundedKeyTable.WhenFull.REFUSE, TokenBlocks::retention);
     private final LongAdder leased = new LongAdder();
     private final LongAdder used = new LongAdder();
     private final LongAdder lapsed = new LongAdder();
@@ -112,7 +112,7 @@ final class TokenLeases
     private volatile Compiled compiled;
     private volatile PolicyCache.Snapshot pending;
 
-    TokenLeases(final PolicyCache policies, final LongSupplier clock, final BiFunction<Descriptor, Integer, CompletableFuture<Decision>> renewer)
+    TokenBlocks(final PolicyCache policies, final LongSupplier clock, final BiFunction<Descriptor, Integer, CompletableFuture<Decision>> renewer)
     {
         policies.current().ifPresent(this::policiesChanged);
         policies.onChange(this::policiesChanged);
@@ -127,7 +127,7 @@ final class TokenLeases
      */
     Decision tryLocal(final Descriptor descriptor, final int cost)
     {
-        final KeyLease lease = leaseOf(descriptor);
+        final KeyBlock lease = leaseOf(descriptor);
         if (lease == null)
         {
             return null;
@@ -165,7 +165,7 @@ final class TokenLeases
      */
     int toAsk(final Descriptor descriptor, final int cost)
     {
-        final KeyLease lease = leaseOf(descriptor);
+        final KeyBlock lease = leaseOf(descriptor);
         if (lease == null)
         {
             return cost;
@@ -189,7 +189,7 @@ final class TokenLeases
         {
             return true;
         }
-        final KeyLease lease = leaseOf(descriptor);
+        final KeyBlock lease = leaseOf(descriptor);
         if (lease != null)
         {
             if (answer != null)
@@ -201,7 +201,7 @@ final class TokenLeases
         return answer != null && (answer.allowed() || answer.degraded());
     }
 
-    private void install(final KeyLease lease, final long block, final long cost, final long askedAtNanos, final Decision answer)
+    private void install(final KeyBlock lease, final long block, final long cost, final long askedAtNanos, final Decision answer)
     {
         if (!answer.allowed() || answer.degraded() || answer.reason() != ReasonCode.ALLOWED)
         {
@@ -231,7 +231,7 @@ final class TokenLeases
         }
     }
 
-    private void renewSoon(final Descriptor descriptor, final KeyLease lease, final long now)
+    private void renewSoon(final Descriptor descriptor, final KeyBlock lease, final long now)
     {
         final long block = blockFor(lease, 0, now);
         if (block <= 0 || !lease.asking.compareAndSet(false, true))
@@ -265,7 +265,7 @@ final class TokenLeases
         {
             return; // a new set not compiled yet: never compiled here, on an I/O thread (the next flag counts)
         }
-        final KeyLease lease = leaseOf(descriptor);
+        final KeyBlock lease = leaseOf(descriptor);
         if (lease != null && lease.hotRate != 0)
         {
             lease.hotUntilNanos = clock.getAsLong() + HOT_HOLD_NANOS;
@@ -276,7 +276,7 @@ final class TokenLeases
      * The block to ask for: recent demand over the window, at most the share of the burst; 0 while
      * demand is unknown, or while a key leased only when hot is not.
      */
-    private static long blockFor(final KeyLease lease, final int cost, final long now)
+    private static long blockFor(final KeyBlock lease, final int cost, final long now)
     {
         if (lease.hotRate != 0 && (lease.hotUntilNanos == 0 || now - lease.hotUntilNanos >= 0))
         {
@@ -293,7 +293,7 @@ final class TokenLeases
     }
 
     /** Lapses the block that expired at {@code expiresAt}, unless a new one was installed meanwhile. */
-    private void lapseIfStill(final KeyLease lease, final long expiresAt)
+    private void lapseIfStill(final KeyBlock lease, final long expiresAt)
     {
         synchronized (lease)
         {
@@ -304,7 +304,7 @@ final class TokenLeases
         }
     }
 
-    private void lapse(final KeyLease lease)
+    private void lapse(final KeyBlock lease)
     {
         final long left = lease.tokens.getAndSet(0);
         if (left > 0)
@@ -314,7 +314,7 @@ final class TokenLeases
     }
 
     /** The key lease {@code descriptor} decides from, or null when its policy is not leased (or no key can be held now). */
-    private KeyLease leaseOf(final Descriptor descriptor)
+    private KeyBlock leaseOf(final Descriptor descriptor)
     {
         final Compiled current = compiled();
         if (current == null || current.index() == null)
@@ -331,7 +331,7 @@ final class TokenLeases
             return resolved.lease();
         }
         // First use under this set (or another client of this process resolved it: a descriptor caches one client's).
-        final KeyLease lease = resolve(current, descriptor);
+        final KeyBlock lease = resolve(current, descriptor);
         if (lease != null)
         {
             descriptor.tokenLease = new Resolved(this, current.version(), lease);
@@ -343,7 +343,7 @@ final class TokenLeases
      * The key lease of {@code descriptor}'s key, or null: when its policy leases nothing (then the
      * descriptor remembers it), or when every key held is in use (then it is looked up again next time).
      */
-    private KeyLease resolve(final Compiled current, final Descriptor descriptor)
+    private KeyBlock resolve(final Compiled current, final Descriptor descriptor)
     {
         final PolicySetIndex index = current.index();
         final AcquireDecoder decoder = PolicyMatcher.decode(descriptor);
@@ -366,7 +366,7 @@ final class TokenLeases
         final long percent = settings.getMaxSharePercent() == 0 ? 10 : settings.getMaxSharePercent();
         final long cap = Math.max(1, policy.limit().burstTokens() / 100 * percent + policy.limit().burstTokens() % 100 * percent / 100);
         final long now = clock.getAsLong();
-        return byKey.getOrAdd(LocalFallback.scopeKey(policy, descriptor), now, () -> new KeyLease(this,
+        return byKey.getOrAdd(LocalFallback.scopeKey(policy, descriptor), now, () -> new KeyBlock(this,
             PolicySetIndex.tokenLeaseWindowNanos(settings), PolicySetIndex.tokenLeaseMaxAgeNanos(settings), cap, settings.getHotRate(), now));
     }
 
@@ -375,7 +375,7 @@ final class TokenLeases
      * flag holds; any other key ages, and goes when no call looked it up since the table's clock
      * hand last passed.
      */
-    private static BoundedKeyTable.Verdict retention(final KeyLease lease, final long now)
+    private static BoundedKeyTable.Verdict retention(final KeyBlock lease, final long now)
     {
         final boolean inUse = (lease.answer != null && now - lease.expiresAtNanos < 0) || lease.asking.get() ||
             (lease.hotRate != 0 && lease.hotUntilNanos != 0 && now - lease.hotUntilNanos < 0);

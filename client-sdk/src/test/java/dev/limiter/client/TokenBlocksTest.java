@@ -22,10 +22,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * SDK token leases against one bucket shared by many SDK instances, on a manual clock: the bucket
- * is the table's exact arithmetic ({@link TokenBucket.Rate}), each instance a {@link TokenLeases}
+ * is the table's exact arithmetic ({@link TokenBucket.Rate}), each instance a {@link TokenBlocks}
  * with the blocking call's steps (local, else a block or the cost from the bucket).
  */
-class TokenLeasesTest
+class TokenBlocksTest
 {
     private static final long SECOND = 1_000_000_000L;
     private static final long MS = 1_000_000L;
@@ -98,7 +98,7 @@ class TokenLeasesTest
     /** One SDK instance: its leases, and the descriptor its callers reuse. */
     private final class Instance
     {
-        final TokenLeases leases;
+        final TokenBlocks leases;
         final Descriptor hot = Descriptor.of("t", "/hot");
         final Bucket bucket;
         long local;
@@ -108,7 +108,7 @@ class TokenLeasesTest
         {
             this.bucket = bucket;
             // A renewal is charged when asked (the earliest the node can) and lands up to 30 ms later.
-            this.leases = new TokenLeases(holding(now, rate, burst, sharePercent), now::get, (d, block) ->
+            this.leases = new TokenBlocks(holding(now, rate, burst, sharePercent), now::get, (d, block) ->
             {
                 final CompletableFuture<Decision> answer = new CompletableFuture<>();
                 inFlight.add(new Object[] {now.get() + renewalDelay.applyAsLong(30 * MS), bucket.take(block), answer});
@@ -263,7 +263,7 @@ class TokenLeasesTest
         }
         assertTrue(sdk.local > 90_000, "flagged: most calls are decided from blocks: " + sdk.local);
         // No flag for longer than the hold (the key cooled down at the nodes): blocks stop, the last one lapses.
-        final long holdCalls = TokenLeases.HOT_HOLD_NANOS / 10_000;
+        final long holdCalls = TokenBlocks.HOT_HOLD_NANOS / 10_000;
         for (int i = 0; i < holdCalls; i++)
         {
             now.addAndGet(10_000);
@@ -291,7 +291,7 @@ class TokenLeasesTest
                     .setMaxAge(Duration.newBuilder().setNanos(100_000_000))))
             .setDefaultPolicy(Policy.newBuilder().setId("baseline").setRate(2).setOwner("t")).build().toByteArray());
         final Bucket busyBucket = new Bucket(1_000_000, 1_000_000);
-        final TokenLeases leases = new TokenLeases(cache, now::get, (d, block) ->
+        final TokenBlocks leases = new TokenBlocks(cache, now::get, (d, block) ->
         {
             final CompletableFuture<Decision> answer = new CompletableFuture<>();
             inFlight.add(new Object[] {now.get(), busyBucket.take(block), answer});
@@ -325,7 +325,7 @@ class TokenLeasesTest
                     assertTrue(leases.granted(busy, 1, ask, now.get(), busyBucket.take(ask)));
                 }
             }
-            assertTrue(leases.keysHeld() <= TokenLeases.MAX_KEYS, "after " + (i + 1) + " new keys: " + leases.keysHeld() + " keys held");
+            assertTrue(leases.keysHeld() <= TokenBlocks.MAX_KEYS, "after " + (i + 1) + " new keys: " + leases.keysHeld() + " keys held");
         }
         assertTrue(maxExamined <= BoundedKeyTable.SCAN, "keys looked at for one new key: " + maxExamined);
         // Its first window (50 ms of 200) is watched, then blocks serve it: most of the rest is local.
@@ -335,7 +335,7 @@ class TokenLeasesTest
     @Test
     void aPreparedPolicySetIsCompiledOnceAndNotOnTheFirstCall()
     {
-        final TokenLeases leases = new TokenLeases(holding(now, 1000, 1000, 10), now::get, (d, b) -> new CompletableFuture<>());
+        final TokenBlocks leases = new TokenBlocks(holding(now, 1000, 1000, 10), now::get, (d, b) -> new CompletableFuture<>());
         assertEquals(0, leases.compiles(), "nothing compiled while building");
         leases.prepare(); // what the client does when a set arrives, off the callers' threads
         assertEquals(1, leases.compiles());
@@ -351,7 +351,7 @@ class TokenLeasesTest
         cache.received(1, PolicySet.newBuilder().setVersion(1).addPolicies(Policy.newBuilder().setId("plain")
             .setSelector(Selector.newBuilder().setRoute("/hot")).setRate(1000).setOwner("t"))
             .setDefaultPolicy(Policy.newBuilder().setId("baseline").setRate(2).setOwner("t")).build().toByteArray());
-        final TokenLeases leases = new TokenLeases(cache, now::get, (d, b) -> { throw new AssertionError("never asks"); });
+        final TokenBlocks leases = new TokenBlocks(cache, now::get, (d, b) -> { throw new AssertionError("never asks"); });
         final Descriptor hot = Descriptor.of("t", "/hot");
         for (int i = 0; i < 1_000; i++)
         {
@@ -367,7 +367,7 @@ class TokenLeasesTest
         final PolicyCache cache = new PolicyCache(java.time.Duration.ofHours(1), now::get);
         cache.received(1, setLeasing("/other").setVersion(1).build().toByteArray());
         final AtomicLong asked = new AtomicLong();
-        final TokenLeases first = new TokenLeases(cache, now::get, (d, b) -> { asked.incrementAndGet(); return new CompletableFuture<>(); });
+        final TokenBlocks first = new TokenBlocks(cache, now::get, (d, b) -> { asked.incrementAndGet(); return new CompletableFuture<>(); });
         final Descriptor hot = Descriptor.of("t", "/hot");
         watchDemand(first, hot);
         assertEquals(1, first.toAsk(hot, 1), "/hot leases nothing under set 1");
@@ -380,7 +380,7 @@ class TokenLeasesTest
         // neither takes the other's "nothing here" for its own.
         final PolicyCache otherCache = new PolicyCache(java.time.Duration.ofHours(1), now::get);
         otherCache.received(2, setLeasing("/other").setVersion(2).build().toByteArray());
-        final TokenLeases second = new TokenLeases(otherCache, now::get, (d, b) -> new CompletableFuture<>());
+        final TokenBlocks second = new TokenBlocks(otherCache, now::get, (d, b) -> new CompletableFuture<>());
         watchDemand(second, hot);
         assertEquals(1, second.toAsk(hot, 1));
         first.granted(hot, 1, 2, now.get(), null); // the first client's ask ends (failed): it may ask again
@@ -389,7 +389,7 @@ class TokenLeasesTest
     }
 
     /** Calls on {@code descriptor} for a little more than a demand window, as callers would. */
-    private void watchDemand(final TokenLeases leases, final Descriptor descriptor)
+    private void watchDemand(final TokenBlocks leases, final Descriptor descriptor)
     {
         for (int i = 0; i < 60; i++)
         {
