@@ -255,7 +255,7 @@ public final class BucketTable
         final Limit limit,
         final long cost,
         final long nowNanos,
-        final Decision out)
+        final Verdict out)
     {
         if (OWNER_CHECKS)
         {
@@ -330,7 +330,7 @@ public final class BucketTable
         final long costUnits,
         final long grantNanos,
         final long nowNanos,
-        final Decision out)
+        final Verdict out)
     {
         if (OWNER_CHECKS)
         {
@@ -370,7 +370,7 @@ public final class BucketTable
         final Limit limit,
         final long leaseId,
         final long nowNanos,
-        final Decision out)
+        final Verdict out)
     {
         if (OWNER_CHECKS)
         {
@@ -473,7 +473,7 @@ public final class BucketTable
         final long cost,
         final long floorUnits,
         final long nowNanos,
-        final Decision out)
+        final Verdict out)
     {
         if (OWNER_CHECKS)
         {
