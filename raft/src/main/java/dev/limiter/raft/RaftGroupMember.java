@@ -39,7 +39,7 @@ import java.util.function.Supplier;
 
 /**
  * This node's part in one Raft group of a {@link RaftNode} (a Ratis division): submitting entries
- * while it leads, leadership and term, the members, the leader's lease and clock, snapshots and
+ * while it leads, leadership and term, the members, the leader lease and clock, snapshots and
  * membership changes. Each group has its own log, leader, clock and state machine.
  */
 public final class RaftGroupMember

@@ -261,7 +261,7 @@ public final class RaftNode implements AutoCloseable
         final long firstMax = config.joining() ? 86_400_001L : config.electionTimeoutMax().toMillis();
         RaftServerConfigKeys.Rpc.setFirstElectionTimeoutMin(properties, millis(firstMin));
         RaftServerConfigKeys.Rpc.setFirstElectionTimeoutMax(properties, millis(firstMax));
-        // The lease's safety rests on pre-vote (Ratis' default, pinned here): a member does not grant
+        // The leader lease's safety rests on pre-vote (Ratis' default, pinned here): a member does not grant
         // a pre-vote while it still hears from its leader within its own election timeout.
         RaftServerConfigKeys.LeaderElection.setPreVote(properties, true);
         // After a pause (or a lost majority) a member returns to elections in a second, not ten.

@@ -424,7 +424,7 @@ public final class ServerConfig
 
     /**
      * The least time in milliseconds a member waits without hearing from a group's leader before it
-     * campaigns (the most is twice it); the leader's lease is 25 ms shorter
+     * campaigns (the most is twice it); the leader lease is 25 ms shorter
      * ({@link RaftNodeConfig#electionTimeoutMin(java.time.Duration)}). Every member must run the same value.
      */
     public long electionTimeoutMillis()
