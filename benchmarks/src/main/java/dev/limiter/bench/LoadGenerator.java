@@ -63,8 +63,8 @@ import javax.net.ssl.SSLContext;
         "  sdkRedirects: frames a node answered NOT_LEADER (calls retried elsewhere);",
         "  sdkOverloadedFrames: frames a node answered OVERLOADED (its log was behind;",
         "    the SDK sent their calls again after a backoff, within the deadline);",
-        "  fromTokenLeases, tokenLeaseShare: decisions the SDK made from tokens leased",
-        "    to it (a tokenLease policy, e.g. --route /bench-lease), and their share;",
+        "  fromTokenLeases, tokenLeaseShare: decisions the SDK made from token blocks",
+        "    (a tokenLease policy, e.g. --route /bench-lease), and their share;",
         "  nodes: per --server, its role at the end, cpuUsPerDecision (the",
         "    node's CPU over the decisions nodes made), cpuCores,",
         "    decisionFramesPerSec and redirects (frames answered NOT_LEADER),",
@@ -153,7 +153,7 @@ public final class LoadGenerator implements Callable<Integer>
     private final LongAdder errors = new LongAdder();
     /** Decisions the SDK made on its own (no node answered): counted in allowed/denied too. */
     private final LongAdder degraded = new LongAdder();
-    /** Decisions the SDK made from tokens leased to it (tokenLease policies, --blocking-threads): counted in allowed too. */
+    /** Decisions the SDK made from token blocks (tokenLease policies, --blocking-threads): counted in allowed too. */
     private final LongAdder fromTokenLeases = new LongAdder();
     /** Slowest measured call a node decided, and slowest the SDK decided itself (ns). */
     private final LongAccumulator slowestByNode = new LongAccumulator(Math::max, 0);
@@ -294,7 +294,7 @@ public final class LoadGenerator implements Callable<Integer>
         int DENIED = 0;
         int ALLOWED = 1;
         int DEGRADED = 2;
-        /** Decided by the SDK from a block of tokens the cluster leased to it (a tokenLease policy). */
+        /** Decided by the SDK from a token block the cluster granted it (a tokenLease policy). */
         int FROM_TOKEN_LEASE = 4;
     }
 
@@ -593,7 +593,8 @@ public final class LoadGenerator implements Callable<Integer>
         final Histogram late = issueLateness.getIntervalHistogram();
         final Histogram reported = expectedIntervalNanos.get() > 0 ?
             total.copyCorrectedForCoordinatedOmission(expectedIntervalNanos.get()) : total;
-        final long nodeDecisions = a + d - g - fromLeases; // the SDK's own decisions (degraded, from leases) cost the nodes nothing
+        // The SDK's own decisions (degraded, from token blocks) cost the nodes nothing.
+        final long nodeDecisions = a + d - g - fromLeases;
         final StringJoiner nodes = new StringJoiner(",", "[", "]");
         for (int i = 0; i < nodesAfter.size(); i++)
         {

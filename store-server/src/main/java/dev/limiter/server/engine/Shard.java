@@ -346,7 +346,7 @@ public final class Shard implements Replication.DecidingShard
                 final long hotRate = policy.tokenLeaseHotRate();
                 if (hotRate != 0 && hotKeys.tokensPerSecond(work.keyHash[i], work.keyLength[i]) >= hotRate)
                 {
-                    // SDKs lease this key's tokens while it stays this hot (tokenLease.hotRate).
+                    // SDKs take token blocks of this key while it stays this hot (tokenLease.hotRate).
                     ResultCodec.markHotKey(work.response, ResultCodec.recordOffset(work.frameStart, i));
                 }
                 if (policy.ordinal() >= allowedByPolicy.length())
