@@ -491,8 +491,9 @@ public final class LoadGenerator implements Callable<Integer>
     /**
      * How long before each call is due the pacer stops parking and spins, by default: 5% of the
      * interval between calls (5% of a core), at least {@link #MIN_PACER_SPIN_NANOS} (so 12% of a core
-     * at 2,000/s) and at most {@link #MAX_PACER_SPIN_NANOS}. With a fixed 60 us spin, a pacer at
-     * 200/s on a 2-core VM issued calls 46-70 us late at p50: its park overslept the spin.
+     * at 2,000/s) and at most {@link #MAX_PACER_SPIN_NANOS}. A park can oversleep by more than the
+     * minimum spin on a busy machine, and at low rates the interval leaves room for a longer spin
+     * (docs/performance.md has the measurements).
      */
     static long defaultSpinNanos(final long perSecond)
     {

@@ -33,8 +33,8 @@ import java.util.regex.Pattern;
  * matching policy (ties: higher priority, then smaller id), or the set's default baseline. The
  * request never supplies a limit. Immutable and safe to share between threads.
  * <p>
- * Validation and compilation stay together here (a little over 500 lines): the nodes and the SDK
- * must agree on which policy a request gets, so both use this one class for it.
+ * Validation and compilation stay together here: the nodes and the SDK must agree on which policy
+ * a request gets, so both use this one class for it.
  */
 public final class PolicySetIndex
 {
