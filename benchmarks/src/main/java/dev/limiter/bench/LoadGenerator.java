@@ -63,8 +63,8 @@ import javax.net.ssl.SSLContext;
         "  sdkRedirects: frames a node answered NOT_LEADER (calls retried elsewhere);",
         "  sdkOverloadedFrames: frames a node answered OVERLOADED (its log was behind;",
         "    the SDK sent their calls again after a backoff, within the deadline);",
-        "  fromTokenBlocks, tokenLeaseShare: decisions the SDK made from tokens leased",
-        "    to it (a tokenLease policy, e.g. --route /bench-lease), and their share;",
+        "  fromTokenLeases, tokenLeaseShare: decisions the SDK made from token blocks",
+        "    (a tokenLease policy, e.g. --route /bench-lease), and their share;",
         "  nodes: per --server, its role at the end, cpuUsPerDecision (the",
         "    node's CPU over the decisions nodes made), cpuCores,",
         "    decisionFramesPerSec and redirects (frames answered NOT_LEADER),",
@@ -153,8 +153,8 @@ public final class LoadGenerator implements Callable<Integer>
     private final LongAdder errors = new LongAdder();
     /** Decisions the SDK made on its own (no node answered): counted in allowed/denied too. */
     private final LongAdder degraded = new LongAdder();
-    /** Decisions the SDK made from tokens leased to it (tokenLease policies, --blocking-threads): counted in allowed too. */
-    private final LongAdder fromTokenBlocks = new LongAdder();
+    /** Decisions the SDK made from token blocks (tokenLease policies, --blocking-threads): counted in allowed too. */
+    private final LongAdder fromTokenLeases = new LongAdder();
     /** Slowest measured call a node decided, and slowest the SDK decided itself (ns). */
     private final LongAccumulator slowestByNode = new LongAccumulator(Math::max, 0);
     private final LongAccumulator slowestBySdk = new LongAccumulator(Math::max, 0);
@@ -294,7 +294,7 @@ public final class LoadGenerator implements Callable<Integer>
         int DENIED = 0;
         int ALLOWED = 1;
         int DEGRADED = 2;
-        /** Decided by the SDK from a block of tokens the cluster leased to it (a tokenLease policy). */
+        /** Decided by the SDK from a token block the cluster granted it (a tokenLease policy). */
         int FROM_TOKEN_LEASE = 4;
     }
 
@@ -344,7 +344,7 @@ public final class LoadGenerator implements Callable<Integer>
                             final int outcome = caller.call(hotOr(key));
                             if ((outcome & BlockingCaller.FROM_TOKEN_LEASE) != 0)
                             {
-                                fromTokenBlocks.increment();
+                                fromTokenLeases.increment();
                             }
                             recordOutcome((outcome & BlockingCaller.ALLOWED) != 0, (outcome & BlockingCaller.DEGRADED) != 0, null, start);
                         }
@@ -491,8 +491,9 @@ public final class LoadGenerator implements Callable<Integer>
     /**
      * How long before each call is due the pacer stops parking and spins, by default: 5% of the
      * interval between calls (5% of a core), at least {@link #MIN_PACER_SPIN_NANOS} (so 12% of a core
-     * at 2,000/s) and at most {@link #MAX_PACER_SPIN_NANOS}. With a fixed 60 us spin, a pacer at
-     * 200/s on a 2-core VM issued calls 46-70 us late at p50: its park overslept the spin.
+     * at 2,000/s) and at most {@link #MAX_PACER_SPIN_NANOS}. A park can oversleep by more than the
+     * minimum spin on a busy machine, and at low rates the interval leaves room for a longer spin
+     * (docs/performance.md has the measurements).
      */
     static long defaultSpinNanos(final long perSecond)
     {
@@ -554,7 +555,7 @@ public final class LoadGenerator implements Callable<Integer>
         final long denied0 = denied.sum();
         final long errors0 = errors.sum();
         final long degraded0 = degraded.sum();
-        final long leased0 = fromTokenBlocks.sum();
+        final long leased0 = fromTokenLeases.sum();
         final long redirects0 = client == null ? 0 : client.stats().redirects();
         final long overloaded0 = client == null ? 0 : client.stats().overloadedFrames();
         final long ownCpu0 = ownCpuNanos();
@@ -582,7 +583,7 @@ public final class LoadGenerator implements Callable<Integer>
         final long d = denied.sum() - denied0;
         final long e = errors.sum() - errors0;
         final long g = degraded.sum() - degraded0;
-        final long fromLeases = fromTokenBlocks.sum() - leased0;
+        final long fromLeases = fromTokenLeases.sum() - leased0;
         final long redirected = client == null ? 0 : client.stats().redirects() - redirects0;
         final long overloaded = client == null ? 0 : client.stats().overloadedFrames() - overloaded0;
         final long ownCpu = ownCpu0 < 0 ? -1 : ownCpuNanos() - ownCpu0;
@@ -593,7 +594,8 @@ public final class LoadGenerator implements Callable<Integer>
         final Histogram late = issueLateness.getIntervalHistogram();
         final Histogram reported = expectedIntervalNanos.get() > 0 ?
             total.copyCorrectedForCoordinatedOmission(expectedIntervalNanos.get()) : total;
-        final long nodeDecisions = a + d - g - fromLeases; // the SDK's own decisions (degraded, from leases) cost the nodes nothing
+        // The SDK's own decisions (degraded, from token blocks) cost the nodes nothing.
+        final long nodeDecisions = a + d - g - fromLeases;
         final StringJoiner nodes = new StringJoiner(",", "[", "]");
         for (int i = 0; i < nodesAfter.size(); i++)
         {
@@ -609,7 +611,7 @@ public final class LoadGenerator implements Callable<Integer>
             "{\"decisionsPerSec\":%.0f,\"p50Us\":%.1f,\"p99Us\":%.1f,\"p999Us\":%.1f,\"maxUs\":%.1f,\"allowed\":%d,\"denied\":%d," +
             "\"errors\":%d,\"degraded\":%d,\"mode\":\"%s\",\"connections\":%d,\"pipeline\":%d,\"lanes\":%d,\"rate\":%d,\"keys\":%d,\"hotShare\":%d," +
             "\"durationSec\":%.1f,\"coCorrectionIntervalUs\":%.1f,\"rawP50Us\":%.1f,\"rawP99Us\":%.1f,\"rawP999Us\":%.1f," +
-            "\"maxNodeUs\":%.1f,\"maxSdkUs\":%.1f,\"sdkRedirects\":%d,\"sdkOverloadedFrames\":%d,\"fromTokenBlocks\":%d,\"tokenLeaseShare\":%.4f," +
+            "\"maxNodeUs\":%.1f,\"maxSdkUs\":%.1f,\"sdkRedirects\":%d,\"sdkOverloadedFrames\":%d,\"fromTokenLeases\":%d,\"tokenLeaseShare\":%.4f," +
             "\"pacerLateP50Us\":%.1f,\"pacerLateP99Us\":%.1f,\"generatorCpuUsPerDecision\":%.2f,\"generatorCpuCores\":%.2f," +
             "\"nodes\":%s}%n",
             (a + d) / seconds, reported.getValueAtPercentile(50) / 1e3, reported.getValueAtPercentile(99) / 1e3,

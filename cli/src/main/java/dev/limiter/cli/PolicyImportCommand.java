@@ -270,7 +270,7 @@ final class PolicyImportCommand implements Callable<Integer>
     /**
      * An update of a policy the cluster has: what the file says (selector, limit, mode, owner)
      * over what it cannot say and an operator may have set since (consistency, failure mode,
-     * emergency budget, extra limits, leases, priority...), which stays.
+     * emergency budget, extra limits, lease TTL, token blocks, priority...), which stays.
      */
     static Policy overlay(final Policy now, final Policy file)
     {

@@ -54,8 +54,8 @@ public final class RlsBench implements Callable<Integer>
     int duration = 10;
 
     @Option(names = "--warmup", paramLabel = "S",
-        description = "Seconds at the same rate before measuring: this generator is a fresh JVM, and its gRPC client takes " +
-            "20-30 s of calls to be compiled (with 5 s, p99s here were 4x higher) (default: ${DEFAULT-VALUE}).")
+        description = "Seconds at the same rate before measuring: this generator is a fresh JVM, and until its gRPC " +
+            "client is compiled its own latency fills the tail (docs/envoy.md) (default: ${DEFAULT-VALUE}).")
     int warmup = 20;
 
     @Option(names = "--domain", description = "The requests' domain (default: ${DEFAULT-VALUE}).")

@@ -43,8 +43,8 @@ public final class RlsServer implements AutoCloseable
     /**
      * Connections served at once by default. Envoy sends every call of a worker thread over one
      * HTTP/2 connection per gateway, so a gateway sees about (Envoys x workers) connections: 1,000
-     * serves 125 eight-worker Envoys. An idle connection costs about 8 KiB of heap, so the cap is
-     * not about idle ones: it bounds the file descriptors and the calls in flight (up to
+     * serves 125 eight-worker Envoys. An idle connection costs little heap (docs/envoy.md), so the
+     * cap is not about idle ones: it bounds the file descriptors and the calls in flight (up to
      * {@link #MAX_CALLS_PER_CONNECTION} each) that connections can hold in a gateway whose heap is
      * 512 MiB, ten times fewer than a node's data port takes. Raise it for a mesh of sidecars.
      */

@@ -39,7 +39,7 @@ import java.util.function.Supplier;
 
 /**
  * This node's part in one Raft group of a {@link RaftNode} (a Ratis division): submitting entries
- * while it leads, leadership and term, the members, the leader's lease and clock, snapshots and
+ * while it leads, leadership and term, the members, the leader lease and clock, snapshots and
  * membership changes. Each group has its own log, leader, clock and state machine.
  */
 public final class RaftGroupMember
@@ -89,12 +89,13 @@ public final class RaftGroupMember
      * appends 0.5-1.5 s apart for its first 10-30 s away, then 2.5-7.5 s apart.
      */
     static final long RETURNED_ANSWERING_MILLIS = 8000;
-    /** The same after an absence shorter than {@link #SHORT_ABSENCE_MILLIS}: Ratis still retried within 1.5 s. */
+    /** The same after an absence shorter than {@link #SHORT_ABSENCE_MILLIS}: Ratis still retries within 1.5 s. */
     static final long RETURNED_SOON_ANSWERING_MILLIS = 2000;
     /**
-     * An absence this short, in milliseconds, as this leader saw it, still had every group's leader
-     * retrying within 1.5 s: Ratis' slower retries begin after 10 s at the soonest, and a leader
-     * elected after the member left saw up to about 3 s less of its absence than the others did.
+     * An absence this short, in milliseconds, as this leader saw it, leaves every group's leader
+     * still retrying within 1.5 s: Ratis' slower retries begin after 10 s at the soonest, and a
+     * leader elected after the member left sees less of its absence than the others do (the 3 s
+     * margin covers that).
      */
     static final long SHORT_ABSENCE_MILLIS = 7_000;
     /**
@@ -337,7 +338,7 @@ public final class RaftGroupMember
         {
             // The group's division takes the request on this thread. Through the server instead,
             // Ratis hands every request to a pool thread and blocks this one until that thread has
-            // appended it: two thread wake-ups per entry, a few percent of an entry's CPU on the leader here.
+            // appended it: two thread wake-ups per entry that this path does without (docs/cluster.md).
             final RaftServer.Division division = server.get().getDivision(group.getGroupId());
             final RaftClientAsynchronousProtocol direct = division instanceof RaftClientAsynchronousProtocol
                 ? (RaftClientAsynchronousProtocol)division : server.get();

@@ -115,8 +115,9 @@ public final class RaftNode implements AutoCloseable
      * Makes this member's channels to its peers try to connect now rather than when gRPC's back-off
      * ends. While a peer is down its channel backs off for up to seconds (1 s, then 1.6x each try),
      * and meanwhile every request on it fails at once, vote requests included: when a leader dies
-     * soon after another member came back, the survivors could not reach that member for their
-     * pre-votes and the election took seconds (docs/cluster.md, the ten-kill drill). Called on every
+     * soon after another member came back, the survivors cannot reach that member for their
+     * pre-votes until the back-off ends, and the election waits for it (docs/cluster.md, the
+     * ten-kill drill). Called on every
      * leader change (a lost leader first of all, just before this member campaigns); a connected
      * channel is not touched.
      */
@@ -261,7 +262,7 @@ public final class RaftNode implements AutoCloseable
         final long firstMax = config.joining() ? 86_400_001L : config.electionTimeoutMax().toMillis();
         RaftServerConfigKeys.Rpc.setFirstElectionTimeoutMin(properties, millis(firstMin));
         RaftServerConfigKeys.Rpc.setFirstElectionTimeoutMax(properties, millis(firstMax));
-        // The lease's safety rests on pre-vote (Ratis' default, pinned here): a member does not grant
+        // The leader lease's safety rests on pre-vote (Ratis' default, pinned here): a member does not grant
         // a pre-vote while it still hears from its leader within its own election timeout.
         RaftServerConfigKeys.LeaderElection.setPreVote(properties, true);
         // After a pause (or a lost majority) a member returns to elections in a second, not ten.
@@ -285,7 +286,7 @@ public final class RaftNode implements AutoCloseable
         RaftServerConfigKeys.Log.setUnsafeFlushEnabled(properties, config.memoryFirst());
         // A follower's next entry goes out as soon as it exists. Ratis' default spaces two appends to
         // a follower at least 1 ms apart; with one STRICT entry in flight at a time the next is due
-        // just after the last commit, so that spacing was paid by nearly every STRICT caller
+        // just after the last commit, so nearly every STRICT caller would pay that spacing
         // (docs/cluster.md, "The appender's minimum wait"). Failed appends keep their own backoff.
         RaftServerConfigKeys.Log.Appender.setWaitTimeMin(properties, TimeDuration.ZERO);
         final Parameters parameters = new Parameters();

@@ -32,7 +32,8 @@ public final class RaftNodeConfig
      * Least Ratis leader step-down wait (its default is 10 s): how long a member that stepped down
      * for want of a majority waits before it campaigns, and the JVM pause past which a leader steps
      * down; never less than the maximum election timeout. (Losing the majority itself is noticed
-     * after the maximum RPC timeout; deciding stops sooner, with the lease: {@link #leaseMillis()}.)
+     * after the maximum RPC timeout; deciding stops sooner, when the leader lease ends:
+     * {@link #leaderLeaseMillis()}.)
      */
     public static final long DEFAULT_LEADER_STEP_DOWN_MILLIS = 1000;
     /**
@@ -185,8 +186,8 @@ public final class RaftNodeConfig
      * sleeps a random time from {@code min} to twice it and campaigns if nothing came for that long,
      * so a member campaigns between {@code min} and about four times it after the last message. It
      * also sets the leader's heartbeats (about {@code min / 2} after a follower's last reply) and its
-     * lease ({@link #leaseMillis()}), which assumes that every member of the group waits at least as
-     * long: every member must run the same value.
+     * leader lease ({@link #leaderLeaseMillis()}), which assumes that every member of the group
+     * waits at least as long: every member must run the same value.
      */
     public RaftNodeConfig electionTimeoutMin(final Duration min)
     {
@@ -258,12 +259,12 @@ public final class RaftNodeConfig
     }
 
     /**
-     * How long after last hearing from a majority a leader may still act alone: no other member can
-     * have been elected before then (followers wait at least the minimum election timeout after the
-     * leader's last heartbeat, which reached them at most {@value #MAX_ROUND_TRIP_MILLIS} ms before
-     * their reply came back).
+     * The leader lease, in milliseconds: how long after last hearing from a majority a leader may
+     * still act alone. No other member can have been elected before then (followers wait at least
+     * the minimum election timeout after the leader's last heartbeat, which reached them at most
+     * {@value #MAX_ROUND_TRIP_MILLIS} ms before their reply came back).
      */
-    public long leaseMillis()
+    public long leaderLeaseMillis()
     {
         return electionTimeoutMin.toMillis() - MAX_ROUND_TRIP_MILLIS;
     }

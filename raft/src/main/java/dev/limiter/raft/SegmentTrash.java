@@ -15,9 +15,9 @@ import java.util.regex.Pattern;
 /**
  * Keeps the freeing of purged log segments off Ratis' log thread. After a snapshot, Ratis deletes
  * the closed segments it covers on the thread that also writes and syncs new entries, and freeing
- * the blocks of a file costs time in proportion to its size (on this machine's ext4, about 0.3 ms
- * per MiB): under load ten thousand entries fill hundreds of MiB, and every commit waited half a
- * second while they were freed (docs/cluster.md, "Snapshots off the apply thread").
+ * the blocks of a file costs time in proportion to its size: under load the entries between two
+ * snapshots fill hundreds of MiB, and every commit would wait while they are freed (docs/cluster.md,
+ * "Snapshots off the apply thread", has the measurements).
  *
  * <p>So before Ratis learns a snapshot's index, each closed segment the snapshot covers gets a
  * second name (a hard link) in a trash directory beside the log: Ratis' delete then only removes a

@@ -293,7 +293,7 @@ final class StampedStateMachine extends BaseStateMachine
         {
             // OutOfMemoryError: no direct memory left for the copy. LinkageError: a class missing from a jar
             // rewritten under the running node. Thrown to Ratis, either would end the member, and Ratis'
-            // updater would retry the snapshot in a tight loop meanwhile (590,000 logged stacks in 90 s, seen).
+            // updater would retry the snapshot in a tight loop meanwhile, logging a stack trace each time.
             LOG.error("{}: could not capture the state for a snapshot at {} ({}); the log is kept", nodeId, applied, captureFailure(e), e);
             pauseCaptures();
             return RaftLog.INVALID_LOG_INDEX;

@@ -490,7 +490,8 @@ class RaftNodeTest
         {
             assertArrayEquals(new long[] {700, 1400, 1400}, node.electionTimingMillis(),
                 node.nodeId() + ": elections after 700-1400 ms, and a leader steps down after no shorter a pause than that");
-            assertEquals(675, node.config().leaseMillis(), "the lease is the minimum less the 25 ms round-trip allowance");
+            assertEquals(675, node.config().leaderLeaseMillis(),
+                "the leader lease is the minimum less the 25 ms round-trip allowance");
         }
         final RaftNode leader = leader();
         submitMany(leader, 0, 50).forEach(CompletableFuture::join);

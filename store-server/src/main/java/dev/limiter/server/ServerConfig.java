@@ -41,9 +41,10 @@ public final class ServerConfig
     /**
      * Least time, in microseconds, between a Raft group's log entries that carry FAST decisions
      * only: at light load, fewer and fuller entries for the same decisions (a FAST caller does not
-     * wait for its entry). 20 ms: at 200-2,000 decisions/s the members then spend a third to a sixth
-     * of the CPU they did at 5 ms, and the answers no longer queue behind the replication of the
-     * previous one (docs/cluster.md, "A longer FAST linger").
+     * wait for its entry). Replication costs the members CPU per entry, not per decision, so a
+     * linger of several light-load decision intervals cuts that cost, and an answer does not queue
+     * behind the replication of the entry before it (docs/cluster.md, "A longer FAST linger", has
+     * the measurements behind the 20 ms default).
      */
     public static final long DEFAULT_FAST_LINGER_MICROS = 20_000;
     /** The longest FAST linger accepted, in microseconds: beyond it the uncommitted window grows for little. */
@@ -424,7 +425,7 @@ public final class ServerConfig
 
     /**
      * The least time in milliseconds a member waits without hearing from a group's leader before it
-     * campaigns (the most is twice it); the leader's lease is 25 ms shorter
+     * campaigns (the most is twice it); the leader lease is 25 ms shorter
      * ({@link RaftNodeConfig#electionTimeoutMin(java.time.Duration)}). Every member must run the same value.
      */
     public long electionTimeoutMillis()

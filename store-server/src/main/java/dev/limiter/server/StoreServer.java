@@ -90,8 +90,8 @@ import java.util.concurrent.TimeUnit;
  * One store node: the binary data plane, its shards, and the admin HTTP endpoint. Start with
  * {@link #start()}, stop with {@link #close()} (idempotent).
  * <p>
- * The wiring of a node, in start-up order and reverse on close: a little over 500 lines because it
- * is one sequence that reads best in one place; what the parts do is in their packages.
+ * The wiring of a node, in start-up order and reverse on close: one sequence, kept in one place;
+ * what the parts do is in their packages.
  */
 public final class StoreServer implements NodeStatus, AutoCloseable
 {

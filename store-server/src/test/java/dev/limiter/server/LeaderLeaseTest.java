@@ -24,8 +24,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * A leader decides only while it holds a lease: a majority answered it within
- * {@link RaftNodeConfig#leaseMillis()} and it is still a member. A leader cut off or removed stops
+ * A leader decides only while it holds its leader lease: a majority answered it within
+ * {@link RaftNodeConfig#leaderLeaseMillis()} and it is still a member. A leader cut off or removed stops
  * deciding within that, before anybody else can be elected, and never answers from a table it no
  * longer owns (cut off: {@link LeaderPauseDrillTest}).
  */
@@ -33,7 +33,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class LeaderLeaseTest
 {
     private static final String TOKEN = "lease-test-admin-token-0123456789";
-    private static final long LEASE_MILLIS = RaftNodeConfig.DEFAULT_ELECTION_TIMEOUT_MIN.toMillis() - RaftNodeConfig.MAX_ROUND_TRIP_MILLIS;
+    private static final long LEADER_LEASE_MILLIS =
+        RaftNodeConfig.DEFAULT_ELECTION_TIMEOUT_MIN.toMillis() - RaftNodeConfig.MAX_ROUND_TRIP_MILLIS;
 
     @TempDir
     Path dir;
@@ -90,7 +91,7 @@ class LeaderLeaseTest
         startCluster();
         final StoreServer leader = awaitLeader();
         Thread.sleep(500);
-        // Heartbeats renew the lease well within it: sampled every millisecond for two seconds, it never lapses.
+        // Heartbeats renew the leader lease well within it: sampled every millisecond for two seconds, it never lapses.
         int lapses = 0;
         final long end = System.nanoTime() + 2 * SECOND;
         while (System.nanoTime() < end)
@@ -144,11 +145,11 @@ class LeaderLeaseTest
             .statusCode();
         final long removed = System.nanoTime();
         assertEquals(200, status, "the removal committed");
-        Thread.sleep(LEASE_MILLIS + 500);
+        Thread.sleep(LEADER_LEASE_MILLIS + 500);
         stop.set(true);
         load.join(10_000);
 
-        final long after = removed + LEASE_MILLIS * 1_000_000L;
+        final long after = removed + LEADER_LEASE_MILLIS * 1_000_000L;
         final long decidedAfter = answers.stream().filter(a -> a[0] - after > 0 && a[1] != MessageType.ERROR).count();
         final long answeredAfter = answers.stream().filter(a -> a[0] - after > 0).count();
         assertTrue(answeredAfter > 0, "the removed leader was asked after its removal");

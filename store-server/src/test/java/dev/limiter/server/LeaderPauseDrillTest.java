@@ -15,7 +15,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * Both followers frozen (SIGSTOP: their connections stay open, nothing answers, as behind a
- * partition): the leader stops deciding within its lease, not when Ratis steps it down.
+ * partition): the leader stops deciding within its leader lease, not when Ratis steps it down.
  */
 @Timeout(120)
 class LeaderPauseDrillTest
@@ -54,11 +54,15 @@ class LeaderPauseDrillTest
                 }
                 assertTrue(answeredAt != 0, "the leader kept deciding 5 s after its followers froze");
                 final long millis = (answeredAt - frozen) / 1_000_000;
-                final long lease = RaftNodeConfig.DEFAULT_ELECTION_TIMEOUT_MIN.toMillis() - RaftNodeConfig.MAX_ROUND_TRIP_MILLIS;
-                System.out.println("leader stopped deciding " + millis + " ms after its followers froze (lease " + lease + " ms)");
-                // The followers' last replies came before the freeze, so the lease ends within it; the
-                // slack covers this shared machine's scheduling.
-                assertTrue(millis <= lease + 100, "stopped deciding " + millis + " ms after its followers froze (lease " + lease + " ms)");
+                final long leaderLease =
+                    RaftNodeConfig.DEFAULT_ELECTION_TIMEOUT_MIN.toMillis() - RaftNodeConfig.MAX_ROUND_TRIP_MILLIS;
+                System.out.println("leader stopped deciding " + millis + " ms after its followers froze" +
+                    " (leader lease " + leaderLease + " ms)");
+                // The followers' last replies came before the freeze, so the leader lease ends within it;
+                // the slack covers this shared machine's scheduling.
+                assertTrue(millis <= leaderLease + 100,
+                    "stopped deciding " + millis + " ms after its followers froze" +
+                    " (leader lease " + leaderLease + " ms)");
             }
         }
     }

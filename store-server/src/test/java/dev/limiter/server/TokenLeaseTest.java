@@ -16,7 +16,10 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/** SDK token leases against a real node: blocks charged to the node's bucket, most calls decided in the SDK from them. */
+/**
+ * SDK token blocks (policy field tokenLease) against a real node: blocks charged to the node's bucket, most calls
+ * decided in the SDK from them.
+ */
 @Timeout(60)
 class TokenLeaseTest
 {
@@ -48,7 +51,7 @@ class TokenLeaseTest
                 local += d.fromTokenLease() ? 1 : 0;
             }
             final long lapsed = client.stats().tokenLeaseTokensLapsed();
-            assertTrue(local > 10_000, "most grants came from leased blocks: " + local + " of " + allowed);
+            assertTrue(local > 10_000, "most grants came from token blocks: " + local + " of " + allowed);
             assertTrue(allowed <= 30_000, "never more than the bucket holds: " + allowed);
             // What the node charged: the grants it answered one by one, and the blocks. Every token was
             // charged once: granted, or leased and not used (lapsed, or still held).
@@ -99,7 +102,7 @@ class TokenLeaseTest
                 }
             }
             assertEquals(0, bigLocalBeforeReport, "no key is leased before a node finds it hot");
-            assertTrue(bigLocal > 10_000, "the hot key is decided from leased blocks once flagged: " + bigLocal);
+            assertTrue(bigLocal > 10_000, "the hot key is decided from token blocks once flagged: " + bigLocal);
             assertEquals(0, smallLocal, "a key below the hot rate is always the node's");
         }
     }

@@ -44,7 +44,7 @@ public final class CompiledPolicy
     private final boolean split;
     /** A split GLOBAL policy of its own (not stacked): any shard's share may decide its request. */
     private final boolean anyShare;
-    /** SDK token leases only for keys decided at this many tokens per second or more (0: any key). */
+    /** SDK token blocks only for keys decided at this many tokens per second or more (0: any key). */
     private final boolean regional;
     private final long tokenLeaseHotRate;
     /** Per-shard shares of a budget split across shards, for the last shard count asked (immutable once built). */
@@ -314,7 +314,7 @@ public final class CompiledPolicy
 
     /**
      * The rate, in tokens per second, at which the nodes must see a key decided before SDKs take
-     * token leases of it ({@code tokenLease.hotRate}); 0 when SDKs may lease any key (or none).
+     * token blocks of it ({@code tokenLease.hotRate}); 0 when SDKs may take blocks of any key (or none).
      */
     public long tokenLeaseHotRate()
     {

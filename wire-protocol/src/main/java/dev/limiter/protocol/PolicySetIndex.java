@@ -33,8 +33,8 @@ import java.util.regex.Pattern;
  * matching policy (ties: higher priority, then smaller id), or the set's default baseline. The
  * request never supplies a limit. Immutable and safe to share between threads.
  * <p>
- * Validation and compilation stay together here (a little over 500 lines): the nodes and the SDK
- * must agree on which policy a request gets, so both use this one class for it.
+ * Validation and compilation stay together here: the nodes and the SDK must agree on which policy
+ * a request gets, so both use this one class for it.
  */
 public final class PolicySetIndex
 {
@@ -738,14 +738,14 @@ public final class PolicySetIndex
         }
     }
 
-    /** Longest and shortest settings of an SDK token lease. */
+    /** Longest and shortest settings of SDK token blocks ({@code tokenLease}). */
     public static final long MIN_LEASE_WINDOW_NANOS = 1_000_000L;
     public static final long MAX_LEASE_WINDOW_NANOS = 1_000_000_000L;
     public static final long MAX_LEASE_AGE_NANOS = 10_000_000_000L;
     /** Highest {@code tokenLease.hotRate}, tokens per second. */
     public static final long MAX_HOT_RATE = 1_000_000_000_000L;
 
-    /** SDK token leases: only where a local decision from a block is the node's decision, just earlier. */
+    /** SDK token blocks: only where a local decision from a block is the node's decision, just earlier. */
     private static void checkTokenLease(final Policy p, final String where, final List<String> errors)
     {
         final dev.limiter.protocol.policy.TokenLease lease = p.getTokenLease();
@@ -802,13 +802,13 @@ public final class PolicySetIndex
         }
     }
 
-    /** An SDK token lease's demand window, ns (50 ms unless set). */
+    /** The demand window of SDK token blocks, ns (50 ms unless set). */
     public static long tokenLeaseWindowNanos(final dev.limiter.protocol.policy.TokenLease lease)
     {
         return lease.hasDemandWindow() ? durationNanos(lease.getDemandWindow()) : 50_000_000L;
     }
 
-    /** How long an SDK token lease's tokens may be used after the grant, ns (100 ms unless set). */
+    /** How long an SDK token block's tokens may be used after the grant, ns (100 ms unless set). */
     public static long tokenLeaseMaxAgeNanos(final dev.limiter.protocol.policy.TokenLease lease)
     {
         return lease.hasMaxAge() ? durationNanos(lease.getMaxAge()) : 100_000_000L;

@@ -20,7 +20,7 @@ import io.netty.buffer.ByteBuf;
  * record holds a lease (a grant of a concurrency limit: give it back with a RELEASE naming the
  * lease id), so frames without leases are exactly as before leases existed. The hot-key flag says
  * the node decides this record's key at its policy's {@code tokenLease.hotRate} or more: SDKs may
- * take token leases of it (readers that do not know the flag ignore it).
+ * take token blocks of it (readers that do not know the flag ignore it).
  */
 public final class ResultCodec
 {
@@ -104,7 +104,7 @@ public final class ResultCodec
         out.setByte(recordOffset + FLAGS_OFFSET, out.getByte(recordOffset + FLAGS_OFFSET) | LEASE_FLAG);
     }
 
-    /** Marks a written record's key as hot: decided at its policy's token lease {@code hotRate} or more. */
+    /** Marks a written record's key as hot: decided at its policy's {@code tokenLease.hotRate} or more. */
     public static void markHotKey(final ByteBuf out, final int recordOffset)
     {
         out.setByte(recordOffset + FLAGS_OFFSET, out.getByte(recordOffset + FLAGS_OFFSET) | HOT_KEY_FLAG);

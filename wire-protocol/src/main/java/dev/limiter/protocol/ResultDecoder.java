@@ -140,7 +140,7 @@ public final class ResultDecoder
         return (buffer.getByte(record(i) + ResultCodec.FLAGS_OFFSET) & ResultCodec.ALLOWED_FLAG) != 0;
     }
 
-    /** Whether the node decides record {@code i}'s key at its policy's token lease {@code hotRate} or more. */
+    /** Whether the node decides record {@code i}'s key at its policy's {@code tokenLease.hotRate} or more. */
     public boolean hotKey(final int i)
     {
         return (buffer.getByte(record(i) + ResultCodec.FLAGS_OFFSET) & ResultCodec.HOT_KEY_FLAG) != 0;

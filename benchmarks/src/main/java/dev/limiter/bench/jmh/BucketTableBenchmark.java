@@ -7,8 +7,8 @@ import dev.limiter.protocol.Limit;
 import dev.limiter.protocol.SlidingWindow;
 import dev.limiter.protocol.TokenBucket;
 import dev.limiter.server.table.BucketTable;
-import dev.limiter.server.table.Decision;
 import dev.limiter.server.table.KeyHash;
+import dev.limiter.server.table.Verdict;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
@@ -72,7 +72,7 @@ public class BucketTableBenchmark
     private int[] keyOffsets;
     private int[] keyLengths;
     private long[] hashes;
-    private final Decision decision = new Decision();
+    private final Verdict verdict = new Verdict();
     private long now;
     private int next;
 
@@ -138,7 +138,7 @@ public class BucketTableBenchmark
         now = 1_000_000_000L;
         for (int i = 0; i < keys; i++)
         {
-            table.acquire(keyBuffer, keyOffsets[i], keyLengths[i], hashes[i], 0, limits[i], 1, now, decision);
+            table.acquire(keyBuffer, keyOffsets[i], keyLengths[i], hashes[i], 0, limits[i], 1, now, verdict);
         }
     }
 
@@ -148,8 +148,8 @@ public class BucketTableBenchmark
         final int i = next;
         next = i + 1 == keys ? 0 : i + 1;
         now += 1_000;
-        table.acquire(keyBuffer, keyOffsets[i], keyLengths[i], hashes[i], 0, limits[i], 1, now, decision);
-        return decision.allowed();
+        table.acquire(keyBuffer, keyOffsets[i], keyLengths[i], hashes[i], 0, limits[i], 1, now, verdict);
+        return verdict.allowed();
     }
 
     /** Ids of the leases {@link #leaseThenRelease} takes. */
@@ -169,15 +169,15 @@ public class BucketTableBenchmark
         final int i = next;
         next = i + 1 == keys ? 0 : i + 1;
         now += 1_000;
-        table.acquire(keyBuffer, keyOffsets[i], keyLengths[i], hashes[i], 0, limits[i], 1, now, decision);
-        final boolean allowed = decision.allowed();
+        table.acquire(keyBuffer, keyOffsets[i], keyLengths[i], hashes[i], 0, limits[i], 1, now, verdict);
+        final boolean allowed = verdict.allowed();
         final long id = ++leaseIds;
         if (allowed && limits[i].leases())
         {
-            table.takeLease(keyBuffer, keyOffsets[i], keyLengths[i], hashes[i], 0, limits[i], id, limits[i].costUnits(1), decision.timeNanos(),
-                now, decision);
+            table.takeLease(keyBuffer, keyOffsets[i], keyLengths[i], hashes[i], 0, limits[i], id, limits[i].costUnits(1), verdict.timeNanos(),
+                now, verdict);
         }
-        table.releaseLease(keyBuffer, keyOffsets[i], keyLengths[i], hashes[i], limits[i], id, now, decision);
+        table.releaseLease(keyBuffer, keyOffsets[i], keyLengths[i], hashes[i], limits[i], id, now, verdict);
         return allowed;
     }
 
@@ -230,8 +230,8 @@ public class BucketTableBenchmark
             final int i = nextInSection;
             nextInSection = i + 1 == keys ? 0 : i + 1;
             now += 1_000;
-            table.acquire(section, sectionOffsets[i], sectionLengths[i], sectionHashes[i], 0, sectionLimits[i], 1, now, decision);
-            allowed += decision.allowed() ? 1 : 0;
+            table.acquire(section, sectionOffsets[i], sectionLengths[i], sectionHashes[i], 0, sectionLimits[i], 1, now, verdict);
+            allowed += verdict.allowed() ? 1 : 0;
         }
         return allowed;
     }

@@ -25,10 +25,10 @@ import java.util.concurrent.TimeUnit;
 /**
  * What a replica spends per decision it applies from the log: reading a DECISIONS section's record
  * and replaying it on a committed table (which keeps its digest current), in the compact or the
- * classic layout. Sections of {@value #PER_SECTION} one-token decisions (about what one entry
- * carries at 50 x 16 on the local cluster) for tenants {@code tenant-0..keys-1}, 250 us apart, replayed
- * in turn; {@code walk} is the pass that checks an entry's sections before any is applied.
- * Also prints the log bytes per decision of each layout.
+ * classic layout. Sections of {@value #PER_SECTION} one-token decisions (the size of a busy
+ * leader's entry) for tenants {@code tenant-0..keys-1}, 250 us apart, replayed in turn;
+ * {@code walk} is the pass that checks an entry's sections before any is applied. Also prints
+ * the log bytes per decision of each layout.
  *
  * <pre>./limiter jmh ReplayBenchmark -prof gc</pre>
  */

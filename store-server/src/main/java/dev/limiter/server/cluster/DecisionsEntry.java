@@ -3,8 +3,8 @@ package dev.limiter.server.cluster;
 import dev.limiter.protocol.Limit;
 import dev.limiter.server.table.BucketKeys;
 import dev.limiter.server.table.BucketTable;
-import dev.limiter.server.table.Decision;
 import dev.limiter.server.table.KeyHash;
+import dev.limiter.server.table.Verdict;
 import org.agrona.DirectBuffer;
 import org.agrona.concurrent.UnsafeBuffer;
 
@@ -80,7 +80,7 @@ public final class DecisionsEntry
         /** Decisions whose table memory is touched before any of them is applied (their cache misses overlap). */
         private static final int AHEAD = 16;
 
-        private final Decision scratch = new Decision();
+        private final Verdict scratch = new Verdict();
         private final UnsafeBuffer keyView = new UnsafeBuffer(new byte[0]);
         private final Rates rates;
         private final int[] policies = new int[AHEAD];

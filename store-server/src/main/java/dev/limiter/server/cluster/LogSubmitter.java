@@ -30,16 +30,16 @@ import java.util.function.LongSupplier;
  * a STRICT caller waits for goes out when no other entry holding such a batch is in flight (it may
  * overtake one FAST-only entry), so decisions pile up while an entry commits and entries grow with
  * the load instead of multiplying with the shards or the callers (a second STRICT entry in flight
- * made commits slower, not sooner: on two shared cores a commit slows with the CPU the entries
- * take; docs/cluster.md). An entry is cut at {@value #MAX_ENTRY_BYTES} bytes (small enough
+ * would take CPU from the first on the same cores, so neither commits sooner; docs/cluster.md, "One
+ * STRICT entry in flight"). An entry is cut at {@value #MAX_ENTRY_BYTES} bytes (small enough
  * that neither it nor Ratis' copies are humongous objects for G1), and while a full entry's worth
  * waits, up to {@value #MAX_IN_FLIGHT_FULL} may be in flight. Markers and policy commands go out
  * at once, in their order among the batches.
  *
  * <p>The FAST linger: a FAST-only entry also waits until the linger has passed since the previous
- * decision entry left. At light load a commit takes a millisecond or two, so without it nearly
- * every decision became an entry of its own, and an entry costs the members a few hundred
- * microseconds of CPU whatever it carries; a FAST caller never waits for the entry, so the linger
+ * decision entry left. At light load a commit is quicker than the gap between decisions, so
+ * without it nearly every decision would be an entry of its own, and an entry costs the members
+ * CPU whatever it carries; a FAST caller never waits for the entry, so the linger
  * costs no latency, only a few more milliseconds of uncommitted decisions (the FAST failover bound
  * counts the uncommitted window).
  *

@@ -77,10 +77,10 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, PolicyLo
     private volatile boolean leader;
     private volatile long readyTerm = -1;
     private volatile long leaderChanges;
-    /** Until when (System.nanoTime) this leader may act alone: its lease, renewed from followers' replies. */
-    private volatile long leaseUntilNanos = System.nanoTime();
-    private final long leaseNanos;
-    private volatile boolean leaseLapsed;
+    /** Until when (System.nanoTime) this leader may act alone: its leader lease, renewed from followers' replies. */
+    private volatile long leaderLeaseUntilNanos = System.nanoTime();
+    private final long leaderLeaseNanos;
+    private volatile boolean leaderLeaseLapsed;
     /** The term in which this leader stopped deciding to hand the lead over on purpose (-1: none). */
     private volatile long handingOverTerm = -1;
     private volatile long handOverStartNanos;
@@ -93,7 +93,7 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, PolicyLo
         final Map<String, InetSocketAddress> dataAddresses, final int raftPortOffset, final long fastLingerNanos)
     {
         this.raftPortOffset = raftPortOffset;
-        this.leaseNanos = TimeUnit.MILLISECONDS.toNanos(node.config().leaseMillis());
+        this.leaderLeaseNanos = TimeUnit.MILLISECONDS.toNanos(node.config().leaderLeaseMillis());
         this.node = node;
         this.member = node.group(group);
         this.name = node.groupCount() == 1 ? node.nodeId() : node.nodeId() + " group " + group;
@@ -161,15 +161,16 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, PolicyLo
             electedTerm = term;
             readyTerm = -1;
             syncSentAt = 0;
-            leaseLapsed = true; // no follower has answered this term yet: only a lease that held and lapsed is worth a warning
+            // No follower has answered this term yet: only a leader lease that held and lapsed is worth a warning.
+            leaderLeaseLapsed = true;
         }
-        final boolean holds = leaseHolds(System.nanoTime());
-        if (!holds && !leaseLapsed)
+        final boolean holds = leaderLeaseHolds(System.nanoTime());
+        if (!holds && !leaderLeaseLapsed)
         {
             LOG.warn("{}: no majority answered within {} ms (or this node left the group): not deciding", name,
-                TimeUnit.NANOSECONDS.toMillis(leaseNanos));
+                TimeUnit.NANOSECONDS.toMillis(leaderLeaseNanos));
         }
-        leaseLapsed = !holds;
+        leaderLeaseLapsed = !holds;
         // Re-sent also while the seed has not applied: a leader decides only with policies in place.
         if ((readyTerm != electedTerm || !buckets.policies().bootstrapped()) &&
             System.nanoTime() - syncSentAt > TimeUnit.MILLISECONDS.toNanos(500))
@@ -280,15 +281,15 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, PolicyLo
 
     /**
      * Whether this node may decide now: it leads, its tables were synced for this term, it is not
-     * handing the lead over, and its lease holds (a majority answered it within the lease, and it
-     * is still a member). A few volatile reads and a clock read: cheap enough for every frame; only
-     * an expired lease asks Ratis again.
+     * handing the lead over, and its leader lease holds (a majority answered it within the lease,
+     * and it is still a member). A few volatile reads and a clock read: cheap enough for every
+     * frame; only an expired leader lease asks Ratis again.
      */
     public boolean canDecide()
     {
         final long ready = readyTerm;
         return leader && ready >= 0 && ready == electedTerm && ready != handingOverTerm && buckets.policies().bootstrapped() &&
-            leaseHolds(System.nanoTime());
+            leaderLeaseHolds(System.nanoTime());
     }
 
     /** Whether this leader has stopped deciding to hand the lead to another member on purpose. */
@@ -346,17 +347,18 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, PolicyLo
         checkLeadership();
     }
 
-    private boolean leaseHolds(final long now)
+    private boolean leaderLeaseHolds(final long now)
     {
-        return now - leaseUntilNanos < 0 || renewLease(now);
+        return now - leaderLeaseUntilNanos < 0 || renewLeaderLease(now);
     }
 
     /**
-     * Renews the lease from when a majority last answered: a leader cut off from its followers, or
-     * removed from the group, stops deciding within the lease ({@link dev.limiter.raft.RaftNodeConfig#leaseMillis()}),
-     * before any other member can have been elected, instead of when Ratis steps it down.
+     * Renews the leader lease from when a majority last answered: a leader cut off from its
+     * followers, or removed from the group, stops deciding within the leader lease
+     * ({@link dev.limiter.raft.RaftNodeConfig#leaderLeaseMillis()}), before any other member can
+     * have been elected, instead of when Ratis steps it down.
      */
-    private boolean renewLease(final long now)
+    private boolean renewLeaderLease(final long now)
     {
         final long contact;
         try
@@ -371,8 +373,8 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, PolicyLo
         {
             return false;
         }
-        final long until = contact + leaseNanos;
-        leaseUntilNanos = until;
+        final long until = contact + leaderLeaseNanos;
+        leaderLeaseUntilNanos = until;
         return now - until < 0;
     }
 
@@ -409,7 +411,7 @@ public final class Replication implements ReplicatedBuckets.SyncTarget, PolicyLo
         return handingOver() ? "" : leaderAddress();
     }
 
-    /** The minimum election timeout in milliseconds the Raft node runs with (its lease is 25 ms shorter). */
+    /** The minimum election timeout in milliseconds the Raft node runs with (its leader lease is 25 ms shorter). */
     public long electionTimeoutMillis()
     {
         return node.config().electionTimeoutMin().toMillis();

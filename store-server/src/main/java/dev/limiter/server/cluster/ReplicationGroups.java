@@ -21,8 +21,8 @@ import java.util.stream.IntStream;
 /**
  * A node's Raft groups and the shards each owns: shard {@code s} belongs to group
  * {@code s mod groups}, and group 0, the control group, also carries the policy commands. Every
- * member hosts every group; each group has its own log, leader, lease, cluster clock, SYNC marker
- * and snapshots (one {@link Replication} and one {@link ReplicatedBuckets} per group), so the
+ * member hosts every group; each group has its own log, leader, leader lease, cluster clock, SYNC
+ * marker and snapshots (one {@link Replication} and one {@link ReplicatedBuckets} per group), so the
  * groups' leaders decide their shards side by side, and Ratis spreads the leaders over the
  * members ({@link RaftNode}: each group prefers one member).
  */

@@ -60,10 +60,10 @@ import java.util.stream.IntStream;
  * <p>
  * The audit trail ({@link AuditTrail}), the exemptions ({@link ExemptionBook}), which version is
  * in force ({@link PolicyVersions}) and how a change reads ({@link PolicyDiff}) live in classes of
- * their own. What stays here is larger than the house rule of about 500 lines, on purpose: policy
- * histories, ordinals, the set in force and the rate tables change together in every command
- * (a put is checked by compiling the set it would make, with the ordinals it would assign, now and
- * once every scheduled version has taken effect), and one class under one lock keeps that atomic.
+ * their own. What stays here changes together in every command: policy histories, ordinals, the
+ * set in force and the rate tables (a put is checked by compiling the set it would make, with the
+ * ordinals it would assign, now and once every scheduled version has taken effect), so one class
+ * under one lock keeps each command atomic.
  */
 public final class PolicyState
 {

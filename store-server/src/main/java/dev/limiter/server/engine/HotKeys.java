@@ -9,7 +9,7 @@ import java.util.List;
 /**
  * The busiest bucket keys of one shard, by tokens asked: a 1-in-{@value #SAMPLE_EVERY} sample of
  * the tokens its decisions ask for (a decision of cost c crosses about c / {@value #SAMPLE_EVERY}
- * sample points, so a token lease's block ask weighs what it carries) feeds a Space-Saving table of
+ * sample points, so an SDK's token-block ask weighs what it carries) feeds a Space-Saving table of
  * {@value #SLOTS} keys (Metwally et al.: a key's count is over-estimated by at most the count it
  * inherited, which is kept as its error). Single writer: the shard's owner thread; nothing is
  * allocated on the decision path (keys are copied into a fixed array, their first

@@ -9,7 +9,7 @@ import dev.limiter.server.cluster.Replication;
 import dev.limiter.server.metrics.ServerMetrics;
 import dev.limiter.server.table.BucketRates;
 import dev.limiter.server.table.BucketTable;
-import dev.limiter.server.table.Decision;
+import dev.limiter.server.table.Verdict;
 import io.netty.channel.EventLoop;
 import org.agrona.concurrent.Agent;
 import org.agrona.concurrent.AgentRunner;
@@ -50,7 +50,7 @@ public final class Shard implements Replication.DecidingShard
     /** The busiest keys of this shard (written by the owner thread only). */
     private final HotKeys hotKeys = new HotKeys();
     private final MonotonicClock clock;
-    private final Decision decision = new Decision();
+    private final Verdict verdict = new Verdict();
 
     /** Owner when the shard lives on an event loop; null in dedicated-thread mode. */
     private final EventLoop loop;
@@ -336,9 +336,9 @@ public final class Shard implements Replication.DecidingShard
                     work.leaseId[i], now);
                 hotKeys.decided(work.keys, work.keyOffset[i], work.keyLength[i], work.keyHash[i], work.cost[i], now);
                 strict |= log != null && policy.strict();
-                ResultCodec.putRecord(work.response, ResultCodec.recordOffset(work.frameStart, i), decision.allowed(),
-                    decision.reason(), policy.ordinal(), decision.remainingTokens(), policy.limit().burstTokens(),
-                    decision.retryAfterNanos(), decision.resetAfterNanos(), policy.version(), policy.windowSeconds());
+                ResultCodec.putRecord(work.response, ResultCodec.recordOffset(work.frameStart, i), verdict.allowed(),
+                    verdict.reason(), policy.ordinal(), verdict.remainingTokens(), policy.limit().burstTokens(),
+                    verdict.retryAfterNanos(), verdict.resetAfterNanos(), policy.version(), policy.windowSeconds());
                 if (leaseTaken)
                 {
                     leased(work, i, FrameWork.leaseCheck(FrameWork.LEASE_CHECK_SEED, policy));
@@ -346,19 +346,19 @@ public final class Shard implements Replication.DecidingShard
                 final long hotRate = policy.tokenLeaseHotRate();
                 if (hotRate != 0 && hotKeys.tokensPerSecond(work.keyHash[i], work.keyLength[i]) >= hotRate)
                 {
-                    // SDKs lease this key's tokens while it stays this hot (tokenLease.hotRate).
+                    // SDKs take token blocks of this key while it stays this hot (tokenLease.hotRate).
                     ResultCodec.markHotKey(work.response, ResultCodec.recordOffset(work.frameStart, i));
                 }
                 if (policy.ordinal() >= allowedByPolicy.length())
                 {
                     growCounters(policy.ordinal());
                 }
-                final AtomicLongArray counter = decision.allowed() ? allowedByPolicy : deniedByPolicy;
+                final AtomicLongArray counter = verdict.allowed() ? allowedByPolicy : deniedByPolicy;
                 counter.lazySet(policy.ordinal(), counter.get(policy.ordinal()) + 1);
-                countOverage(policy.ordinal(), decision.reason(), -1);
+                countOverage(policy.ordinal(), verdict.reason(), -1);
                 if (policy.routedToAnyShare(shardCount))
                 {
-                    shareDecided(policy.ordinal(), decision.remainingTokens());
+                    shareDecided(policy.ordinal(), verdict.remainingTokens());
                 }
             }
             for (int j = 0; j < work.shadowCount && !work.release; j++)
@@ -382,7 +382,7 @@ public final class Shard implements Replication.DecidingShard
                     // A check: what the shadow would answer to one token, changing nothing.
                     final long one = regionalShadow ? RegionalShares.cost(1, regional.unitsPerToken(shadow), shadowLimit) : 1;
                     final boolean would = one >= 0 && table.peek(work.keys, work.shadowKeyOffset[j], work.shadowKeyLength[j],
-                        work.shadowKeyHash[j], shadowLimit, one, 0, now, decision);
+                        work.shadowKeyHash[j], shadowLimit, one, 0, now, verdict);
                     if (shadow.ordinal() >= allowedByPolicy.length())
                     {
                         growCounters(shadow.ordinal());
@@ -404,7 +404,7 @@ public final class Shard implements Replication.DecidingShard
                 {
                     growCounters(shadow.ordinal());
                 }
-                final AtomicLongArray counter = decision.allowed() ? shadowAllowedByPolicy : shadowDeniedByPolicy;
+                final AtomicLongArray counter = verdict.allowed() ? shadowAllowedByPolicy : shadowDeniedByPolicy;
                 counter.lazySet(shadow.ordinal(), counter.get(shadow.ordinal()) + 1);
             }
         }
@@ -501,21 +501,21 @@ public final class Shard implements Replication.DecidingShard
                 hotKeys.decided(work.keys, work.partKeyOffset[from + k], work.partKeyLength[from + k], work.partKeyHash[from + k], cost, now);
             }
         }
-        int denying = table.peek(work.keys, work.keyOffset[i], work.keyLength[i], work.keyHash[i], own.limitOnShard(id, shardCount), cost, 0, now, decision) ? -2 : -1;
+        int denying = table.peek(work.keys, work.keyOffset[i], work.keyLength[i], work.keyHash[i], own.limitOnShard(id, shardCount), cost, 0, now, verdict) ? -2 : -1;
         // A WAIT limit may allow only after a wait: the request then waits for the longest of them.
-        long wait = decision.reason() == ReasonCode.RESERVED ? decision.retryAfterNanos() : 0;
+        long wait = verdict.reason() == ReasonCode.RESERVED ? verdict.retryAfterNanos() : 0;
         for (int k = 0; k < parts && denying == -2; k++)
         {
             // A shared budget's reserve is a floor for requests whose own policy ranks below it.
             final CompiledPolicy part = work.partPolicy[from + k];
             if (!table.peek(work.keys, work.partKeyOffset[from + k], work.partKeyLength[from + k], work.partKeyHash[from + k],
-                part.limitOnShard(id, shardCount), cost, part.floorFor(own, id, shardCount), now, decision))
+                part.limitOnShard(id, shardCount), cost, part.floorFor(own, id, shardCount), now, verdict))
             {
                 denying = k;
             }
-            else if (decision.reason() == ReasonCode.RESERVED)
+            else if (verdict.reason() == ReasonCode.RESERVED)
             {
-                wait = Math.max(wait, decision.retryAfterNanos());
+                wait = Math.max(wait, verdict.retryAfterNanos());
             }
         }
         for (int k = 0; k < parts; k++)
@@ -530,11 +530,11 @@ public final class Shard implements Replication.DecidingShard
             // the answer is that scope's view, which the peek that refused left in the decision.
             named = denying == -1 ? own : work.partPolicy[from + denying];
             answered = false;
-            putRecord(work, i, named, named.limitOnShard(id, shardCount), answered, decision.reason(), decision.remainingTokens(), decision.retryAfterNanos(),
-                decision.resetAfterNanos());
+            putRecord(work, i, named, named.limitOnShard(id, shardCount), answered, verdict.reason(), verdict.remainingTokens(), verdict.retryAfterNanos(),
+                verdict.resetAfterNanos());
             if (own.routedToAnyShare(shardCount))
             {
-                shareDecided(own.ordinal(), decision.remainingTokens());
+                shareDecided(own.ordinal(), verdict.remainingTokens());
             }
         }
         else
@@ -545,13 +545,13 @@ public final class Shard implements Replication.DecidingShard
                 work.leaseId[i], now);
             named = own;
             // A policy's extra limits follow it in the parts and share its ordinal: count its overage once.
-            int overageCounted = countOverage(own.ordinal(), decision.reason(), -1);
+            int overageCounted = countOverage(own.ordinal(), verdict.reason(), -1);
             int check = leases ? FrameWork.leaseCheck(FrameWork.LEASE_CHECK_SEED, own) : FrameWork.LEASE_CHECK_SEED;
-            boolean allowed = decision.allowed();
-            ReasonCode reason = decision.reason();
-            long remaining = decision.remainingTokens();
-            long retry = decision.retryAfterNanos();
-            long reset = decision.resetAfterNanos();
+            boolean allowed = verdict.allowed();
+            ReasonCode reason = verdict.reason();
+            long remaining = verdict.remainingTokens();
+            long retry = verdict.retryAfterNanos();
+            long reset = verdict.resetAfterNanos();
             for (int k = 0; k < parts && allowed; k++)
             {
                 final CompiledPolicy part = work.partPolicy[from + k];
@@ -561,17 +561,17 @@ public final class Shard implements Replication.DecidingShard
                     leases = true;
                     check = FrameWork.leaseCheck(check, part);
                 }
-                overageCounted = countOverage(part.ordinal(), decision.reason(), overageCounted);
+                overageCounted = countOverage(part.ordinal(), verdict.reason(), overageCounted);
                 // The tightest scope names the answer; on a tie, one that went into its soft overage.
-                if (!decision.allowed() || decision.remainingTokens() < remaining ||
-                    decision.remainingTokens() == remaining && decision.reason() == ReasonCode.SOFT_OVERAGE)
+                if (!verdict.allowed() || verdict.remainingTokens() < remaining ||
+                    verdict.remainingTokens() == remaining && verdict.reason() == ReasonCode.SOFT_OVERAGE)
                 {
                     named = part;
-                    allowed = decision.allowed();
-                    reason = decision.reason();
-                    remaining = decision.remainingTokens();
-                    retry = decision.retryAfterNanos();
-                    reset = decision.resetAfterNanos();
+                    allowed = verdict.allowed();
+                    reason = verdict.reason();
+                    remaining = verdict.remainingTokens();
+                    retry = verdict.retryAfterNanos();
+                    reset = verdict.resetAfterNanos();
                 }
             }
             answered = allowed;
@@ -616,11 +616,11 @@ public final class Shard implements Replication.DecidingShard
         CompiledPolicy named = own;
         Limit namedLimit = ownLimit;
         boolean allowed = one >= 0 && table.peek(work.keys, work.keyOffset[i], work.keyLength[i], work.keyHash[i], ownLimit, one, 0, now,
-            decision);
-        ReasonCode reason = one < 0 ? ReasonCode.RATE_LIMITED : decision.reason();
-        long remaining = one < 0 ? 0 : tokensThere(decision, one) / perToken;
-        long retry = one < 0 ? REGION_SHARE_RETRY_NANOS : decision.retryAfterNanos();
-        long reset = one < 0 ? REGION_SHARE_RETRY_NANOS : decision.resetAfterNanos();
+            verdict);
+        ReasonCode reason = one < 0 ? ReasonCode.RATE_LIMITED : verdict.reason();
+        long remaining = one < 0 ? 0 : tokensThere(verdict, one) / perToken;
+        long retry = one < 0 ? REGION_SHARE_RETRY_NANOS : verdict.retryAfterNanos();
+        long reset = one < 0 ? REGION_SHARE_RETRY_NANOS : verdict.resetAfterNanos();
         final int parts = work.stacked ? work.stackCount[i] : 0;
         for (int k = 0; k < parts && allowed; k++)
         {
@@ -628,17 +628,17 @@ public final class Shard implements Replication.DecidingShard
             final CompiledPolicy part = work.partPolicy[p];
             final Limit limit = part.limitOnShard(id, shardCount);
             final boolean fits = table.peek(work.keys, work.partKeyOffset[p], work.partKeyLength[p], work.partKeyHash[p], limit, 1,
-                part.floorFor(own, id, shardCount), now, decision);
-            final long there = tokensThere(decision, 1);
+                part.floorFor(own, id, shardCount), now, verdict);
+            final long there = tokensThere(verdict, 1);
             if (!fits || there < remaining)
             {
                 named = part;
                 namedLimit = limit;
                 allowed = fits;
-                reason = decision.reason();
+                reason = verdict.reason();
                 remaining = there;
-                retry = decision.retryAfterNanos();
-                reset = decision.resetAfterNanos();
+                retry = verdict.retryAfterNanos();
+                reset = verdict.resetAfterNanos();
             }
         }
         // A region's answer is in requests: its burst divided by what one request costs at its share.
@@ -659,7 +659,7 @@ public final class Shard implements Replication.DecidingShard
      * plainly tells what would be left after them, so they are added back; one that refused, or
      * allowed only within an overage or a wait, had less than them (what it tells is what is there).
      */
-    private static long tokensThere(final Decision peeked, final long asked)
+    private static long tokensThere(final Verdict peeked, final long asked)
     {
         return peeked.reason() == ReasonCode.ALLOWED ? peeked.remainingTokens() + asked : peeked.remainingTokens();
     }
@@ -667,17 +667,17 @@ public final class Shard implements Replication.DecidingShard
     /**
      * Charges one key (its acquire, logged) and, when a concurrency limit grants it, records the
      * entry's lease {@code leaseId} on it ({@link BucketTable#takeLease}: STORE_FULL, and nothing
-     * charged, when the record has no room). The outcome is in {@link #decision}.
+     * charged, when the record has no room). The outcome is in {@link #verdict}.
      *
      * @return whether a lease was taken
      */
     private boolean decide(final FrameWork work, final int keyOffset, final int keyLength, final long keyHash, final CompiledPolicy policy,
         final Limit limit, final int cost, final long leaseId, final long now)
     {
-        table.acquire(work.keys, keyOffset, keyLength, keyHash, policy.ordinal(), limit, cost, now, decision);
-        final boolean leasing = decision.allowed() && limit.leases();
+        table.acquire(work.keys, keyOffset, keyLength, keyHash, policy.ordinal(), limit, cost, now, verdict);
+        final boolean leasing = verdict.allowed() && limit.leases();
         final boolean taken = leasing && table.takeLease(work.keys, keyOffset, keyLength, keyHash, policy.ordinal(), limit, leaseId,
-            limit.costUnits(cost), decision.timeNanos(), now, decision);
+            limit.costUnits(cost), verdict.timeNanos(), now, verdict);
         if (log != null)
         {
             // Logged whatever the outcome (a full table's sweep changed it too); a leased grant with its id, also when its
@@ -730,15 +730,15 @@ public final class Shard implements Replication.DecidingShard
                 // Granted under other policies or versions than decide this entry now: its lease is in
                 // their keys (where it expires); nothing here is its to give back. Answered with what
                 // the entry's own key has free, read without a change.
-                table.peek(work.keys, work.keyOffset[i], work.keyLength[i], work.keyHash[i], own.limitOnShard(id, shardCount), 0, 0, now, decision);
-                putRecord(work, i, own, own.limitOnShard(id, shardCount), true, ReasonCode.RELEASED, decision.remainingTokens(), 0,
-                    decision.resetAfterNanos());
+                table.peek(work.keys, work.keyOffset[i], work.keyLength[i], work.keyHash[i], own.limitOnShard(id, shardCount), 0, 0, now, verdict);
+                putRecord(work, i, own, own.limitOnShard(id, shardCount), true, ReasonCode.RELEASED, verdict.remainingTokens(), 0,
+                    verdict.resetAfterNanos());
                 continue;
             }
             strict |= giveBack(work, own, own.limitOnShard(id, shardCount), work.keyOffset[i], work.keyLength[i], work.keyHash[i], lease, now);
             boolean found = own.limitOnShard(id, shardCount).leases();
-            long remaining = decision.remainingTokens();
-            long reset = decision.resetAfterNanos();
+            long remaining = verdict.remainingTokens();
+            long reset = verdict.resetAfterNanos();
             final int parts = work.stacked ? work.stackCount[i] : 0;
             for (int k = 0; k < parts; k++)
             {
@@ -750,8 +750,8 @@ public final class Shard implements Replication.DecidingShard
                 {
                     found = true;
                     named = part;
-                    remaining = decision.remainingTokens();
-                    reset = decision.resetAfterNanos();
+                    remaining = verdict.remainingTokens();
+                    reset = verdict.resetAfterNanos();
                 }
             }
             work.policy[i] = named;
@@ -778,7 +778,7 @@ public final class Shard implements Replication.DecidingShard
     private boolean giveBack(final FrameWork work, final CompiledPolicy policy, final Limit limit, final int keyOffset, final int keyLength,
         final long keyHash, final long lease, final long now)
     {
-        final BucketTable.LeaseRelease outcome = table.releaseLease(work.keys, keyOffset, keyLength, keyHash, limit, lease, now, decision);
+        final BucketTable.LeaseRelease outcome = table.releaseLease(work.keys, keyOffset, keyLength, keyHash, limit, lease, now, verdict);
         if (!limit.leases())
         {
             return false;
@@ -832,22 +832,22 @@ public final class Shard implements Replication.DecidingShard
             deniedByPolicy.lazySet(policy.ordinal(), deniedByPolicy.get(policy.ordinal()) + 1);
             return false;
         }
-        table.acquire(work.keys, work.keyOffset[i], work.keyLength[i], work.keyHash[i], policy.ordinal(), limit, units, now, decision);
+        table.acquire(work.keys, work.keyOffset[i], work.keyLength[i], work.keyHash[i], policy.ordinal(), limit, units, now, verdict);
         boolean strict = false;
         if (log != null)
         {
             log.append(work.keys, work.keyOffset[i], work.keyLength[i], policy.ordinal(), (int)units, now);
             strict = policy.strict();
         }
-        ResultCodec.putRecord(work.response, ResultCodec.recordOffset(work.frameStart, i), decision.allowed(), decision.reason(),
-            policy.ordinal(), decision.remainingTokens() / perToken, limit.burstTokens() / perToken, decision.retryAfterNanos(),
-            decision.resetAfterNanos(), policy.version(), policy.windowSeconds());
-        final AtomicLongArray counter = decision.allowed() ? allowedByPolicy : deniedByPolicy;
+        ResultCodec.putRecord(work.response, ResultCodec.recordOffset(work.frameStart, i), verdict.allowed(), verdict.reason(),
+            policy.ordinal(), verdict.remainingTokens() / perToken, limit.burstTokens() / perToken, verdict.retryAfterNanos(),
+            verdict.resetAfterNanos(), policy.version(), policy.windowSeconds());
+        final AtomicLongArray counter = verdict.allowed() ? allowedByPolicy : deniedByPolicy;
         counter.lazySet(policy.ordinal(), counter.get(policy.ordinal()) + 1);
-        countOverage(policy.ordinal(), decision.reason(), -1);
+        countOverage(policy.ordinal(), verdict.reason(), -1);
         if (policy.routedToAnyShare(shardCount))
         {
-            shareDecided(policy.ordinal(), decision.remainingTokens());
+            shareDecided(policy.ordinal(), verdict.remainingTokens());
         }
         return strict;
     }

@@ -42,9 +42,9 @@ import java.util.function.IntFunction;
  * {@code tracksDigest} keeps its content digest up to date on every change, so publishing it costs
  * nothing (the committed tables of a cluster do; the deciding ones need not).
  * <p>
- * Longer than the house's 500 lines on purpose: the slot layout, probing, growth, the sweep and
- * the digest all read and write the same off-heap words, and keeping them in one class keeps that
- * layout in one place (BucketTableTest and the JMH benchmark cover it as one unit).
+ * The slot layout, probing, growth, the sweep and the digest all read and write the same off-heap
+ * words, so they share this one class and the layout is defined in one place (BucketTableTest and
+ * the JMH benchmark cover it as one unit).
  */
 public final class BucketTable
 {
@@ -255,7 +255,7 @@ public final class BucketTable
         final Limit limit,
         final long cost,
         final long nowNanos,
-        final Decision out)
+        final Verdict out)
     {
         if (OWNER_CHECKS)
         {
@@ -330,7 +330,7 @@ public final class BucketTable
         final long costUnits,
         final long grantNanos,
         final long nowNanos,
-        final Decision out)
+        final Verdict out)
     {
         if (OWNER_CHECKS)
         {
@@ -370,7 +370,7 @@ public final class BucketTable
         final Limit limit,
         final long leaseId,
         final long nowNanos,
-        final Decision out)
+        final Verdict out)
     {
         if (OWNER_CHECKS)
         {
@@ -473,7 +473,7 @@ public final class BucketTable
         final long cost,
         final long floorUnits,
         final long nowNanos,
-        final Decision out)
+        final Verdict out)
     {
         if (OWNER_CHECKS)
         {

@@ -8,8 +8,8 @@ import dev.limiter.protocol.SlidingWindow;
 import dev.limiter.protocol.TokenBucket;
 import dev.limiter.server.table.BucketKeys;
 import dev.limiter.server.table.BucketTable;
-import dev.limiter.server.table.Decision;
 import dev.limiter.server.table.KeyHash;
+import dev.limiter.server.table.Verdict;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.RepeatedTest;
 import org.junit.jupiter.api.RepetitionInfo;
@@ -43,7 +43,7 @@ class DecisionsEntryTest
         final BucketTable leader = new BucketTable(50_000, 50_000 * 32, o -> rates[o][rates[o].length - 1], true);
         final BucketTable replica = new BucketTable(50_000, 50_000 * 32, o -> rates[o][rates[o].length - 1], true);
         final DecisionsEntry.Replayer replayer = new DecisionsEntry.Replayer(lookup);
-        final Decision decision = new Decision();
+        final Verdict verdict = new Verdict();
         final UnsafeBuffer key = new UnsafeBuffer(new byte[64]);
         long now = SECOND;
         final java.util.List<Object[]> leases = new java.util.ArrayList<>(); // {key bytes, ordinal, lease id, cost}: releases to come
@@ -67,7 +67,7 @@ class DecisionsEntryTest
                     final int ordinal = (int)lease[1];
                     // Sometimes a forged id: it frees nothing, on the leader as on the replica.
                     final long id = random.nextInt(5) == 0 ? random.nextLong() : (long)lease[2];
-                    leader.releaseLease(key, 0, held.length, KeyHash.hash(key, 0, held.length), lookup.rate(ordinal, 1, 0, 0), id, now, decision);
+                    leader.releaseLease(key, 0, held.length, KeyHash.hash(key, 0, held.length), lookup.rate(ordinal, 1, 0, 0), id, now, verdict);
                     writer.appendRelease(key, 0, held.length, ordinal, (int)lease[3], id, now);
                     continue;
                 }
@@ -80,11 +80,11 @@ class DecisionsEntryTest
                 final int cost = 1 + random.nextInt(6);
                 final Limit limit = lookup.rate(ordinal, version, 0, 0);
                 final long hash = KeyHash.hash(key, 0, keyLength);
-                leader.acquire(key, 0, keyLength, hash, ordinal, limit, cost, now, decision);
-                if (decision.allowed() && limit.leases())
+                leader.acquire(key, 0, keyLength, hash, ordinal, limit, cost, now, verdict);
+                if (verdict.allowed() && limit.leases())
                 {
                     final long id = random.nextLong();
-                    if (leader.takeLease(key, 0, keyLength, hash, ordinal, limit, id, limit.costUnits(cost), decision.timeNanos(), now, decision))
+                    if (leader.takeLease(key, 0, keyLength, hash, ordinal, limit, id, limit.costUnits(cost), verdict.timeNanos(), now, verdict))
                     {
                         leases.add(new Object[] {java.util.Arrays.copyOf(key.byteArray(), keyLength), ordinal, id, cost});
                     }
@@ -137,16 +137,16 @@ class DecisionsEntryTest
         final int keyLength = 6 + key.putStringWithoutLengthAscii(6, "tenant-1");
         final DecisionsEntry.SectionWriter classic = new DecisionsEntry.SectionWriter(false, 512);
         final DecisionsEntry.SectionWriter compact = new DecisionsEntry.SectionWriter(true, 512);
-        final Decision decision = new Decision();
+        final Verdict verdict = new Verdict();
         for (int i = 0; i < 3; i++)
         {
-            leader.acquire(key, 0, keyLength, KeyHash.hash(key, 0, keyLength), 0, TokenBucket.rate(1, SECOND, 10), 2, SECOND + i, decision);
+            leader.acquire(key, 0, keyLength, KeyHash.hash(key, 0, keyLength), 0, TokenBucket.rate(1, SECOND, 10), 2, SECOND + i, verdict);
             classic.append(key, 0, keyLength, 0, 2, SECOND + i);
         }
         for (int i = 0; i < 3; i++)
         {
             final long time = 2 * SECOND - i; // a time may even step back within a section: deltas are signed
-            leader.acquire(key, 0, keyLength, KeyHash.hash(key, 0, keyLength), 0, TokenBucket.rate(1, SECOND, 10), 1, time, decision);
+            leader.acquire(key, 0, keyLength, KeyHash.hash(key, 0, keyLength), 0, TokenBucket.rate(1, SECOND, 10), 1, time, verdict);
             compact.append(key, 0, keyLength, 0, 1, time);
         }
         final ByteBuffer first = classic.take(0, 0);
@@ -174,13 +174,13 @@ class DecisionsEntryTest
         final UnsafeBuffer key = new UnsafeBuffer(new byte[32]);
         BucketKeys.putPrefix(key, 0, 0, 1);
         final int keyLength = 6 + key.putStringWithoutLengthAscii(6, "tenant-7");
-        final Decision decision = new Decision();
+        final Verdict verdict = new Verdict();
         writer.append(key, 0, keyLength, 0, 3, 40 * SECOND); // dropped below (a new term): never applied anywhere
         writer.clear();
         for (int i = 0; i < 4; i++)
         {
             final long time = 5 * SECOND + i * 100_000_000L;
-            leader.acquire(key, 0, keyLength, KeyHash.hash(key, 0, keyLength), 0, rate, 2, time, decision);
+            leader.acquire(key, 0, keyLength, KeyHash.hash(key, 0, keyLength), 0, rate, 2, time, verdict);
             writer.append(key, 0, keyLength, 0, 2, time);
         }
         replayer.replay(writer.pending(0, 0), peek); // a resync replays what is still to be sent...
@@ -205,7 +205,7 @@ class DecisionsEntryTest
         final int[] keyLengths = {BucketKeys.PREFIX_LENGTH, 7, 127, 128, BucketTable.MAX_KEY_LENGTH};
         final DecisionsEntry.SectionWriter writer = new DecisionsEntry.SectionWriter(true, 1 << 16);
         final UnsafeBuffer key = new UnsafeBuffer(new byte[BucketTable.MAX_KEY_LENGTH]);
-        final Decision decision = new Decision();
+        final Verdict verdict = new Verdict();
         for (int i = 0; i < 30; i++)
         {
             final int ordinal = ordinals[i % ordinals.length];
@@ -217,7 +217,7 @@ class DecisionsEntryTest
             {
                 key.putByte(b, (byte)('a' + (i + b) % 26));
             }
-            leader.acquire(key, 0, keyLength, KeyHash.hash(key, 0, keyLength), ordinal, rate, cost, time, decision);
+            leader.acquire(key, 0, keyLength, KeyHash.hash(key, 0, keyLength), ordinal, rate, cost, time, verdict);
             writer.append(key, 0, keyLength, ordinal, cost, time);
         }
         final ByteBuffer entry = writer.take(1, 0);

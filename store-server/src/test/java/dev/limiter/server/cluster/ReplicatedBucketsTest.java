@@ -12,8 +12,8 @@ import dev.limiter.raft.ReplicatedStateMachine;
 import dev.limiter.server.control.PolicyState;
 import dev.limiter.server.table.BucketKeys;
 import dev.limiter.server.table.BucketTable;
-import dev.limiter.server.table.Decision;
 import dev.limiter.server.table.KeyHash;
+import dev.limiter.server.table.Verdict;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -297,7 +297,7 @@ class ReplicatedBucketsTest
         final UnsafeBuffer key = new UnsafeBuffer(new byte[64]);
         BucketKeys.putPrefix(key, 0, ordinal, 1);
         key.putBytes(6, "acme".getBytes(StandardCharsets.UTF_8));
-        final Decision seen = new Decision();
+        final Verdict seen = new Verdict();
         for (int shard = 0; shard < 2; shard++)
         {
             // What the leader's shard holds after the same charges at its share (CompiledPolicy#limitOnShard).

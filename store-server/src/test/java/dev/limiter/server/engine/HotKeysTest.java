@@ -127,7 +127,7 @@ class HotKeysTest
     {
         final byte[] blocks = "blocks".getBytes(StandardCharsets.UTF_8);
         final byte[] singles = "singles".getBytes(StandardCharsets.UTF_8);
-        // 100 asks of 1,000 tokens a second (a token lease's blocks) and 100,000 asks of 1, until a report.
+        // 100 asks of 1,000 tokens a second (an SDK's token blocks) and 100,000 asks of 1, until a report.
         for (int i = 0; hot.report().top().isEmpty(); i++)
         {
             now += 10_000;

@@ -29,14 +29,14 @@ class BucketTableDigestTest
         // Small enough that sweeps evict and the arena fills; large enough to grow past the initial slots.
         final int maxBuckets = 20_000 + random.nextInt(20_000);
         final BucketTable table = new BucketTable(maxBuckets, maxBuckets * 24, o -> rate, true);
-        final Decision decision = new Decision();
+        final Verdict verdict = new Verdict();
         long now = random.nextInt(1000) * SECOND;
         for (int i = 0; i < 60_000; i++)
         {
             now += random.nextInt(4) == 0 ? random.nextInt((int)SECOND) : random.nextInt(10_000);
             final UnsafeBuffer key = key("tenant-" + random.nextInt(maxBuckets * 2));
             final int cost = 1 + random.nextInt(rate.burstTokens() > 1 ? (int)rate.burstTokens() + 1 : 2);
-            table.acquire(key, 0, key.capacity(), KeyHash.hash(key, 0, key.capacity()), 0, rate, cost, now, decision);
+            table.acquire(key, 0, key.capacity(), KeyHash.hash(key, 0, key.capacity()), 0, rate, cost, now, verdict);
             if (i % 5_000 == 0)
             {
                 assertEquals(table.digest(), table.trackedDigest(), "after " + i + " decisions");
@@ -68,11 +68,11 @@ class BucketTableDigestTest
     {
         final TokenBucket.Rate rate = TokenBucket.rate(10, SECOND, 5);
         final BucketTable table = new BucketTable(1000, 64_000, o -> rate, true);
-        final Decision decision = new Decision();
+        final Verdict verdict = new Verdict();
         for (int i = 0; i < 10; i++)
         {
             final UnsafeBuffer key = key("k" + i);
-            table.acquire(key, 0, key.capacity(), KeyHash.hash(key, 0, key.capacity()), 0, rate, 1, SECOND, decision);
+            table.acquire(key, 0, key.capacity(), KeyHash.hash(key, 0, key.capacity()), 0, rate, 1, SECOND, verdict);
         }
         assertEquals(10, table.size());
         assertEquals(0, table.publishedSize(), "nothing published yet");

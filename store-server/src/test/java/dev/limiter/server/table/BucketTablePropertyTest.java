@@ -29,7 +29,7 @@ class BucketTablePropertyTest
         final BucketTable table = new BucketTable(16, 1024, o -> bucket);
         final UnsafeBuffer key = new UnsafeBuffer("k".getBytes(StandardCharsets.UTF_8));
         final long hash = KeyHash.hash(key, 0, 1);
-        final Decision decision = new Decision();
+        final Verdict verdict = new Verdict();
 
         final long start = random.nextLong() / 4; // any origin, negative included
         long now = start;
@@ -45,8 +45,8 @@ class BucketTablePropertyTest
             now += step;
             latest = Math.max(latest, now);
             final long cost = 1 + random.nextInt((int)Math.min(burst + 2, 50));
-            table.acquire(key, 0, 1, hash, 0, bucket, cost, now, decision);
-            if (decision.allowed())
+            table.acquire(key, 0, 1, hash, 0, bucket, cost, now, verdict);
+            if (verdict.allowed())
             {
                 granted += cost;
             }
@@ -66,7 +66,7 @@ class BucketTablePropertyTest
         final BucketTable table = new BucketTable(16, 1024, o -> bucket);
         final UnsafeBuffer key = new UnsafeBuffer("k".getBytes(StandardCharsets.UTF_8));
         final long hash = KeyHash.hash(key, 0, 1);
-        final Decision decision = new Decision();
+        final Verdict verdict = new Verdict();
 
         long now = 0;
         long lastAsk = 0;
@@ -76,10 +76,10 @@ class BucketTablePropertyTest
         {
             do
             {
-                table.acquire(key, 0, 1, hash, 0, bucket, 1, now, decision);
-                granted += decision.allowed() ? 1 : 0;
+                table.acquire(key, 0, 1, hash, 0, bucket, 1, now, verdict);
+                granted += verdict.allowed() ? 1 : 0;
             }
-            while (decision.allowed());
+            while (verdict.allowed());
             lastAsk = now;
             // Ask again within one token interval, so the bucket never reaches the cap and no refill is lost.
             now += 1 + random.nextInt((int)(periodNanos / rate));

@@ -23,7 +23,7 @@ class BucketTableTest
     private static final long T0 = 5 * SECOND;
 
     private final TokenBucket.Rate tenPerSecondBurstFive = TokenBucket.rate(10, SECOND, 5);
-    private final Decision decision = new Decision();
+    private final Verdict verdict = new Verdict();
 
     private static UnsafeBuffer key(final String text)
     {
@@ -33,8 +33,8 @@ class BucketTableTest
     private boolean acquire(final BucketTable table, final String key, final Limit rate, final long cost, final long now)
     {
         final UnsafeBuffer k = key(key);
-        table.acquire(k, 0, k.capacity(), KeyHash.hash(k, 0, k.capacity()), 0, rate, cost, now, decision);
-        return decision.allowed();
+        table.acquire(k, 0, k.capacity(), KeyHash.hash(k, 0, k.capacity()), 0, rate, cost, now, verdict);
+        return verdict.allowed();
     }
 
     private BucketTable table(final int maxBuckets, final Limit rate)
@@ -49,12 +49,12 @@ class BucketTableTest
         for (int i = 0; i < 5; i++)
         {
             assertTrue(acquire(table, "a", tenPerSecondBurstFive, 1, T0), "token " + i);
-            assertEquals(4 - i, decision.remainingTokens());
+            assertEquals(4 - i, verdict.remainingTokens());
         }
         assertFalse(acquire(table, "a", tenPerSecondBurstFive, 1, T0));
-        assertEquals(ReasonCode.RATE_LIMITED, decision.reason());
-        assertEquals(SECOND / 10, decision.retryAfterNanos(), "exactly one token interval");
-        assertEquals(SECOND / 2, decision.resetAfterNanos(), "five tokens to refill");
+        assertEquals(ReasonCode.RATE_LIMITED, verdict.reason());
+        assertEquals(SECOND / 10, verdict.retryAfterNanos(), "exactly one token interval");
+        assertEquals(SECOND / 2, verdict.resetAfterNanos(), "five tokens to refill");
     }
 
     /** A bucket key as the engine writes one: policy 0, version 1, then the tenant. */
@@ -72,15 +72,15 @@ class BucketTableTest
         final long now)
     {
         final long hash = KeyHash.hash(key, 0, key.capacity());
-        table.acquire(key, 0, key.capacity(), hash, 0, limit, cost, now, decision);
-        return decision.allowed() && table.takeLease(key, 0, key.capacity(), hash, 0, limit, leaseId, limit.costUnits(cost),
-            decision.timeNanos(), now, decision);
+        table.acquire(key, 0, key.capacity(), hash, 0, limit, cost, now, verdict);
+        return verdict.allowed() && table.takeLease(key, 0, key.capacity(), hash, 0, limit, leaseId, limit.costUnits(cost),
+            verdict.timeNanos(), now, verdict);
     }
 
     private BucketTable.LeaseRelease giveBack(final BucketTable table, final UnsafeBuffer key, final Limit limit, final long leaseId,
         final long now)
     {
-        return table.releaseLease(key, 0, key.capacity(), KeyHash.hash(key, 0, key.capacity()), limit, leaseId, now, decision);
+        return table.releaseLease(key, 0, key.capacity(), KeyHash.hash(key, 0, key.capacity()), limit, leaseId, now, verdict);
     }
 
     @Test
@@ -91,26 +91,26 @@ class BucketTableTest
         final UnsafeBuffer a = limitKey("a");
         final UnsafeBuffer b = limitKey("b");
         assertTrue(grant(table, a, three, 2, 0x5EC2E7L, T0));
-        assertEquals(1, decision.remainingTokens());
+        assertEquals(1, verdict.remainingTokens());
         assertTrue(grant(table, b, three, 1, 0xB0B1L, T0 + 1));
         assertEquals(BucketTable.LeaseRelease.UNKNOWN, giveBack(table, a, three, 0x5EC2E7L + 1, T0 + 2), "a forged id");
-        assertEquals(1, decision.remainingTokens(), "frees nothing");
+        assertEquals(1, verdict.remainingTokens(), "frees nothing");
         assertEquals(BucketTable.LeaseRelease.UNKNOWN, giveBack(table, a, three, 0xB0B1L, T0 + 3), "another key's id");
-        assertEquals(1, decision.remainingTokens());
+        assertEquals(1, verdict.remainingTokens());
         assertFalse(grant(table, a, three, 2, 0xA2L, T0 + 4), "still two held on a");
         assertEquals(BucketTable.LeaseRelease.FREED, giveBack(table, a, three, 0x5EC2E7L, T0 + 5));
-        assertEquals(ReasonCode.RELEASED, decision.reason());
-        assertEquals(3, decision.remainingTokens(), "both tokens of that lease, whatever a caller would say it cost");
+        assertEquals(ReasonCode.RELEASED, verdict.reason());
+        assertEquals(3, verdict.remainingTokens(), "both tokens of that lease, whatever a caller would say it cost");
         assertEquals(BucketTable.LeaseRelease.UNKNOWN, giveBack(table, a, three, 0x5EC2E7L, T0 + 6), "given back already");
-        assertEquals(3, decision.remainingTokens());
+        assertEquals(3, verdict.remainingTokens());
         assertEquals(BucketTable.LeaseRelease.FREED, giveBack(table, b, three, 0xB0B1L, T0 + 7));
         assertEquals(2, table.sweep(T0 + 8, table.slotCount()), "keys whose leases are all back are forgotten, records gone with them");
         assertEquals(0, table.size());
         assertEquals(BucketTable.LeaseRelease.UNKNOWN, giveBack(table, limitKey("never-seen"), three, 1, T0 + 9));
         assertEquals(0, table.size(), "a release stores nothing");
         final UnsafeBuffer rated = limitKey("rated");
-        table.releaseLease(rated, 0, rated.capacity(), KeyHash.hash(rated, 0, rated.capacity()), tenPerSecondBurstFive, 1, T0 + 9, decision);
-        assertEquals(ReasonCode.RELEASED, decision.reason(), "a rate limit takes no leases: a release changes nothing");
+        table.releaseLease(rated, 0, rated.capacity(), KeyHash.hash(rated, 0, rated.capacity()), tenPerSecondBurstFive, 1, T0 + 9, verdict);
+        assertEquals(ReasonCode.RELEASED, verdict.reason(), "a rate limit takes no leases: a release changes nothing");
     }
 
     @Test
@@ -137,10 +137,10 @@ class BucketTableTest
         final BucketTable table = new BucketTable(1, 4096, ordinal -> three);
         final UnsafeBuffer a = limitKey("a");
         assertFalse(grant(table, a, three, 1, 7, T0));
-        assertEquals(ReasonCode.STORE_FULL, decision.reason());
+        assertEquals(ReasonCode.STORE_FULL, verdict.reason());
         assertEquals(1, table.storeFullRejections());
         assertEquals(BucketTable.LeaseRelease.UNKNOWN, giveBack(table, a, three, 7, T0 + 1));
-        assertEquals(3, decision.remainingTokens(), "no lease counts that no release could name");
+        assertEquals(3, verdict.remainingTokens(), "no lease counts that no release could name");
     }
 
     @Test
@@ -151,22 +151,22 @@ class BucketTableTest
         for (int i = 0; i < 10; i++)
         {
             assertTrue(acquire(table, "a", soft, 1, T0));
-            assertEquals(ReasonCode.ALLOWED, decision.reason());
+            assertEquals(ReasonCode.ALLOWED, verdict.reason());
         }
         for (int i = 0; i < 2; i++)
         {
             assertTrue(acquire(table, "a", soft, 1, T0), "20% of a burst of 10 beyond it");
-            assertEquals(ReasonCode.SOFT_OVERAGE, decision.reason());
-            assertEquals(0, decision.remainingTokens());
+            assertEquals(ReasonCode.SOFT_OVERAGE, verdict.reason());
+            assertEquals(0, verdict.remainingTokens());
         }
         assertFalse(acquire(table, "a", soft, 1, T0));
-        assertEquals(ReasonCode.RATE_LIMITED, decision.reason());
-        assertEquals(SECOND / 10, decision.retryAfterNanos(), "one token more brings it back within the overage");
-        assertEquals(12 * SECOND / 10, decision.resetAfterNanos(), "the overage is paid back before the bucket is full");
+        assertEquals(ReasonCode.RATE_LIMITED, verdict.reason());
+        assertEquals(SECOND / 10, verdict.retryAfterNanos(), "one token more brings it back within the overage");
+        assertEquals(12 * SECOND / 10, verdict.resetAfterNanos(), "the overage is paid back before the bucket is full");
         assertTrue(acquire(table, "a", soft, 1, T0 + SECOND / 10));
-        assertEquals(ReasonCode.SOFT_OVERAGE, decision.reason(), "still beyond the limit: the overage is paid back first");
+        assertEquals(ReasonCode.SOFT_OVERAGE, verdict.reason(), "still beyond the limit: the overage is paid back first");
         assertTrue(acquire(table, "a", soft, 3, T0 + SECOND / 10 + 5 * SECOND / 10));
-        assertEquals(ReasonCode.ALLOWED, decision.reason(), "paid back (2) and 3 more: within the limit again");
+        assertEquals(ReasonCode.ALLOWED, verdict.reason(), "paid back (2) and 3 more: within the limit again");
 
         final Limit window = ExcessLimit.softOverage(new FixedWindow(100, SECOND), 10);
         final BucketTable windows = table(100, window);
@@ -175,7 +175,7 @@ class BucketTableTest
         for (int i = 0; i < 200; i++)
         {
             allowed += acquire(windows, "w", window, 1, T0 + i) ? 1 : 0;
-            overage += decision.reason() == ReasonCode.SOFT_OVERAGE ? 1 : 0;
+            overage += verdict.reason() == ReasonCode.SOFT_OVERAGE ? 1 : 0;
         }
         assertEquals(110, allowed, "a window of 100 with 10% soft overage");
         assertEquals(10, overage);
@@ -191,16 +191,16 @@ class BucketTableTest
         for (int i = 1; i <= 5; i++)
         {
             assertTrue(acquire(table, "a", waiting, 1, T0), "reservation " + i);
-            assertEquals(ReasonCode.RESERVED, decision.reason());
-            assertEquals(i * SECOND / 10, decision.retryAfterNanos(), "each caller waits behind the ones before it");
+            assertEquals(ReasonCode.RESERVED, verdict.reason());
+            assertEquals(i * SECOND / 10, verdict.retryAfterNanos(), "each caller waits behind the ones before it");
         }
         assertFalse(acquire(table, "a", waiting, 1, T0), "600 ms is beyond the longest wait");
-        assertEquals(ReasonCode.RATE_LIMITED, decision.reason());
-        assertEquals(SECOND / 10, decision.retryAfterNanos(), "its tokens exist in 600 ms: a retry is reserved 100 ms from now");
+        assertEquals(ReasonCode.RATE_LIMITED, verdict.reason());
+        assertEquals(SECOND / 10, verdict.retryAfterNanos(), "its tokens exist in 600 ms: a retry is reserved 100 ms from now");
         assertFalse(acquire(table, "a", waiting, 1, T0 + SECOND / 10 - 1), "not a nanosecond earlier");
         assertTrue(acquire(table, "a", waiting, 1, T0 + SECOND / 10));
-        assertEquals(ReasonCode.RESERVED, decision.reason());
-        assertEquals(5 * SECOND / 10, decision.retryAfterNanos(), "a refusal reserved nothing");
+        assertEquals(ReasonCode.RESERVED, verdict.reason());
+        assertEquals(5 * SECOND / 10, verdict.retryAfterNanos(), "a refusal reserved nothing");
     }
 
     @Test
@@ -212,11 +212,11 @@ class BucketTableTest
         final long hash = KeyHash.hash(k, 0, k.capacity());
         assertTrue(acquire(table, "shared", waiting, 5, T0));
         // 5 left, a floor of 5: a lower-priority request of 1 would dip into the reserve now.
-        assertFalse(table.peek(k, 0, k.capacity(), hash, waiting, 1, waiting.costUnits(5), T0, decision));
-        assertEquals(ReasonCode.RATE_LIMITED, decision.reason());
-        assertEquals(SECOND / 10, decision.retryAfterNanos(), "when one token above the floor exists");
-        assertTrue(table.peek(k, 0, k.capacity(), hash, waiting, 6, 0, T0, decision), "without a floor it reserves");
-        assertEquals(ReasonCode.RESERVED, decision.reason());
+        assertFalse(table.peek(k, 0, k.capacity(), hash, waiting, 1, waiting.costUnits(5), T0, verdict));
+        assertEquals(ReasonCode.RATE_LIMITED, verdict.reason());
+        assertEquals(SECOND / 10, verdict.retryAfterNanos(), "when one token above the floor exists");
+        assertTrue(table.peek(k, 0, k.capacity(), hash, waiting, 6, 0, T0, verdict), "without a floor it reserves");
+        assertEquals(ReasonCode.RESERVED, verdict.reason());
     }
 
     @Test
@@ -241,7 +241,7 @@ class BucketTableTest
                 {
                     for (long c = 0; c < cost; c++)
                     {
-                        proceedAt.add(now + decision.retryAfterNanos());
+                        proceedAt.add(now + verdict.retryAfterNanos());
                     }
                 }
             }
@@ -267,7 +267,7 @@ class BucketTableTest
         assertFalse(acquire(table, "a", tenPerSecondBurstFive, 1, T0 + SECOND / 10 - 1));
         assertTrue(acquire(table, "a", tenPerSecondBurstFive, 1, T0 + SECOND / 10));
         assertFalse(acquire(table, "a", tenPerSecondBurstFive, 6, T0 + 100 * SECOND), "long idle still caps at burst");
-        assertEquals(ReasonCode.COST_EXCEEDS_BURST, decision.reason());
+        assertEquals(ReasonCode.COST_EXCEEDS_BURST, verdict.reason());
         assertTrue(acquire(table, "a", tenPerSecondBurstFive, 5, T0 + 100 * SECOND));
         assertFalse(acquire(table, "a", tenPerSecondBurstFive, 1, T0 + 100 * SECOND));
     }
@@ -279,7 +279,7 @@ class BucketTableTest
         final BucketTable table = table(100, threePerSevenSeconds);
         assertTrue(acquire(table, "k", threePerSevenSeconds, 4, T0));
         assertFalse(acquire(table, "k", threePerSevenSeconds, 2, T0 + SECOND));
-        final long retryAt = T0 + SECOND + decision.retryAfterNanos();
+        final long retryAt = T0 + SECOND + verdict.retryAfterNanos();
         assertFalse(acquire(table, "k", threePerSevenSeconds, 2, retryAt - 1), "one nanosecond early");
         assertTrue(acquire(table, "k", threePerSevenSeconds, 2, retryAt), "exactly at retry-after");
     }
@@ -299,9 +299,9 @@ class BucketTableTest
     {
         final BucketTable table = table(100, tenPerSecondBurstFive);
         assertFalse(acquire(table, "a", tenPerSecondBurstFive, 6, T0));
-        assertEquals(ReasonCode.COST_EXCEEDS_BURST, decision.reason());
-        assertEquals(ResultCodec.NEVER, decision.retryAfterNanos());
-        assertEquals(5, decision.remainingTokens());
+        assertEquals(ReasonCode.COST_EXCEEDS_BURST, verdict.reason());
+        assertEquals(ResultCodec.NEVER, verdict.retryAfterNanos());
+        assertEquals(5, verdict.remainingTokens());
         assertEquals(0, table.size(), "a full bucket is not stored");
     }
 
@@ -312,12 +312,12 @@ class BucketTableTest
         final UnsafeBuffer a = key("tenant-a");
         final UnsafeBuffer b = key("tenant-b");
         final long sameHash = 42;
-        table.acquire(a, 0, a.capacity(), sameHash, 0, tenPerSecondBurstFive, 5, T0, decision);
-        assertTrue(decision.allowed());
-        table.acquire(b, 0, b.capacity(), sameHash, 0, tenPerSecondBurstFive, 5, T0, decision);
-        assertTrue(decision.allowed(), "b has its own bucket despite the equal hash");
-        table.acquire(a, 0, a.capacity(), sameHash, 0, tenPerSecondBurstFive, 1, T0, decision);
-        assertFalse(decision.allowed());
+        table.acquire(a, 0, a.capacity(), sameHash, 0, tenPerSecondBurstFive, 5, T0, verdict);
+        assertTrue(verdict.allowed());
+        table.acquire(b, 0, b.capacity(), sameHash, 0, tenPerSecondBurstFive, 5, T0, verdict);
+        assertTrue(verdict.allowed(), "b has its own bucket despite the equal hash");
+        table.acquire(a, 0, a.capacity(), sameHash, 0, tenPerSecondBurstFive, 1, T0, verdict);
+        assertFalse(verdict.allowed());
         assertEquals(2, table.size());
     }
 
@@ -331,7 +331,7 @@ class BucketTableTest
         }
         assertEquals(4, table.size());
         assertFalse(acquire(table, "k4", tenPerSecondBurstFive, 1, T0), "full table, nothing refilled yet");
-        assertEquals(ReasonCode.STORE_FULL, decision.reason());
+        assertEquals(ReasonCode.STORE_FULL, verdict.reason());
         assertEquals(1, table.storeFullRejections());
         // A tenth of a second later every bucket is full again, so they can go.
         assertTrue(acquire(table, "k4", tenPerSecondBurstFive, 1, T0 + SECOND / 10));
@@ -371,7 +371,7 @@ class BucketTableTest
             assertTrue(acquire(table, "a-long-key-that-needs-a-64-byte-chunk-" + i + "-".repeat(10), tenPerSecondBurstFive, 1, T0));
         }
         assertFalse(acquire(table, "short", tenPerSecondBurstFive, 1, T0), "no room yet");
-        assertEquals(ReasonCode.STORE_FULL, decision.reason());
+        assertEquals(ReasonCode.STORE_FULL, verdict.reason());
         for (int i = 0; i < 4; i++)
         {
             // Later: the long keys have refilled and are swept; short keys reuse their 64-byte chunks.
@@ -427,7 +427,7 @@ class BucketTableTest
         }
         assertEquals(table.maxSlotCount(), table.slotCount());
         assertFalse(acquire(table, "one-more", tenPerSecondBurstFive, 1, T0), "full, nothing refilled");
-        assertEquals(ReasonCode.STORE_FULL, decision.reason());
+        assertEquals(ReasonCode.STORE_FULL, verdict.reason());
         assertTrue(acquire(table, "one-more", tenPerSecondBurstFive, 1, T0 + SECOND), "refilled buckets make room");
         assertEquals(table.maxSlotCount(), table.slotCount());
     }
@@ -515,6 +515,6 @@ class BucketTableTest
         assertEquals(0, table.touchKey(-1));
         assertEquals(digest, table.trackedDigest());
         assertTrue(acquire(table, "stored", tenPerSecondBurstFive, 1, T0));
-        assertEquals(3, decision.remainingTokens(), "the bucket is where it was: 5 - 2");
+        assertEquals(3, verdict.remainingTokens(), "the bucket is where it was: 5 - 2");
     }
 }

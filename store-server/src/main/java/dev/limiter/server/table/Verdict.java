@@ -3,7 +3,7 @@ package dev.limiter.server.table;
 import dev.limiter.protocol.ReasonCode;
 
 /** A reusable holder for one decision's outcome, written by {@link BucketTable#acquire}. */
-public final class Decision
+public final class Verdict
 {
     boolean allowed;
     ReasonCode reason;
@@ -62,7 +62,7 @@ public final class Decision
     @Override
     public String toString()
     {
-        return "Decision{" + (allowed ? "allowed" : "denied") + ", " + reason + ", remaining=" + remainingTokens +
+        return "Verdict{" + (allowed ? "allowed" : "denied") + ", " + reason + ", remaining=" + remainingTokens +
             ", retryAfterNs=" + retryAfterNanos + ", resetAfterNs=" + resetAfterNanos + '}';
     }
 }
