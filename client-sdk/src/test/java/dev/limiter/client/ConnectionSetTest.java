@@ -54,8 +54,10 @@ class ConnectionSetTest
                 {
                     for (int call = 0; call < 20; call++)
                     {
-                        assertSame(answering, set.open(a.endpoint()), "a call to the answering node goes back on that connection");
-                        assertSame(partner, set.open(b.endpoint()), "a call to another node goes on its first connection on this I/O thread");
+                        assertSame(answering, set.open(a.endpoint()),
+                            "a call to the answering node goes back on that connection");
+                        assertSame(partner, set.open(b.endpoint()),
+                            "a call to another node goes on its first connection on this I/O thread");
                     }
                 });
             }
@@ -127,10 +129,12 @@ class ConnectionSetTest
     }
 
     private static final ConnectionSettings SETTINGS = new ConnectionSettings(NioSocketChannel.class, null, 5_000,
-        TimeUnit.SECONDS.toNanos(30), LimiterClient.DEFAULT_MAX_BATCH, 1 << 20, 0, ConnectionSettings.utf8("connection-set-test"));
+        TimeUnit.SECONDS.toNanos(30), LimiterClient.DEFAULT_MAX_BATCH, 1 << 20, 0,
+            ConnectionSettings.utf8("connection-set-test"));
     private static final Connection.Events NO_EVENTS = new Connection.Events(null, map -> { }, descriptor -> { });
 
-    private static Connection[] connections(final ScriptedNode node, final EventLoop[] loops, final List<Connection> all)
+    private static Connection[] connections(final ScriptedNode node, final EventLoop[] loops,
+        final List<Connection> all)
     {
         final String[] hostPort = node.endpoint().split(":");
         final Connection[] connections = new Connection[PER_NODE];

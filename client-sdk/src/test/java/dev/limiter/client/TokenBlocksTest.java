@@ -23,7 +23,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /**
  * SDK token leases against one bucket shared by many SDK instances, on a manual clock: the bucket
  * is the table's exact arithmetic ({@link TokenBucket.Rate}), each instance a {@link TokenBlocks}
- * with the blocking call's steps (local, else a block or the cost from the bucket).
+ * whose blocking calls go through the SDK's {@link TokenBlockStage} (local, else a block or the
+ * cost from the bucket).
  */
 class TokenBlocksTest
 {
@@ -31,6 +32,9 @@ class TokenBlocksTest
     private static final long MS = 1_000_000L;
 
     private final AtomicLong now = new AtomicLong(1_000 * SECOND);
+    /** A circuit with no lane open: every blocking call may ask for a block. */
+    private static final Circuit CLOSED_CIRCUIT = new Circuit(null, null, null, () -> false, 3, SECOND, 0);
+    private static final Delivery DELIVERY = new Delivery("token-blocks-test-delivery");
 
     /** The cluster's bucket of one key: exact refill, charges whole blocks. */
     private final class Bucket
@@ -57,7 +61,8 @@ class TokenBlocksTest
                 units = rate.charge(units, rate.costUnits(tokens));
                 charges.add(new long[] {t, tokens});
             }
-            return new Decision(ok, ok ? ReasonCode.ALLOWED : ReasonCode.RATE_LIMITED, rate.wholeTokens(Math.max(0, units)),
+            return new Decision(ok, ok ? ReasonCode.ALLOWED : ReasonCode.RATE_LIMITED, rate.wholeTokens(Math.max(0,
+                units)),
                 rate.burstTokens(), 0, 0, "hot", 1, 1);
         }
     }
@@ -114,24 +119,37 @@ class TokenBlocksTest
                 inFlight.add(new Object[] {now.get() + renewalDelay.applyAsLong(30 * MS), bucket.take(block), answer});
                 return answer;
             });
+            this.stage = new TokenBlockStage(leases, CLOSED_CIRCUIT, new ShardRouter(null, lane -> false), DELIVERY,
+                new CallPath()
+            {
+                @Override
+                public CompletableFuture<Decision> acquire(final Descriptor descriptor, final int cost,
+                    final int wireCost,
+                    final long deadlineNanos)
+                {
+                    throw new AssertionError("the stage was called blocking");
+                }
+
+                @Override
+                public Decision acquireBlocking(final Descriptor descriptor, final int cost, final int wireCost,
+                    final long deadlineNanos)
+                {
+                    return bucket.take(wireCost);
+                }
+            });
         }
 
-        /** What LimiterClient.acquireBlocking does with leases; returns whether the call may go ahead. */
+        /** A blocking call through the SDK's {@link TokenBlockStage}, whose next stage is the bucket. */
+        final CallPath stage;
+
+        /** Returns whether the call may go ahead. */
         boolean call()
         {
-            final Decision leased = leases.tryLocal(hot, 1);
-            if (leased != null)
+            final Decision answer = stage.acquireBlocking(hot, 1, 1, SECOND);
+            if (answer.fromTokenLease())
             {
-                assertTrue(leased.fromTokenLease() && leased.allowed());
+                assertTrue(answer.allowed());
                 local++;
-                granted++;
-                return true;
-            }
-            final int ask = leases.toAsk(hot, 1);
-            Decision answer = bucket.take(ask);
-            if (!leases.granted(hot, 1, ask, now.get(), answer))
-            {
-                answer = bucket.take(1);
             }
             granted += answer.allowed() ? 1 : 0;
             return answer.allowed();
@@ -203,14 +221,16 @@ class TokenBlocksTest
                         to++;
                     }
                     final long bound = burst + (long)Math.floor((double)rate * (span + maxAge) / SECOND);
-                    assertTrue(to - from <= bound, "round " + round + ": " + (to - from) + " grants within " + span / MS + " ms, more than " +
+                    assertTrue(to - from <= bound, "round " + round + ": " + (to - from) + " grants within "
+                        + span / MS + " ms, more than " +
                         "burst + rate x (T + maxAge) = " + bound);
                 }
             }
             final long used = sdks.stream().mapToLong(s -> s.leases.used()).sum();
             final long leased = sdks.stream().mapToLong(s -> s.leases.leased()).sum();
             final long lapsed = sdks.stream().mapToLong(s -> s.leases.lapsed()).sum();
-            assertTrue(used + lapsed <= leased, "every leased token was used or lapsed, once: " + used + " + " + lapsed + " > " + leased);
+            assertTrue(used + lapsed <= leased, "every leased token was used or lapsed, once: " + used + " + "
+                + lapsed + " > " + leased);
             localCalls += sdks.stream().mapToLong(s -> s.local).sum();
         }
         assertTrue(localCalls > 0, "some calls were decided from leases");
@@ -231,13 +251,15 @@ class TokenBlocksTest
         assertTrue(sdk.local > 90_000, "most calls were local: " + sdk.local);
         final long blocks = bucket.charges.stream().filter(c -> c[1] > 1).count();
         final long biggest = bucket.charges.stream().mapToLong(c -> c[1]).max().orElse(0);
-        assertTrue(biggest <= 100_000 / 20 + 1 && biggest >= 4_000, "a block is about 50 ms of this SDK's own demand (5,000): " + biggest);
+        assertTrue(biggest <= 100_000 / 20 + 1 && biggest >= 4_000,
+            "a block is about 50 ms of this SDK's own demand (5,000): " + biggest);
         assertTrue(blocks >= 10, "blocks as the demand goes on: " + blocks);
         now.addAndGet(SECOND);
         final long lapsedBefore = sdk.leases.lapsed();
         assertNull(sdk.leases.tryLocal(sdk.hot, 1), "a block older than maxAge is not used");
         assertTrue(sdk.leases.lapsed() > lapsedBefore, "its tokens lapse, counted");
-        assertEquals(sdk.leases.leased(), sdk.leases.used() + sdk.leases.lapsed(), "leased = used + lapsed once nothing is held");
+        assertEquals(sdk.leases.leased(), sdk.leases.used() + sdk.leases.lapsed(),
+            "leased = used + lapsed once nothing is held");
     }
 
     @Test
@@ -325,17 +347,20 @@ class TokenBlocksTest
                     assertTrue(leases.granted(busy, 1, ask, now.get(), busyBucket.take(ask)));
                 }
             }
-            assertTrue(leases.keysHeld() <= TokenBlocks.MAX_KEYS, "after " + (i + 1) + " new keys: " + leases.keysHeld() + " keys held");
+            assertTrue(leases.keysHeld() <= TokenBlocks.MAX_KEYS, "after " + (i + 1) + " new keys: "
+                + leases.keysHeld() + " keys held");
         }
         assertTrue(maxExamined <= BoundedKeyTable.SCAN, "keys looked at for one new key: " + maxExamined);
         // Its first window (50 ms of 200) is watched, then blocks serve it: most of the rest is local.
-        assertTrue(busyLocal > busyCalls * 7 / 10, "the busy tenant kept its lease through the churn: " + busyLocal + " of " + busyCalls + " local");
+        assertTrue(busyLocal > busyCalls * 7 / 10, "the busy tenant kept its lease through the churn: " + busyLocal
+            + " of " + busyCalls + " local");
     }
 
     @Test
     void aPreparedPolicySetIsCompiledOnceAndNotOnTheFirstCall()
     {
-        final TokenBlocks leases = new TokenBlocks(holding(now, 1000, 1000, 10), now::get, (d, b) -> new CompletableFuture<>());
+        final TokenBlocks leases = new TokenBlocks(holding(now, 1000, 1000, 10), now::get, (d, b)
+            -> new CompletableFuture<>());
         assertEquals(0, leases.compiles(), "nothing compiled while building");
         leases.prepare(); // what the client does when a set arrives, off the callers' threads
         assertEquals(1, leases.compiles());
@@ -351,7 +376,8 @@ class TokenBlocksTest
         cache.received(1, PolicySet.newBuilder().setVersion(1).addPolicies(Policy.newBuilder().setId("plain")
             .setSelector(Selector.newBuilder().setRoute("/hot")).setRate(1000).setOwner("t"))
             .setDefaultPolicy(Policy.newBuilder().setId("baseline").setRate(2).setOwner("t")).build().toByteArray());
-        final TokenBlocks leases = new TokenBlocks(cache, now::get, (d, b) -> { throw new AssertionError("never asks"); });
+        final TokenBlocks leases = new TokenBlocks(cache, now::get, (d, b)
+            -> { throw new AssertionError("never asks"); });
         final Descriptor hot = Descriptor.of("t", "/hot");
         for (int i = 0; i < 1_000; i++)
         {
@@ -367,7 +393,8 @@ class TokenBlocksTest
         final PolicyCache cache = new PolicyCache(java.time.Duration.ofHours(1), now::get);
         cache.received(1, setLeasing("/other").setVersion(1).build().toByteArray());
         final AtomicLong asked = new AtomicLong();
-        final TokenBlocks first = new TokenBlocks(cache, now::get, (d, b) -> { asked.incrementAndGet(); return new CompletableFuture<>(); });
+        final TokenBlocks first = new TokenBlocks(cache, now::get, (d, b)
+            -> { asked.incrementAndGet(); return new CompletableFuture<>(); });
         final Descriptor hot = Descriptor.of("t", "/hot");
         watchDemand(first, hot);
         assertEquals(1, first.toAsk(hot, 1), "/hot leases nothing under set 1");
