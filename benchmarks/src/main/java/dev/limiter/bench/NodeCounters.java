@@ -51,8 +51,8 @@ record NodeCounters(String server, long cpuNanos, long decisionFrames, long redi
             {
                 return failed(server, "reports no CPU time (a node older than this generator, or a JVM without the measure)");
             }
-            return new NodeCounters(server, status.getCpuNanos(), status.getDecisionFrames(), status.getRedirects(), status.getRole(),
-                groupsLed(status), null);
+            return new NodeCounters(server, status.getCpuNanos(), status.getDecisionFrames(), status.getRedirects(),
+                status.getRole(), groupsLed(status), null);
         }
         catch (final IOException | IllegalArgumentException e)
         {

@@ -319,8 +319,8 @@ final class FailureDrills
                 return null;
             }
             final StatusReport status = StatusJson.parse(answer.text());
-            return new Status(status.getId(), status.getAddress(), Integer.toUnsignedLong(status.getPid()), status.getRole(),
-                status.getLeaderAddress(), status.hasAppliedIndex() ? status.getAppliedIndex() : -1,
+            return new Status(status.getId(), status.getAddress(), Integer.toUnsignedLong(status.getPid()),
+                status.getRole(), status.getLeaderAddress(), status.hasAppliedIndex() ? status.getAppliedIndex() : -1,
                 status.hasElectionTimeoutMs() ? Integer.toUnsignedLong(status.getElectionTimeoutMs()) : -1);
         }
         catch (final IOException | RuntimeException e)

@@ -146,7 +146,8 @@ public final class StatusCommand implements Callable<Integer>
         }
         groupLeaders.values().forEach(g -> leadersPerNode.merge(g.getLeader(), 1, Integer::sum));
         leadersPerNode.remove(""); // a group electing has no leader
-        final String timeoutsDiffer = electionTimeoutsDiffer(answers.stream().filter(Answer::answered).map(Answer::status).toList());
+        final String timeoutsDiffer =
+            electionTimeoutsDiffer(answers.stream().filter(Answer::answered).map(Answer::status).toList());
         if (json)
         {
             printJson(addresses, answers, maxApplied, groupLeaders, leadersPerNode, timeoutsDiffer == null);
@@ -161,7 +162,8 @@ public final class StatusCommand implements Callable<Integer>
                 final Answer answer = answers.get(i++);
                 if (!answer.answered())
                 {
-                    System.out.printf(Locale.ROOT, "%-8s %-22s %-16s %s%n", "?", address, "UNREACHABLE", answer.error());
+                    System.out.printf(Locale.ROOT, "%-8s %-22s %-16s %s%n", "?", address, "UNREACHABLE",
+                        answer.error());
                     continue;
                 }
                 final StatusReport status = answer.status();
@@ -169,17 +171,18 @@ public final class StatusCommand implements Callable<Integer>
                     .map(g -> String.valueOf(g.getGroup())).reduce((a, b) -> a + "," + b)
                     .orElse(status.getGroupsCount() > 0 ? "-" : "all");
                 final String leader = status.getLeader().isEmpty() ? "-" : status.getLeader();
-                System.out.printf(Locale.ROOT, "%-8s %-22s %-16s %-8s %-8s %-6s %-12s %-6s %s%n", status.getId(), address,
-                    status.getRole(), leads, leader, status.hasTerm() ? status.getTerm() : "-",
+                System.out.printf(Locale.ROOT, "%-8s %-22s %-16s %-8s %-8s %-6s %-12s %-6s %s%n", status.getId(),
+                    address, status.getRole(), leads, leader, status.hasTerm() ? status.getTerm() : "-",
                     status.hasAppliedIndex() ? status.getAppliedIndex() : "-",
                     status.hasAppliedIndex() ? lag(answer, maxApplied) : "-",
-                    status.getShardsList().stream().map(shard -> String.valueOf(shard.getBuckets())).collect(Collectors.joining("/")));
+                    status.getShardsList().stream().map(shard -> String.valueOf(shard.getBuckets()))
+                        .collect(Collectors.joining("/")));
             }
             if (groupLeaders.size() > 1)
             {
                 System.out.printf(Locale.ROOT, "%n%-6s %-8s %s%n", "GROUP", "LEADER", "SHARDS");
-                groupLeaders.values().forEach(g -> System.out.printf(Locale.ROOT, "%-6d %-8s %s%n", g.getGroup(), g.getLeader(),
-                    shards(g)));
+                groupLeaders.values().forEach(g ->
+                    System.out.printf(Locale.ROOT, "%-6d %-8s %s%n", g.getGroup(), g.getLeader(), shards(g)));
                 final StringBuilder spread = new StringBuilder("groups led per node:");
                 leadersPerNode.forEach((node, led) -> spread.append(' ').append(node).append('=').append(led));
                 System.out.println(spread);
@@ -232,7 +235,8 @@ public final class StatusCommand implements Callable<Integer>
         String from = null;
         for (final Answer answer : answers)
         {
-            if (answer.answered() && answer.status().hasRegion() && (region == null || answer.status().getRegion().getLeads()))
+            final boolean hasRegion = answer.answered() && answer.status().hasRegion();
+            if (hasRegion && (region == null || answer.status().getRegion().getLeads()))
             {
                 region = answer.status().getRegion();
                 from = answer.status().getId();
@@ -247,12 +251,14 @@ public final class StatusCommand implements Callable<Integer>
         System.out.printf(Locale.ROOT, "%-24s %-8s %s%n", "REGIONAL POLICY", "SHARE", "DEMAND/S (this node)");
         for (final RegionShare share : region.getSharesList())
         {
-            System.out.printf(Locale.ROOT, "%-24s %-8.4f %.1f%n", share.getPolicy(), share.getShare(), share.getDemandPerSecond());
+            System.out.printf(Locale.ROOT, "%-24s %-8.4f %.1f%n", share.getPolicy(), share.getShare(),
+                share.getDemandPerSecond());
         }
         for (final PeerRegion peer : region.getRegionsList())
         {
             final long age = peer.getReportAgeMs();
-            System.out.println("other region " + peer.getRegion() + ": " + (age < 0 ? "never heard from" : "last report " + age + " ms ago"));
+            System.out.println("other region " + peer.getRegion() + ": " +
+                (age < 0 ? "never heard from" : "last report " + age + " ms ago"));
         }
     }
 
@@ -260,8 +266,9 @@ public final class StatusCommand implements Callable<Integer>
      * {@code --json}: every member's status document as it answered it (with its lag), or why it did
      * not; each group's leader and shards; whether the election timeouts agree; groups led per node.
      */
-    private static void printJson(final Set<String> addresses, final List<Answer> answers, final Map<Integer, Long> maxApplied,
-        final Map<Integer, GroupStatus> groupLeaders, final Map<String, Integer> leadersPerNode, final boolean timeoutsAgree)
+    private static void printJson(final Set<String> addresses, final List<Answer> answers,
+        final Map<Integer, Long> maxApplied, final Map<Integer, GroupStatus> groupLeaders,
+        final Map<String, Integer> leadersPerNode, final boolean timeoutsAgree)
     {
         final JsonArray members = new JsonArray();
         int i = 0;
@@ -308,7 +315,8 @@ public final class StatusCommand implements Callable<Integer>
     {
         try
         {
-            final BlockingRequest.Answer answer = BlockingRequest.send(hostPort, MessageType.STATUS, new byte[0], timeoutMs, context);
+            final BlockingRequest.Answer answer =
+                BlockingRequest.send(hostPort, MessageType.STATUS, new byte[0], timeoutMs, context);
             if (answer.type() != MessageType.STATUS_RESULT)
             {
                 return Answer.failed("unexpected answer " + MessageType.name(answer.type()));
@@ -334,7 +342,8 @@ public final class StatusCommand implements Callable<Integer>
         long lag = 0;
         for (final GroupStatus group : groups(answer))
         {
-            lag = Math.max(lag, maxApplied.getOrDefault(group.getGroup(), group.getAppliedIndex()) - group.getAppliedIndex());
+            final long most = maxApplied.getOrDefault(group.getGroup(), group.getAppliedIndex());
+            lag = Math.max(lag, most - group.getAppliedIndex());
         }
         return lag;
     }

@@ -72,8 +72,8 @@ class AdminTlsTest
             }
             assertEquals(0, status, captured.toString(StandardCharsets.UTF_8));
             final String printed = captured.toString(StandardCharsets.UTF_8);
-            assertEquals("LEADER", JsonParser.parseString(printed).getAsJsonObject().getAsJsonArray("members").get(0).getAsJsonObject()
-                .get("role").getAsString(), printed);
+            assertEquals("LEADER", JsonParser.parseString(printed).getAsJsonObject().getAsJsonArray("members").get(0)
+                .getAsJsonObject().get("role").getAsString(), printed);
         }
     }
 }

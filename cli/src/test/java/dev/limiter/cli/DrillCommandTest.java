@@ -85,7 +85,8 @@ class DrillCommandTest
         }
         warmUp(data);
         // The option reaches the Raft node each member runs (status reports the node's own value).
-        nodes.forEach(node -> assertEquals(300, StatusJson.parse(node.statusJson()).getElectionTimeoutMs(), node.statusJson()));
+        nodes.forEach(node ->
+            assertEquals(300, StatusJson.parse(node.statusJson()).getElectionTimeoutMs(), node.statusJson()));
         final PolicyCommandTest.Result result = drill("rollback", "hot-tenant", "spike", "--server", String.join(",", data), "--admin", String.join(",", admin),
             "--seconds", "2", "--json");
         final String[] lines = result.out().split("\n");
@@ -103,7 +104,8 @@ class DrillCommandTest
         assertEquals(before[1], before[0], "every call of the others granted by a node before the spike: " + lines[2]);
         assertEquals(during[1], during[0], "and during it: " + lines[2]);
         final long spiking = FailureDrillsTest.number(lines[2], "spikingTenantGrantedByNodes");
-        assertTrue(spiking <= FailureDrillsTest.number(lines[2], "grantBound"), "the spiking tenant within its bound: " + lines[2]);
+        assertTrue(spiking <= FailureDrillsTest.number(lines[2], "grantBound"),
+            "the spiking tenant within its bound: " + lines[2]);
         assertTrue(spiking > 0, lines[2]);
         assertEquals(0, FailureDrillsTest.number(lines[2], "decidedLocally"), "nothing decided locally: " + lines[2]);
         assertEquals(lines[2].contains("\"verdict\":\"PASS\"") ? 0 : 1, result.status(), "exit 0 only when every drill passed: " + result);

@@ -169,10 +169,14 @@ class FailureDrillsTest
         assertTrue(refused.getMessage().contains("is not a node started from the command line"), refused.getMessage());
     }
 
-    /** A drill verdict's evidence {@code name}: a number, or the number a text such as "12 (burst 10 + ...)" starts with. */
+    /**
+     * A drill verdict's evidence {@code name}: a number, or the number a text such as "12 (burst 10 + ...)"
+     * starts with.
+     */
     static long number(final String verdict, final String name)
     {
-        final JsonElement value = JsonParser.parseString(verdict).getAsJsonObject().getAsJsonObject("evidence").get(name);
+        final JsonElement value =
+            JsonParser.parseString(verdict).getAsJsonObject().getAsJsonObject("evidence").get(name);
         assertTrue(value != null && value.isJsonPrimitive(), name + " in " + verdict);
         return Long.parseLong(value.getAsString().split(" ", 2)[0]);
     }

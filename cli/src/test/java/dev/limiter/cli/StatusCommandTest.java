@@ -108,16 +108,19 @@ class StatusCommandTest
     }
 
     /** As {@link #status}, without the election timeout (as a member of a build before the option reports). */
-    private static StatusReport.Builder report(final String id, final int port, final int led, final long applied1, final int[] ports)
+    private static StatusReport.Builder report(final String id, final int port, final int led, final long applied1,
+        final int[] ports)
     {
-        final StatusReport.Builder report = StatusReport.newBuilder().setId(id).setAddress("127.0.0.1:" + port).setClustered(true)
-            .setLeader("n1").setLeaderAddress("127.0.0.1:" + ports[0]).setTerm(2).setAppliedIndex(40).setAppliedDecisions(9)
+        final StatusReport.Builder report = StatusReport.newBuilder().setId(id).setAddress("127.0.0.1:" + port)
+            .setClustered(true).setLeader("n1").setLeaderAddress("127.0.0.1:" + ports[0]).setTerm(2).setAppliedIndex(40)
+            .setAppliedDecisions(9)
             .setDigest(1).setRole(led == 0 ? "LEADER" : "FOLLOWER").setCpuNanos(1)
             .addShards(ShardStatus.newBuilder().setShard(0).setRole("LEADER").setBuckets(1));
         for (int g = 0; g < 3; g++)
         {
-            report.addGroups(GroupStatus.newBuilder().setGroup(g).setLeader("n" + (g + 1)).setLeaderAddress("127.0.0.1:" + ports[g])
-                .setRole(g == led ? "LEADER" : "FOLLOWER").setTerm(2).setAppliedIndex(g == 1 ? applied1 : 40).addShards(g).addShards(g + 3));
+            report.addGroups(GroupStatus.newBuilder().setGroup(g).setLeader("n" + (g + 1))
+                .setLeaderAddress("127.0.0.1:" + ports[g]).setRole(g == led ? "LEADER" : "FOLLOWER").setTerm(2)
+                .setAppliedIndex(g == 1 ? applied1 : 40).addShards(g).addShards(g + 3));
             report.addMembers(Member.newBuilder().setId("n" + (g + 1)).setAddress("127.0.0.1:" + ports[g]));
         }
         return report;
@@ -181,15 +184,17 @@ class StatusCommandTest
         final String printed = printed("--server", "127.0.0.1:" + ports[1], "--json");
         assertTrue(printed.endsWith("}\n") && printed.indexOf('\n') == printed.length() - 1, "one line: " + printed);
         final JsonObject json = JsonParser.parseString(printed).getAsJsonObject();
-        assertEquals(JsonParser.parseString("[{\"group\":0,\"leader\":\"n1\",\"shards\":[0,3]},{\"group\":1,\"leader\":\"n2\"," +
-            "\"shards\":[1,4]},{\"group\":2,\"leader\":\"n3\",\"shards\":[2,5]}]"), json.get("groups"), printed);
+        assertEquals(JsonParser.parseString("[{\"group\":0,\"leader\":\"n1\",\"shards\":[0,3]}," +
+            "{\"group\":1,\"leader\":\"n2\",\"shards\":[1,4]},{\"group\":2,\"leader\":\"n3\",\"shards\":[2,5]}]"),
+            json.get("groups"), printed);
         assertTrue(json.get("electionTimeoutsAgree").getAsBoolean(), printed);
         assertEquals(JsonParser.parseString("{\"n1\":1,\"n2\":1,\"n3\":1}"), json.get("leadersPerNode"), printed);
         final JsonObject n3 = json.getAsJsonArray("members").get(2).getAsJsonObject();
         assertEquals("n3", n3.get("id").getAsString(), printed);
         assertEquals(5, n3.get("lag").getAsLong(), printed);
         // A member's status as the node printed it: its int64 fields as strings.
-        assertEquals("95", n3.getAsJsonArray("groups").get(1).getAsJsonObject().get("appliedIndex").getAsString(), printed);
+        assertEquals("95", n3.getAsJsonArray("groups").get(1).getAsJsonObject().get("appliedIndex").getAsString(),
+            printed);
     }
 
     @Test
@@ -202,7 +207,8 @@ class StatusCommandTest
         final String printed = printed("--server", "127.0.0.1:" + ports[0], "--json");
         final JsonObject json = JsonParser.parseString(printed).getAsJsonObject();
         assertFalse(json.get("electionTimeoutsAgree").getAsBoolean(), printed);
-        assertEquals(500, json.getAsJsonArray("members").get(2).getAsJsonObject().get("electionTimeoutMs").getAsInt(), printed);
+        assertEquals(500, json.getAsJsonArray("members").get(2).getAsJsonObject().get("electionTimeoutMs").getAsInt(),
+            printed);
     }
 
     @Test
@@ -228,11 +234,14 @@ class StatusCommandTest
         final String table = printed(1, "--server", "127.0.0.1:" + ports[0]);
         final String[] lines = table.split("\n");
         assertTrue(lines[2].matches("n2\\s+\\S+\\s+FOLLOWER\\s+1\\s.*"), table);
-        assertTrue(lines[3].startsWith("?") && lines[3].contains("UNREACHABLE") && lines[3].contains("not a node status") &&
+        assertTrue(lines[3].startsWith("?") && lines[3].contains("UNREACHABLE") &&
+            lines[3].contains("not a node status") &&
             lines[3].contains("{\"id\":\"n3\",\"term\":"), table);
 
-        final JsonObject json = JsonParser.parseString(printed(1, "--server", "127.0.0.1:" + ports[0], "--json")).getAsJsonObject();
-        assertTrue(json.getAsJsonArray("members").get(1).getAsJsonObject().has("futureField"), "passed on as the node said it: " + json);
+        final JsonObject json =
+            JsonParser.parseString(printed(1, "--server", "127.0.0.1:" + ports[0], "--json")).getAsJsonObject();
+        assertTrue(json.getAsJsonArray("members").get(1).getAsJsonObject().has("futureField"),
+            "passed on as the node said it: " + json);
         final JsonObject n3 = json.getAsJsonArray("members").get(2).getAsJsonObject();
         assertEquals("UNREACHABLE", n3.get("role").getAsString(), json.toString());
         assertTrue(n3.get("error").getAsString().contains("not a node status"), json.toString());

@@ -524,7 +524,8 @@ public final class StoreServer implements NodeStatus, AutoCloseable
         {
             // A member's buckets are its committed tables (the leader's deciding tables run ahead of them).
             final Replication group = groups == null ? null : groups.ofShard(i);
-            final ShardStatus.Builder shard = ShardStatus.newBuilder().setShard(i).setRole(group == null ? role : roleIn(group));
+            final ShardStatus.Builder shard =
+                ShardStatus.newBuilder().setShard(i).setRole(group == null ? role : roleIn(group));
             if (group != null)
             {
                 shard.setGroup(group.group()).setLeaderAddress(group.leaderAddress());

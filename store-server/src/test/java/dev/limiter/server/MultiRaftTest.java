@@ -268,8 +268,10 @@ class MultiRaftTest
         // Status names every group's leader and every shard's.
         final String json = RawConnection.exchange(peers.get("n3").getPort(), MessageType.STATUS, new byte[0]).text();
         final StatusReport status = StatusJson.parse(json);
-        assertEquals(List.of("n1", "n2", "n3"), status.getGroupsList().stream().map(GroupStatus::getLeader).toList(), json);
-        assertEquals(150, status.getElectionTimeoutMs(), "every member's election timeout, for ./limiter status to compare: " + json);
+        assertEquals(List.of("n1", "n2", "n3"), status.getGroupsList().stream().map(GroupStatus::getLeader).toList(),
+            json);
+        assertEquals(150, status.getElectionTimeoutMs(),
+            "every member's election timeout, for ./limiter status to compare: " + json);
         assertEquals("LEADER", status.getGroups(2).getRole(), json);
         final ShardStatus shard1 = status.getShards(1);
         assertEquals(List.of("FOLLOWER", 1, "127.0.0.1:" + peers.get("n2").getPort()),

@@ -113,11 +113,12 @@ final class ProcessCluster implements AutoCloseable
         }
     }
 
-    /** Group {@code g} as the node's STATUS answer reports it, or null when it does not answer or has no such group. */
+    /** Group {@code g} as the node's STATUS answer reports it; null when it does not answer or has no such group. */
     private GroupStatus group(final String id, final int g)
     {
         final StatusReport status = status(id);
-        return status == null ? null : status.getGroupsList().stream().filter(group -> group.getGroup() == g).findFirst().orElse(null);
+        return status == null ? null :
+            status.getGroupsList().stream().filter(group -> group.getGroup() == g).findFirst().orElse(null);
     }
 
     /** The node's applied log index in group {@code g}, or -1 when it does not answer. */

@@ -272,8 +272,8 @@ class RegionsPartitionTest
     private String roleIn(final int m, final int g)
     {
         final String status = status(m);
-        return status.isEmpty() ? null : StatusJson.parse(status).getGroupsList().stream().filter(group -> group.getGroup() == g)
-            .map(GroupStatus::getRole).findFirst().orElse(null);
+        return status.isEmpty() ? null : StatusJson.parse(status).getGroupsList().stream()
+            .filter(group -> group.getGroup() == g).map(GroupStatus::getRole).findFirst().orElse(null);
     }
 
     /** The regional policy's share as member {@code m}'s control group holds it (what it applied), or -1. */

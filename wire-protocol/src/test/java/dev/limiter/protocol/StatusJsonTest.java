@@ -87,7 +87,8 @@ class StatusJsonTest
     void shouldIgnoreFieldsOfANewerNode()
     {
         final String json = StatusJson.print(everyFieldSet());
-        final String newer = "{\"futureCounter\":\"12\",\"futureSection\":{\"a\":[1,2]}," + json.substring(1, json.length() - 1) +
+        final String newer = "{\"futureCounter\":\"12\",\"futureSection\":{\"a\":[1,2]}," +
+            json.substring(1, json.length() - 1) +
             ",\"shards\":[{\"shard\":0,\"role\":\"LEADER\",\"buckets\":3,\"futureShardField\":true}]}";
 
         final StatusReport read = StatusJson.parse(newer);
@@ -126,7 +127,8 @@ class StatusJsonTest
             () -> StatusJson.parse("ERROR NOT_LEADER"));
         assertTrue(notJson.getMessage().contains("ERROR NOT_LEADER"), notJson.getMessage());
 
-        final IllegalArgumentException empty = assertThrows(IllegalArgumentException.class, () -> StatusJson.parse(" "));
+        final IllegalArgumentException empty =
+            assertThrows(IllegalArgumentException.class, () -> StatusJson.parse(" "));
         assertEquals("not a node status: the answer is empty", empty.getMessage());
     }
 }
