@@ -2,13 +2,13 @@ package dev.limiter.bench;
 
 import dev.limiter.cli.BlockingRequest;
 import dev.limiter.protocol.MessageType;
+import dev.limiter.protocol.StatusJson;
+import dev.limiter.protocol.status.StatusReport;
 
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 import javax.net.ssl.SSLContext;
 
 /**
@@ -45,14 +45,14 @@ record NodeCounters(String server, long cpuNanos, long decisionFrames, long redi
             {
                 return failed(server, "answered " + MessageType.name(answer.type()) + " to STATUS");
             }
-            final String json = answer.text();
-            final long cpu = number(json, "cpuNanos");
-            if (cpu < 0)
+            final StatusReport status = StatusJson.parse(answer.text());
+            // A node older than this generator does not report it (read as 0); a JVM without the measure says -1.
+            if (status.getCpuNanos() <= 0)
             {
                 return failed(server, "reports no CPU time (a node older than this generator, or a JVM without the measure)");
             }
-            return new NodeCounters(server, cpu, number(json, "decisionFrames"), number(json, "redirects"), text(json, "role"),
-                groupsLed(json), null);
+            return new NodeCounters(server, status.getCpuNanos(), status.getDecisionFrames(), status.getRedirects(),
+                status.getRole(), groupsLed(status), null);
         }
         catch (final IOException | IllegalArgumentException e)
         {
@@ -65,34 +65,14 @@ record NodeCounters(String server, long cpuNanos, long decisionFrames, long redi
         return new NodeCounters(server, -1, -1, -1, "", -1, why);
     }
 
-    /** How many of the "groups" in a STATUS answer name this node's role as LEADER; -1 without groups. */
-    private static int groupsLed(final String json)
+    /** How many of the node's Raft groups it leads; -1 for a node outside a cluster (no groups). */
+    private static int groupsLed(final StatusReport status)
     {
-        final int start = json.indexOf("\"groups\":[");
-        if (start < 0)
+        if (status.getGroupsCount() == 0)
         {
             return -1;
         }
-        final int end = json.indexOf("}]", start); // each group closes with "]}" (its shards), the array with "}]"
-        final String groups = json.substring(start, end < 0 ? json.length() : end);
-        int led = 0;
-        for (int at = groups.indexOf("\"role\":\"LEADER\""); at >= 0; at = groups.indexOf("\"role\":\"LEADER\"", at + 1))
-        {
-            led++;
-        }
-        return led;
-    }
-
-    private static String text(final String json, final String name)
-    {
-        final Matcher m = Pattern.compile("\"" + name + "\":\"([^\"]*)\"").matcher(json);
-        return m.find() ? m.group(1) : "";
-    }
-
-    private static long number(final String json, final String name)
-    {
-        final Matcher m = Pattern.compile("\"" + name + "\":(-?\\d+)").matcher(json);
-        return m.find() ? Long.parseLong(m.group(1)) : -1;
+        return (int)status.getGroupsList().stream().filter(group -> "LEADER".equals(group.getRole())).count();
     }
 
     /**

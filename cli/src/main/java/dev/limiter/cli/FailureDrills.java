@@ -6,11 +6,13 @@ import dev.limiter.client.Decision;
 import dev.limiter.client.Descriptor;
 import dev.limiter.client.LimiterClient;
 import dev.limiter.protocol.MessageType;
+import dev.limiter.protocol.StatusJson;
 import dev.limiter.protocol.policy.AuditPage;
 import dev.limiter.protocol.policy.AuditRecord;
 import dev.limiter.protocol.policy.Consistency;
 import dev.limiter.protocol.policy.EmergencyBudget;
 import dev.limiter.protocol.policy.FailureMode;
+import dev.limiter.protocol.status.StatusReport;
 
 import java.io.IOException;
 import java.time.Duration;
@@ -316,9 +318,10 @@ final class FailureDrills
             {
                 return null;
             }
-            final String json = answer.text();
-            return new Status(text(json, "id"), text(json, "address"), StatusCommand.number(json, "pid"), text(json, "role"),
-                text(json, "leaderAddress"), StatusCommand.number(json, "appliedIndex"), StatusCommand.number(json, "electionTimeoutMs"));
+            final StatusReport status = StatusJson.parse(answer.text());
+            return new Status(status.getId(), status.getAddress(), Integer.toUnsignedLong(status.getPid()),
+                status.getRole(), status.getLeaderAddress(), status.hasAppliedIndex() ? status.getAppliedIndex() : -1,
+                status.hasElectionTimeoutMs() ? Integer.toUnsignedLong(status.getElectionTimeoutMs()) : -1);
         }
         catch (final IOException | RuntimeException e)
         {
@@ -340,12 +343,6 @@ final class FailureDrills
             status = status(server);
         }
         return status;
-    }
-
-    private static String text(final String json, final String name)
-    {
-        final String value = StatusCommand.text(json, name);
-        return value.equals("-") ? "" : value;
     }
 
     /** The node that leads (the control group, which with one group is every shard's). */

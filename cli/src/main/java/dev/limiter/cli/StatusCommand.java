@@ -1,7 +1,17 @@
 package dev.limiter.cli;
 
+import com.google.gson.GsonBuilder;
+import com.google.gson.JsonArray;
+import com.google.gson.JsonObject;
+import com.google.gson.JsonParser;
 import dev.limiter.protocol.HostPort;
 import dev.limiter.protocol.MessageType;
+import dev.limiter.protocol.StatusJson;
+import dev.limiter.protocol.status.GroupStatus;
+import dev.limiter.protocol.status.PeerRegion;
+import dev.limiter.protocol.status.RegionShare;
+import dev.limiter.protocol.status.RegionStatus;
+import dev.limiter.protocol.status.StatusReport;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import picocli.CommandLine;
@@ -15,8 +25,7 @@ import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.Callable;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
+import java.util.stream.Collectors;
 import javax.net.ssl.SSLContext;
 
 /** {@code ./limiter status}: members, leaders of every Raft group, terms, applied indexes and lag, from every member. */
@@ -50,28 +59,27 @@ public final class StatusCommand implements Callable<Integer>
 
     private SSLContext context;
 
-    private static final Pattern MEMBER = Pattern.compile("\\{\"id\":\"([^\"]*)\",\"address\":\"([^\"]*)\"}");
-    private static final Pattern GROUP = Pattern.compile("\\{\"group\":(\\d+),\"leader\":\"([^\"]*)\",\"leaderAddress\":\"[^\"]*\"," +
-        "\"role\":\"([^\"]*)\",\"term\":-?\\d+,\"appliedIndex\":(-?\\d+),\"shards\":\\[([\\d,]*)]}");
-
-    /** One Raft group as one member reported it. */
-    private record GroupView(int group, String leader, String role, long applied, String shards)
+    /**
+     * One member's answer to STATUS: its document as it came (for --json, which passes on every field,
+     * those of a newer node too) and as read, or why there is none.
+     */
+    private record Answer(String json, StatusReport status, String error)
     {
+        static Answer failed(final String error)
+        {
+            return new Answer(null, null, error);
+        }
+
+        boolean answered()
+        {
+            return status != null;
+        }
     }
 
-    private static List<GroupView> groups(final String answer)
+    /** The shards of a group as "0,3". */
+    private static String shards(final GroupStatus group)
     {
-        final List<GroupView> groups = new ArrayList<>();
-        if (answer == null)
-        {
-            return groups;
-        }
-        final Matcher m = GROUP.matcher(answer);
-        while (m.find())
-        {
-            groups.add(new GroupView(Integer.parseInt(m.group(1)), m.group(2), m.group(3), Long.parseLong(m.group(4)), m.group(5)));
-        }
-        return groups;
+        return group.getShardsList().stream().map(String::valueOf).collect(Collectors.joining(","));
     }
 
     @Override
@@ -101,84 +109,48 @@ public final class StatusCommand implements Callable<Integer>
         final Set<String> addresses = new LinkedHashSet<>(servers);
         for (final String server : servers)
         {
-            final String answer = ask(server);
-            if (answer != null && answer.startsWith("{"))
+            final Answer answer = ask(server);
+            if (answer.answered())
             {
-                final String membersPart = answer.substring(answer.indexOf("\"members\":"));
-                final Matcher m = MEMBER.matcher(membersPart);
-                while (m.find())
-                {
-                    addresses.add(m.group(2));
-                }
+                answer.status().getMembersList().forEach(member -> addresses.add(member.getAddress()));
                 break;
             }
         }
-        final List<String> answers = new ArrayList<>();
+        final List<Answer> answers = new ArrayList<>();
         boolean allAnswered = true;
         // The most advanced member's applied index, per Raft group: lag is measured against it.
         final Map<Integer, Long> maxApplied = new TreeMap<>();
         // Each group's leader and shards, as its leader (else any member) reports them.
-        final Map<Integer, GroupView> groupLeaders = new TreeMap<>();
+        final Map<Integer, GroupStatus> groupLeaders = new TreeMap<>();
         for (final String address : addresses)
         {
-            final String answer = ask(address);
+            final Answer answer = ask(address);
             answers.add(answer);
-            allAnswered &= answer != null && answer.startsWith("{");
-            for (final GroupView group : groups(answer))
+            allAnswered &= answer.answered();
+            for (final GroupStatus group : groups(answer))
             {
-                maxApplied.merge(group.group(), group.applied(), Math::max);
-                if (!groupLeaders.containsKey(group.group()) || "LEADER".equals(group.role()))
+                maxApplied.merge(group.getGroup(), group.getAppliedIndex(), Math::max);
+                if (!groupLeaders.containsKey(group.getGroup()) || "LEADER".equals(group.getRole()))
                 {
-                    groupLeaders.put(group.group(), group);
+                    groupLeaders.put(group.getGroup(), group);
                 }
             }
         }
         final Map<String, Integer> leadersPerNode = new TreeMap<>();
-        for (final String answer : answers)
+        for (final Answer answer : answers)
         {
-            if (answer != null && answer.startsWith("{") && answer.contains("\"groups\""))
+            if (answer.answered() && answer.status().getGroupsCount() > 0)
             {
-                leadersPerNode.put(text(answer, "id"), 0);
+                leadersPerNode.put(answer.status().getId(), 0);
             }
         }
-        groupLeaders.values().forEach(g -> leadersPerNode.merge(g.leader(), 1, Integer::sum));
-        leadersPerNode.remove("null");
-        final String timeoutsDiffer = electionTimeoutsDiffer(answers);
+        groupLeaders.values().forEach(g -> leadersPerNode.merge(g.getLeader(), 1, Integer::sum));
+        leadersPerNode.remove(""); // a group electing has no leader
+        final String timeoutsDiffer =
+            electionTimeoutsDiffer(answers.stream().filter(Answer::answered).map(Answer::status).toList());
         if (json)
         {
-            final StringBuilder out = new StringBuilder("{\"members\":[");
-            int i = 0;
-            for (final String address : addresses)
-            {
-                final String answer = answers.get(i);
-                out.append(i++ == 0 ? "" : ",");
-                if (answer != null && answer.startsWith("{"))
-                {
-                    out.append(answer, 0, answer.length() - 1).append(",\"lag\":").append(lag(answer, maxApplied)).append('}');
-                }
-                else
-                {
-                    out.append("{\"address\":\"").append(address).append("\",\"role\":\"UNREACHABLE\",\"error\":\"")
-                        .append(answer == null ? "no answer" : answer.replace("\"", "'")).append("\"}");
-                }
-            }
-            out.append("],\"groups\":[");
-            boolean first = true;
-            for (final GroupView group : groupLeaders.values())
-            {
-                out.append(first ? "" : ",").append("{\"group\":").append(group.group()).append(",\"leader\":\"")
-                    .append(group.leader()).append("\",\"shards\":[").append(group.shards()).append("]}");
-                first = false;
-            }
-            out.append("],\"electionTimeoutsAgree\":").append(timeoutsDiffer == null);
-            out.append(",\"leadersPerNode\":{");
-            first = true;
-            for (final Map.Entry<String, Integer> node : leadersPerNode.entrySet())
-            {
-                out.append(first ? "" : ",").append('"').append(node.getKey()).append("\":").append(node.getValue());
-                first = false;
-            }
-            System.out.println(out.append("}}"));
+            printJson(addresses, answers, maxApplied, groupLeaders, leadersPerNode, timeoutsDiffer == null);
         }
         else
         {
@@ -187,24 +159,30 @@ public final class StatusCommand implements Callable<Integer>
             int i = 0;
             for (final String address : addresses)
             {
-                final String answer = answers.get(i++);
-                if (answer == null || !answer.startsWith("{"))
+                final Answer answer = answers.get(i++);
+                if (!answer.answered())
                 {
-                    System.out.printf(Locale.ROOT, "%-8s %-22s %-16s %s%n", "?", address, "UNREACHABLE", answer == null ? "" : answer);
+                    System.out.printf(Locale.ROOT, "%-8s %-22s %-16s %s%n", "?", address, "UNREACHABLE",
+                        answer.error());
                     continue;
                 }
-                final long applied = number(answer, "appliedIndex");
-                final String leads = groups(answer).stream().filter(g -> "LEADER".equals(g.role())).map(g -> String.valueOf(g.group()))
-                    .reduce((a, b) -> a + "," + b).orElse(answer.contains("\"groups\"") ? "-" : "all");
-                System.out.printf(Locale.ROOT, "%-8s %-22s %-16s %-8s %-8s %-6s %-12s %-6s %s%n", text(answer, "id"), address,
-                    text(answer, "role"), leads, text(answer, "leader"), answer.contains("\"term\"") ? number(answer, "term") : "-",
-                    answer.contains("\"appliedIndex\"") ? applied : "-",
-                    answer.contains("\"appliedIndex\"") ? lag(answer, maxApplied) : "-", buckets(answer));
+                final StatusReport status = answer.status();
+                final String leads = status.getGroupsList().stream().filter(g -> "LEADER".equals(g.getRole()))
+                    .map(g -> String.valueOf(g.getGroup())).reduce((a, b) -> a + "," + b)
+                    .orElse(status.getGroupsCount() > 0 ? "-" : "all");
+                final String leader = status.getLeader().isEmpty() ? "-" : status.getLeader();
+                System.out.printf(Locale.ROOT, "%-8s %-22s %-16s %-8s %-8s %-6s %-12s %-6s %s%n", status.getId(),
+                    address, status.getRole(), leads, leader, status.hasTerm() ? status.getTerm() : "-",
+                    status.hasAppliedIndex() ? status.getAppliedIndex() : "-",
+                    status.hasAppliedIndex() ? lag(answer, maxApplied) : "-",
+                    status.getShardsList().stream().map(shard -> String.valueOf(shard.getBuckets()))
+                        .collect(Collectors.joining("/")));
             }
             if (groupLeaders.size() > 1)
             {
                 System.out.printf(Locale.ROOT, "%n%-6s %-8s %s%n", "GROUP", "LEADER", "SHARDS");
-                groupLeaders.values().forEach(g -> System.out.printf(Locale.ROOT, "%-6d %-8s %s%n", g.group(), g.leader(), g.shards()));
+                groupLeaders.values().forEach(g ->
+                    System.out.printf(Locale.ROOT, "%-6d %-8s %s%n", g.getGroup(), g.getLeader(), shards(g)));
                 final StringBuilder spread = new StringBuilder("groups led per node:");
                 leadersPerNode.forEach((node, led) -> spread.append(' ').append(node).append('=').append(led));
                 System.out.println(spread);
@@ -227,16 +205,16 @@ public final class StatusCommand implements Callable<Integer>
      * null: a leader decides alone for its own value less 25 ms after a majority last answered,
      * which is safe only if no member may campaign sooner.
      */
-    static String electionTimeoutsDiffer(final List<String> answers)
+    static String electionTimeoutsDiffer(final List<StatusReport> answers)
     {
         final Map<String, Long> byMember = new TreeMap<>();
-        for (final String answer : answers)
+        for (final StatusReport answer : answers)
         {
-            if (answer != null && answer.startsWith("{") && answer.contains("\"clustered\":true"))
+            if (answer.getClustered())
             {
                 // A member of a build from before the option does not report it: it runs 150 ms.
-                final long millis = number(answer, "electionTimeoutMs");
-                byMember.put(text(answer, "id"), millis < 0 ? DEFAULT_ELECTION_TIMEOUT_MILLIS : millis);
+                byMember.put(answer.getId(), answer.hasElectionTimeoutMs() ?
+                    Integer.toUnsignedLong(answer.getElectionTimeoutMs()) : DEFAULT_ELECTION_TIMEOUT_MILLIS);
             }
         }
         if (byMember.values().stream().distinct().count() <= 1)
@@ -250,23 +228,18 @@ public final class StatusCommand implements Callable<Integer>
             "decides: restart the members with the same value (docs/operations.md).";
     }
 
-    private static final Pattern REGION = Pattern.compile("\"region\":\\{\"name\":\"([^\"]+)\",\"leads\":(true|false)," +
-        "\"slotMs\":(\\d+),\"shares\":\\[(.*?)\\],\"regions\":\\[(.*?)\\]\\}");
-    private static final Pattern SHARE = Pattern.compile("\"policy\":\"([^\"]+)\",\"share\":([0-9.]+),\"demandPerSecond\":([0-9.]+)");
-    private static final Pattern PEER = Pattern.compile("\"region\":\"([^\"]+)\",\"reportAgeMs\":(-?\\d+)");
-
     /** The region the nodes belong to (docs/regions.md): its shares as its leader has them, and how old each other region's report is. */
-    private static void printRegion(final List<String> answers)
+    private static void printRegion(final List<Answer> answers)
     {
-        Matcher region = null;
+        RegionStatus region = null;
         String from = null;
-        for (final String answer : answers)
+        for (final Answer answer : answers)
         {
-            final Matcher m = answer == null ? null : REGION.matcher(answer);
-            if (m != null && m.find() && (region == null || m.group(2).equals("true")))
+            final boolean hasRegion = answer.answered() && answer.status().hasRegion();
+            if (hasRegion && (region == null || answer.status().getRegion().getLeads()))
             {
-                region = m;
-                from = text(answer, "id");
+                region = answer.status().getRegion();
+                from = answer.status().getId();
             }
         }
         if (region == null)
@@ -274,68 +247,105 @@ public final class StatusCommand implements Callable<Integer>
             return;
         }
         System.out.printf(Locale.ROOT, "%nREGION %s (shares as %s has them; a region may raise its shares every %d ms x regions)%n",
-            region.group(1), from, Long.parseLong(region.group(3)));
+            region.getName(), from, Integer.toUnsignedLong(region.getSlotMs()));
         System.out.printf(Locale.ROOT, "%-24s %-8s %s%n", "REGIONAL POLICY", "SHARE", "DEMAND/S (this node)");
-        final Matcher share = SHARE.matcher(region.group(4));
-        while (share.find())
+        for (final RegionShare share : region.getSharesList())
         {
-            System.out.printf(Locale.ROOT, "%-24s %-8s %s%n", share.group(1), share.group(2), share.group(3));
+            System.out.printf(Locale.ROOT, "%-24s %-8.4f %.1f%n", share.getPolicy(), share.getShare(),
+                share.getDemandPerSecond());
         }
-        final Matcher peer = PEER.matcher(region.group(5));
-        while (peer.find())
+        for (final PeerRegion peer : region.getRegionsList())
         {
-            final long age = Long.parseLong(peer.group(2));
-            System.out.println("other region " + peer.group(1) + ": " + (age < 0 ? "never heard from" : "last report " + age + " ms ago"));
+            final long age = peer.getReportAgeMs();
+            System.out.println("other region " + peer.getRegion() + ": " +
+                (age < 0 ? "never heard from" : "last report " + age + " ms ago"));
         }
     }
 
-    private String ask(final String hostPort)
+    /**
+     * {@code --json}: every member's status document as it answered it (with its lag), or why it did
+     * not; each group's leader and shards; whether the election timeouts agree; groups led per node.
+     */
+    private static void printJson(final Set<String> addresses, final List<Answer> answers,
+        final Map<Integer, Long> maxApplied, final Map<Integer, GroupStatus> groupLeaders,
+        final Map<String, Integer> leadersPerNode, final boolean timeoutsAgree)
+    {
+        final JsonArray members = new JsonArray();
+        int i = 0;
+        for (final String address : addresses)
+        {
+            final Answer answer = answers.get(i++);
+            final JsonObject member;
+            if (answer.answered())
+            {
+                member = JsonParser.parseString(answer.json()).getAsJsonObject();
+                member.addProperty("lag", lag(answer, maxApplied));
+            }
+            else
+            {
+                member = new JsonObject();
+                member.addProperty("address", address);
+                member.addProperty("role", "UNREACHABLE");
+                member.addProperty("error", answer.error());
+            }
+            members.add(member);
+        }
+        final JsonArray groups = new JsonArray();
+        for (final GroupStatus group : groupLeaders.values())
+        {
+            final JsonObject view = new JsonObject();
+            view.addProperty("group", group.getGroup());
+            view.addProperty("leader", group.getLeader());
+            final JsonArray shards = new JsonArray();
+            group.getShardsList().forEach(shards::add);
+            view.add("shards", shards);
+            groups.add(view);
+        }
+        final JsonObject led = new JsonObject();
+        leadersPerNode.forEach(led::addProperty);
+        final JsonObject out = new JsonObject();
+        out.add("members", members);
+        out.add("groups", groups);
+        out.addProperty("electionTimeoutsAgree", timeoutsAgree);
+        out.add("leadersPerNode", led);
+        System.out.println(new GsonBuilder().disableHtmlEscaping().create().toJson(out));
+    }
+
+    private Answer ask(final String hostPort)
     {
         try
         {
-            final BlockingRequest.Answer answer = BlockingRequest.send(hostPort, MessageType.STATUS, new byte[0], timeoutMs, context);
-            return answer.type() == MessageType.STATUS_RESULT ? answer.text() : "unexpected answer " + MessageType.name(answer.type());
+            final BlockingRequest.Answer answer =
+                BlockingRequest.send(hostPort, MessageType.STATUS, new byte[0], timeoutMs, context);
+            if (answer.type() != MessageType.STATUS_RESULT)
+            {
+                return Answer.failed("unexpected answer " + MessageType.name(answer.type()));
+            }
+            final String json = answer.text();
+            return new Answer(json, StatusJson.parse(json), null);
         }
         catch (final IOException | IllegalArgumentException e)
         {
-            return e.getClass().getSimpleName() + ": " + e.getMessage();
+            return Answer.failed(e.getClass().getSimpleName() + ": " + e.getMessage());
         }
+    }
+
+    /** The Raft groups a member reported (none when it did not answer, or is not a member of a cluster). */
+    private static List<GroupStatus> groups(final Answer answer)
+    {
+        return answer.answered() ? answer.status().getGroupsList() : List.of();
     }
 
     /** How far this member is behind the most advanced one, in log entries, in the group where it is furthest. */
-    private static long lag(final String answer, final Map<Integer, Long> maxApplied)
+    private static long lag(final Answer answer, final Map<Integer, Long> maxApplied)
     {
         long lag = 0;
-        for (final GroupView group : groups(answer))
+        for (final GroupStatus group : groups(answer))
         {
-            lag = Math.max(lag, maxApplied.getOrDefault(group.group(), group.applied()) - group.applied());
+            final long most = maxApplied.getOrDefault(group.getGroup(), group.getAppliedIndex());
+            lag = Math.max(lag, most - group.getAppliedIndex());
         }
         return lag;
-    }
-
-    /** A number field of a STATUS answer, or -1. */
-    static long number(final String json, final String name)
-    {
-        final Matcher m = Pattern.compile("\"" + name + "\":(-?\\d+)").matcher(json);
-        return m.find() ? Long.parseLong(m.group(1)) : -1;
-    }
-
-    /** A text field of a STATUS answer, or "-". */
-    static String text(final String json, final String name)
-    {
-        final Matcher m = Pattern.compile("\"" + name + "\":\"([^\"]*)\"").matcher(json);
-        return m.find() ? m.group(1) : "-";
-    }
-
-    private static String buckets(final String json)
-    {
-        final Matcher m = Pattern.compile("\"buckets\":(\\d+)").matcher(json);
-        final StringBuilder sb = new StringBuilder();
-        while (m.find())
-        {
-            sb.append(sb.length() == 0 ? "" : "/").append(m.group(1));
-        }
-        return sb.toString();
     }
 
     public static void main(final String[] args)

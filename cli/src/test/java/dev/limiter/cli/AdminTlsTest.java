@@ -1,5 +1,6 @@
 package dev.limiter.cli;
 
+import com.google.gson.JsonParser;
 import dev.limiter.server.ServerConfig;
 import dev.limiter.server.StoreServer;
 import dev.limiter.server.TestCertificates;
@@ -70,7 +71,9 @@ class AdminTlsTest
                 System.setOut(original);
             }
             assertEquals(0, status, captured.toString(StandardCharsets.UTF_8));
-            assertTrue(captured.toString(StandardCharsets.UTF_8).contains("\"role\":\"LEADER\""), captured.toString(StandardCharsets.UTF_8));
+            final String printed = captured.toString(StandardCharsets.UTF_8);
+            assertEquals("LEADER", JsonParser.parseString(printed).getAsJsonObject().getAsJsonArray("members").get(0)
+                .getAsJsonObject().get("role").getAsString(), printed);
         }
     }
 }

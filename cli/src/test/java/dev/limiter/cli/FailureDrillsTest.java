@@ -1,5 +1,7 @@
 package dev.limiter.cli;
 
+import com.google.gson.JsonElement;
+import com.google.gson.JsonParser;
 import dev.limiter.server.ClusterPorts;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -12,8 +14,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
@@ -169,11 +169,15 @@ class FailureDrillsTest
         assertTrue(refused.getMessage().contains("is not a node started from the command line"), refused.getMessage());
     }
 
-    /** The first number after {@code "name":} (a bare number or the start of a quoted one). */
-    private static long number(final String json, final String name)
+    /**
+     * A drill verdict's evidence {@code name}: a number, or the number a text such as "12 (burst 10 + ...)"
+     * starts with.
+     */
+    static long number(final String verdict, final String name)
     {
-        final Matcher m = Pattern.compile("\"" + name + "\":\"?(-?\\d+)").matcher(json);
-        assertTrue(m.find(), name + " in " + json);
-        return Long.parseLong(m.group(1));
+        final JsonElement value =
+            JsonParser.parseString(verdict).getAsJsonObject().getAsJsonObject("evidence").get(name);
+        assertTrue(value != null && value.isJsonPrimitive(), name + " in " + verdict);
+        return Long.parseLong(value.getAsString().split(" ", 2)[0]);
     }
 }

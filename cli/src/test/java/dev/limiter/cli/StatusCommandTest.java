@@ -1,7 +1,14 @@
 package dev.limiter.cli;
 
+import com.google.gson.JsonObject;
+import com.google.gson.JsonParser;
 import dev.limiter.protocol.Frame;
 import dev.limiter.protocol.MessageType;
+import dev.limiter.protocol.StatusJson;
+import dev.limiter.protocol.status.GroupStatus;
+import dev.limiter.protocol.status.Member;
+import dev.limiter.protocol.status.ShardStatus;
+import dev.limiter.protocol.status.StatusReport;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -21,6 +28,7 @@ import java.util.List;
 import java.util.function.IntFunction;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -90,26 +98,32 @@ class StatusCommandTest
     /** What a member of a three-group cluster reports: it leads group {@code led}; its applied index of group 1 is {@code applied1}. */
     private static String status(final String id, final int port, final int led, final long applied1, final int[] ports)
     {
-        return status(id, port, led, applied1, ports, 150);
+        return StatusJson.print(report(id, port, led, applied1, ports).setElectionTimeoutMs(150).build());
     }
 
     private static String status(final String id, final int port, final int led, final long applied1, final int[] ports,
-        final long electionTimeoutMs)
+        final int electionTimeoutMs)
     {
-        final StringBuilder groups = new StringBuilder();
+        return StatusJson.print(report(id, port, led, applied1, ports).setElectionTimeoutMs(electionTimeoutMs).build());
+    }
+
+    /** As {@link #status}, without the election timeout (as a member of a build before the option reports). */
+    private static StatusReport.Builder report(final String id, final int port, final int led, final long applied1,
+        final int[] ports)
+    {
+        final StatusReport.Builder report = StatusReport.newBuilder().setId(id).setAddress("127.0.0.1:" + port)
+            .setClustered(true).setLeader("n1").setLeaderAddress("127.0.0.1:" + ports[0]).setTerm(2).setAppliedIndex(40)
+            .setAppliedDecisions(9)
+            .setDigest(1).setRole(led == 0 ? "LEADER" : "FOLLOWER").setCpuNanos(1)
+            .addShards(ShardStatus.newBuilder().setShard(0).setRole("LEADER").setBuckets(1));
         for (int g = 0; g < 3; g++)
         {
-            groups.append(g == 0 ? "" : ",").append("{\"group\":").append(g).append(",\"leader\":\"n").append(g + 1)
-                .append("\",\"leaderAddress\":\"127.0.0.1:").append(ports[g]).append("\",\"role\":\"").append(g == led ? "LEADER" : "FOLLOWER")
-                .append("\",\"term\":2,\"appliedIndex\":").append(g == 1 ? applied1 : 40).append(",\"shards\":[").append(g).append(',')
-                .append(g + 3).append("]}");
+            report.addGroups(GroupStatus.newBuilder().setGroup(g).setLeader("n" + (g + 1))
+                .setLeaderAddress("127.0.0.1:" + ports[g]).setRole(g == led ? "LEADER" : "FOLLOWER").setTerm(2)
+                .setAppliedIndex(g == 1 ? applied1 : 40).addShards(g).addShards(g + 3));
+            report.addMembers(Member.newBuilder().setId("n" + (g + 1)).setAddress("127.0.0.1:" + ports[g]));
         }
-        return "{\"id\":\"" + id + "\",\"address\":\"127.0.0.1:" + port + "\",\"clustered\":true,\"leader\":\"n1\"," +
-            "\"leaderAddress\":\"127.0.0.1:" + ports[0] + "\",\"term\":2,\"appliedIndex\":40,\"electionTimeoutMs\":" + electionTimeoutMs + ",\"appliedDecisions\":9,\"digest\":1," +
-            "\"groups\":[" + groups + "],\"role\":\"" + (led == 0 ? "LEADER" : "FOLLOWER") + "\",\"members\":[" +
-            "{\"id\":\"n1\",\"address\":\"127.0.0.1:" + ports[0] + "\"},{\"id\":\"n2\",\"address\":\"127.0.0.1:" + ports[1] + "\"}," +
-            "{\"id\":\"n3\",\"address\":\"127.0.0.1:" + ports[2] + "\"}],\"cpuNanos\":1,\"decisionFrames\":0,\"redirects\":0," +
-            "\"shards\":[{\"shard\":0,\"role\":\"LEADER\",\"buckets\":1}]}";
+        return report;
     }
 
     /** What node i of three answers, given its port and all three ports (filled in as the fakes start). */
@@ -133,12 +147,17 @@ class StatusCommandTest
 
     private static String printed(final String... args)
     {
+        return printed(0, args);
+    }
+
+    private static String printed(final int exitStatus, final String... args)
+    {
         final PrintStream stdout = System.out;
         final ByteArrayOutputStream captured = new ByteArrayOutputStream();
         System.setOut(new PrintStream(captured, true, StandardCharsets.UTF_8));
         try
         {
-            assertEquals(0, new CommandLine(new StatusCommand()).execute(args), "exit status");
+            assertEquals(exitStatus, new CommandLine(new StatusCommand()).execute(args), "exit status");
         }
         finally
         {
@@ -162,10 +181,20 @@ class StatusCommandTest
         assertTrue(table.contains("groups led per node: n1=1 n2=1 n3=1"), table);
         assertTrue(!table.contains("WARNING"), "every member runs the same election timeout: " + table);
 
-        final String json = printed("--server", "127.0.0.1:" + ports[1], "--json");
-        assertTrue(json.contains("\"groups\":[{\"group\":0,\"leader\":\"n1\",\"shards\":[0,3]},{\"group\":1,\"leader\":\"n2\""), json);
-        assertTrue(json.endsWith("\"electionTimeoutsAgree\":true,\"leadersPerNode\":{\"n1\":1,\"n2\":1,\"n3\":1}}\n"), json);
-        assertTrue(json.contains("\"id\":\"n3\"") && json.contains("\"lag\":5"), json);
+        final String printed = printed("--server", "127.0.0.1:" + ports[1], "--json");
+        assertTrue(printed.endsWith("}\n") && printed.indexOf('\n') == printed.length() - 1, "one line: " + printed);
+        final JsonObject json = JsonParser.parseString(printed).getAsJsonObject();
+        assertEquals(JsonParser.parseString("[{\"group\":0,\"leader\":\"n1\",\"shards\":[0,3]}," +
+            "{\"group\":1,\"leader\":\"n2\",\"shards\":[1,4]},{\"group\":2,\"leader\":\"n3\",\"shards\":[2,5]}]"),
+            json.get("groups"), printed);
+        assertTrue(json.get("electionTimeoutsAgree").getAsBoolean(), printed);
+        assertEquals(JsonParser.parseString("{\"n1\":1,\"n2\":1,\"n3\":1}"), json.get("leadersPerNode"), printed);
+        final JsonObject n3 = json.getAsJsonArray("members").get(2).getAsJsonObject();
+        assertEquals("n3", n3.get("id").getAsString(), printed);
+        assertEquals(5, n3.get("lag").getAsLong(), printed);
+        // A member's status as the node printed it: its int64 fields as strings.
+        assertEquals("95", n3.getAsJsonArray("groups").get(1).getAsJsonObject().get("appliedIndex").getAsString(),
+            printed);
     }
 
     @Test
@@ -175,8 +204,11 @@ class StatusCommandTest
         final String table = printed("--server", "127.0.0.1:" + ports[0]);
         assertTrue(table.contains("WARNING: the members run different --election-timeout-ms (n1=150 ms, n2=150 ms, n3=500 ms)") &&
             table.contains("restart the members with the same value"), table);
-        final String json = printed("--server", "127.0.0.1:" + ports[0], "--json");
-        assertTrue(json.contains("\"electionTimeoutsAgree\":false") && json.contains("\"electionTimeoutMs\":500"), json);
+        final String printed = printed("--server", "127.0.0.1:" + ports[0], "--json");
+        final JsonObject json = JsonParser.parseString(printed).getAsJsonObject();
+        assertFalse(json.get("electionTimeoutsAgree").getAsBoolean(), printed);
+        assertEquals(500, json.getAsJsonArray("members").get(2).getAsJsonObject().get("electionTimeoutMs").getAsInt(),
+            printed);
     }
 
     @Test
@@ -184,9 +216,35 @@ class StatusCommandTest
     {
         // n1 and n2 are older builds (no electionTimeoutMs in their status); n3 runs 500 ms.
         final int[] ports = threeNodes((node, port, all) -> node == 2 ? status("n3", port, node, 100, all, 500)
-            : status("n" + (node + 1), port, node, 100, all).replace("\"electionTimeoutMs\":150,", ""));
+            : StatusJson.print(report("n" + (node + 1), port, node, 100, all).build()));
         final String table = printed("--server", "127.0.0.1:" + ports[0]);
         assertTrue(table.contains("different --election-timeout-ms (n1=150 ms, n2=150 ms, n3=500 ms)"), table);
+    }
+
+    @Test
+    void aNewerNodesFieldsAreIgnoredAndAnAnswerThatIsNotAStatusIsNamedAsTheProblem() throws Exception
+    {
+        // n2 is a newer build with fields this CLI does not know; n3 answers something that is not a status.
+        final int[] ports = threeNodes((node, port, all) -> switch (node)
+        {
+            case 1 -> "{\"futureField\":{\"x\":[1]}," + status("n2", port, node, 100, all).substring(1);
+            case 2 -> "{\"id\":\"n3\",\"term\":";
+            default -> status("n1", port, node, 100, all);
+        });
+        final String table = printed(1, "--server", "127.0.0.1:" + ports[0]);
+        final String[] lines = table.split("\n");
+        assertTrue(lines[2].matches("n2\\s+\\S+\\s+FOLLOWER\\s+1\\s.*"), table);
+        assertTrue(lines[3].startsWith("?") && lines[3].contains("UNREACHABLE") &&
+            lines[3].contains("not a node status") &&
+            lines[3].contains("{\"id\":\"n3\",\"term\":"), table);
+
+        final JsonObject json =
+            JsonParser.parseString(printed(1, "--server", "127.0.0.1:" + ports[0], "--json")).getAsJsonObject();
+        assertTrue(json.getAsJsonArray("members").get(1).getAsJsonObject().has("futureField"),
+            "passed on as the node said it: " + json);
+        final JsonObject n3 = json.getAsJsonArray("members").get(2).getAsJsonObject();
+        assertEquals("UNREACHABLE", n3.get("role").getAsString(), json.toString());
+        assertTrue(n3.get("error").getAsString().contains("not a node status"), json.toString());
     }
 
     private static String refusal(final String server)

@@ -7,12 +7,17 @@ import dev.limiter.protocol.ErrorCode;
 import dev.limiter.protocol.ErrorCodec;
 import dev.limiter.protocol.PolicySetIndex;
 import dev.limiter.protocol.ReloadingTls;
+import dev.limiter.protocol.StatusJson;
 import dev.limiter.protocol.PolicyValidationException;
 import dev.limiter.protocol.policy.Exemption;
 import dev.limiter.protocol.policy.HotKeyReport;
 import dev.limiter.protocol.policy.PolicyCommand;
 import dev.limiter.protocol.policy.PolicySet;
 import dev.limiter.protocol.policy.Tick;
+import dev.limiter.protocol.status.GroupStatus;
+import dev.limiter.protocol.status.Member;
+import dev.limiter.protocol.status.ShardStatus;
+import dev.limiter.protocol.status.StatusReport;
 import dev.limiter.raft.RaftNodeConfig;
 import dev.limiter.server.admin.AdminServer;
 import dev.limiter.server.admin.AdminToken;
@@ -76,7 +81,6 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -439,100 +443,104 @@ public final class StoreServer implements NodeStatus, AutoCloseable
         return HotKeyReports.of(shards, policyState);
     }
 
-    /**
-     * This node's standing as one JSON object: node id, address, role, leader, term and applied
-     * index (of the control group), every Raft group (its leader, this node's role, term, applied
-     * index and shards), members, process id, process CPU time (ns), decision frames received and frames
-     * redirected (NOT_LEADER), shards (each with this node's role for it, its group and that group's
-     * leader's address), buckets. Served by STATUS and /status.
-     */
     @Override
     public NodeStatus.Answer regionReport(final String authorization)
     {
         return regions == null ? NodeStatus.super.regionReport(authorization) : regions.report(authorization);
     }
 
+    /** {@link #status()} as JSON ({@link StatusJson}): the STATUS answer and {@code GET /status}. */
     @Override
     public String statusJson()
     {
-        final StringBuilder json = new StringBuilder(512).append('{');
+        return StatusJson.print(status());
+    }
+
+    /**
+     * This node's standing: node id, address, role, leader, term and applied index (of the control
+     * group), every Raft group (its leader, this node's role, term, applied index and shards),
+     * members, process id, process CPU time, decision frames received and frames redirected
+     * (NOT_LEADER), shards (each with this node's role for it, its group and that group's leader's
+     * address) and their buckets. Fields in {@code status.proto}.
+     *
+     * @return the status as of now
+     */
+    public StatusReport status()
+    {
         final String address = config.host() + ":" + (dataChannel == null ? config.port() : port());
-        field(json, "id", config.clustered() ? config.nodeId() : "single").append(',');
-        field(json, "address", address).append(',');
-        json.append("\"clustered\":").append(config.clustered()).append(',');
+        final StatusReport.Builder status = StatusReport.newBuilder()
+            .setId(config.clustered() ? config.nodeId() : "single")
+            .setAddress(address)
+            .setClustered(config.clustered());
         String role = "LEADER";
         final Replication replication = replication();
         if (replication != null)
         {
             role = roleIn(replication);
-            field(json, "leader", String.valueOf(replication.leaderId())).append(',');
-            field(json, "leaderAddress", replication.leaderAddress()).append(',');
-            json.append("\"term\":").append(termOf(replication)).append(',');
-            json.append("\"appliedIndex\":").append(appliedIndexOf(replication)).append(',');
-            // Every member must run the same: ./limiter status compares them.
-            json.append("\"electionTimeoutMs\":").append(replication.electionTimeoutMillis()).append(',');
-            json.append("\"appliedDecisions\":").append(groups.appliedDecisions()).append(',');
-            json.append("\"digest\":").append(groups.digest()).append(',');
+            status.setLeader(leaderOf(replication))
+                .setLeaderAddress(replication.leaderAddress())
+                .setTerm(termOf(replication))
+                .setAppliedIndex(appliedIndexOf(replication))
+                // Every member must run the same: ./limiter status compares them.
+                .setElectionTimeoutMs(Math.toIntExact(replication.electionTimeoutMillis()))
+                .setAppliedDecisions(groups.appliedDecisions())
+                .setDigest(groups.digest());
             // Each Raft group: its leader, this node's role in it, and the shards it owns.
-            json.append("\"groups\":[");
             for (final Replication group : groups.all())
             {
-                json.append(group.group() == 0 ? "" : ",").append("{\"group\":").append(group.group()).append(',');
-                field(json, "leader", String.valueOf(group.leaderId())).append(',');
-                field(json, "leaderAddress", group.leaderAddress()).append(',');
-                field(json, "role", roleIn(group)).append(',');
-                json.append("\"term\":").append(termOf(group)).append(',');
-                json.append("\"appliedIndex\":").append(appliedIndexOf(group)).append(',');
-                json.append("\"shards\":").append(Arrays.toString(group.buckets().owned()).replace(" ", "")).append('}');
+                final GroupStatus.Builder groupStatus = GroupStatus.newBuilder()
+                    .setGroup(group.group())
+                    .setLeader(leaderOf(group))
+                    .setLeaderAddress(group.leaderAddress())
+                    .setRole(roleIn(group))
+                    .setTerm(termOf(group))
+                    .setAppliedIndex(appliedIndexOf(group));
+                for (final int shard : group.buckets().owned())
+                {
+                    groupStatus.addShards(shard);
+                }
+                status.addGroups(groupStatus);
             }
-            json.append("],");
-        }
-        field(json, "role", role).append(',');
-        json.append("\"members\":[");
-        if (replication != null)
-        {
-            boolean first = true;
-            for (final Map.Entry<String, String> member : replication.members().entrySet())
-            {
-                json.append(first ? "" : ",").append('{');
-                field(json, "id", member.getKey()).append(',');
-                field(json, "address", member.getValue()).append('}');
-                first = false;
-            }
+            replication.members().forEach((id, memberAddress) ->
+                status.addMembers(Member.newBuilder().setId(id).setAddress(memberAddress)));
         }
         else
         {
-            json.append('{');
-            field(json, "id", "single").append(',');
-            field(json, "address", address).append('}');
+            status.addMembers(Member.newBuilder().setId("single").setAddress(address));
         }
-        json.append("],");
+        status.setRole(role);
         if (regions != null)
         {
-            json.append("\"region\":").append(regions.statusJson()).append(',');
+            status.setRegion(regions.status());
         }
         // Which process this is (./limiter drill leader-kill and store-failure stop and restart it by it).
-        json.append("\"pid\":").append(ProcessHandle.current().pid()).append(',');
+        // uint32 in status.proto: every operating system's process ids fit 32 bits unsigned.
+        status.setPid((int)ProcessHandle.current().pid());
         // What a load generator divides by its decisions: this process's CPU and the frames it took.
-        json.append("\"cpuNanos\":").append(processCpuNanos()).append(',');
-        json.append("\"decisionFrames\":").append(metrics.decisionFrames()).append(',');
-        json.append("\"redirects\":").append(metrics.redirects()).append(',');
-        json.append("\"shards\":[");
+        status.setCpuNanos(processCpuNanos())
+            .setDecisionFrames(metrics.decisionFrames())
+            .setRedirects(metrics.redirects());
         for (int i = 0; i < shards.size(); i++)
         {
             // A member's buckets are its committed tables (the leader's deciding tables run ahead of them).
             final Replication group = groups == null ? null : groups.ofShard(i);
-            final int buckets = group != null ? group.buckets().committed(i).publishedSize() : shards.get(i).table().publishedSize();
-            json.append(i == 0 ? "" : ",").append("{\"shard\":").append(i).append(",\"role\":\"").append(group == null ? role : roleIn(group))
-                .append('"');
+            final ShardStatus.Builder shard =
+                ShardStatus.newBuilder().setShard(i).setRole(group == null ? role : roleIn(group));
             if (group != null)
             {
-                json.append(",\"group\":").append(group.group()).append(',');
-                field(json, "leaderAddress", group.leaderAddress());
+                shard.setGroup(group.group()).setLeaderAddress(group.leaderAddress());
             }
-            json.append(",\"buckets\":").append(buckets).append('}');
+            status.addShards(shard.setBuckets(group != null ? group.buckets().committed(i).publishedSize() :
+                shards.get(i).table().publishedSize()));
         }
-        return json.append("]}").toString();
+        return status.build();
+    }
+
+    /** The group's leader's node id, or "" while it has none. */
+    private static String leaderOf(final Replication group)
+    {
+        final String leader = group.leaderId();
+        return leader == null ? "" : leader;
     }
 
     private static String roleIn(final Replication group)
@@ -573,21 +581,6 @@ public final class StoreServer implements NodeStatus, AutoCloseable
     {
         return ManagementFactory.getOperatingSystemMXBean() instanceof OperatingSystemMXBean os ?
             os.getProcessCpuTime() : -1;
-    }
-
-    private static StringBuilder field(final StringBuilder json, final String name, final String value)
-    {
-        json.append('"').append(name).append("\":\"");
-        for (int i = 0; i < value.length(); i++)
-        {
-            final char c = value.charAt(i);
-            if (c == '"' || c == '\\')
-            {
-                json.append('\\');
-            }
-            json.append(c < 0x20 ? ' ' : c);
-        }
-        return json.append('"');
     }
 
     /** The bound data-plane port. */

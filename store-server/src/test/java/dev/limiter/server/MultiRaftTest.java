@@ -6,6 +6,10 @@ import dev.limiter.client.LimiterClient;
 import dev.limiter.protocol.AcquireCodec;
 import dev.limiter.protocol.ErrorCode;
 import dev.limiter.protocol.MessageType;
+import dev.limiter.protocol.StatusJson;
+import dev.limiter.protocol.status.GroupStatus;
+import dev.limiter.protocol.status.ShardStatus;
+import dev.limiter.protocol.status.StatusReport;
 import dev.limiter.server.cluster.ReplicationGroups;
 import dev.limiter.server.engine.FrameRouter;
 import org.agrona.concurrent.UnsafeBuffer;
@@ -262,12 +266,16 @@ class MultiRaftTest
         assertEquals("127.0.0.1:" + peers.get("n2").getPort(), answer.errorMessage());
 
         // Status names every group's leader and every shard's.
-        final String status = RawConnection.exchange(peers.get("n3").getPort(), MessageType.STATUS, new byte[0]).text();
-        assertTrue(status.contains("\"groups\":[{\"group\":0,\"leader\":\"n1\""), status);
-        assertTrue(status.contains("\"electionTimeoutMs\":150,"), "every member's election timeout, for ./limiter status to compare: " + status);
-        assertTrue(status.contains("{\"group\":2,\"leader\":\"n3\"") && status.contains("\"role\":\"LEADER\""), status);
-        assertTrue(status.contains("{\"shard\":1,\"role\":\"FOLLOWER\",\"group\":1,\"leaderAddress\":\"127.0.0.1:" +
-            peers.get("n2").getPort() + "\""), status);
+        final String json = RawConnection.exchange(peers.get("n3").getPort(), MessageType.STATUS, new byte[0]).text();
+        final StatusReport status = StatusJson.parse(json);
+        assertEquals(List.of("n1", "n2", "n3"), status.getGroupsList().stream().map(GroupStatus::getLeader).toList(),
+            json);
+        assertEquals(150, status.getElectionTimeoutMs(),
+            "every member's election timeout, for ./limiter status to compare: " + json);
+        assertEquals("LEADER", status.getGroups(2).getRole(), json);
+        final ShardStatus shard1 = status.getShards(1);
+        assertEquals(List.of("FOLLOWER", 1, "127.0.0.1:" + peers.get("n2").getPort()),
+            List.of(shard1.getRole(), shard1.getGroup(), shard1.getLeaderAddress()), json);
     }
 
     @Test

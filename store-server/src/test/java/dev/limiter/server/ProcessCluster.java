@@ -1,6 +1,9 @@
 package dev.limiter.server;
 
 import dev.limiter.protocol.MessageType;
+import dev.limiter.protocol.StatusJson;
+import dev.limiter.protocol.status.GroupStatus;
+import dev.limiter.protocol.status.StatusReport;
 
 import java.io.IOException;
 import java.nio.file.Files;
@@ -92,16 +95,17 @@ final class ProcessCluster implements AutoCloseable
     /** The node's role from a STATUS request, or null when it does not answer within a second. */
     String role(final String id)
     {
+        final StatusReport status = status(id);
+        return status == null ? null : status.getRole();
+    }
+
+    /** The node's STATUS answer, or null when it does not answer within a second. */
+    private StatusReport status(final String id)
+    {
         try
         {
             final RawConnection.Answer answer = RawConnection.exchange(ports.get(id), MessageType.STATUS, new byte[0], 1000);
-            if (answer == null)
-            {
-                return null; // closed without answering: stopping
-            }
-            final String json = answer.text();
-            final int at = json.indexOf("\"role\":\"");
-            return at < 0 ? null : json.substring(at + 8, json.indexOf('"', at + 8));
+            return answer == null ? null : StatusJson.parse(answer.text()); // null: closed without answering (stopping)
         }
         catch (final IOException e)
         {
@@ -109,58 +113,26 @@ final class ProcessCluster implements AutoCloseable
         }
     }
 
-    /** The node's STATUS answer (JSON), or null when it does not answer within a second. */
-    private String status(final String id)
+    /** Group {@code g} as the node's STATUS answer reports it; null when it does not answer or has no such group. */
+    private GroupStatus group(final String id, final int g)
     {
-        try
-        {
-            final RawConnection.Answer answer = RawConnection.exchange(ports.get(id), MessageType.STATUS, new byte[0], 1000);
-            return answer == null ? null : answer.text();
-        }
-        catch (final IOException e)
-        {
-            return null;
-        }
-    }
-
-    /** The part of a STATUS answer about group {@code g}, or null. */
-    private static String groupPart(final String json, final int g)
-    {
-        if (json == null)
-        {
-            return null;
-        }
-        final int at = json.indexOf("{\"group\":" + g + ",");
-        return at < 0 ? null : json.substring(at, json.indexOf('}', at));
+        final StatusReport status = status(id);
+        return status == null ? null :
+            status.getGroupsList().stream().filter(group -> group.getGroup() == g).findFirst().orElse(null);
     }
 
     /** The node's applied log index in group {@code g}, or -1 when it does not answer. */
     long appliedIndex(final String id, final int g)
     {
-        final String part = groupPart(status(id), g);
-        if (part == null)
-        {
-            return -1;
-        }
-        final int at = part.indexOf("\"appliedIndex\":") + 15;
-        int end = at;
-        while (end < part.length() && Character.isDigit(part.charAt(end)))
-        {
-            end++;
-        }
-        return end == at ? -1 : Long.parseLong(part.substring(at, end));
+        final GroupStatus group = group(id, g);
+        return group == null ? -1 : group.getAppliedIndex();
     }
 
     /** The node's role in group {@code g} (LEADER once it decides), or null when it does not answer. */
     String role(final String id, final int g)
     {
-        final String part = groupPart(status(id), g);
-        if (part == null)
-        {
-            return null;
-        }
-        final int at = part.indexOf("\"role\":\"");
-        return at < 0 ? null : part.substring(at + 8, part.indexOf('"', at + 8));
+        final GroupStatus group = group(id, g);
+        return group == null ? null : group.getRole();
     }
 
     /** The member that leads group {@code g}, other than {@code except}; waits up to 60 s. */

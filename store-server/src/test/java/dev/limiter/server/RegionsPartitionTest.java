@@ -3,6 +3,9 @@ package dev.limiter.server;
 import dev.limiter.client.Decision;
 import dev.limiter.client.Descriptor;
 import dev.limiter.client.LimiterClient;
+import dev.limiter.protocol.StatusJson;
+import dev.limiter.protocol.status.GroupStatus;
+import dev.limiter.protocol.status.RegionShare;
 import dev.limiter.server.engine.FrameRouter;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.AfterEach;
@@ -30,8 +33,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
+import java.util.function.ToDoubleFunction;
 
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -55,8 +57,8 @@ class RegionsPartitionTest
     private static final String POLICIES = "{\"version\":1,\"policies\":[{\"id\":\"orders-regional\",\"selector\":{\"route\":\"/orders\"}," +
         "\"scope\":\"TENANT\",\"rate\":" + RATE + ",\"burst\":" + RATE + ",\"owner\":\"t\",\"regional\":{}}]," +
         "\"defaultPolicy\":{\"id\":\"baseline\",\"rate\":10000,\"owner\":\"t\"}}";
-    private static final Pattern SHARE = Pattern.compile("\"policy\":\"orders-regional\",\"share\":([0-9.]+)");
-    private static final Pattern DECIDES_WITH = Pattern.compile("\"policy\":\"orders-regional\"[^}]*\"decidesWith\":([0-9.]+)");
+    private static final ToDoubleFunction<RegionShare> SHARE = RegionShare::getShare;
+    private static final ToDoubleFunction<RegionShare> DECIDES_WITH = RegionShare::getDecidesWith;
 
     /** Kept when the test fails: the nodes' logs are in n1/, n2/, n3/ and us/ (node.log). */
     @TempDir(cleanup = CleanupMode.ON_SUCCESS)
@@ -269,8 +271,9 @@ class RegionsPartitionTest
     /** Node {@code m}'s role in group {@code g}, or null. */
     private String roleIn(final int m, final int g)
     {
-        final Matcher role = Pattern.compile("\\{\"group\":" + g + ",[^}]*\"role\":\"([A-Z_]+)\"").matcher(status(m));
-        return role.find() ? role.group(1) : null;
+        final String status = status(m);
+        return status.isEmpty() ? null : StatusJson.parse(status).getGroupsList().stream()
+            .filter(group -> group.getGroup() == g).map(GroupStatus::getRole).findFirst().orElse(null);
     }
 
     /** The regional policy's share as member {@code m}'s control group holds it (what it applied), or -1. */
@@ -285,10 +288,11 @@ class RegionsPartitionTest
         return number(DECIDES_WITH, status(m));
     }
 
-    private static double number(final Pattern pattern, final String status)
+    /** A figure of the regional policy's share in a /status document, or -1 when there is none. */
+    private static double number(final ToDoubleFunction<RegionShare> figure, final String status)
     {
-        final Matcher found = pattern.matcher(status);
-        return found.find() ? Double.parseDouble(found.group(1)) : -1;
+        return status.isEmpty() ? -1 : StatusJson.parse(status).getRegion().getSharesList().stream()
+            .filter(share -> share.getPolicy().equals("orders-regional")).mapToDouble(figure).findFirst().orElse(-1);
     }
 
     private static void awaitUntil(final String what, final int seconds, final java.util.function.BooleanSupplier condition)

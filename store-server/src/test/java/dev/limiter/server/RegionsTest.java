@@ -3,6 +3,10 @@ package dev.limiter.server;
 import dev.limiter.client.Decision;
 import dev.limiter.client.Descriptor;
 import dev.limiter.client.LimiterClient;
+import dev.limiter.protocol.StatusJson;
+import dev.limiter.protocol.status.PeerRegion;
+import dev.limiter.protocol.status.RegionShare;
+import dev.limiter.protocol.status.RegionStatus;
 import dev.limiter.server.net.TlsClientAuth;
 import dev.limiter.server.region.RegionConfig;
 import org.junit.jupiter.api.AfterEach;
@@ -30,8 +34,6 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -96,15 +98,14 @@ class RegionsTest
         final StoreServer eu = region("eu", data[0], admin[0], "us=127.0.0.1:" + admin[1], pki, pki.issue("eu"));
         region("us", data[1], admin[1], "eu=127.0.0.1:" + admin[0], pki, pki.issue("us"));
         final long end = System.nanoTime() + 10_000_000_000L;
-        Matcher age;
+        long age;
         do
         {
             Thread.sleep(50);
-            age = Pattern.compile("\"region\":\"us\",\"reportAgeMs\":(-?\\d+)").matcher(eu.statusJson());
-            assertTrue(age.find(), eu.statusJson());
+            age = reportAgeMillis(eu);
         }
-        while (Long.parseLong(age.group(1)) < 0 && System.nanoTime() < end);
-        assertTrue(Long.parseLong(age.group(1)) >= 0, "Europe heard from the US over HTTPS (client certificates required): " + eu.statusJson());
+        while (age < 0 && System.nanoTime() < end);
+        assertTrue(age >= 0, "Europe heard from the US over HTTPS (client certificates required): " + eu.statusJson());
     }
 
     @Test
@@ -150,9 +151,9 @@ class RegionsTest
         assertTrue(total <= RATE * seconds + RATE * (1 + 2 * 0.95), "granted " + total + " in " + seconds + " s");
 
         // The status shows the region, its shares and how old the other region's last report is.
-        final String status = eu.statusJson();
-        assertTrue(status.contains("\"region\":{\"name\":\"eu\"") && status.contains("\"policy\":\"orders-global\"") &&
-            status.contains("\"region\":\"us\",\"reportAgeMs\":"), status);
+        final RegionStatus status = StatusJson.parse(eu.statusJson()).getRegion();
+        assertEquals(List.of("eu", "orders-global", "us"), List.of(status.getName(), status.getShares(0).getPolicy(),
+            status.getRegions(0).getRegion()), status.toString());
 
         // The US is cut off (stopped): Europe keeps deciding with the share it has, and cannot raise it.
         usClient.close();
@@ -174,9 +175,7 @@ class RegionsTest
         while ((age < 0 || age > 1000) && System.nanoTime() < end)
         {
             Thread.sleep(50);
-            final Matcher m = Pattern.compile("\"region\":\"us\",\"reportAgeMs\":(-?\\d+)").matcher(eu.statusJson());
-            assertTrue(m.find());
-            age = Long.parseLong(m.group(1));
+            age = reportAgeMillis(eu);
             assertTrue(share(eu) + share(back) <= 1.0 + 1e-9, share(eu) + " + " + share(back));
         }
         assertTrue(age >= 0 && age <= 1000, "Europe hears from the US again: " + eu.statusJson());
@@ -217,9 +216,10 @@ class RegionsTest
 
     private static long reportAgeMillis(final StoreServer node)
     {
-        final Matcher age = Pattern.compile("\"region\":\"us\",\"reportAgeMs\":(-?\\d+)").matcher(node.statusJson());
-        assertTrue(age.find(), node.statusJson());
-        return Long.parseLong(age.group(1));
+        final String json = node.statusJson();
+        return StatusJson.parse(json).getRegion().getRegionsList().stream()
+            .filter(peer -> peer.getRegion().equals("us")).mapToLong(PeerRegion::getReportAgeMs).findFirst()
+            .orElseThrow(() -> new AssertionError("no region us in " + json));
     }
 
     private LimiterClient client(final StoreServer node)
@@ -231,9 +231,10 @@ class RegionsTest
 
     private static double share(final StoreServer node)
     {
-        final Matcher m = Pattern.compile("\"policy\":\"orders-global\",\"share\":([0-9.]+)").matcher(node.statusJson());
-        assertTrue(m.find(), node.statusJson());
-        return Double.parseDouble(m.group(1));
+        final String json = node.statusJson();
+        return StatusJson.parse(json).getRegion().getSharesList().stream()
+            .filter(share -> share.getPolicy().equals("orders-global")).mapToDouble(RegionShare::getShare).findFirst()
+            .orElseThrow(() -> new AssertionError("no share of orders-global in " + json));
     }
 
     static final class Tally

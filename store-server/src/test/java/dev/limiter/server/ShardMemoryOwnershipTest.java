@@ -3,6 +3,8 @@ package dev.limiter.server;
 import dev.limiter.client.Descriptor;
 import dev.limiter.client.LimiterClient;
 import dev.limiter.protocol.MessageType;
+import dev.limiter.protocol.StatusJson;
+import dev.limiter.protocol.status.ShardStatus;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -20,8 +22,6 @@ import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -65,7 +65,8 @@ class ShardMemoryOwnershipTest
                             HttpResponse.BodyHandlers.ofString()).body();
                         final String metrics = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.adminPort() + "/metrics")).build(),
                             HttpResponse.BodyHandlers.ofString()).body();
-                        if (!status.contains("\"digest\":") || !viaHttp.contains("\"shards\":") || !metrics.contains("limiter_buckets"))
+                        if (!StatusJson.parse(status).hasDigest() || StatusJson.parse(viaHttp).getShardsCount() != 2 ||
+                            !metrics.contains("limiter_buckets"))
                         {
                             problems.add("incomplete answer: " + status);
                         }
@@ -114,12 +115,6 @@ class ShardMemoryOwnershipTest
 
     private static long bucketsIn(final String status)
     {
-        final Matcher m = Pattern.compile("\"buckets\":(\\d+)").matcher(status);
-        long sum = 0;
-        while (m.find())
-        {
-            sum += Long.parseLong(m.group(1));
-        }
-        return sum;
+        return StatusJson.parse(status).getShardsList().stream().mapToLong(ShardStatus::getBuckets).sum();
     }
 }

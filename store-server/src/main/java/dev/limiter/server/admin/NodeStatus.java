@@ -5,7 +5,10 @@ import dev.limiter.protocol.policy.HotKeyReport;
 /** What the admin port reports of its node: {@code GET /status}, {@code GET /health}, {@code GET /v1/hot-keys}. */
 public interface NodeStatus
 {
-    /** The node's status document (JSON), the same as the data port's STATUS answer. */
+    /**
+     * The node's status document: a {@code StatusReport} (status.proto) as {@code StatusJson} prints it, one
+     * line; the same as the data port's STATUS answer.
+     */
     String statusJson();
 
     /** Whether the node can serve (a member with its shards running). */

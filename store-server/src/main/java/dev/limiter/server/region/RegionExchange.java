@@ -8,6 +8,9 @@ import dev.limiter.protocol.Limit;
 import dev.limiter.protocol.policy.PolicyCommand;
 import dev.limiter.protocol.policy.RegionReport;
 import dev.limiter.protocol.policy.RegionShares;
+import dev.limiter.protocol.status.PeerRegion;
+import dev.limiter.protocol.status.RegionShare;
+import dev.limiter.protocol.status.RegionStatus;
 import dev.limiter.server.admin.AdminToken;
 import dev.limiter.server.admin.NodeStatus;
 import dev.limiter.server.control.PolicyControl;
@@ -26,7 +29,6 @@ import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
@@ -654,37 +656,34 @@ public final class RegionExchange implements AutoCloseable
     }
 
     /**
-     * The region part of the node's status: {@code {"name":..,"leads":..,"shares":[..],"regions":[..]}}; each
-     * share says this region's share as this node applied it, what this node's shards decide with, and what
-     * this node tells the other regions.
+     * The region part of the node's status ({@code status.proto}'s {@code RegionStatus}): for each
+     * regional policy in force, this region's share as this node applied it, what this node's shards
+     * decide with, and what this node tells the other regions; and how old each other region's
+     * report is.
+     *
+     * @return the region's status as of now
      */
-    public String statusJson()
+    public RegionStatus status()
     {
-        final StringBuilder json = new StringBuilder("{\"name\":\"").append(config.region()).append("\",\"leads\":")
-            .append(leads.getAsBoolean()).append(",\"slotMs\":").append(config.slotMillis()).append(",\"shares\":[");
-        String sep = "";
+        final RegionStatus.Builder status = RegionStatus.newBuilder().setName(config.region())
+            .setLeads(leads.getAsBoolean()).setSlotMs(Math.toIntExact(config.slotMillis()));
         for (final CompiledPolicy policy : regionalPolicies())
         {
-            json.append(sep).append("{\"policy\":\"").append(policy.id()).append("\",\"share\":")
-                .append(String.format(Locale.ROOT, "%.4f", sharePpm(policy) / (double)ShareAllocator.WHOLE))
-                .append(",\"demandPerSecond\":").append(String.format(Locale.ROOT, "%.1f", demand.getOrDefault(policy.id(), 0.0)))
-                // After the demand: ./limiter status reads the three before as they are.
-                .append(",\"decidesWith\":").append(String.format(Locale.ROOT, "%.4f", decidesWith(policy) / (double)ShareAllocator.WHOLE))
-                .append(",\"reported\":").append(String.format(Locale.ROOT, "%.4f", reportedShare(policy) / (double)ShareAllocator.WHOLE))
-                .append('}');
-            sep = ",";
+            status.addShares(RegionShare.newBuilder().setPolicy(policy.id())
+                .setShare(sharePpm(policy) / (double)ShareAllocator.WHOLE)
+                // Tenths of a decision per second: the smoothing makes finer digits noise.
+                .setDemandPerSecond(Math.round(demand.getOrDefault(policy.id(), 0.0) * 10) / 10.0)
+                .setDecidesWith(decidesWith(policy) / (double)ShareAllocator.WHOLE)
+                .setReported(reportedShare(policy) / (double)ShareAllocator.WHOLE));
         }
-        json.append("],\"regions\":[");
-        sep = "";
         for (final String region : config.regions())
         {
             if (!region.equals(config.region()))
             {
-                json.append(sep).append("{\"region\":\"").append(region).append("\",\"reportAgeMs\":").append(reportAgeMillis(region)).append('}');
-                sep = ",";
+                status.addRegions(PeerRegion.newBuilder().setRegion(region).setReportAgeMs(reportAgeMillis(region)));
             }
         }
-        return json.append("]}").toString();
+        return status.build();
     }
 
     @Override
