@@ -1,7 +1,9 @@
 package dev.limiter.client;
 
 import dev.limiter.protocol.ErrorCode;
+import dev.limiter.protocol.Features;
 import dev.limiter.protocol.Frame;
+import dev.limiter.protocol.HelloCodec;
 import dev.limiter.protocol.MessageType;
 import dev.limiter.protocol.PoliciesCodec;
 import dev.limiter.protocol.ShardMap;
@@ -72,6 +74,10 @@ final class Connection implements FrameAdapter.Listener, Link.Listener
     private final ResultReader results;
     /** A keep-alive PING's deadline, ns. */
     private final long keepAliveNanos;
+    /** The correlation id of this link's HELLO while it awaits its answer, else 0. Event loop only. */
+    private long helloId;
+    /** What the node behind the link said it can do ({@link Features}), 0 until it said. Event loop only. */
+    private long nodeFeatures;
     /** Set once by {@link #connect}, before the link opens. */
     private Events events;
     /** Set once by the {@link ConnectionSet} that takes this connection, before any call is made. */
@@ -245,7 +251,7 @@ final class Connection implements FrameAdapter.Listener, Link.Listener
         loop.execute(() ->
         {
             final Channel ch = link.channel();
-            if (ch != null && !closed)
+            if (ch != null && !closed && Features.has(nodeFeatures, Features.SHARD_MAP))
             {
                 askShardMap(ch);
             }
@@ -294,12 +300,42 @@ final class Connection implements FrameAdapter.Listener, Link.Listener
         return new FrameAdapter(this, hostPort);
     }
 
+    /** Says what this SDK can do; the subscription and the shard map wait for the node's answer. */
     @Override
     public void opened(final Channel channel)
     {
-        subscription.opened(channel);
-        askShardMap(channel);
+        helloId = inFlight.newCorrelationId();
+        nodeFeatures = 0;
+        final ByteBuf hello = channel.alloc().buffer(Frame.HEADER_LENGTH + HelloCodec.BODY_LENGTH);
+        HelloCodec.writeHello(hello, helloId, Features.SDK);
+        link.writeAndFlush(channel, hello);
         batcher.drainIfQueued();
+    }
+
+    @Override
+    public void hello(final long correlationId, final long features)
+    {
+        if (correlationId == helloId)
+        {
+            greeted(features);
+        }
+    }
+
+    /** The node's features are known: it is asked only for what it listed. */
+    private void greeted(final long features)
+    {
+        helloId = 0;
+        nodeFeatures = features;
+        LOG.debug("{} offers {}", hostPort, Features.names(features));
+        final Channel ch = link.channel();
+        if (ch != null)
+        {
+            subscription.opened(ch, features);
+            if (Features.has(features, Features.SHARD_MAP))
+            {
+                askShardMap(ch);
+            }
+        }
     }
 
     @Override
@@ -338,12 +374,20 @@ final class Connection implements FrameAdapter.Listener, Link.Listener
     @Override
     public void error(final long correlationId, final int code, final String message)
     {
-        final Channel ch = link.channel();
-        if (correlationId == 0 && ch != null && subscription.refused(code, message, ch))
-        {
-            return; // the answer to the policy subscription or a shard map request: calls are unaffected
-        }
         final ErrorCode known = ErrorCode.ofOrNull(code);
+        if (correlationId != 0 && correlationId == helloId)
+        {
+            if (known != ErrorCode.UNKNOWN_TYPE)
+            {
+                LOG.warn("limiter {} refused this SDK's HELLO ({}: {}); using the base protocol only", hostPort, known, message);
+            }
+            greeted(0); // a node from before HELLO: none of the features
+            return;
+        }
+        if (correlationId == 0 && subscription.refused(code, message))
+        {
+            return; // the answer to the policy subscription: calls are unaffected
+        }
         final InFlightTable.Entry entry = inFlight.remove(correlationId);
         if (entry != null && known == ErrorCode.NOT_LEADER && entry.request == null)
         {

@@ -3,6 +3,7 @@ package dev.limiter.client;
 import dev.limiter.protocol.ErrorCodec;
 import dev.limiter.protocol.FleetCodec;
 import dev.limiter.protocol.Frame;
+import dev.limiter.protocol.HelloCodec;
 import dev.limiter.protocol.MessageType;
 import dev.limiter.protocol.PoliciesCodec;
 import dev.limiter.protocol.ShardMap;
@@ -39,6 +40,9 @@ final class FrameAdapter extends ChannelInboundHandlerAdapter
         void shardMap(ShardMap map);
 
         void fleet(int instances);
+
+        /** A HELLO_RESULT: the node's {@link dev.limiter.protocol.Features}. */
+        void hello(long correlationId, long features);
 
         /** The peer sent what this SDK cannot read as a frame: the channel is being closed. */
         void unreadable(String why);
@@ -117,6 +121,17 @@ final class FrameAdapter extends ChannelInboundHandlerAdapter
                 catch (final IllegalArgumentException e)
                 {
                     LOG.warn("ignoring a fleet count from {} this SDK cannot read: {}", peer, e.getMessage());
+                }
+            }
+            case MessageType.HELLO_RESULT ->
+            {
+                try
+                {
+                    listener.hello(correlationId, HelloCodec.read(frame));
+                }
+                catch (final IllegalArgumentException e)
+                {
+                    LOG.warn("ignoring a HELLO answer from {} this SDK cannot read: {}", peer, e.getMessage());
                 }
             }
             default -> LOG.warn("ignoring message type {} from {}", MessageType.name(type), peer);

@@ -1,6 +1,6 @@
 package dev.limiter.client;
 
-import dev.limiter.protocol.ErrorCode;
+import dev.limiter.protocol.Features;
 import dev.limiter.protocol.Frame;
 import dev.limiter.protocol.PoliciesCodec;
 import io.netty.buffer.ByteBuf;
@@ -16,9 +16,8 @@ import java.util.concurrent.TimeUnit;
  * One connection's subscription to its node's policy set (POLICIES): asked when the link opens and
  * renewed every {@link ConnectionSettings#policyRefreshNanos()}, so that the cache knows a node
  * still stands behind its set (its TTL counts from the last answer). The subscription carries this
- * SDK's instance id, so that the node counts it in the FLEET reports it pushes; a node from before
- * FLEET refuses that form, and is asked in the older one until the link is opened again. Event
- * loop only, but for {@link #fleetInstances()}.
+ * SDK's instance id when the node listed {@link Features#FLEET} in its HELLO answer, so that it
+ * counts this SDK in the FLEET reports it pushes. Event loop only, but for {@link #fleetInstances()}.
  */
 final class PolicySubscription
 {
@@ -31,8 +30,8 @@ final class PolicySubscription
     private final ConnectionSettings settings;
     private final String peer;
     private ScheduledFuture<?> refresh;
-    /** False once the node refused the subscription with an instance id; true again when the link opens again. */
-    private boolean withInstanceId = true;
+    /** Whether the node behind the link counts SDK instances (it listed {@link Features#FLEET}). */
+    private boolean withInstanceId;
     /** SDK instances the node last reported (FLEET), 0 before any report; kept through an outage. */
     private volatile int fleetInstances;
 
@@ -46,10 +45,10 @@ final class PolicySubscription
         this.peer = peer;
     }
 
-    /** The link opened (a new node, perhaps upgraded, may be behind it): subscribe with the instance id. */
-    void opened(final Channel ch)
+    /** The link opened and the node said what it can do (a new node, perhaps upgraded, may be behind it). */
+    void opened(final Channel ch, final long nodeFeatures)
     {
-        withInstanceId = true;
+        withInstanceId = Features.has(nodeFeatures, Features.FLEET);
         if (policies != null)
         {
             subscribe(ch);
@@ -57,25 +56,17 @@ final class PolicySubscription
     }
 
     /**
-     * An ERROR with correlation id 0, which answers a subscription.
+     * An ERROR with correlation id 0, which answers a subscription (a set too large to send, say).
      *
-     * @return whether it was the refusal of this subscription (else it is the connection's to handle)
+     * @return whether it was this subscription's (else it is the connection's to handle)
      */
-    boolean refused(final int code, final String message, final Channel ch)
+    boolean refused(final int code, final String message)
     {
-        if (policies == null && code != ErrorCode.UNKNOWN_TYPE.code())
+        if (policies == null)
         {
             return false;
         }
-        if (policies != null && withInstanceId && code == ErrorCode.MALFORMED_FRAME.code()
-            && PoliciesCodec.refusedAsOlderNode(message))
-        {
-            withInstanceId = false;
-            LOG.info("{} does not count SDK instances (an older node): subscribing without an instance id", peer);
-            subscribe(ch);
-            return true;
-        }
-        LOG.debug("{} did not serve the policy set: {}", peer, message);
+        LOG.debug("{} did not serve the policy set: {} {}", peer, code, message);
         return true;
     }
 

@@ -2,8 +2,10 @@ package dev.limiter.client;
 
 import dev.limiter.protocol.ErrorCode;
 import dev.limiter.protocol.ErrorCodec;
+import dev.limiter.protocol.Features;
 import dev.limiter.protocol.FleetCodec;
 import dev.limiter.protocol.Frame;
+import dev.limiter.protocol.HelloCodec;
 import dev.limiter.protocol.MessageType;
 import dev.limiter.protocol.PoliciesCodec;
 import dev.limiter.protocol.policy.PolicySet;
@@ -65,6 +67,12 @@ class FrameAdapterTest
             }
 
             @Override
+            public void hello(final long correlationId, final long features)
+            {
+                heard.add("hello " + correlationId + " " + Features.names(features));
+            }
+
+            @Override
             public void unreadable(final String why)
             {
                 heard.add("unreadable");
@@ -107,6 +115,15 @@ class FrameAdapterTest
         policies.release();
         channel.writeInbound(both);
         assertEquals(List.of("fleet 7", "policies 12"), heard);
+    }
+
+    @Test
+    void aHelloAnswerIsReadForTheNodesFeatures()
+    {
+        final ByteBuf hello = Unpooled.buffer();
+        HelloCodec.writeResult(hello, 1, Features.FLEET | Features.SHARD_MAP);
+        channel.writeInbound(hello);
+        assertEquals(List.of("hello 1 [FLEET,SHARD_MAP]"), heard);
     }
 
     @Test

@@ -15,19 +15,21 @@ import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/** An SDK against a node from before FLEET, which takes only the one-byte policy subscription. */
+/** An SDK against a node from before HELLO, FLEET and SHARD_MAP: it is asked only in the base protocol. */
 @Timeout(30)
 class OlderNodeTest
 {
     @Test
-    void anSdkSubscribesWithoutAnInstanceIdWhenTheNodeRefusesOne() throws Exception
+    void anSdkAsksANodeThatListsNoFeaturesOnlyWhatTheBaseProtocolHas() throws Exception
     {
         final List<Integer> subscriptionBodies = new CopyOnWriteArrayList<>();
+        final List<Integer> types = new CopyOnWriteArrayList<>();
         final byte[] set = PolicySet.newBuilder().setVersion(1)
             .setDefaultPolicy(Policy.newBuilder().setId("baseline").setRate(2).setBurst(2).setOwner("infra")).build().toByteArray();
-        try (ScriptedNode node = new ScriptedNode(request -> likeAnOlderNode(request, set, subscriptionBodies));
+        try (ScriptedNode node = new ScriptedNode(request -> likeAnOlderNode(request, set, subscriptionBodies, types));
              LimiterClient client = LimiterClient.builder().endpoints(node.endpoint()).connections(1).build())
         {
             final long until = System.currentTimeMillis() + 5000;
@@ -37,21 +39,30 @@ class OlderNodeTest
             }
             assertEquals(7, client.policies().version(), "the policy set arrived through the one-byte subscription");
             assertEquals(0, client.stats().fleetInstances(), "an older node reports no fleet: the SDK keeps whole budgets");
-            assertTrue(subscriptionBodies.size() >= 2 && subscriptionBodies.get(0) > 1 && subscriptionBodies.get(1) == 1,
-                "first with an instance id, then without: " + subscriptionBodies);
+            assertEquals(List.of(1), subscriptionBodies.subList(0, 1), "never asked with an instance id: " + subscriptionBodies);
+            assertTrue(subscriptionBodies.stream().allMatch(body -> body == 1), "every subscription in the old form: " + subscriptionBodies);
+            assertEquals(MessageType.HELLO, types.get(0), "HELLO comes first: " + types);
+            assertFalse(types.contains(MessageType.SHARD_MAP), "no shard map asked of a node that did not list it: " + types);
         }
     }
 
-    /** Answers POLICIES as nodes did before FLEET: a body other than one byte is MALFORMED_FRAME. */
-    private static ByteBuf likeAnOlderNode(final ScriptedNode.Request request, final byte[] set, final List<Integer> subscriptionBodies)
+    /** Answers as nodes did before HELLO: an unknown type is UNKNOWN_TYPE, a POLICIES body other than one byte MALFORMED_FRAME. */
+    private static ByteBuf likeAnOlderNode(final ScriptedNode.Request request, final byte[] set, final List<Integer> subscriptionBodies,
+        final List<Integer> types)
     {
+        types.add(request.type());
+        final ByteBuf answer = Unpooled.buffer();
+        if (request.type() == MessageType.HELLO || request.type() == MessageType.SHARD_MAP)
+        {
+            ErrorCodec.encode(answer, request.correlationId(), ErrorCode.UNKNOWN_TYPE, "unknown message type " + request.type());
+            return answer;
+        }
         if (request.type() != MessageType.POLICIES)
         {
             return null;
         }
         final int body = request.bodyLength();
         subscriptionBodies.add(body);
-        final ByteBuf answer = Unpooled.buffer();
         if (body != 1)
         {
             ErrorCodec.encode(answer, 0, ErrorCode.MALFORMED_FRAME, "POLICIES body is one byte of flags (bit 0: subscribe), was " +

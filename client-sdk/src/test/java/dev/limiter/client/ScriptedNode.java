@@ -1,6 +1,8 @@
 package dev.limiter.client;
 
+import dev.limiter.protocol.Features;
 import dev.limiter.protocol.Frame;
+import dev.limiter.protocol.HelloCodec;
 import dev.limiter.protocol.MessageType;
 import dev.limiter.protocol.ReasonCode;
 import dev.limiter.protocol.ResultCodec;
@@ -132,8 +134,14 @@ final class ScriptedNode implements AutoCloseable
                 final byte[] rest = new byte[in.readInt()];
                 in.readFully(rest);
                 final ByteBuffer frame = ByteBuffer.wrap(rest);
-                final ByteBuf answer = script.answer(new Request(rest[Frame.TYPE_OFFSET - Frame.LENGTH_FIELD_LENGTH] & 0xFF,
-                    frame.getLong(Frame.CORRELATION_ID_OFFSET - Frame.LENGTH_FIELD_LENGTH), frame, connection));
+                final int type = rest[Frame.TYPE_OFFSET - Frame.LENGTH_FIELD_LENGTH] & 0xFF;
+                final long correlationId = frame.getLong(Frame.CORRELATION_ID_OFFSET - Frame.LENGTH_FIELD_LENGTH);
+                ByteBuf answer = script.answer(new Request(type, correlationId, frame, connection));
+                if (answer == null && type == MessageType.HELLO)
+                {
+                    answer = Unpooled.buffer(); // as a node of this build, unless the script says otherwise
+                    HelloCodec.writeResult(answer, correlationId, Features.NODE);
+                }
                 if (answer == null)
                 {
                     continue;

@@ -3,6 +3,7 @@ package dev.limiter.server;
 import dev.limiter.client.Descriptor;
 import dev.limiter.client.LimiterClient;
 import dev.limiter.protocol.AcquireCodec;
+import dev.limiter.protocol.Features;
 import dev.limiter.protocol.Frame;
 import dev.limiter.protocol.MessageType;
 import io.netty.buffer.ByteBuf;
@@ -211,6 +212,25 @@ class BadInputTest
             raw.send(RawConnection.frame(99, 17, new byte[3]));
             final String error = readError(raw);
             assertTrue(error.startsWith("UNKNOWN_TYPE"), error);
+            assertStillServes(raw);
+        }
+    }
+
+    @Test
+    void aHelloIsAnsweredWithTheNodesFeaturesAndAShortOneGetsAnErrorSayingWhatTheBodyIs() throws Exception
+    {
+        try (RawConnection raw = connect())
+        {
+            raw.send(RawConnection.frame(MessageType.HELLO, 21, new byte[3]));
+            final String error = readError(raw);
+            assertTrue(error.startsWith("MALFORMED_FRAME") && error.contains("HELLO body is 3 bytes"), error);
+            final byte[] newer = new byte[12]; // a newer SDK's longer HELLO: read for its first 8 bytes
+            newer[7] = (byte)Features.SDK;
+            raw.send(RawConnection.frame(MessageType.HELLO, 22, newer));
+            final RawConnection.Answer hello = raw.read();
+            assertEquals(MessageType.HELLO_RESULT, hello.type());
+            assertEquals(22L, hello.correlationId());
+            assertEquals(Features.NODE, ByteBuffer.wrap(hello.body()).getLong());
             assertStillServes(raw);
         }
     }

@@ -73,6 +73,15 @@ public final class MessageType
      */
     public static final int RELEASE = 19;
 
+    /**
+     * The first frame an SDK sends on a new connection: the {@link Features} it understands
+     * ({@link HelloCodec}). Answered by {@link #HELLO_RESULT}; a node from before HELLO answers
+     * ERROR {@link ErrorCode#UNKNOWN_TYPE}, which means it has none of the features.
+     */
+    public static final int HELLO = 20;
+    /** The answer to {@link #HELLO}: the node's {@link Features}. */
+    public static final int HELLO_RESULT = 21;
+
     /** Largest {@link #DEGRADED_REPORT} body a node takes. */
     public static final int MAX_DEGRADED_REPORT_BYTES = 64 * 1024;
 
@@ -103,6 +112,8 @@ public final class MessageType
             case SHARD_MAP: return "SHARD_MAP";
             case SHARD_MAP_RESULT: return "SHARD_MAP_RESULT";
             case RELEASE: return "RELEASE";
+            case HELLO: return "HELLO";
+            case HELLO_RESULT: return "HELLO_RESULT";
             default: return "UNKNOWN(" + type + ")";
         }
     }

@@ -27,8 +27,6 @@ public final class PoliciesCodec
 
     private static final String REQUEST_LAYOUT =
         "it is u8 flags (bit 0: subscribe, bit 1: an instance id follows as u8 length and 1-255 UTF-8 bytes)";
-    /** What nodes from before FLEET answered to a request with an instance id (they took only the one-byte body). */
-    private static final String OLDER_NODE_REFUSAL = "POLICIES body is one byte";
 
     private PoliciesCodec()
     {
@@ -87,12 +85,6 @@ public final class PoliciesCodec
             throw new IllegalArgumentException("POLICIES body " + problem + "; " + REQUEST_LAYOUT);
         }
         return new Request(subscribe, withInstance ? frame.toString(body + 2, idLength, StandardCharsets.UTF_8) : null);
-    }
-
-    /** Whether a node's MALFORMED_FRAME answer to a request with an instance id says it is from before FLEET. */
-    public static boolean refusedAsOlderNode(final String errorMessage)
-    {
-        return errorMessage != null && errorMessage.contains(OLDER_NODE_REFUSAL);
     }
 
     /** Bytes of a POLICIES_RESULT frame carrying {@code set}. */

@@ -72,11 +72,23 @@ class SubscriptionAndReleaseCodecTest
     }
 
     @Test
-    void anOlderNodesRefusalOfTheInstanceIdIsRecognisedAndNoOtherError()
+    void helloAndItsResultCarryFeatureBitsAndANewerPeersLongerBodyIsReadForThem()
     {
-        assertTrue(PoliciesCodec.refusedAsOlderNode("POLICIES body is one byte of flags (bit 0: subscribe), was 10 bytes"));
-        assertFalse(PoliciesCodec.refusedAsOlderNode("POLICIES body is 3 bytes where its flags say 4; it is u8 flags"));
-        assertFalse(PoliciesCodec.refusedAsOlderNode(null));
+        final ByteBuf hello = Unpooled.buffer();
+        HelloCodec.writeHello(hello, 5, Features.SDK);
+        assertEquals(MessageType.HELLO, Frame.type(hello));
+        assertEquals(5, Frame.correlationId(hello));
+        assertEquals(Features.SDK, HelloCodec.read(hello));
+        final ByteBuf result = Unpooled.buffer();
+        HelloCodec.writeResult(result, 5, Features.FLEET | 1L << 40);
+        assertEquals(MessageType.HELLO_RESULT, Frame.type(result));
+        assertTrue(Features.has(HelloCodec.read(result), Features.FLEET));
+        assertFalse(Features.has(HelloCodec.read(result), Features.SHARD_MAP));
+        assertEquals("[FLEET,bit 40]", Features.names(HelloCodec.read(result)));
+        final ByteBuf longer = frame(MessageType.HELLO_RESULT, new byte[] {0, 0, 0, 0, 0, 0, 0, 3, 9, 9});
+        assertEquals(Features.FLEET | Features.SHARD_MAP, HelloCodec.read(longer), "appended fields are skipped");
+        assertEquals("HELLO_RESULT body is 3 bytes; it starts with a u64 of feature bits",
+            assertThrows(IllegalArgumentException.class, () -> HelloCodec.read(frame(MessageType.HELLO_RESULT, new byte[] {0, 0, 1}))).getMessage());
     }
 
     @Test

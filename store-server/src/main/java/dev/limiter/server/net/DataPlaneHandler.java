@@ -3,7 +3,9 @@ package dev.limiter.server.net;
 import dev.limiter.protocol.AcquireDecoder;
 import dev.limiter.protocol.ErrorCode;
 import dev.limiter.protocol.ErrorCodec;
+import dev.limiter.protocol.Features;
 import dev.limiter.protocol.Frame;
+import dev.limiter.protocol.HelloCodec;
 import dev.limiter.protocol.MessageType;
 import dev.limiter.protocol.PolicySetIndex;
 import dev.limiter.protocol.ReleaseCodec;
@@ -76,6 +78,7 @@ public final class DataPlaneHandler extends ChannelInboundHandlerAdapter impleme
         controlFrames[MessageType.DEGRADED_REPORT] = new SdkReports(control, groups == null ? null : groups.control(), reportGate, metrics);
         controlFrames[MessageType.STATUS] = this::status;
         controlFrames[MessageType.PING] = DataPlaneHandler::pong;
+        controlFrames[MessageType.HELLO] = this::hello;
         controlFrames[MessageType.MEMBERS] = this::noMembershipHere;
         controlFrames[MessageType.SHARD_MAP] = this::shardMap;
         this.groups = groups;
@@ -205,6 +208,23 @@ public final class DataPlaneHandler extends ChannelInboundHandlerAdapter impleme
         final ByteBuf pong = ctx.alloc().buffer(Frame.HEADER_LENGTH);
         Frame.finish(pong, Frame.begin(pong, MessageType.PONG, correlationId));
         ctx.writeAndFlush(pong, ctx.voidPromise());
+    }
+
+    /** An SDK opening a connection: this node's features (the SDK's own are read for their shape only). */
+    private void hello(final ChannelHandlerContext ctx, final ByteBuf frame, final long correlationId, final FrameResponder answers)
+    {
+        try
+        {
+            HelloCodec.read(frame);
+        }
+        catch (final IllegalArgumentException e)
+        {
+            error(ctx, correlationId, ErrorCode.MALFORMED_FRAME, e.getMessage());
+            return;
+        }
+        final ByteBuf answer = ctx.alloc().buffer(Frame.HEADER_LENGTH + HelloCodec.BODY_LENGTH);
+        HelloCodec.writeResult(answer, correlationId, Features.NODE);
+        ctx.writeAndFlush(answer, ctx.voidPromise());
     }
 
     /** Anybody who can reach this port may send anything: nothing here changes the cluster. */

@@ -1,0 +1,52 @@
+package dev.limiter.protocol;
+
+import java.util.StringJoiner;
+
+/**
+ * What one end of a connection can do beyond the base protocol, as bits exchanged in HELLO and
+ * HELLO_RESULT ({@link HelloCodec}) when the connection opens. A peer acts on a feature only when
+ * the other end listed it; a node that predates HELLO answers it with ERROR UNKNOWN_TYPE, and has
+ * none of these. Bits are never reused: a retired feature keeps its bit unset from then on.
+ */
+public final class Features
+{
+    /** POLICIES may carry an instance id, and the node pushes FLEET counts to such subscribers. */
+    public static final long FLEET = 1L;
+    /** The node answers SHARD_MAP. */
+    public static final long SHARD_MAP = 1L << 1;
+    /** The node takes RELEASE, giving back a concurrency lease by its id. */
+    public static final long RELEASE = 1L << 2;
+    /** The node takes an acquire of cost 0 as a check that charges nothing. */
+    public static final long CHECK = 1L << 3;
+
+    /** What a node of this build offers. */
+    public static final long NODE = FLEET | SHARD_MAP | RELEASE | CHECK;
+    /** What an SDK of this build understands. */
+    public static final long SDK = FLEET | SHARD_MAP | RELEASE | CHECK;
+
+    private static final String[] NAMES = {"FLEET", "SHARD_MAP", "RELEASE", "CHECK"};
+
+    private Features()
+    {
+    }
+
+    /** Whether {@code features} lists every bit of {@code feature}. */
+    public static boolean has(final long features, final long feature)
+    {
+        return (features & feature) == feature;
+    }
+
+    /** The features' names, for logs: known bits by name, unknown ones (a newer peer's) as {@code bit N}. */
+    public static String names(final long features)
+    {
+        final StringJoiner names = new StringJoiner(",", "[", "]");
+        for (int bit = 0; bit < Long.SIZE; bit++)
+        {
+            if ((features & (1L << bit)) != 0)
+            {
+                names.add(bit < NAMES.length ? NAMES[bit] : "bit " + bit);
+            }
+        }
+        return names.toString();
+    }
+}
