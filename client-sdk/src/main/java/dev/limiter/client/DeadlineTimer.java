@@ -22,9 +22,8 @@ import java.util.concurrent.locks.LockSupport;
  * {@link #RECHECK_TICKS} ticks while calls keep coming, and up to a second once none has come for
  * 100 ms. A call registered with a deadline before the planned wake-up wakes it; under steady
  * traffic with deadlines of 16 ms or more (the default is 20) none does, so callers do not pay for
- * waking it. Ticking every millisecond cost this thread about 150 us of CPU per call at 200 calls a
- * second on a 2-core VM (a sleep and a wake cost tens of microseconds there); sleeping this way,
- * 20-25 us.
+ * waking it. A sleep and a wake cost tens of microseconds of CPU, so a thread ticking every
+ * millisecond would cost light traffic more per call than the calls themselves (docs/sdk.md).
  *
  * <p>Pauses: this thread notices when it wakes 20 ms or more later than it planned or was asked to
  * (a GC pause, a stopped or starved process). The answers of calls due during such a pause may already wait, unread, in the
@@ -43,7 +42,7 @@ final class DeadlineTimer implements AutoCloseable
     /**
      * This thread woke this much later than it asked: the process was paused (or starved). Shorter
      * stops are left to {@link #LOOP_WAIT_NANOS}, so that a busy machine's scheduling noise (a thread
-     * parked for 1 ms oversleeps by up to 10 ms here) does not hand every call due meanwhile a grace.
+     * parked for 1 ms may oversleep by several) does not hand every call due meanwhile a grace.
      */
     static final long PAUSE_NANOS = TimeUnit.MILLISECONDS.toNanos(20);
     /**
@@ -70,11 +69,10 @@ final class DeadlineTimer implements AutoCloseable
     static final long IDLE_AFTER_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
     /**
      * A call waits in the wheel at most this many ticks before it is looked at again: an answered
-     * call is dropped then, instead of being held (with its result) until a long deadline. At
-     * 300,000 calls a second with 1 s deadlines the wheel held about 300,000 answered calls, and
-     * every young collection of the caller's JVM copied them (pauses of 100 ms and more). Calls
+     * call is dropped then, instead of being held (with its result) until a long deadline: held
+     * answered calls would be copied by every young collection of the caller's JVM. Calls
      * registered also wait up to this long to be drained from the incoming queues (this thread
-     * sleeps that long under steady traffic): about 5,000 at 300,000 calls a second.
+     * sleeps that long under steady traffic), so at most 16 ms of calls are held.
      */
     static final int RECHECK_TICKS = 16;
     /** How long this thread waits for a caller to link a call it has begun to register. */
