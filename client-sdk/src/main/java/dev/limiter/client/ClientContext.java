@@ -8,6 +8,7 @@ import io.netty.channel.nio.NioIoHandler;
 import io.netty.channel.socket.nio.NioSocketChannel;
 import io.netty.handler.ssl.SslContext;
 import io.netty.util.concurrent.DefaultThreadFactory;
+import io.netty.util.concurrent.ScheduledFuture;
 
 import java.lang.management.ManagementFactory;
 import java.net.InetSocketAddress;
@@ -61,6 +62,8 @@ final class ClientContext implements AutoCloseable
     final TokenBlocks blocks;
     /** The first stage of every call. */
     final CallPath path;
+    /** Cancelled at close: on the host's event loops it would otherwise outlive the client. */
+    private final ScheduledFuture<?> shardMapRefresh;
     private volatile boolean closed;
 
     ClientContext(final LimiterClient.Builder settings)
@@ -138,8 +141,8 @@ final class ClientContext implements AutoCloseable
             policies.onChange(snapshot -> delivery.run(blocks::prepare));
             delivery.run(blocks::prepare);
         }
-        loops.next().scheduleWithFixedDelay(this::refreshShardMap, SHARD_MAP_REFRESH_NANOS, SHARD_MAP_REFRESH_NANOS,
-            TimeUnit.NANOSECONDS);
+        this.shardMapRefresh = loops.next().scheduleWithFixedDelay(this::refreshShardMap, SHARD_MAP_REFRESH_NANOS,
+            SHARD_MAP_REFRESH_NANOS, TimeUnit.NANOSECONDS);
         final Connection.Events events = new Connection.Events(resender, router::mapReceived,
             blocks == null ? ClientContext::noHotKeys : blocks::hot);
         final CountDownLatch attempted = new CountDownLatch(list.size());
@@ -204,6 +207,7 @@ final class ClientContext implements AutoCloseable
             return;
         }
         closed = true;
+        shardMapRefresh.cancel(false);
         for (final Connection connection : connections.all())
         {
             connection.close();
@@ -213,6 +217,7 @@ final class ClientContext implements AutoCloseable
             loops.shutdownGracefully(0, 1, TimeUnit.SECONDS).syncUninterruptibly();
         }
         resender.close();
+        releases.close();
         deadlines.close();
         delivery.close();
         if (policyStore != null)

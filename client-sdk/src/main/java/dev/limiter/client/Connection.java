@@ -18,6 +18,7 @@ import org.slf4j.LoggerFactory;
 import java.net.InetSocketAddress;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Consumer;
 
@@ -74,6 +75,8 @@ final class Connection implements FrameAdapter.Listener, Link.Listener
     private final ResultReader results;
     /** A keep-alive PING's deadline, ns. */
     private final long keepAliveNanos;
+    /** How long a HELLO waits for a readable answer before it is sent again, ms. */
+    private final long helloTimeoutMillis;
     /** The correlation id of this link's HELLO while it awaits its answer, else 0. Event loop only. */
     private long helloId;
     /** What the node behind the link said it can do ({@link Features}), 0 until it said. Event loop only. */
@@ -98,7 +101,8 @@ final class Connection implements FrameAdapter.Listener, Link.Listener
     /**
      * @param policies the cache the node's policy sets go to, or null when the client does not follow policies
      */
-    Connection(final InetSocketAddress address, final EventLoop loop, final ConnectionSettings settings, final Backoff backoff,
+    Connection(final InetSocketAddress address, final EventLoop loop, final ConnectionSettings settings,
+        final Backoff backoff,
         final PolicyCache policies)
     {
         this.address = address;
@@ -110,6 +114,7 @@ final class Connection implements FrameAdapter.Listener, Link.Listener
         this.subscription = new PolicySubscription(loop, link, policies, settings, hostPort);
         this.results = new ResultReader(hostPort);
         this.keepAliveNanos = settings.keepAliveNanos();
+        this.helloTimeoutMillis = settings.connectTimeoutMillis();
     }
 
     /**
@@ -226,7 +231,7 @@ final class Connection implements FrameAdapter.Listener, Link.Listener
         loop.execute(() ->
         {
             final Channel ch = link.channel();
-            if (ch == null)
+            if (ch == null || !ch.isActive())
             {
                 result.completeExceptionally(unavailable());
                 return;
@@ -300,16 +305,39 @@ final class Connection implements FrameAdapter.Listener, Link.Listener
         return new FrameAdapter(this, hostPort);
     }
 
-    /** Says what this SDK can do; the subscription and the shard map wait for the node's answer. */
+    /**
+     * Says what this SDK can do; the subscription and the shard map wait for the node's answer.
+     * Calls go out at once: they need no feature.
+     */
     @Override
     public void opened(final Channel channel)
     {
-        helloId = inFlight.newCorrelationId();
         nodeFeatures = 0;
-        final ByteBuf hello = channel.alloc().buffer(Frame.HEADER_LENGTH + HelloCodec.BODY_LENGTH);
-        HelloCodec.writeHello(hello, helloId, Features.SDK);
-        link.writeAndFlush(channel, hello);
+        subscription.linkOpened();
+        sayHello(channel);
         batcher.drainIfQueued();
+    }
+
+    /**
+     * Sends a HELLO and, should no readable answer come within the connect timeout, another (a
+     * node that refused it, or a lost answer): the link stays open for calls meanwhile.
+     */
+    private void sayHello(final Channel channel)
+    {
+        final long id = inFlight.newCorrelationId();
+        helloId = id;
+        final ByteBuf hello = channel.alloc().buffer(Frame.HEADER_LENGTH + HelloCodec.BODY_LENGTH);
+        HelloCodec.writeHello(hello, id, Features.SDK);
+        link.writeAndFlush(channel, hello);
+        loop.schedule(() ->
+        {
+            if (helloId == id && channel.isActive() && link.channel() == channel)
+            {
+                LOG.debug("limiter {}: no readable answer to HELLO within {} ms; asking again", hostPort,
+                    helloTimeoutMillis);
+                sayHello(channel);
+            }
+        }, helloTimeoutMillis, TimeUnit.MILLISECONDS);
     }
 
     @Override
@@ -377,12 +405,23 @@ final class Connection implements FrameAdapter.Listener, Link.Listener
         final ErrorCode known = ErrorCode.ofOrNull(code);
         if (correlationId != 0 && correlationId == helloId)
         {
-            if (known != ErrorCode.UNKNOWN_TYPE)
+            if (known == ErrorCode.UNKNOWN_TYPE)
             {
-                LOG.warn("limiter {} refused this SDK's HELLO ({}: {}); using the base protocol only", hostPort, known, message);
+                greeted(Features.BEFORE_HELLO); // a node from before HELLO
             }
-            greeted(0); // a node from before HELLO: none of the features
+            else
+            {
+                // Asked again when the HELLO's wait ends (sayHello), on the same link.
+                LOG.warn("limiter {} refused this SDK's HELLO ({}: {}); asking again in {} ms", hostPort, known,
+                    message,
+                    helloTimeoutMillis);
+            }
             return;
+        }
+        if (correlationId == 0 && known == ErrorCode.UNKNOWN_TYPE)
+        {
+            LOG.debug("limiter {} does not serve a request this SDK made: {}", hostPort, message);
+            return; // a node from before HELLO asked for a shard map it does not serve: routing stays as it is
         }
         if (correlationId == 0 && subscription.refused(code, message))
         {

@@ -189,7 +189,7 @@ final class Link
                 {
                     listener.opened(channel);
                 }
-                if (keepAlive == null)
+                if (keepAlive == null && !closed)
                 {
                     keepAlive = loop.scheduleWithFixedDelay(this::keepAlive, settings.keepAliveNanos(),
                         settings.keepAliveNanos(),

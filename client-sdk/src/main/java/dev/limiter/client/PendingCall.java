@@ -48,8 +48,10 @@ final class PendingCall extends CompletableFuture<Decision>
     volatile boolean blocking;
     /** The connection the call was last handed to (its I/O thread is the one that would read the answer). */
     volatile Connection connection;
-    /** Times a node refused a frame holding this call without deciding it (sets its next backoff). */
-    int retries;
+    /** Times a node answered a frame holding this call that no member leads (sets its next backoff). */
+    int noLeaderTries;
+    /** Times a node answered OVERLOADED to a frame holding this call (sets its next backoff). */
+    int overloadedTries;
     /** The deadline timer's wheel slot list (its thread only). */
     PendingCall nextInSlot;
     private static final VarHandle NEXT_DUE;

@@ -32,6 +32,8 @@ final class PolicySubscription
     private ScheduledFuture<?> refresh;
     /** Whether the node behind the link counts SDK instances (it listed {@link Features#FLEET}). */
     private boolean withInstanceId;
+    /** Whether the node behind the current link has answered HELLO: renewals wait for it. */
+    private boolean greeted;
     /** SDK instances the node last reported (FLEET), 0 before any report; kept through an outage. */
     private volatile int fleetInstances;
 
@@ -49,6 +51,7 @@ final class PolicySubscription
     void opened(final Channel ch, final long nodeFeatures)
     {
         withInstanceId = Features.has(nodeFeatures, Features.FLEET);
+        greeted = true;
         if (policies != null)
         {
             subscribe(ch);
@@ -68,6 +71,12 @@ final class PolicySubscription
         }
         LOG.debug("{} did not serve the policy set: {} {}", peer, code, message);
         return true;
+    }
+
+    /** A new link opened: nothing is asked on it until its node has answered HELLO. */
+    void linkOpened()
+    {
+        greeted = false;
     }
 
     /** A POLICIES_RESULT. */
@@ -115,7 +124,7 @@ final class PolicySubscription
     private void renew()
     {
         final Channel ch = link.channel();
-        if (ch != null)
+        if (ch != null && greeted)
         {
             subscribe(ch);
         }

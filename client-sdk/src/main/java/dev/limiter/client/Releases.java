@@ -7,7 +7,9 @@ import dev.limiter.protocol.ReleaseCodec;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
@@ -28,6 +30,10 @@ final class Releases
     private final Runnable refreshShardMap;
     private final BooleanSupplier closed;
     private final LongAdder failures = new LongAdder();
+    /**
+     * Releases waiting out a backoff: a loop shut down drops its scheduled tasks unrun, so {@link #close()} fails them.
+     */
+    private final Set<CompletableFuture<Void>> waiting = ConcurrentHashMap.newKeySet();
 
     Releases(final ConnectionSet connections, final Backoff backoff, final Runnable refreshShardMap,
         final BooleanSupplier closed)
@@ -93,13 +99,25 @@ final class Releases
                 done.completeExceptionally(failure);
                 return;
             }
+            waiting.add(done);
             try
             {
-                connection.loop().schedule(() -> send(body, "", deadline, attempt + 1, done), delay,
-                    TimeUnit.NANOSECONDS);
+                connection.loop().schedule(() ->
+                {
+                    if (waiting.remove(done))
+                    {
+                        send(body, "", deadline, attempt + 1, done);
+                    }
+                }, delay, TimeUnit.NANOSECONDS);
             }
             catch (final RejectedExecutionException closing)
             {
+                waiting.remove(done);
+                done.completeExceptionally(new LimiterUnavailableException("limiter client closed"));
+            }
+            if (closed.getAsBoolean() && waiting.remove(done))
+            {
+                // close() ran meanwhile
                 done.completeExceptionally(new LimiterUnavailableException("limiter client closed"));
             }
         });
@@ -111,6 +129,18 @@ final class Releases
         failures.increment();
         LOG.warn("could not release lease {} (it counts against its limit until it expires): {}", lease.encode(),
             cause.toString());
+    }
+
+    /** Fails the releases still waiting out a backoff: the client is closed (their leases count until they expire). */
+    void close()
+    {
+        for (final CompletableFuture<Void> done : waiting)
+        {
+            if (waiting.remove(done))
+            {
+                done.completeExceptionally(new LimiterUnavailableException("limiter client closed"));
+            }
+        }
     }
 
     long failures()

@@ -59,7 +59,8 @@ final class Resender implements Connection.Refusals
             }
             else
             {
-                sendLater(from, call, backoff.delayNanos(Backoff.Reason.NO_LEADER, call.retries++), NO_LEADER_IN_TIME);
+                sendLater(from, call, backoff.delayNanos(Backoff.Reason.NO_LEADER, call.noLeaderTries++),
+                    NO_LEADER_IN_TIME);
             }
         }
     }
@@ -76,7 +77,7 @@ final class Resender implements Connection.Refusals
             {
                 continue;
             }
-            final long delay = backoff.delayNanos(Backoff.Reason.OVERLOADED, call.retries++);
+            final long delay = backoff.delayNanos(Backoff.Reason.OVERLOADED, call.overloadedTries++);
             if (Backoff.fitsBefore(call.deadlineNanos, now, delay))
             {
                 sendLater(from, call, delay, timeout);

@@ -51,7 +51,7 @@ final class TokenBlockStage implements CallPath
         final int ask = circuitClosedFor(descriptor) ? blocks.toAsk(descriptor, cost) : cost;
         if (ask > cost)
         {
-            final long askedAt = System.nanoTime();
+            final long askedAt = blocks.now();
             final Decision answer;
             try
             {

@@ -382,6 +382,12 @@ final class TokenBlocks
         return inUse ? BoundedKeyTable.Verdict.KEEP : BoundedKeyTable.Verdict.AGE;
     }
 
+    /** Now on this table's clock: what {@link #granted}'s {@code askedAtNanos} is read from. */
+    long now()
+    {
+        return clock.getAsLong();
+    }
+
     /** Keys held now (at most {@link #MAX_KEYS}). */
     int keysHeld()
     {

@@ -3,6 +3,9 @@ package dev.limiter.client;
 import dev.limiter.protocol.ReasonCode;
 import dev.limiter.protocol.policy.Policy;
 import dev.limiter.protocol.policy.PolicySet;
+import dev.limiter.protocol.policy.Scope;
+import dev.limiter.protocol.policy.Selector;
+import dev.limiter.protocol.policy.TokenLease;
 import io.netty.channel.DefaultEventLoop;
 import io.netty.channel.socket.nio.NioSocketChannel;
 import org.junit.jupiter.api.AfterEach;
@@ -16,6 +19,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -121,16 +125,38 @@ class CallPathTest
     }
 
     @Test
-    void aTokenBlockStageHandsChecksOnWithoutLookingForABlock()
+    void aTokenBlockStageDecidesFromABlockItHoldsButHandsChecksOn() throws Exception
     {
-        final PolicyCache policies = new PolicyCache(Duration.ofHours(1), System::nanoTime);
-        final TokenBlocks blocks = new TokenBlocks(policies, System::nanoTime, (d, block) -> new CompletableFuture<>());
+        final AtomicLong clock = new AtomicLong(1_000 * SECOND);
+        final PolicyCache policies = new PolicyCache(Duration.ofHours(1), clock::get);
+        final Policy hot = Policy.newBuilder().setId("hot").setSelector(Selector.newBuilder().setRoute("/hot"))
+            .setRate(10_000).setBurst(10_000).setScope(Scope.GLOBAL).setOwner("t")
+            .setTokenLease(TokenLease.newBuilder().setMaxSharePercent(50)
+                .setDemandWindow(com.google.protobuf.Duration.newBuilder().setNanos(50_000_000))
+                .setMaxAge(com.google.protobuf.Duration.newBuilder().setSeconds(10))).build();
+        policies.received(1, PolicySet.newBuilder().setVersion(1).addPolicies(hot)
+            .setDefaultPolicy(Policy.newBuilder().setId("baseline").setRate(2).setOwner("t")).build().toByteArray());
+        final TokenBlocks blocks = new TokenBlocks(policies, clock::get, (d, block) -> new CompletableFuture<>());
         final Next next = new Next();
         final CallPath stage = new TokenBlockStage(blocks, circuit(null, null), new ShardRouter(null, lane -> false),
             delivery, next);
-        stage.acquire(Descriptor.of("acme", "/v1/orders/1"), 0, 0, SECOND);
-        stage.acquireBlocking(Descriptor.of("acme", "/v1/orders/1"), 0, 0, SECOND);
-        assertEquals(2, next.calls.get());
+        final Descriptor key = Descriptor.of("t", "/hot");
+        int asked = 0;
+        Decision decided = null;
+        for (int i = 0; i < 200 && (decided == null || !decided.fromTokenLease()); i++)
+        {
+            clock.addAndGet(SECOND / 1000);
+            decided = stage.acquireBlocking(key, 1, 1, SECOND);
+            asked = Math.max(asked, next.lastWireCost);
+        }
+        assertTrue(decided.fromTokenLease(), "demand over the window took a block and decided from it");
+        assertTrue(asked > 1, "the block was asked of the next stage: " + asked);
+        final int before = next.calls.get();
+        assertTrue(stage.acquire(key, 1, 1, SECOND).get(5, TimeUnit.SECONDS).fromTokenLease(),
+            "async calls use the block too");
+        assertSame(NODE_SAID, stage.acquire(key, 0, 0, SECOND).get(5, TimeUnit.SECONDS), "a check is the cluster's");
+        assertSame(NODE_SAID, stage.acquireBlocking(key, 0, 0, SECOND));
+        assertEquals(before + 2, next.calls.get());
         assertEquals(0, next.lastWireCost, "a check charges nothing");
     }
 
@@ -139,7 +165,11 @@ class CallPathTest
     {
         final ConnectionSet connections = unconnected();
         final ClusterPath path = cluster(connections, circuit(null, connections), false);
+        final CountDownLatch busy = new CountDownLatch(1);
+        delivery.run(() -> awaitQuietly(busy));
         final CompletableFuture<Decision> call = path.acquire(Descriptor.of("acme", "/v1/orders/1"), 1, 1, SECOND);
+        assertFalse(call.isDone(), "failed on the delivery thread, not on the caller's stack");
+        busy.countDown();
         final ExecutionException failed = assertThrows(ExecutionException.class, () -> call.get(5, TimeUnit.SECONDS));
         assertInstanceOf(LimiterUnavailableException.class, failed.getCause());
         assertTrue(failed.getCause().getMessage().contains("127.0.0.1:9"), failed.getCause().getMessage());
@@ -179,6 +209,18 @@ class CallPathTest
             () -> path.acquireBlocking(Descriptor.of("acme", "/v1/orders/1"), 1, 1, SECOND));
         assertInstanceOf(LimiterUnavailableException.class, failed);
         assertTrue(failed.getMessage().contains("closed"), failed.getMessage());
+    }
+
+    private static void awaitQuietly(final CountDownLatch latch)
+    {
+        try
+        {
+            latch.await(5, TimeUnit.SECONDS);
+        }
+        catch (final InterruptedException e)
+        {
+            Thread.currentThread().interrupt();
+        }
     }
 
     /** One connection that is never opened (port 9 on loopback is never dialled). */

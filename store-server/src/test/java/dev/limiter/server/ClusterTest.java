@@ -847,7 +847,8 @@ class ClusterTest
             long openAllowedAfterStop = 0;
             long openAllowedDegraded = 0;
             long closedRefusedAfterStop = 0;
-            final StringBuilder budgets = new StringBuilder();
+            // The SDK instances the nodes counted split the fleet's emergency budget: one here, unless another client subscribed.
+            final StringBuilder budgets = new StringBuilder(" fleet " + client.stats().fleetInstances() + ";");
             for (final List<Call> mine : calls)
             {
                 long firstLocal = 0;

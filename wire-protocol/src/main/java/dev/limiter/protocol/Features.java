@@ -5,8 +5,11 @@ import java.util.StringJoiner;
 /**
  * What one end of a connection can do beyond the base protocol, as bits exchanged in HELLO and
  * HELLO_RESULT ({@link HelloCodec}) when the connection opens. A peer acts on a feature only when
- * the other end listed it; a node that predates HELLO answers it with ERROR UNKNOWN_TYPE, and has
- * none of these. Bits are never reused: a retired feature keeps its bit unset from then on.
+ * the other end listed it; a node that predates HELLO answers it with ERROR UNKNOWN_TYPE, and is
+ * taken to have {@link #BEFORE_HELLO}. Bits are never reused: a retired feature keeps its bit unset
+ * from then on. The SDK acts on {@link #FLEET} and {@link #SHARD_MAP}; {@link #RELEASE} and
+ * {@link #CHECK} tell a peer what the node takes (a node without them refuses those requests by
+ * their error codes, as before HELLO).
  */
 public final class Features
 {
@@ -23,6 +26,12 @@ public final class Features
     public static final long NODE = FLEET | SHARD_MAP | RELEASE | CHECK;
     /** What an SDK of this build understands. */
     public static final long SDK = FLEET | SHARD_MAP | RELEASE | CHECK;
+    /**
+     * What an SDK assumes of a node that answers HELLO with UNKNOWN_TYPE: SHARD_MAP, which a node
+     * from before it refuses harmlessly with UNKNOWN_TYPE too. Not FLEET: a subscription with an
+     * instance id would be refused by a node from before FLEET, so such nodes count no instances.
+     */
+    public static final long BEFORE_HELLO = SHARD_MAP;
 
     private static final String[] NAMES = {"FLEET", "SHARD_MAP", "RELEASE", "CHECK"};
 
