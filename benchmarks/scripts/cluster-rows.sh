@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs load-generator rows against a fresh local 3-node cluster after 40 s of warm-up load, one
-# summary line per row, then stops the cluster. Used for the figures in docs/cluster.md.
+# summary line per row, then stops the cluster. Used for the figures in docs/cluster.md and docs/notes/.
 #
 #   benchmarks/scripts/cluster-rows.sh "--connections 4 --rate 200 --route /bench-strict" "--connections 50 --pipeline 16"
 #
@@ -9,7 +9,8 @@
 # LIMITER_JAVA_OPTS, and ./limiter cluster its options from LIMITER_CLUSTER_ARGS (for example
 # "--raft-groups 3"), and LIMITER_WARMUP_SECONDS lengthens the warm-up load (default 40; on a
 # 2-core machine hosting all three nodes, C2 keeps compiling Ratis, gRPC and Netty code for minutes,
-# longer with several groups: use 300 there, see docs/cluster.md). Bounded: start-up, the warm-up
+# longer with several groups: use 300 there, see
+# docs/notes/2026-12-04-three-groups-after-five-minutes.md). Bounded: start-up, the warm-up
 # and 10 s a row.
 set -euo pipefail
 cd "$(dirname "$0")/../.."

@@ -16,7 +16,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * The structure of shared/DESIGN.md, checked on the compiled main classes of every module (this
+ * The structure of docs/design.md, checked on the compiled main classes of every module (this
  * module sees them all): no package cycle anywhere, and who may import whom between modules.
  */
 class ArchitectureTest
@@ -60,7 +60,7 @@ class ArchitectureTest
     {
         noClasses().that().resideOutsideOfPackages("dev.limiter.server..", "dev.limiter.bench..")
             .should().dependOnClassesThat().resideInAPackage("dev.limiter.server..")
-            .because("store-server is one node, not a library (DESIGN.md, modules)").check(main);
+            .because("store-server is one node, not a library (docs/design.md, modules)").check(main);
     }
 
     @Test

@@ -43,8 +43,8 @@ public final class ServerConfig
      * only: at light load, fewer and fuller entries for the same decisions (a FAST caller does not
      * wait for its entry). Replication costs the members CPU per entry, not per decision, so a
      * linger of several light-load decision intervals cuts that cost, and an answer does not queue
-     * behind the replication of the entry before it (docs/cluster.md, "A longer FAST linger", has
-     * the measurements behind the 20 ms default).
+     * behind the replication of the entry before it (docs/notes/2026-12-05-a-longer-fast-linger.md
+     * has the measurements behind the 20 ms default).
      */
     public static final long DEFAULT_FAST_LINGER_MICROS = 20_000;
     /** The longest FAST linger accepted, in microseconds: beyond it the uncommitted window grows for little. */
