@@ -375,7 +375,7 @@ class RlsPortTest
     /** Runs the command with {@code args}: exit status 2 and a message equal to the node's for the same settings. */
     private String assertRefusedAsTheNodeRefuses(final ServerConfig node, final String... args)
     {
-        final IllegalArgumentException nodes = assertThrows(IllegalArgumentException.class, node::validate);
+        final IllegalArgumentException nodes = assertThrows(IllegalArgumentException.class, node::build);
         final String message = refused(args);
         assertTrue(message.startsWith("limiter rls: " + nodes.getMessage()), "the node says '" + nodes.getMessage() + "', the gateway " + message);
         return message;

@@ -1,6 +1,5 @@
 package dev.limiter.server;
 
-import dev.limiter.protocol.Frame;
 import dev.limiter.protocol.PolicyValidationException;
 import dev.limiter.raft.RaftNodeConfig;
 import dev.limiter.server.region.RegionConfig;
@@ -11,8 +10,9 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine;
 
 import java.io.UncheckedIOException;
+import java.net.InetSocketAddress;
 import java.nio.file.Path;
-import java.util.Locale;
+import java.util.Map;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 
@@ -26,37 +26,37 @@ import java.util.concurrent.CountDownLatch;
 public final class ServerMain implements Callable<Integer>
 {
     @Option(names = "--host", description = "Address to bind (default: ${DEFAULT-VALUE}).")
-    String host = ServerConfig.DEFAULT_HOST;
+    String host = DataPortConfig.Defaults.HOST;
 
     @Option(names = "--port", description = "Data-plane port, 0 for any free port (default: ${DEFAULT-VALUE}).")
-    int port = ServerConfig.DEFAULT_PORT;
+    int port = DataPortConfig.Defaults.PORT;
 
     @Option(names = "--admin-port", description = "Admin HTTP port for /metrics, /health, /status and the /v1 admin API; -1 turns it off (default: ${DEFAULT-VALUE}).")
-    int adminPort = ServerConfig.DEFAULT_ADMIN_PORT;
+    int adminPort = AdminConfig.Defaults.PORT;
 
     @Option(names = "--policies", paramLabel = "FILE",
         description = "Policy file (protobuf JSON of a PolicySet). Without it only the default baseline applies.")
     Path policies;
 
     @Option(names = "--shards", description = "Shards, each owned by one thread: an event loop, or its own with --shard-threads (default: ${DEFAULT-VALUE}).")
-    int shards = ServerConfig.DEFAULT_SHARDS;
+    int shards = ShardConfig.Defaults.COUNT;
 
     @Option(names = "--raft-groups", paramLabel = "N",
         description = "Cluster: Raft groups, each with its own log and leader, spread over the members; shard s belongs to group s mod N, " +
             "so N is at most --shards. Every member must run the same N for the life of its data (default: ${DEFAULT-VALUE}).")
-    int raftGroups = 1;
+    int raftGroups = ClusterConfig.Defaults.RAFT_GROUPS;
 
     @Option(names = "--fast-linger-ms", paramLabel = "MS",
         description = "Cluster: least time between two log entries of a Raft group that carry FAST decisions only, so that light load " +
             "makes fewer, fuller entries; FAST callers never wait for it, STRICT ones skip it. 0 to 100, fractions allowed " +
             "(default: ${DEFAULT-VALUE}).")
-    double fastLingerMillis = ServerConfig.DEFAULT_FAST_LINGER_MICROS / 1000.0;
+    double fastLingerMillis = ClusterConfig.Defaults.FAST_LINGER_MICROS / 1000.0;
 
     @Option(names = "--snapshot-every", paramLabel = "ENTRIES",
         description = "Cluster: log entries between two snapshots of a Raft group, after which its log is purged. A snapshot copies the " +
             "group's buckets in memory on its apply thread and writes them on another; fewer entries bound the log on disk and a " +
             "restart's replay, more copy less often (default: ${DEFAULT-VALUE}).")
-    long snapshotEveryEntries = RaftNodeConfig.DEFAULT_SNAPSHOT_EVERY_ENTRIES;
+    long snapshotEveryEntries = ClusterConfig.Defaults.SNAPSHOT_EVERY_ENTRIES;
 
     @Option(names = "--election-timeout-ms", paramLabel = "MS",
         description = "Cluster: the least time a member waits without hearing from a Raft group's leader before it campaigns " +
@@ -65,7 +65,7 @@ public final class ServerMain implements Callable<Integer>
             "a majority last answered. Raise it where processes stall for longer than that (a shared or throttled CPU) and " +
             "leaders change without a failure; a failover then takes longer. Every member must run the same value " +
             "(./limiter status warns when they do not). 150 to 1000 (default: ${DEFAULT-VALUE}).")
-    long electionTimeoutMillis = RaftNodeConfig.DEFAULT_ELECTION_TIMEOUT_MIN.toMillis();
+    long electionTimeoutMillis = ClusterConfig.Defaults.ELECTION_TIMEOUT_MILLIS;
 
     @Option(names = "--memory-first",
         description = "Cluster: a member acknowledges a log entry once the operating system holds it and syncs to disk in the " +
@@ -79,7 +79,7 @@ public final class ServerMain implements Callable<Integer>
             "fewer bytes per decision) or classic (fixed-width records). Every build reads both, but builds from before the compact " +
             "layout read only classic: run classic while upgrading a cluster from one, then restart each node without it " +
             "(docs/operations.md) (default: compact).")
-    ServerConfig.LogFormat logFormat = ServerConfig.LogFormat.COMPACT;
+    ClusterConfig.LogFormat logFormat = ClusterConfig.Defaults.LOG_FORMAT;
 
     @Option(names = "--region", paramLabel = "NAME",
         description = "The region this node (and its whole cluster) belongs to: regional policies are decided against this region's " +
@@ -102,16 +102,16 @@ public final class ServerMain implements Callable<Integer>
     long regionSlotMillis = RegionConfig.DEFAULT_SLOT_MILLIS;
 
     @Option(names = "--io-threads", description = "Netty event loops for connections (default: ${DEFAULT-VALUE}).")
-    int ioThreads = ServerConfig.DEFAULT_IO_THREADS;
+    int ioThreads = DataPortConfig.Defaults.IO_THREADS;
 
     @Option(names = "--max-buckets-per-shard", description = "Buckets one shard holds before evicting full ones (default: ${DEFAULT-VALUE}).")
-    int maxBuckets = ServerConfig.DEFAULT_MAX_BUCKETS_PER_SHARD;
+    int maxBuckets = ShardConfig.Defaults.MAX_BUCKETS_PER_SHARD;
 
     @Option(names = "--key-arena-bytes-per-shard", description = "Off-heap bytes for bucket keys per shard (default: ${DEFAULT-VALUE}).")
-    int keyArenaBytes = ServerConfig.DEFAULT_KEY_ARENA_BYTES_PER_SHARD;
+    int keyArenaBytes = ShardConfig.Defaults.KEY_ARENA_BYTES_PER_SHARD;
 
     @Option(names = "--max-frame-bytes", description = "Largest frame accepted; larger ones close the connection (default: ${DEFAULT-VALUE}).")
-    int maxFrameBytes = Frame.DEFAULT_MAX_FRAME_BYTES;
+    int maxFrameBytes = DataPortConfig.Defaults.MAX_FRAME_BYTES;
 
     @Option(names = "--shard-threads", description = "Give each shard a dedicated thread instead of an event loop (for machines with cores to spare).")
     boolean shardThreads;
@@ -124,7 +124,7 @@ public final class ServerMain implements Callable<Integer>
     String peers;
 
     @Option(names = "--raft-port-offset", description = "A member's Raft port is its data port plus this (default: ${DEFAULT-VALUE}).")
-    int raftPortOffset = ServerConfig.DEFAULT_RAFT_PORT_OFFSET;
+    int raftPortOffset = ClusterConfig.Defaults.RAFT_PORT_OFFSET;
 
     @Option(names = "--admin-token", paramLabel = "TOKEN",
         description = "Bearer token the admin API (/v1/...) requires (default: $LIMITER_ADMIN_TOKEN, else one generated into <data dir>/admin-token, readable only by its owner).")
@@ -165,55 +165,59 @@ public final class ServerMain implements Callable<Integer>
         description = "How often the TLS files are checked: a changed certificate, key or CA bundle is used by new connections on every " +
             "port without a restart (files that do not load are logged and the previous ones kept); 0: read at start only " +
             "(default: ${DEFAULT-VALUE}).")
-    long tlsReloadMillis = ServerConfig.DEFAULT_TLS_RELOAD_MILLIS;
+    long tlsReloadMillis = TlsConfig.Defaults.RELOAD_MILLIS;
 
     @Option(names = "--max-connections", description = "Data-plane connections served at once; more are refused with ERROR OVERLOADED (default: ${DEFAULT-VALUE}).")
-    int maxConnections = ServerConfig.DEFAULT_MAX_CONNECTIONS;
+    int maxConnections = DataPortConfig.Defaults.MAX_CONNECTIONS;
 
     @Option(names = "--idle-timeout-ms", description = "A data-plane connection that sends nothing for this long is closed (default: ${DEFAULT-VALUE}).")
-    long idleTimeoutMillis = ServerConfig.DEFAULT_IDLE_TIMEOUT_MILLIS;
+    long idleTimeoutMillis = DataPortConfig.Defaults.IDLE_TIMEOUT_MILLIS;
 
     @Option(names = "--frame-timeout-ms", description = "A frame or admin HTTP request begun and not finished within this closes its connection (default: ${DEFAULT-VALUE}).")
-    long frameTimeoutMillis = ServerConfig.DEFAULT_FRAME_TIMEOUT_MILLIS;
+    long frameTimeoutMillis = DataPortConfig.Defaults.FRAME_TIMEOUT_MILLIS;
 
     @Option(names = "--admin-max-connections", description = "Admin HTTP connections served at once; more are answered 503 (default: ${DEFAULT-VALUE}).")
-    int adminMaxConnections = ServerConfig.DEFAULT_ADMIN_MAX_CONNECTIONS;
+    int adminMaxConnections = AdminConfig.Defaults.MAX_CONNECTIONS;
 
     @Option(names = "--admin-idle-timeout-ms", description = "An admin HTTP connection that sends nothing for this long is closed (default: ${DEFAULT-VALUE}).")
-    long adminIdleTimeoutMillis = ServerConfig.DEFAULT_ADMIN_IDLE_TIMEOUT_MILLIS;
+    long adminIdleTimeoutMillis = AdminConfig.Defaults.IDLE_TIMEOUT_MILLIS;
+
+    /**
+     * The flags as a node's settings; the records check them.
+     *
+     * @throws IllegalArgumentException naming the flag to change
+     */
+    NodeConfig nodeConfig()
+    {
+        final TlsClientAuth clientAuth = TlsConfig.clientAuth(tlsClientAuth);
+        final String exchangeToken = regionToken != null ? regionToken : System.getenv("LIMITER_REGION_TOKEN");
+        final RegionConfig regions = region == null && regionPeers == null ? null :
+            RegionConfig.parse(region, regionPeers, exchangeToken, regionSlotMillis,
+                RegionConfig.guardFor(regionSlotMillis));
+        final Map<String, InetSocketAddress> members = peers == null ? Map.of() : RaftNodeConfig.parsePeers(peers);
+        // A member's data port is the one the peers know.
+        final int dataPort = nodeId != null && members.containsKey(nodeId) ? members.get(nodeId).getPort() : port;
+        final long fastLingerMicros = Double.isNaN(fastLingerMillis) ? -1 : Math.round(fastLingerMillis * 1000);
+        return new NodeConfig(
+            new DataPortConfig(host, dataPort, ioThreads, maxFrameBytes, maxConnections, idleTimeoutMillis,
+                frameTimeoutMillis, !nio, ioUring),
+            new AdminConfig(adminPort, adminToken, adminMaxConnections, adminIdleTimeoutMillis),
+            new ShardConfig(shards, maxBuckets, keyArenaBytes, shardThreads),
+            new ClusterConfig(nodeId, members, raftGroups, raftPortOffset, join, fastLingerMicros, snapshotEveryEntries,
+                electionTimeoutMillis, memoryFirst, logFormat, ClusterConfig.Defaults.LOG_SEGMENT_BYTES,
+                ClusterConfig.Defaults.MAX_UNCOMMITTED_BYTES_PER_SHARD),
+            new TlsConfig(tlsCert, tlsKey, tlsCa, clientAuth, tlsReloadMillis),
+            regions,
+            new StorageConfig(dataDir != null ? dataDir : StorageConfig.Defaults.dataDir(nodeId), policies));
+    }
 
     @Override
     public Integer call() throws Exception
     {
-        final ServerConfig config = new ServerConfig()
-            .host(host).port(port).adminPort(adminPort).policiesFile(policies).shards(shards).raftGroups(raftGroups).ioThreads(ioThreads)
-            .snapshotEveryEntries(snapshotEveryEntries)
-            .memoryFirst(memoryFirst).logFormat(logFormat)
-            .electionTimeoutMillis(electionTimeoutMillis)
-            .fastLingerMicros(Double.isNaN(fastLingerMillis) ? -1 : Math.round(fastLingerMillis * 1000))
-            .maxBucketsPerShard(maxBuckets).keyArenaBytesPerShard(keyArenaBytes).maxFrameBytes(maxFrameBytes)
-            .preferEpoll(!nio).preferIoUring(ioUring).shardThreads(shardThreads).nodeId(nodeId).raftPortOffset(raftPortOffset).dataDir(dataDir).joining(join).adminToken(adminToken)
-            .maxConnections(maxConnections).idleTimeoutMillis(idleTimeoutMillis).frameTimeoutMillis(frameTimeoutMillis)
-            .adminMaxConnections(adminMaxConnections).adminIdleTimeoutMillis(adminIdleTimeoutMillis)
-            .tlsCert(tlsCert).tlsKey(tlsKey).tlsCa(tlsCa).tlsReloadMillis(tlsReloadMillis);
         final StoreServer server;
         try
         {
-            config.tlsClientAuth(clientAuth(tlsClientAuth));
-            if (region != null || regionPeers != null)
-            {
-                config.region(RegionConfig.parse(region, regionPeers, regionToken != null ? regionToken : System.getenv("LIMITER_REGION_TOKEN"),
-                    regionSlotMillis, Math.min(RegionConfig.DEFAULT_GUARD_MILLIS, regionSlotMillis / 5)));
-            }
-            if (peers != null)
-            {
-                config.peers(RaftNodeConfig.parsePeers(peers));
-                if (config.peers().containsKey(nodeId))
-                {
-                    config.port(config.peers().get(nodeId).getPort()); // the data port is the one the peers know
-                }
-            }
-            server = new StoreServer(config);
+            server = new StoreServer(nodeConfig());
         }
         catch (final PolicyValidationException e)
         {
@@ -259,18 +263,6 @@ public final class ServerMain implements Callable<Integer>
             " (Ctrl-C stops it)");
         stopped.await();
         return 0;
-    }
-
-    private static TlsClientAuth clientAuth(final String mode)
-    {
-        try
-        {
-            return TlsClientAuth.valueOf(mode.strip().toUpperCase(Locale.ROOT));
-        }
-        catch (final IllegalArgumentException e)
-        {
-            throw new IllegalArgumentException("--tls-client-auth '" + mode + "' is not none, optional or require");
-        }
     }
 
     public static void main(final String[] args)

@@ -82,7 +82,6 @@ import java.nio.file.Files;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -101,7 +100,7 @@ public final class StoreServer implements NodeStatus, AutoCloseable
 {
     private static final Logger LOG = LoggerFactory.getLogger(StoreServer.class);
 
-    private final ServerConfig config;
+    private final NodeConfig config;
     private final MonotonicClock clock;
     private final PolicySetIndex seed;
     private final PolicyState policyState;
@@ -134,30 +133,31 @@ public final class StoreServer implements NodeStatus, AutoCloseable
     private RegionExchange regions;
 
     /**
-     * @throws IllegalArgumentException for invalid settings
      * @throws PolicyValidationException when the policy file is unreadable or invalid
      */
-    public StoreServer(final ServerConfig config, final MonotonicClock clock)
+    public StoreServer(final NodeConfig config, final MonotonicClock clock)
     {
-        this.config = config.validate();
-        this.policyState = new PolicyState(this.config.shards(), this.config.region() != null);
+        this.config = Objects.requireNonNull(config, "config");
+        this.policyState = new PolicyState(config.shards().count(), config.region() != null);
         this.clock = clock;
-        this.seed = loadPolicies(config);
+        this.seed = loadPolicies(config.storage());
         final List<String> stackedProblems = seed.policies().stream()
-            .map(p -> PolicyControl.stackedProblem(p.source(), config.shards())).filter(Objects::nonNull).toList();
+            .map(p -> PolicyControl.stackedProblem(p.source(), config.shards().count()))
+            .filter(Objects::nonNull).toList();
         if (!stackedProblems.isEmpty())
         {
             throw new PolicyValidationException(stackedProblems);
         }
-        this.adminToken = AdminToken.resolve(config.adminPort() >= 0, config.adminToken(), config.dataDir());
-        this.tlsFiles = config.tlsCert() == null ? null :
-            ReloadingTls.load(config.tlsCert(), config.tlsKey(), config.tlsCa()).listener(this::tlsChecked);
+        this.adminToken = AdminToken.resolve(config.admin().enabled(), config.admin().token(),
+            config.storage().dataDir());
+        this.tlsFiles = !config.tls().enabled() ? null :
+            ReloadingTls.load(config.tls().cert(), config.tls().key(), config.tls().ca()).listener(this::tlsChecked);
         if (tlsFiles != null)
         {
             metrics.bindCertificateExpiry(() -> tlsFiles.certificate().getNotAfter().toInstant().getEpochSecond());
             metrics.bindTlsFilesRefused(tlsFiles::refusing);
         }
-        this.tls = ServerTls.over(tlsFiles, config.tlsClientAuth(), metrics);
+        this.tls = ServerTls.over(tlsFiles, config.tls().clientAuth(), metrics);
         if (!config.clustered())
         {
             // A single node is its own log: the file is the first version of every policy.
@@ -176,16 +176,30 @@ public final class StoreServer implements NodeStatus, AutoCloseable
             }
         }
         set.setDefaultPolicy(seed.defaultPolicy().source());
-        return PolicyState.command(config.clustered() ? config.nodeId() : "single", System.currentTimeMillis())
+        return PolicyState.command(config.nodeName(), System.currentTimeMillis())
             .setBootstrap(set).build();
     }
 
-    public StoreServer(final ServerConfig config)
+    public StoreServer(final NodeConfig config)
     {
         this(config, MonotonicClock.SYSTEM);
     }
 
-    static PolicySetIndex loadPolicies(final ServerConfig config)
+    /**
+     * @throws IllegalArgumentException for invalid settings (see {@link ServerConfig#build()})
+     * @throws PolicyValidationException when the policy file is unreadable or invalid
+     */
+    public StoreServer(final ServerConfig config, final MonotonicClock clock)
+    {
+        this(config.build(), clock);
+    }
+
+    public StoreServer(final ServerConfig config)
+    {
+        this(config.build(), MonotonicClock.SYSTEM);
+    }
+
+    static PolicySetIndex loadPolicies(final StorageConfig config)
     {
         if (config.policiesFile() == null)
         {
@@ -207,12 +221,13 @@ public final class StoreServer implements NodeStatus, AutoCloseable
     public StoreServer start() throws InterruptedException
     {
         final IoHandlerFactory ioFactory;
-        if (config.preferIoUring() && IoUring.isAvailable())
+        final DataPortConfig dataPort = config.dataPort();
+        if (dataPort.preferIoUring() && IoUring.isAvailable())
         {
             ioFactory = IoUringIoHandler.newFactory();
             channelType = IoUringServerSocketChannel.class;
         }
-        else if (config.preferEpoll() && Epoll.isAvailable())
+        else if (dataPort.preferEpoll() && Epoll.isAvailable())
         {
             ioFactory = EpollIoHandler.newFactory();
             channelType = EpollServerSocketChannel.class;
@@ -223,14 +238,16 @@ public final class StoreServer implements NodeStatus, AutoCloseable
             channelType = NioServerSocketChannel.class;
         }
         bossGroup = new MultiThreadIoEventLoopGroup(1, ioFactory);
-        workerGroup = new MultiThreadIoEventLoopGroup(config.ioThreads(), ioFactory);
+        workerGroup = new MultiThreadIoEventLoopGroup(dataPort.ioThreads(), ioFactory);
         final List<EventLoop> loops = new ArrayList<>();
         workerGroup.forEach(executor -> loops.add((EventLoop)executor));
-        for (int i = 0; i < config.shards(); i++)
+        final ShardConfig shardConfig = config.shards();
+        for (int i = 0; i < shardConfig.count(); i++)
         {
             // Shard i belongs to event loop i mod n, unless shards get threads of their own.
-            shards.add(new Shard(i, config.shards(), config.maxBucketsPerShard(), config.keyArenaBytesPerShard(), clock, bucketRates(i),
-                config.shardThreads() ? null : loops.get(i % loops.size())));
+            shards.add(new Shard(i, shardConfig.count(), shardConfig.maxBucketsPerShard(),
+                shardConfig.keyArenaBytesPerShard(), clock, bucketRates(i),
+                shardConfig.ownThreads() ? null : loops.get(i % loops.size())));
         }
         EngineMeters.bind(metrics.registry(), policyState, shards, connections::size);
         if (config.clustered())
@@ -239,7 +256,7 @@ public final class StoreServer implements NodeStatus, AutoCloseable
         }
         publisher = new PolicyPublisher(policyState, 16 << 20, () -> metrics.refused("sdk-instance-ids-per-address")); // 16 MiB: what an SDK reads in one frame
         metrics.bindFleet(publisher::instanceCount);
-        control = new PolicyControl(policyState, groups == null ? null : groups.control(), config.shards());
+        control = new PolicyControl(policyState, groups == null ? null : groups.control(), shardConfig.count());
         if (config.region() != null)
         {
             final ReplicationGroups replicated = groups;
@@ -261,8 +278,8 @@ public final class StoreServer implements NodeStatus, AutoCloseable
                 return new FrameRouter(metrics);
             }
         };
-        final ConnectionGuard.Limits dataLimits = new ConnectionGuard.Limits("data", config.maxConnections(), config.idleTimeoutMillis(),
-            config.frameTimeoutMillis(), metrics, (channel, reason, why) ->
+        final ConnectionGuard.Limits dataLimits = new ConnectionGuard.Limits("data", dataPort.maxConnections(),
+            dataPort.idleTimeoutMillis(), dataPort.frameTimeoutMillis(), metrics, (channel, reason, why) ->
             {
                 final ByteBuf out = channel.alloc().buffer(64 + why.length());
                 ErrorCodec.encode(out, 0, reason.equals("max-connections") ?
@@ -289,12 +306,12 @@ public final class StoreServer implements NodeStatus, AutoCloseable
                     }
                     ch.pipeline()
                         .addLast("flush", new FlushConsolidationHandler(256, true))
-                        .addLast("frames", new FrameDecoder(config.maxFrameBytes(), guard))
+                        .addLast("frames", new FrameDecoder(dataPort.maxFrameBytes(), guard))
                         .addLast("data-plane", new DataPlaneHandler(policyState::index, policyState::activeExemptions, publisher, () -> control, shards, metrics, routers, groups,
                             StoreServer.this::statusJson, reportGate));
                 }
             });
-        dataChannel = Listener.bind(bootstrap, config.host(), config.port(), "data port", "--port");
+        dataChannel = Listener.bind(bootstrap, dataPort.host(), dataPort.port(), "data port", "--port");
         ticker = Executors.newSingleThreadScheduledExecutor(r ->
         {
             final Thread thread = new Thread(r, "limiter-control-tick");
@@ -302,24 +319,27 @@ public final class StoreServer implements NodeStatus, AutoCloseable
             return thread;
         });
         ticker.scheduleWithFixedDelay(this::tick, 250, 250, TimeUnit.MILLISECONDS);
-        if (config.adminPort() >= 0)
+        if (config.admin().enabled())
         {
-            admin = new AdminServer(config.host(), config.adminPort(), metrics, this, bossGroup, workerGroup, channelType,
-                control, adminToken, new Membership(groups, control, config.raftPortOffset()),
-                new AdminServer.Limits(config.adminMaxConnections(), config.adminIdleTimeoutMillis(), config.frameTimeoutMillis()), tls);
+            admin = new AdminServer(dataPort.host(), config.admin().port(), metrics, this, bossGroup, workerGroup,
+                channelType, control, adminToken, new Membership(groups, control, config.cluster().raftPortOffset()),
+                new AdminServer.Limits(config.admin().maxConnections(), config.admin().idleTimeoutMillis(),
+                    dataPort.frameTimeoutMillis()), tls);
             admin.start();
         }
-        if (tlsFiles != null && config.tlsReloadMillis() > 0)
+        if (tlsFiles != null && config.tls().reloadMillis() > 0)
         {
-            tlsFiles.watch(Duration.ofMillis(config.tlsReloadMillis()));
+            tlsFiles.watch(Duration.ofMillis(config.tls().reloadMillis()));
         }
+        final ClusterConfig cluster = config.cluster();
         LOG.info("limiter store serving on {}:{} ({} transport, {} shards on {}, {} io threads, {} policies{}), admin on {}",
-            config.host(), port(), transport() + (config.preferIoUring() && !IoUring.isAvailable() ?
-                " (io_uring unavailable: " + IoUring.unavailabilityCause() + ")" : ""), shards.size(), config.shardThreads() ? "their own threads" : "the event loops",
-            config.ioThreads(), policyState.index().size(),
-            config.clustered() ? ", member " + config.nodeId() + " of " + config.raftGroups() + " Raft group(s), election timeout " +
-                config.electionTimeoutMillis() + " ms" : "",
-            admin == null ? "off" : config.host() + ":" + admin.port());
+            dataPort.host(), port(), transport() + (dataPort.preferIoUring() && !IoUring.isAvailable() ?
+                " (io_uring unavailable: " + IoUring.unavailabilityCause() + ")" : ""), shards.size(),
+            shardConfig.ownThreads() ? "their own threads" : "the event loops",
+            dataPort.ioThreads(), policyState.index().size(),
+            cluster.clustered() ? ", member " + cluster.nodeId() + " of " + cluster.raftGroups() +
+                " Raft group(s), election timeout " + cluster.electionTimeoutMillis() + " ms" : "",
+            admin == null ? "off" : dataPort.host() + ":" + admin.port());
         return this;
     }
 
@@ -339,37 +359,26 @@ public final class StoreServer implements NodeStatus, AutoCloseable
 
     private void startReplication()
     {
+        final ClusterConfig cluster = config.cluster();
         final BucketTable[] committed = new BucketTable[shards.size()];
         for (int i = 0; i < committed.length; i++)
         {
-            committed[i] = new BucketTable(config.maxBucketsPerShard(), config.keyArenaBytesPerShard(), bucketRates(i), true);
+            committed[i] = new BucketTable(config.shards().maxBucketsPerShard(),
+                config.shards().keyArenaBytesPerShard(), bucketRates(i), true);
         }
-        final Map<String, InetSocketAddress> raftAddresses = new LinkedHashMap<>();
-        config.peers().forEach((id, address) -> raftAddresses.put(id,
-            new InetSocketAddress(address.getHostString(), address.getPort() + config.raftPortOffset())));
-        groups = new ReplicationGroups(new RaftNodeConfig()
-            .nodeId(config.nodeId())
-            .peers(raftAddresses)
-            .storageDir(config.dataDir().resolve("raft"))
-            .groupName("buckets")
-            .joining(config.joining())
-            .snapshotEveryEntries(config.snapshotEveryEntries())
-            .memoryFirst(config.memoryFirst())
-            .electionTimeoutMin(Duration.ofMillis(config.electionTimeoutMillis()))
-            .logSegmentBytes(config.logSegmentBytes())
+        final RaftNodeConfig raft = config.raftNodeConfig()
             .tls(tlsFiles == null ? null : tlsFiles.keyManager(), tlsFiles == null ? null : tlsFiles.trustManager(),
                 tlsFiles == null ? () -> 0 : tlsFiles::reloads)
-            .prefaceTimeoutMillis(config.frameTimeoutMillis())
-            .refusals(reason -> metrics.refused("raft", reason)),
-            committed, config.raftGroups(), policyState, config.peers(), config.raftPortOffset(),
-            TimeUnit.MICROSECONDS.toNanos(config.fastLingerMicros()));
+            .refusals(reason -> metrics.refused("raft", reason));
+        groups = new ReplicationGroups(raft, committed, cluster.raftGroups(), policyState, cluster.peers(),
+            cluster.raftPortOffset(), cluster.fastLingerNanos());
         groups.control().bootstrapWith(seedCommand());
         for (final Replication group : groups.all())
         {
             group.shards(shards.stream().filter(shard -> groups.ofShard(shard.id()) == group).toList());
         }
-        shards.forEach(shard -> shard.replicate(groups.ofShard(shard.id()), metrics, policyState::rate, config.maxUncommittedBytesPerShard(),
-            config.logFormat() == ServerConfig.LogFormat.COMPACT));
+        shards.forEach(shard -> shard.replicate(groups.ofShard(shard.id()), metrics, policyState::rate,
+            cluster.maxUncommittedBytesPerShard(), cluster.logFormat() == ClusterConfig.LogFormat.COMPACT));
         metrics.bindReplication(groups.all());
         try
         {
@@ -377,7 +386,8 @@ public final class StoreServer implements NodeStatus, AutoCloseable
         }
         catch (final IOException e)
         {
-            throw new UncheckedIOException("cannot start replication in " + config.dataDir() + ": " + e.getMessage(), e);
+            throw new UncheckedIOException("cannot start replication in " + config.storage().dataDir() + ": " +
+                e.getMessage(), e);
         }
     }
 
@@ -409,7 +419,7 @@ public final class StoreServer implements NodeStatus, AutoCloseable
                 return;
             }
             final PolicyState.Outcome outcome = control.submit(PolicyState
-                .command(config.clustered() ? config.nodeId() : "single", now)
+                .command(config.nodeName(), now)
                 .setTick(Tick.newBuilder().putAllBypassed(bypassed)).build())
                 .get(5, TimeUnit.SECONDS);
             if (outcome.status() == PolicyState.Status.OK)
@@ -467,9 +477,10 @@ public final class StoreServer implements NodeStatus, AutoCloseable
      */
     public StatusReport status()
     {
-        final String address = config.host() + ":" + (dataChannel == null ? config.port() : port());
+        final DataPortConfig dataPort = config.dataPort();
+        final String address = dataPort.host() + ":" + (dataChannel == null ? dataPort.port() : port());
         final StatusReport.Builder status = StatusReport.newBuilder()
-            .setId(config.clustered() ? config.nodeId() : "single")
+            .setId(config.nodeName())
             .setAddress(address)
             .setClustered(config.clustered());
         String role = "LEADER";

@@ -1,8 +1,10 @@
 /**
  * One node, wired: {@link dev.limiter.server.StoreServer} builds the parts below from a
- * {@link dev.limiter.server.ServerConfig} and starts them; {@link dev.limiter.server.ServerMain} is
- * {@code ./limiter server}. Nothing in the sub-packages depends on this one (checked by the build's
- * ArchitectureTest, with every other package rule of the project).
+ * {@link dev.limiter.server.NodeConfig} (one settings record per concern, each with its defaults;
+ * {@link dev.limiter.server.ServerConfig} assembles one setting by setting) and starts them;
+ * {@link dev.limiter.server.ServerMain} is {@code ./limiter server}. Nothing in the sub-packages
+ * depends on this one (checked by the build's ArchitectureTest, with every other package rule of the
+ * project).
  *
  * <p>The packages are layered; each depends only on packages below it:
  * <pre>

@@ -159,7 +159,7 @@ class ClusterTest
     }
 
     /** What each shard may hand its log uncommitted before it is behind (tests make it tiny). */
-    private int maxUncommittedBytes = ServerConfig.DEFAULT_MAX_UNCOMMITTED_BYTES_PER_SHARD;
+    private int maxUncommittedBytes = ClusterConfig.Defaults.MAX_UNCOMMITTED_BYTES_PER_SHARD;
 
     private StoreServer leader() throws InterruptedException
     {

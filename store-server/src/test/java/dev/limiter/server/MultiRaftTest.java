@@ -98,7 +98,7 @@ class MultiRaftTest
         }
         if (id.equals(classicLogOn))
         {
-            config.logFormat(ServerConfig.LogFormat.CLASSIC);
+            config.logFormat(ClusterConfig.LogFormat.CLASSIC);
         }
         final StoreServer server = new StoreServer(config).start();
         nodes.put(id, server);

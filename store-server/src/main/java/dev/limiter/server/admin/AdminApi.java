@@ -69,6 +69,8 @@ import java.util.function.Supplier;
  * Errors are an AdminError: 400 invalid (nothing changed), 401 no or wrong token, 404 unknown,
  * 409 a PUT whose {@code version} is not the policy's newest (changed since it was read),
  * 421 a change sent to a follower (its {@code leader} says where to go), 503 not committed.
+ * The routes are a {@link RouteTable}: a path none of them knows is answered 404 listing them, a
+ * method a known path does not serve 405 with the methods it does ({@code Allow}).
  */
 final class AdminApi
 {
@@ -80,6 +82,22 @@ final class AdminApi
     private final String token;
     private final Supplier<HotKeyReport> hotKeys;
     private final Membership membership;
+    private final RouteTable<Handler> routes;
+
+    /** Answers one request, through {@code reply}. */
+    @FunctionalInterface
+    private interface Handler
+    {
+        void handle(Call call, Consumer<FullHttpResponse> reply);
+    }
+
+    /**
+     * A request a route answers: the request, the path's {@code {id}}, its query (already decoded)
+     * and who acts.
+     */
+    private record Call(FullHttpRequest request, String id, QueryStringDecoder query, String actor)
+    {
+    }
 
     AdminApi(final PolicyControl control, final String token, final Supplier<HotKeyReport> hotKeys,
         final Membership membership)
@@ -88,6 +106,24 @@ final class AdminApi
         this.control = control;
         this.token = token;
         this.hotKeys = hotKeys;
+        // In this order an unknown path is told the patterns, and a wrong method the methods a path allows.
+        this.routes = new RouteTable<Handler>()
+            .add(HttpMethod.GET, "/v1/policies", this::policies)
+            .add(HttpMethod.GET, "/v1/policies/{id}", this::policy)
+            .add(HttpMethod.PUT, "/v1/policies/{id}", this::putPolicy)
+            .add(HttpMethod.DELETE, "/v1/policies/{id}", this::deletePolicy)
+            .add(HttpMethod.GET, "/v1/policies/{id}/history", this::history)
+            .add(HttpMethod.POST, "/v1/policies/{id}/rollback", this::rollback)
+            .add(HttpMethod.GET, "/v1/exemptions", this::exemptions)
+            .add(HttpMethod.PUT, "/v1/exemptions/{id}", this::putExemption)
+            .add(HttpMethod.DELETE, "/v1/exemptions/{id}", this::deleteExemption)
+            .add(HttpMethod.GET, "/v1/audit", this::audit)
+            .add(HttpMethod.GET, "/v1/members", this::members)
+            .add(HttpMethod.PUT, "/v1/members/{id}", this::addMember)
+            .add(HttpMethod.DELETE, "/v1/members/{id}", this::removeMember)
+            // This node's shards only: each node decides (and samples) what its callers send it.
+            .add(HttpMethod.GET, "/v1/hot-keys", (call, reply) -> reply.accept(json(HttpResponseStatus.OK,
+                hotKeys.get())));
     }
 
     /** Answers the request through {@code reply}, at once or when a change has committed. */
@@ -118,8 +154,6 @@ final class AdminApi
 
     private void route(final FullHttpRequest request, final String path, final Consumer<FullHttpResponse> reply)
     {
-        final String[] parts = path.substring(1).split("/", -1);
-        final HttpMethod method = request.method();
         final QueryStringDecoder query = new QueryStringDecoder(request.uri());
         try
         {
@@ -130,162 +164,128 @@ final class AdminApi
             throw new BadRequest("malformed query string: " + e.getMessage() + " (escape '%' as %25); nothing changed");
         }
         final String actor = actor(request);
-        if (parts.length == 2 && parts[1].equals("policies"))
+        final RouteTable.Match<Handler> match = routes.match(request.method(), path);
+        if (match.handler() != null)
         {
-            requireMethod(method, HttpMethod.GET, reply);
-            if (method.equals(HttpMethod.GET))
-            {
-                reply.accept(json(HttpResponseStatus.OK, control.state().inForce()));
-            }
-            return;
+            match.handler().handle(new Call(request, match.param("id"), query, actor), reply);
         }
-        if (parts.length == 2 && parts[1].equals("exemptions"))
+        else if (match.allow() != null)
         {
-            requireMethod(method, HttpMethod.GET, reply);
-            if (method.equals(HttpMethod.GET))
-            {
-                reply.accept(json(HttpResponseStatus.OK, ExemptionList.newBuilder().addAllExemptions(control.state().exemptions()).build()));
-            }
-            return;
+            reply.accept(methodNotAllowed(match.allow()));
         }
-        if (parts.length == 3 && parts[1].equals("exemptions") && !parts[2].isEmpty())
+        else
         {
-            final String id = parts[2];
-            if (method.equals(HttpMethod.PUT))
-            {
-                final Exemption.Builder exemption = Exemption.newBuilder();
-                parse(request, exemption, "an Exemption");
-                if (!exemption.getId().isEmpty() && !exemption.getId().equals(id))
-                {
-                    throw new BadRequest("the body's id '" + exemption.getId() + "' differs from the path's '" + id + "'; nothing changed");
-                }
-                // What the cluster sets is not the caller's to choose.
-                exemption.setId(id).clearCreatedAt().clearActor().clearBypassed();
-                submit(PolicyState.command(actor, System.currentTimeMillis()).setExempt(exemption).build(), reply);
-            }
-            else if (method.equals(HttpMethod.DELETE))
-            {
-                final String reason = first(query, "reason");
-                submit(PolicyState.command(actor, System.currentTimeMillis()).setUnexempt(
-                    RemoveExemption.newBuilder().setId(id).setReason(reason == null ? "" : reason)).build(), reply);
-            }
-            else
-            {
-                reply.accept(methodNotAllowed("PUT, DELETE"));
-            }
-            return;
+            reply.accept(error(HttpResponseStatus.NOT_FOUND, "no such endpoint: " + request.method() + " " + path +
+                " (see docs/control-plane.md: " + String.join(", ", routes.patterns()) + ")"));
         }
-        if (parts.length == 2 && parts[1].equals("members"))
+    }
+
+    private void policies(final Call call, final Consumer<FullHttpResponse> reply)
+    {
+        reply.accept(json(HttpResponseStatus.OK, control.state().inForce()));
+    }
+
+    private void policy(final Call call, final Consumer<FullHttpResponse> reply)
+    {
+        final Policy current = control.state().current(call.id());
+        reply.accept(current == null ?
+            error(HttpResponseStatus.NOT_FOUND, "no policy " + call.id() + " in force (see GET /v1/policies)") :
+            json(HttpResponseStatus.OK, current));
+    }
+
+    private void putPolicy(final Call call, final Consumer<FullHttpResponse> reply)
+    {
+        final Policy.Builder policy = Policy.newBuilder();
+        parse(call.request(), policy, "a Policy");
+        requireSameId(policy.getId(), call.id());
+        // A body's version is the one its author read: the change applies only on top of it.
+        final long expected = policy.getVersion();
+        submit(PolicyState.command(call.actor(), System.currentTimeMillis()).setExpectedVersion(expected)
+            .setPut(policy.setId(call.id()).setVersion(0)).build(), reply);
+    }
+
+    private void deletePolicy(final Call call, final Consumer<FullHttpResponse> reply)
+    {
+        submit(PolicyState.command(call.actor(), System.currentTimeMillis())
+            .setDelete(DeleteCommand.newBuilder().setId(call.id()).setReason(reason(call))).build(), reply);
+    }
+
+    private void history(final Call call, final Consumer<FullHttpResponse> reply)
+    {
+        final PolicyHistory history = control.state().history(call.id());
+        reply.accept(history == null ?
+            error(HttpResponseStatus.NOT_FOUND, "no policy " + call.id() + " was ever created") :
+            json(HttpResponseStatus.OK, history));
+    }
+
+    private void rollback(final Call call, final Consumer<FullHttpResponse> reply)
+    {
+        final RollbackRequest.Builder body = RollbackRequest.newBuilder();
+        parse(call.request(), body, "a RollbackRequest ({\"toVersion\":N,\"reason\":\"...\"})");
+        submit(PolicyState.command(call.actor(), System.currentTimeMillis()).setRollback(RollbackCommand.newBuilder()
+            .setId(call.id()).setToVersion(body.getToVersion()).setReason(body.getReason())).build(), reply);
+    }
+
+    private void exemptions(final Call call, final Consumer<FullHttpResponse> reply)
+    {
+        reply.accept(json(HttpResponseStatus.OK,
+            ExemptionList.newBuilder().addAllExemptions(control.state().exemptions()).build()));
+    }
+
+    private void putExemption(final Call call, final Consumer<FullHttpResponse> reply)
+    {
+        final Exemption.Builder exemption = Exemption.newBuilder();
+        parse(call.request(), exemption, "an Exemption");
+        requireSameId(exemption.getId(), call.id());
+        // What the cluster sets is not the caller's to choose.
+        exemption.setId(call.id()).clearCreatedAt().clearActor().clearBypassed();
+        submit(PolicyState.command(call.actor(), System.currentTimeMillis()).setExempt(exemption).build(), reply);
+    }
+
+    private void deleteExemption(final Call call, final Consumer<FullHttpResponse> reply)
+    {
+        submit(PolicyState.command(call.actor(), System.currentTimeMillis()).setUnexempt(
+            RemoveExemption.newBuilder().setId(call.id()).setReason(reason(call))).build(), reply);
+    }
+
+    private void audit(final Call call, final Consumer<FullHttpResponse> reply)
+    {
+        reply.accept(json(HttpResponseStatus.OK, AuditPage.newBuilder().addAllRecords(audit(call.query())).build()));
+    }
+
+    private void members(final Call call, final Consumer<FullHttpResponse> reply)
+    {
+        reply.accept(json(HttpResponseStatus.OK, membership.list()));
+    }
+
+    private void addMember(final Call call, final Consumer<FullHttpResponse> reply)
+    {
+        final Member.Builder member = Member.newBuilder();
+        parse(call.request(), member, "a Member ({\"address\":\"HOST:PORT\"})");
+        requireSameId(member.getId(), call.id());
+        answer(membership.add(call.actor(), call.id(), member.getAddress(), first(call.query(), "reason")), reply);
+    }
+
+    private void removeMember(final Call call, final Consumer<FullHttpResponse> reply)
+    {
+        answer(membership.remove(call.actor(), call.id(), first(call.query(), "reason")), reply);
+    }
+
+    /** A body may leave its id out; one that names another than the path's is refused. */
+    private static void requireSameId(final String bodyId, final String pathId)
+    {
+        if (!bodyId.isEmpty() && !bodyId.equals(pathId))
         {
-            requireMethod(method, HttpMethod.GET, reply);
-            if (method.equals(HttpMethod.GET))
-            {
-                reply.accept(json(HttpResponseStatus.OK, membership.list()));
-            }
-            return;
+            throw new BadRequest("the body's id '" + bodyId + "' differs from the path's '" + pathId +
+                "'; nothing changed");
         }
-        if (parts.length == 3 && parts[1].equals("members") && !parts[2].isEmpty())
-        {
-            final String id = parts[2];
-            final String reason = first(query, "reason");
-            if (method.equals(HttpMethod.PUT))
-            {
-                final Member.Builder member = Member.newBuilder();
-                parse(request, member, "a Member ({\"address\":\"HOST:PORT\"})");
-                if (!member.getId().isEmpty() && !member.getId().equals(id))
-                {
-                    throw new BadRequest("the body's id '" + member.getId() + "' differs from the path's '" + id + "'; nothing changed");
-                }
-                answer(membership.add(actor, id, member.getAddress(), reason), reply);
-            }
-            else if (method.equals(HttpMethod.DELETE))
-            {
-                answer(membership.remove(actor, id, reason), reply);
-            }
-            else
-            {
-                reply.accept(methodNotAllowed("PUT, DELETE"));
-            }
-            return;
-        }
-        if (parts.length == 2 && parts[1].equals("hot-keys"))
-        {
-            // This node's shards only: each node decides (and samples) what its callers send it.
-            requireMethod(method, HttpMethod.GET, reply);
-            if (method.equals(HttpMethod.GET))
-            {
-                reply.accept(json(HttpResponseStatus.OK, hotKeys.get()));
-            }
-            return;
-        }
-        if (parts.length == 2 && parts[1].equals("audit"))
-        {
-            requireMethod(method, HttpMethod.GET, reply);
-            if (method.equals(HttpMethod.GET))
-            {
-                reply.accept(json(HttpResponseStatus.OK, AuditPage.newBuilder().addAllRecords(audit(query)).build()));
-            }
-            return;
-        }
-        if (parts.length == 3 && parts[1].equals("policies") && !parts[2].isEmpty())
-        {
-            final String id = parts[2];
-            if (method.equals(HttpMethod.GET))
-            {
-                final Policy current = control.state().current(id);
-                reply.accept(current == null ? error(HttpResponseStatus.NOT_FOUND, "no policy " + id + " in force (see GET /v1/policies)") :
-                    json(HttpResponseStatus.OK, current));
-            }
-            else if (method.equals(HttpMethod.PUT))
-            {
-                final Policy.Builder policy = Policy.newBuilder();
-                parse(request, policy, "a Policy");
-                if (!policy.getId().isEmpty() && !policy.getId().equals(id))
-                {
-                    throw new BadRequest("the body's id '" + policy.getId() + "' differs from the path's '" + id + "'; nothing changed");
-                }
-                // A body's version is the one its author read: the change applies only on top of it.
-                final long expected = policy.getVersion();
-                submit(PolicyState.command(actor, System.currentTimeMillis()).setExpectedVersion(expected)
-                    .setPut(policy.setId(id).setVersion(0)).build(), reply);
-            }
-            else if (method.equals(HttpMethod.DELETE))
-            {
-                final String reason = first(query, "reason");
-                submit(PolicyState.command(actor, System.currentTimeMillis())
-                    .setDelete(DeleteCommand.newBuilder().setId(id).setReason(reason == null ? "" : reason)).build(), reply);
-            }
-            else
-            {
-                reply.accept(methodNotAllowed("GET, PUT, DELETE"));
-            }
-            return;
-        }
-        if (parts.length == 4 && parts[1].equals("policies") && parts[3].equals("history"))
-        {
-            requireMethod(method, HttpMethod.GET, reply);
-            if (method.equals(HttpMethod.GET))
-            {
-                final PolicyHistory history = control.state().history(parts[2]);
-                reply.accept(history == null ? error(HttpResponseStatus.NOT_FOUND, "no policy " + parts[2] + " was ever created") :
-                    json(HttpResponseStatus.OK, history));
-            }
-            return;
-        }
-        if (parts.length == 4 && parts[1].equals("policies") && parts[3].equals("rollback"))
-        {
-            requireMethod(method, HttpMethod.POST, reply);
-            if (method.equals(HttpMethod.POST))
-            {
-                final RollbackRequest.Builder body = RollbackRequest.newBuilder();
-                parse(request, body, "a RollbackRequest ({\"toVersion\":N,\"reason\":\"...\"})");
-                submit(PolicyState.command(actor, System.currentTimeMillis()).setRollback(RollbackCommand.newBuilder()
-                    .setId(parts[2]).setToVersion(body.getToVersion()).setReason(body.getReason())).build(), reply);
-            }
-            return;
-        }
-        reply.accept(error(HttpResponseStatus.NOT_FOUND, "no such endpoint: " + request.method() + " " + path +
-            " (see docs/control-plane.md: /v1/policies, /v1/policies/{id}, /v1/policies/{id}/history, /v1/policies/{id}/rollback, /v1/exemptions, /v1/exemptions/{id}, /v1/audit, /v1/members, /v1/members/{id}, /v1/hot-keys)"));
+    }
+
+    /** The query's reason, or "" without one. */
+    private static String reason(final Call call)
+    {
+        final String reason = first(call.query(), "reason");
+        return reason == null ? "" : reason;
     }
 
     private void submit(final PolicyCommand command, final Consumer<FullHttpResponse> reply)
@@ -415,14 +415,6 @@ final class AdminApi
     {
         final List<String> values = query.parameters().get(name);
         return values == null || values.isEmpty() || values.get(0).isEmpty() ? null : values.get(0);
-    }
-
-    private static void requireMethod(final HttpMethod method, final HttpMethod allowed, final Consumer<FullHttpResponse> reply)
-    {
-        if (!method.equals(allowed))
-        {
-            reply.accept(methodNotAllowed(allowed.name()));
-        }
     }
 
     private static FullHttpResponse methodNotAllowed(final String allow)

@@ -26,9 +26,44 @@ public record RegionConfig(String region, Map<String, List<String>> peers, Strin
     private static final Pattern NAME = Pattern.compile("[a-z0-9][a-z0-9-]{0,31}");
     private static final Pattern TOKEN = Pattern.compile("[A-Za-z0-9._~+/=-]{16,256}");
 
+    /**
+     * @throws IllegalArgumentException saying what is wrong and what to write instead: a region's name, a token
+     *                                  when there are other regions, a slot and guard out of range
+     */
     public RegionConfig
     {
+        if (region == null || !NAME.matcher(region).matches())
+        {
+            throw new IllegalArgumentException("--region: a name of 1 to 32 lowercase letters, digits and '-', was '" +
+                region + "'");
+        }
         peers = Map.copyOf(peers);
+        for (final String name : peers.keySet())
+        {
+            if (!NAME.matcher(name).matches())
+            {
+                throw new IllegalArgumentException("--region-peers: 'REGION=HOST:PORT[,HOST:PORT...]' per region, " +
+                    "regions separated by ';' (each named once), was '" + name + "'");
+            }
+        }
+        final boolean others = peers.keySet().stream().anyMatch(r -> !r.equals(region));
+        if (others && (token == null || !TOKEN.matcher(token).matches()))
+        {
+            throw new IllegalArgumentException("the region exchange needs a token of 16 to 256 characters " +
+                "[A-Za-z0-9._~+/=-], the same in every region (--region-token or $LIMITER_REGION_TOKEN; " +
+                "not the admin token)");
+        }
+        if (slotMillis < 20 || slotMillis > 60_000 || guardMillis < 1 || guardMillis * 2 >= slotMillis)
+        {
+            throw new IllegalArgumentException("--region-slot-ms: 20 to 60000 and more than twice the guard (" +
+                guardMillis + " ms), was " + slotMillis);
+        }
+    }
+
+    /** The guard for a slot: {@value #DEFAULT_GUARD_MILLIS} ms, or a fifth of a shorter slot. */
+    public static long guardFor(final long slotMillis)
+    {
+        return Math.min(DEFAULT_GUARD_MILLIS, slotMillis / 5);
     }
 
     /**
@@ -39,10 +74,6 @@ public record RegionConfig(String region, Map<String, List<String>> peers, Strin
     public static RegionConfig parse(final String region, final String peers, final String token, final long slotMillis,
         final long guardMillis)
     {
-        if (region == null || !NAME.matcher(region).matches())
-        {
-            throw new IllegalArgumentException("--region: a name of 1 to 32 lowercase letters, digits and '-', was '" + region + "'");
-        }
         final Map<String, List<String>> byRegion = new LinkedHashMap<>();
         if (peers != null && !peers.isBlank())
         {
@@ -68,19 +99,6 @@ public record RegionConfig(String region, Map<String, List<String>> peers, Strin
                 }
                 byRegion.put(name, List.copyOf(addresses));
             }
-        }
-        if (byRegion.keySet().stream().anyMatch(r -> !r.equals(region)))
-        {
-            if (token == null || !TOKEN.matcher(token).matches())
-            {
-                throw new IllegalArgumentException("the region exchange needs a token of 16 to 256 characters [A-Za-z0-9._~+/=-], " +
-                    "the same in every region (--region-token or $LIMITER_REGION_TOKEN; not the admin token)");
-            }
-        }
-        if (slotMillis < 20 || slotMillis > 60_000 || guardMillis < 1 || guardMillis * 2 >= slotMillis)
-        {
-            throw new IllegalArgumentException("--region-slot-ms: 20 to 60000 and more than twice the guard (" + guardMillis +
-                " ms), was " + slotMillis);
         }
         return new RegionConfig(region, byRegion, token, slotMillis, guardMillis);
     }
