@@ -19,7 +19,7 @@ import java.util.concurrent.RejectedExecutionException;
  * shard's Raft group once per event-loop turn as a {@link ShardBatch}; the group joins the batches
  * of all its shards into few entries ({@code LogSubmitter}: group commit across shards, entries
  * grow with the load). A batch is cut at {@value #MAX_BATCH_BYTES} bytes, and a shard with
- * a bound of bytes handed and not committed ({@code ServerConfig#maxUncommittedBytesPerShard}, 2 MiB) stops deciding (the log is
+ * a bound of bytes handed and not committed ({@code ClusterConfig#maxUncommittedBytesPerShard}, 2 MiB) stops deciding (the log is
  * behind). Frames that hold STRICT decisions wait for the commit of their batch. Owned by the
  * shard's event loop.
  *
