@@ -114,7 +114,7 @@ public final class DrillCommand implements Callable<Integer>
     }
 
     /** One drill's outcome: passed or not, and what was seen. */
-    record Verdict(String drill, boolean passed, Map<String, Object> evidence)
+    record DrillVerdict(String drill, boolean passed, Map<String, Object> evidence)
     {
         String json()
         {
@@ -163,7 +163,7 @@ public final class DrillCommand implements Callable<Integer>
             final FailureDrills failures = new FailureDrills(this, api, servers, seconds);
             for (final String name : toRun)
             {
-                final Verdict verdict = switch (name)
+                final DrillVerdict verdict = switch (name)
                 {
                     case "rollback" -> rollback(api, client, adminAddresses);
                     case "hot-tenant" -> hotTenant(api, client, adminAddresses);
@@ -178,7 +178,7 @@ public final class DrillCommand implements Callable<Integer>
         return allPassed ? 0 : 1;
     }
 
-    private void print(final Verdict verdict)
+    private void print(final DrillVerdict verdict)
     {
         if (admin.json)
         {
@@ -191,7 +191,7 @@ public final class DrillCommand implements Callable<Integer>
 
     // ---------------------------------------------------------------- rollback
 
-    private Verdict rollback(final AdminClient api, final LimiterClient client, final List<String> adminAddresses)
+    private DrillVerdict rollback(final AdminClient api, final LimiterClient client, final List<String> adminAddresses)
         throws AdminClient.Failure
     {
         final String id = "drill-rollback";
@@ -233,7 +233,7 @@ public final class DrillCommand implements Callable<Integer>
             final boolean passed = badSeen >= 0 && (boolean)evidence.get("badVersionRefusedASecondCall") && !perNode.isEmpty() &&
                 slowestMillis >= 0 && slowestMillis <= 1000 && decidedAt >= 0 && (decidedAt - start) <= SECOND && audited;
             evidence.put("expected", "the rollback in force on every node that answers and decided with within 1 s, and audited");
-            return new Verdict("rollback", passed, evidence);
+            return new DrillVerdict("rollback", passed, evidence);
         }
         finally
         {
@@ -322,7 +322,7 @@ public final class DrillCommand implements Callable<Integer>
 
     // ---------------------------------------------------------------- hot tenant
 
-    private Verdict hotTenant(final AdminClient api, final LimiterClient client, final List<String> adminAddresses)
+    private DrillVerdict hotTenant(final AdminClient api, final LimiterClient client, final List<String> adminAddresses)
         throws AdminClient.Failure
     {
         final String id = "drill-hot";
@@ -371,7 +371,7 @@ public final class DrillCommand implements Callable<Integer>
             final boolean passed = hotTally.allowed.get() <= bound && hotTally.allowed.get() > 0 && top != null && top.contains(hot) &&
                 hotTally.local.get() == 0;
             evidence.put("expected", "the hot tenant named by the nodes' hot-key report, its node-decided grants within the bound, none decided locally");
-            return new Verdict("hot-tenant", passed, evidence);
+            return new DrillVerdict("hot-tenant", passed, evidence);
         }
         finally
         {
@@ -393,7 +393,7 @@ public final class DrillCommand implements Callable<Integer>
 
     // ---------------------------------------------------------------- spike
 
-    private Verdict spike(final AdminClient api, final LimiterClient client) throws AdminClient.Failure
+    private DrillVerdict spike(final AdminClient api, final LimiterClient client) throws AdminClient.Failure
     {
         final String id = "drill-spike";
         final long rate = 20;
@@ -427,7 +427,7 @@ public final class DrillCommand implements Callable<Integer>
                 calmBefore.local.get() + calm.local.get() + spiking.local.get() == 0;
             evidence.put("expected", "the others granted every call by a node in both phases with p99 at most twice (or 10 ms above) the " +
                 "baseline; the spiking tenant within burst + rate x time");
-            return new Verdict("spike", passed, evidence);
+            return new DrillVerdict("spike", passed, evidence);
         }
         finally
         {

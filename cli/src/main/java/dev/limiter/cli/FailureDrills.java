@@ -1,7 +1,7 @@
 package dev.limiter.cli;
 
 import dev.limiter.cli.DrillCommand.Tally;
-import dev.limiter.cli.DrillCommand.Verdict;
+import dev.limiter.cli.DrillCommand.DrillVerdict;
 import dev.limiter.client.Decision;
 import dev.limiter.client.Descriptor;
 import dev.limiter.client.LimiterClient;
@@ -55,7 +55,7 @@ final class FailureDrills
 
     // ---------------------------------------------------------------- leader kill
 
-    Verdict leaderKill() throws AdminClient.Failure
+    DrillVerdict leaderKill() throws AdminClient.Failure
     {
         final String strictId = "drill-leader-strict";
         final String fastId = "drill-leader-fast";
@@ -124,7 +124,7 @@ final class FailureDrills
                     ": its members wait at least that long, and up to about four times it, before they campaign)";
                 evidence.put("expected", "STRICT node grants within burst + rate x time and none local, FAST within its bound, a node " +
                     "deciding again within 1 s of the kill for the running client and for a fresh one" + slower + ", no failed call, the node back");
-                return new Verdict("leader-kill", passed, evidence);
+                return new DrillVerdict("leader-kill", passed, evidence);
             }
         }
         finally
@@ -158,7 +158,7 @@ final class FailureDrills
 
     // ---------------------------------------------------------------- store failure
 
-    Verdict storeFailure() throws AdminClient.Failure
+    DrillVerdict storeFailure() throws AdminClient.Failure
     {
         final String openId = "drill-store-open";
         final String closedId = "drill-store-closed";
@@ -264,7 +264,7 @@ final class FailureDrills
                 evidence.put("expected", "fail-open grants within the emergency budget, fail-closed calls all refused, every call " +
                     "ended within its deadline + 50 ms, the nodes back, the degraded window audited, at most 1.2x the rate in the " +
                     "first second back");
-                return new Verdict("store-failure", passed, evidence);
+                return new DrillVerdict("store-failure", passed, evidence);
             }
         }
         finally

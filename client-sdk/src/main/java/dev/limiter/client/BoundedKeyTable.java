@@ -16,10 +16,10 @@ import java.util.function.Supplier;
  * <p>Lookups are one {@link ConcurrentHashMap} get and allocate nothing. Every key also holds one
  * of {@code capacity} slots. Once every slot is taken, a new key's place is found by a clock hand
  * that goes on from where the last new key left it and looks at up to {@link #SCAN} slots, taking
- * the first whose entry may go: one its owner says to drop ({@link Verdict#DROP}: expired, or as
- * good as absent), or one it ages ({@link Verdict#AGE}) that was not looked up since the hand last
+ * the first whose entry may go: one its owner says to drop ({@link KeyFate#DROP}: expired, or as
+ * good as absent), or one it ages ({@link KeyFate#AGE}) that was not looked up since the hand last
  * passed (CLOCK's second chance: the hand clears the mark as it passes). Entries the owner keeps
- * ({@link Verdict#KEEP}) are passed over. When none of them may go, the new key either takes the
+ * ({@link KeyFate#KEEP}) are passed over. When none of them may go, the new key either takes the
  * last slot looked at anyway ({@link WhenFull#EVICT}: a cache, where any entry may be rebuilt) or is
  * not added ({@link WhenFull#REFUSE}: the caller goes on without it).
  *
@@ -37,7 +37,7 @@ final class BoundedKeyTable<K extends Comparable<K>, V>
     static final int SCAN = 16;
 
     /** What may happen to a held entry when a new key needs its slot. */
-    enum Verdict
+    enum KeyFate
     {
         /** It may go now: expired, or as good as absent. */
         DROP,
@@ -60,7 +60,7 @@ final class BoundedKeyTable<K extends Comparable<K>, V>
     @FunctionalInterface
     interface Retention<V>
     {
-        Verdict verdict(V value, long nowNanos);
+        KeyFate verdict(V value, long nowNanos);
     }
 
     private static final class Entry<K, V>

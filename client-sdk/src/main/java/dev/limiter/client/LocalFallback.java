@@ -82,7 +82,7 @@ final class LocalFallback
     private static final class Budgets
     {
         final BoundedKeyTable<String, LocalBucket> table = new BoundedKeyTable<>(MAX_BUCKETS, BoundedKeyTable.WhenFull.REFUSE,
-            (bucket, now) -> bucket.isFull(now) ? BoundedKeyTable.Verdict.DROP : BoundedKeyTable.Verdict.KEEP);
+            (bucket, now) -> bucket.isFull(now) ? BoundedKeyTable.KeyFate.DROP : BoundedKeyTable.KeyFate.KEEP);
         /** By policy id and version: what nodes send, not what callers choose. */
         final ConcurrentHashMap<String, LocalBucket> overflow = new ConcurrentHashMap<>();
 

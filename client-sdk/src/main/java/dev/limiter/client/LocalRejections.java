@@ -29,7 +29,7 @@ final class LocalRejections
     }
 
     private final BoundedKeyTable<Descriptor, Refusal> refusals = new BoundedKeyTable<>(MAX_ENTRIES, BoundedKeyTable.WhenFull.EVICT,
-        (refusal, now) -> now - refusal.untilNanos() >= 0 ? BoundedKeyTable.Verdict.DROP : BoundedKeyTable.Verdict.AGE);
+        (refusal, now) -> now - refusal.untilNanos() >= 0 ? BoundedKeyTable.KeyFate.DROP : BoundedKeyTable.KeyFate.AGE);
     private final LongAdder count = new LongAdder();
 
     void denied(final Descriptor descriptor, final int cost, final Decision decision, final long nowNanos)

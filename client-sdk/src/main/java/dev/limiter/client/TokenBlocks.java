@@ -375,11 +375,11 @@ final class TokenBlocks
      * flag holds; any other key ages, and goes when no call looked it up since the table's clock
      * hand last passed.
      */
-    private static BoundedKeyTable.Verdict retention(final KeyBlock lease, final long now)
+    private static BoundedKeyTable.KeyFate retention(final KeyBlock lease, final long now)
     {
         final boolean inUse = (lease.answer != null && now - lease.expiresAtNanos < 0) || lease.asking.get() ||
             (lease.hotRate != 0 && lease.hotUntilNanos != 0 && now - lease.hotUntilNanos < 0);
-        return inUse ? BoundedKeyTable.Verdict.KEEP : BoundedKeyTable.Verdict.AGE;
+        return inUse ? BoundedKeyTable.KeyFate.KEEP : BoundedKeyTable.KeyFate.AGE;
     }
 
     /** Now on this table's clock: what {@link #granted}'s {@code askedAtNanos} is read from. */

@@ -1,6 +1,6 @@
 package dev.limiter.client;
 
-import dev.limiter.client.BoundedKeyTable.Verdict;
+import dev.limiter.client.BoundedKeyTable.KeyFate;
 import dev.limiter.client.BoundedKeyTable.WhenFull;
 import org.junit.jupiter.api.Test;
 
@@ -27,7 +27,7 @@ class BoundedKeyTableTest
     /** A value its owner judges by a field the test sets. */
     private static final class Value
     {
-        volatile Verdict verdict = Verdict.AGE;
+        volatile KeyFate verdict = KeyFate.AGE;
     }
 
     private static BoundedKeyTable<String, Value> table(final int capacity, final WhenFull whenFull)
@@ -75,7 +75,7 @@ class BoundedKeyTableTest
         for (int i = 0; i < 100; i++)
         {
             final Value value = table.getOrAdd("kept-" + i, 0, Value::new);
-            value.verdict = Verdict.KEEP;
+            value.verdict = KeyFate.KEEP;
             kept.add(value);
         }
         for (int i = 0; i < 10_000; i++)
@@ -90,7 +90,7 @@ class BoundedKeyTableTest
             assertSame(kept.get(i), table.get("kept-" + i));
         }
         // One that its owner lets go makes room for one new key, once the hand reaches it (within a turn of the table).
-        kept.get(42).verdict = Verdict.DROP;
+        kept.get(42).verdict = KeyFate.DROP;
         Value added = null;
         for (int tries = 1; added == null; tries++)
         {
@@ -107,8 +107,8 @@ class BoundedKeyTableTest
     {
         final BoundedKeyTable<String, Value> table = table(2, WhenFull.REFUSE);
         final Value expired = table.getOrAdd("expired", 0, Value::new);
-        table.getOrAdd("kept", 0, Value::new).verdict = Verdict.KEEP;
-        expired.verdict = Verdict.DROP;
+        table.getOrAdd("kept", 0, Value::new).verdict = KeyFate.KEEP;
+        expired.verdict = KeyFate.DROP;
         table.get("expired");
         table.getOrAdd("new", 0, Value::new);
         assertNull(table.get("expired"));

@@ -8,7 +8,7 @@ import dev.limiter.protocol.SlidingWindow;
 import dev.limiter.protocol.TokenBucket;
 import dev.limiter.server.table.BucketTable;
 import dev.limiter.server.table.KeyHash;
-import dev.limiter.server.table.Verdict;
+import dev.limiter.protocol.Verdict;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;

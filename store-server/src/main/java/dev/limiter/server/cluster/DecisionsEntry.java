@@ -4,7 +4,7 @@ import dev.limiter.protocol.Limit;
 import dev.limiter.server.table.BucketKeys;
 import dev.limiter.server.table.BucketTable;
 import dev.limiter.server.table.KeyHash;
-import dev.limiter.server.table.Verdict;
+import dev.limiter.protocol.Verdict;
 import org.agrona.DirectBuffer;
 import org.agrona.concurrent.UnsafeBuffer;
 

@@ -9,7 +9,7 @@ import dev.limiter.server.cluster.Replication;
 import dev.limiter.server.metrics.ServerMetrics;
 import dev.limiter.server.table.BucketRates;
 import dev.limiter.server.table.BucketTable;
-import dev.limiter.server.table.Verdict;
+import dev.limiter.protocol.Verdict;
 import io.netty.channel.EventLoop;
 import org.agrona.concurrent.Agent;
 import org.agrona.concurrent.AgentRunner;

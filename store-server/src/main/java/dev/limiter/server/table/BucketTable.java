@@ -1,8 +1,9 @@
 package dev.limiter.server.table;
 
-import dev.limiter.protocol.ReasonCode;
-import dev.limiter.protocol.ResultCodec;
+import dev.limiter.protocol.Admission;
 import dev.limiter.protocol.Limit;
+import dev.limiter.protocol.ReasonCode;
+import dev.limiter.protocol.Verdict;
 import org.agrona.BufferUtil;
 import org.agrona.DirectBuffer;
 import org.agrona.concurrent.UnsafeBuffer;
@@ -10,6 +11,15 @@ import org.agrona.concurrent.UnsafeBuffer;
 import java.nio.ByteBuffer;
 import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.function.IntFunction;
+
+import static dev.limiter.server.table.BucketSlots.CHUNK_CLASS_SHIFT;
+import static dev.limiter.server.table.BucketSlots.HASH_OFFSET;
+import static dev.limiter.server.table.BucketSlots.KEY_LENGTH_MASK;
+import static dev.limiter.server.table.BucketSlots.KEY_LENGTH_OFFSET;
+import static dev.limiter.server.table.BucketSlots.KEY_OFFSET_OFFSET;
+import static dev.limiter.server.table.BucketSlots.POLICY_OFFSET;
+import static dev.limiter.server.table.BucketSlots.STATE_OFFSET;
+import static dev.limiter.server.table.BucketSlots.TIME_OFFSET;
 
 /**
  * One shard's token buckets: off-heap, fixed-stride slots with open addressing (linear probing)
@@ -42,27 +52,18 @@ import java.util.function.IntFunction;
  * {@code tracksDigest} keeps its content digest up to date on every change, so publishing it costs
  * nothing (the committed tables of a cluster do; the deciding ones need not).
  * <p>
- * The slot layout, probing, growth, the sweep and the digest all read and write the same off-heap
- * words, so they share this one class and the layout is defined in one place (BucketTableTest and
- * the JMH benchmark cover it as one unit).
+ * The slot layout is {@link BucketSlots}'s; the admission rule is {@link Admission}'s. This class
+ * stores: it finds, inserts, evicts, grows and keeps the digest, all on the same off-heap words.
  */
 public final class BucketTable
 {
-    public static final int SLOT_LENGTH = 32;
+    /** Bytes of one slot ({@link BucketSlots} has the layout). */
+    public static final int SLOT_LENGTH = BucketSlots.SLOT_LENGTH;
     /** Largest fraction of slots in use; beyond it inserts first evict full buckets. */
     public static final double MAX_LOAD_FACTOR = 0.7;
     /** Largest key the table stores, in bytes. */
     public static final int MAX_KEY_LENGTH = KeyArena.MAX_KEY_LENGTH;
 
-    private static final int HASH_OFFSET = 0;
-    private static final int TOKENS_OFFSET = 8;
-    private static final int LAST_NANOS_OFFSET = 16;
-    private static final int KEY_OFFSET_OFFSET = 24;
-    private static final int POLICY_OFFSET = 28;
-    private static final int KEY_LENGTH_OFFSET = 30;
-    /** The key-length field holds the length in its low bits and the key's arena chunk class above. */
-    private static final int KEY_LENGTH_MASK = 0x1FF;
-    private static final int CHUNK_CLASS_SHIFT = 12;
     /** Slots examined by the sweep of an insert that finds the table full, before it refuses. */
     private static final int SWEEP_SLOTS = 1024;
     /** Slots examined by every insert once the table is 7/8 full, so full buckets rarely pile up. */
@@ -262,41 +263,22 @@ public final class BucketTable
             checkOwner();
         }
         final int slot = find(key, keyOffset, keyLength, hash);
-        long state = load(slot, limit, nowNanos);
+        final long state = load(slot, limit, nowNanos);
         final long now = loadedNow;
-        out.timeNanos = now;
-        final long available = limit.available(state, now);
-        if (cost > limit.burstTokens())
+        final long after = Admission.decide(limit, state, now, cost, 0, out);
+        if (out.reason() == ReasonCode.COST_EXCEEDS_BURST)
         {
-            // Never satisfiable: report and change nothing.
-            out.set(false, ReasonCode.COST_EXCEEDS_BURST, limit.wholeTokens(available), ResultCodec.NEVER,
-                limit.nanosUntilFull(state, now));
-            return;
-        }
-        final long costUnits = limit.costUnits(cost);
-        // A soft overage lets a key go past its limit by a share of it: such grants are told so.
-        boolean allowed = available >= costUnits - limit.overageUnits(); // (not available + overage: it may pass 2^63)
-        // A WAIT policy reserves tokens that will exist within its longest wait: charged now, used later.
-        final long wait = allowed || limit.maxWaitNanos() == 0 ? 0 : limit.nanosUntil(state, costUnits, now);
-        allowed |= wait > 0 && wait <= limit.maxWaitNanos();
-        if (allowed)
-        {
-            state = limit.charge(state, costUnits);
+            return; // never satisfiable: nothing changes
         }
         if (slot >= 0)
         {
-            store(slot * SLOT_LENGTH, state, now);
+            store(slot * SLOT_LENGTH, after, now);
         }
-        else if (allowed && !insert(key, keyOffset, keyLength, hash, policy, state, now, nowNanos))
+        else if (out.allowed() && !insert(key, keyOffset, keyLength, hash, policy, after, now, nowNanos))
         {
             storeFullRejections++;
             out.set(false, ReasonCode.STORE_FULL, limit.burstTokens(), 0, 0);
-            return;
         }
-        // A refused WAIT request is told when a retry would be reserved: its tokens then exist within the longest wait.
-        out.set(allowed, reason(allowed, available, costUnits, wait), limit.wholeTokens(Math.max(0, allowed ? available - costUnits : available)),
-            allowed ? wait : limit.nanosUntil(state, costUnits - limit.overageUnits(), now) - limit.maxWaitNanos(),
-            limit.nanosUntilFull(state, now));
     }
 
     /** What {@link #releaseLease} found. */
@@ -382,8 +364,8 @@ public final class BucketTable
         if (record >= 0)
         {
             final int base = record * SLOT_LENGTH;
-            final long costUnits = slots.getLong(base + TOKENS_OFFSET);
-            final long grantNanos = slots.getLong(base + LAST_NANOS_OFFSET);
+            final long costUnits = slots.getLong(base + STATE_OFFSET);
+            final long grantNanos = slots.getLong(base + TIME_OFFSET);
             delete(record);
             final int slot = find(key, keyOffset, keyLength, hash);
             if (limit.leaseExpired(grantNanos, Math.max(grantNanos, timeFor(limit, nowNanos))))
@@ -427,9 +409,9 @@ public final class BucketTable
             return limit.fullState();
         }
         final int base = slot * SLOT_LENGTH;
-        final long last = slots.getLong(base + LAST_NANOS_OFFSET);
+        final long last = slots.getLong(base + TIME_OFFSET);
         loadedNow = Math.max(last, now);
-        return limit.refill(slots.getLong(base + TOKENS_OFFSET), last, loadedNow);
+        return limit.refill(slots.getLong(base + STATE_OFFSET), last, loadedNow);
     }
 
     /** Writes a stored key's state and time, keeping the digest current when it is tracked. */
@@ -439,21 +421,12 @@ public final class BucketTable
         {
             trackedDigest -= contribution(base);
         }
-        slots.putLong(base + TOKENS_OFFSET, state);
-        slots.putLong(base + LAST_NANOS_OFFSET, now);
+        slots.putLong(base + STATE_OFFSET, state);
+        slots.putLong(base + TIME_OFFSET, now);
         if (tracksDigest)
         {
             trackedDigest += contribution(base);
         }
-    }
-
-    private static ReasonCode reason(final boolean allowed, final long available, final long costUnits, final long wait)
-    {
-        if (!allowed)
-        {
-            return ReasonCode.RATE_LIMITED;
-        }
-        return wait > 0 ? ReasonCode.RESERVED : available >= costUnits ? ReasonCode.ALLOWED : ReasonCode.SOFT_OVERAGE;
     }
 
     /**
@@ -479,26 +452,9 @@ public final class BucketTable
         {
             checkOwner();
         }
-        final int slot = find(key, keyOffset, keyLength, hash);
-        final long state = load(slot, limit, nowNanos);
-        final long now = loadedNow;
-        final long available = limit.available(state, now);
-        if (cost > limit.burstTokens())
-        {
-            out.set(false, ReasonCode.COST_EXCEEDS_BURST, limit.wholeTokens(available), ResultCodec.NEVER, limit.nanosUntilFull(state, now));
-            return false;
-        }
-        final long costUnits = limit.costUnits(cost);
-        boolean allowed = available - floorUnits >= costUnits - limit.overageUnits();
-        // Below a reserve's floor nothing is reserved: charging now would spend the reserve for later.
-        final long wait = allowed || limit.maxWaitNanos() == 0 || floorUnits > 0 ? 0 : limit.nanosUntil(state, costUnits, now);
-        allowed |= wait > 0 && wait <= limit.maxWaitNanos();
-        final long after = allowed ? limit.charge(state, costUnits) : state;
-        out.set(allowed, reason(allowed, available - floorUnits, costUnits, wait),
-            limit.wholeTokens(Math.max(0, (allowed ? available - costUnits : available) - floorUnits)),
-            allowed ? wait : limit.nanosUntil(state, costUnits + floorUnits - limit.overageUnits(), now) - (floorUnits > 0 ? 0 : limit.maxWaitNanos()),
-            limit.nanosUntilFull(after, now));
-        return allowed;
+        final long state = load(find(key, keyOffset, keyLength, hash), limit, nowNanos);
+        Admission.decide(limit, state, loadedNow, cost, floorUnits, out);
+        return out.allowed();
     }
 
     /**
@@ -611,8 +567,8 @@ public final class BucketTable
         }
         final int base = slot * SLOT_LENGTH;
         slots.putLong(base + HASH_OFFSET, hash);
-        slots.putLong(base + TOKENS_OFFSET, tokens);
-        slots.putLong(base + LAST_NANOS_OFFSET, stamp);
+        slots.putLong(base + STATE_OFFSET, tokens);
+        slots.putLong(base + TIME_OFFSET, stamp);
         slots.putInt(base + KEY_OFFSET_OFFSET, keyAt);
         slots.putShort(base + POLICY_OFFSET, (short)policy);
         slots.putShort(base + KEY_LENGTH_OFFSET, (short)(keyLength | arena.lastSizeClass() << CHUNK_CLASS_SHIFT));
@@ -668,14 +624,14 @@ public final class BucketTable
         {
             return false; // a limit not known here (yet): keep the bucket
         }
-        final long last = slots.getLong(base + LAST_NANOS_OFFSET);
+        final long last = slots.getLong(base + TIME_OFFSET);
         final long now = Math.max(last, timeFor(limit, nowNanos));
         if ((slots.getShort(base + KEY_LENGTH_OFFSET) & KEY_LENGTH_MASK) >= BucketKeys.PREFIX_LENGTH + BucketKeys.LEASE_ID_LENGTH &&
             BucketKeys.isLease(BucketKeys.version(arena.buffer(), slots.getInt(base + KEY_OFFSET_OFFSET))))
         {
             return limit.leaseExpired(last, now); // a lease's record: its time is the grant's
         }
-        return limit.isFull(limit.refill(slots.getLong(base + TOKENS_OFFSET), last, now), now);
+        return limit.isFull(limit.refill(slots.getLong(base + STATE_OFFSET), last, now), now);
     }
 
     private void delete(final int slotToDelete)
@@ -844,23 +800,7 @@ public final class BucketTable
         {
             checkOwner();
         }
-        visitSlots(slots, slotCount, arena.buffer(), visitor);
-    }
-
-    /** The slot walk of {@link #forEach}, over a table's memory or over a {@link BucketTableImage}'s copy of it. */
-    static void visitSlots(final UnsafeBuffer slots, final int slotCount, final DirectBuffer keys, final BucketVisitor visitor)
-    {
-        for (int slot = 0; slot < slotCount; slot++)
-        {
-            final int base = slot * SLOT_LENGTH;
-            final int length = slots.getShort(base + KEY_LENGTH_OFFSET) & KEY_LENGTH_MASK;
-            if (length != 0)
-            {
-                visitor.visit(keys, slots.getInt(base + KEY_OFFSET_OFFSET), length,
-                    slots.getShort(base + POLICY_OFFSET) & 0xFFFF, slots.getLong(base + TOKENS_OFFSET),
-                    slots.getLong(base + LAST_NANOS_OFFSET));
-            }
-        }
+        BucketSlots.visit(slots, slotCount, arena.buffer(), visitor);
     }
 
     /**
@@ -924,7 +864,7 @@ public final class BucketTable
     private long contribution(final int base)
     {
         return KeyHash.mix(slots.getLong(base + HASH_OFFSET) ^
-            KeyHash.mix(slots.getLong(base + TOKENS_OFFSET) * 31 + slots.getLong(base + LAST_NANOS_OFFSET)) ^
+            KeyHash.mix(slots.getLong(base + STATE_OFFSET) * 31 + slots.getLong(base + TIME_OFFSET)) ^
             (slots.getShort(base + POLICY_OFFSET) & 0xFFFF));
     }
 
@@ -1011,6 +951,6 @@ public final class BucketTable
             checkOwner();
         }
         final int slot = find(key, keyOffset, keyLength, KeyHash.hash(key, keyOffset, keyLength));
-        return slot < 0 ? -1 : slots.getLong(slot * SLOT_LENGTH + TOKENS_OFFSET);
+        return slot < 0 ? -1 : slots.getLong(slot * SLOT_LENGTH + STATE_OFFSET);
     }
 }

@@ -23,7 +23,7 @@ public final class BucketTableImage implements AutoCloseable
 
     BucketTableImage(final DirectBuffer tableSlots, final int slotCount, final DirectBuffer tableKeys, final int keyBytes, final int size)
     {
-        final int slotBytes = slotCount * BucketTable.SLOT_LENGTH;
+        final int slotBytes = slotCount * BucketSlots.SLOT_LENGTH;
         this.slotMemory = ByteBuffer.allocateDirect(slotBytes);
         this.keyMemory = ByteBuffer.allocateDirect(keyBytes);
         this.slots = new UnsafeBuffer(slotMemory);
@@ -47,7 +47,7 @@ public final class BucketTableImage implements AutoCloseable
         {
             throw new IllegalStateException("the image was closed");
         }
-        BucketTable.visitSlots(slots, slotCount, keys, visitor);
+        BucketSlots.visit(slots, slotCount, keys, visitor);
     }
 
     /** Frees the copied memory at once (it would otherwise wait for a collection of this object). */

@@ -9,7 +9,7 @@ import dev.limiter.protocol.TokenBucket;
 import dev.limiter.server.table.BucketKeys;
 import dev.limiter.server.table.BucketTable;
 import dev.limiter.server.table.KeyHash;
-import dev.limiter.server.table.Verdict;
+import dev.limiter.protocol.Verdict;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.RepeatedTest;
 import org.junit.jupiter.api.RepetitionInfo;

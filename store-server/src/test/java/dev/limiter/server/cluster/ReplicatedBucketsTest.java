@@ -13,7 +13,7 @@ import dev.limiter.server.control.PolicyState;
 import dev.limiter.server.table.BucketKeys;
 import dev.limiter.server.table.BucketTable;
 import dev.limiter.server.table.KeyHash;
-import dev.limiter.server.table.Verdict;
+import dev.limiter.protocol.Verdict;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;

@@ -1,6 +1,7 @@
 package dev.limiter.server.table;
 
 import dev.limiter.protocol.TokenBucket;
+import dev.limiter.protocol.Verdict;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.RepeatedTest;
 import org.junit.jupiter.api.RepetitionInfo;

@@ -1,12 +1,13 @@
 package dev.limiter.server.table;
 
+import dev.limiter.protocol.ConcurrencyLimit;
+import dev.limiter.protocol.ExcessLimit;
+import dev.limiter.protocol.FixedWindow;
+import dev.limiter.protocol.Limit;
 import dev.limiter.protocol.ReasonCode;
 import dev.limiter.protocol.ResultCodec;
-import dev.limiter.protocol.FixedWindow;
-import dev.limiter.protocol.ConcurrencyLimit;
-import dev.limiter.protocol.Limit;
-import dev.limiter.protocol.ExcessLimit;
 import dev.limiter.protocol.TokenBucket;
+import dev.limiter.protocol.Verdict;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.Test;
 

@@ -1,16 +1,23 @@
-package dev.limiter.server.table;
+package dev.limiter.protocol;
 
-import dev.limiter.protocol.ReasonCode;
-
-/** A reusable holder for one decision's outcome, written by {@link BucketTable#acquire}. */
+/**
+ * A reusable holder for one request's outcome against one key's limit, written by
+ * {@link Admission#decide} (and by a table for the outcomes it decides itself: no room, a release).
+ */
 public final class Verdict
 {
-    boolean allowed;
-    ReasonCode reason;
-    long remainingTokens;
-    long retryAfterNanos;
-    long resetAfterNanos;
-    long timeNanos;
+    private boolean allowed;
+    private ReasonCode reason;
+    private long remainingTokens;
+    private long retryAfterNanos;
+    private long resetAfterNanos;
+    private long timeNanos;
+
+    /** Sets the key's time the outcome was decided at ({@link #timeNanos()}). */
+    public void timeNanos(final long nanos)
+    {
+        this.timeNanos = nanos;
+    }
 
     public boolean allowed()
     {
@@ -49,7 +56,9 @@ public final class Verdict
         return timeNanos;
     }
 
-    void set(final boolean allowed, final ReasonCode reason, final long remainingTokens, final long retryAfterNanos,
+    /** Sets every field but the time. */
+    public void set(final boolean allowed, final ReasonCode reason, final long remainingTokens,
+        final long retryAfterNanos,
         final long resetAfterNanos)
     {
         this.allowed = allowed;
