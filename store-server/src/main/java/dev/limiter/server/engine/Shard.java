@@ -21,7 +21,6 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicLongArray;
 
 /**
  * One shard: a bucket table and the single thread that owns it, so the decision path needs no
@@ -69,26 +68,13 @@ public final class Shard implements Replication.DecidingShard
     private static final long REGION_SHARE_RETRY_NANOS = TimeUnit.SECONDS.toNanos(1);
     private ShardLog log;
 
-    /** Decisions by policy ordinal, allowed and denied; written only by the owner thread. */
-    private volatile AtomicLongArray allowedByPolicy = new AtomicLongArray(16);
-    private volatile AtomicLongArray deniedByPolicy = new AtomicLongArray(16);
-    /** Allowed beyond the limit, within a soft overage (also counted as allowed). */
-    private volatile AtomicLongArray overageByPolicy = new AtomicLongArray(16);
-    /** Releases of leases applied, by the ordinal of the concurrency limit given back to. */
-    private volatile AtomicLongArray releasedByPolicy = new AtomicLongArray(16);
-    /** Releases that named a lease the key does not hold (forged, another key's, given back already), by ordinal. */
-    private volatile AtomicLongArray releaseUnknownByPolicy = new AtomicLongArray(16);
-    /** Releases of a lease that had expired (it counted no more), by ordinal. */
-    private volatile AtomicLongArray releaseExpiredByPolicy = new AtomicLongArray(16);
-    /** What shadow evaluations would have decided, by the ordinal they spent. */
-    private volatile AtomicLongArray shadowAllowedByPolicy = new AtomicLongArray(16);
-    private volatile AtomicLongArray shadowDeniedByPolicy = new AtomicLongArray(16);
     /**
-     * By ordinal of a policy split across shards ({@link CompiledPolicy#routedToAnyShare}): the
-     * whole tokens this shard's share held after its last decision, plus one (0: not decided
-     * here yet). The frame routers read it to send requests to shares that have tokens.
+     * Counts by policy ordinal, written only by the owner thread: decisions, overage, releases,
+     * shadow evaluations, and what this shard's share of a split policy
+     * ({@link CompiledPolicy#routedToAnyShare}) held after its last decision, which the frame routers
+     * read to send requests to shares that have tokens.
      */
-    private volatile AtomicLongArray splitShareTokens = new AtomicLongArray(16);
+    private final PolicyCounters counters = new PolicyCounters();
 
     /**
      * @param shardCount the node's shards (a stacked GLOBAL budget keeps 1/shardCount of itself here)
@@ -349,12 +335,7 @@ public final class Shard implements Replication.DecidingShard
                     // SDKs take token blocks of this key while it stays this hot (tokenLease.hotRate).
                     ResultCodec.markHotKey(work.response, ResultCodec.recordOffset(work.frameStart, i));
                 }
-                if (policy.ordinal() >= allowedByPolicy.length())
-                {
-                    growCounters(policy.ordinal());
-                }
-                final AtomicLongArray counter = verdict.allowed() ? allowedByPolicy : deniedByPolicy;
-                counter.lazySet(policy.ordinal(), counter.get(policy.ordinal()) + 1);
+                counters.increment(policy.ordinal(), verdict.allowed() ? PolicyCounters.ALLOWED : PolicyCounters.DENIED);
                 countOverage(policy.ordinal(), verdict.reason(), -1);
                 if (policy.routedToAnyShare(shardCount))
                 {
@@ -383,12 +364,7 @@ public final class Shard implements Replication.DecidingShard
                     final long one = regionalShadow ? RegionalShares.cost(1, regional.unitsPerToken(shadow), shadowLimit) : 1;
                     final boolean would = one >= 0 && table.peek(work.keys, work.shadowKeyOffset[j], work.shadowKeyLength[j],
                         work.shadowKeyHash[j], shadowLimit, one, 0, now, verdict);
-                    if (shadow.ordinal() >= allowedByPolicy.length())
-                    {
-                        growCounters(shadow.ordinal());
-                    }
-                    final AtomicLongArray checked = would ? shadowAllowedByPolicy : shadowDeniedByPolicy;
-                    checked.lazySet(shadow.ordinal(), checked.get(shadow.ordinal()) + 1);
+                    counters.increment(shadow.ordinal(), would ? PolicyCounters.SHADOW_ALLOWED : PolicyCounters.SHADOW_DENIED);
                     continue;
                 }
                 final long leaseId = work.leaseId[work.shadowEntry[j]];
@@ -400,12 +376,7 @@ public final class Shard implements Replication.DecidingShard
                     work.shadowLeaseCheck[j] = FrameWork.leaseCheck(FrameWork.LEASE_CHECK_SEED, shadow);
                     work.anyLeased = true;
                 }
-                if (shadow.ordinal() >= allowedByPolicy.length())
-                {
-                    growCounters(shadow.ordinal());
-                }
-                final AtomicLongArray counter = verdict.allowed() ? shadowAllowedByPolicy : shadowDeniedByPolicy;
-                counter.lazySet(shadow.ordinal(), counter.get(shadow.ordinal()) + 1);
+                counters.increment(shadow.ordinal(), verdict.allowed() ? PolicyCounters.SHADOW_ALLOWED : PolicyCounters.SHADOW_DENIED);
             }
         }
         catch (final Throwable e)
@@ -591,12 +562,7 @@ public final class Shard implements Replication.DecidingShard
             }
         }
         work.policy[i] = named; // the answer names the policy that limited it
-        if (named.ordinal() >= allowedByPolicy.length())
-        {
-            growCounters(named.ordinal());
-        }
-        final AtomicLongArray counter = answered ? allowedByPolicy : deniedByPolicy;
-        counter.lazySet(named.ordinal(), counter.get(named.ordinal()) + 1);
+        counters.increment(named.ordinal(), answered ? PolicyCounters.ALLOWED : PolicyCounters.DENIED);
         return strict;
     }
 
@@ -646,12 +612,7 @@ public final class Shard implements Replication.DecidingShard
         ResultCodec.putRecord(work.response, ResultCodec.recordOffset(work.frameStart, i), allowed, reason, named.ordinal(), remaining,
             burst, allowed ? 0 : retry, reset, named.version(), named.windowSeconds());
         work.policy[i] = named;
-        if (named.ordinal() >= allowedByPolicy.length())
-        {
-            growCounters(named.ordinal());
-        }
-        final AtomicLongArray counter = allowed ? allowedByPolicy : deniedByPolicy;
-        counter.lazySet(named.ordinal(), counter.get(named.ordinal()) + 1);
+        counters.increment(named.ordinal(), allowed ? PolicyCounters.ALLOWED : PolicyCounters.DENIED);
     }
 
     /**
@@ -783,13 +744,8 @@ public final class Shard implements Replication.DecidingShard
         {
             return false;
         }
-        if (policy.ordinal() >= releasedByPolicy.length())
-        {
-            growCounters(policy.ordinal());
-        }
-        final AtomicLongArray counter = outcome == BucketTable.LeaseRelease.FREED ? releasedByPolicy :
-            outcome == BucketTable.LeaseRelease.EXPIRED ? releaseExpiredByPolicy : releaseUnknownByPolicy;
-        counter.lazySet(policy.ordinal(), counter.get(policy.ordinal()) + 1);
+        counters.increment(policy.ordinal(), outcome == BucketTable.LeaseRelease.FREED ? PolicyCounters.RELEASED :
+            outcome == BucketTable.LeaseRelease.EXPIRED ? PolicyCounters.RELEASE_EXPIRED : PolicyCounters.RELEASE_UNKNOWN);
         if (log == null || outcome == BucketTable.LeaseRelease.UNKNOWN)
         {
             return false;
@@ -820,16 +776,12 @@ public final class Shard implements Replication.DecidingShard
         final Limit limit = regional.limit(policy, id, shardCount);
         final long units = RegionalShares.cost(cost, perToken, limit);
         hotKeys.decided(work.keys, work.keyOffset[i], work.keyLength[i], work.keyHash[i], cost, now);
-        if (policy.ordinal() >= allowedByPolicy.length())
-        {
-            growCounters(policy.ordinal());
-        }
         if (units < 0)
         {
             // This region's share cannot hold the request now: refused here, nothing charged or logged.
             ResultCodec.putRecord(work.response, ResultCodec.recordOffset(work.frameStart, i), false, ReasonCode.RATE_LIMITED,
                 policy.ordinal(), 0, 0, REGION_SHARE_RETRY_NANOS, REGION_SHARE_RETRY_NANOS, policy.version(), policy.windowSeconds());
-            deniedByPolicy.lazySet(policy.ordinal(), deniedByPolicy.get(policy.ordinal()) + 1);
+            counters.increment(policy.ordinal(), PolicyCounters.DENIED);
             return false;
         }
         table.acquire(work.keys, work.keyOffset[i], work.keyLength[i], work.keyHash[i], policy.ordinal(), limit, units, now, verdict);
@@ -842,8 +794,7 @@ public final class Shard implements Replication.DecidingShard
         ResultCodec.putRecord(work.response, ResultCodec.recordOffset(work.frameStart, i), verdict.allowed(), verdict.reason(),
             policy.ordinal(), verdict.remainingTokens() / perToken, limit.burstTokens() / perToken, verdict.retryAfterNanos(),
             verdict.resetAfterNanos(), policy.version(), policy.windowSeconds());
-        final AtomicLongArray counter = verdict.allowed() ? allowedByPolicy : deniedByPolicy;
-        counter.lazySet(policy.ordinal(), counter.get(policy.ordinal()) + 1);
+        counters.increment(policy.ordinal(), verdict.allowed() ? PolicyCounters.ALLOWED : PolicyCounters.DENIED);
         countOverage(policy.ordinal(), verdict.reason(), -1);
         if (policy.routedToAnyShare(shardCount))
         {
@@ -862,11 +813,7 @@ public final class Shard implements Replication.DecidingShard
     {
         if (reason == ReasonCode.SOFT_OVERAGE && ordinal != counted)
         {
-            if (ordinal >= overageByPolicy.length())
-            {
-                growCounters(ordinal);
-            }
-            overageByPolicy.lazySet(ordinal, overageByPolicy.get(ordinal) + 1);
+            counters.increment(ordinal, PolicyCounters.OVERAGE);
             return ordinal;
         }
         return counted;
@@ -878,16 +825,7 @@ public final class Shard implements Replication.DecidingShard
      */
     private void shareDecided(final int ordinal, final long remaining)
     {
-        if (ordinal >= splitShareTokens.length())
-        {
-            growCounters(ordinal);
-        }
-        final AtomicLongArray tokens = splitShareTokens;
-        final long published = Math.max(0, remaining) + 1;
-        if (tokens.get(ordinal) != published)
-        {
-            tokens.lazySet(ordinal, published);
-        }
+        counters.set(ordinal, PolicyCounters.SHARE_TOKENS, Math.max(0, remaining) + 1);
     }
 
     /**
@@ -896,8 +834,7 @@ public final class Shard implements Replication.DecidingShard
      */
     public long splitShareTokens(final int ordinal)
     {
-        final AtomicLongArray tokens = splitShareTokens;
-        final long published = ordinal < tokens.length() ? tokens.get(ordinal) : 0;
+        final long published = counters.get(ordinal, PolicyCounters.SHARE_TOKENS);
         return published == 0 ? Long.MAX_VALUE : published - 1;
     }
 
@@ -913,41 +850,14 @@ public final class Shard implements Replication.DecidingShard
         return replication == null || replication.isLeader();
     }
 
-    /** Owner thread only (the only writer), so no count is lost in the copy. */
-    private void growCounters(final int ordinal)
-    {
-        final int length = Math.max(ordinal + 1, allowedByPolicy.length() * 2);
-        allowedByPolicy = copy(allowedByPolicy, length);
-        deniedByPolicy = copy(deniedByPolicy, length);
-        overageByPolicy = copy(overageByPolicy, length);
-        releasedByPolicy = copy(releasedByPolicy, length);
-        releaseUnknownByPolicy = copy(releaseUnknownByPolicy, length);
-        releaseExpiredByPolicy = copy(releaseExpiredByPolicy, length);
-        shadowAllowedByPolicy = copy(shadowAllowedByPolicy, length);
-        shadowDeniedByPolicy = copy(shadowDeniedByPolicy, length);
-        splitShareTokens = copy(splitShareTokens, length);
-    }
-
-    private static AtomicLongArray copy(final AtomicLongArray from, final int length)
-    {
-        final AtomicLongArray to = new AtomicLongArray(length);
-        for (int i = 0; i < from.length(); i++)
-        {
-            to.lazySet(i, from.get(i));
-        }
-        return to;
-    }
-
     long shadowAllowed(final int ordinal)
     {
-        final AtomicLongArray counts = shadowAllowedByPolicy;
-        return ordinal >= 0 && ordinal < counts.length() ? counts.get(ordinal) : 0;
+        return counters.get(ordinal, PolicyCounters.SHADOW_ALLOWED);
     }
 
     long shadowDenied(final int ordinal)
     {
-        final AtomicLongArray counts = shadowDeniedByPolicy;
-        return ordinal >= 0 && ordinal < counts.length() ? counts.get(ordinal) : 0;
+        return counters.get(ordinal, PolicyCounters.SHADOW_DENIED);
     }
 
     /** Decisions asked of this ordinal on this shard, granted or not (read from any thread: what a region reports as demand). */
@@ -958,40 +868,36 @@ public final class Shard implements Replication.DecidingShard
 
     long allowed(final int ordinal)
     {
-        return ordinal < allowedByPolicy.length() ? allowedByPolicy.get(ordinal) : 0;
+        return counters.get(ordinal, PolicyCounters.ALLOWED);
     }
 
     long denied(final int ordinal)
     {
-        return ordinal < deniedByPolicy.length() ? deniedByPolicy.get(ordinal) : 0;
+        return counters.get(ordinal, PolicyCounters.DENIED);
     }
 
     /** Releases of this ordinal's concurrency limit that named a lease its key does not hold (nothing freed). */
     long releasesOfUnknownLeases(final int ordinal)
     {
-        final AtomicLongArray counts = releaseUnknownByPolicy;
-        return ordinal < counts.length() ? counts.get(ordinal) : 0;
+        return counters.get(ordinal, PolicyCounters.RELEASE_UNKNOWN);
     }
 
     /** Releases of this ordinal's concurrency limit whose lease had expired (nothing more freed). */
     long releasesOfExpiredLeases(final int ordinal)
     {
-        final AtomicLongArray counts = releaseExpiredByPolicy;
-        return ordinal < counts.length() ? counts.get(ordinal) : 0;
+        return counters.get(ordinal, PolicyCounters.RELEASE_EXPIRED);
     }
 
     /** Releases that freed a held lease of this ordinal's concurrency limit. */
     long released(final int ordinal)
     {
-        final AtomicLongArray counts = releasedByPolicy;
-        return ordinal < counts.length() ? counts.get(ordinal) : 0;
+        return counters.get(ordinal, PolicyCounters.RELEASED);
     }
 
     /** Decisions under this ordinal allowed beyond its limit, within its soft overage. */
     long overage(final int ordinal)
     {
-        final AtomicLongArray counts = overageByPolicy;
-        return ordinal < counts.length() ? counts.get(ordinal) : 0;
+        return counters.get(ordinal, PolicyCounters.OVERAGE);
     }
 
     /** Frames waiting for a dedicated shard thread (0 for event-loop shards). */
