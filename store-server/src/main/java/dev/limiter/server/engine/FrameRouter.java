@@ -322,10 +322,10 @@ public final class FrameRouter
             final int p = work.partCount;
             final int keyStart = work.keyCursor;
             buildKey(work, decoder, part);
-            work.partKeyOffset[p] = keyStart;
-            work.partKeyLength[p] = work.keyCursor - keyStart;
-            work.partKeyHash[p] = KeyHash.hash(work.keys, keyStart, work.keyCursor - keyStart);
-            work.partPolicy[p] = part;
+            work.parts.keyOffset[p] = keyStart;
+            work.parts.keyLength[p] = work.keyCursor - keyStart;
+            work.parts.keyHash[p] = KeyHash.hash(work.keys, keyStart, work.keyCursor - keyStart);
+            work.parts.policy[p] = part;
             work.partCount++;
             work.stackCount[entry]++;
             addCompanions(work, decoder, entry, part);
@@ -342,10 +342,10 @@ public final class FrameRouter
             final int p = work.partCount;
             final int keyStart = work.keyCursor;
             buildKey(work, decoder, companions[c]);
-            work.partKeyOffset[p] = keyStart;
-            work.partKeyLength[p] = work.keyCursor - keyStart;
-            work.partKeyHash[p] = KeyHash.hash(work.keys, keyStart, work.keyCursor - keyStart);
-            work.partPolicy[p] = companions[c];
+            work.parts.keyOffset[p] = keyStart;
+            work.parts.keyLength[p] = work.keyCursor - keyStart;
+            work.parts.keyHash[p] = KeyHash.hash(work.keys, keyStart, work.keyCursor - keyStart);
+            work.parts.policy[p] = companions[c];
             work.partCount++;
             work.stackCount[entry]++;
         }
@@ -458,15 +458,15 @@ public final class FrameRouter
         final long tenantHash = buildKey(work, decoder, shadow);
         final int keyLength = work.keyCursor - keyStart;
         final long keyHash = KeyHash.hash(work.keys, keyStart, keyLength);
-        work.shadowKeyOffset[j] = keyStart;
-        work.shadowKeyLength[j] = keyLength;
-        work.shadowKeyHash[j] = keyHash;
-        work.shadowCost[j] = decoder.cost();
-        work.shadowPolicy[j] = shadow;
+        work.shadows.keyOffset[j] = keyStart;
+        work.shadows.keyLength[j] = keyLength;
+        work.shadows.keyHash[j] = keyHash;
+        work.shadows.cost[j] = decoder.cost();
+        work.shadows.policy[j] = shadow;
         work.shadowEntry[j] = entry;
         final int shard = shadow.routedToAnyShare(shardCount) ? shareShard(shards, shadow.ordinal(), keyHash, decoder.cost()) :
             shardOf(tenantHash, keyHash, shardCount);
-        work.shadowShard[j] = shard;
+        work.shadows.shard[j] = shard;
         work.shadowCount++;
         return 1L << shard;
     }

@@ -50,12 +50,7 @@ public final class FrameWork implements Runnable
      * SHADOW evaluations of this frame's entries: each spends its own bucket on its shard and is
      * counted, but writes no record (the answer is the enforced policy's).
      */
-    int[] shadowKeyOffset = new int[INITIAL_ENTRIES];
-    int[] shadowKeyLength = new int[INITIAL_ENTRIES];
-    long[] shadowKeyHash = new long[INITIAL_ENTRIES];
-    int[] shadowCost = new int[INITIAL_ENTRIES];
-    int[] shadowShard = new int[INITIAL_ENTRIES];
-    CompiledPolicy[] shadowPolicy = new CompiledPolicy[INITIAL_ENTRIES];
+    final KeyColumns shadows = new KeyColumns(INITIAL_ENTRIES, true);
     /** Per shadow evaluation: the entry it shadows, and whether it took a lease (a shadow concurrency limit) and its id. */
     int[] shadowEntry = new int[INITIAL_ENTRIES];
     boolean[] shadowLeased = new boolean[INITIAL_ENTRIES];
@@ -70,10 +65,8 @@ public final class FrameWork implements Runnable
     boolean stacked;
     int[] stackFrom = new int[INITIAL_ENTRIES];
     int[] stackCount = new int[INITIAL_ENTRIES];
-    int[] partKeyOffset = new int[0];
-    int[] partKeyLength = new int[0];
-    long[] partKeyHash = new long[0];
-    CompiledPolicy[] partPolicy = new CompiledPolicy[0];
+    /** The stacked parts' keys. */
+    final KeyColumns parts = new KeyColumns(0, false);
     int partCount;
     int keyCursor;
     /**
@@ -162,26 +155,17 @@ public final class FrameWork implements Runnable
             leaseCheck = new int[n];
             leaseMatches = new boolean[n];
         }
-        if (stacked && (stackFrom.length < entries || partKeyOffset.length < entries * PolicySetIndex.MAX_PARTS_PER_REQUEST))
+        if (stacked && (stackFrom.length < entries || parts.capacity() < entries * PolicySetIndex.MAX_PARTS_PER_REQUEST))
         {
             final int n = Math.max(INITIAL_ENTRIES, Integer.highestOneBit(Math.max(2, entries) - 1) << 1);
             stackFrom = new int[Math.max(n, stackFrom.length)];
             stackCount = new int[Math.max(n, stackCount.length)];
-            final int parts = n * PolicySetIndex.MAX_PARTS_PER_REQUEST;
-            partKeyOffset = new int[parts];
-            partKeyLength = new int[parts];
-            partKeyHash = new long[parts];
-            partPolicy = new CompiledPolicy[parts];
+            parts.ensure(n * PolicySetIndex.MAX_PARTS_PER_REQUEST);
         }
-        if (policies.hasShadow() && shadowKeyOffset.length < entries)
+        if (policies.hasShadow() && shadows.capacity() < entries)
         {
             final int n = Integer.highestOneBit(entries - 1) << 1;
-            shadowKeyOffset = new int[n];
-            shadowKeyLength = new int[n];
-            shadowKeyHash = new long[n];
-            shadowCost = new int[n];
-            shadowShard = new int[n];
-            shadowPolicy = new CompiledPolicy[n];
+            shadows.ensure(n);
             shadowEntry = new int[n];
             shadowLeased = new boolean[n];
             shadowLeaseId = new long[n];
@@ -212,10 +196,10 @@ public final class FrameWork implements Runnable
         final CompiledPolicy own = policy[i];
         boolean any = own.limit().leases();
         int check = any ? leaseCheck(LEASE_CHECK_SEED, own) : LEASE_CHECK_SEED;
-        final int parts = stacked ? stackCount[i] : 0;
-        for (int k = 0; k < parts; k++)
+        final int partsOfEntry = stacked ? stackCount[i] : 0;
+        for (int k = 0; k < partsOfEntry; k++)
         {
-            final CompiledPolicy part = partPolicy[stackFrom[i] + k];
+            final CompiledPolicy part = parts.policy[stackFrom[i] + k];
             if (part.limit().leases())
             {
                 check = leaseCheck(check, part);
@@ -224,9 +208,9 @@ public final class FrameWork implements Runnable
         }
         for (int j = 0; j < shadowCount && !any; j++)
         {
-            if (shadowEntry[j] == i && shadowPolicy[j].limit().leases())
+            if (shadowEntry[j] == i && shadows.policy[j].limit().leases())
             {
-                return leaseCheck(LEASE_CHECK_SEED, shadowPolicy[j]);
+                return leaseCheck(LEASE_CHECK_SEED, shadows.policy[j]);
             }
         }
         return check;
@@ -242,10 +226,10 @@ public final class FrameWork implements Runnable
         {
             return true;
         }
-        final int parts = stacked ? stackCount[i] : 0;
-        for (int k = 0; k < parts; k++)
+        final int partsOfEntry = stacked ? stackCount[i] : 0;
+        for (int k = 0; k < partsOfEntry; k++)
         {
-            if (partPolicy[stackFrom[i] + k].limit().leases())
+            if (parts.policy[stackFrom[i] + k].limit().leases())
             {
                 return true;
             }
@@ -253,7 +237,7 @@ public final class FrameWork implements Runnable
         // Asked as entry i is routed: its shadows are the last ones added.
         for (int j = shadowCount - 1; j >= 0 && shadowEntry[j] == i; j--)
         {
-            if (shadowPolicy[j].limit().leases())
+            if (shadows.policy[j].limit().leases())
             {
                 return true;
             }
@@ -482,8 +466,8 @@ public final class FrameWork implements Runnable
         connection = null;
         policies = null;
         Arrays.fill(policy, 0, count, null);
-        Arrays.fill(shadowPolicy, 0, shadowCount, null);
-        Arrays.fill(partPolicy, 0, partCount, null);
+        shadows.clear(shadowCount);
+        parts.clear(partCount);
         pool.release(this);
     }
 

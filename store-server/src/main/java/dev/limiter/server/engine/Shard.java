@@ -143,7 +143,7 @@ public final class Shard implements Replication.DecidingShard
         int shadows = 0;
         for (int j = 0; j < work.shadowCount; j++)
         {
-            shadows += work.shadowShard[j] == id ? 1 : 0;
+            shadows += work.shadows.shard[j] == id ? 1 : 0;
         }
         return shadows;
     }
@@ -344,16 +344,16 @@ public final class Shard implements Replication.DecidingShard
             }
             for (int j = 0; j < work.shadowCount && !work.release; j++)
             {
-                if (work.shadowShard[j] != id)
+                if (work.shadows.shard[j] != id)
                 {
                     continue;
                 }
                 // A shadow spends its own bucket (replicated like any other) and is only counted.
-                final CompiledPolicy shadow = work.shadowPolicy[j];
+                final CompiledPolicy shadow = work.shadows.policy[j];
                 final boolean regionalShadow = shadow.regional() && regional != null;
                 final Limit shadowLimit = regionalShadow ? regional.limit(shadow, id, shardCount) : shadow.limitOnShard(id, shardCount);
-                final long shadowCost = regionalShadow ? RegionalShares.cost(work.shadowCost[j], regional.unitsPerToken(shadow), shadowLimit) :
-                    work.shadowCost[j];
+                final long shadowCost = regionalShadow ? RegionalShares.cost(work.shadows.cost[j], regional.unitsPerToken(shadow), shadowLimit) :
+                    work.shadows.cost[j];
                 if (shadowCost < 0)
                 {
                     continue; // this region's share of the shadowed limit cannot hold the request: nothing to evaluate
@@ -362,13 +362,13 @@ public final class Shard implements Replication.DecidingShard
                 {
                     // A check: what the shadow would answer to one token, changing nothing.
                     final long one = regionalShadow ? RegionalShares.cost(1, regional.unitsPerToken(shadow), shadowLimit) : 1;
-                    final boolean would = one >= 0 && table.peek(work.keys, work.shadowKeyOffset[j], work.shadowKeyLength[j],
-                        work.shadowKeyHash[j], shadowLimit, one, 0, now, verdict);
+                    final boolean would = one >= 0 && table.peek(work.keys, work.shadows.keyOffset[j], work.shadows.keyLength[j],
+                        work.shadows.keyHash[j], shadowLimit, one, 0, now, verdict);
                     counters.increment(shadow.ordinal(), would ? PolicyCounters.SHADOW_ALLOWED : PolicyCounters.SHADOW_DENIED);
                     continue;
                 }
                 final long leaseId = work.leaseId[work.shadowEntry[j]];
-                if (decide(work, work.shadowKeyOffset[j], work.shadowKeyLength[j], work.shadowKeyHash[j], shadow, shadowLimit,
+                if (decide(work, work.shadows.keyOffset[j], work.shadows.keyLength[j], work.shadows.keyHash[j], shadow, shadowLimit,
                     (int)shadowCost, leaseId, now))
                 {
                     work.shadowLeased[j] = true;
@@ -467,9 +467,9 @@ public final class Shard implements Replication.DecidingShard
         hotKeys.decided(work.keys, work.keyOffset[i], work.keyLength[i], work.keyHash[i], cost, now);
         for (int k = 0; k < parts; k++)
         {
-            if (work.partPolicy[from + k].limitIndex() == 0) // an extra limit's bucket is the same key again
+            if (work.parts.policy[from + k].limitIndex() == 0) // an extra limit's bucket is the same key again
             {
-                hotKeys.decided(work.keys, work.partKeyOffset[from + k], work.partKeyLength[from + k], work.partKeyHash[from + k], cost, now);
+                hotKeys.decided(work.keys, work.parts.keyOffset[from + k], work.parts.keyLength[from + k], work.parts.keyHash[from + k], cost, now);
             }
         }
         int denying = table.peek(work.keys, work.keyOffset[i], work.keyLength[i], work.keyHash[i], own.limitOnShard(id, shardCount), cost, 0, now, verdict) ? -2 : -1;
@@ -478,8 +478,8 @@ public final class Shard implements Replication.DecidingShard
         for (int k = 0; k < parts && denying == -2; k++)
         {
             // A shared budget's reserve is a floor for requests whose own policy ranks below it.
-            final CompiledPolicy part = work.partPolicy[from + k];
-            if (!table.peek(work.keys, work.partKeyOffset[from + k], work.partKeyLength[from + k], work.partKeyHash[from + k],
+            final CompiledPolicy part = work.parts.policy[from + k];
+            if (!table.peek(work.keys, work.parts.keyOffset[from + k], work.parts.keyLength[from + k], work.parts.keyHash[from + k],
                 part.limitOnShard(id, shardCount), cost, part.floorFor(own, id, shardCount), now, verdict))
             {
                 denying = k;
@@ -491,7 +491,7 @@ public final class Shard implements Replication.DecidingShard
         }
         for (int k = 0; k < parts; k++)
         {
-            strict |= work.partPolicy[from + k].strict();
+            strict |= work.parts.policy[from + k].strict();
         }
         CompiledPolicy named;
         final boolean answered;
@@ -499,7 +499,7 @@ public final class Shard implements Replication.DecidingShard
         {
             // One scope refuses: nothing is charged or stored anywhere (so nothing is logged either);
             // the answer is that scope's view, which the peek that refused left in the decision.
-            named = denying == -1 ? own : work.partPolicy[from + denying];
+            named = denying == -1 ? own : work.parts.policy[from + denying];
             answered = false;
             putRecord(work, i, named, named.limitOnShard(id, shardCount), answered, verdict.reason(), verdict.remainingTokens(), verdict.retryAfterNanos(),
                 verdict.resetAfterNanos());
@@ -525,8 +525,8 @@ public final class Shard implements Replication.DecidingShard
             long reset = verdict.resetAfterNanos();
             for (int k = 0; k < parts && allowed; k++)
             {
-                final CompiledPolicy part = work.partPolicy[from + k];
-                if (decide(work, work.partKeyOffset[from + k], work.partKeyLength[from + k], work.partKeyHash[from + k], part,
+                final CompiledPolicy part = work.parts.policy[from + k];
+                if (decide(work, work.parts.keyOffset[from + k], work.parts.keyLength[from + k], work.parts.keyHash[from + k], part,
                     part.limitOnShard(id, shardCount), cost, work.leaseId[i], now))
                 {
                     leases = true;
@@ -591,9 +591,9 @@ public final class Shard implements Replication.DecidingShard
         for (int k = 0; k < parts && allowed; k++)
         {
             final int p = work.stackFrom[i] + k;
-            final CompiledPolicy part = work.partPolicy[p];
+            final CompiledPolicy part = work.parts.policy[p];
             final Limit limit = part.limitOnShard(id, shardCount);
-            final boolean fits = table.peek(work.keys, work.partKeyOffset[p], work.partKeyLength[p], work.partKeyHash[p], limit, 1,
+            final boolean fits = table.peek(work.keys, work.parts.keyOffset[p], work.parts.keyLength[p], work.parts.keyHash[p], limit, 1,
                 part.floorFor(own, id, shardCount), now, verdict);
             final long there = tokensThere(verdict, 1);
             if (!fits || there < remaining)
@@ -704,9 +704,9 @@ public final class Shard implements Replication.DecidingShard
             for (int k = 0; k < parts; k++)
             {
                 final int p = work.stackFrom[i] + k;
-                final CompiledPolicy part = work.partPolicy[p];
+                final CompiledPolicy part = work.parts.policy[p];
                 final Limit limit = part.limitOnShard(id, shardCount);
-                strict |= giveBack(work, part, limit, work.partKeyOffset[p], work.partKeyLength[p], work.partKeyHash[p], lease, now);
+                strict |= giveBack(work, part, limit, work.parts.keyOffset[p], work.parts.keyLength[p], work.parts.keyHash[p], lease, now);
                 if (!found && limit.leases())
                 {
                     found = true;
@@ -720,11 +720,11 @@ public final class Shard implements Replication.DecidingShard
         }
         for (int j = 0; j < work.shadowCount; j++)
         {
-            if (work.shadowShard[j] == id && work.leaseMatches[work.shadowEntry[j]])
+            if (work.shadows.shard[j] == id && work.leaseMatches[work.shadowEntry[j]])
             {
-                final CompiledPolicy shadow = work.shadowPolicy[j];
-                giveBack(work, shadow, shadow.limitOnShard(id, shardCount), work.shadowKeyOffset[j], work.shadowKeyLength[j],
-                    work.shadowKeyHash[j], lease, now);
+                final CompiledPolicy shadow = work.shadows.policy[j];
+                giveBack(work, shadow, shadow.limitOnShard(id, shardCount), work.shadows.keyOffset[j], work.shadows.keyLength[j],
+                    work.shadows.keyHash[j], lease, now);
             }
         }
         return strict;
