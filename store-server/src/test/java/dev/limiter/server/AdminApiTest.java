@@ -6,6 +6,7 @@ import dev.limiter.client.LimiterClient;
 import dev.limiter.protocol.ReasonCode;
 import dev.limiter.client.LimiterRequestException;
 import dev.limiter.server.engine.MonotonicClock;
+import dev.limiter.server.testing.Await;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -65,11 +66,7 @@ class AdminApiTest
     /** Until the client holds a policy set (it asks when its connection opens). */
     private static void awaitPolicies(final LimiterClient client) throws InterruptedException
     {
-        final long until = System.currentTimeMillis() + 3000;
-        while (client.policies().version() == 0 && System.currentTimeMillis() < until)
-        {
-            Thread.sleep(5);
-        }
+        Await.until("the client to hold the policy set", Duration.ofSeconds(3), () -> client.policies().version() > 0);
         assertTrue(client.policies().version() > 0, "the client holds the policy set");
     }
 
@@ -238,11 +235,8 @@ class AdminApiTest
             assertEquals(dev.limiter.protocol.ReasonCode.ALLOWED, after.reason(), "charged from the expiry on: " + after);
             assertFalse(client.acquireBlocking(Descriptor.of("vip", "/v1/orders/1"), 1).allowed(), "the burst of 5 is spent");
 
-            final long deadline = System.currentTimeMillis() + 3000;
-            while (!server.policyState().exemptions().isEmpty() && System.currentTimeMillis() < deadline)
-            {
-                Thread.sleep(20);
-            }
+            Await.until("the tick to remove the expired exemption", Duration.ofSeconds(3),
+                () -> server.policyState().exemptions().isEmpty());
             assertTrue(server.policyState().exemptions().isEmpty(), "the tick removed it");
             final String audit = call(server, "GET", "/v1/audit?policy=exemption:vip-demo", null).body();
             assertTrue(audit.contains("EXEMPTION_CREATED") && audit.contains("EXEMPTION_EXPIRED"), audit);
@@ -591,20 +585,15 @@ class AdminApiTest
         try (StoreServer server = start(TestNode.config(dir, 0, 1).adminToken(TOKEN));
              LimiterClient client = LimiterClient.builder().endpoints("127.0.0.1:" + server.port()).deadline(Duration.ofSeconds(5)).build())
         {
-            final long deadline = System.currentTimeMillis() + 2000;
-            while (client.policies().version() == 0 && System.currentTimeMillis() < deadline)
-            {
-                Thread.sleep(5);
-            }
+            Await.until("the client to fetch the policy set on connect", Duration.ofSeconds(2),
+                () -> client.policies().version() != 0);
             assertEquals(3, client.policies().version(), "the file's set version, fetched on connect");
             assertTrue(client.policies().current().orElseThrow().policies().getPoliciesList().stream().anyMatch(p -> p.getId().equals("orders")));
 
             final long changedAt = System.nanoTime();
             assertEquals(200, call(server, "PUT", "/v1/policies/orders", ORDERS_V2).statusCode());
-            while (client.policies().version() != 4 && System.nanoTime() - changedAt < 1_000_000_000L)
-            {
-                Thread.sleep(2);
-            }
+            final Duration leftOfTheSecond = Duration.ofNanos(1_000_000_000L - (System.nanoTime() - changedAt));
+            Await.until("version 4 pushed to the client", leftOfTheSecond, () -> client.policies().version() == 4);
             assertEquals(4, client.policies().version(), "pushed within a second");
             assertEquals(1, client.policies().current().orElseThrow().policies().getPoliciesList().stream()
                 .filter(p -> p.getId().equals("orders")).findFirst().orElseThrow().getRate());
@@ -906,11 +895,8 @@ class AdminApiTest
             assertEquals(200, call(server, "PUT", "/v1/policies/strict", "{\"selector\":{\"route\":\"/strict\"},\"rate\":20,\"scope\":\"GLOBAL\"," +
                 "\"failureMode\":\"CLOSED\",\"owner\":\"o\",\"reason\":\"r\"}").statusCode());
             final long wanted = server.policyState().setVersion();
-            final long until = System.currentTimeMillis() + 3000;
-            while (client.policies().version() != wanted && System.currentTimeMillis() < until)
-            {
-                Thread.sleep(5);
-            }
+            Await.until("the client to hold set version " + wanted, Duration.ofSeconds(3),
+                () -> client.policies().version() == wanted);
             assertEquals(wanted, client.policies().version());
             final Decision healthy = client.acquireBlocking(Descriptor.of("acme", "/v1/orders/1"), 1);
             assertFalse(healthy.degraded(), "the cluster decides while it answers");
@@ -964,12 +950,9 @@ class AdminApiTest
             assertEquals(200, call(server, "PUT", "/v1/policies/pinned", "{\"selector\":{\"route\":\"/pinned\"},\"rate\":100," +
                 "\"burst\":100,\"emergency\":{\"percent\":20,\"perInstance\":true},\"owner\":\"o\",\"reason\":\"r\"}").statusCode());
             final long wanted = server.policyState().setVersion();
-            final long until = System.currentTimeMillis() + 5000;
-            while ((a.policies().version() != wanted || b.policies().version() != wanted || a.stats().fleetInstances() != 2 ||
-                b.stats().fleetInstances() != 2) && System.currentTimeMillis() < until)
-            {
-                Thread.sleep(10);
-            }
+            Await.until("both SDKs to hold set version " + wanted + " and count two instances", Duration.ofSeconds(5),
+                () -> a.policies().version() == wanted && b.policies().version() == wanted &&
+                    a.stats().fleetInstances() == 2 && b.stats().fleetInstances() == 2);
             assertEquals(2, a.stats().fleetInstances(), "the node counts two SDK instances (each has two connections)");
             assertEquals(2, b.stats().fleetInstances());
             assertEquals(wanted, b.policies().version());
@@ -1089,11 +1072,8 @@ class AdminApiTest
 
     private static void awaitFleet(final List<LimiterClient> sdks, final int instances) throws InterruptedException
     {
-        final long until = System.currentTimeMillis() + 5000;
-        while (!sdks.stream().allMatch(c -> c.stats().fleetInstances() == instances) && System.currentTimeMillis() < until)
-        {
-            Thread.sleep(10);
-        }
+        Await.until("every SDK to count " + instances + " instances", Duration.ofSeconds(5),
+            () -> sdks.stream().allMatch(c -> c.stats().fleetInstances() == instances));
         for (final LimiterClient sdk : sdks)
         {
             assertEquals(instances, sdk.stats().fleetInstances());

@@ -6,6 +6,7 @@ import dev.limiter.client.Lease;
 import dev.limiter.client.LimiterClient;
 import dev.limiter.client.LimiterException;
 import dev.limiter.protocol.ReasonCode;
+import dev.limiter.server.testing.Await;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -27,7 +28,6 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.LockSupport;
-import java.util.function.BooleanSupplier;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -145,26 +145,13 @@ class ClusterTest
             nodes.values().stream().allMatch(n -> n.replication().buckets().appliedDecisions() == max);
     }
 
-    private static void await(final String what, final Duration timeout, final BooleanSupplier condition) throws InterruptedException
-    {
-        final long end = System.nanoTime() + timeout.toNanos();
-        while (!condition.getAsBoolean())
-        {
-            if (System.nanoTime() > end)
-            {
-                throw new AssertionError("timed out waiting for " + what);
-            }
-            Thread.sleep(10);
-        }
-    }
-
     /** What each shard may hand its log uncommitted before it is behind (tests make it tiny). */
     private int maxUncommittedBytes = ClusterConfig.Defaults.MAX_UNCOMMITTED_BYTES_PER_SHARD;
 
     private StoreServer leader() throws InterruptedException
     {
         final StoreServer[] found = new StoreServer[1];
-        await("a ready leader", Duration.ofSeconds(20), () ->
+        Await.until("a ready leader", Duration.ofSeconds(20), () ->
         {
             for (final StoreServer node : nodes.values())
             {
@@ -209,7 +196,7 @@ class ClusterTest
             }
             assertEquals(1000, allowed, "200 tenants x 5 requests, burst 5 each: all allowed");
         }
-        await("every replica to apply every decision and hold equal tables", Duration.ofSeconds(20),
+        Await.until("every replica to apply every decision and hold equal tables", Duration.ofSeconds(20),
             () -> leader.replication().buckets().appliedDecisions() >= 1000 && converged());
     }
 
@@ -298,7 +285,7 @@ class ClusterTest
         }
         // No committed decision is lost: the survivors converge to equal tables (the last batches may
         // still be applying, and a digest read during an apply is not meaningful, so wait for both).
-        await("the survivors to converge to equal tables", Duration.ofSeconds(30), this::converged);
+        Await.until("the survivors to converge to equal tables", Duration.ofSeconds(30), this::converged);
         System.out.println(route + " failover: longest gap between node answers " + longestGapNanos.get() / 1_000_000 + " ms; " +
             granted.sum() + " node grants; " + local.sum() + " decisions the SDK made itself");
         return new long[] { granted.sum(), System.nanoTime() - start, longestGapNanos.get() };
@@ -326,7 +313,7 @@ class ClusterTest
             .setPut(leader.policyState().current("orders").toBuilder().setRate(7).setBurst(7).setReason("restart drill")).build())
             .get(10, java.util.concurrent.TimeUnit.SECONDS);
         assertEquals(dev.limiter.server.control.PolicyState.Status.OK, changed.status(), String.valueOf(changed.error()));
-        await("every node to apply the change", Duration.ofSeconds(5), () -> nodes.values().stream()
+        Await.until("every node to apply the change", Duration.ofSeconds(5), () -> nodes.values().stream()
             .allMatch(n -> n.policyState().current("orders").getVersion() == 2));
         for (final String id : new ArrayList<>(nodes.keySet()))
         {
@@ -363,7 +350,7 @@ class ClusterTest
         try (LimiterClient client = LimiterClient.builder().endpoints(String.join(",", endpoints)).connections(1)
             .deadline(Duration.ofSeconds(10)).build())
         {
-            await("the policy set", Duration.ofSeconds(10), () -> client.policies().version() > 0);
+            Await.until("the policy set", Duration.ofSeconds(10), () -> client.policies().version() > 0);
             for (int round = 0; round < 5; round++)
             {
                 // Calls issued together share frames, and their tenants fall on both shards.
@@ -398,7 +385,8 @@ class ClusterTest
             }
         }
         // The old leader hears from nobody: within its step-down time it must stop deciding.
-        await("the isolated leader to stop deciding", Duration.ofSeconds(10), () -> !leader.replication().canDecide());
+        Await.until("the isolated leader to stop deciding", Duration.ofSeconds(10),
+            () -> !leader.replication().canDecide());
         try (LimiterClient client = LimiterClient.builder().endpoints("127.0.0.1:" + peers.get(survivor).getPort())
             .deadline(Duration.ofMillis(500)).build())
         {
@@ -460,7 +448,7 @@ class ClusterTest
         final String result = members(leader, "PUT", "n4", n4);
         assertTrue(result.startsWith("200:") && result.contains("\"id\": \"n4\"") && result.contains("127.0.0.1:" + port), result);
         final long decisions = leader.replication().buckets().appliedDecisions();
-        await("the new member to catch up", Duration.ofSeconds(30),
+        Await.until("the new member to catch up", Duration.ofSeconds(30),
             () -> nodes.get("n4").replication().buckets().appliedDecisions() >= decisions && converged());
 
         final String removed = members(leader, "DELETE", follower, null);
@@ -478,7 +466,7 @@ class ClusterTest
                 client.acquireBlocking(Descriptor.of("later-" + i, "/v1/orders/1"), 1);
             }
         }
-        await("the remaining members to converge on the later decisions", Duration.ofSeconds(30), () ->
+        Await.until("the remaining members to converge on the later decisions", Duration.ofSeconds(30), () ->
             nodes.get("n4").replication().buckets().appliedDecisions() >= removedApplied + 50 && converged());
     }
 
@@ -507,7 +495,7 @@ class ClusterTest
                 client.acquireBlocking(Descriptor.of("tenant-" + i, "/v1/orders/1"), 1);
             }
         }
-        await("every member to apply the decisions and converge", Duration.ofSeconds(20), () ->
+        Await.until("every member to apply the decisions and converge", Duration.ofSeconds(20), () ->
             nodes.values().stream().allMatch(n -> n.replication().buckets().appliedDecisions() >= 20) && converged());
         for (final StoreServer node : nodes.values())
         {
@@ -537,7 +525,7 @@ class ClusterTest
             assertEquals(5, client.acquireBlocking(Descriptor.of("acme", "/v1/orders/1"), 1).limit());
             final java.net.http.HttpResponse<String> put = AdminApiTest.call(http, leader.adminPort(), "PUT", "/v1/policies/orders", bad, token);
             assertEquals(200, put.statusCode(), put.body());
-            await("version 2 on every node", Duration.ofSeconds(1), () -> allAtVersion(2));
+            Await.until("version 2 on every node", Duration.ofSeconds(1), () -> allAtVersion(2));
             assertEquals(1, client.acquireBlocking(Descriptor.of("globex", "/v1/orders/1"), 1).limit());
 
             final long start = System.nanoTime();
@@ -545,7 +533,8 @@ class ClusterTest
                 "/v1/policies/orders/rollback", "{\"toVersion\":1,\"reason\":\"v2 denied real traffic\"}", token);
             assertEquals(200, rollback.statusCode(), rollback.body());
             final long setVersion = leader.policyState().setVersion();
-            await("the rollback on every node and in the connected SDK", Duration.ofSeconds(1), () -> allAtVersion(3) &&
+            Await.until("the rollback on every node and in the connected SDK", Duration.ofSeconds(1),
+                () -> allAtVersion(3) &&
                 client.policies().version() == setVersion);
             final long elapsedMillis = (System.nanoTime() - start) / 1_000_000;
             assertTrue(elapsedMillis < 1000, "in force everywhere after " + elapsedMillis + " ms");
@@ -559,7 +548,7 @@ class ClusterTest
                 .map(dev.limiter.protocol.policy.AuditRecord::getAction).toList();
             assertEquals(java.util.List.of("POLICY_UPDATED", "POLICY_ROLLED_BACK"), actions);
         }
-        await("replicas to converge", Duration.ofSeconds(10), this::converged);
+        Await.until("replicas to converge", Duration.ofSeconds(10), this::converged);
     }
 
     private boolean allAtVersion(final long version)
@@ -596,7 +585,7 @@ class ClusterTest
             }
         }
         assertTrue(deniedByGlobal > 0 && deniedByTenant > 0, "both scopes refused some: global " + deniedByGlobal + ", tenant " + deniedByTenant);
-        await("replicas to converge on the hierarchical decisions", Duration.ofSeconds(10), this::converged);
+        Await.until("replicas to converge on the hierarchical decisions", Duration.ofSeconds(10), this::converged);
     }
 
     @Test
@@ -631,11 +620,12 @@ class ClusterTest
             // FAST leases may still wait in the leader for their entry (the FAST linger): a STRICT
             // decision is answered only once committed, and its entry carries every batch before it.
             assertFalse(client.acquireBlocking(Descriptor.of("commit-the-leases", "/strict"), 1).degraded());
-            await("replicas to converge on the leases", Duration.ofSeconds(10), this::converged);
+            Await.until("replicas to converge on the leases", Duration.ofSeconds(10), this::converged);
 
             nodes.values().remove(first);
             first.close();
-            await("a new leader", Duration.ofSeconds(20), () -> nodes.values().stream().anyMatch(n -> n.replication().canDecide()));
+            Await.until("a new leader", Duration.ofSeconds(20),
+                () -> nodes.values().stream().anyMatch(n -> n.replication().canDecide()));
             Decision afterKill = null;
             final long end = System.nanoTime() + Duration.ofSeconds(20).toNanos();
             while (System.nanoTime() < end && (afterKill == null || afterKill.degraded()))
@@ -695,7 +685,7 @@ class ClusterTest
                 "a refusal says when the UTC day ends: " + dailyRefused.retryAfter() + ", " + msToMidnight + " ms from now");
         }
         assertEquals(100, rollingAllowed, "20 tenants x 5 an hour (an hour's boundary on the way keeps the count, weighted)");
-        await("replicas to converge on the window decisions", Duration.ofSeconds(10),
+        Await.until("replicas to converge on the window decisions", Duration.ofSeconds(10),
             () -> leader.replication().buckets().appliedDecisions() >= 440 && converged());
     }
 
@@ -734,7 +724,7 @@ class ClusterTest
             }
         }
         assertTrue(deniedByUser > 0 && deniedByTenant > 0, "both scopes refused some: user " + deniedByUser + ", tenant " + deniedByTenant);
-        await("replicas to converge on the hierarchical decisions", Duration.ofSeconds(10), this::converged);
+        Await.until("replicas to converge on the hierarchical decisions", Duration.ofSeconds(10), this::converged);
     }
 
     /** One call made by the outage drill's load: when it started and ended (nanoTime), and what came back. */
@@ -768,7 +758,8 @@ class ClusterTest
             .deadline(Duration.ofMillis(deadlineMillis)).circuit(3, Duration.ofMillis(300))
             .onOutage((policy, mode, message) -> pages.add(policy + " " + mode)).build())
         {
-            await("the SDK to hold the drill's policies", Duration.ofSeconds(5), () -> client.policies().version() == setVersion);
+            Await.until("the SDK to hold the drill's policies", Duration.ofSeconds(5),
+                () -> client.policies().version() == setVersion);
 
             // Four tenants ask far more often than the emergency budget (10% of 100/s: 10/s, burst 10);
             // every tenth call is on the fail-closed route.
@@ -936,7 +927,7 @@ class ClusterTest
             assertTrue(client.stats().degradedWindowsReported() > reportedBefore, "the SDK reported the outage's window");
             Thread.sleep(200); // a window kept from the stop goes out just before the outage's
             final long reported = client.stats().degradedWindowsReported();
-            await("the windows on every node's audit log", Duration.ofSeconds(5), () -> nodes.values().stream()
+            Await.until("the windows on every node's audit log", Duration.ofSeconds(5), () -> nodes.values().stream()
                 .allMatch(n -> n.policyState().audit(r -> r.getAction().equals("SDK_DEGRADED_WINDOW"), 10).size() == reported));
             System.out.printf("outage drill: windows reported during the stop %d, after the restart %d%n", reportedBefore,
                 reported - reportedBefore);

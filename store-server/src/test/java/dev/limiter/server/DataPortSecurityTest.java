@@ -6,6 +6,7 @@ import dev.limiter.protocol.MessageType;
 import dev.limiter.protocol.policy.DegradedWindow;
 import dev.limiter.server.net.SdkReports;
 import dev.limiter.server.net.PolicyPublisher;
+import dev.limiter.server.testing.Await;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -14,6 +15,7 @@ import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -41,11 +43,8 @@ class DataPortSecurityTest
             .nodeId("n1").peers(Map.of("n1", new InetSocketAddress("127.0.0.1", port))).raftPortOffset(100).dataDir(dir.resolve("n1"));
         try (StoreServer server = new StoreServer(config).start())
         {
-            final long end = System.nanoTime() + 20 * SECOND;
-            while (!server.replication().canDecide() && System.nanoTime() < end)
-            {
-                Thread.sleep(20);
-            }
+            Await.until("the one-member cluster to elect itself", Duration.ofSeconds(20),
+                () -> server.replication().canDecide());
             assertTrue(server.replication().canDecide(), "the one-member cluster elected itself");
             // The 33-byte frame that made a stranger the only member: n9 at an address nobody serves.
             try (RawConnection raw = new RawConnection(port))
@@ -119,18 +118,10 @@ class DataPortSecurityTest
                     assertEquals(MessageType.POLICIES_RESULT, raw.request(MessageType.POLICIES, i, body).type(),
                         "a subscription is still served policies");
                 }
-                final long end = System.nanoTime() + 5 * SECOND;
-                String instances = "";
-                while (System.nanoTime() < end)
-                {
-                    instances = server.metrics().scrape().lines().filter(l -> l.startsWith("limiter_sdk_instances ")).findFirst().orElse("");
-                    if (instances.equals("limiter_sdk_instances " + PolicyPublisher.MAX_INSTANCES_PER_ADDRESS + ".0"))
-                    {
-                        break;
-                    }
-                    Thread.sleep(20);
-                }
-                assertEquals("limiter_sdk_instances " + PolicyPublisher.MAX_INSTANCES_PER_ADDRESS + ".0", instances);
+                final String expected = "limiter_sdk_instances " + PolicyPublisher.MAX_INSTANCES_PER_ADDRESS + ".0";
+                Await.until("the instance count to reach the per-address cap", Duration.ofSeconds(5),
+                    () -> expected.equals(sdkInstances(server)), () -> sdkInstances(server));
+                assertEquals(expected, sdkInstances(server));
             }
             finally
             {
@@ -148,5 +139,11 @@ class DataPortSecurityTest
             .setStart(Timestamp.newBuilder().setSeconds(1_796_000_000L + second))
             .setEnd(Timestamp.newBuilder().setSeconds(1_796_000_001L + second))
             .putDecisions("orders|OPEN|allowed", 3).build();
+    }
+
+    private static String sdkInstances(final StoreServer server)
+    {
+        return server.metrics().scrape().lines().filter(l -> l.startsWith("limiter_sdk_instances ")).findFirst()
+            .orElse("");
     }
 }

@@ -2,6 +2,7 @@ package dev.limiter.server;
 
 import dev.limiter.client.Descriptor;
 import dev.limiter.client.LimiterClient;
+import dev.limiter.server.testing.Await;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -38,11 +39,8 @@ class FastResyncBoundTest
             .nodeId("n1").peers(Map.of("n1", new InetSocketAddress("127.0.0.1", port))).raftPortOffset(100).dataDir(dir.resolve("n1"));
         try (StoreServer server = new StoreServer(config).start())
         {
-            final long ready = System.nanoTime() + 20 * SECOND;
-            while (!server.replication().canDecide() && System.nanoTime() < ready)
-            {
-                Thread.sleep(10);
-            }
+            Await.until("the one-member cluster to elect itself", Duration.ofSeconds(20),
+                () -> server.replication().canDecide());
             try (LimiterClient client = LimiterClient.builder().endpoints("127.0.0.1:" + port).deadline(Duration.ofSeconds(2))
                 .localFallback(false).build())
             {

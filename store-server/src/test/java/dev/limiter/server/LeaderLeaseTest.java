@@ -4,6 +4,7 @@ import dev.limiter.protocol.AcquireCodec;
 import dev.limiter.protocol.ErrorCode;
 import dev.limiter.protocol.MessageType;
 import dev.limiter.raft.RaftNodeConfig;
+import dev.limiter.server.testing.Await;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -13,11 +14,13 @@ import java.net.InetSocketAddress;
 import java.net.http.HttpClient;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
 
 import static dev.limiter.server.TestNode.SECOND;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -63,21 +66,15 @@ class LeaderLeaseTest
         }
     }
 
-    private StoreServer awaitLeader() throws InterruptedException
+    private StoreServer awaitLeader()
     {
-        final long end = System.nanoTime() + 30 * SECOND;
-        while (System.nanoTime() < end)
+        final AtomicReference<StoreServer> leader = new AtomicReference<>();
+        Await.until("a leader", Duration.ofSeconds(30), () ->
         {
-            for (final StoreServer node : nodes.values())
-            {
-                if (node.replication().canDecide())
-                {
-                    return node;
-                }
-            }
-            Thread.sleep(5);
-        }
-        throw new AssertionError("no leader");
+            leader.set(nodes.values().stream().filter(node -> node.replication().canDecide()).findFirst().orElse(null));
+            return leader.get() != null;
+        });
+        return leader.get();
     }
 
     private static byte[] acquire(final String tenant)

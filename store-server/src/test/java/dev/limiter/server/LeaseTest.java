@@ -6,6 +6,7 @@ import dev.limiter.client.Lease;
 import dev.limiter.client.LimiterClient;
 import dev.limiter.protocol.LeaseToken;
 import dev.limiter.protocol.ReasonCode;
+import dev.limiter.server.testing.Await;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -104,11 +105,7 @@ class LeaseTest
         final java.net.http.HttpClient http = java.net.http.HttpClient.newHttpClient();
         assertEquals(200, AdminApiTest.call(http, server.adminPort(), "PUT", "/v1/policies/exports", "{\"selector\":{\"route\":" +
             "\"/v1/exports\"},\"maxConcurrent\":2,\"leaseTtl\":\"31s\",\"owner\":\"t\",\"reason\":\"a new version\"}", TOKEN).statusCode());
-        final long end = System.nanoTime() + 5 * SECOND;
-        while (client.policies().version() < 2 && System.nanoTime() < end)
-        {
-            Thread.sleep(5);
-        }
+        Await.until("the SDK to hold policy version 2", Duration.ofSeconds(5), () -> client.policies().version() >= 2);
         final Lease first = client.acquireLease(export);
         final Lease second = client.acquireLease(export);
         assertTrue(first.held() && second.held() && first.decision().policyVersion() == 2, "version 2 starts afresh: " + first);

@@ -12,6 +12,7 @@ import dev.limiter.protocol.status.ShardStatus;
 import dev.limiter.protocol.status.StatusReport;
 import dev.limiter.server.cluster.ReplicationGroups;
 import dev.limiter.server.engine.FrameRouter;
+import dev.limiter.server.testing.Await;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -34,7 +35,6 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
-import java.util.function.BooleanSupplier;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -127,25 +127,6 @@ class MultiRaftTest
         return view.toString();
     }
 
-    private static void await(final java.util.function.Supplier<String> what, final Duration timeout, final BooleanSupplier condition)
-        throws InterruptedException
-    {
-        final long end = System.nanoTime() + timeout.toNanos();
-        while (!condition.getAsBoolean())
-        {
-            if (System.nanoTime() > end)
-            {
-                throw new AssertionError("timed out waiting for " + what.get());
-            }
-            Thread.sleep(10);
-        }
-    }
-
-    private static void await(final String what, final Duration timeout, final BooleanSupplier condition) throws InterruptedException
-    {
-        await(() -> what, timeout, condition);
-    }
-
     /** The node that decides for group {@code g} now, or null. */
     private String decider(final int g)
     {
@@ -162,7 +143,7 @@ class MultiRaftTest
     private void awaitSpreadLeaders() throws InterruptedException
     {
         // Each group prefers one member, round robin over the sorted ids: n1 leads 0, n2 leads 1, n3 leads 2.
-        await("each node to decide for the group it is preferred for", Duration.ofSeconds(30), () ->
+        Await.until("each node to decide for the group it is preferred for", Duration.ofSeconds(30), () ->
             "n1".equals(decider(0)) && "n2".equals(decider(1)) && "n3".equals(decider(2)));
     }
 
@@ -226,12 +207,12 @@ class MultiRaftTest
     /** Makes a new version of "orders" (through the control group's leader) and waits until every node has it in force. */
     private void putOrders(final String json, final long burst) throws Exception
     {
-        await("a node to lead the control group", Duration.ofSeconds(10), () -> decider(0) != null);
+        Await.until("a node to lead the control group", Duration.ofSeconds(10), () -> decider(0) != null);
         final String controlLeader = decider(0);
         final HttpResponse<String> put = AdminApiTest.call(HttpClient.newHttpClient(), nodes.get(controlLeader == null ? "n1" : controlLeader).adminPort(), "PUT",
             "/v1/policies/orders", json, TOKEN);
         assertEquals(200, put.statusCode(), put.body());
-        await("every node to have the new version in force", Duration.ofSeconds(10), () ->
+        Await.until("every node to have the new version in force", Duration.ofSeconds(10), () ->
             nodes.values().stream().allMatch(n -> n.policies().policies().stream()
                 .anyMatch(p -> p.id().equals("orders") && p.version() == 2 && p.limit().burstTokens() == burst)));
     }
@@ -255,7 +236,7 @@ class MultiRaftTest
             }
         }
         // Each group logs each of its tenants' decisions (refusals too), and only those.
-        await("every group to apply its 24 decisions and converge on every replica", Duration.ofSeconds(20), () ->
+        Await.until("every group to apply its 24 decisions and converge on every replica", Duration.ofSeconds(20), () ->
             appliedIn("n1", 0) == 24 && appliedIn("n1", 1) == 24 && appliedIn("n1", 2) == 24 && converged());
 
         // A node asked for a shard it does not lead names that shard's leader.
@@ -291,7 +272,7 @@ class MultiRaftTest
             n3Had[g] = nodes.get("n3").replicationGroups().all().get(g).member().lastAppliedIndex();
         }
         nodes.remove("n3").close();
-        await("group 2 to be decided by n1 or n2", Duration.ofSeconds(10), () -> decider(2) != null);
+        Await.until("group 2 to be decided by n1 or n2", Duration.ofSeconds(10), () -> decider(2) != null);
         // One entry per decision: 180 per group, well past 20 entries and
         // several 4 KiB segments, so every group snapshots and purges what n3 would have replayed.
         for (int shard = 0; shard < SHARDS; shard++)
@@ -315,11 +296,11 @@ class MultiRaftTest
             assertTrue(snapshotIndex > n3Had[group] + 100, "group " + group + ": snapshot at " + snapshotIndex + ", n3 had " + n3Had[group]);
         }
         final StoreServer back = start("n3");
-        await(() -> "n3 to install a snapshot in every group: " + java.util.stream.IntStream.range(0, 3)
+        Await.until(() -> "n3 to install a snapshot in every group: " + java.util.stream.IntStream.range(0, 3)
                 .mapToObj(g -> String.valueOf(back.replicationGroups().all().get(g).member().snapshotsInstalled())).toList(),
             Duration.ofSeconds(60), () -> java.util.stream.IntStream.range(0, 3)
                 .allMatch(g -> back.replicationGroups().all().get(g).member().snapshotsInstalled() > 0));
-        await("every group to converge on every replica, n3 included", Duration.ofSeconds(30),
+        Await.until("every group to converge on every replica, n3 included", Duration.ofSeconds(30),
             () -> converged() && appliedIn("n3", 0) == 180 && appliedIn("n3", 1) == 180 && appliedIn("n3", 2) == 180);
         // What n3 holds came from the snapshots: each tenant has spent 3 of its 5 tokens there too.
         awaitSpreadLeaders();
@@ -344,7 +325,7 @@ class MultiRaftTest
             "/v1/policies/orders-global", "{\"selector\":{\"route\":\"/v1/{resource}/{id}\"},\"rate\":1,\"period\":\"3600s\",\"burst\":" +
                 6 * SHARDS + ",\"scope\":\"GLOBAL\",\"stacked\":true,\"owner\":\"platform\",\"reason\":\"route capacity\"}", TOKEN);
         assertEquals(200, global.statusCode(), global.body());
-        await("every node to have the stacked policies in force", Duration.ofSeconds(10), () ->
+        Await.until("every node to have the stacked policies in force", Duration.ofSeconds(10), () ->
             nodes.values().stream().allMatch(n -> n.policies().policies().stream().filter(p -> p.id().startsWith("orders-")).count() == 2));
         for (int shard = 0; shard < SHARDS; shard++)
         {
@@ -371,7 +352,8 @@ class MultiRaftTest
             assertEquals(6, spent.limit(), "the answer shows the shard's share: " + spent);
         }
         // Every replica replays each section at its shard's share (ReplicatedBucketsTest checks the share a replica uses).
-        await("every group to converge on every replica", Duration.ofSeconds(20), () -> converged() && appliedIn("n1", 1) > 0);
+        Await.until("every group to converge on every replica", Duration.ofSeconds(20),
+            () -> converged() && appliedIn("n1", 1) > 0);
     }
 
     private Decision decideAs(final String tenant, final String principal) throws Exception
@@ -399,7 +381,8 @@ class MultiRaftTest
             assertFalse(third.allowed(), "burst 2 under the new version: " + third);
             assertEquals(2, third.policyVersion(), third.toString());
         }
-        await("every group to converge on every replica", Duration.ofSeconds(20), () -> converged() && appliedIn("n1", 1) == 3);
+        Await.until("every group to converge on every replica", Duration.ofSeconds(20),
+            () -> converged() && appliedIn("n1", 1) == 3);
     }
 
     @Test
@@ -417,18 +400,19 @@ class MultiRaftTest
         assertTrue(decide(tenant).allowed());
         assertTrue(decide(tenant).allowed());
         nodes.remove("n2").close();
-        await("group 1 to be decided by another node", Duration.ofSeconds(10), () -> decider(1) != null);
+        Await.until("group 1 to be decided by another node", Duration.ofSeconds(10), () -> decider(1) != null);
         assertNotEquals("n2", decider(1));
         assertEquals("n1", decider(0), "the other groups keep their leaders");
         assertEquals("n3", decider(2), "the other groups keep their leaders");
         assertTrue(decide(tenant).allowed(), "the third of five");
         start("n2");
-        await("group 1's leadership to return to n2", Duration.ofSeconds(30), () -> "n2".equals(decider(1)));
+        Await.until("group 1's leadership to return to n2", Duration.ofSeconds(30), () -> "n2".equals(decider(1)));
         clients.remove("n2").close(); // a client of the dead process only: a new one connects to the new
         assertTrue(decide(tenant).allowed(), "the fourth of five");
         assertTrue(decide(tenant).allowed(), "the fifth of five");
         assertFalse(decide(tenant).allowed(), "nothing was forgotten across two leader changes");
-        await("every group to converge on every replica", Duration.ofSeconds(20), () -> converged() && appliedIn("n2", 1) == 6);
+        Await.until("every group to converge on every replica", Duration.ofSeconds(20),
+            () -> converged() && appliedIn("n2", 1) == 6);
     }
 
     @Test
@@ -454,7 +438,7 @@ class MultiRaftTest
             for (int attempt = 1; ; attempt++)
             {
                 nodes.remove("n2").close();
-                await("group 1 to be decided by n1 or n3", Duration.ofSeconds(30), () -> decider(1) != null);
+                Await.until("group 1 to be decided by n1 or n3", Duration.ofSeconds(30), () -> decider(1) != null);
                 final String interim = decider(1);
                 final long droppedBefore = nodes.get(interim).metrics().decisionsDroppedSoFar();
                 final HandOver handOver = handBackUnderLoad(client, tenant, interim, byNodes, local);
@@ -472,7 +456,7 @@ class MultiRaftTest
                     "while the lead moved, in both hand-overs: " + handOvers);
             }
         }
-        await("every group to converge on every replica", Duration.ofSeconds(20), this::converged);
+        Await.until("every group to converge on every replica", Duration.ofSeconds(20), this::converged);
         assertEquals(byNodes.get(), appliedIn("n2", 1), "every decision a node answered is in group 1's log, once");
     }
 
@@ -543,13 +527,15 @@ class MultiRaftTest
         try
         {
             final long before = byNodes.get();
-            await("the load to be decided by " + interim, Duration.ofSeconds(10), () -> byNodes.get() > before + 2_000);
+            Await.until("the load to be decided by " + interim, Duration.ofSeconds(10),
+                () -> byNodes.get() > before + 2_000);
             longestGapNanos.set(0);
             longestStallNanos.set(0);
             start("n2");
-            await(() -> "group 1's lead to move to n2: " + groupView(1), Duration.ofSeconds(30), () -> "n2".equals(decider(1)));
+            Await.until(() -> "group 1's lead to move to n2: " + groupView(1), Duration.ofSeconds(30),
+                () -> "n2".equals(decider(1)));
             final long moved = byNodes.get();
-            await("n2 to decide the load", Duration.ofSeconds(10), () -> byNodes.get() > moved + 2_000);
+            Await.until("n2 to decide the load", Duration.ofSeconds(10), () -> byNodes.get() > moved + 2_000);
         }
         finally
         {
@@ -575,7 +561,7 @@ class MultiRaftTest
         try (LimiterClient client = LimiterClient.builder().endpoints(endpoints).connections(1).deadline(Duration.ofSeconds(3)).build())
         {
             // Until the client has the shard map a call may be sent to a node that does not lead its shard.
-            await("a round of calls that no node redirects", Duration.ofSeconds(10), () ->
+            Await.until("a round of calls that no node redirects", Duration.ofSeconds(10), () ->
             {
                 final long before = client.stats().redirects();
                 for (int shard = 0; shard < SHARDS; shard++)
@@ -604,7 +590,7 @@ class MultiRaftTest
             // Group 1's leader dies: its tenants are decided by the new leader, within their deadlines.
             final String tenant = tenantOn(1, 3);
             nodes.remove("n2").close();
-            await("group 1 to be decided by another node", Duration.ofSeconds(10), () -> decider(1) != null);
+            Await.until("group 1 to be decided by another node", Duration.ofSeconds(10), () -> decider(1) != null);
             for (int i = 0; i < 5; i++)
             {
                 final Decision decision = client.acquireBlocking(Descriptor.of(tenant, "/v1/orders/1"), 1);
@@ -642,7 +628,7 @@ class MultiRaftTest
                 };
             }
             // Until the client holds a map with the ordinals of the set it holds, some calls go astray.
-            await("a round of calls that no node redirects", Duration.ofSeconds(15), () ->
+            Await.until("a round of calls that no node redirects", Duration.ofSeconds(15), () ->
             {
                 final long before = client.stats().redirects();
                 for (final Descriptor call : calls)
@@ -682,7 +668,7 @@ class MultiRaftTest
                 assertTrue(decide(tenantOn(shard, 0)).allowed());
             }
         }
-        await("every group to converge", Duration.ofSeconds(20), () -> converged() && appliedIn("n3", 2) == 5);
+        Await.until("every group to converge", Duration.ofSeconds(20), () -> converged() && appliedIn("n3", 2) == 5);
         clients.values().forEach(LimiterClient::close);
         clients.clear();
         for (final String id : new ArrayList<>(nodes.keySet()))
@@ -699,7 +685,8 @@ class MultiRaftTest
             final Decision after = decide(tenantOn(shard, 0));
             assertFalse(after.allowed(), "shard " + shard + "'s group recovered its drained bucket from disk: " + after);
         }
-        await("every group to converge after the restart", Duration.ofSeconds(20), () -> converged() && appliedIn("n1", 1) == 6);
+        Await.until("every group to converge after the restart", Duration.ofSeconds(20),
+            () -> converged() && appliedIn("n1", 1) == 6);
     }
 
     @Test
@@ -727,10 +714,10 @@ class MultiRaftTest
         for (int g = 0; g < 3; g++)
         {
             final int group = g;
-            await("n4 to be a member of group " + g + " everywhere", Duration.ofSeconds(20), () ->
+            Await.until("n4 to be a member of group " + g + " everywhere", Duration.ofSeconds(20), () ->
                 nodes.values().stream().allMatch(n -> n.replicationGroups().all().get(group).members().containsKey("n4")));
         }
-        await("n4 to catch up in every group", Duration.ofSeconds(30), this::converged);
+        Await.until("n4 to catch up in every group", Duration.ofSeconds(30), this::converged);
 
         final HttpResponse<String> removed = AdminApiTest.call(HttpClient.newHttpClient(), nodes.get("n1").adminPort(), "DELETE",
             "/v1/members/n3?reason=test", null, TOKEN);
@@ -740,18 +727,19 @@ class MultiRaftTest
         for (int g = 0; g < 3; g++)
         {
             final int group = g;
-            await(() -> "group " + group + " to drop n3 and have a leader: " + groupView(group), Duration.ofSeconds(30), () ->
+            Await.until(() -> "group " + group + " to drop n3 and have a leader: " + groupView(group),
+                Duration.ofSeconds(30), () ->
                 decider(group) != null &&
                 nodes.values().stream().noneMatch(n -> n.replicationGroups().all().get(group).members().containsKey("n3")));
         }
         // Group 2, which n3 led, now prefers n4 (the members sorted: n1, n2, n4).
-        await("group 2's leadership to settle on n4", Duration.ofSeconds(30), () -> "n4".equals(decider(2)));
+        Await.until("group 2's leadership to settle on n4", Duration.ofSeconds(30), () -> "n4".equals(decider(2)));
         peers.remove("n3");
         peers.put("n4", new InetSocketAddress("127.0.0.1", port));
         for (int shard = 0; shard < SHARDS; shard++)
         {
             assertFalse(decide(tenantOn(shard, 5)).degraded(), "shard " + shard + " is decided by a member");
         }
-        await("the members to converge", Duration.ofSeconds(30), this::converged);
+        Await.until("the members to converge", Duration.ofSeconds(30), this::converged);
     }
 }

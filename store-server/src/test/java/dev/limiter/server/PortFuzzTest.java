@@ -2,6 +2,7 @@ package dev.limiter.server;
 
 import dev.limiter.client.Descriptor;
 import dev.limiter.client.LimiterClient;
+import dev.limiter.server.testing.Await;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -22,7 +23,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Random;
 
-import static dev.limiter.server.TestNode.SECOND;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -52,11 +52,9 @@ class PortFuzzTest
         final ServerConfig config = TestNode.config(dir.resolve("config"), port, 1).adminToken(TOKEN).frameTimeoutMillis(1000)
             .nodeId("n1").peers(Map.of("n1", new InetSocketAddress("127.0.0.1", port))).raftPortOffset(100).dataDir(dir.resolve("n1"));
         server = new StoreServer(config).start();
-        final long end = System.nanoTime() + 20 * SECOND;
-        while (!server.replication().canDecide() && System.nanoTime() < end)
-        {
-            Thread.sleep(20);
-        }
+        final StoreServer started = server;
+        Await.until("the one-member cluster to elect itself", Duration.ofSeconds(20),
+            () -> started.replication().canDecide());
         assertTrue(server.replication().canDecide());
     }
 

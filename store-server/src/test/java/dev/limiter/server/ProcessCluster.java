@@ -4,15 +4,18 @@ import dev.limiter.protocol.MessageType;
 import dev.limiter.protocol.StatusJson;
 import dev.limiter.protocol.status.GroupStatus;
 import dev.limiter.protocol.status.StatusReport;
+import dev.limiter.server.testing.Await;
 
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * A cluster of node processes on loopback, for drills that kill or freeze whole JVMs. Close it to
@@ -138,37 +141,27 @@ final class ProcessCluster implements AutoCloseable
     /** The member that leads group {@code g}, other than {@code except}; waits up to 60 s. */
     String awaitLeader(final String except, final int g) throws InterruptedException
     {
-        final long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-        while (System.nanoTime() < end)
+        final AtomicReference<String> leader = new AtomicReference<>();
+        Await.until("a leader of group " + g + " other than " + except, Duration.ofSeconds(60), () ->
         {
-            for (final String id : ports.keySet())
-            {
-                if (!id.equals(except) && "LEADER".equals(role(id, g)))
-                {
-                    return id;
-                }
-            }
-            Thread.sleep(50);
-        }
-        throw new AssertionError("no leader of group " + g + " within 60 s" + logTails());
+            leader.set(ports.keySet().stream().filter(id -> !id.equals(except) && "LEADER".equals(role(id, g)))
+                .findFirst().orElse(null));
+            return leader.get() != null;
+        }, this::logTails);
+        return leader.get();
     }
 
     /** The member that leads and decides, other than {@code except}; waits up to 60 s. */
     String awaitLeader(final String except) throws InterruptedException
     {
-        final long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-        while (System.nanoTime() < end)
+        final AtomicReference<String> leader = new AtomicReference<>();
+        Await.until("a leader other than " + except, Duration.ofSeconds(60), () ->
         {
-            for (final String id : ports.keySet())
-            {
-                if (!id.equals(except) && "LEADER".equals(role(id)))
-                {
-                    return id;
-                }
-            }
-            Thread.sleep(50);
-        }
-        throw new AssertionError("no leader within 60 s" + logTails());
+            leader.set(ports.keySet().stream().filter(id -> !id.equals(except) && "LEADER".equals(role(id))).findFirst()
+                .orElse(null));
+            return leader.get() != null;
+        }, this::logTails);
+        return leader.get();
     }
 
     /**

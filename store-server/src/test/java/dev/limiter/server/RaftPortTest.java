@@ -2,11 +2,14 @@ package dev.limiter.server;
 
 import dev.limiter.protocol.Pem;
 import dev.limiter.raft.RaftNodeConfig;
+import dev.limiter.server.testing.Await;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
+import java.time.Duration;
+import java.util.concurrent.atomic.AtomicReference;
 import javax.net.ssl.SSLSocket;
 import java.io.IOException;
 import java.net.InetSocketAddress;
@@ -22,7 +25,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
-import static dev.limiter.server.TestNode.SECOND;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -44,21 +46,15 @@ class RaftPortTest
         ClosingTogether.close(nodes);
     }
 
-    private StoreServer awaitLeader() throws InterruptedException
+    private StoreServer awaitLeader()
     {
-        final long end = System.nanoTime() + 30 * SECOND;
-        while (System.nanoTime() < end)
+        final AtomicReference<StoreServer> leader = new AtomicReference<>();
+        Await.until("a leader", Duration.ofSeconds(30), () ->
         {
-            for (final StoreServer node : nodes)
-            {
-                if (node.replication().canDecide())
-                {
-                    return node;
-                }
-            }
-            Thread.sleep(20);
-        }
-        throw new AssertionError("no leader");
+            leader.set(nodes.stream().filter(node -> node.replication().canDecide()).findFirst().orElse(null));
+            return leader.get() != null;
+        });
+        return leader.get();
     }
 
     @Test
@@ -129,11 +125,8 @@ class RaftPortTest
         final HttpResponse<String> put = https.send(HttpRequest.newBuilder(URI.create("https://127.0.0.1:" + leader.adminPort() + "/v1/policies/orders"))
             .PUT(HttpRequest.BodyPublishers.ofString(orders)).header("Authorization", "Bearer " + TOKEN).build(), HttpResponse.BodyHandlers.ofString());
         assertEquals(200, put.statusCode(), put.body());
-        final long end = System.nanoTime() + 20 * SECOND;
-        while (System.nanoTime() < end && !nodes.stream().allMatch(n -> n.policyState().current("orders").getRate() == 9))
-        {
-            Thread.sleep(20);
-        }
+        Await.until("every member to apply the policy", Duration.ofSeconds(20),
+            () -> nodes.stream().allMatch(n -> n.policyState().current("orders").getRate() == 9));
         assertTrue(nodes.stream().allMatch(n -> n.policyState().current("orders").getRate() == 9), "every member applied it");
 
         // The Raft port takes only members: no certificate, or one from another CA, is refused.

@@ -7,6 +7,7 @@ import dev.limiter.protocol.StatusJson;
 import dev.limiter.protocol.status.GroupStatus;
 import dev.limiter.protocol.status.RegionShare;
 import dev.limiter.server.engine.FrameRouter;
+import dev.limiter.server.testing.Await;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Assumptions;
@@ -116,11 +117,12 @@ class RegionsPartitionTest
         {
             start(m, policies);
         }
-        awaitUntil("every node to answer", 60, () -> !status(1).isEmpty() && !status(2).isEmpty() && !status(3).isEmpty() &&
-            !status(US).isEmpty());
+        Await.until("every node to answer", Duration.ofSeconds(60),
+            () -> !status(1).isEmpty() && !status(2).isEmpty() &&
+            !status(3).isEmpty() && !status(US).isEmpty());
         final double up = (System.nanoTime() - started) / 1e9;
         // Each group prefers one member (sorted ids, round robin): n1 leads the control group, n2 group 1, n3 group 2.
-        awaitUntil("each European node to decide for the group it is preferred for", 60, () ->
+        Await.until("each European node to decide for the group it is preferred for", Duration.ofSeconds(60), () ->
             "LEADER".equals(roleIn(1, 0)) && "LEADER".equals(roleIn(2, 1)) && "LEADER".equals(roleIn(3, 2)));
         final String tenant = tenantOnShard(1); // group 1's: decided by n2
         final LimiterClient euClient = client(net.address(2));
@@ -293,20 +295,6 @@ class RegionsPartitionTest
     {
         return status.isEmpty() ? -1 : StatusJson.parse(status).getRegion().getSharesList().stream()
             .filter(share -> share.getPolicy().equals("orders-regional")).mapToDouble(figure).findFirst().orElse(-1);
-    }
-
-    private static void awaitUntil(final String what, final int seconds, final java.util.function.BooleanSupplier condition)
-        throws InterruptedException
-    {
-        final long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
-        while (!condition.getAsBoolean())
-        {
-            if (System.nanoTime() > end)
-            {
-                throw new AssertionError("timed out after " + seconds + " s waiting for " + what);
-            }
-            Thread.sleep(100);
-        }
     }
 
     static final class Tally

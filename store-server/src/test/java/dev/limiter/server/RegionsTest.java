@@ -9,6 +9,7 @@ import dev.limiter.protocol.status.RegionShare;
 import dev.limiter.protocol.status.RegionStatus;
 import dev.limiter.server.net.TlsClientAuth;
 import dev.limiter.server.region.RegionConfig;
+import dev.limiter.server.testing.Await;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -97,15 +98,10 @@ class RegionsTest
         final int[] admin = {ports[2], ports[3]};
         final StoreServer eu = region("eu", data[0], admin[0], "us=127.0.0.1:" + admin[1], pki, pki.issue("eu"));
         region("us", data[1], admin[1], "eu=127.0.0.1:" + admin[0], pki, pki.issue("us"));
-        final long end = System.nanoTime() + 10_000_000_000L;
-        long age;
-        do
-        {
-            Thread.sleep(50);
-            age = reportAgeMillis(eu);
-        }
-        while (age < 0 && System.nanoTime() < end);
-        assertTrue(age >= 0, "Europe heard from the US over HTTPS (client certificates required): " + eu.statusJson());
+        Await.until("a report from the US in Europe", Duration.ofSeconds(10), () -> reportAgeMillis(eu) >= 0,
+            eu::statusJson);
+        assertTrue(reportAgeMillis(eu) >= 0,
+            "Europe heard from the US over HTTPS (client certificates required): " + eu.statusJson());
     }
 
     @Test
@@ -206,11 +202,8 @@ class RegionsTest
         Thread.sleep(1000);
         assertEquals(-1, reportAgeMillis(eu), "an oversized report is not heard: " + eu.statusJson());
         oversized.set(false);
-        final long end = System.nanoTime() + 10_000_000_000L;
-        while (reportAgeMillis(eu) < 0 && System.nanoTime() < end)
-        {
-            Thread.sleep(50);
-        }
+        Await.until("the normal-sized report in Europe", Duration.ofSeconds(10), () -> reportAgeMillis(eu) >= 0,
+            eu::statusJson);
         assertTrue(reportAgeMillis(eu) >= 0, "the same peer's report of normal size is: " + eu.statusJson());
     }
 

@@ -5,6 +5,7 @@ import dev.limiter.client.Descriptor;
 import dev.limiter.client.LimiterClient;
 import dev.limiter.protocol.ReasonCode;
 import dev.limiter.server.engine.MonotonicClock;
+import dev.limiter.server.testing.Await;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -39,11 +40,8 @@ class SlowStoreTest
              LimiterClient client = LimiterClient.builder().endpoints("127.0.0.1:" + proxy.port()).connections(1)
                  .deadline(Duration.ofMillis(DEADLINE_MILLIS)).circuit(3, Duration.ofMillis(200)).build())
         {
-            final long until = System.currentTimeMillis() + 5000;
-            while (client.policies().version() == 0 && System.currentTimeMillis() < until)
-            {
-                Thread.sleep(5);
-            }
+            Await.until("the client to hold the policy set", Duration.ofSeconds(5),
+                () -> client.policies().version() > 0);
             assertTrue(client.policies().version() > 0, "the client holds the policy set");
 
             // A first decision with time to spare: the node's cold path (class loading, JIT) is not what is measured.

@@ -4,6 +4,7 @@ import dev.limiter.client.Decision;
 import dev.limiter.client.Descriptor;
 import dev.limiter.client.LimiterClient;
 import dev.limiter.protocol.ReasonCode;
+import dev.limiter.server.testing.Await;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -14,7 +15,6 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Map;
 
-import static dev.limiter.server.TestNode.SECOND;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -44,11 +44,8 @@ class StrictStackedTest
             .dataDir(dir.resolve("n1"));
         try (StoreServer server = new StoreServer(config).start())
         {
-            final long end = System.nanoTime() + 20 * SECOND;
-            while (!server.replication().canDecide() && System.nanoTime() < end)
-            {
-                Thread.sleep(10);
-            }
+            Await.until("the one-member cluster to elect itself", Duration.ofSeconds(20),
+                () -> server.replication().canDecide());
             try (LimiterClient client = LimiterClient.builder().endpoints("127.0.0.1:" + port).deadline(Duration.ofSeconds(5))
                 .localFallback(false).build())
             {

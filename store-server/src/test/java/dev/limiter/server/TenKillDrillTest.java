@@ -4,6 +4,7 @@ import dev.limiter.client.Decision;
 import dev.limiter.client.Descriptor;
 import dev.limiter.client.LimiterClient;
 import dev.limiter.client.LimiterException;
+import dev.limiter.server.testing.Await;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.condition.EnabledIfSystemProperty;
@@ -156,21 +157,15 @@ class TenKillDrillTest
         {
             return;
         }
-        final long end = System.nanoTime() + 60_000_000_000L;
-        while (System.nanoTime() < end)
+        Await.until("the groups' leaders to spread back", Duration.ofSeconds(60), () ->
         {
             boolean spread = true;
             for (int g = 0; g < groups && spread; g++)
             {
                 spread = "LEADER".equals(cluster.role("n" + (g % 3 + 1), g));
             }
-            if (spread)
-            {
-                return;
-            }
-            Thread.sleep(50);
-        }
-        throw new AssertionError("the groups' leaders did not spread back within 60 s");
+            return spread;
+        });
     }
 
     /** Copies the nodes' logs where they outlive the test, to see where a slow round's time went. */
@@ -233,31 +228,19 @@ class TenKillDrillTest
                 continue; // led by the restarted member again (handed back): a leader holds every committed entry
             }
             final long target = cluster.appliedIndex(leader, g);
-            final long end = System.nanoTime() + 60_000_000_000L;
-            while (cluster.appliedIndex(id, g) < target)
-            {
-                if (System.nanoTime() > end)
-                {
-                    throw new AssertionError(id + " did not catch up to index " + target + " of group " + g + " within 60 s");
-                }
-                Thread.sleep(50);
-            }
+            final int group = g;
+            Await.until(id + " to catch up to index " + target + " of group " + g, Duration.ofSeconds(60),
+                () -> cluster.appliedIndex(id, group) >= target);
         }
     }
 
     /** Waits (up to 60 s) until the restarted member answers STATUS as a member again. */
     private static void awaitMember(final ProcessCluster cluster, final String id) throws InterruptedException
     {
-        final long end = System.nanoTime() + 60_000_000_000L;
-        while (System.nanoTime() < end)
+        Await.until(id + " to answer STATUS as a member again", Duration.ofSeconds(60), () ->
         {
             final String role = cluster.role(id);
-            if ("FOLLOWER".equals(role) || "LEADER".equals(role))
-            {
-                return;
-            }
-            Thread.sleep(100);
-        }
-        throw new AssertionError(id + " did not come back within 60 s");
+            return "FOLLOWER".equals(role) || "LEADER".equals(role);
+        });
     }
 }

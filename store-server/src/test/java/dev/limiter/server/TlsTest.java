@@ -4,6 +4,7 @@ import dev.limiter.protocol.MessageType;
 import dev.limiter.protocol.Pem;
 import dev.limiter.protocol.ReloadingTls;
 import dev.limiter.server.net.TlsClientAuth;
+import dev.limiter.server.testing.Await;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -19,6 +20,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.security.cert.X509Certificate;
+import java.time.Duration;
 import javax.net.ssl.SSLContext;
 import javax.net.ssl.SSLException;
 import javax.net.ssl.SSLSocket;
@@ -277,15 +279,8 @@ class TlsTest
 
     private static void awaitCounted(final StoreServer server, final String port, final String reason) throws InterruptedException
     {
-        final long end = System.nanoTime() + 5 * SECOND;
-        while (System.nanoTime() < end)
-        {
-            if (server.metrics().scrape().contains("limiter_refusals_total{port=\"" + port + "\",reason=\"" + reason + "\"}"))
-            {
-                return;
-            }
-            Thread.sleep(20);
-        }
-        throw new AssertionError("no " + reason + " refusal counted on the " + port + " port");
+        final String counter = "limiter_refusals_total{port=\"" + port + "\",reason=\"" + reason + "\"}";
+        Await.until("a " + reason + " refusal counted on the " + port + " port", Duration.ofSeconds(5),
+            () -> server.metrics().scrape().contains(counter));
     }
 }

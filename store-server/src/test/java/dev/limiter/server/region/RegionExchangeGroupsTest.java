@@ -9,10 +9,12 @@ import dev.limiter.protocol.policy.Selector;
 import dev.limiter.server.control.PolicyControl;
 import dev.limiter.server.control.PolicyState;
 import dev.limiter.server.engine.RegionalShares;
+import dev.limiter.server.testing.Await;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -141,11 +143,8 @@ class RegionExchangeGroupsTest
         groups.failNext = true;
         startExchange(1);
         commit(700_000);
-        final long end = System.nanoTime() + 5_000_000_000L;
-        while (groups.copies[1].getGeneration() < 1 && System.nanoTime() < end)
-        {
-            Thread.sleep(5);
-        }
+        Await.until("the next tick to copy again", Duration.ofSeconds(5), () -> groups.copies[1].getGeneration() >= 1,
+            () -> groups.proposed.toString());
         assertEquals(1, groups.copies[1].getGeneration(), "the next tick copies again: " + groups.proposed);
         assertTrue(groups.proposed.size() >= 2, groups.proposed.toString());
     }
