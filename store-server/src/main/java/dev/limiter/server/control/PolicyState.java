@@ -13,8 +13,6 @@ import dev.limiter.protocol.policy.ChangeResult;
 import dev.limiter.protocol.policy.DegradedWindow;
 import dev.limiter.protocol.policy.DeleteCommand;
 import dev.limiter.protocol.policy.Exemption;
-import dev.limiter.protocol.policy.Member;
-import dev.limiter.protocol.policy.MembersChange;
 import dev.limiter.protocol.policy.Mode;
 import dev.limiter.protocol.policy.OrdinalSlot;
 import dev.limiter.protocol.policy.Policy;
@@ -24,7 +22,6 @@ import dev.limiter.protocol.policy.PolicySet;
 import dev.limiter.protocol.policy.PolicyStateSnapshot;
 import dev.limiter.protocol.policy.RegionShares;
 import dev.limiter.protocol.policy.PolicyVersion;
-import dev.limiter.protocol.policy.RemoveExemption;
 import dev.limiter.protocol.policy.RollbackCommand;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -35,8 +32,6 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.StringJoiner;
-import java.util.TreeMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Predicate;
@@ -72,7 +67,7 @@ public final class PolicyState
     /** Audit records kept; older ones are dropped. */
     public static final int MAX_AUDIT_RECORDS = AuditTrail.MAX_RECORDS;
     /** Longest SDK instance id a degraded window may name. */
-    public static final int MAX_SDK_CLIENT_LENGTH = 128;
+    public static final int MAX_SDK_CLIENT_LENGTH = DegradedWindows.MAX_SDK_CLIENT_LENGTH;
 
     /** Result of applying a command. */
     public enum Status
@@ -178,7 +173,12 @@ public final class PolicyState
     /** Ordinals a candidate set would give ids that have none yet (while compiling it). */
     private final Map<String, Integer> provisional = new HashMap<>();
     private final AuditTrail audit = new AuditTrail();
-    private final ExemptionBook exemptions = new ExemptionBook();
+    private final ExemptionBook exemptions = new ExemptionBook(audit, this::setVersionHeld);
+    private final DegradedWindows degradedWindows = new DegradedWindows(audit, this::setVersionHeld);
+    private final MembershipAudit membership = new MembershipAudit(audit, this::setVersionHeld);
+    private final RegionShareBook regionShares = new RegionShareBook(this::setVersionHeld);
+    /** Each command type to the owner of the state it changes. */
+    private final CommandTable commands = new CommandTable();
     private String defaultId = "";
     private long setVersion;
     private volatile boolean bootstrapped;
@@ -193,8 +193,6 @@ public final class PolicyState
     private volatile Limit[][][][] versionRates = new Limit[0][][][];
     private final int shards;
     private final boolean regions;
-    /** Replaced whole on every REGION_SHARES command: read by the region exchange and the shards without a lock. */
-    private volatile RegionShares regionShares = RegionShares.getDefaultInstance();
     private final List<Runnable> listeners = new CopyOnWriteArrayList<>();
     private final List<Runnable> regionSharesListeners = new CopyOnWriteArrayList<>();
     /** The latest command time applied: the cluster's wall clock as the log has seen it. */
@@ -225,6 +223,23 @@ public final class PolicyState
     {
         this.shards = shards;
         this.regions = regions;
+        commands
+            .on(PolicyCommand.ChangeCase.BOOTSTRAP, CommandTable.Audience.POLICY_SET, this::bootstrap)
+            .on(PolicyCommand.ChangeCase.PUT, CommandTable.Audience.POLICY_SET, this::put)
+            .on(PolicyCommand.ChangeCase.ROLLBACK, CommandTable.Audience.POLICY_SET, this::rollback)
+            .on(PolicyCommand.ChangeCase.DELETE, CommandTable.Audience.POLICY_SET, this::delete)
+            .on(PolicyCommand.ChangeCase.EXEMPT, CommandTable.Audience.POLICY_SET, exemptions::exempt)
+            .on(PolicyCommand.ChangeCase.UNEXEMPT, CommandTable.Audience.POLICY_SET, exemptions::unexempt)
+            .on(PolicyCommand.ChangeCase.TICK, CommandTable.Audience.POLICY_SET, exemptions::tick)
+            .on(PolicyCommand.ChangeCase.DEGRADED, CommandTable.Audience.POLICY_SET, degradedWindows::apply)
+            .on(PolicyCommand.ChangeCase.MEMBERS, CommandTable.Audience.POLICY_SET, membership::apply)
+            .on(PolicyCommand.ChangeCase.REGION_SHARES, CommandTable.Audience.REGION_SHARES, regionShares::apply);
+    }
+
+    /** The set version every reply names (the caller holds the lock). */
+    private long setVersionHeld()
+    {
+        return setVersion;
     }
 
     /** Furthest ahead a version may be scheduled. */
@@ -400,7 +415,8 @@ public final class PolicyState
         }
         if (outcome.status() == Status.OK)
         {
-            (command.getChangeCase() == PolicyCommand.ChangeCase.REGION_SHARES ? regionSharesListeners : listeners).forEach(Runnable::run);
+            (commands.audience(command.getChangeCase()) == CommandTable.Audience.REGION_SHARES ? regionSharesListeners : listeners)
+                .forEach(Runnable::run);
         }
         return outcome;
     }
@@ -431,20 +447,7 @@ public final class PolicyState
     {
         final long before = clockMillis();
         advanceClock(command);
-        final Outcome outcome = switch (command.getChangeCase())
-        {
-            case BOOTSTRAP -> bootstrap(command);
-            case PUT -> put(command);
-            case ROLLBACK -> rollback(command);
-            case DELETE -> delete(command);
-            case EXEMPT -> exempt(command);
-            case UNEXEMPT -> unexempt(command);
-            case TICK -> tick(command);
-            case DEGRADED -> degraded(command);
-            case MEMBERS -> members(command);
-            case REGION_SHARES -> regionShares(command);
-            default -> Outcome.invalid("empty policy command", List.of());
-        };
+        final Outcome outcome = commands.apply(command);
         final boolean activated = bootstrapped && activateScheduled(command, before);
         return activated && outcome.status() == Status.IGNORED ?
             Outcome.ok(ChangeResult.newBuilder().setSetVersion(setVersion).build()) : outcome;
@@ -877,123 +880,16 @@ public final class PolicyState
         audit.record(command, action, id, version, owner, reason, detail);
     }
 
-    // ---- Exemptions ----
-
-    private Outcome exempt(final PolicyCommand command)
-    {
-        final List<String> errors = exemptions.create(command, command.getExempt(), audit);
-        return errors.isEmpty() ? Outcome.ok(ChangeResult.newBuilder().setSetVersion(setVersion).build()) :
-            Outcome.invalid("exemption " + command.getExempt().getId() + " is invalid; nothing changed", errors);
-    }
-
-    private Outcome unexempt(final PolicyCommand command)
-    {
-        final RemoveExemption remove = command.getUnexempt();
-        if (!exemptions.contains(remove.getId()))
-        {
-            return Outcome.notFound("no active exemption " + remove.getId() + " (see ./limiter exempt list)");
-        }
-        if (remove.getReason().isBlank())
-        {
-            return Outcome.invalid("cannot remove exemption " + remove.getId() + "; nothing changed",
-                List.of("reason: required (why end it early)"));
-        }
-        exemptions.remove(command, remove, audit);
-        return Outcome.ok(ChangeResult.newBuilder().setSetVersion(setVersion).build());
-    }
-
-    /** The cluster's clock moved: record bypasses and expire what is due, both by the entry's time. */
-    private Outcome tick(final PolicyCommand command)
-    {
-        return exemptions.tick(command, audit) ? Outcome.ok(ChangeResult.newBuilder().setSetVersion(setVersion).build()) :
-            new Outcome(Status.IGNORED, ChangeResult.newBuilder().setSetVersion(setVersion).build(), null);
-    }
-
-    /**
-     * An SDK's report of a time it decided on its own: a record in the SDK trail (never in the
-     * policy audit trail, which SDKs must not be able to flood), nothing else. A window re-sent by
-     * the same SDK (it sends at least once) is recorded once.
-     */
-    private Outcome degraded(final PolicyCommand command)
-    {
-        final DegradedWindow window = command.getDegraded();
-        final String problem = degradedWindowProblem(window);
-        if (problem != null)
-        {
-            return Outcome.invalid("degraded window refused: " + problem, List.of());
-        }
-        final StringBuilder detail = new StringBuilder()
-            .append(Timestamps.toString(window.getStart())).append(" to ")
-            .append(Timestamps.toString(window.getEnd())).append(':');
-        new TreeMap<>(window.getDecisionsMap()).forEach((key, n) -> detail.append(' ').append(key).append('=').append(n));
-        audit.recordSdkReport(command, "sdk:" + window.getClient(), "no node answered this SDK in time", detail.toString());
-        return Outcome.ok(ChangeResult.newBuilder().setSetVersion(setVersion).build());
-    }
-
     /** Why a node must not take this window (checked on the node that receives it and again in apply), or null. */
     public static String degradedWindowProblem(final DegradedWindow window)
     {
-        final String client = window.getClient();
-        if (client.isBlank() || client.length() > MAX_SDK_CLIENT_LENGTH || client.chars().anyMatch(c -> c < 0x20 || c == 0x7F))
-        {
-            return "client must be 1 to " + MAX_SDK_CLIENT_LENGTH + " characters, none of them control characters";
-        }
-        if (window.getDecisionsCount() > 1000)
-        {
-            return "at most 1000 decision counts, had " + window.getDecisionsCount();
-        }
-        if (window.getDecisionsMap().keySet().stream().anyMatch(k -> k.length() > 200))
-        {
-            return "a decision count's key is over 200 characters";
-        }
-        if (Timestamps.compare(window.getEnd(), window.getStart()) < 0)
-        {
-            return "its end is before its start";
-        }
-        return null;
-    }
-
-    /**
-     * An operator changed the members: recorded before Raft changes them (a leader that removes
-     * itself cannot record anything afterwards).
-     */
-    private Outcome members(final PolicyCommand command)
-    {
-        final MembersChange change = command.getMembers();
-        if (change.getAfterCount() == 0)
-        {
-            return Outcome.invalid("a cluster needs at least one member", List.of());
-        }
-        record(command, "MEMBERS_CHANGE", "", 0, "", change.getReason().isBlank() ? "(none given)" : change.getReason(),
-            memberList(change.getBeforeList()) + " -> " + memberList(change.getAfterList()));
-        return Outcome.ok(ChangeResult.newBuilder().setSetVersion(setVersion).build());
-    }
-
-    /**
-     * This region's leader moved its shares of regional policies. Not a change of the policy set
-     * (no listener is told, nothing is republished to SDKs) and not audited: it happens a few times
-     * a second; {@link #regionShares()} holds the result.
-     */
-    private Outcome regionShares(final PolicyCommand command)
-    {
-        final Map<String, Integer> next = new HashMap<>(regionShares.getSharePpmMap());
-        for (final Map.Entry<String, Integer> share : command.getRegionShares().getSharePpmMap().entrySet())
-        {
-            if (share.getValue() < 0 || share.getValue() > 1_000_000)
-            {
-                return Outcome.invalid("a region's share is 0 to 1,000,000 millionths, was " + share.getValue() + " for " +
-                    share.getKey(), List.of());
-            }
-            next.put(share.getKey(), share.getValue());
-        }
-        regionShares = RegionShares.newBuilder().putAllSharePpm(next).setGeneration(regionShares.getGeneration() + 1).build();
-        return Outcome.ok(ChangeResult.newBuilder().setSetVersion(setVersion).build());
+        return DegradedWindows.problem(window);
     }
 
     /** This region's shares (millionths) of regional policies, by policy id, as last committed; empty before any. */
     public Map<String, Integer> regionShares()
     {
-        return regionShares.getSharePpmMap();
+        return regionShares.shares();
     }
 
     /**
@@ -1002,14 +898,7 @@ public final class PolicyState
      */
     public RegionShares committedShares()
     {
-        return regionShares;
-    }
-
-    private static String memberList(final List<Member> members)
-    {
-        final StringJoiner text = new StringJoiner(",");
-        members.forEach(m -> text.add(m.getId() + "=" + m.getAddress()));
-        return text.toString();
+        return regionShares.committed();
     }
 
     private void advanceClock(final PolicyCommand command)
@@ -1142,10 +1031,7 @@ public final class PolicyState
         {
             out.addOrdinals(OrdinalSlot.newBuilder().setId(slot.history().id).setShadow(slot.shadow()));
         }
-        if (regionShares.getGeneration() > 0 || regionShares.getSharePpmCount() > 0)
-        {
-            out.setRegionShares(regionShares);
-        }
+        regionShares.writeTo(out);
         return out.build();
     }
 
@@ -1190,7 +1076,7 @@ public final class PolicyState
         setVersion = snapshot.getSetVersion();
         bootstrapped = snapshot.getBootstrapped();
         exemptions.restoreFrom(snapshot);
-        regionShares = snapshot.getRegionShares();
+        regionShares.restoreFrom(snapshot);
         clock = snapshot.getClock();
         if (withAudit)
         {
