@@ -322,6 +322,12 @@ public final class PolicyState
         return catalogue.afterCommand(command, before, commands.apply(command));
     }
 
+    /** Whether a command of this type has an owner here (all but the empty command). */
+    boolean handles(final PolicyCommand.ChangeCase type)
+    {
+        return commands.handles(type);
+    }
+
     /** Whether a scheduled version's time has come by {@code nowMillis} (the leader then ticks). */
     public synchronized boolean scheduledDue(final long nowMillis)
     {
