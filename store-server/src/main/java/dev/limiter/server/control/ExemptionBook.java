@@ -2,10 +2,13 @@ package dev.limiter.server.control;
 
 import com.google.protobuf.util.Timestamps;
 import dev.limiter.protocol.CompiledPolicy;
+import dev.limiter.protocol.policy.ChangeResult;
 import dev.limiter.protocol.policy.Exemption;
 import dev.limiter.protocol.policy.PolicyCommand;
 import dev.limiter.protocol.policy.PolicyStateSnapshot;
 import dev.limiter.protocol.policy.RemoveExemption;
+import dev.limiter.server.control.PolicyState.Outcome;
+import dev.limiter.server.control.PolicyState.Status;
 
 import java.util.HashMap;
 import java.util.LinkedHashMap;
@@ -14,24 +17,75 @@ import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.LongSupplier;
 
 /**
  * The exemptions of the replicated state: created, ended early, charged with bypasses and expired
  * only by applied commands (by the command's time), each change written to the {@link AuditTrail}.
  * The request path reads {@link #active()}, recompiled after every change; bypasses are counted on
- * each node (not replicated) until the leader's tick carries them into the log. Changes are
- * guarded by {@link PolicyState}.
+ * each node (not replicated) until the leader's tick carries them into the log. It owns the EXEMPT,
+ * UNEXEMPT and TICK commands and writes their replies. Changes are guarded by {@link PolicyState}.
  */
 final class ExemptionBook
 {
+    private final AuditTrail audit;
+    private final LongSupplier setVersion;
+
     /** Active exemptions by id, in creation order. */
     private final Map<String, Exemption> byId = new LinkedHashMap<>();
     private volatile ActiveExemptions active = ActiveExemptions.NONE;
     /** Bypasses counted on this node by exemption id. */
     private final Map<String, AtomicLong> bypassCounters = new ConcurrentHashMap<>();
 
+    /**
+     * @param audit      where each change is recorded
+     * @param setVersion the policy set's version, which every reply names
+     */
+    ExemptionBook(final AuditTrail audit, final LongSupplier setVersion)
+    {
+        this.audit = audit;
+        this.setVersion = setVersion;
+    }
+
+    /** EXEMPT: creates the exemption, or says why not. */
+    Outcome exempt(final PolicyCommand command)
+    {
+        final List<String> errors = create(command, command.getExempt());
+        return errors.isEmpty() ? ok() :
+            Outcome.invalid("exemption " + command.getExempt().getId() + " is invalid; nothing changed", errors);
+    }
+
+    /** UNEXEMPT: ends an active exemption early, with a reason. */
+    Outcome unexempt(final PolicyCommand command)
+    {
+        final RemoveExemption remove = command.getUnexempt();
+        if (!byId.containsKey(remove.getId()))
+        {
+            return Outcome.notFound("no active exemption " + remove.getId() + " (see ./limiter exempt list)");
+        }
+        if (remove.getReason().isBlank())
+        {
+            return Outcome.invalid("cannot remove exemption " + remove.getId() + "; nothing changed",
+                List.of("reason: required (why end it early)"));
+        }
+        remove(command, remove);
+        return ok();
+    }
+
+    /** TICK: the cluster's clock moved; records bypasses and expires what is due, both by the entry's time. */
+    Outcome tick(final PolicyCommand command)
+    {
+        return charge(command) ? ok() :
+            new Outcome(Status.IGNORED, ChangeResult.newBuilder().setSetVersion(setVersion.getAsLong()).build(), null);
+    }
+
+    private Outcome ok()
+    {
+        return Outcome.ok(ChangeResult.newBuilder().setSetVersion(setVersion.getAsLong()).build());
+    }
+
     /** Creates {@code wanted} as of {@code command}, or says why not (empty: created). */
-    List<String> create(final PolicyCommand command, final Exemption wanted, final AuditTrail audit)
+    private List<String> create(final PolicyCommand command, final Exemption wanted)
     {
         final List<String> errors = ExemptionRules.problems(wanted, PolicyVersions.millis(command.getAt()), byId.values());
         if (!errors.isEmpty())
@@ -47,7 +101,7 @@ final class ExemptionBook
     }
 
     /** Ends one exemption early (the caller has checked it exists and has a reason). */
-    void remove(final PolicyCommand command, final RemoveExemption remove, final AuditTrail audit)
+    private void remove(final PolicyCommand command, final RemoveExemption remove)
     {
         final Exemption existing = byId.remove(remove.getId());
         compile();
@@ -55,16 +109,11 @@ final class ExemptionBook
             ExemptionRules.describe(existing) + "; " + existing.getBypassed() + " decisions bypassed in all");
     }
 
-    boolean contains(final String id)
-    {
-        return byId.containsKey(id);
-    }
-
     /**
      * The cluster's clock moved to the tick's time: charge the bypasses it reports and expire what
      * is due. Returns whether anything changed.
      */
-    boolean tick(final PolicyCommand command, final AuditTrail audit)
+    private boolean charge(final PolicyCommand command)
     {
         final long at = PolicyVersions.millis(command.getAt());
         boolean changed = false;

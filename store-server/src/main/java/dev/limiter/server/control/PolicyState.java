@@ -2,45 +2,26 @@ package dev.limiter.server.control;
 
 import com.google.protobuf.InvalidProtocolBufferException;
 import com.google.protobuf.Timestamp;
-import com.google.protobuf.util.Timestamps;
 import dev.limiter.protocol.CompiledPolicy;
 import dev.limiter.protocol.PolicySetIndex;
-import dev.limiter.protocol.PolicyValidationException;
 import dev.limiter.protocol.Limit;
 import dev.limiter.protocol.policy.AdminError;
 import dev.limiter.protocol.policy.AuditRecord;
 import dev.limiter.protocol.policy.ChangeResult;
 import dev.limiter.protocol.policy.DegradedWindow;
-import dev.limiter.protocol.policy.DeleteCommand;
 import dev.limiter.protocol.policy.Exemption;
-import dev.limiter.protocol.policy.Member;
-import dev.limiter.protocol.policy.MembersChange;
-import dev.limiter.protocol.policy.Mode;
-import dev.limiter.protocol.policy.OrdinalSlot;
 import dev.limiter.protocol.policy.Policy;
 import dev.limiter.protocol.policy.PolicyCommand;
 import dev.limiter.protocol.policy.PolicyHistory;
 import dev.limiter.protocol.policy.PolicySet;
 import dev.limiter.protocol.policy.PolicyStateSnapshot;
 import dev.limiter.protocol.policy.RegionShares;
-import dev.limiter.protocol.policy.PolicyVersion;
-import dev.limiter.protocol.policy.RemoveExemption;
-import dev.limiter.protocol.policy.RollbackCommand;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 import java.nio.ByteBuffer;
-import java.util.ArrayList;
-import java.util.HashMap;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.StringJoiner;
-import java.util.TreeMap;
 import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.TimeUnit;
 import java.util.function.Predicate;
-import java.util.stream.IntStream;
 
 /**
  * The control plane's replicated state: every version of every policy, the set in force, and the
@@ -55,24 +36,24 @@ import java.util.stream.IntStream;
  * a decision with the rate it was made under ({@link #rate(int, long)}), even when the entry is
  * applied after a later version.
  * <p>
- * Reads from other threads go through the volatile {@link #index()} and {@link #latestRate(int)};
- * everything else is synchronized (admin calls are rare).
+ * Reads from other threads go through the volatile {@link #index()}, {@link #latestRate(int)} and
+ * rates; everything else is synchronized (admin calls are rare), so each command is atomic.
  * <p>
- * The audit trail ({@link AuditTrail}), the exemptions ({@link ExemptionBook}), which version is
- * in force ({@link PolicyVersions}) and how a change reads ({@link PolicyDiff}) live in classes of
- * their own. What stays here changes together in every command: policy histories, ordinals, the
- * set in force and the rate tables (a put is checked by compiling the set it would make, with the
- * ordinals it would assign, now and once every scheduled version has taken effect), so one class
- * under one lock keeps each command atomic.
+ * This class is the state machine only: each command type goes through a {@link CommandTable} to
+ * the owner of the state it changes, which also writes the entry's reply. The policy catalogue
+ * ({@link PolicyCatalogue}: BOOTSTRAP, PUT, ROLLBACK, DELETE and scheduled versions), the rates of
+ * every version ({@link VersionRates}, which other groups' apply threads wait on), exemptions
+ * ({@link ExemptionBook}: EXEMPT, UNEXEMPT, TICK), SDK reports ({@link DegradedWindows}: DEGRADED),
+ * membership records ({@link MembershipAudit}: MEMBERS) and region shares ({@link RegionShareBook}:
+ * REGION_SHARES). Here stay the log's clock, the order of each command's steps, the listeners, and
+ * the snapshot, which each owner writes its part of.
  */
 public final class PolicyState
 {
-    private static final Logger LOG = LoggerFactory.getLogger(PolicyState.class);
-
     /** Audit records kept; older ones are dropped. */
     public static final int MAX_AUDIT_RECORDS = AuditTrail.MAX_RECORDS;
     /** Longest SDK instance id a degraded window may name. */
-    public static final int MAX_SDK_CLIENT_LENGTH = 128;
+    public static final int MAX_SDK_CLIENT_LENGTH = DegradedWindows.MAX_SDK_CLIENT_LENGTH;
 
     /** Result of applying a command. */
     public enum Status
@@ -127,78 +108,20 @@ public final class PolicyState
         }
     }
 
-    private static final class History
-    {
-        final String id;
-        final List<PolicyVersion> versions = new ArrayList<>();
-        /** Every limit of each version (its own first, then its extra limits). */
-        final List<Limit[]> rates = new ArrayList<>();
-        /** Whether each version's budget is split into per-shard shares ({@link CompiledPolicy#splitsAcrossShards}). */
-        final List<Boolean> split = new ArrayList<>();
-        int enforceOrdinal = -1;
-        int shadowOrdinal = -1;
-
-        /** Whether this node decides against a region's share of regional policies (their rates then count thousandths of a token). */
-        private final boolean regions;
-
-        History(final String id, final boolean regions)
-        {
-            this.id = id;
-            this.regions = regions;
-        }
-
-        PolicyVersion latest()
-        {
-            return versions.get(versions.size() - 1);
-        }
-
-        boolean inForce()
-        {
-            return PolicyVersions.enforced(versions, Long.MAX_VALUE - 1) != null || PolicyVersions.shadowed(versions, Long.MAX_VALUE - 1) != null;
-        }
-
-        void add(final PolicyVersion version)
-        {
-            versions.add(version);
-            // A tombstone keeps the rate of what it deleted: buckets of that version still refill.
-            rates.add(version.getDeleted() && !rates.isEmpty() ? rates.get(rates.size() - 1) : PolicySetIndex.limitsOf(
-                regions && version.getPolicy().hasRegional() ? PolicySetIndex.scaledForRegions(version.getPolicy()) : version.getPolicy()));
-            split.add(version.getDeleted() && !split.isEmpty() ? split.get(split.size() - 1) : CompiledPolicy.splitsAcrossShards(version.getPolicy()));
-        }
-    }
-
-    /** Whose ordinal is whose: ordinal i belongs to one policy id in one mode. */
-    private record Slot(History history, boolean shadow)
-    {
-    }
-
-    private final List<Slot> byOrdinal = new ArrayList<>();
-    /** In creation order (the order the set is built in, the same on every replica). */
-    private final Map<String, History> byId = new LinkedHashMap<>();
-    /** Ordinals a candidate set would give ids that have none yet (while compiling it). */
-    private final Map<String, Integer> provisional = new HashMap<>();
-    private final AuditTrail audit = new AuditTrail();
-    private final ExemptionBook exemptions = new ExemptionBook();
-    private String defaultId = "";
-    private long setVersion;
-    private volatile boolean bootstrapped;
-    private volatile PolicySetIndex index = PolicySetIndex.compile(PolicySet.getDefaultInstance());
-    private volatile Limit[] latestRates = new Limit[0];
-    /**
-     * Limits by ordinal, then version - 1, then limit index (the policy's own, then its extra
-     * limits), then shard: every version a bucket may have been decided under. One limit when the
-     * version's buckets have the same on every shard, one share per shard when it is split across
-     * shards, null when it cannot be split this many ways (refused when changed, so no bucket has it).
-     */
-    private volatile Limit[][][][] versionRates = new Limit[0][][][];
     private final int shards;
     private final boolean regions;
-    /** Replaced whole on every REGION_SHARES command: read by the region exchange and the shards without a lock. */
-    private volatile RegionShares regionShares = RegionShares.getDefaultInstance();
+    private final LogClock clock = new LogClock();
+    private final AuditTrail audit = new AuditTrail();
+    private final VersionRates versionRates;
+    private final PolicyCatalogue catalogue;
+    private final ExemptionBook exemptions;
+    private final DegradedWindows degradedWindows;
+    private final MembershipAudit membership;
+    private final RegionShareBook regionShares;
+    /** Each command type to the owner of the state it changes. */
+    private final CommandTable commands = new CommandTable();
     private final List<Runnable> listeners = new CopyOnWriteArrayList<>();
     private final List<Runnable> regionSharesListeners = new CopyOnWriteArrayList<>();
-    /** The latest command time applied: the cluster's wall clock as the log has seen it. */
-    private Timestamp clock = Timestamp.getDefaultInstance();
 
     /** A state for a node with one shard. */
     public PolicyState()
@@ -225,6 +148,23 @@ public final class PolicyState
     {
         this.shards = shards;
         this.regions = regions;
+        versionRates = new VersionRates(shards);
+        catalogue = new PolicyCatalogue(audit, clock, versionRates, regions);
+        exemptions = new ExemptionBook(audit, catalogue::setVersion);
+        degradedWindows = new DegradedWindows(audit, catalogue::setVersion);
+        membership = new MembershipAudit(audit, catalogue::setVersion);
+        regionShares = new RegionShareBook(catalogue::setVersion);
+        commands
+            .on(PolicyCommand.ChangeCase.BOOTSTRAP, CommandTable.Audience.POLICY_SET, catalogue::bootstrap)
+            .on(PolicyCommand.ChangeCase.PUT, CommandTable.Audience.POLICY_SET, catalogue::put)
+            .on(PolicyCommand.ChangeCase.ROLLBACK, CommandTable.Audience.POLICY_SET, catalogue::rollback)
+            .on(PolicyCommand.ChangeCase.DELETE, CommandTable.Audience.POLICY_SET, catalogue::delete)
+            .on(PolicyCommand.ChangeCase.EXEMPT, CommandTable.Audience.POLICY_SET, exemptions::exempt)
+            .on(PolicyCommand.ChangeCase.UNEXEMPT, CommandTable.Audience.POLICY_SET, exemptions::unexempt)
+            .on(PolicyCommand.ChangeCase.TICK, CommandTable.Audience.POLICY_SET, exemptions::tick)
+            .on(PolicyCommand.ChangeCase.DEGRADED, CommandTable.Audience.POLICY_SET, degradedWindows::apply)
+            .on(PolicyCommand.ChangeCase.MEMBERS, CommandTable.Audience.POLICY_SET, membership::apply)
+            .on(PolicyCommand.ChangeCase.REGION_SHARES, CommandTable.Audience.REGION_SHARES, regionShares::apply);
     }
 
     /** Furthest ahead a version may be scheduled. */
@@ -236,13 +176,13 @@ public final class PolicyState
     /** The policy set in force: read on every frame. */
     public PolicySetIndex index()
     {
-        return index;
+        return catalogue.index();
     }
 
     /** Whether the first policy set has been installed (until then the cluster does not decide). */
     public boolean bootstrapped()
     {
-        return bootstrapped;
+        return catalogue.bootstrapped();
     }
 
     /**
@@ -251,8 +191,7 @@ public final class PolicyState
      */
     public Limit latestRate(final int ordinal)
     {
-        final Limit[] rates = latestRates;
-        return ordinal < rates.length ? rates[ordinal] : PolicySetIndex.limitOf(PolicySetIndex.BUILT_IN_DEFAULT);
+        return versionRates.latest(ordinal);
     }
 
     /**
@@ -285,15 +224,11 @@ public final class PolicyState
     /**
      * Limit of one version of a policy's buckets on one shard (the same on every shard unless the
      * version is split across shards), or null when this replica does not have that version (yet).
-     *
      */
     public Limit rateIfKnown(final int ordinal, final long version, final int shard)
     {
         return rateIfKnown(ordinal, version, 0, shard);
     }
-
-    /** Set by {@link #stopWaiting()}; guarded by this. */
-    private boolean stopping;
 
     /**
      * The node is stopping: a replicated decision waiting in {@link #awaitRate} for a policy version
@@ -302,29 +237,16 @@ public final class PolicyState
      */
     public void stopWaiting()
     {
-        synchronized (this)
-        {
-            stopping = true;
-            notifyAll();
-        }
+        versionRates.stopWaiting();
     }
 
-    /** Limit {@code limitIndex} of one version of a policy on one shard, or null when this replica does not have it (yet). */
+    /**
+     * Limit {@code limitIndex} of one version of a policy on one shard, or null when this replica
+     * does not have it (yet).
+     */
     public Limit rateIfKnown(final int ordinal, final long version, final int limitIndex, final int shard)
     {
-        // Read for every replayed decision: a volatile read of an immutable table, no lock.
-        final Limit[][][][] rates = versionRates;
-        if (ordinal >= rates.length || version < 1 || version > rates[ordinal].length)
-        {
-            return null;
-        }
-        final Limit[][] byLimit = rates[ordinal][(int)(version - 1)];
-        final Limit[] byShard = byLimit == null || limitIndex >= byLimit.length ? null : byLimit[limitIndex];
-        if (byShard == null)
-        {
-            return null;
-        }
-        return byShard.length == 1 ? byShard[0] : shard < byShard.length ? byShard[shard] : null;
+        return versionRates.rateIfKnown(ordinal, version, limitIndex, shard);
     }
 
     /**
@@ -337,41 +259,7 @@ public final class PolicyState
      */
     public Limit awaitRate(final int ordinal, final long version, final int limitIndex, final int shard)
     {
-        final Limit known = rateIfKnown(ordinal, version, limitIndex, shard);
-        if (known != null)
-        {
-            return known;
-        }
-        final long start = System.nanoTime();
-        long warned = start;
-        synchronized (this)
-        {
-            Limit rate;
-            while ((rate = rateIfKnown(ordinal, version, limitIndex, shard)) == null)
-            {
-                if (stopping)
-                {
-                    throw new IllegalStateException("the node is stopping: stopped waiting for policy ordinal " + ordinal +
-                        " version " + version + " (the decision is applied again from the log after a restart)");
-                }
-                try
-                {
-                    wait(1000);
-                }
-                catch (final InterruptedException e)
-                {
-                    Thread.currentThread().interrupt();
-                    throw new IllegalStateException("stopped waiting for policy ordinal " + ordinal + " version " + version, e);
-                }
-                if (System.nanoTime() - warned > TimeUnit.SECONDS.toNanos(10))
-                {
-                    warned = System.nanoTime();
-                    LOG.warn("a replicated decision waits {} s for policy ordinal {} version {} (the control group is behind here)",
-                        TimeUnit.NANOSECONDS.toSeconds(warned - start), ordinal, version);
-                }
-            }
-            return rate;
-        }
+        return versionRates.await(ordinal, version, limitIndex, shard);
     }
 
     /** {@code listener} runs after every REGION_SHARES command applied and every restore (on the applying thread). */
@@ -396,11 +284,11 @@ public final class PolicyState
         synchronized (this)
         {
             outcome = dispatch(command);
-            notifyAll(); // decisions of other groups may wait for a version (awaitRate)
         }
         if (outcome.status() == Status.OK)
         {
-            (command.getChangeCase() == PolicyCommand.ChangeCase.REGION_SHARES ? regionSharesListeners : listeners).forEach(Runnable::run);
+            (commands.audience(command.getChangeCase()) == CommandTable.Audience.REGION_SHARES ?
+                regionSharesListeners : listeners).forEach(Runnable::run);
         }
         return outcome;
     }
@@ -424,576 +312,38 @@ public final class PolicyState
     }
 
     /**
-     * The clock first (a command is judged at its own time), then the change, then whatever
-     * scheduled versions that time brought into force.
+     * The clock first (a command is judged at its own time), then the change by its owner, then
+     * whatever scheduled versions that time brought into force.
      */
     private Outcome dispatch(final PolicyCommand command)
     {
-        final long before = clockMillis();
-        advanceClock(command);
-        final Outcome outcome = switch (command.getChangeCase())
-        {
-            case BOOTSTRAP -> bootstrap(command);
-            case PUT -> put(command);
-            case ROLLBACK -> rollback(command);
-            case DELETE -> delete(command);
-            case EXEMPT -> exempt(command);
-            case UNEXEMPT -> unexempt(command);
-            case TICK -> tick(command);
-            case DEGRADED -> degraded(command);
-            case MEMBERS -> members(command);
-            case REGION_SHARES -> regionShares(command);
-            default -> Outcome.invalid("empty policy command", List.of());
-        };
-        final boolean activated = bootstrapped && activateScheduled(command, before);
-        return activated && outcome.status() == Status.IGNORED ?
-            Outcome.ok(ChangeResult.newBuilder().setSetVersion(setVersion).build()) : outcome;
+        final long before = clock.millis();
+        clock.advance(command);
+        return catalogue.afterCommand(command, before, commands.apply(command));
     }
 
-    /** Scheduled versions whose time came between {@code before} and now: in force from this command on. */
-    private boolean activateScheduled(final PolicyCommand command, final long before)
+    /** Whether a command of this type has an owner here (all but the empty command). */
+    boolean handles(final PolicyCommand.ChangeCase type)
     {
-        final long now = clockMillis();
-        final List<String[]> due = new ArrayList<>();
-        for (final History history : byId.values())
-        {
-            for (final PolicyVersion version : history.versions)
-            {
-                final long from = PolicyVersions.effectiveFromMillis(version);
-                if (from > before && from <= now && !version.getBlocked())
-                {
-                    due.add(new String[] {history.id, Long.toString(version.getPolicy().getVersion())});
-                }
-            }
-        }
-        if (due.isEmpty())
-        {
-            return false;
-        }
-        // In version order within a policy, policies in creation order: the same on every replica.
-        for (final String[] entry : due)
-        {
-            final History history = byId.get(entry[0]);
-            final int at = Integer.parseInt(entry[1]) - 1;
-            final PolicyVersion version = history.versions.get(at);
-            try
-            {
-                provisional.clear();
-                PolicySetIndex.compile(inForceSet("", null, now), this::ordinalForCompile);
-                assignOrdinal(history, PolicyVersions.isShadow(version));
-                setVersion++;
-                record(command, "POLICY_IN_FORCE", history.id, version.getPolicy().getVersion(), version.getPolicy().getOwner(),
-                    version.getPolicy().getReason(), "scheduled version took effect");
-            }
-            catch (final PolicyValidationException e)
-            {
-                // Another change since it was scheduled would make the set invalid with it: it never takes effect.
-                history.versions.set(at, version.toBuilder().setBlocked(true).build());
-                record(command, "POLICY_SCHEDULE_BLOCKED", history.id, version.getPolicy().getVersion(), version.getPolicy().getOwner(),
-                    version.getPolicy().getReason(), "not in force: " + String.join("; ", e.errors()));
-            }
-        }
-        install();
-        return true;
-    }
-
-
-    private long clockMillis()
-    {
-        return PolicyVersions.millis(clock);
+        return commands.handles(type);
     }
 
     /** Whether a scheduled version's time has come by {@code nowMillis} (the leader then ticks). */
     public synchronized boolean scheduledDue(final long nowMillis)
     {
-        final long applied = clockMillis();
-        for (final History history : byId.values())
-        {
-            for (final PolicyVersion version : history.versions)
-            {
-                final long from = PolicyVersions.effectiveFromMillis(version);
-                if (from > applied && from <= nowMillis && !version.getBlocked())
-                {
-                    return true;
-                }
-            }
-        }
-        return false;
-    }
-
-    private Outcome bootstrap(final PolicyCommand command)
-    {
-        if (bootstrapped)
-        {
-            return new Outcome(Status.IGNORED, ChangeResult.newBuilder().setSetVersion(setVersion).build(), null);
-        }
-        final PolicySet file = command.getBootstrap();
-        final PolicySetIndex compiled;
-        try
-        {
-            compiled = PolicySetIndex.compile(file);
-        }
-        catch (final PolicyValidationException e)
-        {
-            return Outcome.invalid("the policy file is invalid", e.errors());
-        }
-        // The file's order becomes the ordinals: policies first, the default last (as compile numbers them).
-        for (final CompiledPolicy policy : compiled.policies())
-        {
-            final History history = new History(policy.id(), regions);
-            history.add(PolicyVersion.newBuilder()
-                .setPolicy(policy.source().toBuilder().setVersion(1).build())
-                .setActor(command.getActor())
-                .setCreatedAt(command.getAt())
-                .build());
-            byId.put(history.id, history);
-            assignOrdinal(history, policy.shadow());
-        }
-        defaultId = compiled.defaultPolicy().id();
-        setVersion = Math.max(1, file.getVersion());
-        bootstrapped = true;
-        install();
-        record(command, "POLICIES_BOOTSTRAPPED", "", 0, "", "seed of a new cluster",
-            compiled.size() + " policies from the policy file");
-        return Outcome.ok(ChangeResult.newBuilder().setSetVersion(setVersion).build());
-    }
-
-    private Outcome put(final PolicyCommand command)
-    {
-        final long at = PolicyVersions.millis(command.getAt());
-        Policy wanted = command.getPut().hasEffectiveFrom() && PolicyVersions.millis(command.getPut().getEffectiveFrom()) <= at ?
-            command.getPut().toBuilder().clearEffectiveFrom().build() : command.getPut(); // a time already passed means now
-        final List<String> rolloutErrors = new ArrayList<>();
-        if (wanted.hasRollout())
-        {
-            // The tenants left out stay on what was enforced before the rollout began.
-            final History current = byId.get(wanted.getId());
-            final PolicyVersion enforcedNow = current == null ? null : PolicyVersions.enforced(current.versions, clockMillis());
-            if (enforcedNow == null)
-            {
-                rolloutErrors.add("policy.rollout: needs a version of this policy in force to start from; put one without a rollout first");
-                wanted = wanted.toBuilder().clearRollout().build();
-            }
-            else
-            {
-                final Policy base = enforcedNow.getPolicy().hasRollout() ? enforcedNow.getPolicy().getRollout().getFallback() : enforcedNow.getPolicy();
-                if (!base.getSelector().equals(wanted.getSelector()))
-                {
-                    rolloutErrors.add("policy.selector: must stay as in version " + base.getVersion() +
-                        " during a rollout (the tenants left out stay on it); finish or roll back the rollout first");
-                }
-                wanted = wanted.toBuilder().setRollout(wanted.getRollout().toBuilder().setFallback(base)).build();
-            }
-        }
-        final List<String> errors = new ArrayList<>(rolloutErrors.isEmpty() ? PolicySetIndex.validatePolicy(wanted) : rolloutErrors);
-        if (wanted.getReason().isBlank())
-        {
-            errors.add("policy.reason: required (why this version exists)");
-        }
-        if (wanted.hasEffectiveFrom() && PolicyVersions.millis(wanted.getEffectiveFrom()) - at > MAX_SCHEDULE_MILLIS)
-        {
-            errors.add("policy.effectiveFrom: at most 366 days ahead");
-        }
-        if (wanted.getMode() == Mode.SHADOW && wanted.getId().equals(defaultId))
-        {
-            errors.add("policy.mode: the default policy cannot be shadowed; shadow a policy with a selector instead");
-        }
-        if (!errors.isEmpty())
-        {
-            return Outcome.invalid("policy " + wanted.getId() + " is invalid; nothing changed", errors);
-        }
-        final History existing = byId.get(wanted.getId());
-        final long newest = existing == null ? 0 : existing.versions.size();
-        if (command.getExpectedVersion() != 0 && command.getExpectedVersion() != newest)
-        {
-            return new Outcome(Status.CONFLICT, null, AdminError.newBuilder()
-                .setError("policy " + wanted.getId() + " is at version " + newest + ", not " + command.getExpectedVersion() +
-                    ": it changed since you read it; read it again and redo the change (nothing changed)").build());
-        }
-        if (existing != null && existing.inForce() && PolicyDiff.samePolicy(existing.latest().getPolicy(), wanted))
-        {
-            return Outcome.invalid("policy " + wanted.getId() + " version " + existing.versions.size() +
-                " already says exactly this; nothing changed", List.of());
-        }
-        final long version = existing == null ? 1 : existing.versions.size() + 1;
-        final PolicyVersion made = PolicyVersion.newBuilder()
-            .setPolicy(wanted.toBuilder().setVersion(version).build())
-            .setActor(command.getActor())
-            .setCreatedAt(command.getAt())
-            .build();
-        final String detail = (existing == null || !existing.inForce() ? PolicyDiff.describe(wanted) : PolicyDiff.diff(existing.latest().getPolicy(), wanted)) +
-            (wanted.hasEffectiveFrom() ? "; in force from " + Timestamps.toString(wanted.getEffectiveFrom()) : "");
-        final String action = wanted.hasRollout() ? "POLICY_ROLLOUT" :
-            existing == null || !existing.inForce() ? "POLICY_CREATED" : "POLICY_UPDATED";
-        return commit(command, existing, wanted.getId(), made, action, wanted.getReason(), wanted.hasRollout() ? PolicyDiff.rolloutDetail(wanted) + "; " + detail : detail);
-    }
-
-    private Outcome rollback(final PolicyCommand command)
-    {
-        final RollbackCommand rollback = command.getRollback();
-        final History history = byId.get(rollback.getId());
-        if (history == null)
-        {
-            return Outcome.notFound("no policy " + rollback.getId() + " (see ./limiter policy list)");
-        }
-        final List<String> errors = new ArrayList<>();
-        if (rollback.getReason().isBlank())
-        {
-            errors.add("reason: required (why roll back)");
-        }
-        final int count = history.versions.size();
-        if (rollback.getToVersion() < 1 || rollback.getToVersion() > count)
-        {
-            errors.add("toVersion: " + rollback.getToVersion() + " is not a version of " + history.id + " (1.." + count + ")");
-        }
-        else if (history.versions.get((int)rollback.getToVersion() - 1).getDeleted())
-        {
-            errors.add("toVersion: version " + rollback.getToVersion() + " is a deletion; roll back to a version before it");
-        }
-        if (!errors.isEmpty())
-        {
-            return Outcome.invalid("cannot roll back " + history.id + "; nothing changed", errors);
-        }
-        final Policy target = history.versions.get((int)rollback.getToVersion() - 1).getPolicy();
-        final long version = count + 1;
-        // A rollback takes effect at once, whatever the copied version's schedule was.
-        final Policy restored = target.toBuilder().setVersion(version).setReason(rollback.getReason()).clearEffectiveFrom().build();
-        final PolicyVersion made = PolicyVersion.newBuilder()
-            .setPolicy(restored)
-            .setActor(command.getActor())
-            .setCreatedAt(command.getAt())
-            .setRolledBackFrom(rollback.getToVersion())
-            .build();
-        final String detail = "to version " + rollback.getToVersion() +
-            (history.inForce() ? ": " + PolicyDiff.diff(history.latest().getPolicy(), target) : " (re-creates the deleted policy)");
-        return commit(command, history, history.id, made, "POLICY_ROLLED_BACK", rollback.getReason(), detail);
-    }
-
-    private Outcome delete(final PolicyCommand command)
-    {
-        final DeleteCommand delete = command.getDelete();
-        final History history = byId.get(delete.getId());
-        if (history == null || !history.inForce())
-        {
-            return Outcome.notFound("no policy " + delete.getId() + " in force (see ./limiter policy list)");
-        }
-        if (history.id.equals(defaultId))
-        {
-            return Outcome.invalid("the default policy cannot be deleted; change it with put instead", List.of());
-        }
-        if (delete.getReason().isBlank())
-        {
-            return Outcome.invalid("cannot delete " + history.id + "; nothing changed", List.of("reason: required (why delete it)"));
-        }
-        final PolicyVersion made = PolicyVersion.newBuilder()
-            .setPolicy(history.latest().getPolicy().toBuilder().setVersion(history.versions.size() + 1).setReason(delete.getReason()))
-            .setActor(command.getActor())
-            .setCreatedAt(command.getAt())
-            .setDeleted(true)
-            .build();
-        return commit(command, history, history.id, made, "POLICY_DELETED", delete.getReason(), "no longer in force");
-    }
-
-    /** Compiles the set as it would be with {@code made}; installs it only if it is valid. */
-    private Outcome commit(final PolicyCommand command, final History existing, final String id, final PolicyVersion made,
-        final String action, final String reason, final String detail)
-    {
-        final PolicySet candidate = inForceSet(id, made);
-        provisional.clear();
-        try
-        {
-            PolicySetIndex.compile(candidate, this::ordinalForCompile);
-            // And as it will be once every scheduled version (this one included) has taken effect.
-            provisional.clear();
-            PolicySetIndex.compile(inForceSet(id, made, Long.MAX_VALUE - 1), this::ordinalForCompile);
-        }
-        catch (final PolicyValidationException e)
-        {
-            return Outcome.invalid("the policy set would be invalid with this change; nothing changed", e.errors());
-        }
-        catch (final IllegalArgumentException e)
-        {
-            return Outcome.invalid("the cluster has used all " + PolicySetIndex.MAX_POLICIES + " policy ordinals", List.of());
-        }
-        final History history = existing != null ? existing : new History(id, regions);
-        if (existing == null)
-        {
-            byId.put(id, history);
-        }
-        history.add(made);
-        if (!made.getDeleted() && PolicyVersions.effective(made, clockMillis()))
-        {
-            assignOrdinal(history, made.getPolicy().getMode() == Mode.SHADOW);
-        }
-        setVersion++;
-        install();
-        record(command, action, id, made.getPolicy().getVersion(), made.getPolicy().getOwner(), reason, detail);
-        return Outcome.ok(ChangeResult.newBuilder().setVersion(made).setSetVersion(setVersion).build());
-    }
-
-    private int ordinalForCompile(final Policy policy)
-    {
-        final boolean shadow = policy.getMode() == Mode.SHADOW;
-        final History history = byId.get(policy.getId());
-        final int assigned = history == null ? -1 : shadow ? history.shadowOrdinal : history.enforceOrdinal;
-        if (assigned >= 0)
-        {
-            return assigned;
-        }
-        final String key = policy.getId() + (shadow ? "/shadow" : "");
-        final Integer given = provisional.get(key);
-        if (given != null)
-        {
-            return given;
-        }
-        final int next = byOrdinal.size() + provisional.size();
-        provisional.put(key, next);
-        return next;
-    }
-
-    private void assignOrdinal(final History history, final boolean shadow)
-    {
-        if ((shadow ? history.shadowOrdinal : history.enforceOrdinal) >= 0)
-        {
-            return;
-        }
-        final int ordinal = byOrdinal.size();
-        byOrdinal.add(new Slot(history, shadow));
-        if (shadow)
-        {
-            history.shadowOrdinal = ordinal;
-        }
-        else
-        {
-            history.enforceOrdinal = ordinal;
-        }
-    }
-
-    /** The set in force, with {@code replacement} (a new version of its id) in place of the current one. */
-    private PolicySet inForceSet(final String replacedId, final PolicyVersion replacement)
-    {
-        return inForceSet(replacedId, replacement, clockMillis());
-    }
-
-    private PolicySet inForceSet(final String replacedId, final PolicyVersion replacement, final long nowMillis)
-    {
-        final PolicySet.Builder set = PolicySet.newBuilder().setVersion(setVersion + 1);
-        boolean placed = false;
-        for (final History history : byId.values())
-        {
-            List<PolicyVersion> versions = history.versions;
-            if (history.id.equals(replacedId))
-            {
-                versions = new ArrayList<>(versions);
-                versions.add(replacement);
-                placed = true;
-            }
-            add(set, PolicyVersions.enforced(versions, nowMillis));
-            add(set, PolicyVersions.shadowed(versions, nowMillis));
-        }
-        if (!placed && replacement != null)
-        {
-            add(set, PolicyVersions.enforced(List.of(replacement), nowMillis));
-            add(set, PolicyVersions.shadowed(List.of(replacement), nowMillis));
-        }
-        return set.build();
-    }
-
-    private void add(final PolicySet.Builder set, final PolicyVersion version)
-    {
-        if (version == null || version.getDeleted())
-        {
-            return;
-        }
-        if (version.getPolicy().getId().equals(defaultId) && !PolicyVersions.isShadow(version))
-        {
-            set.setDefaultPolicy(version.getPolicy());
-        }
-        else
-        {
-            set.addPolicies(version.getPolicy());
-        }
-    }
-
-    private void install()
-    {
-        provisional.clear();
-        index = PolicySetIndex.compile(inForceSet("", null).toBuilder().setVersion(setVersion).build(), this::ordinalForCompile);
-        final Limit[] rates = new Limit[byOrdinal.size()];
-        for (int ordinal = 0; ordinal < rates.length; ordinal++)
-        {
-            // A sweep asks of a bucket under this ordinal: the newest version of the ordinal's mode.
-            final Slot slot = byOrdinal.get(ordinal);
-            final History history = slot.history();
-            rates[ordinal] = history.rates.get(0)[0];
-            for (int v = history.versions.size() - 1; v >= 0; v--)
-            {
-                final PolicyVersion version = history.versions.get(v);
-                if (!version.getDeleted() && PolicyVersions.isShadow(version) == slot.shadow())
-                {
-                    rates[ordinal] = history.rates.get(v)[0];
-                    break;
-                }
-            }
-        }
-        latestRates = rates;
-        final Limit[][][][] byVersion = new Limit[byOrdinal.size()][][][];
-        for (int ordinal = 0; ordinal < byVersion.length; ordinal++)
-        {
-            final History history = byOrdinal.get(ordinal).history();
-            byVersion[ordinal] = new Limit[history.rates.size()][][];
-            for (int v = 0; v < history.rates.size(); v++)
-            {
-                final Limit[] limits = history.rates.get(v);
-                byVersion[ordinal][v] = new Limit[limits.length][];
-                for (int k = 0; k < limits.length; k++)
-                {
-                    byVersion[ordinal][v][k] = ratesByShard(limits[k], history.split.get(v));
-                }
-            }
-        }
-        versionRates = byVersion;
-    }
-
-    private Limit[] ratesByShard(final Limit rate, final boolean split)
-    {
-        if (!split || shards <= 1)
-        {
-            return new Limit[] {rate};
-        }
-        try
-        {
-            return CompiledPolicy.shares(rate, shards);
-        }
-        catch (final IllegalArgumentException e)
-        {
-            return null; // cannot be split this many ways: refused when changed, so no bucket was decided under it here
-        }
-    }
-
-    private void record(final PolicyCommand command, final String action, final String id, final long version, final String owner,
-        final String reason, final String detail)
-    {
-        audit.record(command, action, id, version, owner, reason, detail);
-    }
-
-    // ---- Exemptions ----
-
-    private Outcome exempt(final PolicyCommand command)
-    {
-        final List<String> errors = exemptions.create(command, command.getExempt(), audit);
-        return errors.isEmpty() ? Outcome.ok(ChangeResult.newBuilder().setSetVersion(setVersion).build()) :
-            Outcome.invalid("exemption " + command.getExempt().getId() + " is invalid; nothing changed", errors);
-    }
-
-    private Outcome unexempt(final PolicyCommand command)
-    {
-        final RemoveExemption remove = command.getUnexempt();
-        if (!exemptions.contains(remove.getId()))
-        {
-            return Outcome.notFound("no active exemption " + remove.getId() + " (see ./limiter exempt list)");
-        }
-        if (remove.getReason().isBlank())
-        {
-            return Outcome.invalid("cannot remove exemption " + remove.getId() + "; nothing changed",
-                List.of("reason: required (why end it early)"));
-        }
-        exemptions.remove(command, remove, audit);
-        return Outcome.ok(ChangeResult.newBuilder().setSetVersion(setVersion).build());
-    }
-
-    /** The cluster's clock moved: record bypasses and expire what is due, both by the entry's time. */
-    private Outcome tick(final PolicyCommand command)
-    {
-        return exemptions.tick(command, audit) ? Outcome.ok(ChangeResult.newBuilder().setSetVersion(setVersion).build()) :
-            new Outcome(Status.IGNORED, ChangeResult.newBuilder().setSetVersion(setVersion).build(), null);
-    }
-
-    /**
-     * An SDK's report of a time it decided on its own: a record in the SDK trail (never in the
-     * policy audit trail, which SDKs must not be able to flood), nothing else. A window re-sent by
-     * the same SDK (it sends at least once) is recorded once.
-     */
-    private Outcome degraded(final PolicyCommand command)
-    {
-        final DegradedWindow window = command.getDegraded();
-        final String problem = degradedWindowProblem(window);
-        if (problem != null)
-        {
-            return Outcome.invalid("degraded window refused: " + problem, List.of());
-        }
-        final StringBuilder detail = new StringBuilder()
-            .append(Timestamps.toString(window.getStart())).append(" to ")
-            .append(Timestamps.toString(window.getEnd())).append(':');
-        new TreeMap<>(window.getDecisionsMap()).forEach((key, n) -> detail.append(' ').append(key).append('=').append(n));
-        audit.recordSdkReport(command, "sdk:" + window.getClient(), "no node answered this SDK in time", detail.toString());
-        return Outcome.ok(ChangeResult.newBuilder().setSetVersion(setVersion).build());
+        return catalogue.scheduledDue(nowMillis);
     }
 
     /** Why a node must not take this window (checked on the node that receives it and again in apply), or null. */
     public static String degradedWindowProblem(final DegradedWindow window)
     {
-        final String client = window.getClient();
-        if (client.isBlank() || client.length() > MAX_SDK_CLIENT_LENGTH || client.chars().anyMatch(c -> c < 0x20 || c == 0x7F))
-        {
-            return "client must be 1 to " + MAX_SDK_CLIENT_LENGTH + " characters, none of them control characters";
-        }
-        if (window.getDecisionsCount() > 1000)
-        {
-            return "at most 1000 decision counts, had " + window.getDecisionsCount();
-        }
-        if (window.getDecisionsMap().keySet().stream().anyMatch(k -> k.length() > 200))
-        {
-            return "a decision count's key is over 200 characters";
-        }
-        if (Timestamps.compare(window.getEnd(), window.getStart()) < 0)
-        {
-            return "its end is before its start";
-        }
-        return null;
-    }
-
-    /**
-     * An operator changed the members: recorded before Raft changes them (a leader that removes
-     * itself cannot record anything afterwards).
-     */
-    private Outcome members(final PolicyCommand command)
-    {
-        final MembersChange change = command.getMembers();
-        if (change.getAfterCount() == 0)
-        {
-            return Outcome.invalid("a cluster needs at least one member", List.of());
-        }
-        record(command, "MEMBERS_CHANGE", "", 0, "", change.getReason().isBlank() ? "(none given)" : change.getReason(),
-            memberList(change.getBeforeList()) + " -> " + memberList(change.getAfterList()));
-        return Outcome.ok(ChangeResult.newBuilder().setSetVersion(setVersion).build());
-    }
-
-    /**
-     * This region's leader moved its shares of regional policies. Not a change of the policy set
-     * (no listener is told, nothing is republished to SDKs) and not audited: it happens a few times
-     * a second; {@link #regionShares()} holds the result.
-     */
-    private Outcome regionShares(final PolicyCommand command)
-    {
-        final Map<String, Integer> next = new HashMap<>(regionShares.getSharePpmMap());
-        for (final Map.Entry<String, Integer> share : command.getRegionShares().getSharePpmMap().entrySet())
-        {
-            if (share.getValue() < 0 || share.getValue() > 1_000_000)
-            {
-                return Outcome.invalid("a region's share is 0 to 1,000,000 millionths, was " + share.getValue() + " for " +
-                    share.getKey(), List.of());
-            }
-            next.put(share.getKey(), share.getValue());
-        }
-        regionShares = RegionShares.newBuilder().putAllSharePpm(next).setGeneration(regionShares.getGeneration() + 1).build();
-        return Outcome.ok(ChangeResult.newBuilder().setSetVersion(setVersion).build());
+        return DegradedWindows.problem(window);
     }
 
     /** This region's shares (millionths) of regional policies, by policy id, as last committed; empty before any. */
     public Map<String, Integer> regionShares()
     {
-        return regionShares.getSharePpmMap();
+        return regionShares.shares();
     }
 
     /**
@@ -1002,22 +352,7 @@ public final class PolicyState
      */
     public RegionShares committedShares()
     {
-        return regionShares;
-    }
-
-    private static String memberList(final List<Member> members)
-    {
-        final StringJoiner text = new StringJoiner(",");
-        members.forEach(m -> text.add(m.getId() + "=" + m.getAddress()));
-        return text.toString();
-    }
-
-    private void advanceClock(final PolicyCommand command)
-    {
-        if (Timestamps.compare(command.getAt(), clock) > 0)
-        {
-            clock = command.getAt();
-        }
+        return regionShares.committed();
     }
 
     /** The exemptions in force, for the request path. */
@@ -1052,61 +387,37 @@ public final class PolicyState
     /** Version of the whole set: bumped by every change. */
     public synchronized long setVersion()
     {
-        return setVersion;
+        return catalogue.setVersion();
     }
 
     /** The set in force, each policy with its version, owner and reason. */
     public synchronized PolicySet inForce()
     {
-        return inForceSet("", null).toBuilder().setVersion(setVersion).build();
+        return catalogue.inForce();
     }
 
     /** The version in force of one policy, or null. */
     public synchronized Policy current(final String id)
     {
-        final History history = byId.get(id);
-        if (history == null)
-        {
-            return null;
-        }
-        final PolicyVersion enforced = PolicyVersions.enforced(history.versions, clockMillis());
-        final PolicyVersion version = enforced != null ? enforced : PolicyVersions.shadowed(history.versions, clockMillis());
-        return version == null ? null : version.getPolicy();
+        return catalogue.current(id);
     }
 
     /** The ordinals an id holds (enforced, shadow), those assigned; empty when none. */
     public synchronized int[] ordinalsOf(final String id)
     {
-        final History history = byId.get(id);
-        if (history == null)
-        {
-            return new int[0];
-        }
-        return IntStream.of(history.enforceOrdinal, history.shadowOrdinal).filter(o -> o >= 0).toArray();
+        return catalogue.ordinalsOf(id);
     }
 
     /** The policy behind a bucket key: version {@code version} of whatever holds {@code ordinal}, or null. */
     public synchronized Policy policyAt(final int ordinal, final long version)
     {
-        if (ordinal < 0 || ordinal >= byOrdinal.size())
-        {
-            return null;
-        }
-        for (final PolicyVersion v : byOrdinal.get(ordinal).history().versions)
-        {
-            if (v.getPolicy().getVersion() == version)
-            {
-                return v.getPolicy();
-            }
-        }
-        return null;
+        return catalogue.policyAt(ordinal, version);
     }
 
     /** Every version of one policy, oldest first, or null when the id was never used. */
     public synchronized PolicyHistory history(final String id)
     {
-        final History history = byId.get(id);
-        return history == null ? null : PolicyHistory.newBuilder().setId(id).addAllVersions(history.versions).build();
+        return catalogue.history(id);
     }
 
     /** Audit records matching {@code filter}, oldest first, at most {@code limit} (the newest ones). */
@@ -1122,30 +433,20 @@ public final class PolicyState
         return snapshot(true);
     }
 
+    /**
+     * Each owner writes its own fields; protobuf writes them in field-number order, so the bytes do
+     * not depend on which owner writes first.
+     */
     private PolicyStateSnapshot snapshot(final boolean withAudit)
     {
-        final PolicyStateSnapshot.Builder out = PolicyStateSnapshot.newBuilder()
-            .setClock(clock)
-            .setDefaultId(defaultId)
-            .setSetVersion(setVersion)
-            .setBootstrapped(bootstrapped);
+        final PolicyStateSnapshot.Builder out = PolicyStateSnapshot.newBuilder().setClock(clock.now());
+        catalogue.writeTo(out);
         exemptions.writeTo(out);
         if (withAudit)
         {
             audit.writeTo(out);
         }
-        for (final History history : byId.values())
-        {
-            out.addHistories(PolicyHistory.newBuilder().setId(history.id).addAllVersions(history.versions));
-        }
-        for (final Slot slot : byOrdinal)
-        {
-            out.addOrdinals(OrdinalSlot.newBuilder().setId(slot.history().id).setShadow(slot.shadow()));
-        }
-        if (regionShares.getGeneration() > 0 || regionShares.getSharePpmCount() > 0)
-        {
-            out.setRegionShares(regionShares);
-        }
+        regionShares.writeTo(out);
         return out.build();
     }
 
@@ -1155,17 +456,7 @@ public final class PolicyState
         {
             restoreQuietly(snapshot, true);
             exemptions.compile();
-            if (bootstrapped)
-            {
-                install();
-            }
-            else
-            {
-                index = PolicySetIndex.compile(PolicySet.getDefaultInstance());
-                latestRates = new Limit[0];
-                versionRates = new Limit[0][][][];
-            }
-            notifyAll();
+            catalogue.publish();
         }
         listeners.forEach(Runnable::run);
         regionSharesListeners.forEach(Runnable::run);
@@ -1174,24 +465,10 @@ public final class PolicyState
     /** @param withAudit false: the audit trail stays as it is (the snapshot has none) */
     private void restoreQuietly(final PolicyStateSnapshot snapshot, final boolean withAudit)
     {
-        byOrdinal.clear();
-        byId.clear();
-        for (final PolicyHistory stored : snapshot.getHistoriesList())
-        {
-            final History history = new History(stored.getId(), regions);
-            stored.getVersionsList().forEach(history::add);
-            byId.put(history.id, history);
-        }
-        for (final OrdinalSlot slot : snapshot.getOrdinalsList())
-        {
-            assignOrdinal(byId.get(slot.getId()), slot.getShadow());
-        }
-        defaultId = snapshot.getDefaultId();
-        setVersion = snapshot.getSetVersion();
-        bootstrapped = snapshot.getBootstrapped();
+        catalogue.restoreFrom(snapshot);
         exemptions.restoreFrom(snapshot);
-        regionShares = snapshot.getRegionShares();
-        clock = snapshot.getClock();
+        regionShares.restoreFrom(snapshot);
+        clock.restore(snapshot.getClock());
         if (withAudit)
         {
             audit.restoreFrom(snapshot);
