@@ -31,6 +31,8 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
@@ -194,7 +196,12 @@ class RegionsTest
                 out.write(body);
             }
         });
+        // A thread per exchange: an oversized answer the node stopped reading must not hold up the next one
+        // (the JDK server's default runs every exchange on its one dispatcher thread).
+        final ExecutorService handlers = Executors.newCachedThreadPool();
+        peer.setExecutor(handlers);
         peer.start();
+        open.add(handlers::shutdownNow);
         open.add(() -> peer.stop(0));
         final StoreServer eu = region("eu", ports[0], ports[1], "us=127.0.0.1:" + ports[2]);
 
