@@ -75,6 +75,11 @@ public final class RaftGroupMember
     /** A preferred member that has not answered within this is not handed the lead. */
     private static final long ALIVE_MILLIS = 1000;
     /**
+     * A stopping leader hands the lead only to a member that answered within this, in milliseconds
+     * (several heartbeats): one that stopped just before it would make it wait out the transfer.
+     */
+    private static final long STOP_ALIVE_MILLIS = 400;
+    /**
      * A leader leads this long before it hands the lead over. Ratis starts a new leader's view of
      * every follower as "answered just now", so only past {@link #ALIVE_MILLIS} does that view tell a
      * live member from a dead one; half a second more for the first replies on a busy machine.
@@ -237,7 +242,7 @@ public final class RaftGroupMember
      * application how it ended. The steps after the first run on {@code rebalancer}: never on an
      * event loop or a Ratis thread that completed a future.
      */
-    private void handOver(final RaftPeerId to, final long term, final Executor rebalancer)
+    private CompletableFuture<Boolean> handOver(final RaftPeerId to, final long term, final Executor rebalancer)
     {
         final PlannedHandOver application = plannedHandOver;
         CompletableFuture<Void> prepared;
@@ -249,9 +254,9 @@ public final class RaftGroupMember
         {
             prepared = CompletableFuture.failedFuture(e);
         }
-        prepared.thenComposeAsync(ready -> stillLeads(term) ? transferTo(to)
+        return prepared.thenComposeAsync(ready -> stillLeads(term) ? transferTo(to)
                 : CompletableFuture.failedFuture(new IllegalStateException("no longer the leader of term " + term)), rebalancer)
-            .whenCompleteAsync((reply, failure) ->
+            .handleAsync((reply, failure) ->
             {
                 final boolean moved = failure == null && reply.isSuccess();
                 // A member that could not take the lead is asked less often (back to every 3 s once it took it).
@@ -265,7 +270,61 @@ public final class RaftGroupMember
                 {
                     handingOver.set(false);
                 }
+                return moved;
             }, rebalancer);
+    }
+
+    /**
+     * The node is stopping: when this member leads, hands the lead to the member most caught up of
+     * those that answered within {@link #STOP_ALIVE_MILLIS}, as a planned hand-over does (the application
+     * first gets what it answered into the log). Completes with whether the lead moved, never
+     * exceptionally; at once when this member does not lead or no member could take the lead.
+     */
+    CompletableFuture<Boolean> handOverBeforeStop(final Executor steps)
+    {
+        try
+        {
+            final RaftServer.Division division = division();
+            final DivisionInfo info = division.getInfo();
+            if (!info.isLeader() || !division.getRaftConf().getPreviousPeers().isEmpty())
+            {
+                return CompletableFuture.completedFuture(false);
+            }
+            final String successor = successor(division, info);
+            if (successor == null || !handingOver.compareAndSet(false, true))
+            {
+                return CompletableFuture.completedFuture(false);
+            }
+            return handOver(RaftPeerId.valueOf(successor), info.getCurrentTerm(), steps);
+        }
+        catch (final RuntimeException stopping)
+        {
+            return CompletableFuture.completedFuture(false);
+        }
+    }
+
+    /** The follower whose log ends furthest along, of those that answered recently and are caught up; null if none. */
+    private static String successor(final RaftServer.Division division, final DivisionInfo info)
+    {
+        final RaftProtos.RoleInfoProto role = info.getRoleInfoProto();
+        final long[] matched = info.getFollowerMatchIndices();
+        if (!role.hasLeaderInfo() || matched == null || matched.length != role.getLeaderInfo().getFollowerInfoCount())
+        {
+            return null;
+        }
+        final long commit = division.getRaftLog().getLastCommittedIndex();
+        String best = null;
+        long bestMatched = commit - MAX_LAG_ENTRIES;
+        for (int i = 0; i < matched.length; i++)
+        {
+            final RaftProtos.ServerRpcProto follower = role.getLeaderInfo().getFollowerInfo(i);
+            if (follower.getLastRpcElapsedTimeMs() < STOP_ALIVE_MILLIS && matched[i] > bestMatched)
+            {
+                best = follower.getId().getId().toStringUtf8();
+                bestMatched = matched[i];
+            }
+        }
+        return best;
     }
 
     private boolean stillLeads(final long term)

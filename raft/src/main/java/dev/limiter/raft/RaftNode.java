@@ -31,11 +31,14 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Executor;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 
 /**
  * One member of a cluster, on Apache Ratis (gRPC transport): one Raft server hosting one or more
@@ -398,6 +401,45 @@ public final class RaftNode implements AutoCloseable
     public RaftGroupMember group(final int g)
     {
         return groups.get(g);
+    }
+
+    /**
+     * Before a planned stop: moves the lead of every group this node leads to a caught-up member
+     * that answers, each after its application got what it answered into the log
+     * ({@link PlannedHandOver}), so the stop neither waits out an election nor drops answered
+     * decisions. Waits at most {@code boundMillis}; returns how many groups' leads moved.
+     */
+    public int handOverLeadsBeforeStop(final long boundMillis)
+    {
+        if (server == null)
+        {
+            return 0;
+        }
+        final ExecutorService steps = Executors.newSingleThreadExecutor(r ->
+        {
+            final Thread thread = new Thread(r, config.nodeId() + "-raft-stop-hand-over");
+            thread.setDaemon(true);
+            return thread;
+        });
+        final List<CompletableFuture<Boolean>> moves = groups.stream()
+            .map(member -> member.handOverBeforeStop(steps)).toList();
+        try
+        {
+            CompletableFuture.allOf(moves.toArray(CompletableFuture[]::new)).get(boundMillis, TimeUnit.MILLISECONDS);
+        }
+        catch (final TimeoutException | ExecutionException e)
+        {
+            LOG.warn("{}: stopping without every lead handed over ({})", config.nodeId(), e.toString());
+        }
+        catch (final InterruptedException e)
+        {
+            Thread.currentThread().interrupt();
+        }
+        finally
+        {
+            steps.shutdownNow();
+        }
+        return (int) moves.stream().filter(move -> move.getNow(false)).count();
     }
 
     @Override

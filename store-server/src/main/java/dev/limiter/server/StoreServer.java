@@ -94,6 +94,11 @@ import java.util.concurrent.TimeUnit;
 public final class StoreServer implements NodeStatus, AutoCloseable
 {
     private static final Logger LOG = LoggerFactory.getLogger(StoreServer.class);
+    /**
+     * A planned stop waits at most this long, in milliseconds, for its leads to move: a commit or two
+     * of what it answered, then an election with the successor caught up.
+     */
+    static final long STOP_HAND_OVER_MILLIS = 3000;
 
     private final NodeConfig config;
     private final MonotonicClock clock;
@@ -550,8 +555,27 @@ public final class StoreServer implements NodeStatus, AutoCloseable
             policies().version() + ",\"transport\":\"" + transport() + "\"}";
     }
 
+    /**
+     * Stops the node as planned (SIGTERM): it takes no new connection, hands the lead of every
+     * group it leads to a caught-up member once what it answered is committed (at most
+     * {@link #STOP_HAND_OVER_MILLIS}), then stops. Its callers' next calls go to the new leaders.
+     */
     @Override
     public void close()
+    {
+        stop(true);
+    }
+
+    /**
+     * Stops the node as a crash would, as far as the cluster can tell: no lead is handed over, and
+     * FAST decisions answered but not yet committed are lost (their published bound). For drills.
+     */
+    public void halt()
+    {
+        stop(false);
+    }
+
+    private void stop(final boolean handOver)
     {
         if (closed)
         {
@@ -577,6 +601,13 @@ public final class StoreServer implements NodeStatus, AutoCloseable
         if (admin != null)
         {
             admin.close();
+        }
+        if (groups != null && handOver)
+        {
+            // Connections stay open meanwhile: answers of decisions being committed still reach
+            // their callers, and calls refused from here on name the new leader.
+            final int moved = groups.handOverLeadsBeforeStop(STOP_HAND_OVER_MILLIS);
+            LOG.info("stopping: handed {} group lead(s) over", moved);
         }
         connections.close().awaitUninterruptibly(5, TimeUnit.SECONDS);
         if (groups != null)

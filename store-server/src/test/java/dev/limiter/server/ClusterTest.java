@@ -273,7 +273,7 @@ class ClusterTest
             }
             Thread.sleep(1000);
             final String killed = first.replication().node().nodeId();
-            nodes.remove(killed).close();
+            nodes.remove(killed).halt();
             final StoreServer second = leader();
             assertNotEquals(killed, second.replication().node().nodeId());
             Thread.sleep(1500);

@@ -172,6 +172,17 @@ public final class ReplicationGroups implements AutoCloseable
         return chain;
     }
 
+    /**
+     * A planned stop: moves the lead of every group this node leads to a caught-up member, with
+     * every decision answered here committed first; waits at most {@code boundMillis}.
+     *
+     * @return how many groups' leads moved
+     */
+    public int handOverLeadsBeforeStop(final long boundMillis)
+    {
+        return node.handOverLeadsBeforeStop(boundMillis);
+    }
+
     @Override
     public void close() throws IOException
     {
