@@ -1,0 +1,277 @@
+package dev.limiter.server.engine;
+
+import com.google.protobuf.util.JsonFormat;
+import dev.limiter.protocol.AcquireCodec;
+import dev.limiter.protocol.Frame;
+import dev.limiter.protocol.MessageType;
+import dev.limiter.protocol.ReasonCode;
+import dev.limiter.protocol.ReleaseCodec;
+import dev.limiter.protocol.ResultCodec;
+import dev.limiter.protocol.policy.PolicySet;
+import dev.limiter.server.ManualClock;
+import dev.limiter.server.control.PolicyControl;
+import dev.limiter.server.control.PolicyState;
+import dev.limiter.server.metrics.ServerMetrics;
+import dev.limiter.server.net.DataPlaneHandler;
+import dev.limiter.server.net.FrameDecoder;
+import dev.limiter.server.net.PolicyPublisher;
+import dev.limiter.server.net.SdkReportGate;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.EventLoop;
+import io.netty.channel.embedded.EmbeddedChannel;
+import io.netty.util.concurrent.FastThreadLocal;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * A shard's deciders, one kind of entry at a time: frames go through the data port's pipeline on an
+ * {@link EmbeddedChannel} whose event loop owns the shard (so each is decided inline, on the test's
+ * thread), and time is a {@link ManualClock} the test moves.
+ */
+class ShardDecidersTest
+{
+    private static final long T0 = TimeUnit.SECONDS.toNanos(1_000);
+    private static final String POLICIES = "{\"version\":1,"
+        + "\"defaultPolicy\":{\"id\":\"default\",\"rate\":1,\"burst\":1,\"owner\":\"test\"},"
+        + "\"policies\":["
+        + "{\"id\":\"orders\",\"selector\":{\"route\":\"/v1/orders\"},\"rate\":1,\"period\":\"1s\",\"burst\":3,"
+        + "\"scope\":\"TENANT\",\"owner\":\"test\"},"
+        + "{\"id\":\"orders-next\",\"selector\":{\"route\":\"/v1/orders\"},\"rate\":1,\"period\":\"1s\",\"burst\":1,"
+        + "\"scope\":\"TENANT\",\"mode\":\"SHADOW\",\"owner\":\"test\"},"
+        + "{\"id\":\"search\",\"selector\":{\"route\":\"/v1/search\"},\"rate\":1,\"period\":\"1s\",\"burst\":5,"
+        + "\"scope\":\"TENANT\",\"owner\":\"test\"},"
+        + "{\"id\":\"search-global\",\"selector\":{\"route\":\"/v1/search\"},\"rate\":1,\"period\":\"1s\",\"burst\":3,"
+        + "\"scope\":\"GLOBAL\",\"stacked\":true,\"owner\":\"test\"},"
+        + "{\"id\":\"exports\",\"selector\":{\"route\":\"/v1/exports\"},\"maxConcurrent\":1,\"leaseTtl\":\"300s\","
+        + "\"scope\":\"TENANT\",\"owner\":\"test\"}]}";
+
+    private final ManualClock clock = new ManualClock(T0);
+    private final PolicyState policies = new PolicyState(1);
+    private final ServerMetrics metrics = new ServerMetrics();
+    private final List<ByteBuf> answers = new ArrayList<>();
+    private EmbeddedChannel channel;
+    private Shard shard;
+    private long correlation;
+
+    @BeforeEach
+    void start() throws Exception
+    {
+        final PolicySet.Builder set = PolicySet.newBuilder();
+        JsonFormat.parser().merge(POLICIES, set);
+        assertEquals(PolicyState.Status.OK, policies.apply(PolicyState.command("test",
+            0).setBootstrap(set).build()).status());
+        channel = new EmbeddedChannel();
+        shard = new Shard(0, 1, 1024, 64 * 1024, clock, (policy, key, offset, length) -> null,
+            (EventLoop)channel.eventLoop());
+        final FastThreadLocal<FrameRouter> routers = new FastThreadLocal<>()
+        {
+            @Override
+            protected FrameRouter initialValue()
+            {
+                return new FrameRouter(metrics);
+            }
+        };
+        final PolicyControl control = new PolicyControl(policies, null, 1);
+        final PolicyPublisher publisher = new PolicyPublisher(policies, 1 << 20,
+            () -> metrics.refused("sdk-instance-ids-per-address"));
+        channel.pipeline().addLast(new FrameDecoder(1 << 20, null), new DataPlaneHandler(policies::index,
+            policies::activeExemptions, publisher, () -> control, List.of(shard), metrics, routers, null, () -> "{}",
+            new SdkReportGate()));
+    }
+
+    @AfterEach
+    void stop()
+    {
+        answers.forEach(ByteBuf::release);
+        channel.finishAndReleaseAll();
+        shard.stop();
+    }
+
+    @Test
+    void aPlainEntryIsGrantedUpToItsBurstThenRefusedUntilTheClockRefillsIt()
+    {
+        for (int i = 0; i < 3; i++)
+        {
+            final Answer granted = acquire("acme", "/v1/orders", 1);
+            assertTrue(granted.allowed, "call " + i + " of a burst of 3");
+            assertEquals(2 - i, granted.remaining);
+        }
+        final Answer refused = acquire("acme", "/v1/orders", 1);
+        assertFalse(refused.allowed);
+        assertEquals(ReasonCode.RATE_LIMITED, refused.reason);
+        assertEquals(TimeUnit.SECONDS.toNanos(1), refused.retryAfterNanos, "one token a second");
+        assertTrue(acquire("globex", "/v1/orders", 1).allowed, "another tenant has a bucket of its own");
+
+        clock.advance(TimeUnit.MILLISECONDS.toNanos(999));
+        assertFalse(acquire("acme", "/v1/orders", 1).allowed, "not a whole token yet");
+        clock.advance(TimeUnit.MILLISECONDS.toNanos(1));
+        assertTrue(acquire("acme", "/v1/orders", 1).allowed, "refilled by the clock");
+    }
+
+    @Test
+    void aShadowIsCountedButNeverDecides()
+    {
+        final int ordinal = ordinal("orders-next");
+        for (int i = 0; i < 3; i++)
+        {
+            assertTrue(acquire("acme", "/v1/orders", 1).allowed, "the enforced policy answers");
+        }
+        assertEquals(1, shard.shadowAllowed(ordinal), "the shadow's burst of 1");
+        assertEquals(2, shard.shadowDenied(ordinal));
+        assertEquals(3, shard.allowed(ordinal("orders")));
+    }
+
+    @Test
+    void aStackedBudgetIsChargedWithTheOwnPolicyAndTheTightestNamesTheAnswer()
+    {
+        final Answer first = acquire("acme", "/v1/search", 2);
+        assertTrue(first.allowed);
+        assertEquals("search-global", first.policy, "the shared budget (1 of 3 left) is tighter than acme's (3 of 5)");
+        assertEquals(1, first.remaining);
+        final Answer shared = acquire("globex", "/v1/search", 1);
+        assertTrue(shared.allowed);
+        assertEquals(0, shared.remaining, "globex spends the same shared budget");
+
+        final Answer refused = acquire("globex", "/v1/search", 1);
+        assertFalse(refused.allowed);
+        assertEquals("search-global", refused.policy, "the scope that refused");
+        assertEquals(ReasonCode.RATE_LIMITED, refused.reason);
+    }
+
+    @Test
+    void aRefusedStackedRequestChargesNoScope()
+    {
+        for (int i = 0; i < 3; i++)
+        {
+            assertTrue(acquire("acme", "/v1/search", 1).allowed);
+        }
+        for (int i = 0; i < 5; i++)
+        {
+            assertFalse(acquire("initech", "/v1/search", 1).allowed, "the shared budget is spent");
+        }
+        clock.advance(TimeUnit.SECONDS.toNanos(3));
+        // Charged by its 5 refused calls, initech's own budget would hold 3 now, as the shared one does, and
+        // name the answer (a tie keeps the own policy); uncharged it holds 5 and the shared budget is the tighter.
+        final Answer check = acquire("initech", "/v1/search", 0);
+        assertTrue(check.allowed);
+        assertEquals("search-global", check.policy);
+        assertEquals(3, check.remaining);
+    }
+
+    @Test
+    void aCheckTellsWhatOneTokenWouldGetAndChangesNothing()
+    {
+        for (int i = 0; i < 4; i++)
+        {
+            final Answer check = acquire("acme", "/v1/orders", 0);
+            assertTrue(check.allowed);
+            assertEquals(3, check.remaining, "a check spends nothing");
+        }
+        assertEquals(4, shard.shadowAllowed(ordinal("orders-next")),
+            "the shadow (a burst of 1) tells what it would answer each time: its token is never spent");
+        assertEquals(0, shard.shadowDenied(ordinal("orders-next")));
+        assertTrue(acquire("acme", "/v1/orders", 3).allowed, "the whole burst is still there");
+    }
+
+    @Test
+    void aLeaseIsHeldUntilReleasedAndAForeignIdFreesNothing()
+    {
+        final Answer first = acquire("acme", "/v1/exports", 1);
+        assertTrue(first.allowed);
+        assertTrue(first.leaseId != 0, "a concurrency limit's grant holds a lease");
+        assertFalse(acquire("acme", "/v1/exports", 1).allowed, "maxConcurrent 1");
+
+        release("acme", "/v1/exports", first.leaseId + 1, first.leaseCheck);
+        assertFalse(acquire("acme", "/v1/exports", 1).allowed, "a lease id the key does not hold frees nothing");
+        assertEquals(1, shard.releasesOfUnknownLeases(ordinal("exports")));
+
+        release("acme", "/v1/exports", first.leaseId, first.leaseCheck);
+        assertEquals(1, shard.released(ordinal("exports")));
+        assertTrue(acquire("acme", "/v1/exports", 1).allowed, "the slot came back");
+    }
+
+    private int ordinal(final String id)
+    {
+        return policies.index().policies().stream().filter(p -> p.id().equals(id)).findFirst().orElseThrow().ordinal();
+    }
+
+    private Answer acquire(final String tenant, final String route, final int cost)
+    {
+        final ByteBuf frame = Unpooled.buffer();
+        final int start = AcquireCodec.beginBatch(frame, MessageType.ACQUIRE, ++correlation);
+        AcquireCodec.appendEntry(frame, cost, AcquireCodec.encodeFields(tenant, "", "", route, "", ""));
+        AcquireCodec.finishBatch(frame, start, 1);
+        channel.writeInbound(frame);
+        return Answer.read(answer());
+    }
+
+    private void release(final String tenant, final String route, final long leaseId, final int check)
+    {
+        final byte[] body = ReleaseCodec.body(leaseId, check, 1, AcquireCodec.encodeFields(tenant, "", "", route, "",
+            ""));
+        final ByteBuf frame = Unpooled.buffer();
+        final int start = Frame.begin(frame, MessageType.RELEASE, ++correlation);
+        frame.writeBytes(body);
+        Frame.finish(frame, start);
+        channel.writeInbound(frame);
+        final Answer released = Answer.read(answer());
+        assertEquals(ReasonCode.RELEASED, released.reason);
+    }
+
+    private ByteBuf answer()
+    {
+        channel.runPendingTasks();
+        final ByteBuf out = channel.readOutbound();
+        assertTrue(out != null, "the frame was answered");
+        answers.add(out);
+        assertEquals(correlation, Frame.correlationId(out));
+        return out;
+    }
+
+    /** The first record of a RESULT frame, with the policy it names and its lease, if any. */
+    private record Answer(boolean allowed, ReasonCode reason, long remaining, long retryAfterNanos, String policy,
+        long leaseId, int leaseCheck)
+    {
+        static Answer read(final ByteBuf frame)
+        {
+            assertEquals(MessageType.RESULT, Frame.type(frame), "a RESULT");
+            final int record = ResultCodec.recordOffset(frame.readerIndex(), 0);
+            final int count = frame.getUnsignedShort(frame.readerIndex() + Frame.HEADER_LENGTH);
+            int at = ResultCodec.recordOffset(frame.readerIndex(), count);
+            final int ref = ResultCodec.policyRef(frame, record);
+            String policy = null;
+            final int policies = frame.getUnsignedShort(at);
+            at += 2;
+            for (int p = 0; p < policies; p++)
+            {
+                final int length = frame.getUnsignedByte(at + 2);
+                if (frame.getUnsignedShort(at) == ref)
+                {
+                    policy = frame.toString(at + 3, length, StandardCharsets.UTF_8);
+                }
+                at += 3 + length;
+            }
+            long leaseId = 0;
+            int leaseCheck = 0;
+            if (at < Frame.frameEnd(frame) && frame.getUnsignedShort(at) > 0)
+            {
+                leaseId = frame.getLong(at + 4);
+                leaseCheck = frame.getInt(at + 12);
+            }
+            return new Answer((frame.getByte(record) & 1) != 0, ReasonCode.of(frame.getByte(record + 1)),
+                frame.getLong(record + 8), frame.getLong(record + 24), policy, leaseId, leaseCheck);
+        }
+
+    }
+}
