@@ -23,7 +23,7 @@ final class CheckDecider
 
     void check(final FrameWork work, final int i, final long now)
     {
-        final CompiledPolicy own = work.policy[i];
+        final CompiledPolicy own = work.entries.policy[i];
         final Verdict verdict = shard.verdict;
         final boolean regionalOwn = shard.regional(own);
         final long perToken = regionalOwn ? shard.regional.unitsPerToken(own) : 1;
@@ -31,8 +31,8 @@ final class CheckDecider
         final long one = regionalOwn ? RegionalShares.cost(1, perToken, ownLimit) : 1;
         CompiledPolicy named = own;
         Limit namedLimit = ownLimit;
-        boolean allowed = one >= 0 && shard.table.peek(work.keys, work.keyOffset[i], work.keyLength[i],
-            work.keyHash[i], ownLimit, one, 0, now, verdict);
+        boolean allowed = one >= 0 && shard.table.peek(work.keys, work.entries.keyOffset[i], work.entries.keyLength[i],
+            work.entries.keyHash[i], ownLimit, one, 0, now, verdict);
         ReasonCode reason = one < 0 ? ReasonCode.RATE_LIMITED : verdict.reason();
         long remaining = one < 0 ? 0 : tokensThere(verdict, one) / perToken;
         long retry = one < 0 ? ShardContext.REGION_SHARE_RETRY_NANOS : verdict.retryAfterNanos();
@@ -61,7 +61,7 @@ final class CheckDecider
         final long burst = named == own ? ownLimit.burstTokens() / perToken : namedLimit.burstTokens();
         ResultCodec.putRecord(work.response, ResultCodec.recordOffset(work.frameStart, i), allowed, reason,
             named.ordinal(), remaining, burst, allowed ? 0 : retry, reset, named.version(), named.windowSeconds());
-        work.policy[i] = named;
+        work.entries.policy[i] = named;
         shard.answered(named.ordinal(), allowed);
     }
 

@@ -128,14 +128,14 @@ public final class FrameRouter
             final long tenantHash = buildKey(work, decoder, policy);
             final int keyLength = work.keyCursor - keyStart;
             final long keyHash = KeyHash.hash(work.keys, keyStart, keyLength);
-            work.keyOffset[i] = keyStart;
-            work.keyLength[i] = keyLength;
-            work.keyHash[i] = keyHash;
-            work.cost[i] = decoder.cost();
-            work.policy[i] = policy;
+            work.entries.keyOffset[i] = keyStart;
+            work.entries.keyLength[i] = keyLength;
+            work.entries.keyHash[i] = keyHash;
+            work.entries.cost[i] = decoder.cost();
+            work.entries.policy[i] = policy;
             final int shard = policy.routedToAnyShare(shardCount) ? shareShard(shards, policy.ordinal(), keyHash, decoder.cost()) :
                 shardOf(tenantHash, keyHash, shardCount);
-            work.shard[i] = shard;
+            work.entries.shard[i] = shard;
             shardMask |= 1L << shard;
             work.count++;
             if (work.stacked)
@@ -164,7 +164,7 @@ public final class FrameRouter
         }
         for (int i = 0; release && i < work.count; i++)
         {
-            work.leaseMatches[i] = work.shard[i] >= 0 && work.currentLeaseCheck(i) == leaseCheck;
+            work.leaseMatches[i] = work.entries.shard[i] >= 0 && work.currentLeaseCheck(i) == leaseCheck;
         }
         final int count = work.count;
         final ByteBuf response = ctx.alloc().directBuffer(ResultCodec.recordsEnd(count) + 2 + 64);
@@ -175,22 +175,22 @@ public final class FrameRouter
         {
             for (int i = 0; i < count; i++)
             {
-                if (work.shard[i] == FrameWork.EXEMPT)
+                if (work.entries.shard[i] == FrameWork.EXEMPT)
                 {
-                    final CompiledPolicy policy = work.policy[i];
+                    final CompiledPolicy policy = work.entries.policy[i];
                     final long burst = policy.limit().burstTokens();
                     ResultCodec.putRecord(response, ResultCodec.recordOffset(work.frameStart, i), true, ReasonCode.EXEMPT,
                         policy.ordinal(), burst, burst, 0, 0, policy.version(), policy.windowSeconds());
                 }
-                else if (work.shard[i] == FrameWork.NO_LIMIT)
+                else if (work.entries.shard[i] == FrameWork.NO_LIMIT)
                 {
-                    final CompiledPolicy policy = work.policy[i];
+                    final CompiledPolicy policy = work.entries.policy[i];
                     ResultCodec.putRecord(response, ResultCodec.recordOffset(work.frameStart, i), true, ReasonCode.NO_LIMIT,
                         policy.ordinal(), 0, 0, 0, 0, policy.version(), 0);
                 }
-                else if (work.shard[i] == FrameWork.REFUSED)
+                else if (work.entries.shard[i] == FrameWork.REFUSED)
                 {
-                    final CompiledPolicy policy = work.policy[i];
+                    final CompiledPolicy policy = work.entries.policy[i];
                     ResultCodec.putRecord(response, ResultCodec.recordOffset(work.frameStart, i), false, ReasonCode.INVALID_REQUEST,
                         policy.ordinal(), 0, 0, ResultCodec.NEVER, 0, policy.version(), policy.windowSeconds());
                 }
@@ -249,11 +249,11 @@ public final class FrameRouter
     /** Entry {@code i} is answered by this loop without a bucket ({@link FrameWork#EXEMPT} or {@link FrameWork#NO_LIMIT}). */
     private static void answerOnTheLoop(final FrameWork work, final int i, final CompiledPolicy policy, final int cost, final int how)
     {
-        work.keyOffset[i] = 0;
-        work.keyLength[i] = 0;
-        work.cost[i] = cost;
-        work.policy[i] = policy;
-        work.shard[i] = how;
+        work.entries.keyOffset[i] = 0;
+        work.entries.keyLength[i] = 0;
+        work.entries.cost[i] = cost;
+        work.entries.policy[i] = policy;
+        work.entries.shard[i] = how;
         work.count++;
     }
 

@@ -28,30 +28,31 @@ public final class FrameWork implements Runnable
     private static final int INITIAL_ENTRIES = 64;
 
     final AtomicInteger pendingShards = new AtomicInteger();
-    /** {@link #shard} of an entry answered on the event loop because an exemption covers it. */
+    /** The shard ({@link KeyColumns#shard}) of an entry answered on the event loop because an exemption covers it. */
     static final int EXEMPT = -1;
-    /** {@link #shard} of an Envoy request that no policy selects: answered NO_LIMIT on the event loop, no bucket. */
+    /** The shard of an Envoy request that no policy selects: answered NO_LIMIT on the event loop, no bucket. */
     static final int NO_LIMIT = -2;
-    /** {@link #shard} of an entry that cannot be decided as sent: answered INVALID_REQUEST on the event loop, {@link #refusals} say why. */
+    /**
+     * The shard of an entry that cannot be decided as sent: answered INVALID_REQUEST on the event
+     * loop, {@link #refusals} say why.
+     */
     static final int REFUSED = -3;
     /** Why each refused entry was not decided (a frame with none never allocates this). */
     private String[] refusals;
     /** Whether any entry of this frame was refused. */
     boolean anyRefused;
     final UnsafeBuffer keys = new UnsafeBuffer(new byte[INITIAL_ENTRIES * 64]);
-    int[] keyOffset = new int[INITIAL_ENTRIES];
-    int[] keyLength = new int[INITIAL_ENTRIES];
-    long[] keyHash = new long[INITIAL_ENTRIES];
-    int[] cost = new int[INITIAL_ENTRIES];
-    int[] shard = new int[INITIAL_ENTRIES];
-    CompiledPolicy[] policy = new CompiledPolicy[INITIAL_ENTRIES];
+    /** The frame's requests, one per entry: each key's bytes, hash, policy, cost and the shard that decides it. */
+    final KeyColumns entries = new KeyColumns(INITIAL_ENTRIES, true);
     int count;
     /**
      * SHADOW evaluations of this frame's entries: each spends its own bucket on its shard and is
      * counted, but writes no record (the answer is the enforced policy's).
      */
     final KeyColumns shadows = new KeyColumns(INITIAL_ENTRIES, true);
-    /** Per shadow evaluation: the entry it shadows, and whether it took a lease (a shadow concurrency limit) and its id. */
+    /**
+     * Per shadow evaluation: the entry it shadows, and whether it took a lease (a shadow concurrency limit) and its id.
+     */
     int[] shadowEntry = new int[INITIAL_ENTRIES];
     boolean[] shadowLeased = new boolean[INITIAL_ENTRIES];
     long[] shadowLeaseId = new long[INITIAL_ENTRIES];
@@ -80,7 +81,10 @@ public final class FrameWork implements Runnable
     boolean[] leased = new boolean[INITIAL_ENTRIES];
     long[] leaseId = new long[INITIAL_ENTRIES];
     int[] leaseCheck = new int[INITIAL_ENTRIES];
-    /** A RELEASE: whether the entry's check matches the limits that lease now (computed by the router before any shard runs). */
+    /**
+     * A RELEASE: whether the entry's check matches the limits that lease now (computed by the router before any shard
+     * runs).
+     */
     boolean[] leaseMatches = new boolean[INITIAL_ENTRIES];
     /** Whether any entry's grant took a lease (the response then carries a lease section). */
     volatile boolean anyLeased;
@@ -141,21 +145,17 @@ public final class FrameWork implements Runnable
         }
         this.anyLeased = false;
         this.anyRefused = false;
-        if (keyOffset.length < entries)
+        if (this.entries.capacity() < entries)
         {
             final int n = Integer.highestOneBit(entries - 1) << 1;
-            keyOffset = new int[n];
-            keyLength = new int[n];
-            keyHash = new long[n];
-            cost = new int[n];
-            shard = new int[n];
-            policy = new CompiledPolicy[n];
+            this.entries.ensure(n);
             leased = new boolean[n];
             leaseId = new long[n];
             leaseCheck = new int[n];
             leaseMatches = new boolean[n];
         }
-        if (stacked && (stackFrom.length < entries || parts.capacity() < entries * PolicySetIndex.MAX_PARTS_PER_REQUEST))
+        if (stacked && (stackFrom.length < entries
+            || parts.capacity() < entries * PolicySetIndex.MAX_PARTS_PER_REQUEST))
         {
             final int n = Math.max(INITIAL_ENTRIES, Integer.highestOneBit(Math.max(2, entries) - 1) << 1);
             stackFrom = new int[Math.max(n, stackFrom.length)];
@@ -183,7 +183,8 @@ public final class FrameWork implements Runnable
      */
     static int leaseCheck(final int check, final CompiledPolicy policy)
     {
-        return 31 * check + Long.hashCode(((long)policy.ordinal() << 32) ^ policy.version() ^ ((long)policy.limitIndex() << 28));
+        return 31 * check
+            + Long.hashCode(((long)policy.ordinal() << 32) ^ policy.version() ^ ((long)policy.limitIndex() << 28));
     }
 
     /**
@@ -193,7 +194,7 @@ public final class FrameWork implements Runnable
      */
     int currentLeaseCheck(final int i)
     {
-        final CompiledPolicy own = policy[i];
+        final CompiledPolicy own = entries.policy[i];
         boolean any = own.limit().leases();
         int check = any ? leaseCheck(LEASE_CHECK_SEED, own) : LEASE_CHECK_SEED;
         final int partsOfEntry = stacked ? stackCount[i] : 0;
@@ -222,7 +223,7 @@ public final class FrameWork implements Runnable
      */
     boolean mayLease(final int i)
     {
-        if (policy[i].limit().leases())
+        if (entries.policy[i].limit().leases())
         {
             return true;
         }
@@ -309,13 +310,13 @@ public final class FrameWork implements Runnable
      */
     void refuse(final int i, final CompiledPolicy named, final String why)
     {
-        if (refusals == null || refusals.length < shard.length)
+        if (refusals == null || refusals.length < entries.capacity())
         {
-            refusals = new String[shard.length];
+            refusals = new String[entries.capacity()];
         }
         refusals[i] = why;
-        policy[i] = named;
-        shard[i] = REFUSED;
+        entries.policy[i] = named;
+        entries.shard[i] = REFUSED;
         anyRefused = true;
     }
 
@@ -391,7 +392,7 @@ public final class FrameWork implements Runnable
         int distinct = 0;
         for (int i = 0; i < count; i++)
         {
-            final CompiledPolicy p = policy[i];
+            final CompiledPolicy p = entries.policy[i];
             if (seen[p.ordinal()] != stamp)
             {
                 seen[p.ordinal()] = stamp;
@@ -423,18 +424,21 @@ public final class FrameWork implements Runnable
         }
     }
 
-    /** The refusal section: which records were refused, and why (their INVALID_REQUEST records are written by the router). */
+    /**
+     * The refusal section: which records were refused, and why (their INVALID_REQUEST records are written by the
+     * router).
+     */
     private void appendRefusals()
     {
         int refused = 0;
         for (int i = 0; i < count; i++)
         {
-            refused += shard[i] == REFUSED ? 1 : 0;
+            refused += entries.shard[i] == REFUSED ? 1 : 0;
         }
         ResultCodec.beginRefusals(response, refused);
         for (int i = 0; i < count; i++)
         {
-            if (shard[i] == REFUSED)
+            if (entries.shard[i] == REFUSED)
             {
                 ResultCodec.appendRefusal(response, i, refusals[i]);
                 refusals[i] = null;
@@ -465,7 +469,7 @@ public final class FrameWork implements Runnable
         ctx = null;
         connection = null;
         policies = null;
-        Arrays.fill(policy, 0, count, null);
+        entries.clear(count);
         shadows.clear(shadowCount);
         parts.clear(partCount);
         pool.release(this);

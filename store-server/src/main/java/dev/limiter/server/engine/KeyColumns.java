@@ -5,7 +5,7 @@ import dev.limiter.protocol.CompiledPolicy;
 /**
  * One group of a frame's keys in columns: where each key's bytes are in the frame's key buffer,
  * its hash, the policy it is decided under, and (for requests and shadow evaluations) its cost and
- * shard. A {@link FrameWork} has such groups for the stacked parts of its requests and for their
+ * shard. A {@link FrameWork} has three such groups: its requests, their stacked parts, and their
  * shadow evaluations. Sized at the frame's start ({@link #ensure}), reused from frame to frame.
  */
 final class KeyColumns

@@ -22,12 +22,13 @@ final class PlainDecider
     /** Decides entry {@code i} at {@code now}; returns whether its answer must wait for the commit (STRICT). */
     boolean decide(final FrameWork work, final int i, final long now)
     {
-        final CompiledPolicy policy = work.policy[i];
+        final CompiledPolicy policy = work.entries.policy[i];
         final Limit limit = shard.limit(policy);
         final Verdict verdict = shard.verdict;
-        final boolean leaseTaken = shard.charge(work, work.keyOffset[i], work.keyLength[i], work.keyHash[i], policy,
-            limit, work.cost[i], work.leaseId[i], now);
-        shard.hotKeys.decided(work.keys, work.keyOffset[i], work.keyLength[i], work.keyHash[i], work.cost[i], now);
+        final boolean leaseTaken = shard.charge(work, work.entries.keyOffset[i], work.entries.keyLength[i],
+            work.entries.keyHash[i], policy, limit, work.entries.cost[i], work.leaseId[i], now);
+        shard.hotKeys.decided(work.keys, work.entries.keyOffset[i], work.entries.keyLength[i],
+            work.entries.keyHash[i], work.entries.cost[i], now);
         final int record = ResultCodec.recordOffset(work.frameStart, i);
         ResultCodec.putRecord(work.response, record, verdict.allowed(), verdict.reason(), policy.ordinal(),
             verdict.remainingTokens(), policy.limit().burstTokens(), verdict.retryAfterNanos(),
@@ -37,7 +38,8 @@ final class PlainDecider
             ShardContext.leased(work, i, FrameWork.leaseCheck(FrameWork.LEASE_CHECK_SEED, policy));
         }
         final long hotRate = policy.tokenLeaseHotRate();
-        if (hotRate != 0 && shard.hotKeys.tokensPerSecond(work.keyHash[i], work.keyLength[i]) >= hotRate)
+        if (hotRate != 0 && shard.hotKeys.tokensPerSecond(work.entries.keyHash[i],
+            work.entries.keyLength[i]) >= hotRate)
         {
             // SDKs take token blocks of this key while it stays this hot (tokenLease.hotRate).
             ResultCodec.markHotKey(work.response, record);

@@ -23,13 +23,14 @@ final class RegionalDecider
     /** Decides entry {@code i} at {@code now}; returns whether its answer must wait for the commit (STRICT). */
     boolean decide(final FrameWork work, final int i, final long now)
     {
-        final CompiledPolicy policy = work.policy[i];
+        final CompiledPolicy policy = work.entries.policy[i];
         final RegionalShares regional = shard.regional;
-        final int cost = work.cost[i];
+        final int cost = work.entries.cost[i];
         final long perToken = regional.unitsPerToken(policy);
         final Limit limit = regional.limit(policy, shard.id, shard.shardCount);
         final long units = RegionalShares.cost(cost, perToken, limit);
-        shard.hotKeys.decided(work.keys, work.keyOffset[i], work.keyLength[i], work.keyHash[i], cost, now);
+        shard.hotKeys.decided(work.keys, work.entries.keyOffset[i], work.entries.keyLength[i],
+            work.entries.keyHash[i], cost, now);
         if (units < 0)
         {
             // This region's share cannot hold the request now: refused here, nothing charged or logged.
@@ -40,12 +41,13 @@ final class RegionalDecider
             return false;
         }
         final Verdict verdict = shard.verdict;
-        shard.table.acquire(work.keys, work.keyOffset[i], work.keyLength[i], work.keyHash[i], policy.ordinal(), limit,
-            units, now, verdict);
+        shard.table.acquire(work.keys, work.entries.keyOffset[i], work.entries.keyLength[i], work.entries.keyHash[i],
+            policy.ordinal(), limit, units, now, verdict);
         boolean strict = false;
         if (shard.log != null)
         {
-            shard.log.append(work.keys, work.keyOffset[i], work.keyLength[i], policy.ordinal(), (int)units, now);
+            shard.log.append(work.keys, work.entries.keyOffset[i], work.entries.keyLength[i], policy.ordinal(),
+                (int)units, now);
             strict = policy.strict();
         }
         ResultCodec.putRecord(work.response, ResultCodec.recordOffset(work.frameStart, i), verdict.allowed(),

@@ -34,24 +34,25 @@ final class ReleaseDecider
         final Verdict verdict = shard.verdict;
         for (int i = 0; i < work.count; i++)
         {
-            if (work.shard[i] != shard.id)
+            if (work.entries.shard[i] != shard.id)
             {
                 continue;
             }
-            final CompiledPolicy own = work.policy[i];
+            final CompiledPolicy own = work.entries.policy[i];
             final Limit ownLimit = shard.limit(own);
             if (!work.leaseMatches[i])
             {
                 // Granted under other policies or versions than decide this entry now: its lease is in
                 // their keys (where it expires); nothing here is its to give back. Answered with what
                 // the entry's own key has free, read without a change.
-                shard.table.peek(work.keys, work.keyOffset[i], work.keyLength[i], work.keyHash[i], ownLimit, 0, 0,
-                    now, verdict);
+                shard.table.peek(work.keys, work.entries.keyOffset[i], work.entries.keyLength[i],
+                    work.entries.keyHash[i], ownLimit, 0, 0, now, verdict);
                 ShardContext.putRecord(work, i, own, ownLimit, true, ReasonCode.RELEASED, verdict.remainingTokens(), 0,
                     verdict.resetAfterNanos());
                 continue;
             }
-            strict |= giveBack(work, own, ownLimit, work.keyOffset[i], work.keyLength[i], work.keyHash[i], lease, now);
+            strict |= giveBack(work, own, ownLimit, work.entries.keyOffset[i], work.entries.keyLength[i],
+                work.entries.keyHash[i], lease, now);
             CompiledPolicy named = own;
             boolean found = ownLimit.leases();
             long remaining = verdict.remainingTokens();
@@ -72,7 +73,7 @@ final class ReleaseDecider
                     reset = verdict.resetAfterNanos();
                 }
             }
-            work.policy[i] = named;
+            work.entries.policy[i] = named;
             ShardContext.putRecord(work, i, named, shard.limit(named), true, ReasonCode.RELEASED, remaining, 0, reset);
         }
         for (int j = 0; j < work.shadowCount; j++)

@@ -139,7 +139,7 @@ public final class Shard implements Replication.DecidingShard
     {
         for (int i = 0; i < work.count; i++)
         {
-            if (work.shard[i] == id)
+            if (work.entries.shard[i] == id)
             {
                 return 0;
             }
@@ -343,11 +343,11 @@ public final class Shard implements Replication.DecidingShard
             {
                 touchAhead(work, i, Math.min(work.count, i + TOUCH_AHEAD));
             }
-            if (work.shard[i] != id)
+            if (work.entries.shard[i] != id)
             {
                 continue;
             }
-            if (work.cost[i] == 0)
+            if (work.entries.cost[i] == 0)
             {
                 checks.check(work, i, now);
             }
@@ -355,7 +355,7 @@ public final class Shard implements Replication.DecidingShard
             {
                 strict |= stacked.decide(work, i, now);
             }
-            else if (context.regional(work.policy[i]))
+            else if (context.regional(work.entries.policy[i]))
             {
                 strict |= regional.decide(work, i, now);
             }
@@ -376,7 +376,7 @@ public final class Shard implements Replication.DecidingShard
     {
         for (int i = from; i < to; i++)
         {
-            touched[i - from] = work.shard[i] == id ? table.touchSlot(work.keyHash[i]) : -1;
+            touched[i - from] = work.entries.shard[i] == id ? table.touchSlot(work.entries.keyHash[i]) : -1;
         }
         long sum = 0;
         for (int i = from; i < to; i++)

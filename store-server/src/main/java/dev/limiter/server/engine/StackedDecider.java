@@ -35,14 +35,15 @@ final class StackedDecider
     {
         final int from = work.stackFrom[i];
         final int parts = work.stackCount[i];
-        final int cost = work.cost[i];
-        final CompiledPolicy own = work.policy[i];
+        final int cost = work.entries.cost[i];
+        final CompiledPolicy own = work.entries.policy[i];
         final BucketTable table = shard.table;
         final Verdict verdict = shard.verdict;
         final KeyColumns keys = work.parts;
         boolean strict = own.strict();
         // Every budget the request touches counts for hot keys: a stacked route budget is the classic hot key.
-        shard.hotKeys.decided(work.keys, work.keyOffset[i], work.keyLength[i], work.keyHash[i], cost, now);
+        shard.hotKeys.decided(work.keys, work.entries.keyOffset[i], work.entries.keyLength[i],
+            work.entries.keyHash[i], cost, now);
         for (int k = from; k < from + parts; k++)
         {
             if (keys.policy[k].limitIndex() == 0) // an extra limit's bucket is the same key again
@@ -51,8 +52,8 @@ final class StackedDecider
             }
             strict |= keys.policy[k].strict();
         }
-        int denying = table.peek(work.keys, work.keyOffset[i], work.keyLength[i], work.keyHash[i], shard.limit(own),
-            cost, 0, now, verdict) ? NONE : OWN;
+        int denying = table.peek(work.keys, work.entries.keyOffset[i], work.entries.keyLength[i],
+            work.entries.keyHash[i], shard.limit(own), cost, 0, now, verdict) ? NONE : OWN;
         // A WAIT limit may allow only after a wait: the request then waits for the longest of them.
         long wait = verdict.reason() == ReasonCode.RESERVED ? verdict.retryAfterNanos() : 0;
         for (int k = 0; k < parts && denying == NONE; k++)
@@ -90,7 +91,7 @@ final class StackedDecider
     /** The answer names the scope that limited it, and is counted under it. */
     private void answer(final FrameWork work, final int i, final CompiledPolicy named, final boolean allowed)
     {
-        work.policy[i] = named;
+        work.entries.policy[i] = named;
         shard.answered(named.ordinal(), allowed);
     }
 
@@ -102,12 +103,12 @@ final class StackedDecider
     {
         final int from = work.stackFrom[i];
         final int parts = work.stackCount[i];
-        final int cost = work.cost[i];
-        final CompiledPolicy own = work.policy[i];
+        final int cost = work.entries.cost[i];
+        final CompiledPolicy own = work.entries.policy[i];
         final Verdict verdict = shard.verdict;
         final KeyColumns keys = work.parts;
-        boolean leases = shard.charge(work, work.keyOffset[i], work.keyLength[i], work.keyHash[i], own,
-            shard.limit(own), cost, work.leaseId[i], now);
+        boolean leases = shard.charge(work, work.entries.keyOffset[i], work.entries.keyLength[i],
+            work.entries.keyHash[i], own, shard.limit(own), cost, work.leaseId[i], now);
         CompiledPolicy named = own;
         // A policy's extra limits follow it in the parts and share its ordinal: count its overage once.
         int overageCounted = shard.countOverage(own.ordinal(), verdict.reason(), -1);
