@@ -1,6 +1,5 @@
 package dev.limiter.server;
 
-import com.google.protobuf.util.Timestamps;
 import dev.limiter.protocol.CompiledPolicy;
 import dev.limiter.protocol.ErrorCode;
 import dev.limiter.protocol.ErrorCodec;
@@ -8,11 +7,9 @@ import dev.limiter.protocol.PolicySetIndex;
 import dev.limiter.protocol.ReloadingTls;
 import dev.limiter.protocol.StatusJson;
 import dev.limiter.protocol.PolicyValidationException;
-import dev.limiter.protocol.policy.Exemption;
 import dev.limiter.protocol.policy.HotKeyReport;
 import dev.limiter.protocol.policy.PolicyCommand;
 import dev.limiter.protocol.policy.PolicySet;
-import dev.limiter.protocol.policy.Tick;
 import dev.limiter.protocol.status.StatusReport;
 import dev.limiter.raft.RaftNodeConfig;
 import dev.limiter.server.admin.AdminServer;
@@ -21,6 +18,7 @@ import dev.limiter.server.admin.NodeStatus;
 import dev.limiter.server.cluster.Membership;
 import dev.limiter.server.cluster.Replication;
 import dev.limiter.server.cluster.ReplicationGroups;
+import dev.limiter.server.control.ControlTicker;
 import dev.limiter.server.control.PolicyControl;
 import dev.limiter.server.control.PolicyState;
 import dev.limiter.server.engine.EngineMeters;
@@ -76,12 +74,8 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.Objects;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -107,12 +101,7 @@ public final class StoreServer implements NodeStatus, AutoCloseable
     private final String adminToken;
     private PolicyControl control;
     private PolicyPublisher publisher;
-    private ScheduledExecutorService ticker;
-    /** Bypasses already carried into the log, by exemption id (ticker thread only). */
-    private final Map<String, Long> reportedBypasses = new HashMap<>();
-    private long lastBypassReportMillis;
-    /** How often bypass counts go to the audit log while an exemption is used. */
-    static final long BYPASS_REPORT_MILLIS = 60_000;
+    private ControlTicker ticker;
     private final ServerMetrics metrics = new ServerMetrics();
     private final SdkReportGate reportGate = new SdkReportGate();
     /** The TLS files of every port (data, admin, Raft) and of the regions' exchange, followed on disk; or null. */
@@ -312,13 +301,10 @@ public final class StoreServer implements NodeStatus, AutoCloseable
                 }
             });
         dataChannel = Listener.bind(bootstrap, dataPort.host(), dataPort.port(), "data port", "--port");
-        ticker = Executors.newSingleThreadScheduledExecutor(r ->
-        {
-            final Thread thread = new Thread(r, "limiter-control-tick");
-            thread.setDaemon(true);
-            return thread;
-        });
-        ticker.scheduleWithFixedDelay(this::tick, 250, 250, TimeUnit.MILLISECONDS);
+        final ReplicationGroups deciding = groups;
+        ticker = new ControlTicker(policyState, control, () -> !closed && (deciding == null || deciding.control().canDecide()),
+            System::currentTimeMillis, config.nodeName());
+        ticker.start();
         if (config.admin().enabled())
         {
             admin = new AdminServer(dataPort.host(), config.admin().port(), metrics, this, bossGroup, workerGroup,
@@ -388,49 +374,6 @@ public final class StoreServer implements NodeStatus, AutoCloseable
         {
             throw new UncheckedIOException("cannot start replication in " + config.storage().dataDir() + ": " +
                 e.getMessage(), e);
-        }
-    }
-
-    /**
-     * The deciding node's clock for the control plane: brings scheduled versions into force and
-     * expires exemptions whose time has come (within a quarter of a second plus a commit; the
-     * request path already stops honouring an exemption at its expiry) and, once a minute, carries
-     * bypass counts into the audit log.
-     */
-    private void tick()
-    {
-        try
-        {
-            if (closed || (groups != null && !groups.control().canDecide()))
-            {
-                return;
-            }
-            final long now = System.currentTimeMillis();
-            final boolean scheduleDue = policyState.scheduledDue(now);
-            final List<Exemption> active = policyState.exemptions();
-            if (active.isEmpty() && !scheduleDue)
-            {
-                return;
-            }
-            final boolean expiryDue = active.stream().anyMatch(e -> Timestamps.toMillis(e.getExpiresAt()) <= now);
-            final Map<String, Long> bypassed = policyState.bypassesSince(reportedBypasses);
-            if (!scheduleDue && !expiryDue && (bypassed.isEmpty() || now - lastBypassReportMillis < BYPASS_REPORT_MILLIS))
-            {
-                return;
-            }
-            final PolicyState.Outcome outcome = control.submit(PolicyState
-                .command(config.nodeName(), now)
-                .setTick(Tick.newBuilder().putAllBypassed(bypassed)).build())
-                .get(5, TimeUnit.SECONDS);
-            if (outcome.status() == PolicyState.Status.OK)
-            {
-                bypassed.forEach((id, n) -> reportedBypasses.merge(id, n, Long::sum));
-                lastBypassReportMillis = now;
-            }
-        }
-        catch (final Exception e)
-        {
-            LOG.debug("control-plane tick not committed (retried): {}", e.toString());
         }
     }
 
@@ -584,7 +527,7 @@ public final class StoreServer implements NodeStatus, AutoCloseable
         closed = true;
         if (ticker != null)
         {
-            ticker.shutdownNow();
+            ticker.close();
         }
         if (tlsFiles != null)
         {
