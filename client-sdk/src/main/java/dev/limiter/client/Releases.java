@@ -7,11 +7,7 @@ import dev.limiter.protocol.ReleaseCodec;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
-import java.util.Set;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.RejectedExecutionException;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.BooleanSupplier;
 
@@ -30,10 +26,8 @@ final class Releases
     private final Runnable refreshShardMap;
     private final BooleanSupplier closed;
     private final LongAdder failures = new LongAdder();
-    /**
-     * Releases waiting out a backoff: a loop shut down drops its scheduled tasks unrun, so {@link #close()} fails them.
-     */
-    private final Set<CompletableFuture<Void>> waiting = ConcurrentHashMap.newKeySet();
+    /** Releases waiting out a backoff. */
+    private final DelayedRetries<CompletableFuture<Void>> waiting;
 
     Releases(final ConnectionSet connections, final Backoff backoff, final Runnable refreshShardMap,
         final BooleanSupplier closed)
@@ -42,6 +36,7 @@ final class Releases
         this.backoff = backoff;
         this.refreshShardMap = refreshShardMap;
         this.closed = closed;
+        this.waiting = new DelayedRetries<>(closed);
     }
 
     /**
@@ -99,27 +94,7 @@ final class Releases
                 done.completeExceptionally(failure);
                 return;
             }
-            waiting.add(done);
-            try
-            {
-                connection.loop().schedule(() ->
-                {
-                    if (waiting.remove(done))
-                    {
-                        send(body, "", deadline, attempt + 1, done);
-                    }
-                }, delay, TimeUnit.NANOSECONDS);
-            }
-            catch (final RejectedExecutionException closing)
-            {
-                waiting.remove(done);
-                done.completeExceptionally(new LimiterUnavailableException("limiter client closed"));
-            }
-            if (closed.getAsBoolean() && waiting.remove(done))
-            {
-                // close() ran meanwhile
-                done.completeExceptionally(new LimiterUnavailableException("limiter client closed"));
-            }
+            waiting.later(connection.loop(), done, delay, due -> send(body, "", deadline, attempt + 1, due));
         });
     }
 
@@ -134,13 +109,7 @@ final class Releases
     /** Fails the releases still waiting out a backoff: the client is closed (their leases count until they expire). */
     void close()
     {
-        for (final CompletableFuture<Void> done : waiting)
-        {
-            if (waiting.remove(done))
-            {
-                done.completeExceptionally(new LimiterUnavailableException("limiter client closed"));
-            }
-        }
+        waiting.close();
     }
 
     long failures()

@@ -1,9 +1,5 @@
 package dev.limiter.client;
 
-import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.RejectedExecutionException;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.BooleanSupplier;
 
@@ -21,11 +17,8 @@ final class Resender implements Connection.Refusals
     private final ShardRouter router;
     private final Backoff backoff;
     private final BooleanSupplier closed;
-    /**
-     * Calls waiting out a backoff: on no connection and in no queue, so {@link #close()} fails them
-     * (a loop shut down drops its scheduled tasks unrun).
-     */
-    private final Set<PendingCall> waiting = ConcurrentHashMap.newKeySet();
+    /** Calls waiting out a backoff. */
+    private final DelayedRetries<PendingCall> waiting;
     private final LongAdder redirectedFrames = new LongAdder();
     private final LongAdder overloadedFrames = new LongAdder();
 
@@ -36,6 +29,7 @@ final class Resender implements Connection.Refusals
         this.router = router;
         this.backoff = backoff;
         this.closed = closed;
+        this.waiting = new DelayedRetries<>(closed);
     }
 
     @Override
@@ -90,25 +84,7 @@ final class Resender implements Connection.Refusals
     private void sendLater(final Connection from, final PendingCall call, final long delayNanos,
         final String whyOutOfTime)
     {
-        waiting.add(call);
-        try
-        {
-            from.loop().schedule(() ->
-            {
-                waiting.remove(call);
-                resubmit(call, "", whyOutOfTime);
-            }, delayNanos, TimeUnit.NANOSECONDS);
-        }
-        catch (final RejectedExecutionException e)
-        {
-            waiting.remove(call);
-            call.completeExceptionally(new LimiterUnavailableException("limiter client closed"));
-        }
-        if (closed.getAsBoolean() && waiting.remove(call))
-        {
-            // close() ran meanwhile
-            call.completeExceptionally(new LimiterUnavailableException("limiter client closed"));
-        }
+        waiting.later(from.loop(), call, delayNanos, due -> resubmit(due, "", whyOutOfTime));
     }
 
     /** Sends a refused call again: to {@code leaderHint} when it is open, else where it would go now. */
@@ -151,12 +127,6 @@ final class Resender implements Connection.Refusals
     /** Fails the calls still waiting out a backoff: the client is closed. */
     void close()
     {
-        for (final PendingCall call : waiting)
-        {
-            if (waiting.remove(call))
-            {
-                call.completeExceptionally(new LimiterUnavailableException("limiter client closed"));
-            }
-        }
+        waiting.close();
     }
 }
