@@ -1,0 +1,84 @@
+package dev.limiter.server;
+
+import dev.limiter.client.Decision;
+import dev.limiter.client.Descriptor;
+import dev.limiter.client.LimiterClient;
+import dev.limiter.client.LimiterException;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Queue;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * Callers of a drill: threads that each ask the SDK, blocking, in turn for one token of
+ * {@code limited} and one of {@code ledger}, and record every call: when it was made, when it
+ * returned, and whether a node decided it (a decision the SDK made itself, {@link Decision#degraded()},
+ * and a call that failed are not a node's). A caller pauses 1 ms between calls, as a service does
+ * work between requests: callers spinning on the SDK's local decisions during an outage would take
+ * the cores the nodes need to elect.
+ */
+final class DrillCallers implements AutoCloseable
+{
+    /** One call: for the ledger key or the limited one, made and returned at, decided by a node or not, allowed or not. */
+    record Call(boolean ledger, long sentNanos, long returnedNanos, boolean nodeDecided, boolean allowed)
+    {
+        long millis()
+        {
+            return (returnedNanos - sentNanos) / 1_000_000;
+        }
+    }
+
+    private final Queue<Call> calls = new ConcurrentLinkedQueue<>();
+    private final List<Thread> threads = new ArrayList<>();
+    private volatile boolean stop;
+
+    DrillCallers(final LimiterClient client, final int callers, final Descriptor limited, final Descriptor ledger)
+    {
+        for (int t = 0; t < callers; t++)
+        {
+            final Thread thread = new Thread(() -> call(client, limited, ledger), "drill-caller-" + t);
+            thread.setDaemon(true);
+            threads.add(thread);
+            thread.start();
+        }
+    }
+
+    private void call(final LimiterClient client, final Descriptor limited, final Descriptor ledger)
+    {
+        boolean toLedger = false;
+        while (!stop)
+        {
+            toLedger = !toLedger;
+            final long sent = System.nanoTime();
+            try
+            {
+                final Decision decision = client.acquireBlocking(toLedger ? ledger : limited, 1);
+                calls.add(new Call(toLedger, sent, System.nanoTime(), !decision.degraded(), decision.allowed()));
+            }
+            catch (final LimiterException e)
+            {
+                calls.add(new Call(toLedger, sent, System.nanoTime(), false, false)); // no decision: never a grant
+            }
+            LockSupport.parkNanos(1_000_000L);
+        }
+    }
+
+    /** Stops the callers (each finishes the call it is in) and returns every call they made. */
+    List<Call> stop() throws InterruptedException
+    {
+        stop = true;
+        for (final Thread thread : threads)
+        {
+            thread.join(5000);
+        }
+        return List.copyOf(calls);
+    }
+
+    @Override
+    public void close() throws InterruptedException
+    {
+        stop();
+    }
+}
