@@ -12,8 +12,8 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.locks.LockSupport;
 
 /**
- * Callers of a drill: threads that each ask the SDK, blocking, in turn for one token of
- * {@code limited} and one of {@code ledger}, and record every call: when it was made, when it
+ * Callers of a drill: threads that each ask the SDK, blocking, in turn for one token of each of
+ * their keys (a STRICT bucket, a STRICT ledger, a FAST bucket), and record every call: which key, when it was made, when it
  * returned, and whether a node decided it (a decision the SDK made itself, {@link Decision#degraded()},
  * and a call that failed are not a node's). A caller pauses 1 ms between calls, as a service does
  * work between requests: callers spinning on the SDK's local decisions during an outage would take
@@ -21,8 +21,8 @@ import java.util.concurrent.locks.LockSupport;
  */
 final class DrillCallers implements AutoCloseable
 {
-    /** One call: for the ledger key or the limited one, made and returned at, decided by a node or not, allowed or not. */
-    record Call(boolean ledger, long sentNanos, long returnedNanos, boolean nodeDecided, boolean allowed)
+    /** One call: for key {@code key} (its index in the callers' keys), made and returned at, decided by a node or not, allowed or not. */
+    record Call(int key, long sentNanos, long returnedNanos, boolean nodeDecided, boolean allowed)
     {
         long millis()
         {
@@ -34,32 +34,31 @@ final class DrillCallers implements AutoCloseable
     private final List<Thread> threads = new ArrayList<>();
     private volatile boolean stop;
 
-    DrillCallers(final LimiterClient client, final int callers, final Descriptor limited, final Descriptor ledger)
+    DrillCallers(final LimiterClient client, final int callers, final List<Descriptor> keys)
     {
         for (int t = 0; t < callers; t++)
         {
-            final Thread thread = new Thread(() -> call(client, limited, ledger), "drill-caller-" + t);
+            final Thread thread = new Thread(() -> call(client, keys), "drill-caller-" + t);
             thread.setDaemon(true);
             threads.add(thread);
             thread.start();
         }
     }
 
-    private void call(final LimiterClient client, final Descriptor limited, final Descriptor ledger)
+    private void call(final LimiterClient client, final List<Descriptor> keys)
     {
-        boolean toLedger = false;
-        while (!stop)
+        for (int i = 0; !stop; i++)
         {
-            toLedger = !toLedger;
+            final int key = i % keys.size();
             final long sent = System.nanoTime();
             try
             {
-                final Decision decision = client.acquireBlocking(toLedger ? ledger : limited, 1);
-                calls.add(new Call(toLedger, sent, System.nanoTime(), !decision.degraded(), decision.allowed()));
+                final Decision decision = client.acquireBlocking(keys.get(key), 1);
+                calls.add(new Call(key, sent, System.nanoTime(), !decision.degraded(), decision.allowed()));
             }
             catch (final LimiterException e)
             {
-                calls.add(new Call(toLedger, sent, System.nanoTime(), false, false)); // no decision: never a grant
+                calls.add(new Call(key, sent, System.nanoTime(), false, false)); // no decision: never a grant
             }
             LockSupport.parkNanos(1_000_000L);
         }

@@ -196,6 +196,27 @@ final class NetworkNamespaces implements AutoCloseable
         runWithInput(rules.toString(), "ip", "netns", "exec", namespace(m), "iptables-restore", "-w", "--noflush");
     }
 
+    /**
+     * From now on every TCP connection another member opens to member {@code m}'s {@code port}
+     * reaches {@code toPort} instead (an iptables REDIRECT in its namespace, for connections opened
+     * later: a proxy in front of a port, say); this JVM's own connections (from the bridge) still
+     * reach {@code port}. Kept until the namespaces are removed.
+     */
+    void redirectFromMembers(final int m, final int port, final int toPort) throws IOException
+    {
+        final StringBuilder rules = new StringBuilder("*nat\n");
+        for (int other = 1; other <= members; other++)
+        {
+            if (other != m)
+            {
+                rules.append("-A PREROUTING -p tcp -s ").append(address(other)).append("/32 -d ").append(address(m))
+                    .append("/32 --dport ").append(port).append(" -j REDIRECT --to-ports ").append(toPort).append('\n');
+            }
+        }
+        rules.append("COMMIT\n");
+        runWithInput(rules.toString(), "ip", "netns", "exec", namespace(m), "iptables-restore", "-w", "--noflush");
+    }
+
     /** Removes every rule {@link #dropInbound} added, in every member's namespace. */
     void clearDrops() throws IOException
     {

@@ -39,16 +39,20 @@ import static org.junit.jupiter.api.Assertions.fail;
  * with its own address on a bridge, and the SDK in this JVM on the same bridge. The faults are
  * iptables rules inside the namespaces ({@link NetworkNamespaces#dropInbound}): the leader cut off
  * from the majority both ways, the leader that can send but not receive, and cuts of the leader
- * that flap. Every drill checks, from what the nodes decided (never the SDK's own local answers):
+ * that flap; and slow, lossy links between the members: every Raft connection passes through a
+ * {@link LinkProxy} in its receiver's namespace (an iptables REDIRECT), which a drill slows. Every drill checks, from what the nodes decided (never the SDK's own local answers):
  * <ul>
  * <li>STRICT over-admission 0: a STRICT bucket (20/s, burst 20) granted at most burst + rate x
  * the drill's time;</li>
+ * <li>FAST within its published bound (docs/cluster.md): a FAST bucket (20/s, burst 20) granted at
+ * most that plus one burst and rate x 1 s for each cut;</li>
  * <li>no committed decision lost: every grant of a STRICT ledger bucket (100,000 tokens, one more an hour: no
  * refill to speak of) is still charged in the bucket once the cut heals, and the three replicas
  * agree (same applied index, same digest of their tables);</li>
  * <li>a cut-off leader stops deciding within its leader lease ({@link RaftNodeConfig#leaderLeaseMillis()},
  * 125 ms by default, plus 100 ms for this shared machine): no probe sent to it later is decided;</li>
- * <li>the majority decides again within 1 s of the cut (of the last heal, after flapping);</li>
+ * <li>the majority decides again within 1 s of the cut (of the last heal, after flapping), and no
+ * drill goes 1 s without any node deciding;</li>
  * <li>callers' deadlines hold: no SDK call returns later than its deadline + 100 ms.</li>
  * </ul>
  * Needs root, iproute2 and iptables; skipped with the reason otherwise, unless {@code
@@ -62,15 +66,27 @@ import static org.junit.jupiter.api.Assertions.fail;
 class NetworkPartitionDrillTest
 {
     private static final int DATA_PORT = 7400;
+    /** A member's Raft port: its data port + the default --raft-port-offset. */
+    private static final int RAFT_PORT = DATA_PORT + 100;
+    /** Where each member's {@link LinkProxy} listens, in front of its Raft port, for connections from the other members. */
+    private static final int PROXY_PORT = 7700;
     private static final int MEMBERS = 3;
     private static final long STRICT_RATE = 20;
     private static final long STRICT_BURST = 20;
     private static final long LEDGER_BURST = 100_000;
+    private static final long FAST_RATE = 20;
+    private static final long FAST_BURST = 20;
+    /** The callers' keys, by their index in {@link DrillCallers.Call#key()}. */
+    private static final int STRICT_KEY = 0;
+    private static final int LEDGER_KEY = 1;
+    private static final int FAST_KEY = 2;
     private static final String POLICIES = "{\"version\":1,\"policies\":[" +
         "{\"id\":\"strict-drill\",\"selector\":{\"route\":\"/strict\"},\"rate\":" + STRICT_RATE + ",\"period\":\"1s\",\"burst\":" +
         STRICT_BURST + ",\"scope\":\"TENANT\",\"consistency\":\"STRICT\",\"owner\":\"drill\"}," +
         "{\"id\":\"ledger\",\"selector\":{\"route\":\"/ledger\"},\"rate\":1,\"period\":\"3600s\",\"burst\":" + LEDGER_BURST +
         ",\"scope\":\"TENANT\",\"consistency\":\"STRICT\",\"owner\":\"drill\"}," +
+        "{\"id\":\"fast-drill\",\"selector\":{\"route\":\"/fast\"},\"rate\":" + FAST_RATE + ",\"period\":\"1s\",\"burst\":" +
+        FAST_BURST + ",\"scope\":\"TENANT\",\"owner\":\"drill\"}," +
         "{\"id\":\"probe\",\"selector\":{\"route\":\"/probe\"},\"rate\":1000000,\"period\":\"1s\",\"burst\":1000000," +
         "\"scope\":\"TENANT\",\"owner\":\"drill\"}]," +
         "\"defaultPolicy\":{\"id\":\"baseline\",\"rate\":2,\"burst\":2,\"owner\":\"drill\"}}";
@@ -79,6 +95,8 @@ class NetworkPartitionDrillTest
     private static final long LEASE_MILLIS = new RaftNodeConfig().leaderLeaseMillis();
     private static final long LEASE_SLACK_MILLIS = 100;
     private static final long MAJORITY_DECIDES_WITHIN_MILLIS = 1000;
+    /** The longest a drill may go with no node deciding at all. */
+    private static final long LONGEST_SILENCE_MILLIS = 1000;
 
     /** Kept when a drill fails: each node's log is in n1/, n2/ and n3/ (node.log). */
     @TempDir(cleanup = CleanupMode.ON_SUCCESS)
@@ -86,6 +104,7 @@ class NetworkPartitionDrillTest
 
     private NetworkNamespaces net;
     private final Map<Integer, Process> nodes = new LinkedHashMap<>();
+    private final Map<Integer, Process> proxies = new LinkedHashMap<>();
     private final Map<Integer, String> addresses = new LinkedHashMap<>();
     private DecisionProbes probes;
     private LimiterClient client;
@@ -114,6 +133,10 @@ class NetworkPartitionDrillTest
         {
             addresses.put(m, net.address(m));
             peers.append(m > 1 ? "," : "").append('n').append(m).append('=').append(net.address(m)).append(':').append(DATA_PORT);
+        }
+        for (int m = 1; m <= MEMBERS; m++)
+        {
+            startProxy(m);
         }
         for (int m = 1; m <= MEMBERS; m++)
         {
@@ -147,6 +170,46 @@ class NetworkPartitionDrillTest
             .redirectOutput(data.resolve("node.log").toFile()).start());
     }
 
+    /**
+     * Member {@code m}'s {@link LinkProxy}, in its namespace, in front of its Raft port: every Raft
+     * connection another member opens to it passes through it (passing at once until a drill slows it).
+     */
+    private void startProxy(final int m) throws IOException, InterruptedException
+    {
+        final Path data = Files.createDirectories(dir.resolve("n" + m));
+        final Path log = data.resolve("proxy.log");
+        final String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+        proxies.put(m, new ProcessBuilder(net.inside(m, List.of(java, "-Xmx32m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
+            "-cp", System.getProperty("java.class.path"), LinkProxy.class.getName(), net.address(m), Integer.toString(PROXY_PORT),
+            net.address(m), Integer.toString(RAFT_PORT)))).redirectErrorStream(true).redirectOutput(log.toFile()).start());
+        Await.until("member " + m + "'s link proxy to listen", Duration.ofSeconds(20),
+            () -> Files.exists(log) && readQuietly(log).contains("listening"), () -> readQuietly(log));
+        net.redirectFromMembers(m, RAFT_PORT, PROXY_PORT);
+    }
+
+    private static String readQuietly(final Path file)
+    {
+        try
+        {
+            return Files.readString(file);
+        }
+        catch (final IOException e)
+        {
+            return "";
+        }
+    }
+
+    /** Every member's link proxy from now on: {@code delayMillis} one way, {@code lossPerMille} of chunks held {@code stallMillis} more. */
+    private void slowLinks(final long delayMillis, final int lossPerMille, final long stallMillis) throws IOException
+    {
+        for (final Process proxy : proxies.values())
+        {
+            proxy.getOutputStream().write(("set " + delayMillis + " " + lossPerMille + " " + stallMillis + "\n")
+                .getBytes(java.nio.charset.StandardCharsets.UTF_8));
+            proxy.getOutputStream().flush();
+        }
+    }
+
     @AfterAll
     void stopEverything() throws Exception
     {
@@ -164,7 +227,12 @@ class NetworkPartitionDrillTest
         finally
         {
             nodes.values().forEach(Process::destroyForcibly);
+            proxies.values().forEach(Process::destroyForcibly);
             for (final Process process : nodes.values())
+            {
+                process.waitFor(10, TimeUnit.SECONDS);
+            }
+            for (final Process process : proxies.values())
             {
                 process.waitFor(10, TimeUnit.SECONDS);
             }
@@ -227,6 +295,33 @@ class NetworkPartitionDrillTest
         });
     }
 
+    @Test
+    @Order(4)
+    void slowAndLossyLinksBetweenTheMembersNeverOverAdmitNorLoseACommittedDecisionAndTheNodesKeepDeciding() throws Exception
+    {
+        drill("lossy", () ->
+        {
+            try
+            {
+                // 10 ms each way (20 ms round trip: within the 25 ms the leader lease allows for), and 1 chunk in 100
+                // held 200 ms more, as a lost segment is until TCP sends it again.
+                slowLinks(10, 10, 200);
+                Thread.sleep(3000);
+                for (int m = 1; m <= MEMBERS; m++)
+                {
+                    final String log = readQuietly(dir.resolve("n" + m).resolve("proxy.log"));
+                    assertTrue(log.contains("connection from") && log.contains("delay 10 ms"),
+                        "n" + m + "'s Raft connections pass through its link proxy, slowed: its log says\n" + log);
+                }
+            }
+            finally
+            {
+                slowLinks(0, 0, 0);
+            }
+            return List.of();
+        });
+    }
+
     /** The faults of one drill, made while the callers run; returns what it cut, and when. */
     @FunctionalInterface
     private interface Faults
@@ -235,19 +330,20 @@ class NetworkPartitionDrillTest
     }
 
     /**
-     * One drill: callers ask for a fresh STRICT bucket and a fresh ledger bucket (tenant {@code name})
+     * One drill: callers ask for a fresh STRICT bucket, ledger bucket and FAST bucket (tenant {@code name})
      * for 0.5 s, the faults are made, the callers go on for 1 s after the last heal; then the cluster
      * settles and every verdict is checked. All verdicts are reported together.
      */
     private void drill(final String name, final Faults faults) throws Exception
     {
         settle();
-        final Descriptor limited = Descriptor.of(name, "/strict");
+        final long termBefore = term();
         final Descriptor ledger = Descriptor.of(name, "/ledger");
         final long start = System.nanoTime();
         final List<Cut> cuts;
         final List<DrillCallers.Call> calls;
-        final DrillCallers callers = new DrillCallers(client, 3, limited, ledger);
+        final DrillCallers callers = new DrillCallers(client, 3,
+            List.of(Descriptor.of(name, "/strict"), ledger, Descriptor.of(name, "/fast")));
         try
         {
             Thread.sleep(500);
@@ -273,7 +369,7 @@ class NetworkPartitionDrillTest
         final long firstSent = calls.stream().mapToLong(DrillCallers.Call::sentNanos).min().orElse(start);
         final long lastReturned = calls.stream().mapToLong(DrillCallers.Call::returnedNanos).max().orElse(end);
         final double seconds = (lastReturned - firstSent) / 1e9;
-        final long strictGrants = calls.stream().filter(c -> !c.ledger() && c.nodeDecided() && c.allowed()).count();
+        final long strictGrants = grants(calls, STRICT_KEY);
         final long strictBound = STRICT_BURST + (long)Math.ceil(STRICT_RATE * seconds);
         report.append(String.format(" STRICT granted %d of at most %d in %.2f s;", strictGrants, strictBound, seconds));
         if (strictGrants > strictBound)
@@ -281,13 +377,34 @@ class NetworkPartitionDrillTest
             failures.add("STRICT over-admission: nodes granted " + strictGrants + ", above burst + rate x time = " + strictBound);
         }
 
+        // FAST within its published bound (docs/cluster.md): besides burst + rate x time, at most one burst and
+        // rate x 1 s more for each failover (each new term, or each cut when there were more cuts).
+        settle();
+        final long failovers = Math.max(cuts.size(), term() - termBefore);
+        final long fastGrants = grants(calls, FAST_KEY);
+        final long fastBound = FAST_BURST + (long)Math.ceil(FAST_RATE * seconds) + failovers * (FAST_BURST + FAST_RATE);
+        report.append(String.format(" FAST granted %d of at most %d (%d failovers);", fastGrants, fastBound, failovers));
+        if (fastGrants > fastBound)
+        {
+            failures.add("FAST over-admission beyond its published bound: nodes granted " + fastGrants + ", above " + fastBound +
+                " (burst + rate x time + (burst + rate x 1 s) per failover)");
+        }
+
+        // The nodes never went silent for long: the longest time between two decided probes (any node).
+        final long silence = longestSilenceMillis(probes.sentBetween(start, end));
+        report.append(" longest time no node decided ").append(silence).append(" ms;");
+        if (silence > LONGEST_SILENCE_MILLIS)
+        {
+            failures.add("no node decided for " + silence + " ms (at most " + LONGEST_SILENCE_MILLIS + " ms)");
+        }
+
         // Cut-off leaders stop within their lease; the majority decides again within 1 s.
         for (final Cut cut : cuts)
         {
             checkCut(cut, failures, report);
         }
-        final Cut last = cuts.get(cuts.size() - 1);
-        if (last.healedNanos() - last.atNanos() < TimeUnit.MILLISECONDS.toNanos(MAJORITY_DECIDES_WITHIN_MILLIS))
+        final Cut last = cuts.isEmpty() ? null : cuts.get(cuts.size() - 1);
+        if (last != null && last.healedNanos() - last.atNanos() < TimeUnit.MILLISECONDS.toNanos(MAJORITY_DECIDES_WITHIN_MILLIS))
         {
             final long firstAfterHeal = firstDecision(probes.sentBetween(last.healedNanos(), end), 0, last.healedNanos());
             report.append(firstAfterHeal < 0 ? " no node decided after the last heal;" :
@@ -303,16 +420,18 @@ class NetworkPartitionDrillTest
         final long late = calls.stream().filter(c -> c.millis() > DEADLINE.toMillis() + DEADLINE_SLACK_MILLIS).count();
         final long slowest = calls.stream().mapToLong(DrillCallers.Call::millis).max().orElse(0);
         final long byNodes = calls.stream().filter(DrillCallers.Call::nodeDecided).count();
-        report.append(String.format(" %d calls (%d decided by nodes), slowest %d ms (deadline %d ms);", calls.size(), byNodes, slowest,
-            DEADLINE.toMillis()));
+        // A STRICT grant waits for its commit (a refusal need not): their time shows how slow the links between the members were.
+        final long[] strictMillis = calls.stream().filter(c -> c.key() == STRICT_KEY && c.nodeDecided() && c.allowed())
+            .mapToLong(DrillCallers.Call::millis).sorted().toArray();
+        report.append(String.format(" %d calls (%d decided by nodes, STRICT grants in %d ms at the median), slowest %d ms (deadline %d ms);",
+            calls.size(), byNodes, strictMillis.length == 0 ? -1 : strictMillis[strictMillis.length / 2], slowest, DEADLINE.toMillis()));
         if (late > 0)
         {
             failures.add(late + " calls returned later than the deadline + " + DEADLINE_SLACK_MILLIS + " ms (slowest " + slowest + " ms)");
         }
 
-        // No committed decision lost: every ledger grant is still charged once the cluster settled, on every replica.
-        settle();
-        final long ledgerGrants = calls.stream().filter(c -> c.ledger() && c.nodeDecided() && c.allowed()).count();
+        // No committed decision lost: every ledger grant is still charged once the cluster settled (above), on every replica.
+        final long ledgerGrants = grants(calls, LEDGER_KEY);
         final long charged = LEDGER_BURST - remainingAfterOneMore(ledger) - 1;
         report.append(" ledger granted ").append(ledgerGrants).append(", charged ").append(charged).append(" after the heal");
         if (charged < ledgerGrants)
@@ -323,6 +442,36 @@ class NetworkPartitionDrillTest
         System.out.println(report);
         assertTrue(failures.isEmpty(), "drill " + name + " failed: " + String.join("; ", failures) + "\n" + report +
             "\nnode logs in " + dir + logTails());
+    }
+
+    /** The longest time between the answers of two decided probes in {@code probes}, in milliseconds. */
+    private static long longestSilenceMillis(final List<DecisionProbes.Probe> probes)
+    {
+        final long[] decided = probes.stream().filter(DecisionProbes.Probe::decided).mapToLong(DecisionProbes.Probe::answeredNanos)
+            .sorted().toArray();
+        long longest = 0;
+        for (int i = 1; i < decided.length; i++)
+        {
+            longest = Math.max(longest, decided[i] - decided[i - 1]);
+        }
+        return decided.length == 0 ? Long.MAX_VALUE : longest / 1_000_000;
+    }
+
+    /** The leader's term (the cluster settled). */
+    private long term()
+    {
+        final StatusReport status = status(leader());
+        if (status == null)
+        {
+            throw new AssertionError("the leader did not answer STATUS: " + statuses());
+        }
+        return status.getTerm();
+    }
+
+    /** The grants nodes made for key {@code key}. */
+    private static long grants(final List<DrillCallers.Call> calls, final int key)
+    {
+        return calls.stream().filter(c -> c.key() == key && c.nodeDecided() && c.allowed()).count();
     }
 
     /** The verdicts of one cut: its member stopped deciding within its lease, and the others decided within 1 s. */
