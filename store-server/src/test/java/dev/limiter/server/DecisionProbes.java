@@ -78,7 +78,7 @@ final class DecisionProbes implements AutoCloseable
         }
     }
 
-    /** The probes sent from {@code fromNanos} (inclusive) to {@code toNanos} (exclusive), in the order they were recorded. */
+    /** The probes sent from {@code fromNanos} (inclusive) to {@code toNanos} (exclusive), in the order recorded. */
     List<Probe> sentBetween(final long fromNanos, final long toNanos)
     {
         return probes.stream().filter(p -> p.sentNanos() - fromNanos >= 0 && p.sentNanos() - toNanos < 0).toList();

@@ -13,15 +13,15 @@ import java.util.concurrent.locks.LockSupport;
 
 /**
  * Callers of a drill: threads that each ask the SDK, blocking, in turn for one token of each of
- * their keys (a STRICT bucket, a STRICT ledger, a FAST bucket), and record every call: which key, when it was made, when it
- * returned, and whether a node decided it (a decision the SDK made itself, {@link Decision#degraded()},
- * and a call that failed are not a node's). A caller pauses 1 ms between calls, as a service does
- * work between requests: callers spinning on the SDK's local decisions during an outage would take
- * the cores the nodes need to elect.
+ * their keys (a STRICT bucket, a STRICT ledger, a FAST bucket), and record every call: which key,
+ * when it was made, when it returned, and whether a node decided it (a decision the SDK made
+ * itself, {@link Decision#degraded()}, and a call that failed are not a node's). A caller pauses
+ * 1 ms between calls, as a service does work between requests: callers spinning on the SDK's
+ * local decisions during an outage would take the cores the nodes need to elect.
  */
 final class DrillCallers implements AutoCloseable
 {
-    /** One call: for key {@code key} (its index in the callers' keys), made and returned at, decided by a node or not, allowed or not. */
+    /** One call: of key {@code key} (an index of the callers' keys), when, whether a node decided it, allowed. */
     record Call(int key, long sentNanos, long returnedNanos, boolean nodeDecided, boolean allowed)
     {
         long millis()

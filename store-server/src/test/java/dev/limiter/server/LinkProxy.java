@@ -56,7 +56,8 @@ public final class LinkProxy
     {
         if (args.length != 4)
         {
-            throw new IllegalArgumentException("usage: LinkProxy <listen host> <listen port> <target host> <target port>, was " +
+            throw new IllegalArgumentException(
+                "usage: LinkProxy <listen host> <listen port> <target host> <target port>, was " +
                 Arrays.toString(args));
         }
         final LinkProxy proxy = new LinkProxy(new InetSocketAddress(args[2], Integer.parseInt(args[3])));
@@ -142,7 +143,7 @@ public final class LinkProxy
         }
     }
 
-    /** Passes what {@code from} sends on to {@code to}, each chunk when it is due; closes both when either side ends. */
+    /** Passes what {@code from} sends on to {@code to}, each chunk when due; closes both when either side ends. */
     private void pipe(final Socket from, final Socket to, final Runnable closeBoth) throws IOException
     {
         final BlockingQueue<Chunk> waiting = new ArrayBlockingQueue<>(CHUNKS_WAITING);
@@ -173,7 +174,8 @@ public final class LinkProxy
                 while (true)
                 {
                     final Chunk chunk = waiting.take();
-                    for (long wait = chunk.dueNanos() - System.nanoTime(); wait > 0; wait = chunk.dueNanos() - System.nanoTime())
+                    for (long wait = chunk.dueNanos() - System.nanoTime(); wait > 0;
+                        wait = chunk.dueNanos() - System.nanoTime())
                     {
                         LockSupport.parkNanos(wait);
                     }
