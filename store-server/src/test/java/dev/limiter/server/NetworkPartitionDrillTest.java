@@ -46,7 +46,8 @@ import static org.junit.jupiter.api.Assertions.fail;
  * <li>STRICT over-admission 0: a STRICT bucket (20/s, burst 20) granted at most burst + rate x
  * the drill's time;</li>
  * <li>FAST within its published bound (docs/cluster.md): a FAST bucket (20/s, burst 20) granted at
- * most that plus one burst and rate x 1 s for each cut;</li>
+ * most that plus one burst and rate x 1 s for each failover (each new term, or each cut when
+ * there were more cuts);</li>
  * <li>no committed decision lost: every grant of a STRICT ledger bucket (100,000 tokens, one more an hour: no
  * refill to speak of) is still charged in the bucket once the cut heals, and the three replicas
  * agree (same applied index, same digest of their tables);</li>
@@ -100,7 +101,7 @@ class NetworkPartitionDrillTest
     /** The longest a drill may go with no node deciding at all. */
     private static final long LONGEST_SILENCE_MILLIS = 1000;
 
-    /** Kept when a drill fails: each node's log is in n1/, n2/ and n3/ (node.log). */
+    /** Kept when a drill fails: each node's log and its link proxy's are in n1/, n2/ and n3/ (node.log, proxy.log). */
     @TempDir(cleanup = CleanupMode.ON_SUCCESS)
     static Path dir;
 
