@@ -26,7 +26,7 @@ final class NetworkNamespaces implements AutoCloseable
 {
     private static final int CUT_PREFERENCE = 10;
     /** The names this class gives: {@code lim<pid>x<instance>} then {@code n<m>} (a namespace), {@code v<m>} or {@code b}. */
-    private static final Pattern OWN_NAME = Pattern.compile("\\blim(\\d+)x\\d+(?:[nv]\\d+|b)\\b");
+    private static final Pattern OWN_NAME = Pattern.compile("\\blim(\\d{1,10})x\\d+(?:[nv]\\d+|b)\\b");
     private static final AtomicInteger INSTANCES = new AtomicInteger();
 
     private final String prefix;
