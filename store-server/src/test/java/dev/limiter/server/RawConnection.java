@@ -67,7 +67,13 @@ final class RawConnection implements AutoCloseable
 
     RawConnection(final int port) throws IOException
     {
-        socket = new Socket("127.0.0.1", port);
+        this("127.0.0.1", port);
+    }
+
+    /** To a node at another address (one on a link a test made, say). */
+    RawConnection(final String host, final int port) throws IOException
+    {
+        socket = new Socket(host, port);
         socket.setSoTimeout(5000);
         out = socket.getOutputStream();
         in = new DataInputStream(socket.getInputStream());
