@@ -473,28 +473,12 @@ class MultiRaftTest
         final String endpoints = String.join(",", peers.values().stream().map(a -> "127.0.0.1:" + a.getPort()).toList());
         final String tenant = tenantOn(1, 0);
         final AtomicLong byNodes = new AtomicLong();
-        final AtomicBoolean running = new AtomicBoolean(true);
-        final Semaphore inFlight = new Semaphore(64);
+        final AtomicLong local = new AtomicLong();
         final StoreServer stopping = nodes.get("n2");
         final long droppedBefore = stopping.metrics().decisionsDroppedSoFar();
         try (LimiterClient client = LimiterClient.builder().endpoints(endpoints).connections(1).deadline(Duration.ofSeconds(3)).build())
         {
-            final Thread load = new Thread(() ->
-            {
-                while (running.get())
-                {
-                    inFlight.acquireUninterruptibly();
-                    client.acquire(Descriptor.of(tenant, "/v1/orders/1"), 1).whenComplete((decision, failure) ->
-                    {
-                        if (failure == null && !decision.degraded())
-                        {
-                            byNodes.incrementAndGet();
-                        }
-                        inFlight.release();
-                    });
-                }
-            }, "load");
-            load.start();
+            final FastLoad load = new FastLoad(client, tenant, byNodes, local);
             try
             {
                 Await.until("the load to be decided by n2", Duration.ofSeconds(10), () -> byNodes.get() > 2_000);
@@ -508,16 +492,67 @@ class MultiRaftTest
             }
             finally
             {
-                running.set(false);
-                load.join(5000);
+                load.stop();
             }
-            assertTrue(inFlight.tryAcquire(64, 10, TimeUnit.SECONDS), "every call answered");
+            load.assertEveryCallAnswered();
         }
+        assertEquals(0, local.get(), "every call was decided by a node");
         assertEquals(droppedBefore, stopping.metrics().decisionsDroppedSoFar(), "n2 dropped nothing it answered");
         // The new leader's last FAST batch may still be on its way to the log when the load stops.
         Await.until(() -> "every decision a node answered to reach group 1's log: " + appliedIn("n1", 1) + " of " + byNodes.get(),
             Duration.ofSeconds(20), () -> appliedIn("n1", 1) >= byNodes.get() && converged());
         assertEquals(byNodes.get(), appliedIn("n1", 1), "every decision a node answered is in group 1's log, once");
+    }
+
+    /**
+     * FAST calls of one tenant from a thread of their own, 64 in flight: counts those nodes decided
+     * and those the SDK decided itself, and the longest wait between two answers from nodes.
+     */
+    private static final class FastLoad
+    {
+        final AtomicLong longestGapNanos = new AtomicLong();
+        private final AtomicLong lastAnswerNanos = new AtomicLong(System.nanoTime());
+        private final AtomicBoolean running = new AtomicBoolean(true);
+        private final Semaphore inFlight = new Semaphore(64);
+        private final Thread thread;
+
+        FastLoad(final LimiterClient client, final String tenant, final AtomicLong byNodes, final AtomicLong local)
+        {
+            thread = new Thread(() ->
+            {
+                while (running.get())
+                {
+                    inFlight.acquireUninterruptibly();
+                    client.acquire(Descriptor.of(tenant, "/v1/orders/1"), 1).whenComplete((decision, failure) ->
+                    {
+                        if (failure == null && !decision.degraded())
+                        {
+                            byNodes.incrementAndGet();
+                            final long now = System.nanoTime();
+                            longestGapNanos.accumulateAndGet(now - lastAnswerNanos.getAndSet(now), Math::max);
+                        }
+                        else
+                        {
+                            local.incrementAndGet();
+                        }
+                        inFlight.release();
+                    });
+                }
+            }, "load");
+            thread.start();
+        }
+
+        /** Issues no more calls. */
+        void stop() throws InterruptedException
+        {
+            running.set(false);
+            thread.join(5000);
+        }
+
+        void assertEveryCallAnswered() throws InterruptedException
+        {
+            assertTrue(inFlight.tryAcquire(64, 10, TimeUnit.SECONDS), "every call answered");
+        }
     }
 
     /** One hand-over: the longest wait between two answers from nodes, and the longest stall of this JVM meanwhile. */
@@ -541,40 +576,15 @@ class MultiRaftTest
     private HandOver handBackUnderLoad(final LimiterClient client, final String tenant, final String interim, final AtomicLong byNodes,
         final AtomicLong local) throws Exception
     {
-        final AtomicLong lastAnswerNanos = new AtomicLong(System.nanoTime());
-        final AtomicLong longestGapNanos = new AtomicLong();
         final AtomicLong longestStallNanos = new AtomicLong();
-        final AtomicBoolean running = new AtomicBoolean(true);
-        final Semaphore inFlight = new Semaphore(64);
-        final Thread load = new Thread(() ->
-        {
-            while (running.get())
-            {
-                inFlight.acquireUninterruptibly();
-                client.acquire(Descriptor.of(tenant, "/v1/orders/1"), 1).whenComplete((decision, failure) ->
-                {
-                    if (failure == null && !decision.degraded())
-                    {
-                        byNodes.incrementAndGet();
-                        final long now = System.nanoTime();
-                        final long gap = now - lastAnswerNanos.getAndSet(now);
-                        longestGapNanos.accumulateAndGet(gap, Math::max);
-                    }
-                    else
-                    {
-                        local.incrementAndGet();
-                    }
-                    inFlight.release();
-                });
-            }
-        }, "load");
-        load.start();
+        final AtomicBoolean watching = new AtomicBoolean(true);
+        final FastLoad load = new FastLoad(client, tenant, byNodes, local);
         // How long this JVM's threads went without a CPU meanwhile (GC, or a host busy with other
         // work): callers wait that long whatever the nodes do, so it is not the hand-over's.
         final Thread stallWatch = new Thread(() ->
         {
             long last = System.nanoTime();
-            while (running.get())
+            while (watching.get())
             {
                 LockSupport.parkNanos(1_000_000);
                 final long now = System.nanoTime();
@@ -589,7 +599,7 @@ class MultiRaftTest
             final long before = byNodes.get();
             Await.until("the load to be decided by " + interim, Duration.ofSeconds(10),
                 () -> byNodes.get() > before + 2_000);
-            longestGapNanos.set(0);
+            load.longestGapNanos.set(0);
             longestStallNanos.set(0);
             start("n2");
             Await.until(() -> "group 1's lead to move to n2: " + groupView(1), Duration.ofSeconds(30),
@@ -599,11 +609,11 @@ class MultiRaftTest
         }
         finally
         {
-            running.set(false);
-            load.join(5000);
+            watching.set(false);
+            load.stop();
         }
-        assertTrue(inFlight.tryAcquire(64, 10, TimeUnit.SECONDS), "every call answered");
-        return new HandOver(interim, longestGapNanos.get() / 1_000_000, longestStallNanos.get() / 1_000_000);
+        load.assertEveryCallAnswered();
+        return new HandOver(interim, load.longestGapNanos.get() / 1_000_000, longestStallNanos.get() / 1_000_000);
     }
 
     private long nodeRedirects()
