@@ -48,8 +48,8 @@ final class LimiterClients
         }
         else if (tls.getCertificate() != null || tls.getKey() != null)
         {
-            throw new IllegalArgumentException("limiter.tls.certificate and limiter.tls.key need limiter.tls.ca-bundle " +
-                "(the CAs of the nodes' certificates)");
+            throw new IllegalArgumentException("limiter.tls.certificate and limiter.tls.key need " +
+                "limiter.tls.ca-bundle (the CAs of the nodes' certificates)");
         }
         return builder.build();
     }

@@ -25,7 +25,8 @@ public class LimiterWebFluxAutoConfiguration
     ExchangeDescriptors limiterExchangeDescriptors(final LimiterProperties properties)
     {
         final LimiterProperties.Web web = properties.getWeb();
-        return ExchangeDescriptors.fromHeaders(web.getTenantHeader(), web.getPrincipalHeader(), web.getClientIpHeader());
+        return ExchangeDescriptors.fromHeaders(web.getTenantHeader(), web.getPrincipalHeader(),
+            web.getClientIpHeader());
     }
 
     @Bean

@@ -6,7 +6,10 @@ import org.springframework.web.bind.annotation.GetMapping;
 import org.springframework.web.bind.annotation.PathVariable;
 import org.springframework.web.bind.annotation.RestController;
 
-/** An orders service: the starter puts the limiter's WebFilter in front of it (limiter.* in application.properties). */
+/**
+ * An orders service: the starter puts the limiter's WebFilter in front of it ({@code limiter.*} in
+ * application.properties).
+ */
 @SpringBootApplication
 @RestController
 public class OrdersApplication

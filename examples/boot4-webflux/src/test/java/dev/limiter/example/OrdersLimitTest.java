@@ -139,6 +139,7 @@ class OrdersLimitTest
         // {"limiter":{"status":"UP","details":{...}}} (Boot 3) or {"limiter":{"details":{...},"status":"UP"}} (Boot 4)
         assertTrue(health.body().replace(" ", "")
             .matches(".*\"limiter\":\\{(\"details\":\\{[^}]*},)?\"status\":\"UP\".*"), health.body());
-        assertNotNull(meters.find("limiter.sdk.policy.version").gauge(), "the SDK's meters on the application's registry");
+        assertNotNull(meters.find("limiter.sdk.policy.version").gauge(),
+            "the SDK's meters on the application's registry");
     }
 }

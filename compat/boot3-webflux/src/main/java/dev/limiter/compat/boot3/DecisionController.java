@@ -24,7 +24,8 @@ class DecisionController
     @GetMapping("/decide")
     Mono<Map<String, Object>> decide(@RequestParam("tenant") final String tenant)
     {
-        return Mono.fromFuture(() -> client.acquire(Descriptor.of(tenant, "/decide"))).map(DecisionController::describe);
+        return Mono.fromFuture(() -> client.acquire(Descriptor.of(tenant, "/decide")))
+            .map(DecisionController::describe);
     }
 
     private static Map<String, Object> describe(final Decision decision)
