@@ -2,8 +2,12 @@ package dev.limiter.servlet;
 
 import java.nio.charset.StandardCharsets;
 
-/** How a request's method and decoded path become descriptor fields that no client can use to step around a policy. */
-final class HttpFields
+/**
+ * How a request's method, forwarding header and decoded path become descriptor fields that no client
+ * can use to step around a policy. Free of the Servlet API: the Spring starter's WebFilter applies the
+ * same rules to WebFlux requests.
+ */
+public final class HttpFields
 {
     private static final char[] HEX = "0123456789ABCDEF".toCharArray();
 
@@ -15,7 +19,7 @@ final class HttpFields
      * A request's method as the limiter sees it: one of {@link RequestDescriptors#HTTP_METHODS} as
      * it is (HEAD as GET), anything else {@link RequestDescriptors#OTHER_METHOD}.
      */
-    static String method(final String method)
+    public static String method(final String method)
     {
         if ("HEAD".equals(method))
         {
@@ -30,12 +34,17 @@ final class HttpFields
      * ones before it, and any line before the last, are the client's to write), or null when there
      * is none.
      */
-    static String lastAddress(final java.util.Enumeration<String> lines)
+    public static String lastAddress(final java.util.Enumeration<String> lines)
+    {
+        return lastAddress(lines == null ? java.util.List.of() : java.util.Collections.list(lines));
+    }
+
+    /** {@link #lastAddress(java.util.Enumeration)} of a header's lines as a list (null: none). */
+    public static String lastAddress(final Iterable<String> lines)
     {
         String last = null;
-        while (lines != null && lines.hasMoreElements())
+        for (final String line : lines == null ? java.util.List.<String>of() : lines)
         {
-            final String line = lines.nextElement();
             if (line != null && !line.isBlank())
             {
                 last = line;
@@ -50,7 +59,7 @@ final class HttpFields
     }
 
     /** An address without an IPv6 zone ({@code fe80::1%eth0}: a link-local peer), which names the host's interface, not the client. */
-    static String withoutZone(final String address)
+    public static String withoutZone(final String address)
     {
         final int zone = address == null ? -1 : address.indexOf('%');
         return zone < 0 ? address : address.substring(0, zone);
@@ -64,7 +73,7 @@ final class HttpFields
      * {@code %}, spaces and control characters. So every path the application can be asked for is
      * a route, and the route the policy sees is the path the application serves.
      */
-    static String route(final String decodedPath)
+    public static String route(final String decodedPath)
     {
         if (decodedPath.isEmpty())
         {

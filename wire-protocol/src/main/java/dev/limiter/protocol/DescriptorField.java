@@ -53,7 +53,12 @@ public enum DescriptorField
         return this == ROUTE ? MAX_RAW_ROUTE_BYTES : 255;
     }
 
-    static DescriptorField at(final int index)
+    /**
+     * The field at this wire index (its ordinal). Public, not package-private, because the shaded
+     * SDK (limiter-client) relocates the protocol's other classes into another package and keeps
+     * this enum's name, as it is on the SDK's public API.
+     */
+    public static DescriptorField at(final int index)
     {
         return VALUES[index];
     }
