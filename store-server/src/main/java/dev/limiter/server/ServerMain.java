@@ -1,7 +1,9 @@
 package dev.limiter.server;
 
+import dev.limiter.protocol.BuildInfo;
 import dev.limiter.protocol.PolicyValidationException;
 import dev.limiter.raft.RaftNodeConfig;
+import dev.limiter.server.cluster.PeerGenerations;
 import dev.limiter.server.region.RegionConfig;
 import dev.limiter.server.net.Listener;
 import dev.limiter.server.net.TlsClientAuth;
@@ -20,6 +22,7 @@ import java.util.concurrent.CountDownLatch;
 @Command(
     name = "server",
     mixinStandardHelpOptions = true,
+    versionProvider = ServerMain.Version.class,
     description = {"Runs one limiter store node. With no flags it serves on 127.0.0.1:7400, admin HTTP on 7480.",
         "With --node-id and --peers it is a member of a replicated cluster (Raft port = data port + offset)."},
     sortOptions = false)
@@ -242,7 +245,7 @@ public final class ServerMain implements Callable<Integer>
         catch (final Exception e)
         {
             server.close();
-            if (e instanceof Listener.ListenFailure)
+            if (e instanceof Listener.ListenFailure || e instanceof PeerGenerations.Incompatible)
             {
                 System.err.println("limiter server: " + e.getMessage());
             }
@@ -263,6 +266,16 @@ public final class ServerMain implements Callable<Integer>
             " (Ctrl-C stops it)");
         stopped.await();
         return 0;
+    }
+
+    /** {@code --version}: this build's version, commit and protocol generation. */
+    static final class Version implements CommandLine.IVersionProvider
+    {
+        @Override
+        public String[] getVersion()
+        {
+            return new String[] {BuildInfo.current().describe()};
+        }
     }
 
     public static void main(final String[] args)

@@ -19,6 +19,7 @@ import dev.limiter.server.admin.AdminServer;
 import dev.limiter.server.admin.AdminToken;
 import dev.limiter.server.admin.NodeStatus;
 import dev.limiter.server.cluster.Membership;
+import dev.limiter.server.cluster.PeerGenerations;
 import dev.limiter.server.cluster.Replication;
 import dev.limiter.server.cluster.ReplicationGroups;
 import dev.limiter.server.control.PolicyControl;
@@ -94,6 +95,8 @@ import java.util.concurrent.TimeUnit;
 public final class StoreServer implements NodeStatus, AutoCloseable
 {
     private static final Logger LOG = LoggerFactory.getLogger(StoreServer.class);
+    /** How long each other member has to answer the HELLO that checks its protocol generation at start. */
+    private static final int PEER_GREETING_TIMEOUT_MS = 500;
 
     private final NodeConfig config;
     private final MonotonicClock clock;
@@ -355,6 +358,8 @@ public final class StoreServer implements NodeStatus, AutoCloseable
     private void startReplication()
     {
         final ClusterConfig cluster = config.cluster();
+        PeerGenerations.check(cluster.peers(), cluster.nodeId(), tlsFiles == null ? null : tlsFiles.context(),
+            PEER_GREETING_TIMEOUT_MS);
         final BucketTable[] committed = new BucketTable[shards.size()];
         for (int i = 0; i < committed.length; i++)
         {
