@@ -14,10 +14,12 @@ import dev.limiter.protocol.policy.PolicyCommand;
 import dev.limiter.protocol.policy.PolicySet;
 import dev.limiter.protocol.policy.Tick;
 import dev.limiter.protocol.status.StatusReport;
+import dev.limiter.raft.RaftGroupMember;
 import dev.limiter.raft.RaftNodeConfig;
 import dev.limiter.server.admin.AdminServer;
 import dev.limiter.server.admin.AdminToken;
 import dev.limiter.server.admin.NodeStatus;
+import dev.limiter.server.admin.Readiness;
 import dev.limiter.server.cluster.Membership;
 import dev.limiter.server.cluster.PeerGenerations;
 import dev.limiter.server.cluster.Replication;
@@ -544,6 +546,48 @@ public final class StoreServer implements NodeStatus, AutoCloseable
     public boolean healthy()
     {
         return !closed && dataChannel != null && dataChannel.isActive();
+    }
+
+    @Override
+    public Readiness readiness()
+    {
+        final List<String> notReady = new ArrayList<>();
+        if (!healthy())
+        {
+            notReady.add("the data port is not serving");
+        }
+        if (groups != null)
+        {
+            for (final Replication group : groups.all())
+            {
+                if (group.leaderId() == null || group.leaderId().isEmpty())
+                {
+                    notReady.add("Raft group " + group.group() + " has no known leader");
+                    continue;
+                }
+                final long lag;
+                try
+                {
+                    final RaftGroupMember member = group.member();
+                    lag = member.lastCommittedIndex() - member.lastAppliedIndex();
+                }
+                catch (final RuntimeException stopping)
+                {
+                    notReady.add("Raft group " + group.group() + " is not running: " + stopping.getMessage());
+                    continue;
+                }
+                if (lag > Readiness.MAX_APPLY_LAG)
+                {
+                    notReady.add("Raft group " + group.group() + " has " + lag + " committed entries left to apply (ready at " +
+                        Readiness.MAX_APPLY_LAG + " or fewer)");
+                }
+            }
+        }
+        if (!policyState.bootstrapped())
+        {
+            notReady.add("the policy set is not loaded yet");
+        }
+        return new Readiness(notReady);
     }
 
     @Override

@@ -56,7 +56,7 @@ class ProtocolGenerationTest
         final BuildInfo build = BuildInfo.current();
         assertNotEquals(BuildInfo.UNKNOWN, build.version(), "Maven filters build.properties");
         assertTrue(build.describe().startsWith("limiter " + build.version() + " (commit "), build.describe());
-        assertEquals(BuildInfo.UNKNOWN, BuildInfo.filled("${git.commit.id.abbrev}"));
+        assertEquals(BuildInfo.UNKNOWN, BuildInfo.filled("${git.commit}"));
         assertEquals(BuildInfo.UNKNOWN, BuildInfo.filled(" "));
         assertEquals("1a2b3c", BuildInfo.filled("1a2b3c"));
     }
