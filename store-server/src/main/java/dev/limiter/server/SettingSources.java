@@ -23,7 +23,7 @@ import java.util.regex.Pattern;
  * a settings file ({@code --config FILE} or {@code $LIMITER_CONFIG}, Java properties). Each server
  * option {@code --some-option} is the variable {@code LIMITER_SOME_OPTION} and the file's key
  * {@code some-option}. A flag wins over the environment, the environment over the file, the file
- * over the built-in default. Values from every source go through the same conversion and the same
+ * over the built-in default; a variable set to blanks counts as unset. Values from every source go through the same conversion and the same
  * checks as flags ({@link ServerMain}); an error about a value that did not come from a flag is
  * followed by where it came from ({@link #explain}).
  */
@@ -138,7 +138,7 @@ final class SettingSources implements CommandLine.IDefaultValueProvider
             return null;
         }
         final String variable = variable(option.longestName());
-        if (env.containsKey(variable))
+        if (env.get(variable) != null && !env.get(variable).isBlank()) // set but blank reads as unset, as before
         {
             origins.put(option.longestName(), "environment variable " + variable);
             return env.get(variable);

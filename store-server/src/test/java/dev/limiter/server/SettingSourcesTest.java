@@ -46,6 +46,8 @@ class SettingSourcesTest
         assertEquals(2, ServerMain.load(new String[0], Map.of("LIMITER_CONFIG", file)).shards().count(),
             "the file named by $LIMITER_CONFIG");
         assertEquals(ShardConfig.Defaults.COUNT, ServerMain.load(new String[0], Map.of()).shards().count());
+        assertEquals(2, ServerMain.load(new String[] {"--config", file}, Map.of("LIMITER_SHARDS", " ")).shards().count(),
+            "a variable set to blanks is unset");
     }
 
     @Test

@@ -112,7 +112,9 @@ public final class PeerGenerations
     {
         try (Socket socket = tls == null ? new Socket() : tls.getSocketFactory().createSocket())
         {
-            socket.connect(address, timeoutMs);
+            // Peers are given as names (a StatefulSet's stable DNS names): resolved now, at each start.
+            socket.connect(address.isUnresolved() ? new InetSocketAddress(address.getHostString(), address.getPort()) : address,
+                timeoutMs);
             socket.setSoTimeout(timeoutMs);
             final ByteBuf hello = Unpooled.buffer(Frame.HEADER_LENGTH + HelloCodec.BODY_LENGTH);
             HelloCodec.writeHello(hello, 1, Features.NODE);
