@@ -124,18 +124,19 @@ class UnpackedDistributionTest
         final Run acquire = run(home, List.of(install.resolve("bin/limiter").toString(), "acquire",
             "--server", "127.0.0.1:" + port, "--tenant", "acme", "--route", "/v1/orders/42", "--method", "GET"));
         assertEquals(0, acquire.exit(), acquire.output());
-        assertTrue(acquire.output().contains("\"allowed\":true") && acquire.output().contains("\"policy\":\"acme-premium\""),
-            "a decision by config/policies.json: " + acquire.output());
+        assertTrue(acquire.output().contains("\"allowed\":true")
+            && acquire.output().contains("\"policy\":\"acme-premium\""), "a decision by config/policies.json: "
+            + acquire.output());
 
         final Run status = run(home, List.of(install.resolve("bin/limiter").toString(), "status",
             "--server", "127.0.0.1:" + port));
         assertEquals(0, status.exit(), status.output());
         assertTrue(status.output().contains("version " + VERSION + " (commit "), status.output());
 
-        final String metrics = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + adminPort + "/metrics"))
-            .build(), HttpResponse.BodyHandlers.ofString()).body();
-        assertTrue(metrics.lines().anyMatch(l -> l.startsWith("limiter_build_info{") && l.contains("version=\"" + VERSION + "\"")),
-            "limiter_build_info is exported");
+        final String metrics = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + adminPort
+            + "/metrics")) .build(), HttpResponse.BodyHandlers.ofString()).body();
+        assertTrue(metrics.lines().anyMatch(l -> l.startsWith("limiter_build_info{") && l.contains("version=\""
+            + VERSION + "\"")), "limiter_build_info is exported");
     }
 
     /** A PATH of java, bash and dirname alone (what bin/limiter's node and client commands use): no Maven. */

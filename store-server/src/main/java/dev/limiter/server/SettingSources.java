@@ -23,9 +23,9 @@ import java.util.regex.Pattern;
  * a settings file ({@code --config FILE} or {@code $LIMITER_CONFIG}, Java properties). Each server
  * option {@code --some-option} is the variable {@code LIMITER_SOME_OPTION} and the file's key
  * {@code some-option}. A flag wins over the environment, the environment over the file, the file
- * over the built-in default; a variable set to blanks counts as unset. Values from every source go through the same conversion and the same
- * checks as flags ({@link ServerMain}); an error about a value that did not come from a flag is
- * followed by where it came from ({@link #explain}).
+ * over the built-in default; a variable set to blanks counts as unset. Values from every source go
+ * through the same conversion and the same checks as flags ({@link ServerMain}); an error about a
+ * value that did not come from a flag is followed by where it came from ({@link #explain}).
  */
 final class SettingSources implements CommandLine.IDefaultValueProvider
 {
@@ -81,8 +81,10 @@ final class SettingSources implements CommandLine.IDefaultValueProvider
             }
             catch (final IOException | IllegalArgumentException e)
             {
-                throw new IllegalArgumentException(fileOrigin + " " + file + ": cannot read it as a settings file (" + e +
-                    "); it holds lines of key=value, the keys being the server's options without '--', e.g. shards=4");
+                throw new IllegalArgumentException(fileOrigin + " " + file
+                    + ": cannot read it as a settings file (" + e
+                    + "); it holds lines of key=value, the keys being the server's options without '--', "
+                    + "e.g. shards=4");
             }
         }
         return new SettingSources(env, file, values);
@@ -112,8 +114,9 @@ final class SettingSources implements CommandLine.IDefaultValueProvider
         }
         if (!unknown.isEmpty())
         {
-            throw new IllegalArgumentException("settings file " + file + ": unknown key(s) " + unknown + "; the keys are the " +
-                "server's options without '--' (./limiter server --help), e.g. shards, peers, data-dir");
+            throw new IllegalArgumentException("settings file " + file + ": unknown key(s) " + unknown
+                + "; the keys are the "
+                + "server's options without '--' (./limiter server --help), e.g. shards, peers, data-dir");
         }
         final Set<String> variables = new TreeSet<>();
         keys.forEach(key -> variables.add(variable("--" + key)));

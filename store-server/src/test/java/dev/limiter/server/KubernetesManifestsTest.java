@@ -64,7 +64,8 @@ class KubernetesManifestsTest
         final List<Path> files;
         try (Stream<Path> all = Files.list(MANIFESTS))
         {
-            files = all.filter(p -> p.toString().endsWith(".yaml") && !p.endsWith("kustomization.yaml")).sorted().toList();
+            files = all.filter(p -> p.toString().endsWith(".yaml")
+                && !p.endsWith("kustomization.yaml")).sorted().toList();
         }
         for (final Path file : files)
         {
@@ -78,7 +79,8 @@ class KubernetesManifestsTest
     }
 
     @Test
-    void everyMembersArgumentsEnvironmentAndSettingsFileParseWithTheNodesLoaderAndAgreeWithTheService() throws IOException
+    void everyMembersArgumentsEnvironmentAndSettingsFileParseWithTheNodesLoaderAndAgreeWithTheService()
+        throws IOException
     {
         final Map<String, Map<String, Object>> docs = documents();
         final Map<String, Object> set = docs.get("StatefulSet/limiter");
@@ -86,7 +88,8 @@ class KubernetesManifestsTest
         final Map<String, Object> config = docs.get("ConfigMap/limiter-config");
         final Map<String, Object> tokens = docs.get("Secret/limiter-tokens");
         final Map<String, Object> budget = docs.get("PodDisruptionBudget/limiter");
-        assertTrue(set != null && headless != null && config != null && tokens != null && budget != null, docs.keySet().toString());
+        assertTrue(set != null && headless != null && config != null && tokens != null && budget != null,
+            docs.keySet().toString());
         assertEquals("None", at(headless, "spec", "clusterIP"));
         assertEquals(at(headless, "metadata", "name"), at(set, "spec", "serviceName"));
         final int replicas = (Integer)at(set, "spec", "replicas");
@@ -100,12 +103,14 @@ class KubernetesManifestsTest
         final Path mounted = Files.createDirectories(dir.resolve("config"));
         for (final Map.Entry<String, Object> file : map(at(config, "data")).entrySet())
         {
-            Files.writeString(mounted.resolve(file.getKey()), inPod(file.getValue().toString(), configMount, dataMount));
+            Files.writeString(mounted.resolve(file.getKey()), inPod(file.getValue().toString(), configMount,
+                dataMount));
         }
         PolicySetIndex.fromJson(Files.readString(mounted.resolve("policies.json"))); // the node's own policy check
 
         final Map<String, Integer> ports = new HashMap<>();
-        list(container.get("ports")).forEach(p -> ports.put((String)map(p).get("name"), (Integer)map(p).get("containerPort")));
+        list(container.get("ports")).forEach(p -> ports.put((String)map(p).get("name"),
+            (Integer)map(p).get("containerPort")));
         for (int i = 0; i < replicas; i++)
         {
             final String pod = at(set, "metadata", "name") + "-" + i;
@@ -114,7 +119,8 @@ class KubernetesManifestsTest
             final Map<String, String> env = environment(container, pod, map(at(tokens, "stringData")));
             final NodeConfig node = ServerMain.load(args.toArray(String[]::new), env);
             assertTrue(SettingSources.of(args.toArray(String[]::new), env)
-                .checkNames(new picocli.CommandLine(new ServerMain()).getCommandSpec()).isEmpty(), env.keySet().toString());
+                .checkNames(new picocli.CommandLine(new ServerMain()).getCommandSpec()).isEmpty(),
+                    env.keySet().toString());
 
             assertEquals(pod, node.cluster().nodeId(), "the node id is the pod's name");
             assertEquals(replicas, node.cluster().peers().size());
@@ -132,7 +138,8 @@ class KubernetesManifestsTest
             assertEquals(ports.get("raft"), node.dataPort().port() + node.cluster().raftPortOffset());
             assertEquals(dir.resolve("data").toString(), node.storage().dataDir().toString(), "the data volume");
             assertEquals(mounted.resolve("policies.json"), node.storage().policiesFile());
-            assertEquals("a-test-token-of-24-chars", node.admin().token(), "the Secret's token through LIMITER_ADMIN_TOKEN");
+            assertEquals("a-test-token-of-24-chars", node.admin().token(),
+                "the Secret's token through LIMITER_ADMIN_TOKEN");
         }
         assertEquals("/health/ready", at(container, "readinessProbe", "httpGet", "path"));
         assertEquals("admin", at(container, "readinessProbe", "httpGet", "port"));
@@ -155,7 +162,8 @@ class KubernetesManifestsTest
     /** A path of the pod, as this test lays it out under dir. */
     private String inPod(final String text, final String configMount, final String dataMount)
     {
-        return text.replace(configMount, dir.resolve("config").toString()).replace(dataMount, dir.resolve("data").toString());
+        return text.replace(configMount, dir.resolve("config").toString()).replace(dataMount,
+            dir.resolve("data").toString());
     }
 
     /**

@@ -46,8 +46,8 @@ class SettingSourcesTest
         assertEquals(2, ServerMain.load(new String[0], Map.of("LIMITER_CONFIG", file)).shards().count(),
             "the file named by $LIMITER_CONFIG");
         assertEquals(ShardConfig.Defaults.COUNT, ServerMain.load(new String[0], Map.of()).shards().count());
-        assertEquals(2, ServerMain.load(new String[] {"--config", file}, Map.of("LIMITER_SHARDS", " ")).shards().count(),
-            "a variable set to blanks is unset");
+        assertEquals(2, ServerMain.load(new String[] {"--config", file}, Map.of("LIMITER_SHARDS",
+            " ")).shards().count(), "a variable set to blanks is unset");
     }
 
     @Test
@@ -66,25 +66,27 @@ class SettingSourcesTest
     void aValueOutOfRangeGetsTheRecordsOwnMessageFromEachSourceWithWhereItCameFrom() throws IOException
     {
         final String peers = "n1=127.0.0.1:7401,n2=127.0.0.1:7402,n3=127.0.0.1:7403";
-        final String fromFlag = refused(new String[] {"--node-id", "n1", "--peers", peers, "--election-timeout-ms", "20"},
-            Map.of());
+        final String fromFlag = refused(new String[] {"--node-id", "n1", "--peers", peers, "--election-timeout-ms",
+            "20"}, Map.of());
         assertTrue(fromFlag.startsWith("--election-timeout-ms must be 150 (the default) to "), fromFlag);
         assertEquals(fromFlag + " [--election-timeout-ms was set by environment variable LIMITER_ELECTION_TIMEOUT_MS]",
             refused(new String[] {"--node-id", "n1", "--peers", peers}, Map.of("LIMITER_ELECTION_TIMEOUT_MS", "20")));
         final Path file = file("node-id=n1", "peers=" + peers, "election-timeout-ms=20");
-        assertEquals(fromFlag + " [--election-timeout-ms was set by settings file " + file + ", key election-timeout-ms]",
-            refused(new String[] {"--config", file.toString()}, Map.of()));
+        assertEquals(fromFlag + " [--election-timeout-ms was set by settings file " + file
+            + ", key election-timeout-ms]", refused(new String[] {"--config", file.toString()}, Map.of()));
     }
 
     @Test
     void anUnknownKeyInTheFileIsRefusedAndAnUnknownVariableIsReported() throws IOException
     {
         final Path file = file("shard=4", "peers=");
-        assertEquals("settings file " + file + ": unknown key(s) [shard]; the keys are the server's options without '--' " +
-            "(./limiter server --help), e.g. shards, peers, data-dir",
-            refused(new String[] {"--config", file.toString()}, Map.of()));
+        assertEquals("settings file " + file
+            + ": unknown key(s) [shard]; the keys are the server's options without '--' "
+            + "(./limiter server --help), e.g. shards, peers, data-dir", refused(new String[] {"--config",
+            file.toString()}, Map.of()));
         assertEquals("--config " + dir.resolve("absent") + ": cannot read it as a settings file (java.nio.file." +
-            "NoSuchFileException: " + dir.resolve("absent") + "); it holds lines of key=value, the keys being the server's " +
+            "NoSuchFileException: " + dir.resolve("absent")
+                + "); it holds lines of key=value, the keys being the server's " +
             "options without '--', e.g. shards=4",
             refused(new String[] {"--config", dir.resolve("absent").toString()}, Map.of()));
         final SettingSources sources = SettingSources.of(new String[0],

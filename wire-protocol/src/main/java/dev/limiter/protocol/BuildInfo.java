@@ -29,7 +29,8 @@ public record BuildInfo(String version, String commit)
     /** One line for {@code --version}: {@code limiter 0.1.0 (commit 1a2b3c4d5e6f, protocol generation 2)}. */
     public String describe()
     {
-        return "limiter " + version + " (commit " + commit + ", protocol generation " + ProtocolGeneration.CURRENT + ")";
+        return "limiter " + version + " (commit " + commit + ", protocol generation " + ProtocolGeneration.CURRENT +
+            ")";
     }
 
     private static BuildInfo load()

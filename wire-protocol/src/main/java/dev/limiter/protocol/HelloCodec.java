@@ -69,7 +69,8 @@ public final class HelloCodec
         }
         if (length < RESULT_BODY_LENGTH)
         {
-            throw new IllegalArgumentException("HELLO_RESULT body is " + length + " bytes; after its u64 of feature bits " +
+            throw new IllegalArgumentException("HELLO_RESULT body is " + length +
+                " bytes; after its u64 of feature bits " +
                 "come a u32 protocol generation and a u32 oldest generation (16 bytes)");
         }
         return new Greeting(features, frame.getInt(body + BODY_LENGTH), frame.getInt(body + BODY_LENGTH + 4));

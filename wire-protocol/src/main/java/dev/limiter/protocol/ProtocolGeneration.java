@@ -42,7 +42,8 @@ public final class ProtocolGeneration
         if (CURRENT < peerOldestPeer)
         {
             return "it reads protocol generation " + peerOldestPeer + " or newer and this build speaks generation " +
-                CURRENT + ": this build is too old to join it; run a build of generation " + peerOldestPeer + " or newer";
+                CURRENT + ": this build is too old to join it; run a build of generation " + peerOldestPeer +
+                " or newer";
         }
         return null;
     }

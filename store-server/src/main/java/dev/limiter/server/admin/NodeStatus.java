@@ -2,7 +2,10 @@ package dev.limiter.server.admin;
 
 import dev.limiter.protocol.policy.HotKeyReport;
 
-/** What the admin port reports of its node: {@code GET /status}, {@code GET /health}, {@code /health/live}, {@code /health/ready}, {@code GET /v1/hot-keys}. */
+/**
+ * What the admin port reports of its node: {@code GET /status}, {@code GET /health}, {@code /health/live},
+ * {@code /health/ready}, {@code GET /v1/hot-keys}.
+ */
 public interface NodeStatus
 {
     /**
@@ -11,7 +14,9 @@ public interface NodeStatus
      */
     String statusJson();
 
-    /** Whether the node's process serves: its data port open and it not closing ({@code /health/live}, {@code /health}). */
+    /**
+     * Whether the node's process serves: its data port open and it not closing ({@code /health/live}, {@code /health}).
+     */
     boolean healthy();
 
     /** Whether the node should be sent traffic, and if not why ({@code /health/ready}). */

@@ -64,8 +64,8 @@ public final class PeerGenerations
      * @return the members that answered, with their generations
      * @throws Incompatible naming every member this build cannot run beside
      */
-    public static List<Answer> check(final Map<String, InetSocketAddress> members, final String self, final SSLContext tls,
-        final int timeoutMs)
+    public static List<Answer> check(final Map<String, InetSocketAddress> members, final String self,
+        final SSLContext tls, final int timeoutMs)
     {
         final List<Answer> answers = new ArrayList<>();
         final List<String> refusals = new ArrayList<>();
@@ -82,7 +82,8 @@ public final class PeerGenerations
             }
             catch (final IOException e)
             {
-                LOG.debug("member {} at {} did not answer HELLO ({}): its generation is checked when it starts", id, address, e.toString());
+                LOG.debug("member {} at {} did not answer HELLO ({}): its generation is checked when it starts", id,
+                    address, e.toString());
                 return;
             }
             answers.add(answer);
@@ -93,8 +94,10 @@ public final class PeerGenerations
             }
             else if (answer.generation() != ProtocolGeneration.CURRENT)
             {
-                LOG.warn("member {} at {} runs protocol generation {}, this build generation {}: the two run together " +
-                    "(a rolling upgrade); upgrade every member to one build", id, hostPort(address), answer.generation(),
+                LOG.warn("member {} at {} runs protocol generation {}, this build generation {}: the two run " +
+                    "together " +
+                    "(a rolling upgrade); upgrade every member to one build", id, hostPort(address),
+                    answer.generation(),
                     ProtocolGeneration.CURRENT);
             }
         });
@@ -107,14 +110,14 @@ public final class PeerGenerations
         return answers;
     }
 
-    private static Answer greet(final String id, final InetSocketAddress address, final SSLContext tls, final int timeoutMs)
-        throws IOException
+    private static Answer greet(final String id, final InetSocketAddress address, final SSLContext tls,
+        final int timeoutMs) throws IOException
     {
         try (Socket socket = tls == null ? new Socket() : tls.getSocketFactory().createSocket())
         {
             // Peers are given as names (a StatefulSet's stable DNS names): resolved now, at each start.
-            socket.connect(address.isUnresolved() ? new InetSocketAddress(address.getHostString(), address.getPort()) : address,
-                timeoutMs);
+            socket.connect(address.isUnresolved() ? new InetSocketAddress(address.getHostString(),
+                address.getPort()) : address, timeoutMs);
             socket.setSoTimeout(timeoutMs);
             final ByteBuf hello = Unpooled.buffer(Frame.HEADER_LENGTH + HelloCodec.BODY_LENGTH);
             HelloCodec.writeHello(hello, 1, Features.NODE);
@@ -132,14 +135,16 @@ public final class PeerGenerations
             if (type == MessageType.ERROR && ErrorCodec.code(answer, body) == ErrorCode.UNKNOWN_TYPE.code())
             {
                 // A node from before HELLO: older than generations too.
-                return new Answer(id, address, ProtocolGeneration.BEFORE_GENERATIONS, ProtocolGeneration.BEFORE_GENERATIONS);
+                return new Answer(id, address, ProtocolGeneration.BEFORE_GENERATIONS,
+                    ProtocolGeneration.BEFORE_GENERATIONS);
             }
             throw new IOException("answered HELLO with " + MessageType.name(type) +
                 (type == MessageType.ERROR ? ": " + ErrorCodec.message(answer, body, Frame.frameEnd(answer)) : ""));
         }
     }
 
-    private static HelloCodec.Greeting readGreeting(final ByteBuf answer, final InetSocketAddress address) throws IOException
+    private static HelloCodec.Greeting readGreeting(final ByteBuf answer,
+        final InetSocketAddress address) throws IOException
     {
         try
         {

@@ -112,7 +112,8 @@ class PeerGenerationsTest
              OtherBuild beforeHello = new OtherBuild(BEFORE_HELLO))
         {
             final Map<String, InetSocketAddress> members = new LinkedHashMap<>();
-            members.put("n1", new InetSocketAddress(InetAddress.getLoopbackAddress(), freePort())); // itself: not greeted
+            members.put("n1", new InetSocketAddress(InetAddress.getLoopbackAddress(),
+                freePort())); // itself: not greeted
             members.put("n2", same.address());
             members.put("n3", beforeGenerations.address());
             members.put("n4", beforeHello.address());
@@ -120,7 +121,8 @@ class PeerGenerationsTest
             final long started = System.nanoTime();
             final List<PeerGenerations.Answer> answers = PeerGenerations.check(members, "n1", null, 500);
             assertEquals(List.of(
-                new PeerGenerations.Answer("n2", same.address(), ProtocolGeneration.CURRENT, ProtocolGeneration.OLDEST_PEER),
+                new PeerGenerations.Answer("n2", same.address(), ProtocolGeneration.CURRENT,
+                    ProtocolGeneration.OLDEST_PEER),
                 new PeerGenerations.Answer("n3", beforeGenerations.address(), 1, 1),
                 new PeerGenerations.Answer("n4", beforeHello.address(), 1, 1)), answers);
             assertEquals(true, System.nanoTime() - started < 2_000_000_000L, "a refused connection is not waited on");
@@ -142,7 +144,8 @@ class PeerGenerationsTest
             final String host = newer.address().getHostString() + ":" + newer.address().getPort();
             assertEquals("this build (protocol generation " + ProtocolGeneration.CURRENT + ", runs beside " +
                 ProtocolGeneration.OLDEST_PEER + " and newer) cannot join its cluster: member n2 at " + host +
-                ": it reads protocol generation 98 or newer and this build speaks generation " + ProtocolGeneration.CURRENT +
+                ": it reads protocol generation 98 or newer and this build speaks generation "
+                    + ProtocolGeneration.CURRENT +
                 ": this build is too old to join it; run a build of generation 98 or newer. Nothing was started; " +
                 "see docs/production.md#upgrades", refused.getMessage());
         }
