@@ -193,6 +193,9 @@ public final class StatusCommand implements Callable<Integer>
                 System.out.println();
                 System.out.println(timeoutsDiffer);
             }
+            final String versions = versions(answers.stream().filter(Answer::answered).map(Answer::status).toList());
+            System.out.println();
+            System.out.println(versions);
         }
         return allAnswered ? 0 : 1;
     }
@@ -226,6 +229,30 @@ public final class StatusCommand implements Callable<Integer>
         return "WARNING: the members run different --election-timeout-ms (" + members + "). A leader decides alone for its own value " +
             "less 25 ms after a majority last answered, so a member with a shorter one may be elected while a cut-off leader still " +
             "decides: restart the members with the same value (docs/operations.md).";
+    }
+
+    /**
+     * The builds the members that answered run: {@code version 0.1.0 (commit 1a2b3c4d5e6f)} when they
+     * agree, else each member's and a note that an upgrade is under way. A member of a build from
+     * before versions reports none.
+     */
+    static String versions(final List<StatusReport> answers)
+    {
+        final Map<String, String> byMember = new TreeMap<>();
+        for (final StatusReport answer : answers)
+        {
+            byMember.put(answer.getId(), answer.getVersion().isEmpty() ? "a build from before versions" :
+                answer.getVersion() + " (commit " + answer.getCommit() + ", protocol generation " +
+                    answer.getProtocolGeneration() + ")");
+        }
+        if (byMember.values().stream().distinct().count() <= 1)
+        {
+            return "version " + byMember.values().stream().findFirst().orElse("unknown");
+        }
+        final StringBuilder members = new StringBuilder();
+        byMember.forEach((id, build) -> members.append("\n  ").append(id).append(": ").append(build));
+        return "NOTE: the members run different builds (a rolling upgrade under way?); finish it so every member runs one:" +
+            members;
     }
 
     /** The region the nodes belong to (docs/regions.md): its shares as its leader has them, and how old each other region's report is. */

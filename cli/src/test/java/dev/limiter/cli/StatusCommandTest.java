@@ -222,6 +222,18 @@ class StatusCommandTest
     }
 
     @Test
+    void membersOfOneBuildShowItsVersionAndARollingUpgradeNamesEachMembersBuild()
+    {
+        final StatusReport.Builder current = StatusReport.newBuilder().setVersion("0.2.0").setCommit("1a2b3c4d5e6f")
+            .setProtocolGeneration(2);
+        assertEquals("version 0.2.0 (commit 1a2b3c4d5e6f, protocol generation 2)", StatusCommand.versions(List.of(
+            current.setId("n1").build(), current.setId("n2").build())));
+        assertEquals("NOTE: the members run different builds (a rolling upgrade under way?); finish it so every member " +
+            "runs one:\n  n1: 0.2.0 (commit 1a2b3c4d5e6f, protocol generation 2)\n  n2: a build from before versions",
+            StatusCommand.versions(List.of(current.setId("n1").build(), StatusReport.newBuilder().setId("n2").build())));
+    }
+
+    @Test
     void aNewerNodesFieldsAreIgnoredAndAnAnswerThatIsNotAStatusIsNamedAsTheProblem() throws Exception
     {
         // n2 is a newer build with fields this CLI does not know; n3 answers something that is not a status.

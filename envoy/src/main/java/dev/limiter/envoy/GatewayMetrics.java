@@ -4,6 +4,8 @@ import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
 import dev.limiter.client.LimiterClient;
 import dev.limiter.client.LimiterMetrics;
+import dev.limiter.protocol.BuildInfo;
+import dev.limiter.protocol.ProtocolGeneration;
 import dev.limiter.protocol.ReloadingTls;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
@@ -105,6 +107,12 @@ public final class GatewayMetrics implements AutoCloseable
         FunctionCounter.builder("limiter.rls.checks", gateway, RateLimitGateway::checks)
             .description("Descriptors checked without a charge: hits_addend 0, or a cost beyond 2^31-1").register(registry);
         LimiterMetrics.bind(client, registry);
+        final BuildInfo build = BuildInfo.current();
+        Gauge.builder("limiter.build.info", () -> 1)
+            .description("Always 1; its labels name the build: version, git commit and protocol generation")
+            .tags("version", build.version(), "commit", build.commit(),
+                "protocol_generation", Integer.toString(ProtocolGeneration.CURRENT))
+            .register(registry);
     }
 
     private void bind(final RlsServer port)

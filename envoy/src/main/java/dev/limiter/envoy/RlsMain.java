@@ -1,6 +1,7 @@
 package dev.limiter.envoy;
 
 import dev.limiter.client.LimiterClient;
+import dev.limiter.protocol.BuildInfo;
 import dev.limiter.protocol.HostPort;
 import dev.limiter.protocol.ReloadingTls;
 import io.netty.handler.ssl.ClientAuth;
@@ -22,6 +23,7 @@ import java.util.concurrent.CountDownLatch;
 @Command(
     name = "rls",
     mixinStandardHelpOptions = true,
+    versionProvider = RlsMain.Version.class,
     description = {
         "Serves Envoy's rate limit service (envoy.service.ratelimit.v3.RateLimitService, gRPC) from the store.",
         "Stateless: every descriptor is decided by its shard's leader (the SDK routes it there, so any gateway",
@@ -126,6 +128,16 @@ public final class RlsMain implements Callable<Integer>
             return 2;
         });
         return line.execute(args);
+    }
+
+    /** {@code --version}: this build's version, commit and protocol generation. */
+    static final class Version implements CommandLine.IVersionProvider
+    {
+        @Override
+        public String[] getVersion()
+        {
+            return new String[] {BuildInfo.current().describe()};
+        }
     }
 
     public static void main(final String[] args)

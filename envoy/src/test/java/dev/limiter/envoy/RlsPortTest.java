@@ -1,7 +1,9 @@
 package dev.limiter.envoy;
 
 import dev.limiter.client.LimiterClient;
+import dev.limiter.protocol.BuildInfo;
 import dev.limiter.protocol.Pem;
+import dev.limiter.protocol.ProtocolGeneration;
 import dev.limiter.protocol.ReloadingTls;
 import dev.limiter.server.ClusterPorts;
 import dev.limiter.server.ServerConfig;
@@ -173,6 +175,9 @@ class RlsPortTest
         assertThrows(StatusRuntimeException.class, () -> decide(plaintext(rls)), "a fourth gRPC client is not served either");
         assertEquals(2, rls.refusedOverCap());
         assertTrue(scrape(metrics).contains("limiter_refusals_total{port=\"rls\",reason=\"max-connections\"} 2.0"), scrape(metrics));
+        assertTrue(scrape(metrics).contains("limiter_build_info{commit=\"" + BuildInfo.current().commit() +
+            "\",protocol_generation=\"" + ProtocolGeneration.CURRENT + "\",version=\"" + BuildInfo.current().version() +
+            "\"} 1"), "the gateway names its build");
 
         served.get(0).shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
         final long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);

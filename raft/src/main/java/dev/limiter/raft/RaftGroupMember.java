@@ -470,6 +470,12 @@ public final class RaftGroupMember
         return info().getLastAppliedIndex();
     }
 
+    /** The highest log index this node knows to be committed (a follower learns it from its leader). */
+    public long lastCommittedIndex()
+    {
+        return division().getRaftLog().getLastCommittedIndex();
+    }
+
     /** The members of the group now in force (from the committed configuration): id to Raft address. */
     public Map<String, String> members()
     {

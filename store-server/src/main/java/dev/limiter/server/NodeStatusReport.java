@@ -1,6 +1,8 @@
 package dev.limiter.server;
 
 import com.sun.management.OperatingSystemMXBean;
+import dev.limiter.protocol.BuildInfo;
+import dev.limiter.protocol.ProtocolGeneration;
 import dev.limiter.protocol.status.GroupStatus;
 import dev.limiter.protocol.status.Member;
 import dev.limiter.protocol.status.ShardStatus;
@@ -37,7 +39,10 @@ final class NodeStatusReport
         final StatusReport.Builder status = StatusReport.newBuilder()
             .setId(nodeName)
             .setAddress(address)
-            .setClustered(clustered);
+            .setClustered(clustered)
+            .setVersion(BuildInfo.current().version())
+            .setCommit(BuildInfo.current().commit())
+            .setProtocolGeneration(ProtocolGeneration.CURRENT);
         String role = "LEADER";
         final Replication replication = groups == null ? null : groups.control();
         if (replication != null)

@@ -1,7 +1,9 @@
 package dev.limiter.server;
 
+import dev.limiter.protocol.BuildInfo;
 import dev.limiter.protocol.PolicyValidationException;
 import dev.limiter.raft.RaftNodeConfig;
+import dev.limiter.server.cluster.PeerGenerations;
 import dev.limiter.server.region.RegionConfig;
 import dev.limiter.server.net.Listener;
 import dev.limiter.server.net.TlsClientAuth;
@@ -20,11 +22,19 @@ import java.util.concurrent.CountDownLatch;
 @Command(
     name = "server",
     mixinStandardHelpOptions = true,
+    versionProvider = ServerMain.Version.class,
     description = {"Runs one limiter store node. With no flags it serves on 127.0.0.1:7400, admin HTTP on 7480.",
         "With --node-id and --peers it is a member of a replicated cluster (Raft port = data port + offset)."},
     sortOptions = false)
 public final class ServerMain implements Callable<Integer>
 {
+    @Option(names = SettingSources.CONFIG_OPTION, paramLabel = "FILE",
+        description = "Settings file (default: $LIMITER_CONFIG): lines of key=value, each key a server option without '--' " +
+            "(e.g. shards=4, peers=n1=10.0.0.1:7400,n2=...). Every option may also come from the environment variable " +
+            "LIMITER_<OPTION> (e.g. LIMITER_SHARDS, LIMITER_DATA_DIR). A flag wins over the environment, the environment " +
+            "over the file, the file over the default; all three are checked alike.")
+    Path config;
+
     @Option(names = "--host", description = "Address to bind (default: ${DEFAULT-VALUE}).")
     String host = DataPortConfig.Defaults.HOST;
 
@@ -182,6 +192,9 @@ public final class ServerMain implements Callable<Integer>
     @Option(names = "--admin-idle-timeout-ms", description = "An admin HTTP connection that sends nothing for this long is closed (default: ${DEFAULT-VALUE}).")
     long adminIdleTimeoutMillis = AdminConfig.Defaults.IDLE_TIMEOUT_MILLIS;
 
+    /** Where settings other than flags came from (set by {@link #run}); null when the flags were parsed alone. */
+    private SettingSources sources;
+
     /**
      * The flags as a node's settings; the records check them.
      *
@@ -227,7 +240,7 @@ public final class ServerMain implements Callable<Integer>
         }
         catch (final IllegalArgumentException e)
         {
-            System.err.println("limiter server: " + e.getMessage());
+            System.err.println("limiter server: " + (sources == null ? e.getMessage() : sources.explain(e.getMessage())));
             return 2;
         }
         catch (final UncheckedIOException e)
@@ -242,7 +255,7 @@ public final class ServerMain implements Callable<Integer>
         catch (final Exception e)
         {
             server.close();
-            if (e instanceof Listener.ListenFailure)
+            if (e instanceof Listener.ListenFailure || e instanceof PeerGenerations.Incompatible)
             {
                 System.err.println("limiter server: " + e.getMessage());
             }
@@ -265,8 +278,73 @@ public final class ServerMain implements Callable<Integer>
         return 0;
     }
 
+    /** {@code --version}: this build's version, commit and protocol generation. */
+    static final class Version implements CommandLine.IVersionProvider
+    {
+        @Override
+        public String[] getVersion()
+        {
+            return new String[] {BuildInfo.current().describe()};
+        }
+    }
+
+    /**
+     * The node's settings from its flags, {@code LIMITER_*} variables of {@code env} and the settings
+     * file, checked: the one loader {@code ./limiter server}, its tests and the Kubernetes manifests' test use.
+     *
+     * @throws IllegalArgumentException naming the setting and, when it was not a flag, where it came from
+     */
+    static NodeConfig load(final String[] args, final Map<String, String> env)
+    {
+        final SettingSources sources = SettingSources.of(args, env);
+        final ServerMain main = new ServerMain();
+        final CommandLine command = commandLine(main, sources);
+        sources.checkNames(command.getCommandSpec());
+        try
+        {
+            command.parseArgs(args);
+            return main.nodeConfig();
+        }
+        catch (final CommandLine.ParameterException | IllegalArgumentException e)
+        {
+            throw new IllegalArgumentException(sources.explain(e.getMessage()), e);
+        }
+    }
+
+    private static CommandLine commandLine(final ServerMain main, final SettingSources sources)
+    {
+        return new CommandLine(main).setCaseInsensitiveEnumValuesAllowed(true).setDefaultValueProvider(sources);
+    }
+
+    /** Runs {@code ./limiter server} with {@code args} and the process's environment; the exit status. */
+    static int run(final String[] args, final Map<String, String> env)
+    {
+        final SettingSources sources;
+        final CommandLine command;
+        try
+        {
+            sources = SettingSources.of(args, env);
+            final ServerMain main = new ServerMain();
+            main.sources = sources;
+            command = commandLine(main, sources);
+            sources.checkNames(command.getCommandSpec()).forEach(variable -> System.err.println("limiter server: warning: " +
+                "the environment variable " + variable + " names no server option and is ignored (./limiter server --help)"));
+        }
+        catch (final IllegalArgumentException e)
+        {
+            System.err.println("limiter server: " + e.getMessage());
+            return 2;
+        }
+        command.setParameterExceptionHandler((e, ignored) ->
+        {
+            System.err.println("limiter server: " + sources.explain(e.getMessage()) + " (./limiter server --help)");
+            return 2;
+        });
+        return command.execute(args);
+    }
+
     public static void main(final String[] args)
     {
-        System.exit(new CommandLine(new ServerMain()).setCaseInsensitiveEnumValuesAllowed(true).execute(args));
+        System.exit(run(args, System.getenv()));
     }
 }

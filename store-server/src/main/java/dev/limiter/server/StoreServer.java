@@ -11,11 +11,14 @@ import dev.limiter.protocol.policy.HotKeyReport;
 import dev.limiter.protocol.policy.PolicyCommand;
 import dev.limiter.protocol.policy.PolicySet;
 import dev.limiter.protocol.status.StatusReport;
+import dev.limiter.raft.RaftGroupMember;
 import dev.limiter.raft.RaftNodeConfig;
 import dev.limiter.server.admin.AdminServer;
 import dev.limiter.server.admin.AdminToken;
 import dev.limiter.server.admin.NodeStatus;
+import dev.limiter.server.admin.Readiness;
 import dev.limiter.server.cluster.Membership;
+import dev.limiter.server.cluster.PeerGenerations;
 import dev.limiter.server.cluster.Replication;
 import dev.limiter.server.cluster.ReplicationGroups;
 import dev.limiter.server.control.ControlTicker;
@@ -93,6 +96,8 @@ public final class StoreServer implements NodeStatus, AutoCloseable
      * of what it answered, then an election with the successor caught up.
      */
     static final long STOP_HAND_OVER_MILLIS = 3000;
+    /** How long each other member has to answer the HELLO that checks its protocol generation at start. */
+    private static final int PEER_GREETING_TIMEOUT_MS = 500;
 
     private final NodeConfig config;
     private final MonotonicClock clock;
@@ -346,6 +351,8 @@ public final class StoreServer implements NodeStatus, AutoCloseable
     private void startReplication()
     {
         final ClusterConfig cluster = config.cluster();
+        PeerGenerations.check(cluster.peers(), cluster.nodeId(), tlsFiles == null ? null : tlsFiles.context(),
+            PEER_GREETING_TIMEOUT_MS);
         final BucketTable[] committed = new BucketTable[shards.size()];
         for (int i = 0; i < committed.length; i++)
         {
@@ -487,6 +494,48 @@ public final class StoreServer implements NodeStatus, AutoCloseable
     public boolean healthy()
     {
         return !closed && dataChannel != null && dataChannel.isActive();
+    }
+
+    @Override
+    public Readiness readiness()
+    {
+        final List<String> notReady = new ArrayList<>();
+        if (!healthy())
+        {
+            notReady.add("the data port is not serving");
+        }
+        if (groups != null)
+        {
+            for (final Replication group : groups.all())
+            {
+                if (group.leaderId() == null || group.leaderId().isEmpty())
+                {
+                    notReady.add("Raft group " + group.group() + " has no known leader");
+                    continue;
+                }
+                final long lag;
+                try
+                {
+                    final RaftGroupMember member = group.member();
+                    lag = member.lastCommittedIndex() - member.lastAppliedIndex();
+                }
+                catch (final RuntimeException stopping)
+                {
+                    notReady.add("Raft group " + group.group() + " is not running: " + stopping.getMessage());
+                    continue;
+                }
+                if (lag > Readiness.MAX_APPLY_LAG)
+                {
+                    notReady.add("Raft group " + group.group() + " has " + lag + " committed entries left to apply (ready at " +
+                        Readiness.MAX_APPLY_LAG + " or fewer)");
+                }
+            }
+        }
+        if (!policyState.bootstrapped())
+        {
+            notReady.add("the policy set is not loaded yet");
+        }
+        return new Readiness(notReady);
     }
 
     @Override

@@ -2,9 +2,11 @@ package dev.limiter.server;
 
 import dev.limiter.client.Descriptor;
 import dev.limiter.client.LimiterClient;
+import dev.limiter.protocol.BuildInfo;
 import dev.limiter.protocol.policy.HotKeyReport;
 import dev.limiter.server.admin.AdminServer;
 import dev.limiter.server.admin.NodeStatus;
+import dev.limiter.server.admin.Readiness;
 import dev.limiter.server.metrics.ServerMetrics;
 import dev.limiter.server.net.Listener;
 import io.netty.channel.EventLoopGroup;
@@ -15,6 +17,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
+import java.net.InetSocketAddress;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -22,6 +25,9 @@ import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
 import static dev.limiter.server.TestNode.SECOND;
@@ -63,6 +69,13 @@ class AdminHttpTest
             assertEquals(200, health.statusCode());
             assertTrue(health.body().contains("\"status\":\"UP\""), health.body());
             assertTrue(health.body().contains("\"policySetVersion\":3"), health.body());
+            assertEquals(200, get(server.adminPort(), "/health/live", "GET").statusCode());
+            final HttpResponse<String> ready = get(server.adminPort(), "/health/ready", "GET");
+            assertEquals(200, ready.statusCode(), ready.body());
+            assertEquals("{\"status\":\"READY\"}\n", ready.body());
+            final String buildInfo = metrics.lines().filter(l -> l.startsWith("limiter_build_info{")).findFirst().orElse("");
+            assertTrue(buildInfo.contains("version=\"" + BuildInfo.current().version() + "\"") &&
+                buildInfo.contains("commit=\"" + BuildInfo.current().commit() + "\"") && buildInfo.endsWith(" 1"), buildInfo);
 
             assertEquals(404, get(server.adminPort(), "/nope", "GET").statusCode());
             assertEquals(405, get(server.adminPort(), "/metrics", "POST").statusCode());
@@ -85,6 +98,12 @@ class AdminHttpTest
             public boolean healthy()
             {
                 return true;
+            }
+
+            @Override
+            public Readiness readiness()
+            {
+                return new Readiness(List.of());
             }
 
             @Override
@@ -116,6 +135,29 @@ class AdminHttpTest
         {
             admin.close();
             group.shutdownGracefully(0, 1, TimeUnit.SECONDS).syncUninterruptibly();
+        }
+    }
+
+    @Test
+    void aMemberWithoutALeaderIsLiveButNotReadyAndSaysWhy() throws Exception
+    {
+        // Its two peers never start: it cannot elect a leader, so no traffic should be sent to it.
+        final Map<String, InetSocketAddress> members = new LinkedHashMap<>();
+        for (final String id : List.of("n1", "n2", "n3"))
+        {
+            try (java.net.ServerSocket free = new java.net.ServerSocket(0, 1, java.net.InetAddress.getByName("127.0.0.1")))
+            {
+                members.put(id, new InetSocketAddress("127.0.0.1", free.getLocalPort()));
+            }
+        }
+        try (StoreServer member = new StoreServer(TestNode.config(dir, members.get("n1").getPort(), 1).nodeId("n1")
+            .peers(members).raftPortOffset(1000)).start())
+        {
+            assertEquals(200, get(member.adminPort(), "/health/live", "GET").statusCode());
+            final HttpResponse<String> ready = get(member.adminPort(), "/health/ready", "GET");
+            assertEquals(503, ready.statusCode(), ready.body());
+            assertTrue(ready.body().startsWith("{\"status\":\"NOT_READY\",\"reasons\":[\"Raft group 0 has no known leader\""),
+                ready.body());
         }
     }
 

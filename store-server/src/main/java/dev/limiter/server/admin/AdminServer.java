@@ -44,7 +44,7 @@ import java.util.ArrayDeque;
 import javax.net.ssl.SSLException;
 
 /**
- * The admin HTTP endpoint: {@code GET /metrics} (Prometheus text), {@code /health} and {@code /status}
+ * The admin HTTP endpoint: {@code GET /metrics} (Prometheus text), {@code /health} (and {@code /health/live}: the process serves), {@code /health/ready} and {@code /status}
  * (JSON), open to anyone who can reach the port; and the control plane under {@code /v1/}, which
  * needs {@code Authorization: Bearer <token>} (see docs/control-plane.md and {@link AdminApi}).
  */
@@ -253,7 +253,13 @@ public final class AdminServer implements AutoCloseable
             {
                 response = text(HttpResponseStatus.OK, "application/json", server.statusJson() + "\n");
             }
-            else if (path.equals("/health"))
+            else if (path.equals("/health/ready"))
+            {
+                final Readiness readiness = server.readiness();
+                response = text(readiness.ready() ? HttpResponseStatus.OK : HttpResponseStatus.SERVICE_UNAVAILABLE,
+                    "application/json", readiness.json() + "\n");
+            }
+            else if (path.equals("/health") || path.equals("/health/live"))
             {
                 response = text(server.healthy() ? HttpResponseStatus.OK : HttpResponseStatus.SERVICE_UNAVAILABLE,
                     "application/json", server.healthJson() + "\n");
@@ -261,7 +267,7 @@ public final class AdminServer implements AutoCloseable
             else
             {
                 response = text(HttpResponseStatus.NOT_FOUND, "text/plain; charset=utf-8",
-                    "no such endpoint: " + path + " (try /metrics, /health, /status or /region/v1/report)\n");
+                    "no such endpoint: " + path + " (try /metrics, /health, /health/live, /health/ready, /status or /region/v1/report)\n");
             }
             send(ctx, response, HttpUtil.isKeepAlive(request));
         }

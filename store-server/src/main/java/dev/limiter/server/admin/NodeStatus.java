@@ -2,7 +2,10 @@ package dev.limiter.server.admin;
 
 import dev.limiter.protocol.policy.HotKeyReport;
 
-/** What the admin port reports of its node: {@code GET /status}, {@code GET /health}, {@code GET /v1/hot-keys}. */
+/**
+ * What the admin port reports of its node: {@code GET /status}, {@code GET /health}, {@code /health/live},
+ * {@code /health/ready}, {@code GET /v1/hot-keys}.
+ */
 public interface NodeStatus
 {
     /**
@@ -11,8 +14,13 @@ public interface NodeStatus
      */
     String statusJson();
 
-    /** Whether the node can serve (a member with its shards running). */
+    /**
+     * Whether the node's process serves: its data port open and it not closing ({@code /health/live}, {@code /health}).
+     */
     boolean healthy();
+
+    /** Whether the node should be sent traffic, and if not why ({@code /health/ready}). */
+    Readiness readiness();
 
     /** The health document (JSON, one line): status UP or DOWN and what the node holds. */
     String healthJson();

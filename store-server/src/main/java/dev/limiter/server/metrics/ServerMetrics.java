@@ -1,5 +1,7 @@
 package dev.limiter.server.metrics;
 
+import dev.limiter.protocol.BuildInfo;
+import dev.limiter.protocol.ProtocolGeneration;
 import dev.limiter.server.cluster.Replication;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.DistributionSummary;
@@ -47,6 +49,12 @@ public final class ServerMetrics
             .register(registry);
         redirects = Counter.builder("limiter.redirects")
             .description("Frames answered NOT_LEADER, sending the caller to the leader (decision frames and SDK reports)")
+            .register(registry);
+        final BuildInfo build = BuildInfo.current();
+        Gauge.builder("limiter.build.info", () -> 1)
+            .description("Always 1; its labels name the build: version, git commit and protocol generation")
+            .tags("version", build.version(), "commit", build.commit(),
+                "protocol_generation", Integer.toString(ProtocolGeneration.CURRENT))
             .register(registry);
     }
 

@@ -222,7 +222,7 @@ public final class DataPlaneHandler extends ChannelInboundHandlerAdapter impleme
             error(ctx, correlationId, ErrorCode.MALFORMED_FRAME, e.getMessage());
             return;
         }
-        final ByteBuf answer = ctx.alloc().buffer(Frame.HEADER_LENGTH + HelloCodec.BODY_LENGTH);
+        final ByteBuf answer = ctx.alloc().buffer(Frame.HEADER_LENGTH + HelloCodec.RESULT_BODY_LENGTH);
         HelloCodec.writeResult(answer, correlationId, Features.NODE);
         ctx.writeAndFlush(answer, ctx.voidPromise());
     }
