@@ -116,6 +116,12 @@ public final class BearerTokens implements ServerInterceptor
         return match;
     }
 
+    /** The first token (what a client reading the same file sends). */
+    public byte[] first()
+    {
+        return accepted.get(0).clone();
+    }
+
     /** Calls and HTTP requests refused for a missing or wrong token. */
     public long refused()
     {

@@ -18,7 +18,6 @@ import io.grpc.netty.NettyChannelBuilder;
 import io.grpc.stub.ClientCalls;
 import io.grpc.stub.MetadataUtils;
 import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
@@ -287,8 +286,7 @@ class ApiClusterTest
     @Test
     void thePythonExampleGetsDecisionsA429AndLeasesOverGrpc() throws Exception
     {
-        final String missing = Examples.missingPython();
-        Assumptions.assumeTrue(missing == null, missing);
+        Examples.assumeTools(Examples.missingPython());
         final Examples.Run run = Examples.run(Examples.pythonCommand(cluster.api().grpcPort(), ApiCluster.TOKEN, "py-a"), Map.of());
         assertEquals(0, run.exit(), run.output());
         final String out = run.output();
@@ -304,8 +302,7 @@ class ApiClusterTest
     @Test
     void theCurlExampleGetsDecisionsA429WithHeadersAndLeases() throws Exception
     {
-        final String missing = Examples.missingCurl();
-        Assumptions.assumeTrue(missing == null, missing);
+        Examples.assumeTools(Examples.missingCurl());
         final Examples.Run run = Examples.run(List.of("bash", Examples.root().resolve("examples/curl/limiter.sh").toString()),
             Map.of("LIMITER_HTTP", "http://127.0.0.1:" + cluster.api().httpPort(), "LIMITER_TOKEN", ApiCluster.TOKEN, "TENANT", "curl-a",
                 "LEASE_ROUTE", "/v1/exports"));

@@ -1,5 +1,7 @@
 package dev.limiter.envoy.api;
 
+import org.junit.jupiter.api.Assumptions;
+
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -25,6 +27,19 @@ final class Examples
 
     record Run(int exit, String output)
     {
+    }
+
+    /**
+     * Skips the calling test when {@code missing} says a tool is absent, or fails it under
+     * {@code LIMITER_REQUIRE_EXAMPLES=1} (.ci/run installs the tools, so there they must run).
+     */
+    static void assumeTools(final String missing)
+    {
+        if (missing != null && "1".equals(System.getenv("LIMITER_REQUIRE_EXAMPLES")))
+        {
+            throw new AssertionError(missing + " (LIMITER_REQUIRE_EXAMPLES=1)");
+        }
+        Assumptions.assumeTrue(missing == null, missing);
     }
 
     /** The repository's top directory (the tests run in the module's). */
