@@ -17,7 +17,8 @@ import java.util.Locale;
 public final class PortOptions
 {
     @Option(names = "--max-connections", paramLabel = "N",
-        description = "Connections served at once (per port); more are closed at once and counted. Envoy uses about one per worker " +
+        description = "Connections served at once (per port); more are closed at once and counted. Envoy uses " +
+            "about one per worker " +
             "thread per gateway (default: ${DEFAULT-VALUE}).")
     int maxConnections = RlsServer.DEFAULT_MAX_CONNECTIONS;
 
@@ -26,33 +27,41 @@ public final class PortOptions
     Path tlsCert;
 
     @Option(names = "--tls-key", paramLabel = "FILE",
-        description = "PEM private key of --tls-cert, unencrypted: PKCS#8 (BEGIN PRIVATE KEY), PKCS#1 (BEGIN RSA PRIVATE KEY) or SEC1 " +
+        description = "PEM private key of --tls-cert, unencrypted: PKCS#8 (BEGIN PRIVATE KEY), PKCS#1 (BEGIN RSA " +
+            "PRIVATE KEY) or SEC1 " +
             "(BEGIN EC PRIVATE KEY).")
     Path tlsKey;
 
     @Option(names = "--tls-ca", paramLabel = "FILE",
-        description = "PEM CA bundle clients' (Envoy's, the API's callers') certificates must come from, with --tls-client-auth.")
+        description = "PEM CA bundle clients' (Envoy's, the API's callers') certificates must come from, with " +
+            "--tls-client-auth.")
     Path tlsCa;
 
     @Option(names = "--tls-client-auth", paramLabel = "MODE",
-        description = "Whether clients must present a certificate from --tls-ca: none, optional or require (default: none).")
+        description = "Whether clients must present a certificate from --tls-ca: none, optional or require " +
+            "(default: none).")
     String tlsClientAuth = "none";
 
     @Option(names = "--tls-reload-ms", paramLabel = "MS",
-        description = "How often the TLS files (these and --store-tls-*) are checked: a changed certificate, key or CA bundle is used by " +
-            "new connections without a restart (files that do not load are logged and the previous ones kept); 0: read at start " +
+        description = "How often the TLS files (these and --store-tls-*) are checked: a changed certificate, key " +
+            "or CA bundle is used by " +
+            "new connections without a restart (files that do not load are logged and the previous ones kept); " +
+            "0: read at start " +
             "only (default: ${DEFAULT-VALUE}).")
     long tlsReloadMillis = ReloadingTls.DEFAULT_CHECK_EVERY.toMillis();
 
-    @Option(names = "--store-tls-ca", paramLabel = "FILE", description = "Talk to the store over TLS, trusting this CA bundle (PEM).")
+    @Option(names = "--store-tls-ca", paramLabel = "FILE",
+        description = "Talk to the store over TLS, trusting this CA bundle (PEM).")
     Path storeTlsCa;
 
     @Option(names = "--store-tls-cert", paramLabel = "FILE",
-        description = "Client certificate (PEM) for nodes started with --tls-client-auth require; turns TLS to the store on. " +
+        description = "Client certificate (PEM) for nodes started with --tls-client-auth require; turns TLS to " +
+            "the store on. " +
             "Needs --store-tls-key.")
     Path storeTlsCert;
 
-    @Option(names = "--store-tls-key", paramLabel = "FILE", description = "The private key of --store-tls-cert (PKCS#8, PKCS#1 or SEC1 PEM).")
+    @Option(names = "--store-tls-key", paramLabel = "FILE",
+        description = "The private key of --store-tls-cert (PKCS#8, PKCS#1 or SEC1 PEM).")
     Path storeTlsKey;
 
     /**
@@ -63,20 +72,24 @@ public final class PortOptions
      */
     public RlsServer.Port port()
     {
-        require((tlsCert == null) == (tlsKey == null), "--tls-cert and --tls-key go together: the certificate and its private key");
-        require(tlsCa == null || tlsCert != null, "--tls-ca needs --tls-cert and --tls-key: TLS is on only with a certificate " +
-            "(to talk to the store over TLS, give its CA bundle as --store-tls-ca)");
+        require((tlsCert == null) == (tlsKey == null),
+            "--tls-cert and --tls-key go together: the certificate and its private key");
+        require(tlsCa == null || tlsCert != null,
+            "--tls-ca needs --tls-cert and --tls-key: TLS is on only with a certificate "
+            + "(to talk to the store over TLS, give its CA bundle as --store-tls-ca)");
         final ClientAuth clientAuth = clientAuth(tlsClientAuth);
         require(clientAuth == ClientAuth.NONE || tlsCa != null,
-            "--tls-client-auth " + clientAuth.name().toLowerCase(Locale.ROOT) + " needs --tls-ca: the CAs client certificates must come from");
+            "--tls-client-auth " + clientAuth.name().toLowerCase(Locale.ROOT)
+                + " needs --tls-ca: the CAs client certificates must come from");
         require((storeTlsCert == null) == (storeTlsKey == null),
             "--store-tls-cert and --store-tls-key go together: the client certificate and its private key");
         for (final Path file : new Path[] {tlsCert, tlsKey, tlsCa, storeTlsCert, storeTlsKey, storeTlsCa})
         {
             require(file == null || Files.isReadable(file), "TLS file " + file + " does not exist or is not readable");
         }
-        require(tlsReloadMillis == 0 || tlsReloadMillis >= ReloadingTls.MIN_CHECK_EVERY.toMillis() && tlsReloadMillis <= 86_400_000L,
-            "--tls-reload-ms must be 0 (never) or " + ReloadingTls.MIN_CHECK_EVERY.toMillis() + " ms to 1 day, was " + tlsReloadMillis + " ms");
+        require(tlsReloadMillis == 0 || tlsReloadMillis >= ReloadingTls.MIN_CHECK_EVERY.toMillis()
+            && tlsReloadMillis <= 86_400_000L, "--tls-reload-ms must be 0 (never) or "
+            + ReloadingTls.MIN_CHECK_EVERY.toMillis() + " ms to 1 day, was " + tlsReloadMillis + " ms");
         final ReloadingTls tls = tlsCert == null ? null : ReloadingTls.load(tlsCert, tlsKey, tlsCa);
         final ReloadingTls storeTls = storeTlsCa == null && storeTlsCert == null ? null :
             ReloadingTls.load(storeTlsCert, storeTlsKey, storeTlsCa);

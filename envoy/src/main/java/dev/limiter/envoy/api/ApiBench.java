@@ -39,14 +39,16 @@ import java.util.concurrent.locks.LockSupport;
     name = "api bench",
     mixinStandardHelpOptions = true,
     description = {
-        "Calls limiter.v1.RateLimiter/Acquire (gRPC) at a fixed rate (open loop) and prints one JSON line: answers by kind",
-        "(decidedLocally = the gateway SDK's own decisions while no node answered) and latency percentiles in microseconds.",
+        "Calls limiter.v1.RateLimiter/Acquire (gRPC) at a fixed rate (open loop) and prints one JSON line:",
+        "answers by kind (decidedLocally = the gateway SDK's own decisions while no node answered) and",
+        "latency percentiles in microseconds.",
         "  ./limiter api bench --targets 127.0.0.1:7701 --token-file data/api-tokens --rate 1000 --duration 20",
         "Exit status: 0 done, 1 no call was answered, 2 bad input."},
     sortOptions = false)
 public final class ApiBench implements Callable<Integer>
 {
-    private static final Metadata.Key<String> AUTHORIZATION = Metadata.Key.of("authorization", Metadata.ASCII_STRING_MARSHALLER);
+    private static final Metadata.Key<String> AUTHORIZATION = Metadata.Key.of("authorization",
+        Metadata.ASCII_STRING_MARSHALLER);
 
     private final PrintStream out;
     private final PrintStream err;
@@ -66,16 +68,19 @@ public final class ApiBench implements Callable<Integer>
     int duration = 10;
 
     @Option(names = "--warmup", paramLabel = "S",
-        description = "Seconds at the same rate before measuring, while this fresh JVM's client is compiled (default: ${DEFAULT-VALUE}).")
+        description = "Seconds at the same rate before measuring, while this fresh JVM's client is compiled " +
+            "(default: ${DEFAULT-VALUE}).")
     int warmup = 20;
 
     @Option(names = "--route", description = "The requests' route (default: ${DEFAULT-VALUE}).")
     String route = "/v1/bench";
 
-    @Option(names = "--tenants", paramLabel = "K", description = "Distinct tenants, called in turn (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--tenants", paramLabel = "K",
+        description = "Distinct tenants, called in turn (default: ${DEFAULT-VALUE}).")
     int tenants = 10_000;
 
-    @Option(names = "--deadline-ms", paramLabel = "MS", description = "Each call's gRPC deadline (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--deadline-ms", paramLabel = "MS",
+        description = "Each call's gRPC deadline (default: ${DEFAULT-VALUE}).")
     long deadlineMillis = 50;
 
     ApiBench(final PrintStream out, final PrintStream err)
@@ -125,12 +130,13 @@ public final class ApiBench implements Callable<Integer>
         final Metadata headers = new Metadata();
         headers.put(AUTHORIZATION, "Bearer " + token);
         final List<ManagedChannel> channels = new ArrayList<>();
-        addresses.forEach(a -> channels.add(NettyChannelBuilder.forAddress(a.getHostString(), a.getPort()).usePlaintext()
-            .directExecutor().build()));
+        addresses.forEach(a -> channels.add(NettyChannelBuilder.forAddress(a.getHostString(),
+            a.getPort()).usePlaintext() .directExecutor().build()));
         try
         {
             final List<Channel> authed = new ArrayList<>();
-            channels.forEach(c -> authed.add(ClientInterceptors.intercept(c, MetadataUtils.newAttachHeadersInterceptor(headers))));
+            channels.forEach(c -> authed.add(ClientInterceptors.intercept(c,
+                MetadataUtils.newAttachHeadersInterceptor(headers))));
             final AcquireRequest[] requests = new AcquireRequest[Math.min(tenants, 100_000)];
             for (int i = 0; i < requests.length; i++)
             {
@@ -141,11 +147,14 @@ public final class ApiBench implements Callable<Integer>
             drive(authed, requests, duration, measured);
             final Histogram latency = measured.latency.getIntervalHistogram();
             out.println(String.format(Locale.ROOT,
-                "{\"rate\":%d,\"durationSeconds\":%d,\"targets\":%d,\"sent\":%d,\"allowed\":%d,\"refused\":%d,\"decidedLocally\":%d," +
+                "{\"rate\":%d,\"durationSeconds\":%d,\"targets\":%d,\"sent\":%d,\"allowed\":%d,\"refused\":%d," +
+                    "\"decidedLocally\":%d," +
                     "\"errors\":%d,\"p50Us\":%.1f,\"p90Us\":%.1f,\"p99Us\":%.1f,\"p999Us\":%.1f,\"maxUs\":%.1f}",
-                rate, duration, authed.size(), measured.sent.get(), measured.allowed.get(), measured.refused.get(), measured.local.get(),
+                rate, duration, authed.size(), measured.sent.get(), measured.allowed.get(), measured.refused.get(),
+                    measured.local.get(),
                 measured.errors.get(), latency.getValueAtPercentile(50) / 1e3, latency.getValueAtPercentile(90) / 1e3,
-                latency.getValueAtPercentile(99) / 1e3, latency.getValueAtPercentile(99.9) / 1e3, latency.getMaxValue() / 1e3));
+                latency.getValueAtPercentile(99) / 1e3, latency.getValueAtPercentile(99.9) / 1e3,
+                    latency.getMaxValue() / 1e3));
             if (measured.errors.get() > 0)
             {
                 err.println("limiter api bench: first error: " + measured.firstError);
@@ -170,8 +179,8 @@ public final class ApiBench implements Callable<Integer>
     }
 
     /** Calls at the rate for {@code seconds}, then waits (up to the deadline) for the last answers. */
-    private void drive(final List<Channel> channels, final AcquireRequest[] requests, final int seconds, final Tally tally)
-        throws InterruptedException
+    private void drive(final List<Channel> channels, final AcquireRequest[] requests, final int seconds,
+        final Tally tally) throws InterruptedException
     {
         final long interval = 1_000_000_000L / rate;
         final long start = System.nanoTime();
@@ -187,7 +196,8 @@ public final class ApiBench implements Callable<Integer>
             tally.sent.incrementAndGet();
             final Channel channel = channels.get((int)(i % channels.size()));
             ClientCalls.asyncUnaryCall(channel.newCall(RateLimiterMethods.ACQUIRE,
-                CallOptions.DEFAULT.withDeadlineAfter(deadlineMillis, TimeUnit.MILLISECONDS)), requests[(int)(i % requests.length)],
+                CallOptions.DEFAULT.withDeadlineAfter(deadlineMillis, TimeUnit.MILLISECONDS)),
+                    requests[(int)(i % requests.length)],
                 tally.observer(due));
         }
         final long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(deadlineMillis + 1_000);

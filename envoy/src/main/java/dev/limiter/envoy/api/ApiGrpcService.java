@@ -31,12 +31,15 @@ final class ApiGrpcService implements BindableService
     public ServerServiceDefinition bindService()
     {
         return ServerServiceDefinition.builder(RateLimiterMethods.SERVICE)
-            .addMethod(RateLimiterMethods.ACQUIRE, ServerCalls.asyncUnaryCall((q, a) -> answer(a, () -> api.acquire(q, callerNanos()).thenApply(DecisionApi.Answered::response))))
+            .addMethod(RateLimiterMethods.ACQUIRE, ServerCalls.asyncUnaryCall((q, a) -> answer(a, () -> api.acquire(q,
+                callerNanos()).thenApply(DecisionApi.Answered::response))))
             .addMethod(RateLimiterMethods.ACQUIRE_BATCH,
                 ServerCalls.asyncUnaryCall((q, a) -> answer(a, () -> api.acquireBatch(q, callerNanos()))))
             .addMethod(RateLimiterMethods.ACQUIRE_LEASE,
-                ServerCalls.asyncUnaryCall((q, a) -> answer(a, () -> api.acquire(q, callerNanos()).thenApply(DecisionApi.Answered::response))))
-            .addMethod(RateLimiterMethods.RELEASE, ServerCalls.asyncUnaryCall((q, a) -> answer(a, () -> api.release(q))))
+                ServerCalls.asyncUnaryCall((q, a) -> answer(a, () -> api.acquire(q,
+                    callerNanos()).thenApply(DecisionApi.Answered::response))))
+            .addMethod(RateLimiterMethods.RELEASE, ServerCalls.asyncUnaryCall((q, a) -> answer(a,
+                () -> api.release(q))))
             .build();
     }
 
@@ -47,7 +50,8 @@ final class ApiGrpcService implements BindableService
         return deadline == null ? -1 : Math.max(0, deadline.timeRemaining(TimeUnit.NANOSECONDS) - ANSWER_SLACK_NANOS);
     }
 
-    private static <A> void answer(final StreamObserver<A> answers, final java.util.function.Supplier<CompletableFuture<A>> call)
+    private static <A> void answer(final StreamObserver<A> answers,
+        final java.util.function.Supplier<CompletableFuture<A>> call)
     {
         call.get().whenComplete((answer, error) ->
         {

@@ -99,8 +99,9 @@ final class ApiHttpHandler extends SimpleChannelInboundHandler<FullHttpRequest>
         }
         if (tokens != null && !tokens.accepts(request.headers().get(HttpHeaderNames.AUTHORIZATION)))
         {
-            throw new ApiProblem(Status.Code.UNAUTHENTICATED, "authorization", "authorization: a bearer token of the gateway's --token-file " +
-                "is required (Authorization: Bearer TOKEN)");
+            throw new ApiProblem(Status.Code.UNAUTHENTICATED, "authorization",
+                "authorization: a bearer token of the gateway's --token-file "
+                + "is required (Authorization: Bearer TOKEN)");
         }
         final String path = new QueryStringDecoder(request.uri()).path();
         final HttpMethod method = request.method();
@@ -129,14 +130,15 @@ final class ApiHttpHandler extends SimpleChannelInboundHandler<FullHttpRequest>
         {
             if (!method.equals(HttpMethod.DELETE))
             {
-                throw new ApiProblem(Status.Code.UNIMPLEMENTED, "method", "method: " + path + " takes DELETE, not " + method);
+                throw new ApiProblem(Status.Code.UNIMPLEMENTED, "method", "method: " + path
+                    + " takes DELETE, not " + method);
             }
             final String id = path.substring(LEASES.length() + 1);
             return api.release(ReleaseRequest.newBuilder().setLeaseId(id).build())
                 .thenApply(done -> new DefaultFullHttpResponse(HttpVersion.HTTP_1_1, HttpResponseStatus.NO_CONTENT));
         }
-        throw new ApiProblem(Status.Code.NOT_FOUND, "path", "path: no " + path + " here (" + ACQUIRE + ", " + BATCH + ", " + LEASES +
-            ", DELETE " + LEASES + "/{lease_id}; docs/api.md)");
+        throw new ApiProblem(Status.Code.NOT_FOUND, "path", "path: no " + path + " here (" + ACQUIRE + ", "
+            + BATCH + ", " + LEASES + ", DELETE " + LEASES + "/{lease_id}; docs/api.md)");
     }
 
     private static void requirePost(final HttpMethod method, final String path)

@@ -23,13 +23,15 @@ import java.util.concurrent.CountDownLatch;
     name = "api",
     mixinStandardHelpOptions = true,
     description = {
-        "Serves limiter.v1.RateLimiter (wire-protocol/src/main/proto/limiter/v1/rate_limiter.proto) from the store, over gRPC",
-        "and HTTP/JSON, for services in any language (docs/api.md). Stateless, as ./limiter rls: the SDK inside asks each",
-        "descriptor's shard leader, so the same policies decide as for Java callers.",
+        "Serves limiter.v1.RateLimiter (wire-protocol/src/main/proto/limiter/v1/rate_limiter.proto)",
+        "from the store, over gRPC and HTTP/JSON, for services in any language (docs/api.md).",
+        "Stateless, as ./limiter rls: the SDK inside asks each descriptor's shard leader, so the same",
+        "policies decide as for Java callers.",
         "  ./limiter api --servers 127.0.0.1:7401,127.0.0.1:7402,127.0.0.1:7403 --token-file api-tokens",
-        "  curl -H \"Authorization: Bearer $(head -1 api-tokens)\" -d '{\"tenant\":\"acme\",\"route\":\"/v1/orders\"}' \\",
-        "       http://127.0.0.1:8092/v1/acquire",
-        "Every caller authenticates: a bearer token of --token-file, or a client certificate (--tls-client-auth require), or both.",
+        "  curl -H \"Authorization: Bearer $(head -1 api-tokens)\" -H 'Content-Type: application/json' \\",
+        "       -d '{\"tenant\":\"acme\",\"route\":\"/v1/orders\"}' http://127.0.0.1:8092/v1/acquire",
+        "Every caller authenticates: a bearer token of --token-file, or a client certificate",
+        "(--tls-client-auth require), or both.",
         "Exit status: 0 stopped by a signal, 1 could not start, 2 bad input."},
     sortOptions = false)
 public final class ApiMain implements Callable<Integer>
@@ -41,10 +43,12 @@ public final class ApiMain implements Callable<Integer>
     private final PrintStream err;
     private final CountDownLatch stop;
 
-    @Option(names = "--grpc-listen", paramLabel = "HOST:PORT", description = "The gRPC port (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--grpc-listen", paramLabel = "HOST:PORT",
+        description = "The gRPC port (default: ${DEFAULT-VALUE}).")
     String grpcListen = "127.0.0.1:8091";
 
-    @Option(names = "--http-listen", paramLabel = "HOST:PORT", description = "The HTTP/JSON port; 'off' for none (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--http-listen", paramLabel = "HOST:PORT",
+        description = "The HTTP/JSON port; 'off' for none (default: ${DEFAULT-VALUE}).")
     String httpListen = "127.0.0.1:8092";
 
     @Option(names = "--servers", paramLabel = "HOST:PORT[,...]", split = ",",
@@ -52,11 +56,13 @@ public final class ApiMain implements Callable<Integer>
     List<String> servers = List.of("127.0.0.1:7400");
 
     @Option(names = "--token-file", paramLabel = "FILE",
-        description = "Bearer tokens accepted (Authorization: Bearer TOKEN), one a line, each at least 16 printable characters.")
+        description = "Bearer tokens accepted (Authorization: Bearer TOKEN), one a line, each at least 16 " +
+            "printable characters.")
     Path tokenFile;
 
     @Option(names = "--deadline-ms", paramLabel = "MS",
-        description = "Longest wait for the store per decision, in ms; a gRPC caller's shorter deadline wins (default: ${DEFAULT-VALUE}).")
+        description = "Longest wait for the store per decision, in ms; a gRPC caller's shorter deadline wins " +
+            "(default: ${DEFAULT-VALUE}).")
     long deadlineMillis = 50;
 
     @Option(names = "--io-threads", paramLabel = "N",
@@ -105,7 +111,8 @@ public final class ApiMain implements Callable<Integer>
         try
         {
             final InetSocketAddress grpc = HostPort.parse(grpcListen, "--grpc-listen");
-            final InetSocketAddress http = "off".equals(httpListen) ? null : HostPort.parse(httpListen, "--http-listen");
+            final InetSocketAddress http = "off".equals(httpListen) ? null : HostPort.parse(httpListen,
+                "--http-listen");
             servers.forEach(s -> HostPort.parse(s, "--servers"));
             if (ioThreads < 1 || ioThreads > 64)
             {
@@ -116,7 +123,8 @@ public final class ApiMain implements Callable<Integer>
                 throw new IllegalArgumentException("--deadline-ms: 1 to 60000, was " + deadlineMillis);
             }
             final BearerTokens tokens = tokenFile == null ? null : BearerTokens.read(tokenFile);
-            settings = new ApiServer.Settings(grpc, http, Duration.ofMillis(deadlineMillis), tokens, portOptions.port());
+            settings = new ApiServer.Settings(grpc, http, Duration.ofMillis(deadlineMillis), tokens,
+                portOptions.port());
         }
         catch (final IllegalArgumentException e)
         {
@@ -142,10 +150,10 @@ public final class ApiMain implements Callable<Integer>
             return 1;
         }
         final String tls = port.tls() == null ? "" : port.clientAuth() == ClientAuth.REQUIRE ? ", mutual TLS" : ", TLS";
-        out.println("limiter api: limiter.v1.RateLimiter on gRPC " + settings.grpc().getHostString() + ":" + server.grpcPort() +
-            (settings.http() == null ? "" : " and HTTP " + settings.http().getHostString() + ":" + server.httpPort()) + tls +
-            (settings.tokens() == null ? ", client certificates" : ", bearer tokens") +
-            " (store " + String.join(",", servers) + ", deadline " + deadlineMillis + " ms)");
+        out.println("limiter api: limiter.v1.RateLimiter on gRPC " + settings.grpc().getHostString() + ":"
+            + server.grpcPort() + (settings.http() == null ? "" : " and HTTP " + settings.http().getHostString()
+            + ":" + server.httpPort()) + tls + (settings.tokens() == null ? ", client certificates"
+            : ", bearer tokens") + " (store " + String.join(",", servers) + ", deadline " + deadlineMillis + " ms)");
         try
         {
             stop.await();

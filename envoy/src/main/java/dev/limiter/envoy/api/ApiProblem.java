@@ -40,7 +40,8 @@ final class ApiProblem extends RuntimeException
     /** This problem with {@code prefix} before its field (an item of a batch: {@code items[2].}). */
     ApiProblem within(final String prefix)
     {
-        return new ApiProblem(code, field.isEmpty() ? "" : prefix + field, field.isEmpty() ? getMessage() : prefix + getMessage());
+        return new ApiProblem(code, field.isEmpty() ? "" : prefix + field, field.isEmpty() ? getMessage() : prefix
+            + getMessage());
     }
 
     Problem toProto()

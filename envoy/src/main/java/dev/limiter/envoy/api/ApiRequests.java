@@ -41,7 +41,8 @@ final class ApiRequests
         final Descriptor descriptor;
         try
         {
-            descriptor = Descriptor.builder().tenant(request.getTenant()).principal(request.getPrincipal()).route(request.getRoute())
+            descriptor = Descriptor.builder().tenant(request.getTenant()).principal(request.getPrincipal())
+                .route(request.getRoute())
                 .method(request.getMethod()).clientIp(request.getClientAddress()).region(request.getRegion()).build();
         }
         catch (final InvalidDescriptorException e)
@@ -62,8 +63,9 @@ final class ApiRequests
         if (!message.getUnknownFields().asMap().isEmpty())
         {
             final int number = message.getUnknownFields().asMap().keySet().iterator().next();
-            throw ApiProblem.invalid("field " + number, "not a field of " + message.getDescriptorForType().getFullName() +
-                " (a newer client's field is refused, never dropped: docs/api.md)");
+            throw ApiProblem.invalid("field " + number, "not a field of "
+                + message.getDescriptorForType().getFullName()
+                + " (a newer client's field is refused, never dropped: docs/api.md)");
         }
     }
 

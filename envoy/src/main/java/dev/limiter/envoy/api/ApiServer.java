@@ -63,7 +63,8 @@ public final class ApiServer implements AutoCloseable
      * @param tokens   the bearer tokens accepted, or null when the ports authenticate by client certificate only
      * @param port     connection cap and TLS of each port (the store's TLS for the SDK too), as the Envoy gateway's
      */
-    public record Settings(InetSocketAddress grpc, InetSocketAddress http, Duration deadline, BearerTokens tokens, RlsServer.Port port)
+    public record Settings(InetSocketAddress grpc, InetSocketAddress http, Duration deadline, BearerTokens tokens,
+        RlsServer.Port port)
     {
         public Settings
         {
@@ -72,7 +73,8 @@ public final class ApiServer implements AutoCloseable
             Objects.requireNonNull(port, "port");
             if (tokens == null && (port.tls() == null || port.clientAuth() != ClientAuth.REQUIRE))
             {
-                throw new IllegalArgumentException("the API authenticates every caller: give --token-file, or --tls-cert, --tls-key, " +
+                throw new IllegalArgumentException("the API authenticates every caller: give --token-file, or " +
+                    "--tls-cert, --tls-key, " +
                     "--tls-ca and --tls-client-auth require (or both)");
             }
         }
@@ -87,8 +89,9 @@ public final class ApiServer implements AutoCloseable
     private final HttpPortGate httpGate;
     private final Settings settings;
 
-    private ApiServer(final IoEventLoopGroup loops, final LimiterClient client, final DecisionApi api, final Server grpc,
-        final RlsPortGuard grpcGuard, final Channel http, final HttpPortGate httpGate, final Settings settings)
+    private ApiServer(final IoEventLoopGroup loops, final LimiterClient client, final DecisionApi api,
+        final Server grpc, final RlsPortGuard grpcGuard, final Channel http, final HttpPortGate httpGate,
+        final Settings settings)
     {
         this.loops = loops;
         this.client = client;
@@ -107,11 +110,13 @@ public final class ApiServer implements AutoCloseable
      * @throws UncheckedIOException when an address cannot be bound
      * @throws IllegalArgumentException when no TLS context can be made of the port's files
      */
-    public static ApiServer start(final LimiterClient.Builder clientSettings, final int ioThreads, final Settings settings)
+    public static ApiServer start(final LimiterClient.Builder clientSettings, final int ioThreads,
+        final Settings settings)
     {
         final boolean epoll = Epoll.isAvailable();
-        final IoEventLoopGroup loops = new MultiThreadIoEventLoopGroup(ioThreads, new DefaultThreadFactory("limiter-api", true),
-            epoll ? EpollIoHandler.newFactory() : NioIoHandler.newFactory());
+        final IoEventLoopGroup loops = new MultiThreadIoEventLoopGroup(ioThreads,
+            new DefaultThreadFactory("limiter-api", true), epoll ? EpollIoHandler.newFactory()
+            : NioIoHandler.newFactory());
         LimiterClient client = null;
         Server grpc = null;
         try
@@ -126,7 +131,8 @@ public final class ApiServer implements AutoCloseable
                 .workerEventLoopGroup(loops)
                 .channelType(epoll ? EpollServerSocketChannel.class : NioServerSocketChannel.class)
                 .protocolNegotiator(grpcGuard)
-                .addService(settings.tokens() == null ? service.bindService() : ServerInterceptors.intercept(service, settings.tokens()))
+                .addService(settings.tokens() == null ? service.bindService() : ServerInterceptors.intercept(service,
+                    settings.tokens()))
                 .directExecutor() // handlers hand work to the SDK and return
                 .maxInboundMessageSize(MAX_REQUEST_BYTES)
                 .maxInboundMetadataSize(8 * 1024)
@@ -141,8 +147,8 @@ public final class ApiServer implements AutoCloseable
             }
             catch (final IOException e)
             {
-                throw new UncheckedIOException("cannot serve the API's gRPC port on " + settings.grpc() + ": " + e.getMessage() +
-                    " (choose another --grpc-listen)", e);
+                throw new UncheckedIOException("cannot serve the API's gRPC port on " + settings.grpc() + ": "
+                    + e.getMessage() + " (choose another --grpc-listen)", e);
             }
             final HttpPortGate httpGate = new HttpPortGate(port.maxConnections());
             final Channel http = settings.http() == null ? null :
@@ -176,7 +182,8 @@ public final class ApiServer implements AutoCloseable
             return null;
         }
         // The key and trust managers follow the files as they are reloaded.
-        final SslContextBuilder builder = SslContextBuilder.forServer(port.tls().keyManager()).clientAuth(port.clientAuth());
+        final SslContextBuilder builder = SslContextBuilder.forServer(port.tls().keyManager())
+            .clientAuth(port.clientAuth());
         if (port.tls().trustManager() != null)
         {
             builder.trustManager(port.tls().trustManager());
@@ -191,8 +198,8 @@ public final class ApiServer implements AutoCloseable
         }
     }
 
-    private static Channel serveHttp(final IoEventLoopGroup loops, final boolean epoll, final Settings settings, final DecisionApi api,
-        final HttpPortGate gate, final SslContext tls)
+    private static Channel serveHttp(final IoEventLoopGroup loops, final boolean epoll, final Settings settings,
+        final DecisionApi api, final HttpPortGate gate, final SslContext tls)
     {
         final ServerBootstrap bootstrap = new ServerBootstrap().group(loops)
             .channel(epoll ? EpollServerSocketChannel.class : NioServerSocketChannel.class)
@@ -224,8 +231,8 @@ public final class ApiServer implements AutoCloseable
         }
         catch (final RuntimeException e)
         {
-            throw new UncheckedIOException("cannot serve the API's HTTP port on " + settings.http() + ": " + e.getMessage() +
-                " (choose another --http-listen)", new IOException(e));
+            throw new UncheckedIOException("cannot serve the API's HTTP port on " + settings.http() + ": "
+                + e.getMessage() + " (choose another --http-listen)", new IOException(e));
         }
     }
 

@@ -27,7 +27,8 @@ public final class BearerTokens implements ServerInterceptor
 {
     /** Shortest token accepted in the file: a guessable token is no authentication. */
     public static final int MIN_TOKEN_CHARS = 16;
-    private static final Metadata.Key<String> AUTHORIZATION = Metadata.Key.of("authorization", Metadata.ASCII_STRING_MARSHALLER);
+    private static final Metadata.Key<String> AUTHORIZATION = Metadata.Key.of("authorization",
+        Metadata.ASCII_STRING_MARSHALLER);
     private static final String BEARER = "Bearer ";
 
     private final List<byte[]> accepted;
@@ -129,11 +130,13 @@ public final class BearerTokens implements ServerInterceptor
     }
 
     @Override
-    public <Q, A> ServerCall.Listener<Q> interceptCall(final ServerCall<Q, A> call, final Metadata headers, final ServerCallHandler<Q, A> next)
+    public <Q, A> ServerCall.Listener<Q> interceptCall(final ServerCall<Q, A> call, final Metadata headers,
+        final ServerCallHandler<Q, A> next)
     {
         if (!accepts(headers.get(AUTHORIZATION)))
         {
-            call.close(Status.UNAUTHENTICATED.withDescription("authorization: a bearer token of the gateway's --token-file is required"),
+            call.close(Status.UNAUTHENTICATED.withDescription("authorization: a bearer token of the gateway's " +
+                "--token-file is required"),
                 new Metadata());
             return new ServerCall.Listener<>()
             {

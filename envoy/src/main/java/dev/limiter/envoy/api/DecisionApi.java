@@ -72,7 +72,8 @@ public final class DecisionApi
         final long wait = callerNanos < 0 ? deadlineNanos : Math.min(deadlineNanos, callerNanos);
         if (wait <= 0)
         {
-            throw new ApiProblem(Status.Code.DEADLINE_EXCEEDED, "", "the call's deadline left no time to ask the store");
+            throw new ApiProblem(Status.Code.DEADLINE_EXCEEDED, "",
+                "the call's deadline left no time to ask the store");
         }
         return Duration.ofNanos(wait);
     }
@@ -174,7 +175,8 @@ public final class DecisionApi
         for (int i = 0; i < count; i++)
         {
             final int index = i;
-            pending[i] = calls[i] == null ? CompletableFuture.completedFuture(null) : ask(calls[i], deadline).handle((answer, error) ->
+            pending[i] = calls[i] == null ? CompletableFuture.completedFuture(null) : ask(calls[i],
+                deadline).handle((answer, error) ->
             {
                 results[index] = error == null ? ItemResult.newBuilder().setAnswer(answer.response()).build() :
                     ItemResult.newBuilder().setProblem(problem(error).toProto()).build();
@@ -217,7 +219,8 @@ public final class DecisionApi
         catch (final IllegalArgumentException e)
         {
             invalid.incrementAndGet();
-            return CompletableFuture.failedFuture(ApiProblem.invalid("lease_id", "not a lease id (" + e.getMessage() + ")"));
+            return CompletableFuture.failedFuture(ApiProblem.invalid("lease_id", "not a lease id ("
+                + e.getMessage() + ")"));
         }
         catch (final RuntimeException e)
         {
@@ -258,7 +261,8 @@ public final class DecisionApi
     /** What an SDK failure means to a caller. */
     static ApiProblem problem(final Throwable error)
     {
-        final Throwable cause = error instanceof CompletionException && error.getCause() != null ? error.getCause() : error;
+        final Throwable cause = error instanceof CompletionException && error.getCause() != null
+            ? error.getCause() : error;
         if (cause instanceof ApiProblem problem)
         {
             return problem;

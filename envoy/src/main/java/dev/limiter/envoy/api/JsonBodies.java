@@ -28,7 +28,8 @@ import java.util.Map;
 final class JsonBodies
 {
     private static final JsonFormat.Parser PARSER = JsonFormat.parser();
-    private static final JsonFormat.Printer PRINTER = JsonFormat.printer().preservingProtoFieldNames().omittingInsignificantWhitespace();
+    private static final JsonFormat.Printer PRINTER = JsonFormat.printer().preservingProtoFieldNames()
+        .omittingInsignificantWhitespace();
 
     private JsonBodies()
     {
@@ -135,7 +136,9 @@ final class JsonBodies
         }
     }
 
-    /** The path of the first field of {@code object} that does not parse as {@code type}'s; empty when none alone fails. */
+    /**
+     * The path of the first field of {@code object} that does not parse as {@code type}'s; empty when none alone fails.
+     */
     private static String locate(final JsonObject object, final Message type, final String prefix)
     {
         for (final Map.Entry<String, JsonElement> member : object.entrySet())
@@ -158,7 +161,8 @@ final class JsonBodies
                 // This field is at fault: look inside it when it is a message.
             }
             final String path = prefix + field.getName();
-            if (field.getJavaType() == FieldDescriptor.JavaType.MESSAGE && !field.getMessageType().getFullName().startsWith("google.protobuf."))
+            if (field.getJavaType() == FieldDescriptor.JavaType.MESSAGE
+                && !field.getMessageType().getFullName().startsWith("google.protobuf."))
             {
                 final Message inner = type.newBuilderForType().newBuilderForField(field).getDefaultInstanceForType();
                 if (field.isRepeated() && member.getValue().isJsonArray())

@@ -32,7 +32,8 @@ public final class RateLimiterMethods
     {
     }
 
-    private static <Q extends Message, A extends Message> MethodDescriptor<Q, A> unary(final String name, final Q request, final A answer)
+    private static <Q extends Message, A extends Message> MethodDescriptor<Q, A> unary(final String name,
+        final Q request, final A answer)
     {
         return MethodDescriptor.<Q, A>newBuilder()
             .setType(MethodDescriptor.MethodType.UNARY)

@@ -16,7 +16,10 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
-/** Three real store nodes in this JVM and one API gateway in front of them, as {@code ./limiter cluster} and {@code ./limiter api} run. */
+/**
+ * Three real store nodes in this JVM and one API gateway in front of them, as {@code ./limiter cluster} and {@code
+ * ./limiter api} run.
+ */
 final class ApiCluster implements AutoCloseable
 {
     static final String TOKEN = "test-token-0123456789abcdef";
@@ -27,7 +30,8 @@ final class ApiCluster implements AutoCloseable
     static final String POLICIES = "{\"version\":1,\"policies\":[" +
         "{\"id\":\"orders\",\"selector\":{\"route\":\"/v1/orders/{id}\"},\"rate\":1,\"period\":\"3600s\",\"burst\":5," +
         "\"scope\":\"TENANT\",\"owner\":\"t\"}," +
-        "{\"id\":\"exports\",\"selector\":{\"route\":\"/v1/exports\"},\"maxConcurrent\":1,\"leaseTtl\":\"60s\",\"scope\":\"TENANT\"," +
+        "{\"id\":\"exports\",\"selector\":{\"route\":\"/v1/exports\"},\"maxConcurrent\":1,\"leaseTtl\":\"60s\"," +
+        "\"scope\":\"TENANT\"," +
         "\"owner\":\"t\"}]," +
         "\"defaultPolicy\":{\"id\":\"baseline\",\"rate\":1000,\"owner\":\"t\"}}";
     private static final int RAFT_OFFSET = 100;
@@ -49,15 +53,17 @@ final class ApiCluster implements AutoCloseable
             Files.writeString(policies, POLICIES);
             for (final String id : peers.keySet())
             {
-                nodes.add(new StoreServer(new ServerConfig().host("127.0.0.1").port(peers.get(id).getPort()).adminPort(-1).shards(1)
-                    .ioThreads(1).policiesFile(policies).nodeId(id).peers(peers).raftPortOffset(RAFT_OFFSET).dataDir(dir.resolve(id))).start());
+                nodes.add(new StoreServer(new ServerConfig().host("127.0.0.1").port(peers.get(id).getPort())
+                    .adminPort(-1).shards(1).ioThreads(1).policiesFile(policies).nodeId(id).peers(peers)
+                    .raftPortOffset(RAFT_OFFSET).dataDir(dir.resolve(id))).start());
             }
             final List<String> endpoints = new ArrayList<>();
             peers.values().forEach(a -> endpoints.add("127.0.0.1:" + a.getPort()));
             // A generous deadline: the nodes, the gateway and the test share a busy machine.
-            api = ApiServer.start(LimiterClient.builder().endpoints(endpoints.toArray(String[]::new)).deadline(Duration.ofSeconds(1)), 1,
-                new ApiServer.Settings(new InetSocketAddress("127.0.0.1", 0), new InetSocketAddress("127.0.0.1", 0), Duration.ofSeconds(1),
-                    BearerTokens.of(TOKEN), RlsServer.Port.PLAINTEXT));
+            api = ApiServer.start(LimiterClient.builder().endpoints(endpoints.toArray(String[]::new))
+                .deadline(Duration.ofSeconds(1)), 1,
+                new ApiServer.Settings(new InetSocketAddress("127.0.0.1", 0), new InetSocketAddress("127.0.0.1", 0),
+                    Duration.ofSeconds(1), BearerTokens.of(TOKEN), RlsServer.Port.PLAINTEXT));
         }
         catch (final Exception | Error e)
         {

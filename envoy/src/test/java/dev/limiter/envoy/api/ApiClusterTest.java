@@ -59,7 +59,8 @@ class ApiClusterTest
     {
         cluster = new ApiCluster(dir);
         channel = NettyChannelBuilder.forAddress("127.0.0.1", cluster.api().grpcPort()).usePlaintext().build();
-        authed = ClientInterceptors.intercept(channel, MetadataUtils.newAttachHeadersInterceptor(bearer(ApiCluster.TOKEN)));
+        authed = ClientInterceptors.intercept(channel,
+            MetadataUtils.newAttachHeadersInterceptor(bearer(ApiCluster.TOKEN)));
         // The cluster answers once it has a leader and the gateway's SDK holds the policies.
         final long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
         while (true)
@@ -105,12 +106,14 @@ class ApiClusterTest
 
     private <Q, A> A call(final io.grpc.Channel on, final MethodDescriptor<Q, A> method, final Q request)
     {
-        return ClientCalls.blockingUnaryCall(on, method, CallOptions.DEFAULT.withDeadlineAfter(5, TimeUnit.SECONDS), request);
+        return ClientCalls.blockingUnaryCall(on, method, CallOptions.DEFAULT.withDeadlineAfter(5, TimeUnit.SECONDS),
+            request);
     }
 
     private AcquireResponse acquire(final String tenant, final String route, final long cost)
     {
-        return call(authed, RateLimiterMethods.ACQUIRE, AcquireRequest.newBuilder().setTenant(tenant).setRoute(route).setCost(cost).build());
+        return call(authed, RateLimiterMethods.ACQUIRE,
+            AcquireRequest.newBuilder().setTenant(tenant).setRoute(route).setCost(cost).build());
     }
 
     /** Tokens left in the tenant's orders bucket, after taking one more to see it. */
@@ -123,8 +126,9 @@ class ApiClusterTest
 
     private HttpResponse<String> post(final String path, final String body, final String token) throws Exception
     {
-        final HttpRequest.Builder request = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + cluster.api().httpPort() + path))
-            .timeout(Duration.ofSeconds(5)).header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(body));
+        final HttpRequest.Builder request = HttpRequest.newBuilder(URI.create("http://127.0.0.1:"
+            + cluster.api().httpPort() + path)) .timeout(Duration.ofSeconds(5)).header("Content-Type",
+            "application/json").POST(HttpRequest.BodyPublishers.ofString(body));
         if (token != null)
         {
             request.header("Authorization", "Bearer " + token);
@@ -163,12 +167,14 @@ class ApiClusterTest
         final HttpResponse<String> first = post("/v1/acquire", body, ApiCluster.TOKEN);
         assertEquals(200, first.statusCode(), first.body());
         assertEquals("\"orders\";q=5;w=18000", first.headers().firstValue("RateLimit-Policy").orElseThrow());
-        assertTrue(first.headers().firstValue("RateLimit").orElseThrow().startsWith("\"orders\";r=3;"), first.headers().toString());
+        assertTrue(first.headers().firstValue("RateLimit").orElseThrow().startsWith("\"orders\";r=3;"),
+            first.headers().toString());
         assertTrue(first.body().contains("\"allowed\":true"), first.body());
         assertEquals(200, post("/v1/acquire", body, ApiCluster.TOKEN).statusCode());
         final HttpResponse<String> refused = post("/v1/acquire", body, ApiCluster.TOKEN);
         assertEquals(429, refused.statusCode(), refused.body());
-        assertTrue(Long.parseLong(refused.headers().firstValue("Retry-After").orElseThrow()) >= 1, refused.headers().toString());
+        assertTrue(Long.parseLong(refused.headers().firstValue("Retry-After").orElseThrow()) >= 1,
+            refused.headers().toString());
         assertTrue(refused.body().contains("\"reason\":\"RATE_LIMITED\""), refused.body());
         assertEquals(0, leftAfterOneMore("http-a"), "2 + 2 charged, the refused 2 not: the last token is there");
     }
@@ -183,21 +189,23 @@ class ApiClusterTest
         final String body = "{\"tenant\":\"lease-a\",\"route\":\"/v1/exports\"}";
         final HttpResponse<String> second = post("/v1/leases", body, ApiCluster.TOKEN);
         assertEquals(429, second.statusCode(), second.body());
-        final HttpResponse<String> released = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + cluster.api().httpPort() +
-            "/v1/leases/" + held.getLeaseId())).header("Authorization", "Bearer " + ApiCluster.TOKEN).DELETE().build(),
-            HttpResponse.BodyHandlers.ofString());
+        final HttpResponse<String> released = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:"
+            + cluster.api().httpPort() + "/v1/leases/" + held.getLeaseId())).header("Authorization", "Bearer "
+            + ApiCluster.TOKEN).DELETE().build(), HttpResponse.BodyHandlers.ofString());
         assertEquals(204, released.statusCode(), released.body());
         final HttpResponse<String> again = post("/v1/leases", body, ApiCluster.TOKEN);
         assertEquals(200, again.statusCode(), again.body());
         final String id = again.body().replaceAll(".*\"lease_id\":\"([^\"]+)\".*\\s*", "$1");
         call(authed, RateLimiterMethods.RELEASE, ReleaseRequest.newBuilder().setLeaseId(id).build());
-        assertTrue(call(authed, RateLimiterMethods.ACQUIRE_LEASE, export).getDecision().getAllowed(), "released over gRPC");
+        assertTrue(call(authed, RateLimiterMethods.ACQUIRE_LEASE, export).getDecision().getAllowed(),
+            "released over gRPC");
     }
 
     @Test
     void aBatchAnswersABadItemAloneAndChargesItNothing()
     {
-        final AcquireBatchResponse answer = call(authed, RateLimiterMethods.ACQUIRE_BATCH, AcquireBatchRequest.newBuilder()
+        final AcquireBatchResponse answer = call(authed, RateLimiterMethods.ACQUIRE_BATCH,
+            AcquireBatchRequest.newBuilder()
             .addItems(AcquireRequest.newBuilder().setTenant("batch-a").setRoute("/v1/orders/1"))
             .addItems(AcquireRequest.newBuilder().setTenant("batch-a").setRoute("/v1/orders/1").setCost(-3))
             .addItems(AcquireRequest.newBuilder().setRoute("/v1/orders/1"))
@@ -222,13 +230,15 @@ class ApiClusterTest
             .getStatus().getDescription().startsWith("field 99: not a field of limiter.v1.AcquireRequest"));
         for (final long cost : new long[] {-1, 1L << 40, Long.MIN_VALUE})
         {
-            assertTrue(refused(Status.Code.INVALID_ARGUMENT, () -> call(authed, RateLimiterMethods.ACQUIRE, valid.clone().setCost(cost).build()))
+            final AcquireRequest request = valid.clone().setCost(cost).build();
+            assertTrue(refused(Status.Code.INVALID_ARGUMENT, () -> call(authed, RateLimiterMethods.ACQUIRE, request))
                 .getStatus().getDescription().startsWith("cost: must be 1 to 2147483647 tokens (0: 1), was " + cost));
         }
-        assertTrue(refused(Status.Code.INVALID_ARGUMENT, () -> call(authed, RateLimiterMethods.ACQUIRE, valid.clone().setTenant("").build()))
-            .getStatus().getDescription().contains("tenant"));
         assertTrue(refused(Status.Code.INVALID_ARGUMENT, () -> call(authed, RateLimiterMethods.ACQUIRE,
-            valid.clone().setTenant("grpc-x").setClientAddress("not-an-ip").build())).getStatus().getDescription().contains("client"));
+            valid.clone().setTenant("").build())) .getStatus().getDescription().contains("tenant"));
+        assertTrue(refused(Status.Code.INVALID_ARGUMENT, () -> call(authed, RateLimiterMethods.ACQUIRE,
+            valid.clone().setTenant("grpc-x").setClientAddress("not-an-ip").build())).getStatus().getDescription()
+            .contains("client"));
         refused(Status.Code.RESOURCE_EXHAUSTED, () -> call(authed, RateLimiterMethods.ACQUIRE,
             valid.clone().setPrincipal("p".repeat(ApiServer.MAX_REQUEST_BYTES + 1)).build()));
         // Above the burst: a decision (refused, never retryable), not an error; nothing charged.
@@ -236,10 +246,13 @@ class ApiClusterTest
         assertEquals("COST_EXCEEDS_BURST", tooBig.getDecision().getReason(), tooBig.toString());
         assertEquals(-1, tooBig.getDecision().getRetryAfterMs());
         refused(Status.Code.UNAUTHENTICATED, () -> call(channel, RateLimiterMethods.ACQUIRE, valid.build()));
-        final io.grpc.Channel wrong = ClientInterceptors.intercept(channel, MetadataUtils.newAttachHeadersInterceptor(bearer("x" + ApiCluster.TOKEN)));
+        final io.grpc.Channel wrong = ClientInterceptors.intercept(channel,
+            MetadataUtils.newAttachHeadersInterceptor(bearer("x" + ApiCluster.TOKEN)));
         refused(Status.Code.UNAUTHENTICATED, () -> call(wrong, RateLimiterMethods.ACQUIRE, valid.build()));
-        refused(Status.Code.INVALID_ARGUMENT, () -> call(authed, RateLimiterMethods.ACQUIRE_BATCH, AcquireBatchRequest.getDefaultInstance()));
-        refused(Status.Code.INVALID_ARGUMENT, () -> call(authed, RateLimiterMethods.RELEASE, ReleaseRequest.newBuilder().setLeaseId("L1.nope").build()));
+        refused(Status.Code.INVALID_ARGUMENT, () -> call(authed, RateLimiterMethods.ACQUIRE_BATCH,
+            AcquireBatchRequest.getDefaultInstance()));
+        refused(Status.Code.INVALID_ARGUMENT, () -> call(authed, RateLimiterMethods.RELEASE,
+            ReleaseRequest.newBuilder().setLeaseId("L1.nope").build()));
         assertEquals(4, leftAfterOneMore("grpc-x"), "only the last call was charged");
     }
 
@@ -249,13 +262,15 @@ class ApiClusterTest
         final List<String[]> cases = List.of(
             new String[] {"{\"tenant\":\"http-x\",\"route\":\"/v1/orders/1\",\"sneaky\":1}", "sneaky"},
             new String[] {"{\"tenant\":\"http-x\",\"route\":\"/v1/orders/1\",\"cost\":1e12}", "cost"},
-            new String[] {"{\"tenant\":\"http-x\",\"route\":\"/v1/orders/1\",\"cost\":99999999999999999999999}", "cost"},
+            new String[] {"{\"tenant\":\"http-x\",\"route\":\"/v1/orders/1\",\"cost\":99999999999999999999999}",
+                "cost"},
             new String[] {"{\"tenant\":\"http-x\",\"route\":\"/v1/orders/1\",\"cost\":-5}", "cost"},
             new String[] {"{\"tenant\":\"http-x\",\"route\":\"/v1/orders/1\",\"cost\":\"two\"}", "cost"},
             new String[] {"{\"tenant\":\"http-x\",\"route\":\"/v1/orders/1\",\"cost\":1.5}", "cost"},
             new String[] {"{\"route\":\"/v1/orders/1\"}", "tenant"},
             new String[] {"{\"tenant\":\"" + "t".repeat(65) + "\",\"route\":\"/v1/orders/1\"}", "tenant"},
-            new String[] {"{\"tenant\":\"http-x\",\"route\":\"/v1/orders/1\",\"client_address\":\"999.1.1.1\"}", "client_address"},
+            new String[] {"{\"tenant\":\"http-x\",\"route\":\"/v1/orders/1\",\"client_address\":\"999.1.1.1\"}",
+                "client_address"},
             new String[] {"{\"tenant\":\"http-x\",\"route\":", "body"},
             new String[] {"{\"tenant\":\"http-x\",\"route\":\"/v1/orders/1\"} {}", "body"},
             new String[] {"[{\"tenant\":\"http-x\",\"route\":\"/v1/orders/1\"}]", "body"},
@@ -268,11 +283,13 @@ class ApiClusterTest
             assertTrue(answer.body().contains("\"code\":\"INVALID_ARGUMENT\""), answer.body());
         }
         final HttpResponse<String> nested = post("/v1/acquire/batch",
-            "{\"items\":[{\"tenant\":\"http-x\",\"route\":\"/v1/orders/1\"},{\"tenant\":\"http-x\",\"route\":\"/\",\"bogus\":true}]}", ApiCluster.TOKEN);
+            "{\"items\":[{\"tenant\":\"http-x\",\"route\":\"/v1/orders/1\"}," +
+                "{\"tenant\":\"http-x\",\"route\":\"/\",\"bogus\":true}]}", ApiCluster.TOKEN);
         assertEquals(400, nested.statusCode(), nested.body());
         assertTrue(nested.body().contains("\"field\":\"items[1].bogus\""), nested.body());
-        final HttpResponse<String> oversized = post("/v1/acquire", "{\"tenant\":\"http-x\",\"route\":\"/v1/orders/1\",\"principal\":\"" +
-            "p".repeat(ApiServer.MAX_REQUEST_BYTES) + "\"}", ApiCluster.TOKEN);
+        final HttpResponse<String> oversized = post("/v1/acquire",
+            "{\"tenant\":\"http-x\",\"route\":\"/v1/orders/1\",\"principal\":\""
+            + "p".repeat(ApiServer.MAX_REQUEST_BYTES) + "\"}", ApiCluster.TOKEN);
         assertEquals(413, oversized.statusCode());
         final String valid = "{\"tenant\":\"http-x\",\"route\":\"/v1/orders/1\"}";
         assertEquals(401, post("/v1/acquire", valid, "x" + ApiCluster.TOKEN).statusCode());
@@ -287,7 +304,8 @@ class ApiClusterTest
     void thePythonExampleGetsDecisionsA429AndLeasesOverGrpc() throws Exception
     {
         Examples.assumeTools(Examples.missingPython());
-        final Examples.Run run = Examples.run(Examples.pythonCommand(cluster.api().grpcPort(), ApiCluster.TOKEN, "py-a"), Map.of());
+        final Examples.Run run = Examples.run(Examples.pythonCommand(cluster.api().grpcPort(), ApiCluster.TOKEN,
+            "py-a"), Map.of());
         assertEquals(0, run.exit(), run.output());
         final String out = run.output();
         assertTrue(out.contains("acquire allowed=True reason=ALLOWED remaining=4 limit=5"), out);
@@ -303,8 +321,9 @@ class ApiClusterTest
     void theCurlExampleGetsDecisionsA429WithHeadersAndLeases() throws Exception
     {
         Examples.assumeTools(Examples.missingCurl());
-        final Examples.Run run = Examples.run(List.of("bash", Examples.root().resolve("examples/curl/limiter.sh").toString()),
-            Map.of("LIMITER_HTTP", "http://127.0.0.1:" + cluster.api().httpPort(), "LIMITER_TOKEN", ApiCluster.TOKEN, "TENANT", "curl-a",
+        final Examples.Run run = Examples.run(List.of("bash",
+            Examples.root().resolve("examples/curl/limiter.sh").toString()), Map.of("LIMITER_HTTP",
+            "http://127.0.0.1:" + cluster.api().httpPort(), "LIMITER_TOKEN", ApiCluster.TOKEN, "TENANT", "curl-a",
                 "LEASE_ROUTE", "/v1/exports"));
         assertEquals(0, run.exit(), run.output());
         final String out = run.output();
@@ -314,7 +333,8 @@ class ApiClusterTest
         assertTrue(out.contains("RateLimit-Policy: \"orders\";q=5;w=18000"), out);
         assertTrue(out.contains("\"field\":\"cost\"") && out.contains(" 400"), out);
         assertTrue(out.matches("(?s).*lease: \\{.*\"lease_id\":\"L1\\.[^\"]+\"\\}\\s+200\\s.*"), out);
-        assertTrue(out.matches("(?s).*second lease: \\{\"decision\":\\{\"reason\":\"RATE_LIMITED\"[^\\n]*\\}\\s+429\\s.*"), out);
+        assertTrue(out.matches("(?s).*second lease: " +
+            "\\{\"decision\":\\{\"reason\":\"RATE_LIMITED\"[^\\n]*\\}\\s+429\\s.*"), out);
         assertTrue(out.contains("release: 204"), out);
     }
 }

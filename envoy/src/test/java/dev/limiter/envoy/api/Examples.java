@@ -60,7 +60,8 @@ final class Examples
     {
         if (!Files.isExecutable(PYTHON))
         {
-            return PYTHON + " is absent: the Python example is not run (apt-get install python3 python3-grpcio python3-grpc-tools)";
+            return PYTHON + " is absent: the Python example is not run (apt-get install python3 python3-grpcio " +
+                "python3-grpc-tools)";
         }
         final Run check = run(List.of(PYTHON.toString(), "-c", "import grpc, grpc_tools.protoc"), Map.of());
         return check.exit() == 0 ? null : PYTHON + " has no grpc or grpc_tools: the Python example is not run " +
@@ -72,7 +73,8 @@ final class Examples
     {
         try
         {
-            return run(List.of("curl", "--version"), Map.of()).exit() == 0 ? null : "curl does not run: the curl example is not run";
+            return run(List.of("curl", "--version"), Map.of()).exit() == 0 ? null
+                : "curl does not run: the curl example is not run";
         }
         catch (final IOException e)
         {
@@ -83,7 +85,8 @@ final class Examples
     static List<String> pythonCommand(final int grpcPort, final String token, final String tenant)
     {
         return List.of(PYTHON.toString(), root().resolve("examples/python/limiter_example.py").toString(), "--target",
-            "127.0.0.1:" + grpcPort, "--token", token, "--tenant", tenant, "--route", "/v1/orders/1", "--lease-route", "/v1/exports",
+            "127.0.0.1:" + grpcPort, "--token", token, "--tenant", tenant, "--route", "/v1/orders/1", "--lease-route",
+                "/v1/exports",
             "--max-calls", "20");
     }
 
@@ -93,7 +96,8 @@ final class Examples
         final Path output = Files.createTempFile("limiter-example", ".out");
         try
         {
-            final ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(output.toFile());
+            final ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true)
+                .redirectOutput(output.toFile());
             builder.environment().putAll(env);
             builder.environment().put("PYTHONDONTWRITEBYTECODE", "1");
             final Process process = builder.start();
@@ -101,7 +105,8 @@ final class Examples
             {
                 if (!process.waitFor(TIMEOUT_SECONDS, TimeUnit.SECONDS))
                 {
-                    throw new AssertionError(command + " still running after " + TIMEOUT_SECONDS + " s: " + Files.readString(output));
+                    throw new AssertionError(command + " still running after " + TIMEOUT_SECONDS + " s: "
+                        + Files.readString(output));
                 }
             }
             finally
