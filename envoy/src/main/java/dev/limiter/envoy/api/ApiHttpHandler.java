@@ -68,9 +68,10 @@ final class ApiHttpHandler extends SimpleChannelInboundHandler<FullHttpRequest>
         {
             answer = route(request);
         }
-        catch (final ApiProblem e)
+        catch (final RuntimeException e)
         {
-            answer = CompletableFuture.completedFuture(error(e));
+            // An ApiProblem names what was wrong; anything else is answered too (500), never left hanging.
+            answer = CompletableFuture.completedFuture(error(DecisionApi.problem(e)));
         }
         answer.whenComplete((response, failure) ->
         {
