@@ -11,6 +11,8 @@ import dev.limiter.cli.ReleaseCommand;
 import dev.limiter.cli.StatusCommand;
 import dev.limiter.envoy.RlsBench;
 import dev.limiter.envoy.RlsMain;
+import dev.limiter.envoy.api.ApiBench;
+import dev.limiter.envoy.api.ApiMain;
 import dev.limiter.server.ServerMain;
 import org.junit.jupiter.api.Test;
 import picocli.CommandLine;
@@ -39,7 +41,7 @@ class CommandHelpTest
     private static final List<Class<?>> COMMANDS = List.of(
         LoadGenerator.class, ServerMain.class, StatusCommand.class, AcquireCommand.class, ReleaseCommand.class,
         PolicyCommand.class, AuditCommand.class, DrillCommand.class, HotKeysCommand.class, ExemptCommand.class,
-        MembersCommand.class, RlsMain.class, RlsBench.class);
+        MembersCommand.class, RlsMain.class, RlsBench.class, ApiMain.class, ApiBench.class);
 
     @Test
     void everyHelpLineOfEveryCommandIsAValidFormatString()

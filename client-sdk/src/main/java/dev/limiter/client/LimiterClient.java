@@ -206,6 +206,22 @@ public final class LimiterClient implements AutoCloseable
     }
 
     /**
+     * The non-blocking form of {@link #acquireLease(Descriptor, int)}, for callers on event loops
+     * (the gateways): completes with the lease when the store answers. Unlike the blocking form it
+     * does not wait out a WAIT policy's reservation: when {@link Decision#waitNanos()} is positive
+     * the caller goes ahead only after that wait.
+     *
+     * @param cost tokens, at least 1
+     * @return completes with the lease (held when a concurrency limit granted it), or exceptionally
+     * with a {@link LimiterException}
+     */
+    public CompletableFuture<Lease> acquireLeaseAsync(final Descriptor descriptor, final int cost, final Duration deadline)
+    {
+        return acquire(descriptor, cost, deadline)
+            .thenApply(decision -> new Lease(this, decision, descriptor.encoded(), cost, context.router.leaderFor(descriptor)));
+    }
+
+    /**
      * Gives back a lease by its printable id ({@link Lease#id()}, or what {@code ./limiter acquire
      * --lease} printed), from any process.
      *

@@ -23,11 +23,11 @@ import javax.net.ssl.SSLException;
  * What stands before gRPC on the gateway's port: a cap on connections (more are closed at once and
  * counted, as the node's ports do) and, when configured, TLS, server-only or mutual. gRPC's own
  * negotiator (plaintext or TLS) does the work; this wraps it, which is gRPC-internal API of the
- * grpc-netty version pinned in the build. Under TLS the negotiator is made again after each reload
+ * grpc-netty version pinned in the build. Also guards the gRPC port of {@code ./limiter api}. Under TLS the negotiator is made again after each reload
  * of the files: a new context has a new session cache, so no session from before the reload is
  * resumed (a client certificate of a CA since removed, say). Thread-safe: one per port.
  */
-final class RlsPortGuard implements InternalProtocolNegotiator.ProtocolNegotiator
+public final class RlsPortGuard implements InternalProtocolNegotiator.ProtocolNegotiator
 {
     private static final Logger LOG = LoggerFactory.getLogger(RlsPortGuard.class);
 
@@ -46,7 +46,7 @@ final class RlsPortGuard implements InternalProtocolNegotiator.ProtocolNegotiato
      * @param clientAuth     whether clients must present a certificate from the CA bundle
      * @throws IllegalArgumentException when no TLS context can be made of {@code tls}
      */
-    RlsPortGuard(final int maxConnections, final ReloadingTls tls, final ClientAuth clientAuth)
+    public RlsPortGuard(final int maxConnections, final ReloadingTls tls, final ClientAuth clientAuth)
     {
         this.maxConnections = maxConnections;
         this.tls = tls;
@@ -96,19 +96,19 @@ final class RlsPortGuard implements InternalProtocolNegotiator.ProtocolNegotiato
     }
 
     /** Connections closed because the port had {@code maxConnections} open. */
-    long refusedOverCap()
+    public long refusedOverCap()
     {
         return refusedOverCap.get();
     }
 
     /** Connections closed before their TLS handshake completed (a bad or missing client certificate, plaintext, a client gone). */
-    long failedHandshakes()
+    public long failedHandshakes()
     {
         return failedHandshakes.get();
     }
 
     /** Connections open now. */
-    int open()
+    public int open()
     {
         return open.get();
     }
