@@ -29,7 +29,9 @@ import java.util.concurrent.CompletableFuture;
 
 /**
  * {@code limiter.v1.RateLimiter} over HTTP/1.1 and JSON, one request at a time per connection (the
- * next is not read until this one is answered, so a client cannot pile requests up). Routes:
+ * next is not read until this one is answered, so a client cannot pile requests up; a request
+ * pipelined behind one in progress is not decided, and the connection closes after that answer).
+ * Routes:
  * <ul>
  *   <li>{@code POST /v1/acquire}: an AcquireRequest; 200 when allowed, 429 when refused, with
  *   RateLimit-Policy, RateLimit and (refused, retryable) Retry-After headers;</li>
@@ -50,6 +52,14 @@ final class ApiHttpHandler extends SimpleChannelInboundHandler<FullHttpRequest>
 
     private final DecisionApi api;
     private final BearerTokens tokens;
+    /** A request of this connection is being answered (its event loop only). */
+    private boolean answering;
+    /**
+     * The client sent another request before this one was answered (HTTP pipelining, which this
+     * port refuses): it is not decided, and the connection closes once the answer in progress is
+     * written, so no answer can be taken for another request's.
+     */
+    private boolean pipelined;
 
     /** @param tokens the accepted bearer tokens, or null when the port authenticates by client certificate only */
     ApiHttpHandler(final DecisionApi api, final BearerTokens tokens)
@@ -61,6 +71,17 @@ final class ApiHttpHandler extends SimpleChannelInboundHandler<FullHttpRequest>
     @Override
     protected void channelRead0(final ChannelHandlerContext ctx, final FullHttpRequest request)
     {
+        final RequestDeadline deadline = ctx.pipeline().get(RequestDeadline.class);
+        if (deadline != null)
+        {
+            deadline.arrived();
+        }
+        if (answering)
+        {
+            pipelined = true; // decoded from the same read as the request in progress: not decided
+            return;
+        }
+        answering = true;
         final boolean keepAlive = HttpUtil.isKeepAlive(request);
         ctx.channel().config().setAutoRead(false); // one request at a time: read on once this one is answered
         CompletableFuture<FullHttpResponse> answer;
@@ -73,13 +94,16 @@ final class ApiHttpHandler extends SimpleChannelInboundHandler<FullHttpRequest>
             // An ApiProblem names what was wrong; anything else is answered too (500), never left hanging.
             answer = CompletableFuture.completedFuture(error(DecisionApi.problem(e)));
         }
-        answer.whenComplete((response, failure) ->
+        // Answered on the connection's event loop, which owns answering and pipelined.
+        answer.whenCompleteAsync((response, failure) ->
         {
             final FullHttpResponse written = failure == null ? response : error(DecisionApi.problem(failure));
             HttpUtil.setContentLength(written, written.content().readableBytes());
-            HttpUtil.setKeepAlive(written, keepAlive);
-            ctx.writeAndFlush(written).addListener(keepAlive ? (ChannelFutureListener)f ->
+            final boolean open = keepAlive && !pipelined;
+            HttpUtil.setKeepAlive(written, open);
+            ctx.writeAndFlush(written).addListener(open ? (ChannelFutureListener)f ->
             {
+                answering = false;
                 if (f.isSuccess())
                 {
                     f.channel().config().setAutoRead(true);
@@ -89,7 +113,7 @@ final class ApiHttpHandler extends SimpleChannelInboundHandler<FullHttpRequest>
                     f.channel().close();
                 }
             } : ChannelFutureListener.CLOSE);
-        });
+        }, ctx.executor());
     }
 
     private CompletableFuture<FullHttpResponse> route(final FullHttpRequest request)

@@ -53,6 +53,8 @@ public final class ApiServer implements AutoCloseable
     public static final int MAX_CALLS_PER_CONNECTION = RlsServer.MAX_CALLS_PER_CONNECTION;
     /** A connection with no request for this long is closed. */
     public static final Duration MAX_IDLE = Duration.ofMinutes(2);
+    /** From its first byte, an HTTP request must arrive whole within this, or its connection closes. */
+    public static final Duration MAX_REQUEST_TIME = Duration.ofSeconds(10);
 
     /**
      * Where and how the API is served.
@@ -214,7 +216,8 @@ public final class ApiServer implements AutoCloseable
                     {
                         channel.pipeline().addLast(tls.newHandler(channel.alloc()));
                     }
-                    channel.pipeline().addLast(new HttpServerCodec(MAX_HTTP_LINE_BYTES, MAX_HTTP_HEADER_BYTES, 8192),
+                    channel.pipeline().addLast(new RequestDeadline(MAX_REQUEST_TIME),
+                        new HttpServerCodec(MAX_HTTP_LINE_BYTES, MAX_HTTP_HEADER_BYTES, 8192),
                         new HttpObjectAggregator(MAX_REQUEST_BYTES),
                         new IdleStateHandler(0, 0, MAX_IDLE.toSeconds(), TimeUnit.SECONDS),
                         new ApiHttpHandler(api, settings.tokens()));

@@ -301,6 +301,26 @@ class ApiClusterTest
     }
 
     @Test
+    void aRequestPipelinedBehindAnotherIsNotDecidedAndTheConnectionClosesAfterTheFirstAnswer() throws Exception
+    {
+        final String body = "{\"tenant\":\"pipe-x\",\"route\":\"/v1/orders/1\"}";
+        final String one = "POST /v1/acquire HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + ApiCluster.TOKEN
+            + "\r\nContent-Type: application/json\r\nContent-Length: " + body.length() + "\r\n\r\n" + body;
+        try (java.net.Socket socket = new java.net.Socket("127.0.0.1", cluster.api().httpPort()))
+        {
+            socket.setSoTimeout(5000);
+            socket.getOutputStream().write((one + one + one).getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+            socket.getOutputStream().flush();
+            final String answered = new String(socket.getInputStream().readAllBytes(),
+                java.nio.charset.StandardCharsets.US_ASCII);
+            assertEquals(1, answered.split("HTTP/1.1 ", -1).length - 1, "one answer, then the connection closes: "
+                + answered);
+            assertTrue(answered.startsWith("HTTP/1.1 200"), answered);
+        }
+        assertEquals(3, leftAfterOneMore("pipe-x"), "only the first of the three requests was charged");
+    }
+
+    @Test
     void thePythonExampleGetsDecisionsA429AndLeasesOverGrpc() throws Exception
     {
         Examples.assumeTools(Examples.missingPython());
