@@ -24,12 +24,16 @@ public interface RequestDescriptors
 
     /** The methods a request's method is passed on as: RFC 9110's and PATCH, as HTTP spells them (case-sensitive). */
     Set<String> HTTP_METHODS = Set.of("GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH");
-    /** What any other method becomes, so that a client's made-up method is one more method a policy may select, never a way around one. */
+    /**
+     * What any other method becomes, so that a client's made-up method is one more method a policy may select, never a
+     * way around one.
+     */
     String OTHER_METHOD = "OTHER";
 
     /**
      * The usual rule, from request headers: tenant from {@code tenantHeader} (when the request has
-     * none, the client IP, so anonymous callers are limited per address), principal from
+     * none, or {@code tenantHeader} is null, the client IP, so anonymous callers are limited per
+     * address; a client can send any value in a header, so name one only a trusted proxy sets), principal from
      * {@code principalHeader} (null: none), route = the path within the application as the
      * container decoded and normalised it (what a route would cut or refuse percent-encoded again),
      * method = the HTTP method (one of {@link #HTTP_METHODS}, else {@link #OTHER_METHOD}; HEAD
@@ -37,16 +41,14 @@ public interface RequestDescriptors
      * (for {@code X-Forwarded-For} from one proxy you trust, which appends the address it saw: the
      * ones before it are whatever the client wrote; null: the connection's remote address).
      */
-    static RequestDescriptors fromHeaders(final String tenantHeader, final String principalHeader, final String clientIpHeader)
+    static RequestDescriptors fromHeaders(final String tenantHeader, final String principalHeader,
+        final String clientIpHeader)
     {
-        if (tenantHeader == null || tenantHeader.isBlank())
-        {
-            throw new IllegalArgumentException("a tenant header name is required (e.g. X-Tenant-Id)");
-        }
+        final boolean tenantFromHeader = tenantHeader != null && !tenantHeader.isBlank();
         return request ->
         {
             final String clientIp = clientIp(request, clientIpHeader);
-            final String tenant = request.getHeader(tenantHeader);
+            final String tenant = tenantFromHeader ? request.getHeader(tenantHeader) : null;
             final String pathInfo = request.getPathInfo();
             final Descriptor.Builder descriptor = Descriptor.builder()
                 .tenant(tenant == null || tenant.isBlank() ? clientIp : tenant)

@@ -23,8 +23,10 @@ public interface ExchangeDescriptors
     Descriptor describe(ServerWebExchange exchange);
 
     /**
-     * The servlet filter's rules from request headers: tenant from {@code tenantHeader} (none: the
-     * client address), principal from {@code principalHeader} (null: none), route = the path within
+     * The servlet filter's rules from request headers: tenant from {@code tenantHeader} (a request
+     * without it, or every request when {@code tenantHeader} is null: the client address; name a
+     * header only a trusted proxy sets, since a client can send any value in it), principal from {@code
+     * principalHeader} (null: none), route = the path within
      * the application decoded as WebFlux matches it (each segment percent-decoded, matrix parameters
      * dropped) with what a route would cut percent-encoded again, method as HTTP spells it (HEAD as
      * GET, others OTHER), client IP = the last address of {@code clientIpHeader} (null: the
@@ -33,15 +35,12 @@ public interface ExchangeDescriptors
     static ExchangeDescriptors fromHeaders(final String tenantHeader, final String principalHeader,
         final String clientIpHeader)
     {
-        if (tenantHeader == null || tenantHeader.isBlank())
-        {
-            throw new IllegalArgumentException("a tenant header name is required (e.g. X-Tenant-Id)");
-        }
+        final boolean tenantFromHeader = tenantHeader != null && !tenantHeader.isBlank();
         return exchange ->
         {
             final ServerHttpRequest request = exchange.getRequest();
             final String clientIp = clientIp(request, clientIpHeader);
-            final String tenant = request.getHeaders().getFirst(tenantHeader);
+            final String tenant = tenantFromHeader ? request.getHeaders().getFirst(tenantHeader) : null;
             final Descriptor.Builder descriptor = Descriptor.builder()
                 .tenant(tenant == null || tenant.isBlank() ? clientIp : tenant)
                 .route(HttpFields.route(decodedPath(request.getPath().pathWithinApplication())))

@@ -127,8 +127,12 @@ public class LimiterProperties
     {
         /** Whether the filter is registered (default true). */
         private boolean enabled = true;
-        /** The header naming the tenant; without it, the client address is the tenant. */
-        private String tenantHeader = "X-Tenant-Id";
+        /**
+         * The header naming the tenant (default none: the client address is every request's tenant).
+         * Name one only when a proxy you trust sets it and drops what the client sent: any client can
+         * send any value, so it could pick a fresh bucket for each request or spend another tenant's.
+         */
+        private String tenantHeader;
         /** The header naming the principal within the tenant (default none). */
         private String principalHeader;
         /**

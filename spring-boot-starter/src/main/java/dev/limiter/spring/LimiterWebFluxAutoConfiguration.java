@@ -5,19 +5,20 @@ import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
-import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnWebApplication;
 import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Conditional;
 
 /**
  * WebFlux: the {@link LimiterWebFilter}, naming requests by an {@link ExchangeDescriptors} bean (the
- * application's own, or the headers of {@code limiter.web.*}).
+ * application's own, or the headers of {@code limiter.web.*}); not in a Spring Cloud Gateway
+ * application unless asked for ({@link WebFilterWanted}).
  */
 @AutoConfiguration(after = LimiterAutoConfiguration.class)
 @ConditionalOnWebApplication(type = ConditionalOnWebApplication.Type.REACTIVE)
 @ConditionalOnClass(name = "org.springframework.web.server.WebFilter")
 @ConditionalOnBean(LimiterClient.class)
-@ConditionalOnProperty(prefix = "limiter.web", name = "enabled", matchIfMissing = true)
+@Conditional(WebFilterWanted.class)
 public class LimiterWebFluxAutoConfiguration
 {
     @Bean

@@ -42,6 +42,16 @@ class ExchangeDescriptorsTest
     }
 
     @Test
+    void withNoTenantHeaderConfiguredAClientCannotNameItsTenant()
+    {
+        final ExchangeDescriptors byAddress = ExchangeDescriptors.fromHeaders(null, null, null);
+        final Descriptor descriptor = byAddress.describe(MockServerWebExchange.from(
+            MockServerHttpRequest.get("/v1/orders/1").header("X-Tenant-Id", "fresh-bucket-1").remoteAddress(PROXY)));
+        assertEquals("10.0.0.9", descriptor.tenant(), "the default: the client address, whatever the request says");
+        assertEquals(null, new LimiterProperties().getWeb().getTenantHeader(), "no tenant header unless configured");
+    }
+
+    @Test
     void headCountsAsGetAndAMadeUpMethodIsOther()
     {
         assertEquals("GET", describe(MockServerHttpRequest.head("/v1/orders/1")).method());

@@ -150,6 +150,14 @@ class GatewayLimitTest
     }
 
     @Test
+    void aGatewayApplicationGetsNoSecondLimiterFilterUnlessItAsksForOne(
+        @Autowired final org.springframework.context.ApplicationContext context)
+    {
+        assertTrue(context.getBeansOfType(dev.limiter.spring.LimiterWebFilter.class).isEmpty(),
+            "the gateway's RateLimiter charges each request once; the starter's WebFilter would charge it again");
+    }
+
+    @Test
     void aKeyTheLimiterCannotUseIsRefusedNotLetThroughUnlimited() throws Exception
     {
         final HttpResponse<String> refused = get("/api/orders/1", "t".repeat(300)); // beyond a tenant's 255 bytes
