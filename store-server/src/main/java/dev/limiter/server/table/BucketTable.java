@@ -4,47 +4,25 @@ import dev.limiter.protocol.Admission;
 import dev.limiter.protocol.Limit;
 import dev.limiter.protocol.ReasonCode;
 import dev.limiter.protocol.Verdict;
-import org.agrona.BufferUtil;
 import org.agrona.DirectBuffer;
 import org.agrona.concurrent.UnsafeBuffer;
 
-import java.nio.ByteBuffer;
 import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.function.IntFunction;
 
-import static dev.limiter.server.table.BucketSlots.CHUNK_CLASS_SHIFT;
-import static dev.limiter.server.table.BucketSlots.HASH_OFFSET;
-import static dev.limiter.server.table.BucketSlots.KEY_LENGTH_MASK;
-import static dev.limiter.server.table.BucketSlots.KEY_LENGTH_OFFSET;
-import static dev.limiter.server.table.BucketSlots.KEY_OFFSET_OFFSET;
-import static dev.limiter.server.table.BucketSlots.POLICY_OFFSET;
-import static dev.limiter.server.table.BucketSlots.STATE_OFFSET;
-import static dev.limiter.server.table.BucketSlots.TIME_OFFSET;
 
 /**
- * One shard's token buckets: off-heap, fixed-stride slots with open addressing (linear probing)
- * on a 64-bit key hash and full key comparison, so a hash collision can never merge two buckets.
- * Owned by exactly one thread: nothing here is synchronised and the decision path allocates
- * nothing.
- *
- * <pre>
- * slot (32 bytes): i64 key hash | i64 state (its limit's, see Limit: a bucket's units) | i64 last update (ns)
- *                  | i32 key offset in the arena | u16 policy ordinal
- *                  | u16 key length (bits 0-8; 0 = empty) and arena chunk class (bits 12-14)
- * </pre>
- *
- * A full bucket is the same as an absent one, so full buckets are never stored and idle buckets
- * that have refilled are evicted deterministically (a cursor sweep, driven by inserts) when the
- * table or its key arena runs out of room: an insert into a full table examines up to 1024 slots
- * from where the last sweep stopped, and every insert into a table over 7/8 full examines 16, so
- * refilled buckets are cleared steadily rather than all at once. Deletion shifts the probe chain
- * back: no tombstones.
+ * One shard's token buckets: the admission step of each key's limit ({@link Admission}) on state
+ * kept off-heap by a {@link SlotMap} (open addressing on a 64-bit key hash with full key
+ * comparison, so a hash collision can never merge two buckets), plus the records of concurrency
+ * leases. Owned by exactly one thread: nothing here is synchronised and the decision path
+ * allocates nothing.
  * <p>
- * The slot array starts small ({@link #INITIAL_SLOTS}) and doubles whenever the next insert would
- * pass {@link #MAX_LOAD_FACTOR}, up to the slot count {@code maxBuckets} needs: a shard holding ten
- * thousand buckets then touches half a megabyte of slots rather than the full reservation, so its
- * lookups stay in the CPU caches and TLB. Growth re-inserts every bucket in slot order, so the same
- * operations give the same layout on every replica.
+ * A full bucket is the same as an absent one, so full buckets are never stored and idle buckets
+ * that have refilled are evicted deterministically when the table or its key arena runs out of
+ * room ({@link SlotMap} sweeps; this class says what is full). The slot array starts small
+ * ({@link #INITIAL_SLOTS}) and doubles up to what {@code maxBuckets} needs, so a shard holding ten
+ * thousand buckets touches half a megabyte of slots rather than the full reservation.
  * <p>
  * Other threads never read the slots or the arena (growth frees the old slot memory at once):
  * what they may know of a table is what its owner last {@link #publish() published}
@@ -52,8 +30,8 @@ import static dev.limiter.server.table.BucketSlots.TIME_OFFSET;
  * {@code tracksDigest} keeps its content digest up to date on every change, so publishing it costs
  * nothing (the committed tables of a cluster do; the deciding ones need not).
  * <p>
- * The slot layout is {@link BucketSlots}'s; the admission rule is {@link Admission}'s. This class
- * stores: it finds, inserts, evicts, grows and keeps the digest, all on the same off-heap words.
+ * The slot layout is {@link BucketSlots}'s, the storage {@link SlotMap}'s, the admission rule
+ * {@link Admission}'s.
  */
 public final class BucketTable
 {
@@ -64,10 +42,6 @@ public final class BucketTable
     /** Largest key the table stores, in bytes. */
     public static final int MAX_KEY_LENGTH = KeyArena.MAX_KEY_LENGTH;
 
-    /** Slots examined by the sweep of an insert that finds the table full, before it refuses. */
-    private static final int SWEEP_SLOTS = 1024;
-    /** Slots examined by every insert once the table is 7/8 full, so full buckets rarely pile up. */
-    private static final int BACKGROUND_SWEEP_SLOTS = 16;
     private static final int MAX_SLOTS = 1 << 25;
     /** Most buckets one table can hold (2^25 slots, 1 GiB, at the maximum load factor). */
     public static final int MAX_BUCKETS = (int)(MAX_SLOTS * MAX_LOAD_FACTOR);
@@ -75,32 +49,18 @@ public final class BucketTable
     /** Slots a new table starts with (512 KiB). */
     public static final int INITIAL_SLOTS = 1 << 14;
 
-    private static final int CACHE_LINE = 64;
-
-    private final UnsafeBuffer slots = new UnsafeBuffer(0, 0);
+    private final SlotMap map;
+    private final BucketRates rates;
     /** Scratch for a lease's record key ({@link BucketKeys#putLeaseKey}), owner thread only. */
-    private final UnsafeBuffer leaseKey = new UnsafeBuffer(new byte[KeyArena.MAX_KEY_LENGTH + BucketKeys.LEASE_ID_LENGTH]);
+    private final UnsafeBuffer leaseKey = new UnsafeBuffer(new byte[KeyArena.MAX_KEY_LENGTH
+        + BucketKeys.LEASE_ID_LENGTH]);
     /** The length of the record key {@link #leaseKey} holds. */
     private int leaseKeyLength;
     /** The key time {@link #load} decided at (owner thread). */
     private long loadedNow;
-    private ByteBuffer slotMemory;
-    private int slotCount;
-    private int mask;
-    private int growAt;
-    private final int maxSlotCount;
-    private final int maxBuckets;
-    private final KeyArena arena;
-    private final BucketRates rates;
-    private int size;
-    private int sweepCursor;
-    private long evictions;
     private long storeFullRejections;
-    private final boolean tracksDigest;
     /** Added to the cluster's monotonic time for limits on its UTC wall time (windows): set per batch by the owner. */
     private long wallClockOffsetNanos;
-    /** Sum of every stored bucket's {@link #contribution}: equals {@link #digest()} when tracked. */
-    private long trackedDigest;
     /** What other threads may read: written by the owner in {@link #publish()} only. */
     private final AtomicLongArray published = new AtomicLongArray(PUBLISHED_FIELDS);
     private static final int PUBLISHED_SIZE = 0;
@@ -138,14 +98,16 @@ public final class BucketTable
     public BucketTable(final int maxBuckets, final int keyArenaBytes, final IntFunction<? extends Limit> rateByPolicy,
         final boolean tracksDigest)
     {
-        this(maxBuckets, keyArenaBytes, (policy, key, keyOffset, keyLength) -> rateByPolicy.apply(policy), tracksDigest);
+        this(maxBuckets, keyArenaBytes, (policy, key, keyOffset, keyLength) -> rateByPolicy.apply(policy),
+            tracksDigest);
     }
 
     /**
      * @param rates the rate a stored bucket refills at (from its policy ordinal and key), used to
      *              decide whether an idle bucket is full
      */
-    public BucketTable(final int maxBuckets, final int keyArenaBytes, final BucketRates rates, final boolean tracksDigest)
+    public BucketTable(final int maxBuckets, final int keyArenaBytes, final BucketRates rates,
+        final boolean tracksDigest)
     {
         if (maxBuckets < 1)
         {
@@ -159,32 +121,13 @@ public final class BucketTable
         final long wanted = (long)Math.ceil(maxBuckets / MAX_LOAD_FACTOR);
         if (keyArenaBytes < KeyArena.MAX_KEY_LENGTH)
         {
-            throw new IllegalArgumentException("keyArenaBytes must be at least " + KeyArena.MAX_KEY_LENGTH + ", was " + keyArenaBytes);
+            throw new IllegalArgumentException("keyArenaBytes must be at least " + KeyArena.MAX_KEY_LENGTH
+                + ", was " + keyArenaBytes);
         }
-        this.maxSlotCount = Math.max(16, Integer.highestOneBit((int)wanted - 1) << 1);
-        this.maxBuckets = maxBuckets;
-        allocateSlots(Math.min(INITIAL_SLOTS, maxSlotCount));
-        this.arena = new KeyArena(keyArenaBytes);
+        final int maxSlotCount = Math.max(16, Integer.highestOneBit((int)wanted - 1) << 1);
         this.rates = rates;
-        this.tracksDigest = tracksDigest;
-        published.lazySet(PUBLISHED_SLOTS, slotCount); // not publish(): the constructing thread is not the owner
-    }
-
-    private void allocateSlots(final int count)
-    {
-        final ByteBuffer previous = slotMemory;
-        // Allocated by us (not as an aligned slice) so that growth can free it at once.
-        final int bytes = Math.toIntExact((long)count * SLOT_LENGTH);
-        slotMemory = ByteBuffer.allocateDirect(bytes + CACHE_LINE);
-        final int misalignment = (int)(BufferUtil.address(slotMemory) & (CACHE_LINE - 1));
-        slots.wrap(slotMemory, misalignment == 0 ? 0 : CACHE_LINE - misalignment, bytes);
-        slotCount = count;
-        mask = count - 1;
-        growAt = count == maxSlotCount ? Integer.MAX_VALUE : (int)(count * MAX_LOAD_FACTOR);
-        if (previous != null)
-        {
-            BufferUtil.free(previous);
-        }
+        this.map = new SlotMap(maxBuckets, maxSlotCount, INITIAL_SLOTS, keyArenaBytes, tracksDigest, this::isFull);
+        published.lazySet(PUBLISHED_SLOTS, map.slotCount()); // not publish(): the constructing thread is not the owner
     }
 
     /**
@@ -208,31 +151,6 @@ public final class BucketTable
             throw new IllegalStateException("bucket table of " + owner.getName() + " used from " + current.getName() +
                 ": only its owner may touch it (other threads read what it published)");
         }
-    }
-
-    /** Doubles the slot array and re-inserts every bucket, visiting the old slots in order. */
-    private void grow()
-    {
-        final ByteBuffer oldMemory = slotMemory;
-        final UnsafeBuffer old = new UnsafeBuffer(slots.addressOffset(), slots.capacity());
-        final int oldCount = slotCount;
-        slotMemory = null; // keep the old memory alive until the copy is done
-        allocateSlots(oldCount << 1);
-        for (int from = 0; from < oldCount; from++)
-        {
-            final int fromBase = from * SLOT_LENGTH;
-            if ((old.getShort(fromBase + KEY_LENGTH_OFFSET) & 0xFFFF) != 0)
-            {
-                int slot = (int)old.getLong(fromBase + HASH_OFFSET) & mask;
-                while ((slots.getShort(slot * SLOT_LENGTH + KEY_LENGTH_OFFSET) & 0xFFFF) != 0)
-                {
-                    slot = (slot + 1) & mask;
-                }
-                slots.putBytes(slot * SLOT_LENGTH, old, fromBase, SLOT_LENGTH);
-            }
-        }
-        sweepCursor = 0;
-        BufferUtil.free(oldMemory);
     }
 
     /**
@@ -262,7 +180,7 @@ public final class BucketTable
         {
             checkOwner();
         }
-        final int slot = find(key, keyOffset, keyLength, hash);
+        final int slot = map.find(key, keyOffset, keyLength, hash);
         final long state = load(slot, limit, nowNanos);
         final long now = loadedNow;
         final long after = Admission.decide(limit, state, now, cost, 0, out);
@@ -272,9 +190,9 @@ public final class BucketTable
         }
         if (slot >= 0)
         {
-            store(slot * SLOT_LENGTH, after, now);
+            map.write(slot, after, now);
         }
-        else if (out.allowed() && !insert(key, keyOffset, keyLength, hash, policy, after, now, nowNanos))
+        else if (out.allowed() && !map.insert(key, keyOffset, keyLength, hash, policy, after, now, nowNanos))
         {
             storeFullRejections++;
             out.set(false, ReasonCode.STORE_FULL, limit.burstTokens(), 0, 0);
@@ -286,7 +204,10 @@ public final class BucketTable
     {
         /** The lease was held: its cost is free again and its record gone. */
         FREED,
-        /** This key has no lease of that id: never granted (a forged id), another key's, given back already, or expired and swept. */
+        /**
+         * This key has no lease of that id: never granted (a forged id), another key's, given back already, or expired
+         * and swept.
+         */
         UNKNOWN,
         /** The lease had expired: it counted no more, so nothing more is freed (its record is gone). */
         EXPIRED
@@ -319,16 +240,16 @@ public final class BucketTable
             checkOwner();
         }
         final long leaseHash = leaseKey(key, keyOffset, keyLength, leaseId);
-        if (leaseKeyLength <= MAX_KEY_LENGTH && find(leaseKey, 0, leaseKeyLength, leaseHash) < 0 &&
-            insert(leaseKey, 0, leaseKeyLength, leaseHash, policy, costUnits, grantNanos, nowNanos))
+        if (leaseKeyLength <= MAX_KEY_LENGTH && map.find(leaseKey, 0, leaseKeyLength, leaseHash) < 0 &&
+            map.insert(leaseKey, 0, leaseKeyLength, leaseHash, policy, costUnits, grantNanos, nowNanos))
         {
             return true;
         }
-        final int slot = find(key, keyOffset, keyLength, hash);
+        final int slot = map.find(key, keyOffset, keyLength, hash);
         if (slot >= 0)
         {
             final long state = load(slot, limit, nowNanos);
-            store(slot * SLOT_LENGTH, limit.release(state, loadedNow, grantNanos, costUnits), loadedNow);
+            map.write(slot, limit.release(state, loadedNow, grantNanos, costUnits), loadedNow);
         }
         storeFullRejections++;
         out.set(false, ReasonCode.STORE_FULL, limit.burstTokens(), 0, 0);
@@ -360,14 +281,14 @@ public final class BucketTable
         }
         LeaseRelease outcome = LeaseRelease.UNKNOWN;
         final long leaseHash = leaseKey(key, keyOffset, keyLength, leaseId);
-        final int record = limit.leases() && leaseKeyLength <= MAX_KEY_LENGTH ? find(leaseKey, 0, leaseKeyLength, leaseHash) : -1;
+        final int record = limit.leases() && leaseKeyLength <= MAX_KEY_LENGTH ? map.find(leaseKey, 0, leaseKeyLength,
+            leaseHash) : -1;
         if (record >= 0)
         {
-            final int base = record * SLOT_LENGTH;
-            final long costUnits = slots.getLong(base + STATE_OFFSET);
-            final long grantNanos = slots.getLong(base + TIME_OFFSET);
-            delete(record);
-            final int slot = find(key, keyOffset, keyLength, hash);
+            final long costUnits = map.state(record);
+            final long grantNanos = map.time(record);
+            map.delete(record);
+            final int slot = map.find(key, keyOffset, keyLength, hash);
             if (limit.leaseExpired(grantNanos, Math.max(grantNanos, timeFor(limit, nowNanos))))
             {
                 outcome = LeaseRelease.EXPIRED;
@@ -378,17 +299,21 @@ public final class BucketTable
                 if (slot >= 0)
                 {
                     final long state = load(slot, limit, nowNanos);
-                    store(slot * SLOT_LENGTH, limit.release(state, loadedNow, grantNanos, costUnits), loadedNow);
+                    map.write(slot, limit.release(state, loadedNow, grantNanos, costUnits), loadedNow);
                 }
             }
         }
-        final long state = load(limit.leases() ? find(key, keyOffset, keyLength, hash) : -1, limit, nowNanos);
+        final long state = load(limit.leases() ? map.find(key, keyOffset, keyLength, hash) : -1, limit, nowNanos);
         final long now = loadedNow;
-        out.set(true, ReasonCode.RELEASED, limit.wholeTokens(limit.available(state, now)), 0, limit.nanosUntilFull(state, now));
+        out.set(true, ReasonCode.RELEASED, limit.wholeTokens(limit.available(state, now)), 0,
+            limit.nanosUntilFull(state, now));
         return outcome;
     }
 
-    /** Writes the record key of a key's lease into {@link #leaseKey} (its length in {@link #leaseKeyLength}); returns its hash. */
+    /**
+     * Writes the record key of a key's lease into {@link #leaseKey} (its length in {@link #leaseKeyLength}); returns
+     * its hash.
+     */
     private long leaseKey(final DirectBuffer key, final int keyOffset, final int keyLength, final long leaseId)
     {
         leaseKeyLength = BucketKeys.putLeaseKey(leaseKey, 0, key, keyOffset, keyLength, leaseId);
@@ -408,25 +333,9 @@ public final class BucketTable
             loadedNow = now;
             return limit.fullState();
         }
-        final int base = slot * SLOT_LENGTH;
-        final long last = slots.getLong(base + TIME_OFFSET);
+        final long last = map.time(slot);
         loadedNow = Math.max(last, now);
-        return limit.refill(slots.getLong(base + STATE_OFFSET), last, loadedNow);
-    }
-
-    /** Writes a stored key's state and time, keeping the digest current when it is tracked. */
-    private void store(final int base, final long state, final long now)
-    {
-        if (tracksDigest)
-        {
-            trackedDigest -= contribution(base);
-        }
-        slots.putLong(base + STATE_OFFSET, state);
-        slots.putLong(base + TIME_OFFSET, now);
-        if (tracksDigest)
-        {
-            trackedDigest += contribution(base);
-        }
+        return limit.refill(map.state(slot), last, loadedNow);
     }
 
     /**
@@ -452,7 +361,7 @@ public final class BucketTable
         {
             checkOwner();
         }
-        final long state = load(find(key, keyOffset, keyLength, hash), limit, nowNanos);
+        final long state = load(map.find(key, keyOffset, keyLength, hash), limit, nowNanos);
         Admission.decide(limit, state, loadedNow, cost, floorUnits, out);
         return out.allowed();
     }
@@ -488,9 +397,8 @@ public final class BucketTable
         {
             checkOwner();
         }
-        final int base = ((int)hash & mask) * SLOT_LENGTH;
         // Only a home slot holding this very hash leads to key bytes worth touching.
-        return slots.getLong(base + HASH_OFFSET) == hash ? slots.getInt(base + KEY_OFFSET_OFFSET) : -1;
+        return map.homeKeyOffset(hash);
     }
 
     /**
@@ -501,83 +409,7 @@ public final class BucketTable
      */
     public long touchKey(final int keyOffset)
     {
-        return keyOffset < 0 ? 0 : arena.buffer().getByte(keyOffset);
-    }
-
-    /** Slot index holding the key, or -1. */
-    private int find(final DirectBuffer key, final int keyOffset, final int keyLength, final long hash)
-    {
-        int slot = (int)hash & mask;
-        while (true)
-        {
-            final int base = slot * SLOT_LENGTH;
-            final int length = slots.getShort(base + KEY_LENGTH_OFFSET) & KEY_LENGTH_MASK;
-            if (length == 0)
-            {
-                return -1;
-            }
-            if (length == keyLength && slots.getLong(base + HASH_OFFSET) == hash &&
-                arena.equals(slots.getInt(base + KEY_OFFSET_OFFSET), key, keyOffset, keyLength))
-            {
-                return slot;
-            }
-            slot = (slot + 1) & mask;
-        }
-    }
-
-    private boolean insert(
-        final DirectBuffer key, final int keyOffset, final int keyLength, final long hash, final int policy,
-        final long tokens, final long stamp, final long nowNanos)
-    {
-        if (keyLength < 1 || keyLength > MAX_KEY_LENGTH)
-        {
-            throw new IllegalArgumentException("key length " + keyLength + " outside [1, " + MAX_KEY_LENGTH + "]");
-        }
-        if (size >= maxBuckets)
-        {
-            sweep(nowNanos, SWEEP_SLOTS);
-            if (size >= maxBuckets)
-            {
-                return false;
-            }
-        }
-        else if (size >= maxBuckets - (maxBuckets >> 3))
-        {
-            sweep(nowNanos, BACKGROUND_SWEEP_SLOTS);
-        }
-        if (size >= growAt)
-        {
-            grow();
-        }
-        int keyAt = arena.store(key, keyOffset, keyLength);
-        if (keyAt < 0)
-        {
-            sweep(nowNanos, SWEEP_SLOTS);
-            keyAt = arena.store(key, keyOffset, keyLength);
-            if (keyAt < 0)
-            {
-                return false;
-            }
-        }
-        // Sweeps may have shifted chains: probe again for the first empty slot.
-        int slot = (int)hash & mask;
-        while ((slots.getShort(slot * SLOT_LENGTH + KEY_LENGTH_OFFSET) & 0xFFFF) != 0)
-        {
-            slot = (slot + 1) & mask;
-        }
-        final int base = slot * SLOT_LENGTH;
-        slots.putLong(base + HASH_OFFSET, hash);
-        slots.putLong(base + STATE_OFFSET, tokens);
-        slots.putLong(base + TIME_OFFSET, stamp);
-        slots.putInt(base + KEY_OFFSET_OFFSET, keyAt);
-        slots.putShort(base + POLICY_OFFSET, (short)policy);
-        slots.putShort(base + KEY_LENGTH_OFFSET, (short)(keyLength | arena.lastSizeClass() << CHUNK_CLASS_SHIFT));
-        size++;
-        if (tracksDigest)
-        {
-            trackedDigest += contribution(base);
-        }
-        return true;
+        return keyOffset < 0 ? 0 : map.keys().getByte(keyOffset);
     }
 
     /**
@@ -593,76 +425,27 @@ public final class BucketTable
         {
             checkOwner();
         }
-        int evicted = 0;
-        int examined = 0;
-        int slot = sweepCursor;
-        final int max = Math.min(limit, slotCount);
-        while (examined < max)
-        {
-            final int base = slot * SLOT_LENGTH;
-            final int length = slots.getShort(base + KEY_LENGTH_OFFSET) & 0xFFFF;
-            if (length != 0 && isFull(base, nowNanos))
-            {
-                delete(slot);
-                evicted++;
-                examined++;
-                continue; // a later entry may have shifted into this slot
-            }
-            slot = (slot + 1) & mask;
-            examined++;
-        }
-        sweepCursor = slot;
-        evictions += evicted;
-        return evicted;
+        return map.sweep(nowNanos, limit);
     }
 
-    private boolean isFull(final int base, final long nowNanos)
+    /** Whether the bucket (or lease record) in a slot has refilled to full (expired) by {@code nowNanos}: it may go. */
+    private boolean isFull(final SlotMap slots, final int slot, final long nowNanos)
     {
-        final Limit limit = rates.rate(slots.getShort(base + POLICY_OFFSET) & 0xFFFF, arena.buffer(),
-            slots.getInt(base + KEY_OFFSET_OFFSET), slots.getShort(base + KEY_LENGTH_OFFSET) & KEY_LENGTH_MASK);
+        final int keyAt = slots.keyOffset(slot);
+        final int keyLength = slots.keyLength(slot);
+        final Limit limit = rates.rate(slots.policy(slot), slots.keys(), keyAt, keyLength);
         if (limit == null)
         {
             return false; // a limit not known here (yet): keep the bucket
         }
-        final long last = slots.getLong(base + TIME_OFFSET);
+        final long last = slots.time(slot);
         final long now = Math.max(last, timeFor(limit, nowNanos));
-        if ((slots.getShort(base + KEY_LENGTH_OFFSET) & KEY_LENGTH_MASK) >= BucketKeys.PREFIX_LENGTH + BucketKeys.LEASE_ID_LENGTH &&
-            BucketKeys.isLease(BucketKeys.version(arena.buffer(), slots.getInt(base + KEY_OFFSET_OFFSET))))
+        if (keyLength >= BucketKeys.PREFIX_LENGTH + BucketKeys.LEASE_ID_LENGTH &&
+            BucketKeys.isLease(BucketKeys.version(slots.keys(), keyAt)))
         {
             return limit.leaseExpired(last, now); // a lease's record: its time is the grant's
         }
-        return limit.isFull(limit.refill(slots.getLong(base + STATE_OFFSET), last, now), now);
-    }
-
-    private void delete(final int slotToDelete)
-    {
-        int hole = slotToDelete;
-        final int holeBase = hole * SLOT_LENGTH;
-        if (tracksDigest)
-        {
-            trackedDigest -= contribution(holeBase);
-        }
-        arena.free(slots.getInt(holeBase + KEY_OFFSET_OFFSET), (slots.getShort(holeBase + KEY_LENGTH_OFFSET) & 0xFFFF) >>> CHUNK_CLASS_SHIFT);
-        size--;
-        int slot = (hole + 1) & mask;
-        while (true)
-        {
-            final int base = slot * SLOT_LENGTH;
-            if ((slots.getShort(base + KEY_LENGTH_OFFSET) & 0xFFFF) == 0)
-            {
-                break;
-            }
-            final int home = (int)slots.getLong(base + HASH_OFFSET) & mask;
-            // Move the entry back into the hole unless its home lies cyclically in (hole, slot].
-            final boolean homeBetween = hole <= slot ? (home > hole && home <= slot) : (home > hole || home <= slot);
-            if (!homeBetween)
-            {
-                slots.putBytes(hole * SLOT_LENGTH, slots, base, SLOT_LENGTH);
-                hole = slot;
-            }
-            slot = (slot + 1) & mask;
-        }
-        slots.setMemory(hole * SLOT_LENGTH, SLOT_LENGTH, (byte)0);
+        return limit.isFull(limit.refill(slots.state(slot), last, now), now);
     }
 
     /** Buckets held now. */
@@ -672,12 +455,12 @@ public final class BucketTable
         {
             checkOwner();
         }
-        return size;
+        return map.size();
     }
 
     public int maxBuckets()
     {
-        return maxBuckets;
+        return map.maxEntries();
     }
 
     /** Slots allocated now (a power of two; grows up to {@link #maxSlotCount()}). */
@@ -687,13 +470,13 @@ public final class BucketTable
         {
             checkOwner();
         }
-        return slotCount;
+        return map.slotCount();
     }
 
     /** Slots the table grows to at most, as sized for {@code maxBuckets}. */
     public int maxSlotCount()
     {
-        return maxSlotCount;
+        return map.maxSlotCount();
     }
 
     /** Off-heap bytes allocated for slots and keys now. */
@@ -703,7 +486,7 @@ public final class BucketTable
         {
             checkOwner();
         }
-        return (long)slotCount * SLOT_LENGTH + arena.capacity();
+        return map.reservedBytes();
     }
 
     /** Key bytes in use (rounded to chunk sizes). */
@@ -713,7 +496,7 @@ public final class BucketTable
         {
             checkOwner();
         }
-        return arena.bytesInUse();
+        return map.keyBytesInUse();
     }
 
     public long evictions()
@@ -722,7 +505,7 @@ public final class BucketTable
         {
             checkOwner();
         }
-        return evictions;
+        return map.evictions();
     }
 
     public long storeFullRejections()
@@ -745,24 +528,8 @@ public final class BucketTable
         {
             checkOwner();
         }
-        if (other.maxSlotCount != maxSlotCount || other.maxBuckets != maxBuckets)
-        {
-            throw new IllegalArgumentException("tables differ in size");
-        }
-        if (other.slotCount != slotCount)
-        {
-            allocateSlots(other.slotCount);
-        }
-        slots.putBytes(0, other.slots, 0, slotCount * SLOT_LENGTH);
-        arena.copyFrom(other.arena);
-        size = other.size;
-        sweepCursor = other.sweepCursor;
-        evictions = other.evictions;
+        map.copyFrom(other.map);
         storeFullRejections = other.storeFullRejections;
-        if (tracksDigest)
-        {
-            trackedDigest = other.tracksDigest ? other.trackedDigest : digest();
-        }
     }
 
     /** Forgets every bucket and returns to the initial slot count, so what follows lays out as in a new table. */
@@ -772,18 +539,7 @@ public final class BucketTable
         {
             checkOwner();
         }
-        if (slotCount != Math.min(INITIAL_SLOTS, maxSlotCount))
-        {
-            allocateSlots(Math.min(INITIAL_SLOTS, maxSlotCount));
-        }
-        else
-        {
-            slots.setMemory(0, slotCount * SLOT_LENGTH, (byte)0);
-        }
-        arena.clear();
-        size = 0;
-        sweepCursor = 0;
-        trackedDigest = 0;
+        map.clear();
     }
 
     /** Receives buckets from {@link #forEach}. */
@@ -800,7 +556,7 @@ public final class BucketTable
         {
             checkOwner();
         }
-        BucketSlots.visit(slots, slotCount, arena.buffer(), visitor);
+        map.forEach(visitor);
     }
 
     /**
@@ -813,7 +569,7 @@ public final class BucketTable
         {
             checkOwner();
         }
-        return new BucketTableImage(slots, slotCount, arena.buffer(), arena.bytesReserved(), size);
+        return map.image();
     }
 
     /**
@@ -829,13 +585,13 @@ public final class BucketTable
             checkOwner();
         }
         final long hash = KeyHash.hash(key, keyOffset, keyLength);
-        final int slot = find(key, keyOffset, keyLength, hash);
+        final int slot = map.find(key, keyOffset, keyLength, hash);
         if (slot >= 0)
         {
-            store(slot * SLOT_LENGTH, tokensUnits, lastNanos);
+            map.write(slot, tokensUnits, lastNanos);
             return true;
         }
-        return insert(key, keyOffset, keyLength, hash, policy, tokensUnits, lastNanos, Long.MIN_VALUE);
+        return map.insert(key, keyOffset, keyLength, hash, policy, tokensUnits, lastNanos, Long.MIN_VALUE);
     }
 
     /**
@@ -848,24 +604,7 @@ public final class BucketTable
         {
             checkOwner();
         }
-        long sum = 0;
-        for (int slot = 0; slot < slotCount; slot++)
-        {
-            final int base = slot * SLOT_LENGTH;
-            if ((slots.getShort(base + KEY_LENGTH_OFFSET) & KEY_LENGTH_MASK) != 0)
-            {
-                sum += contribution(base);
-            }
-        }
-        return sum;
-    }
-
-    /** One stored bucket's part of the digest (the key enters through its stored hash). */
-    private long contribution(final int base)
-    {
-        return KeyHash.mix(slots.getLong(base + HASH_OFFSET) ^
-            KeyHash.mix(slots.getLong(base + STATE_OFFSET) * 31 + slots.getLong(base + TIME_OFFSET)) ^
-            (slots.getShort(base + POLICY_OFFSET) & 0xFFFF));
+        return map.digest();
     }
 
     /**
@@ -879,11 +618,11 @@ public final class BucketTable
         {
             checkOwner();
         }
-        if (!tracksDigest)
+        if (!map.tracksDigest())
         {
             throw new IllegalStateException("this table does not track its digest");
         }
-        return trackedDigest;
+        return map.trackedDigest();
     }
 
     /**
@@ -896,14 +635,14 @@ public final class BucketTable
         {
             checkOwner();
         }
-        published.lazySet(PUBLISHED_SIZE, size);
-        published.lazySet(PUBLISHED_SLOTS, slotCount);
-        published.lazySet(PUBLISHED_EVICTIONS, evictions);
+        published.lazySet(PUBLISHED_SIZE, map.size());
+        published.lazySet(PUBLISHED_SLOTS, map.slotCount());
+        published.lazySet(PUBLISHED_EVICTIONS, map.evictions());
         published.lazySet(PUBLISHED_FULL, storeFullRejections);
-        published.lazySet(PUBLISHED_KEY_BYTES, arena.bytesInUse());
-        if (tracksDigest)
+        published.lazySet(PUBLISHED_KEY_BYTES, map.keyBytesInUse());
+        if (map.tracksDigest())
         {
-            published.lazySet(PUBLISHED_DIGEST, trackedDigest);
+            published.lazySet(PUBLISHED_DIGEST, map.trackedDigest());
         }
     }
 
@@ -916,7 +655,7 @@ public final class BucketTable
     /** Off-heap bytes reserved for slots and keys as last published (any thread). */
     public long publishedReservedBytes()
     {
-        return published.get(PUBLISHED_SLOTS) * SLOT_LENGTH + arena.capacity();
+        return published.get(PUBLISHED_SLOTS) * SLOT_LENGTH + map.keyCapacity();
     }
 
     /** Evictions as last published (any thread). */
@@ -950,7 +689,7 @@ public final class BucketTable
         {
             checkOwner();
         }
-        final int slot = find(key, keyOffset, keyLength, KeyHash.hash(key, keyOffset, keyLength));
-        return slot < 0 ? -1 : slots.getLong(slot * SLOT_LENGTH + STATE_OFFSET);
+        final int slot = map.find(key, keyOffset, keyLength, KeyHash.hash(key, keyOffset, keyLength));
+        return slot < 0 ? -1 : map.state(slot);
     }
 }
