@@ -32,12 +32,13 @@ final class ApiGrpcService implements BindableService
     {
         return ServerServiceDefinition.builder(RateLimiterMethods.SERVICE)
             .addMethod(RateLimiterMethods.ACQUIRE, ServerCalls.asyncUnaryCall((q, a) -> answer(a, () -> api.acquire(q,
-                callerNanos()).thenApply(DecisionApi.Answered::response))))
+                callerNanos(), BearerTokens.GRANT.get()).thenApply(DecisionApi.Answered::response))))
             .addMethod(RateLimiterMethods.ACQUIRE_BATCH,
-                ServerCalls.asyncUnaryCall((q, a) -> answer(a, () -> api.acquireBatch(q, callerNanos()))))
+                ServerCalls.asyncUnaryCall((q, a) -> answer(a, () -> api.acquireBatch(q, callerNanos(),
+                    BearerTokens.GRANT.get()))))
             .addMethod(RateLimiterMethods.ACQUIRE_LEASE,
                 ServerCalls.asyncUnaryCall((q, a) -> answer(a, () -> api.acquire(q,
-                    callerNanos()).thenApply(DecisionApi.Answered::response))))
+                    callerNanos(), BearerTokens.GRANT.get()).thenApply(DecisionApi.Answered::response))))
             .addMethod(RateLimiterMethods.RELEASE, ServerCalls.asyncUnaryCall((q, a) -> answer(a,
                 () -> api.release(q))))
             .build();

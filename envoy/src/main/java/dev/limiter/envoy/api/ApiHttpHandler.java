@@ -40,7 +40,8 @@ import java.util.concurrent.CompletableFuture;
  *   <li>{@code DELETE /v1/leases/{lease_id}}: 204.</li>
  * </ul>
  * Every other answer is an ErrorResponse naming the field at fault: 400 (bad JSON, unknown field,
- * bad value), 401 (token), 404, 405, 413 (body over the port's bound, answered by the aggregator
+ * bad value), 401 (token), 403 (a tenant the token may not ask for), 404, 405, 413 (body over the port's bound,
+ * answered by the aggregator
  * before this handler), 503 (no decision from the store), 504 (deadline).
  */
 final class ApiHttpHandler extends SimpleChannelInboundHandler<FullHttpRequest>
@@ -122,7 +123,9 @@ final class ApiHttpHandler extends SimpleChannelInboundHandler<FullHttpRequest>
         {
             throw ApiProblem.invalid("request", "not a valid HTTP request: " + request.decoderResult().cause());
         }
-        if (tokens != null && !tokens.accepts(request.headers().get(HttpHeaderNames.AUTHORIZATION)))
+        final TenantGrant grant = tokens == null ? TenantGrant.ANY
+            : tokens.grantOf(request.headers().get(HttpHeaderNames.AUTHORIZATION));
+        if (grant == null)
         {
             throw new ApiProblem(Status.Code.UNAUTHENTICATED, "authorization",
                 "authorization: a bearer token of the gateway's --token-file "
@@ -134,7 +137,7 @@ final class ApiHttpHandler extends SimpleChannelInboundHandler<FullHttpRequest>
         {
             requirePost(method, path);
             final AcquireRequest body = JsonBodies.parse(body(request), AcquireRequest.getDefaultInstance());
-            return api.acquire(body, -1).thenApply(answered ->
+            return api.acquire(body, -1, grant).thenApply(answered ->
             {
                 final FullHttpResponse response = json(answered.decision().allowed() ? HttpResponseStatus.OK :
                     HttpResponseStatus.TOO_MANY_REQUESTS, answered.response());
@@ -149,7 +152,7 @@ final class ApiHttpHandler extends SimpleChannelInboundHandler<FullHttpRequest>
         {
             requirePost(method, path);
             final AcquireBatchRequest body = JsonBodies.parse(body(request), AcquireBatchRequest.getDefaultInstance());
-            return api.acquireBatch(body, -1).thenApply(answer -> json(HttpResponseStatus.OK, answer));
+            return api.acquireBatch(body, -1, grant).thenApply(answer -> json(HttpResponseStatus.OK, answer));
         }
         if (path.startsWith(LEASES + "/"))
         {
@@ -213,6 +216,7 @@ final class ApiHttpHandler extends SimpleChannelInboundHandler<FullHttpRequest>
         {
             case INVALID_ARGUMENT -> HttpResponseStatus.BAD_REQUEST;
             case UNAUTHENTICATED -> HttpResponseStatus.UNAUTHORIZED;
+            case PERMISSION_DENIED -> HttpResponseStatus.FORBIDDEN;
             case NOT_FOUND -> HttpResponseStatus.NOT_FOUND;
             case UNIMPLEMENTED -> HttpResponseStatus.METHOD_NOT_ALLOWED;
             case UNAVAILABLE -> HttpResponseStatus.SERVICE_UNAVAILABLE;

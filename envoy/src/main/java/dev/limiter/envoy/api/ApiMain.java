@@ -57,7 +57,7 @@ public final class ApiMain implements Callable<Integer>
 
     @Option(names = "--token-file", paramLabel = "FILE",
         description = "Bearer tokens accepted (Authorization: Bearer TOKEN), one a line, each at least 16 " +
-            "printable characters.")
+            "printable characters; 'TOKEN acme,globex' binds a token to those tenants.")
     Path tokenFile;
 
     @Option(names = "--deadline-ms", paramLabel = "MS",

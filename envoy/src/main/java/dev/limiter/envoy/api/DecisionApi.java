@@ -60,7 +60,7 @@ public final class DecisionApi
         return refused.get();
     }
 
-    /** Requests and batch items refused as invalid, charging nothing. */
+    /** Requests and batch items refused as invalid, or for a tenant their token may not ask for, charging nothing. */
     public long invalid()
     {
         return invalid.get();
@@ -83,14 +83,17 @@ public final class DecisionApi
     {
     }
 
-    /** One decision; a grant of a concurrency limit carries its lease id. */
-    CompletableFuture<Answered> acquire(final AcquireRequest request, final long callerNanos)
+    /**
+     * One decision for a caller whose credential grants {@code grant}; a grant of a concurrency limit carries its
+     * lease id.
+     */
+    CompletableFuture<Answered> acquire(final AcquireRequest request, final long callerNanos, final TenantGrant grant)
     {
         final ApiRequests.Call call;
         final Duration deadline;
         try
         {
-            call = ApiRequests.read(request);
+            call = granted(ApiRequests.read(request), grant);
             deadline = deadline(callerNanos);
         }
         catch (final ApiProblem e)
@@ -99,6 +102,16 @@ public final class DecisionApi
             return CompletableFuture.failedFuture(e);
         }
         return ask(call, deadline);
+    }
+
+    private static ApiRequests.Call granted(final ApiRequests.Call call, final TenantGrant grant)
+    {
+        final String tenant = call.descriptor().tenant();
+        if (!grant.allows(tenant))
+        {
+            throw grant.refusal(tenant);
+        }
+        return call;
     }
 
     private CompletableFuture<Answered> ask(final ApiRequests.Call call, final Duration deadline)
@@ -133,7 +146,8 @@ public final class DecisionApi
     }
 
     /** Every valid item asked at once, each answered on its own; an invalid item gets its problem alone. */
-    CompletableFuture<AcquireBatchResponse> acquireBatch(final AcquireBatchRequest request, final long callerNanos)
+    CompletableFuture<AcquireBatchResponse> acquireBatch(final AcquireBatchRequest request, final long callerNanos,
+        final TenantGrant grant)
     {
         final int count = request.getItemsCount();
         final Duration deadline;
@@ -162,7 +176,7 @@ public final class DecisionApi
         {
             try
             {
-                calls[i] = ApiRequests.read(request.getItems(i));
+                calls[i] = granted(ApiRequests.read(request.getItems(i)), grant);
             }
             catch (final ApiProblem e)
             {

@@ -23,6 +23,8 @@ import java.util.Map;
 final class ApiCluster implements AutoCloseable
 {
     static final String TOKEN = "test-token-0123456789abcdef";
+    /** A token that may ask for the tenants bound-a and bound-b only. */
+    static final String BOUND_TOKEN = "bound-token-0123456789abcdef";
     /**
      * orders: 5 tokens per tenant that do not come back within a test, so what was charged shows in
      * what is left; exports: one lease at a time per tenant.
@@ -63,7 +65,8 @@ final class ApiCluster implements AutoCloseable
             api = ApiServer.start(LimiterClient.builder().endpoints(endpoints.toArray(String[]::new))
                 .deadline(Duration.ofSeconds(1)), 1,
                 new ApiServer.Settings(new InetSocketAddress("127.0.0.1", 0), new InetSocketAddress("127.0.0.1", 0),
-                    Duration.ofSeconds(1), BearerTokens.of(TOKEN), RlsServer.Port.PLAINTEXT));
+                    Duration.ofSeconds(1), BearerTokens.read(Files.writeString(dir.resolve("api-tokens"),
+                    "# any tenant\n" + TOKEN + "\n" + BOUND_TOKEN + " bound-a,bound-b\n")), RlsServer.Port.PLAINTEXT));
         }
         catch (final Exception | Error e)
         {

@@ -221,6 +221,35 @@ class ApiClusterTest
     }
 
     @Test
+    void aTokenBoundToTenantsIsRefusedAnyOtherTenantOnEitherPortAndChargesItNothing() throws Exception
+    {
+        final io.grpc.Channel bound = ClientInterceptors.intercept(channel,
+            MetadataUtils.newAttachHeadersInterceptor(bearer(ApiCluster.BOUND_TOKEN)));
+        final AcquireRequest own = AcquireRequest.newBuilder().setTenant("bound-a").setRoute("/v1/orders/1").build();
+        final AcquireRequest other = AcquireRequest.newBuilder().setTenant(" bound-other ").setRoute("/v1/orders/1")
+            .setCost(2).build();
+        assertTrue(call(bound, RateLimiterMethods.ACQUIRE, own).getDecision().getAllowed());
+        assertTrue(refused(Status.Code.PERMISSION_DENIED, () -> call(bound, RateLimiterMethods.ACQUIRE, other))
+            .getStatus().getDescription().contains("may not ask for tenant 'bound-other'"));
+
+        final AcquireBatchResponse batch = call(bound, RateLimiterMethods.ACQUIRE_BATCH, AcquireBatchRequest
+            .newBuilder().addItems(own).addItems(other).addItems(own.toBuilder().setTenant("bound-b")).build());
+        assertTrue(batch.getResults(0).getAnswer().getDecision().getAllowed(), batch.toString());
+        assertEquals("PERMISSION_DENIED", batch.getResults(1).getProblem().getCode(), batch.toString());
+        assertEquals("items[1].tenant", batch.getResults(1).getProblem().getField());
+        assertTrue(batch.getResults(2).getAnswer().getDecision().getAllowed(), batch.toString());
+
+        final HttpResponse<String> forbidden = post("/v1/acquire",
+            "{\"tenant\":\"bound-other\",\"route\":\"/v1/orders/1\",\"cost\":2}", ApiCluster.BOUND_TOKEN);
+        assertEquals(403, forbidden.statusCode(), forbidden.body());
+        assertTrue(forbidden.body().contains("PERMISSION_DENIED"), forbidden.body());
+        assertEquals(200, post("/v1/acquire", "{\"tenant\":\"bound-b\",\"route\":\"/v1/orders/1\"}",
+            ApiCluster.BOUND_TOKEN).statusCode());
+        assertEquals(4, leftAfterOneMore("bound-other"), "three refusals of cost 2 charged nothing");
+        assertEquals(2, leftAfterOneMore("bound-a"), "bound-a: 2 granted, then 1 more of its 5");
+    }
+
+    @Test
     void hostileGrpcRequestsFailNamingTheFieldAndChargeNothing()
     {
         final AcquireRequest.Builder valid = AcquireRequest.newBuilder().setTenant("grpc-x").setRoute("/v1/orders/1");
