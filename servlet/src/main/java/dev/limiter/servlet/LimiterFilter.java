@@ -44,16 +44,17 @@ import java.util.Map;
  * ({@code new LimiterFilter(client, RequestDescriptors.fromHeaders("X-Tenant-Id", null, null))},
  * e.g. in a Spring {@code FilterRegistrationBean}), or by class name (web.xml, Jetty's
  * {@code FilterHolder}) with init parameters, when the filter builds and closes its own client:
- * {@value #ENDPOINTS} (required: {@code host:port,...}), {@value #TENANT_HEADER} (default
- * {@value #DEFAULT_TENANT_HEADER}), {@value #PRINCIPAL_HEADER} and {@value #CLIENT_IP_HEADER}
- * (default none), {@value #DEADLINE_MILLIS} (default the SDK's) and {@value #COST} (tokens per
+ * {@value #ENDPOINTS} (required: {@code host:port,...}), {@value #TENANT_HEADER},
+ * {@value #PRINCIPAL_HEADER} and {@value #CLIENT_IP_HEADER} (default none: without a tenant header
+ * each client address is a tenant, since a client can put any value in a header; name one only a
+ * trusted proxy sets), {@value #DEADLINE_MILLIS} (default the SDK's) and {@value #COST} (tokens per
  * request, default 1).
  */
 public final class LimiterFilter implements Filter
 {
     /** Init parameter: the store nodes' data addresses, {@code host:port,host:port}. */
     public static final String ENDPOINTS = "limiter.endpoints";
-    /** Init parameter: the header naming the tenant. */
+    /** Init parameter: the header naming the tenant, set by a proxy you trust (default none: the client address). */
     public static final String TENANT_HEADER = "limiter.tenantHeader";
     /** Init parameter: the header naming the principal (user) within the tenant. */
     public static final String PRINCIPAL_HEADER = "limiter.principalHeader";
@@ -63,7 +64,6 @@ public final class LimiterFilter implements Filter
     public static final String DEADLINE_MILLIS = "limiter.deadlineMillis";
     /** Init parameter: tokens each request costs. */
     public static final String COST = "limiter.cost";
-    public static final String DEFAULT_TENANT_HEADER = "X-Tenant-Id";
 
     private LimiterClient client;
     private RequestDescriptors descriptors;
@@ -114,7 +114,7 @@ public final class LimiterFilter implements Filter
             throw new ServletException("LimiterFilter: init parameter " + ENDPOINTS + " is required: the store nodes' data " +
                 "addresses, e.g. 10.0.0.1:7400,10.0.0.2:7400");
         }
-        final String tenantHeader = parameter(config, TENANT_HEADER, DEFAULT_TENANT_HEADER);
+        final String tenantHeader = parameter(config, TENANT_HEADER, null);
         try
         {
             descriptors = RequestDescriptors.fromHeaders(tenantHeader, config.getInitParameter(PRINCIPAL_HEADER),

@@ -112,6 +112,7 @@ class LimiterFilterAttackTest
         final FilterHolder filter = new FilterHolder(LimiterFilter.class);
         filter.setInitParameter(LimiterFilter.ENDPOINTS, "127.0.0.1:" + node.port());
         filter.setInitParameter(LimiterFilter.DEADLINE_MILLIS, "2000");
+        filter.setInitParameter(LimiterFilter.TENANT_HEADER, "X-Tenant-Id");
         if (principalHeader != null)
         {
             filter.setInitParameter(LimiterFilter.PRINCIPAL_HEADER, principalHeader);

@@ -126,6 +126,7 @@ class LimiterFilterTest
         filter.setInitParameter(LimiterFilter.ENDPOINTS, "127.0.0.1:" + node.port());
         // Node and filter share this test's cold JVM: the SDK's 20 ms default can pass before a first answer.
         filter.setInitParameter(LimiterFilter.DEADLINE_MILLIS, "2000");
+        filter.setInitParameter(LimiterFilter.TENANT_HEADER, "X-Tenant-Id");
         final int port = startJetty(filter);
         for (int i = 0; i < 3; i++)
         {
@@ -166,6 +167,7 @@ class LimiterFilterTest
         final FilterHolder filter = new FilterHolder(LimiterFilter.class);
         filter.setInitParameter(LimiterFilter.ENDPOINTS, "127.0.0.1:" + node.port());
         filter.setInitParameter(LimiterFilter.DEADLINE_MILLIS, "2000");
+        filter.setInitParameter(LimiterFilter.TENANT_HEADER, "X-Tenant-Id");
         final int port = startJetty(filter);
         // ENVOY once selected Envoy's namespace, where a request no policy selects has no limit.
         assertEquals(200, send(port, "ENVOY", "/anything", "mallory").statusCode());
@@ -185,6 +187,7 @@ class LimiterFilterTest
         final FilterHolder filter = new FilterHolder(LimiterFilter.class);
         filter.setInitParameter(LimiterFilter.ENDPOINTS, "127.0.0.1:" + node.port());
         filter.setInitParameter(LimiterFilter.DEADLINE_MILLIS, "2000");
+        filter.setInitParameter(LimiterFilter.TENANT_HEADER, "X-Tenant-Id");
         final int port = startJetty(filter);
         // Decoded, /files/x%3F/delete is /files/x?/delete: cut at '?', the route was /files/x, which no
         // policy names, so the delete went through on the default; a space was refused with a 400.
@@ -211,11 +214,30 @@ class LimiterFilterTest
         filter.setInitParameter(LimiterFilter.ENDPOINTS, "127.0.0.1:" + node.port());
         // Node and filter share this test's cold JVM: the SDK's 20 ms default can pass before a first answer.
         filter.setInitParameter(LimiterFilter.DEADLINE_MILLIS, "2000");
+        filter.setInitParameter(LimiterFilter.TENANT_HEADER, "X-Tenant-Id");
         final int port = startJetty(filter);
         final HttpResponse<String> bad = get(port, "/orders/1", Map.of("X-Tenant-Id", "t".repeat(65)));
         assertEquals(400, bad.statusCode());
         assertEquals("request refused by the rate limiter: tenant is too long (65 bytes; at most 64)\n", bad.body());
         assertEquals(0, served.get());
+    }
+
+    @Test
+    void withoutATenantHeaderConfiguredAClientsOwnTenantHeaderIsIgnoredSoItCannotTakeAFreshBucketPerRequest()
+        throws Exception
+    {
+        node = startNode();
+        final FilterHolder filter = new FilterHolder(LimiterFilter.class);
+        filter.setInitParameter(LimiterFilter.ENDPOINTS, "127.0.0.1:" + node.port());
+        filter.setInitParameter(LimiterFilter.DEADLINE_MILLIS, "2000");
+        final int port = startJetty(filter);
+        for (int i = 0; i < 3; i++)
+        {
+            assertEquals(200, get(port, "/orders/" + i, Map.of("X-Tenant-Id", "fresh-" + i)).statusCode());
+        }
+        final HttpResponse<String> fourth = get(port, "/orders/3", Map.of("X-Tenant-Id", "fresh-3"));
+        assertEquals(429, fourth.statusCode(), "one address, one tenant, whatever the header says: " + fourth.body());
+        assertEquals(3, served.get());
     }
 
     @Test
