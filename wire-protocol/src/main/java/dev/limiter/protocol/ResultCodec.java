@@ -151,6 +151,24 @@ public final class ResultCodec
         out.writeBytes(utf8);
     }
 
+    /** Whether a written record is allowed. */
+    public static boolean allowed(final ByteBuf buf, final int recordOffset)
+    {
+        return (buf.getByte(recordOffset + FLAGS_OFFSET) & ALLOWED_FLAG) != 0;
+    }
+
+    /** The reason code of a written record. */
+    public static int reasonCode(final ByteBuf buf, final int recordOffset)
+    {
+        return buf.getUnsignedByte(recordOffset + REASON_OFFSET);
+    }
+
+    /** The policy version of a written record. */
+    public static long policyVersion(final ByteBuf buf, final int recordOffset)
+    {
+        return buf.getLong(recordOffset + POLICY_VERSION_OFFSET);
+    }
+
     /** Policy ref stored in a record (for building the dictionary). */
     public static int policyRef(final ByteBuf buf, final int recordOffset)
     {
