@@ -29,7 +29,8 @@ import java.util.concurrent.Callable;
     name = "appeal",
     mixinStandardHelpOptions = true,
     description = {
-        "Appeals a rejected decision as a false rejection, by the id its Limiter-Decision-Id header gave, and lists appeals.",
+        "Appeals a rejected decision as a false rejection, by the id its Limiter-Decision-Id header gave,",
+        "and lists appeals.",
         "An appeal names the policy and version that refused the request; the cluster counts it in",
         "limiter_false_rejections_total{policy} on every member and ./limiter audit shows it (APPEAL_ADDED).",
         "The admin token comes from --token, $LIMITER_ADMIN_TOKEN, data/admin-token or data/node/admin-token.",
@@ -58,8 +59,8 @@ public final class AppealCommand implements Callable<Integer>
      *
      * @return the exit status: 0 done, 1 the API refused or no node answered, 2 bad input
      */
-    public static int run(final String[] args, final PrintStream out, final PrintStream err, final Map<String, String> env,
-        final Path workDir)
+    public static int run(final String[] args, final PrintStream out, final PrintStream err,
+        final Map<String, String> env, final Path workDir)
     {
         final AdminClient.Io io = new AdminClient.Io(out, err, env, workDir);
         return AdminClient.execute(new AppealCommand(io), PREFIX, args, io);
@@ -78,7 +79,7 @@ public final class AppealCommand implements Callable<Integer>
             "sampled it, with its policy, version, tenant and route); the appeal then goes to the leader.",
             "A decision no member sampled (sampled out, overwritten, or its node restarted) is appealed only with",
             "--policy ID --version N. A decision is appealed once.",
-            "  ./limiter appeal add 3f9a0c1be4d27a10-2 --owner payments --reason \"contracted burst for the batch job\"",
+            "  ./limiter appeal add 3f9a0c1be4d27a10-2 --owner payments --reason \"contracted burst\"",
             "Prints e.g. 'appeal of decision 3f9a0c1be4d27a10-2 recorded: policy orders-api v3, tenant acme'."},
         sortOptions = false)
     static final class Add implements Callable<Integer>
@@ -86,17 +87,20 @@ public final class AppealCommand implements Callable<Integer>
         @ParentCommand
         AppealCommand parent;
 
-        @Parameters(index = "0", paramLabel = "DECISION_ID", description = "The decision's id, e.g. 3f9a0c1be4d27a10-2.")
+        @Parameters(index = "0", paramLabel = "DECISION_ID",
+            description = "The decision's id, e.g. 3f9a0c1be4d27a10-2.")
         String id;
 
         /** Not the standard options: --version here names a policy version, not this build's. */
         @Option(names = {"-h", "--help"}, usageHelp = true, description = "Show this help message and exit.")
         boolean help;
 
-        @Option(names = "--owner", required = true, paramLabel = "O", description = "Team or person answerable for the appeal.")
+        @Option(names = "--owner", required = true, paramLabel = "O",
+            description = "Team or person answerable for the appeal.")
         String owner;
 
-        @Option(names = "--reason", required = true, paramLabel = "R", description = "Why the rejection was false (the audit log keeps it).")
+        @Option(names = "--reason", required = true, paramLabel = "R",
+            description = "Why the rejection was false (the audit log keeps it).")
         String reason;
 
         @Option(names = "--policy", paramLabel = "ID",
@@ -113,17 +117,20 @@ public final class AppealCommand implements Callable<Integer>
         @Override
         public Integer call() throws AdminClient.Failure
         {
-            final String decision = AdminClient.required(id, "the decision id is empty: give the Limiter-Decision-Id value");
+            final String decision = AdminClient.required(id,
+                "the decision id is empty: give the Limiter-Decision-Id value");
             final String problem = DecisionIds.problem(decision);
             if (problem != null)
             {
                 throw AdminClient.usage(problem + " (the Limiter-Decision-Id header's value)");
             }
-            final String who = AdminClient.required(owner, "--owner is empty: name the team or person answerable for the appeal");
+            final String who = AdminClient.required(owner,
+                "--owner is empty: name the team or person answerable for the appeal");
             final String why = AdminClient.reason(reason);
             if ((policy == null) != (version == null))
             {
-                throw AdminClient.usage("--policy and --version go together: both name the version that refused the decision");
+                throw AdminClient.usage("--policy and --version go together: both name the version that refused "
+                    + "the decision");
             }
             if (version != null && version < 1)
             {
@@ -138,7 +145,8 @@ public final class AppealCommand implements Callable<Integer>
                 if (policy != null && (!policy.strip().equals(foundPolicy) || version != foundVersion))
                 {
                     throw AdminClient.usage("decision " + decision + " was refused by policy " + foundPolicy + " v" +
-                        foundVersion + " (node " + DecisionsCommand.text(found, "node") + "), not " + policy.strip() + " v" +
+                        foundVersion + " (node " + DecisionsCommand.text(found, "node") + "), not "
+                            + policy.strip() + " v" +
                         version + ": leave --policy and --version out");
                 }
                 appeal.setPolicy(foundPolicy).setVersion(foundVersion)
@@ -162,10 +170,10 @@ public final class AppealCommand implements Callable<Integer>
                 out.println(Output.json(result));
                 return 0;
             }
-            out.println("appeal of decision " + DecisionIds.canonical(decision) + " recorded: policy " + appeal.getPolicy() + " v" +
-                appeal.getVersion() + (appeal.getTenant().isEmpty() ? "" : ", tenant " + appeal.getTenant()) +
-                (appeal.getRoute().isEmpty() ? "" : ", route " + appeal.getRoute()) +
-                (found == null ? " (no member had sampled it)" : ""));
+            out.println("appeal of decision " + DecisionIds.canonical(decision) + " recorded: policy "
+                + appeal.getPolicy() + " v" + appeal.getVersion() + (appeal.getTenant().isEmpty() ? ""
+                : ", tenant " + appeal.getTenant()) + (appeal.getRoute().isEmpty() ? "" : ", route "
+                + appeal.getRoute()) + (found == null ? " (no member had sampled it)" : ""));
             return 0;
         }
     }
@@ -185,7 +193,8 @@ public final class AppealCommand implements Callable<Integer>
         AppealCommand parent;
 
         @Option(names = "--since", paramLabel = "WHEN",
-            description = "Only appeals from then on: an RFC 3339 time (2026-12-03T09:00:00Z) or how long ago (30m, 24h, 2d).")
+            description = "Only appeals from then on: an RFC 3339 time (2026-12-03T09:00:00Z) or how long ago "
+                + "(30m, 24h, 2d).")
         String since;
 
         @Mixin
@@ -199,7 +208,8 @@ public final class AppealCommand implements Callable<Integer>
             final AdminClient.Answer answer = client.get("/v1/appeals?since=" + from);
             if (answer.status() == 404)
             {
-                throw AdminClient.failed("no appeals: " + answer.address() + "'s admin API has no /v1/appeals (an older build)");
+                throw AdminClient.failed("no appeals: " + answer.address()
+                    + "'s admin API has no /v1/appeals (an older build)");
             }
             if (answer.status() / 100 != 2)
             {
@@ -227,14 +237,16 @@ public final class AppealCommand implements Callable<Integer>
                 rows.add(List.of(DecisionsCommand.text(a, "decisionId"),
                     Instant.ofEpochMilli(a.get("atMillis").getAsLong()).toString(), DecisionsCommand.text(a, "policy"),
                     Long.toString(a.get("version").getAsLong()), DecisionsCommand.text(a, "tenant"),
-                    DecisionsCommand.text(a, "route"), DecisionsCommand.text(a, "owner"), DecisionsCommand.text(a, "reason")));
+                    DecisionsCommand.text(a, "route"), DecisionsCommand.text(a, "owner"),
+                    DecisionsCommand.text(a, "reason")));
             }
             if (rows.isEmpty())
             {
                 out.println(since == null ? "no appeals" : "no appeals since " + since);
                 return 0;
             }
-            Output.table(out, List.of("DECISION", "TIME", "POLICY", "VERSION", "TENANT", "ROUTE", "OWNER", "REASON"), rows);
+            Output.table(out, List.of("DECISION", "TIME", "POLICY", "VERSION", "TENANT", "ROUTE", "OWNER", "REASON"),
+                rows);
             return 0;
         }
     }

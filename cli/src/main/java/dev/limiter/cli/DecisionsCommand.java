@@ -60,8 +60,8 @@ public final class DecisionsCommand implements Callable<Integer>
      *
      * @return the exit status: 0 done, 1 no node answered or the API refused, 2 bad input
      */
-    public static int run(final String[] args, final PrintStream out, final PrintStream err, final Map<String, String> env,
-        final Path workDir)
+    public static int run(final String[] args, final PrintStream out, final PrintStream err,
+        final Map<String, String> env, final Path workDir)
     {
         final AdminClient.Io io = new AdminClient.Io(out, err, env, workDir);
         return AdminClient.execute(new DecisionsCommand(io), PREFIX, args, io);
@@ -264,8 +264,9 @@ public final class DecisionsCommand implements Callable<Integer>
                 {
                     final JsonObject d = element.getAsJsonObject();
                     final long at = d.get("atMillis").getAsLong();
-                    rows.add(new Row(at, List.of(text(d, "id"), Instant.ofEpochMilli(at).toString(), node, text(d, "policy"),
-                        Long.toString(d.get("version").getAsLong()), text(d, "tenant"), text(d, "route"), text(d, "reason"))));
+                    rows.add(new Row(at, List.of(text(d, "id"), Instant.ofEpochMilli(at).toString(), node,
+                        text(d, "policy"), Long.toString(d.get("version").getAsLong()), text(d, "tenant"),
+                        text(d, "route"), text(d, "reason"))));
                 }
             });
             rows.sort(Comparator.comparingLong(Row::at).reversed());

@@ -18,8 +18,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class AppealCommandTest
 {
     private static final String ID = "3f9a0c1be4d27a10-2";
-    private static final String FOUND = "{\"id\":\"" + ID + "\",\"atMillis\":1765000000000,\"policy\":\"orders\",\"version\":3," +
-        "\"tenant\":\"acme\",\"route\":\"/v1/orders/{id}\",\"reason\":\"RATE_LIMITED\",\"node\":\"n2\"}";
+    private static final String FOUND = "{\"id\":\"" + ID
+        + "\",\"atMillis\":1765000000000,\"policy\":\"orders\",\"version\":3,"
+        + "\"tenant\":\"acme\",\"route\":\"/v1/orders/{id}\",\"reason\":\"RATE_LIMITED\",\"node\":\"n2\"}";
     private static final String NEVER = "{\"error\":\"node n1 never sampled decision " + ID + "\"}";
 
     @TempDir
@@ -58,7 +59,8 @@ class AppealCommandTest
             "--admin", follower.address() + "," + leader.address());
 
         assertEquals(0, result.status(), result.toString());
-        assertEquals("appeal of decision " + ID + " recorded: policy orders v3, tenant acme, route /v1/orders/{id}\n", result.out());
+        assertEquals("appeal of decision " + ID + " recorded: policy orders v3, tenant acme, route /v1/orders/{id}\n",
+            result.out());
         final FakeAdminServer.Seen posted = leader.last();
         assertEquals("POST", posted.method());
         assertTrue(posted.body().contains("\"policy\":\"orders\",\"version\":\"3\",\"tenant\":\"acme\"," +
@@ -70,7 +72,8 @@ class AppealCommandTest
     {
         final FakeAdminServer node = server().answer("POST", "/v1/appeals", 200, "{\"setVersion\":\"9\"}");
 
-        final PolicyCommandTest.Result refused = appeal("add", ID, "--owner", "o", "--reason", "r", "--admin", node.address());
+        final PolicyCommandTest.Result refused = appeal("add", ID, "--owner", "o", "--reason", "r", "--admin",
+            node.address());
         assertOneLineFailure(refused, "limiter appeal: no member sampled decision " + ID);
         assertEquals(1, refused.status());
         assertTrue(refused.err().contains("--policy ID --version N"), refused.err());
@@ -104,16 +107,17 @@ class AppealCommandTest
     @Test
     void listShowsEachAppealWithItsPolicyOwnerAndReason() throws Exception
     {
-        final FakeAdminServer node = server().answer("GET", "/v1/appeals", 200, "{\"appeals\":[{\"decisionId\":\"" + ID +
-            "\",\"policy\":\"orders\",\"version\":3,\"tenant\":\"acme\",\"route\":\"/v1/orders/{id}\",\"owner\":\"payments\"," +
+        final FakeAdminServer node = server().answer("GET", "/v1/appeals", 200, "{\"appeals\":[{\"decisionId\":\""
+            + ID + "\",\"policy\":\"orders\",\"version\":3,\"tenant\":\"acme\",\"route\":\"/v1/orders/{id}\","
+            + "\"owner\":\"payments\"," +
             "\"reason\":\"contracted burst\",\"atMillis\":1765000000000,\"actor\":\"alice\"}]}");
 
         final PolicyCommandTest.Result result = appeal("list", "--since", "24h", "--admin", node.address());
 
         assertEquals(0, result.status(), result.toString());
         assertTrue(result.out().startsWith("DECISION"), result.out());
-        assertTrue(result.out().contains(ID) && result.out().contains("payments") && result.out().contains("contracted burst"),
-            result.out());
+        assertTrue(result.out().contains(ID) && result.out().contains("payments")
+            && result.out().contains("contracted burst"), result.out());
         assertTrue(node.last().rawQuery().startsWith("since="), node.last().rawQuery());
     }
 }

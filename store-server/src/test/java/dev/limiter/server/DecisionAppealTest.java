@@ -34,8 +34,8 @@ class DecisionAppealTest
 
     private final HttpClient http = HttpClient.newHttpClient();
 
-    private HttpResponse<String> call(final StoreServer server, final String method, final String path, final String body)
-        throws Exception
+    private HttpResponse<String> call(final StoreServer server, final String method, final String path,
+        final String body) throws Exception
     {
         return AdminApiTest.call(http, server.adminPort(), method, path, body, TOKEN);
     }
@@ -46,8 +46,8 @@ class DecisionAppealTest
         final ManualClock clock = new ManualClock(1_000 * SECOND);
         final StoreServer server = new StoreServer(TestNode.config(dir, 0, 2).adminToken(TOKEN), clock).start();
         final int port = server.port();
-        try (LimiterClient client = LimiterClient.builder().endpoints("127.0.0.1:" + port).deadline(Duration.ofSeconds(5))
-            .build())
+        try (LimiterClient client = LimiterClient.builder().endpoints("127.0.0.1:"
+            + port).deadline(Duration.ofSeconds(5)) .build())
         {
             final Descriptor orders = Descriptor.of("acme", "/v1/orders/17");
             Decision decision = client.acquireBlocking(orders, 1);
@@ -70,14 +70,16 @@ class DecisionAppealTest
             assertTrue(call(server, "GET", "/v1/decisions/rejected?tenant=acme", null).body()
                 .contains("\"sampled\":1,\"dropped\":0,\"decisions\":[{\"id\":\"" + id + "\""));
 
-            final String appeal = "{\"decisionId\":\"" + id + "\",\"owner\":\"payments\",\"reason\":\"contracted burst\"," +
-                "\"policy\":\"orders\",\"version\":1,\"tenant\":\"acme\",\"route\":\"/v1/orders/{id}\"}";
+            final String appeal = "{\"decisionId\":\"" + id
+                + "\",\"owner\":\"payments\",\"reason\":\"contracted burst\","
+                + "\"policy\":\"orders\",\"version\":1,\"tenant\":\"acme\",\"route\":\"/v1/orders/{id}\"}";
             final HttpResponse<String> made = call(server, "POST", "/v1/appeals", appeal);
             assertEquals(200, made.statusCode(), made.body());
             final HttpResponse<String> again = call(server, "POST", "/v1/appeals", appeal);
             assertEquals(409, again.statusCode(), again.body());
             assertTrue(again.body().contains("already appealed"), again.body());
-            assertTrue(call(server, "GET", "/v1/appeals?since=0", null).body().contains("\"decisionId\":\"" + id + "\""));
+            assertTrue(call(server, "GET", "/v1/appeals?since=0", null).body().contains("\"decisionId\":\"" + id
+                + "\""));
             assertTrue(call(server, "GET", "/v1/audit?policy=orders", null).body().contains("APPEAL_ADDED"));
             final String metrics = http.send(java.net.http.HttpRequest.newBuilder(
                 java.net.URI.create("http://127.0.0.1:" + server.adminPort() + "/metrics")).build(),

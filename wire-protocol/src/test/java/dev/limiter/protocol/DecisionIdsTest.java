@@ -21,9 +21,10 @@ class DecisionIdsTest
     {
         final ByteBuf buf = Unpooled.buffer();
         final int start = ResultCodec.beginBatch(buf, MessageType.BATCH_RESULT, 5, 2);
-        ResultCodec.putRecord(buf, ResultCodec.recordOffset(start, 0), false, ReasonCode.RATE_LIMITED, 1, 0, 10, 5, 9, 3, 1);
-        ResultCodec.putRecord(buf, ResultCodec.recordOffset(start, 1), false, ReasonCode.INVALID_REQUEST, 1, 0, 0, -1, 0, 3,
-            1);
+        ResultCodec.putRecord(buf, ResultCodec.recordOffset(start, 0), false, ReasonCode.RATE_LIMITED, 1, 0, 10, 5, 9,
+            3, 1);
+        ResultCodec.putRecord(buf, ResultCodec.recordOffset(start, 1), false, ReasonCode.INVALID_REQUEST, 1, 0, 0, -1,
+            0, 3, 1);
         ResultCodec.beginPolicies(buf, 1);
         ResultCodec.appendPolicy(buf, 1, "orders".getBytes(StandardCharsets.UTF_8));
         ResultCodec.beginLeases(buf, 0);
@@ -70,7 +71,8 @@ class DecisionIdsTest
             final int end = Frame.frameEnd(buf);
             final int section = end - DecisionIds.SECTION_LENGTH;
             assertTrue(decoder.wrap(buf, Frame.bodyOffset(buf), end - 3).contains("decision-id section is 7 bytes"));
-            assertTrue(decoder.wrap(buf, Frame.bodyOffset(buf), section + 1).contains("1 bytes after the refusal section"));
+            assertTrue(decoder.wrap(buf, Frame.bodyOffset(buf), section
+                + 1).contains("1 bytes after the refusal section"));
             buf.setShort(section, 9);
             assertTrue(decoder.wrap(buf, Frame.bodyOffset(buf), end).contains("says 9 bytes"));
             buf.setShort(section, DecisionIds.BASE_LENGTH);

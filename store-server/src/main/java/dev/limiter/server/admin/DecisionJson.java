@@ -8,8 +8,10 @@ import java.util.List;
  * The JSON of the decision and appeal routes, written by hand so that counts and times are JSON
  * numbers (protobuf's JSON mapping prints 64-bit integers as strings):
  * <pre>
- * GET /v1/decisions/rejected  {"node","sampled","dropped","decisions":[{"id","atMillis","policy","version","tenant","route","reason"}]}
- * GET /v1/appeals             {"appeals":[{"decisionId","policy","version","tenant","route","owner","reason","atMillis","actor"}]}
+ * GET /v1/decisions/rejected
+ * {"node","sampled","dropped","decisions":[{"id","atMillis","policy","version","tenant","route","reason"}]}
+ * GET /v1/appeals
+ * {"appeals":[{"decisionId","policy","version","tenant","route","owner","reason","atMillis","actor"}]}
  * </pre>
  */
 final class DecisionJson

@@ -66,15 +66,17 @@ final class AppealBook
         final List<String> errors = problems(wanted);
         if (!errors.isEmpty())
         {
-            return Outcome.invalid("appeal of decision '" + wanted.getDecisionId() + "' is invalid; nothing changed", errors);
+            return Outcome.invalid("appeal of decision '" + wanted.getDecisionId() + "' is invalid; nothing changed",
+                errors);
         }
         final String id = DecisionIds.canonical(wanted.getDecisionId());
         final Appeal earlier = byDecision.get(id);
         if (earlier != null)
         {
             return new Outcome(Status.CONFLICT, null, AdminError.newBuilder()
-                .setError("decision " + id + " was already appealed at " + Timestamps.toString(earlier.getAt()) + " by " +
-                    earlier.getOwner() + " (" + earlier.getReason() + "): one appeal per decision; nothing changed")
+                .setError("decision " + id + " was already appealed at " + Timestamps.toString(earlier.getAt())
+                    + " by " + earlier.getOwner() + " (" + earlier.getReason()
+                    + "): one appeal per decision; nothing changed")
                 .build());
         }
         final Appeal made = wanted.toBuilder()
@@ -127,10 +129,11 @@ final class AppealBook
         {
             errors.add("policy: no policy '" + appeal.getPolicy() + "' was ever created (see ./limiter policy list)");
         }
-        else if (history.getVersionsList().stream().map(PolicyVersion::getPolicy).noneMatch(p -> p.getVersion() == appeal.getVersion()))
+        else if (history.getVersionsList().stream().map(PolicyVersion::getPolicy)
+            .noneMatch(p -> p.getVersion() == appeal.getVersion()))
         {
-            errors.add("version: policy '" + appeal.getPolicy() + "' has no version " + appeal.getVersion() + " (versions 1 to " +
-                history.getVersionsCount() + ")");
+            errors.add("version: policy '" + appeal.getPolicy() + "' has no version " + appeal.getVersion()
+                + " (versions 1 to " + history.getVersionsCount() + ")");
         }
         return errors;
     }

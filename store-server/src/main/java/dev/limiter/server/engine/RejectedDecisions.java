@@ -106,8 +106,8 @@ public final class RejectedDecisions
      * @param routeTemplate the deciding policy's route template, or null: then the path's bytes are kept
      */
     void record(final long base, final int index, final long nowMillis, final String policyId, final long policyVersion,
-        final int reasonCode, final ByteBuf request, final int tenantAt, final int tenantBytes, final String routeTemplate,
-        final int pathAt, final int pathBytes)
+        final int reasonCode, final ByteBuf request, final int tenantAt, final int tenantBytes,
+        final String routeTemplate, final int pathAt, final int pathBytes)
     {
         if (!admit(nowMillis))
         {
@@ -144,7 +144,10 @@ public final class RejectedDecisions
         sampled.incrementAndGet();
     }
 
-    /** All rejections up to {@link #ALL_PER_SECOND} in a second, then one in {@link #ONE_IN} (approximate across threads). */
+    /**
+     * All rejections up to {@link #ALL_PER_SECOND} in a second, then one in {@link #ONE_IN} (approximate across
+     * threads).
+     */
     private boolean admit(final long nowMillis)
     {
         final long s = nowMillis / 1000;
@@ -223,7 +226,8 @@ public final class RejectedDecisions
         final String policyId = policy[slot];
         final long policyVersion = version[slot];
         final int code = reason[slot];
-        final String tenantName = new String(tenant, slot * MAX_TENANT_BYTES, tenantLength[slot], StandardCharsets.UTF_8);
+        final String tenantName = new String(tenant, slot * MAX_TENANT_BYTES, tenantLength[slot],
+            StandardCharsets.UTF_8);
         final String routeTemplate = template[slot];
         final String path = routeTemplate != null ? routeTemplate :
             new String(route, slot * MAX_ROUTE_BYTES, routeLength[slot], StandardCharsets.UTF_8);

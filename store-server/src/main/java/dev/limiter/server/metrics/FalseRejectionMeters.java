@@ -39,7 +39,8 @@ public final class FalseRejectionMeters
             if (metered.add(policy))
             {
                 FunctionCounter.builder("limiter.false.rejections", state, s -> s.falseRejections(policy))
-                    .description("Rejected decisions appealed as false rejections (./limiter appeal add), by the policy that refused them")
+                    .description("Rejected decisions appealed as false rejections (./limiter appeal add), "
+                        + "by the policy that refused them")
                     .tags("policy", policy)
                     .register(registry);
             }

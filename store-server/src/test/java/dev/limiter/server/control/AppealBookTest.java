@@ -27,7 +27,8 @@ class AppealBookTest
         JsonFormat.parser().merge("{\"version\":1,\"defaultPolicy\":{\"id\":\"default\",\"rate\":1,\"burst\":1,"
             + "\"owner\":\"test\"},\"policies\":[{\"id\":\"orders\",\"selector\":{\"route\":\"/v1/orders\"},\"rate\":5,"
             + "\"burst\":5,\"owner\":\"test\"}]}", set);
-        assertEquals(PolicyState.Status.OK, state.apply(PolicyState.command("ops", T0).setBootstrap(set).build()).status());
+        assertEquals(PolicyState.Status.OK, state.apply(PolicyState.command("ops",
+            T0).setBootstrap(set).build()).status());
     }
 
     private static Appeal.Builder appeal(final String id)
@@ -50,7 +51,8 @@ class AppealBookTest
         final List<Appeal> all = state.appeals(0);
         assertEquals(2, all.size());
         assertEquals(ID, all.get(0).getDecisionId(), "kept in canonical form");
-        assertEquals(PolicyState.command("x", T0 + 1_000).getAt(), all.get(0).getAt(), "the entry's time, not a clock's");
+        assertEquals(PolicyState.command("x", T0 + 1_000).getAt(), all.get(0).getAt(),
+            "the entry's time, not a clock's");
         assertEquals("alice", all.get(0).getActor());
         assertEquals(1, state.appeals(T0 + 2_000).size(), "--since");
         assertEquals(2, state.falseRejections("orders"));

@@ -42,7 +42,8 @@ class RejectedDecisionsTest
     private static final long NOW_MILLIS = 1_765_000_000_000L;
     private static final String POLICIES = "{\"version\":1,"
         + "\"defaultPolicy\":{\"id\":\"default\",\"rate\":1,\"burst\":1,\"owner\":\"test\"},"
-        + "\"policies\":[{\"id\":\"orders\",\"selector\":{\"route\":\"/v1/orders/{id}\"},\"rate\":1,\"period\":\"3600s\","
+        + "\"policies\":[{\"id\":\"orders\",\"selector\":{\"route\":\"/v1/orders/{id}\"},\"rate\":1,"
+        + "\"period\":\"3600s\","
         + "\"burst\":1,\"scope\":\"TENANT\",\"owner\":\"test\"}]}";
 
     private final ManualClock clock = new ManualClock(TimeUnit.SECONDS.toNanos(1_000));
@@ -59,9 +60,11 @@ class RejectedDecisionsTest
     {
         final PolicySet.Builder set = PolicySet.newBuilder();
         JsonFormat.parser().merge(POLICIES, set);
-        assertEquals(PolicyState.Status.OK, policies.apply(PolicyState.command("test", 0).setBootstrap(set).build()).status());
+        assertEquals(PolicyState.Status.OK, policies.apply(PolicyState.command("test",
+            0).setBootstrap(set).build()).status());
         channel = new EmbeddedChannel();
-        shard = new Shard(0, 1, 1024, 64 * 1024, clock, (policy, key, offset, length) -> null, (EventLoop)channel.eventLoop());
+        shard = new Shard(0, 1, 1024, 64 * 1024, clock, (policy, key, offset, length) -> null,
+            (EventLoop)channel.eventLoop());
         final FastThreadLocal<FrameRouter> routers = new FastThreadLocal<>()
         {
             @Override
