@@ -319,6 +319,11 @@ public final class FrameWork implements Runnable
         {
             // The event loop is shutting down: nobody will read this response.
             response.release();
+            if (request != null)
+            {
+                request.release();
+                request = null;
+            }
         }
     }
 
