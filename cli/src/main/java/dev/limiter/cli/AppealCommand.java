@@ -155,8 +155,8 @@ public final class AppealCommand implements Callable<Integer>
             else if (policy == null)
             {
                 throw AdminClient.failed("no member sampled decision " + decision + " (it may have been sampled out, " +
-                    "overwritten, or decided by a node since restarted); to appeal it anyway give the policy and version " +
-                    "that refused it: --policy ID --version N; nothing was sent");
+                    "overwritten, or decided by a node since restarted); to appeal it anyway give the policy and " +
+                    "version that refused it: --policy ID --version N; nothing was sent");
             }
             else
             {

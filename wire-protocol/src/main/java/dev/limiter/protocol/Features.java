@@ -7,9 +7,9 @@ import java.util.StringJoiner;
  * HELLO_RESULT ({@link HelloCodec}) when the connection opens. A peer acts on a feature only when
  * the other end listed it; a node that predates HELLO answers it with ERROR UNKNOWN_TYPE, and is
  * taken to have {@link #BEFORE_HELLO}. Bits are never reused: a retired feature keeps its bit unset
- * from then on. The SDK acts on {@link #FLEET} and {@link #SHARD_MAP}, the node on {@link #DECISION_IDS}; {@link #RELEASE} and
- * {@link #CHECK} tell a peer what the node takes (a node without them refuses those requests by
- * their error codes, as before HELLO).
+ * from then on. The SDK acts on {@link #FLEET} and {@link #SHARD_MAP}, the node on
+ * {@link #DECISION_IDS}; {@link #RELEASE} and {@link #CHECK} tell a peer what the node takes (a node
+ * without them refuses those requests by their error codes, as before HELLO).
  */
 public final class Features
 {
