@@ -1,7 +1,9 @@
 package dev.limiter.bench;
 
 import dev.limiter.cli.AcquireCommand;
+import dev.limiter.cli.AppealCommand;
 import dev.limiter.cli.AuditCommand;
+import dev.limiter.cli.DecisionsCommand;
 import dev.limiter.cli.DrillCommand;
 import dev.limiter.cli.ExemptCommand;
 import dev.limiter.cli.HotKeysCommand;
@@ -41,7 +43,8 @@ class CommandHelpTest
     private static final List<Class<?>> COMMANDS = List.of(
         LoadGenerator.class, ServerMain.class, StatusCommand.class, AcquireCommand.class, ReleaseCommand.class,
         PolicyCommand.class, AuditCommand.class, DrillCommand.class, HotKeysCommand.class, ExemptCommand.class,
-        MembersCommand.class, RlsMain.class, RlsBench.class, ApiMain.class, ApiBench.class);
+        MembersCommand.class, RlsMain.class, RlsBench.class, ApiMain.class, ApiBench.class, DecisionsCommand.class,
+        AppealCommand.class);
 
     @Test
     void everyHelpLineOfEveryCommandIsAValidFormatString()

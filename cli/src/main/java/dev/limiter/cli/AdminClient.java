@@ -303,6 +303,23 @@ final class AdminClient
         return (T) builder.build();
     }
 
+    /**
+     * A GET of a document that is not a protobuf message (the decision and appeal routes): the first
+     * node's answer whatever its status, so that a caller can tell 404 from the rest ({@link #refused}).
+     *
+     * @throws Failure when no node answered
+     */
+    Answer get(final String pathAndQuery) throws Failure
+    {
+        return exchange("GET", pathAndQuery, null);
+    }
+
+    /** The failure an answer that is not 2xx stands for, with the API's own message. */
+    Failure refused(final Answer answer)
+    {
+        return rejection(answer);
+    }
+
     private Answer exchange(final String method, final String pathAndQuery, final String body) throws Failure
     {
         final List<String> misses = new ArrayList<>();

@@ -1,9 +1,11 @@
 package dev.limiter.client;
 
+import dev.limiter.protocol.DecisionIds;
 import dev.limiter.protocol.ReasonCode;
 
 import java.time.Duration;
 import java.time.temporal.ChronoUnit;
+import java.util.Optional;
 
 /** The store's answer to one acquire. Immutable. */
 public final class Decision
@@ -22,6 +24,9 @@ public final class Decision
     private final long leaseId;
     private final int leaseCheck;
     private final boolean fromTokenLease;
+    /** The node's id of this decision: its frame's base (0: none) and its record in the frame. */
+    private final long idBase;
+    private final int idEntry;
 
     Decision(final boolean allowed, final ReasonCode reason, final long remaining, final long limit,
         final long retryAfterNanos, final long resetAfterNanos, final String policyId, final long policyVersion, final long windowSeconds)
@@ -34,13 +39,28 @@ public final class Decision
         final boolean degraded)
     {
         this(allowed, reason, remaining, limit, retryAfterNanos, resetAfterNanos, policyId, policyVersion, windowSeconds, degraded, false, 0,
-            0, false);
+            0, false, 0, 0);
+    }
+
+    /**
+     * A node's decision, named by record {@code idEntry} of the frame whose decision-id base is {@code idBase}
+     * (0: the node sent no ids).
+     */
+    Decision(final boolean allowed, final ReasonCode reason, final long remaining, final long limit,
+        final long retryAfterNanos, final long resetAfterNanos, final String policyId, final long policyVersion, final long windowSeconds,
+        final long idBase, final int idEntry)
+    {
+        this(allowed, reason, remaining, limit, retryAfterNanos, resetAfterNanos, policyId, policyVersion, windowSeconds, false, false, 0,
+            0, false, idBase, idEntry);
     }
 
     private Decision(final boolean allowed, final ReasonCode reason, final long remaining, final long limit,
         final long retryAfterNanos, final long resetAfterNanos, final String policyId, final long policyVersion, final long windowSeconds,
-        final boolean degraded, final boolean holdsLease, final long leaseId, final int leaseCheck, final boolean fromTokenLease)
+        final boolean degraded, final boolean holdsLease, final long leaseId, final int leaseCheck, final boolean fromTokenLease,
+        final long idBase, final int idEntry)
     {
+        this.idBase = idBase;
+        this.idEntry = idEntry;
         this.leaseCheck = leaseCheck;
         this.fromTokenLease = fromTokenLease;
         this.holdsLease = holdsLease;
@@ -70,7 +90,30 @@ public final class Decision
     Decision withLease(final long leaseId, final int leaseCheck)
     {
         return new Decision(allowed, reason, remaining, limit, retryAfterNanos, resetAfterNanos, policyId, policyVersion, windowSeconds,
-            degraded, true, leaseId, leaseCheck, false);
+            degraded, true, leaseId, leaseCheck, false, idBase, idEntry);
+    }
+
+    /**
+     * This node rejection repeated by the SDK without asking ({@code LocalRejections}), with the times left now:
+     * it keeps the rejection's id, the decision that refused the caller.
+     */
+    Decision repeatedRejection(final long retryAfter, final long resetAfter)
+    {
+        return new Decision(false, ReasonCode.RATE_LIMITED, remaining, limit, retryAfter, resetAfter, policyId, policyVersion,
+            windowSeconds, false, false, 0, 0, false, idBase, idEntry);
+    }
+
+    /**
+     * The node's id of this decision, as the {@code Limiter-Decision-Id} header carries it and
+     * {@code ./limiter appeal add} takes it (e.g. {@code 3f9a0c1be4d27a10-2}). Empty for a decision the SDK
+     * made alone ({@link #degraded()}: there is no node decision to appeal), for one served from a token
+     * block ({@link #fromTokenLease()}: the node decided the block, not this call, and such answers are
+     * always allowed), and when the node is older than decision ids. A rejection the SDK repeats
+     * without asking until its retry-after keeps the id of the node's rejection it repeats.
+     */
+    public Optional<String> decisionId()
+    {
+        return idBase == 0 ? Optional.empty() : Optional.of(DecisionIds.format(idBase, idEntry));
     }
 
     /** The check the node gave with the lease (a release sends it back). */
@@ -87,7 +130,7 @@ public final class Decision
     Decision asTokenLeaseAnswer()
     {
         return new Decision(true, ReasonCode.ALLOWED, remaining, limit, 0, resetAfterNanos, policyId, policyVersion, windowSeconds,
-            false, false, 0, 0, true);
+            false, false, 0, 0, true, 0, 0);
     }
 
     /**
@@ -205,7 +248,7 @@ public final class Decision
     @Override
     public String toString()
     {
-        return "Decision{" + (allowed ? "allowed" : "denied") + (degraded ? " (degraded)" : "") + (holdsLease ? " lease " + leaseId : "") + (fromTokenLease ? " (token lease)" : "") + ", reason=" + reason + ", remaining=" + remaining +
+        return "Decision{" + (allowed ? "allowed" : "denied") + (degraded ? " (degraded)" : "") + (holdsLease ? " lease " + leaseId : "") + (fromTokenLease ? " (token lease)" : "") + (idBase != 0 ? " id " + DecisionIds.format(idBase, idEntry) : "") + ", reason=" + reason + ", remaining=" + remaining +
             ", limit=" + limit + ", retryAfter=" + (retryAfterNanos < 0 ? "never" : Duration.ofNanos(retryAfterNanos)) +
             ", resetAfter=" + Duration.ofNanos(resetAfterNanos) + ", policy=" + policyId + " v" + policyVersion + '}';
     }

@@ -62,8 +62,7 @@ final class LocalRejections
         final Decision d = refusal.decision();
         final long elapsed = Math.min(d.retryAfterNanos(), MAX_HOLD_NANOS) - left;
         final long retryAfter = d.retryAfterNanos() - elapsed;
-        return new Decision(false, ReasonCode.RATE_LIMITED, d.remaining(), d.limit(), retryAfter, Math.max(retryAfter, d.resetAfterNanos() - elapsed),
-            d.policyId(), d.policyVersion(), d.windowSeconds(), false);
+        return d.repeatedRejection(retryAfter, Math.max(retryAfter, d.resetAfterNanos() - elapsed));
     }
 
     long count()

@@ -12,14 +12,19 @@ import java.util.Map;
  * RateLimit-Policy: "orders-per-tenant";q=100;w=10
  * RateLimit: "orders-per-tenant";r=0;t=1
  * Retry-After: 1
+ * Limiter-Decision-Id: 3f9a0c1be4d27a10-2
  * </pre>
  *
  * For a token bucket the quota {@code q} is the burst and the window {@code w} the seconds an empty
  * bucket takes to fill; {@code r} is the tokens left and {@code t} the seconds until full.
+ * {@code Limiter-Decision-Id} names a node's decision ({@link Decision#decisionId()}), allowed or not,
+ * for {@code ./limiter appeal add}; a decision the SDK made alone has none.
  */
 public final class RateLimitHeaders
 {
     public static final int TOO_MANY_REQUESTS = 429;
+    /** The header naming the node's decision ({@link Decision#decisionId()}). */
+    public static final String DECISION_ID = "Limiter-Decision-Id";
 
     private RateLimitHeaders()
     {
@@ -37,6 +42,7 @@ public final class RateLimitHeaders
         {
             headers.put("Retry-After", Long.toString(retryAfterSeconds(decision)));
         }
+        decision.decisionId().ifPresent(id -> headers.put(DECISION_ID, id));
         return headers;
     }
 

@@ -84,7 +84,9 @@ final class ResultReader
             decoder.resetAfterNanos(i),
             policyIds.resolve(decoder, decoder.policyRef(i)),
             decoder.policyVersion(i),
-            decoder.windowSeconds(i));
+            decoder.windowSeconds(i),
+            decoder.decisionIdBase(),
+            i);
         if (decoder.hotKey(i))
         {
             hotKeys.accept(call.descriptor); // its next call may take a token block

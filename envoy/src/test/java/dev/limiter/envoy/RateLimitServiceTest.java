@@ -251,6 +251,7 @@ class RateLimitServiceTest
         assertEquals("\"per-ip\";q=3;w=10800", headers.get("RateLimit-Policy"), "the descriptor with the least left: " + headers);
         assertTrue(headers.get("RateLimit").startsWith("\"per-ip\";r=1;t="), headers.toString());
         assertFalse(headers.containsKey("Retry-After"));
+        assertTrue(headers.getOrDefault("Limiter-Decision-Id", "").matches("[0-9a-f]{16}-[0-9]+"), headers.toString());
         call(both);
         headers = headers(call(both));
         assertTrue(headers.get("RateLimit").startsWith("\"per-ip\";r=0;t="), headers.toString());

@@ -133,10 +133,13 @@ class LimiterFilterTest
             final HttpResponse<String> ok = get(port, "/orders/" + i, Map.of("X-Tenant-Id", "acme"));
             assertEquals(200, ok.statusCode(), ok.body());
             assertEquals("\"orders\";q=3;w=10800", ok.headers().firstValue("RateLimit-Policy").orElse(""));
+            assertTrue(ok.headers().firstValue("Limiter-Decision-Id").orElse("").matches("[0-9a-f]{16}-0"),
+                "the node's decision id: " + ok.headers().map());
             assertTrue(ok.headers().firstValue("RateLimit").orElse("").startsWith("\"orders\";r=" + (2 - i) + ";"), ok.headers().map().toString());
         }
         final HttpResponse<String> refused = get(port, "/orders/9", Map.of("X-Tenant-Id", "acme"));
         assertEquals(429, refused.statusCode());
+        assertTrue(refused.headers().firstValue("Limiter-Decision-Id").isPresent(), "a refusal can be appealed by its id");
         final long retryAfter = Long.parseLong(refused.headers().firstValue("Retry-After").orElse("0"));
         assertTrue(retryAfter > 3500 && retryAfter <= 3600, "one token an hour, less the seconds the calls took: " + retryAfter);
         assertTrue(refused.headers().firstValue("RateLimit").orElse("").startsWith("\"orders\";r=0;"), refused.headers().map().toString());

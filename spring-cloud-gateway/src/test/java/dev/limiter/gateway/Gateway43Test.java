@@ -156,5 +156,7 @@ class Gateway43Test
         final HttpResponse<String> refused = http.send(request, HttpResponse.BodyHandlers.ofString());
         assertEquals(429, refused.statusCode());
         assertEquals(true, refused.headers().firstValue("Retry-After").isPresent(), refused.headers().map().toString());
+        assertEquals(true, refused.headers().firstValue("Limiter-Decision-Id").isPresent(),
+            refused.headers().map().toString());
     }
 }

@@ -17,6 +17,7 @@ import dev.limiter.server.admin.AdminServer;
 import dev.limiter.server.admin.AdminToken;
 import dev.limiter.server.admin.NodeStatus;
 import dev.limiter.server.admin.Readiness;
+import dev.limiter.server.admin.RejectionSamples;
 import dev.limiter.server.cluster.Membership;
 import dev.limiter.server.cluster.PeerGenerations;
 import dev.limiter.server.cluster.Replication;
@@ -28,9 +29,11 @@ import dev.limiter.server.engine.EngineMeters;
 import dev.limiter.server.engine.FrameRouter;
 import dev.limiter.server.engine.HotKeyReports;
 import dev.limiter.server.engine.MonotonicClock;
+import dev.limiter.server.engine.RejectedDecisions;
 import dev.limiter.server.engine.Shard;
 import dev.limiter.server.region.RegionExchange;
 import dev.limiter.server.region.RegionGroups;
+import dev.limiter.server.metrics.FalseRejectionMeters;
 import dev.limiter.server.metrics.ServerMetrics;
 import dev.limiter.server.net.ConnectionGuard;
 import dev.limiter.server.net.DataPlaneHandler;
@@ -109,6 +112,8 @@ public final class StoreServer implements NodeStatus, AutoCloseable
     private ControlTicker ticker;
     private final ServerMetrics metrics = new ServerMetrics();
     private final SdkReportGate reportGate = new SdkReportGate();
+    /** Rejected decisions sampled by every event loop's frames ({@code GET /v1/decisions/rejected}). */
+    private final RejectedDecisions rejections = new RejectedDecisions();
     /** The TLS files of every port (data, admin, Raft) and of the regions' exchange, followed on disk; or null. */
     private final ReloadingTls tlsFiles;
     /** TLS on the data and admin ports, or null. */
@@ -244,6 +249,7 @@ public final class StoreServer implements NodeStatus, AutoCloseable
                 shardConfig.ownThreads() ? null : loops.get(i % loops.size())));
         }
         EngineMeters.bind(metrics.registry(), policyState, shards, connections::size);
+        FalseRejectionMeters.bind(metrics.registry(), policyState);
         if (config.clustered())
         {
             startReplication();
@@ -269,7 +275,7 @@ public final class StoreServer implements NodeStatus, AutoCloseable
             @Override
             protected FrameRouter initialValue()
             {
-                return new FrameRouter(metrics);
+                return new FrameRouter(metrics, rejections);
             }
         };
         final ConnectionGuard.Limits dataLimits = new ConnectionGuard.Limits("data", dataPort.maxConnections(),
@@ -397,6 +403,12 @@ public final class StoreServer implements NodeStatus, AutoCloseable
     }
 
     /** The busiest bucket keys of each shard, from a sample of its decisions (GET /v1/hot-keys). */
+    @Override
+    public RejectionSamples rejections()
+    {
+        return new SampledRejections(config.nodeName(), rejections);
+    }
+
     @Override
     public HotKeyReport hotKeys()
     {

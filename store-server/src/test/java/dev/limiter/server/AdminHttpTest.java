@@ -117,6 +117,12 @@ class AdminHttpTest
             {
                 return HotKeyReport.getDefaultInstance();
             }
+
+            @Override
+            public dev.limiter.server.admin.RejectionSamples rejections()
+            {
+                return new SampledRejections("n1", new dev.limiter.server.engine.RejectedDecisions());
+            }
         };
         final EventLoopGroup group = new MultiThreadIoEventLoopGroup(1, NioIoHandler.newFactory());
         final AdminServer admin = new AdminServer("127.0.0.1", 0, new ServerMetrics(), broken, group, group, NioServerSocketChannel.class,

@@ -315,6 +315,15 @@ class ClusterTest
         assertEquals(dev.limiter.server.control.PolicyState.Status.OK, changed.status(), String.valueOf(changed.error()));
         Await.until("every node to apply the change", Duration.ofSeconds(5), () -> nodes.values().stream()
             .allMatch(n -> n.policyState().current("orders").getVersion() == 2));
+        // So does an appeal of a rejected decision, with its count of false rejections.
+        final dev.limiter.server.control.PolicyState.Outcome appealed = new dev.limiter.server.control.PolicyControl(
+            leader.policyState(), leader.replication()).submit(dev.limiter.server.control.PolicyState.command("ops", 0)
+            .setAppeal(dev.limiter.protocol.policy.Appeal.newBuilder().setDecisionId("3f9a0c1be4d27a10-0").setPolicy("orders")
+                .setVersion(2).setOwner("payments").setReason("restart drill")).build())
+            .get(10, java.util.concurrent.TimeUnit.SECONDS);
+        assertEquals(dev.limiter.server.control.PolicyState.Status.OK, appealed.status(), String.valueOf(appealed.error()));
+        Await.until("every node to apply the appeal", Duration.ofSeconds(5), () -> nodes.values().stream()
+            .allMatch(n -> n.policyState().falseRejections("orders") == 1));
         for (final String id : new ArrayList<>(nodes.keySet()))
         {
             nodes.remove(id).close();
@@ -334,6 +343,8 @@ class ClusterTest
         for (final StoreServer node : nodes.values())
         {
             assertEquals(2, node.policyState().history("orders").getVersionsCount());
+            assertEquals(1, node.policyState().falseRejections("orders"), "the appeal is still counted");
+            assertEquals("3f9a0c1be4d27a10-0", node.policyState().appeals(0).get(0).getDecisionId());
         }
     }
 

@@ -7,9 +7,9 @@ import java.util.StringJoiner;
  * HELLO_RESULT ({@link HelloCodec}) when the connection opens. A peer acts on a feature only when
  * the other end listed it; a node that predates HELLO answers it with ERROR UNKNOWN_TYPE, and is
  * taken to have {@link #BEFORE_HELLO}. Bits are never reused: a retired feature keeps its bit unset
- * from then on. The SDK acts on {@link #FLEET} and {@link #SHARD_MAP}; {@link #RELEASE} and
- * {@link #CHECK} tell a peer what the node takes (a node without them refuses those requests by
- * their error codes, as before HELLO).
+ * from then on. The SDK acts on {@link #FLEET} and {@link #SHARD_MAP}, the node on
+ * {@link #DECISION_IDS}; {@link #RELEASE} and {@link #CHECK} tell a peer what the node takes (a node
+ * without them refuses those requests by their error codes, as before HELLO).
  */
 public final class Features
 {
@@ -21,11 +21,16 @@ public final class Features
     public static final long RELEASE = 1L << 2;
     /** The node takes an acquire of cost 0 as a check that charges nothing. */
     public static final long CHECK = 1L << 3;
+    /**
+     * Result frames may end with a decision-id section ({@link DecisionIds}): sent by a node only to a
+     * peer that listed this bit, so an older SDK never sees it.
+     */
+    public static final long DECISION_IDS = 1L << 4;
 
     /** What a node of this build offers. */
-    public static final long NODE = FLEET | SHARD_MAP | RELEASE | CHECK;
+    public static final long NODE = FLEET | SHARD_MAP | RELEASE | CHECK | DECISION_IDS;
     /** What an SDK of this build understands. */
-    public static final long SDK = FLEET | SHARD_MAP | RELEASE | CHECK;
+    public static final long SDK = FLEET | SHARD_MAP | RELEASE | CHECK | DECISION_IDS;
     /**
      * What an SDK assumes of a node that answers HELLO with UNKNOWN_TYPE: SHARD_MAP, which a node
      * from before it refuses harmlessly with UNKNOWN_TYPE too. Not FLEET: a subscription with an
@@ -33,7 +38,7 @@ public final class Features
      */
     public static final long BEFORE_HELLO = SHARD_MAP;
 
-    private static final String[] NAMES = {"FLEET", "SHARD_MAP", "RELEASE", "CHECK"};
+    private static final String[] NAMES = {"FLEET", "SHARD_MAP", "RELEASE", "CHECK", "DECISION_IDS"};
 
     private Features()
     {

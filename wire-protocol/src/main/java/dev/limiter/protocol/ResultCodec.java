@@ -8,7 +8,7 @@ import io.netty.buffer.ByteBuf;
  *
  * <pre>
  * u16 count | u16 reserved (0) | count x record (48 bytes) | u16 policies | policies x policy
- *           [ | u16 leases | leases x lease ]
+ *           [ | u16 leases | leases x lease [ | u16 refusals | refusals x refusal [ | decision ids ]]]
  * record:  u8 flags (bit 0: allowed, bit 1: holds a lease, bit 2: hot key) | u8 reason | u16 policy ref | u32 window (s)
  *          | i64 remaining (whole tokens) | i64 limit (burst, tokens)
  *          | i64 retry-after (ns; -1: never) | i64 reset-after (ns) | i64 policy version
@@ -20,7 +20,9 @@ import io.netty.buffer.ByteBuf;
  * record holds a lease (a grant of a concurrency limit: give it back with a RELEASE naming the
  * lease id), so frames without leases are exactly as before leases existed. The hot-key flag says
  * the node decides this record's key at its policy's {@code tokenLease.hotRate} or more: SDKs may
- * take token blocks of it (readers that do not know the flag ignore it).
+ * take token blocks of it (readers that do not know the flag ignore it). The decision-id section
+ * ({@link DecisionIds}, which owns its layout) goes only to a peer that listed
+ * {@link Features#DECISION_IDS}; the lease and refusal sections are then written even when empty.
  */
 public final class ResultCodec
 {
@@ -147,6 +149,24 @@ public final class ResultCodec
         out.writeShort(record);
         out.writeShort(utf8.length);
         out.writeBytes(utf8);
+    }
+
+    /** Whether a written record is allowed. */
+    public static boolean allowed(final ByteBuf buf, final int recordOffset)
+    {
+        return (buf.getByte(recordOffset + FLAGS_OFFSET) & ALLOWED_FLAG) != 0;
+    }
+
+    /** The reason code of a written record. */
+    public static int reasonCode(final ByteBuf buf, final int recordOffset)
+    {
+        return buf.getUnsignedByte(recordOffset + REASON_OFFSET);
+    }
+
+    /** The policy version of a written record. */
+    public static long policyVersion(final ByteBuf buf, final int recordOffset)
+    {
+        return buf.getLong(recordOffset + POLICY_VERSION_OFFSET);
     }
 
     /** Policy ref stored in a record (for building the dictionary). */

@@ -17,6 +17,8 @@ public final class ResultDecoder
     private int leaseCount;
     private int refusalsStart;
     private int refusalCount;
+    /** The frame's decision-id base, 0 when it carries none ({@link DecisionIds}). */
+    private long decisionIdBase;
 
     /**
      * @return {@code null} when the body is well formed, otherwise what is wrong with it
@@ -47,6 +49,7 @@ public final class ResultDecoder
         }
         leaseCount = 0;
         refusalCount = 0;
+        decisionIdBase = 0;
         if (position != bodyEnd)
         {
             if (position + 2 > bodyEnd)
@@ -102,11 +105,29 @@ public final class ResultDecoder
             }
             position += 4 + buffer.getUnsignedShort(position + 2);
         }
+        if (position > bodyEnd)
+        {
+            return "refusal section claims " + refusalCount + " refusals but the body ends first";
+        }
         if (position != bodyEnd)
         {
-            return "refusal section claims " + refusalCount + " refusals but the body has " + (bodyEnd - position) + " more bytes";
+            final String ids = DecisionIds.sectionProblem(buffer, position, bodyEnd);
+            if (ids != null)
+            {
+                return ids;
+            }
+            decisionIdBase = DecisionIds.base(buffer, position);
         }
         return null;
+    }
+
+    /**
+     * The id base of this frame's decisions (record {@code i} is decision {@code (base, i)},
+     * {@link DecisionIds#format}); 0 when the frame carries none (the node did not send them).
+     */
+    public long decisionIdBase()
+    {
+        return decisionIdBase;
     }
 
     /** Why record {@code i} (answered {@link ReasonCode#INVALID_REQUEST}) was not decided; null when it says nothing. Allocates. */

@@ -264,6 +264,7 @@ public final class DecisionApi
             .setWindowSeconds(decision.windowSeconds())
             .setDecidedLocally(decision.degraded())
             .setWaitMs(millisUp(decision.waitNanos()))
+            .setDecisionId(decision.decisionId().orElse(""))
             .build();
     }
 

@@ -150,6 +150,7 @@ class ApiClusterTest
         {
             final AcquireResponse answer = acquire("grpc-a", "/v1/orders/7", 1);
             assertTrue(answer.getDecision().getAllowed(), answer.toString());
+            assertTrue(answer.getDecision().getDecisionId().matches("[0-9a-f]{16}-0"), answer.toString());
             assertEquals(4 - i, answer.getDecision().getRemaining());
             assertEquals("orders", answer.getDecision().getPolicyId());
         }
@@ -170,6 +171,8 @@ class ApiClusterTest
         assertTrue(first.headers().firstValue("RateLimit").orElseThrow().startsWith("\"orders\";r=3;"),
             first.headers().toString());
         assertTrue(first.body().contains("\"allowed\":true"), first.body());
+        final String id = first.headers().firstValue("Limiter-Decision-Id").orElseThrow();
+        assertTrue(first.body().contains("\"decision_id\":\"" + id + "\""), first.body());
         assertEquals(200, post("/v1/acquire", body, ApiCluster.TOKEN).statusCode());
         final HttpResponse<String> refused = post("/v1/acquire", body, ApiCluster.TOKEN);
         assertEquals(429, refused.statusCode(), refused.body());

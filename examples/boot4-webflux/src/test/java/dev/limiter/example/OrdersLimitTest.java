@@ -128,6 +128,8 @@ class OrdersLimitTest
         final long retryAfter = Long.parseLong(refused.headers().firstValue("Retry-After").orElseThrow());
         assertTrue(retryAfter > 0 && retryAfter <= 3600, "Retry-After " + retryAfter);
         assertTrue(refused.body().contains("orders-read"), refused.body());
+        assertTrue(refused.headers().firstValue("Limiter-Decision-Id").orElse("").matches("[0-9a-f]{16}-[0-9]+"),
+            "the starter's WebFilter names the node's decision: " + refused.headers().map());
         assertEquals(200, get("/v1/orders/1", "globex").statusCode(), "another tenant has a bucket of its own");
     }
 

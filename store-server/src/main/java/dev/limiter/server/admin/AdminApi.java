@@ -5,8 +5,10 @@ import com.google.protobuf.Message;
 import com.google.protobuf.Timestamp;
 import com.google.protobuf.util.JsonFormat;
 import com.google.protobuf.util.Timestamps;
+import dev.limiter.protocol.DecisionIds;
 import dev.limiter.protocol.JsonHints;
 import dev.limiter.protocol.policy.AdminError;
+import dev.limiter.protocol.policy.Appeal;
 import dev.limiter.protocol.policy.AuditPage;
 import dev.limiter.protocol.policy.AuditRecord;
 import dev.limiter.protocol.policy.DeleteCommand;
@@ -63,7 +65,12 @@ import java.util.function.Supplier;
  * GET    /v1/members                       MemberList: the members in force and the leader
  * PUT    /v1/members/{id}?reason=...       Member body ({"address":"HOST:PORT"}): add a member -> MemberList
  * DELETE /v1/members/{id}?reason=...       remove a member                     -> MemberList
+ * GET    /v1/decisions/rejected?limit=&policy=&tenant=   this node's sampled rejections, newest first
+ * GET    /v1/decisions/rejected/{id}       one of them (404: this node never sampled it)
+ * POST   /v1/appeals                       Appeal body: a false rejection      -> ChangeResult
+ * GET    /v1/appeals?since=MILLIS          the appeals applied since then (any member)
  * </pre>
+ * The decision and appeal lists are JSON written by {@link DecisionJson} (times and counts as numbers).
  *
  * Every route needs {@code Authorization: Bearer <token>}; {@code X-Limiter-Actor} names who acts.
  * Errors are an AdminError: 400 invalid (nothing changed), 401 no or wrong token, 404 unknown,
@@ -77,11 +84,13 @@ final class AdminApi
     static final String ACTOR_HEADER = "X-Limiter-Actor";
     private static final String JSON_TYPE = "application/json";
     private static final int MAX_AUDIT_PAGE = 10_000;
+    private static final int MAX_DECISIONS_PAGE = 4096;
 
     private final PolicyControl control;
     private final String token;
     private final Supplier<HotKeyReport> hotKeys;
     private final Membership membership;
+    private final RejectionSamples rejections;
     private final RouteTable<Handler> routes;
 
     /** Answers one request, through {@code reply}. */
@@ -100,9 +109,10 @@ final class AdminApi
     }
 
     AdminApi(final PolicyControl control, final String token, final Supplier<HotKeyReport> hotKeys,
-        final Membership membership)
+        final Membership membership, final RejectionSamples rejections)
     {
         this.membership = membership;
+        this.rejections = rejections;
         this.control = control;
         this.token = token;
         this.hotKeys = hotKeys;
@@ -121,6 +131,10 @@ final class AdminApi
             .add(HttpMethod.GET, "/v1/members", this::members)
             .add(HttpMethod.PUT, "/v1/members/{id}", this::addMember)
             .add(HttpMethod.DELETE, "/v1/members/{id}", this::removeMember)
+            .add(HttpMethod.GET, "/v1/decisions/rejected", this::rejectedDecisions)
+            .add(HttpMethod.GET, "/v1/decisions/rejected/{id}", this::rejectedDecision)
+            .add(HttpMethod.POST, "/v1/appeals", this::appeal)
+            .add(HttpMethod.GET, "/v1/appeals", this::appeals)
             // This node's shards only: each node decides (and samples) what its callers send it.
             .add(HttpMethod.GET, "/v1/hot-keys", (call, reply) -> reply.accept(json(HttpResponseStatus.OK,
                 hotKeys.get())));
@@ -269,6 +283,81 @@ final class AdminApi
     private void removeMember(final Call call, final Consumer<FullHttpResponse> reply)
     {
         answer(membership.remove(call.actor(), call.id(), first(call.query(), "reason")), reply);
+    }
+
+    private void rejectedDecisions(final Call call, final Consumer<FullHttpResponse> reply)
+    {
+        final int limit = number(call.query(), "limit", 100, 1, MAX_DECISIONS_PAGE);
+        reply.accept(raw(HttpResponseStatus.OK, DecisionJson.page(rejections,
+            rejections.newest(limit, first(call.query(), "policy"), first(call.query(), "tenant")))));
+    }
+
+    private void rejectedDecision(final Call call, final Consumer<FullHttpResponse> reply)
+    {
+        final String problem = DecisionIds.problem(call.id());
+        if (problem != null)
+        {
+            throw new BadRequest(problem);
+        }
+        final RejectionSamples.Rejection found = rejections.find(call.id());
+        reply.accept(found != null ? raw(HttpResponseStatus.OK, DecisionJson.one(rejections, found)) :
+            error(HttpResponseStatus.NOT_FOUND, "node " + rejections.node() + " never sampled decision " + call.id() +
+                " (another member may have decided it, or it was sampled out or overwritten)"));
+    }
+
+    private void appeal(final Call call, final Consumer<FullHttpResponse> reply)
+    {
+        final Appeal.Builder appeal = Appeal.newBuilder();
+        parse(call.request(), appeal, "an Appeal ({\"decisionId\",\"owner\",\"reason\",\"policy\",\"version\"," +
+            "\"tenant\",\"route\"})");
+        // What the cluster sets is not the caller's to choose.
+        submit(PolicyState.command(call.actor(), System.currentTimeMillis()).setAppeal(appeal.clearAt().clearActor()).build(),
+            reply);
+    }
+
+    private void appeals(final Call call, final Consumer<FullHttpResponse> reply)
+    {
+        final long since = number(call.query(), "since", 0, 0, Long.MAX_VALUE);
+        reply.accept(raw(HttpResponseStatus.OK, DecisionJson.appeals(control.state().appeals(since))));
+    }
+
+    /** A whole-number query parameter from {@code min} to {@code max}; {@code absent} when not given. */
+    private static int number(final QueryStringDecoder query, final String name, final int absent, final int min,
+        final int max)
+    {
+        return (int)number(query, name, (long)absent, min, (long)max);
+    }
+
+    private static long number(final QueryStringDecoder query, final String name, final long absent, final long min,
+        final long max)
+    {
+        final String text = first(query, name);
+        if (text == null)
+        {
+            return absent;
+        }
+        try
+        {
+            final long value = Long.parseLong(text);
+            if (value >= min && value <= max)
+            {
+                return value;
+            }
+        }
+        catch (final NumberFormatException e)
+        {
+            // told below
+        }
+        throw new BadRequest(name + ": must be a whole number from " + min + " to " + max + ", was '" + text + "'");
+    }
+
+    private static FullHttpResponse raw(final HttpResponseStatus status, final String json)
+    {
+        final ByteBuf content = Unpooled.copiedBuffer(json, StandardCharsets.UTF_8);
+        final FullHttpResponse response = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1, status, content);
+        response.headers().set(HttpHeaderNames.CONTENT_TYPE, JSON_TYPE);
+        response.headers().setInt(HttpHeaderNames.CONTENT_LENGTH, content.readableBytes());
+        return response;
     }
 
     /** A body may leave its id out; one that names another than the path's is refused. */

@@ -28,6 +28,9 @@ public interface NodeStatus
     /** This node's busiest bucket keys per shard ({@code GET /v1/hot-keys}). */
     HotKeyReport hotKeys();
 
+    /** This node's sampled rejected decisions ({@code GET /v1/decisions/rejected}). */
+    RejectionSamples rejections();
+
     /** An HTTP answer: status code and JSON body. */
     record Answer(int status, String body)
     {

@@ -6,6 +6,7 @@ import dev.limiter.protocol.CompiledPolicy;
 import dev.limiter.protocol.PolicySetIndex;
 import dev.limiter.protocol.Limit;
 import dev.limiter.protocol.policy.AdminError;
+import dev.limiter.protocol.policy.Appeal;
 import dev.limiter.protocol.policy.AuditRecord;
 import dev.limiter.protocol.policy.ChangeResult;
 import dev.limiter.protocol.policy.DegradedWindow;
@@ -44,8 +45,8 @@ import java.util.function.Predicate;
  * ({@link PolicyCatalogue}: BOOTSTRAP, PUT, ROLLBACK, DELETE and scheduled versions), the rates of
  * every version ({@link VersionRates}, which other groups' apply threads wait on), exemptions
  * ({@link ExemptionBook}: EXEMPT, UNEXEMPT, TICK), SDK reports ({@link DegradedWindows}: DEGRADED),
- * membership records ({@link MembershipAudit}: MEMBERS) and region shares ({@link RegionShareBook}:
- * REGION_SHARES). Here stay the log's clock, the order of each command's steps, the listeners, and
+ * membership records ({@link MembershipAudit}: MEMBERS), region shares ({@link RegionShareBook}:
+ * REGION_SHARES) and appeals of rejected decisions ({@link AppealBook}: APPEAL). Here stay the log's clock, the order of each command's steps, the listeners, and
  * the snapshot, which each owner writes its part of.
  */
 public final class PolicyState
@@ -118,6 +119,7 @@ public final class PolicyState
     private final DegradedWindows degradedWindows;
     private final MembershipAudit membership;
     private final RegionShareBook regionShares;
+    private final AppealBook appeals;
     /** Each command type to the owner of the state it changes. */
     private final CommandTable commands = new CommandTable();
     private final List<Runnable> listeners = new CopyOnWriteArrayList<>();
@@ -154,6 +156,7 @@ public final class PolicyState
         degradedWindows = new DegradedWindows(audit, catalogue::setVersion);
         membership = new MembershipAudit(audit, catalogue::setVersion);
         regionShares = new RegionShareBook(catalogue::setVersion);
+        appeals = new AppealBook(audit, catalogue::setVersion, catalogue::history);
         commands
             .on(PolicyCommand.ChangeCase.BOOTSTRAP, CommandTable.Audience.POLICY_SET, catalogue::bootstrap)
             .on(PolicyCommand.ChangeCase.PUT, CommandTable.Audience.POLICY_SET, catalogue::put)
@@ -164,7 +167,8 @@ public final class PolicyState
             .on(PolicyCommand.ChangeCase.TICK, CommandTable.Audience.POLICY_SET, exemptions::tick)
             .on(PolicyCommand.ChangeCase.DEGRADED, CommandTable.Audience.POLICY_SET, degradedWindows::apply)
             .on(PolicyCommand.ChangeCase.MEMBERS, CommandTable.Audience.POLICY_SET, membership::apply)
-            .on(PolicyCommand.ChangeCase.REGION_SHARES, CommandTable.Audience.REGION_SHARES, regionShares::apply);
+            .on(PolicyCommand.ChangeCase.REGION_SHARES, CommandTable.Audience.REGION_SHARES, regionShares::apply)
+            .on(PolicyCommand.ChangeCase.APPEAL, CommandTable.Audience.POLICY_SET, appeals::appeal);
     }
 
     /** Furthest ahead a version may be scheduled. */
@@ -384,6 +388,24 @@ public final class PolicyState
 
     // ---- Reads (admin API) ----
 
+    /** Appeals of rejected decisions made at or after {@code sinceMillis}, oldest first. */
+    public synchronized List<Appeal> appeals(final long sinceMillis)
+    {
+        return appeals.since(sinceMillis);
+    }
+
+    /** Appeals applied against {@code policy} since the cluster began: its false rejections (any thread). */
+    public long falseRejections(final String policy)
+    {
+        return appeals.falseRejections(policy);
+    }
+
+    /** The policies any appeal was applied against. */
+    public synchronized List<String> appealedPolicies()
+    {
+        return appeals.appealedPolicies();
+    }
+
     /** Version of the whole set: bumped by every change. */
     public synchronized long setVersion()
     {
@@ -447,6 +469,7 @@ public final class PolicyState
             audit.writeTo(out);
         }
         regionShares.writeTo(out);
+        appeals.writeTo(out);
         return out.build();
     }
 
@@ -468,6 +491,7 @@ public final class PolicyState
         catalogue.restoreFrom(snapshot);
         exemptions.restoreFrom(snapshot);
         regionShares.restoreFrom(snapshot);
+        appeals.restoreFrom(snapshot);
         clock.restore(snapshot.getClock());
         if (withAudit)
         {

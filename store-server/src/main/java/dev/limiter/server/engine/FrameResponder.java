@@ -23,6 +23,12 @@ public interface FrameResponder
     /** The frame is being decided (before any shard has it): the connection may pause reading. */
     void frameAccepted(ChannelHandlerContext ctx);
 
+    /**
+     * Whether the peer listed {@link dev.limiter.protocol.Features#DECISION_IDS} in its HELLO (answers then name
+     * their decisions).
+     */
+    boolean wantsDecisionIds();
+
     /** The frame's answer was written (or dropped). */
     void frameCompleted(ChannelHandlerContext ctx);
 }

@@ -47,9 +47,16 @@ public final class FrameRouter
     private int homeShard = -2;
     private final LeaseIds leaseIds = new LeaseIds();
 
+    /** A router whose frames sample their rejections into a log of their own (tests that do not read it). */
     public FrameRouter(final ServerMetrics metrics)
     {
-        pool = new FrameWork.Pool(metrics);
+        this(metrics, new RejectedDecisions());
+    }
+
+    /** @param rejections the node's sampled log of rejected decisions, shared by every event loop's router */
+    public FrameRouter(final ServerMetrics metrics, final RejectedDecisions rejections)
+    {
+        pool = new FrameWork.Pool(metrics, rejections);
     }
 
     /** This event loop's decoder: the caller wraps a frame in it before {@link #route}. */
@@ -84,11 +91,16 @@ public final class FrameRouter
         work.release = release;
         work.releasedLease = leaseId;
         work.releasedCheck = leaseCheck;
+        work.request = decoder.buffer().retain(); // a sampled rejection reads its tenant and path from it
         final int shardCount = shards.size();
         long shardMask = 0;
         while (decoder.next())
         {
             final int i = work.count;
+            work.tenantAt[i] = decoder.offset(DescriptorField.TENANT);
+            work.tenantLength[i] = decoder.length(DescriptorField.TENANT);
+            work.pathAt[i] = decoder.offset(DescriptorField.ROUTE);
+            work.pathLength[i] = decoder.length(DescriptorField.ROUTE);
             final CompiledPolicy matched = index.match(decoder);
             // A version being rolled out decides for its tenants; the others stay on the previous one.
             final CompiledPolicy policy = matched.forRequest(decoder);

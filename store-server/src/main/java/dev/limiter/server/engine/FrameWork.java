@@ -1,9 +1,11 @@
 package dev.limiter.server.engine;
 
 import dev.limiter.protocol.CompiledPolicy;
+import dev.limiter.protocol.DecisionIds;
 import dev.limiter.protocol.ErrorCode;
 import dev.limiter.protocol.Frame;
 import dev.limiter.protocol.PolicySetIndex;
+import dev.limiter.protocol.ReasonCode;
 import dev.limiter.protocol.ResultCodec;
 import dev.limiter.server.metrics.ServerMetrics;
 import io.netty.buffer.ByteBuf;
@@ -89,6 +91,18 @@ public final class FrameWork implements Runnable
     /** Whether any entry's grant took a lease (the response then carries a lease section). */
     volatile boolean anyLeased;
 
+    /** This frame's decision-id base: record i is decision (idBase, i) ({@link DecisionIds}). */
+    long idBase;
+    /**
+     * The request frame, retained until the answer is sent, and where each entry's tenant and path are
+     * in it: what a sampled rejection keeps ({@link RejectedDecisions}). Null for a frame not routed from one.
+     */
+    ByteBuf request;
+    int[] tenantAt = new int[INITIAL_ENTRIES];
+    int[] tenantLength = new int[INITIAL_ENTRIES];
+    int[] pathAt = new int[INITIAL_ENTRIES];
+    int[] pathLength = new int[INITIAL_ENTRIES];
+
     ChannelHandlerContext ctx;
     FrameResponder connection;
     PolicySetIndex policies;
@@ -137,6 +151,7 @@ public final class FrameWork implements Runnable
         this.keyCursor = 0;
         this.startNanos = startNanos;
         this.release = false;
+        this.idBase = pool.idBases.next();
         if (anyLeased)
         {
             // Only a frame that took a lease set these flags: the others cost no clearing.
@@ -153,6 +168,10 @@ public final class FrameWork implements Runnable
             leaseId = new long[n];
             leaseCheck = new int[n];
             leaseMatches = new boolean[n];
+            tenantAt = new int[n];
+            tenantLength = new int[n];
+            pathAt = new int[n];
+            pathLength = new int[n];
         }
         if (stacked && (stackFrom.length < entries
             || parts.capacity() < entries * PolicySetIndex.MAX_PARTS_PER_REQUEST))
@@ -300,6 +319,11 @@ public final class FrameWork implements Runnable
         {
             // The event loop is shutting down: nobody will read this response.
             response.release();
+            if (request != null)
+            {
+                request.release();
+                request = null;
+            }
         }
     }
 
@@ -358,13 +382,22 @@ public final class FrameWork implements Runnable
                 {
                     adoptShadowLeases();
                 }
-                if (anyLeased || anyRefused)
+                final boolean ids = connection.wantsDecisionIds();
+                if (anyLeased || anyRefused || ids)
                 {
                     appendLeases(); // the refusal section follows the lease section, even one that lists none
                 }
-                if (anyRefused)
+                if (anyRefused || ids)
                 {
-                    appendRefusals();
+                    appendRefusals(); // and the decision ids follow the refusal section, even one that lists none
+                }
+                if (ids)
+                {
+                    DecisionIds.appendSection(response, idBase);
+                }
+                if (!release)
+                {
+                    sampleRejections();
                 }
                 Frame.finish(response, frameStart);
                 ctx.writeAndFlush(response, ctx.voidPromise());
@@ -380,6 +413,35 @@ public final class FrameWork implements Runnable
             response = null;
             connection.frameCompleted(ctx);
             recycle();
+        }
+    }
+
+    /**
+     * Hands each rejected record (not an INVALID_REQUEST: nothing was decided) to the node's sampled
+     * log. An allowed record costs one byte read here.
+     */
+    private void sampleRejections()
+    {
+        long now = 0;
+        for (int i = 0; i < count; i++)
+        {
+            final int record = ResultCodec.recordOffset(frameStart, i);
+            if (ResultCodec.allowed(response, record))
+            {
+                continue;
+            }
+            final int reason = ResultCodec.reasonCode(response, record);
+            if (reason == ReasonCode.INVALID_REQUEST.code())
+            {
+                continue;
+            }
+            now = now == 0 ? pool.rejections.now() : now;
+            final int ref = ResultCodec.policyRef(response, record);
+            final CompiledPolicy decided = ref < policies.ordinalLimit() ? policies.policy(ref) : null;
+            final CompiledPolicy policy = decided != null ? decided : entries.policy[i];
+            pool.rejections.record(idBase, i, now, policy.id(), ResultCodec.policyVersion(response, record), reason,
+                request, tenantAt[i], tenantLength[i], policy.route() == null ? null : policy.route().canonical(),
+                pathAt[i], pathLength[i]);
         }
     }
 
@@ -466,6 +528,11 @@ public final class FrameWork implements Runnable
 
     void recycle()
     {
+        if (request != null)
+        {
+            request.release();
+            request = null;
+        }
         ctx = null;
         connection = null;
         policies = null;
@@ -480,12 +547,16 @@ public final class FrameWork implements Runnable
     {
         private final ArrayDeque<FrameWork> free = new ArrayDeque<>();
         private final ServerMetrics metrics;
+        /** Where this loop's frames sample their rejections. */
+        final RejectedDecisions rejections;
+        final DecisionIdBases idBases = new DecisionIdBases();
         int[] seen = new int[16];
         private int stamp;
 
-        Pool(final ServerMetrics metrics)
+        Pool(final ServerMetrics metrics, final RejectedDecisions rejections)
         {
             this.metrics = metrics;
+            this.rejections = rejections;
         }
 
         FrameWork acquire()

@@ -60,6 +60,8 @@ public final class DataPlaneHandler extends ChannelInboundHandlerAdapter impleme
     /** Frames of this connection being decided; above the cap, reading pauses (event loop only). */
     private int framesInFlight;
     private boolean pausedForFrames;
+    /** Whether the peer's HELLO listed {@link Features#DECISION_IDS}: its answers then carry decision ids. */
+    private boolean decisionIds;
     static final int MAX_FRAMES_IN_FLIGHT = 256;
 
     public DataPlaneHandler(
@@ -210,12 +212,12 @@ public final class DataPlaneHandler extends ChannelInboundHandlerAdapter impleme
         ctx.writeAndFlush(pong, ctx.voidPromise());
     }
 
-    /** An SDK opening a connection: this node's features (the SDK's own are read for their shape only). */
+    /** An SDK opening a connection: this node's features; of the SDK's, DECISION_IDS says what its answers carry. */
     private void hello(final ChannelHandlerContext ctx, final ByteBuf frame, final long correlationId, final FrameResponder answers)
     {
         try
         {
-            HelloCodec.read(frame);
+            decisionIds = Features.has(HelloCodec.read(frame), Features.DECISION_IDS);
         }
         catch (final IllegalArgumentException e)
         {
@@ -245,6 +247,12 @@ public final class DataPlaneHandler extends ChannelInboundHandlerAdapter impleme
         final String hint = groups == null ? "" : (shard >= 0 ? groups.ofShard(shard) : groups.control()).redirectAddress();
         ErrorCodec.encode(out, correlationId, ErrorCode.NOT_LEADER, hint);
         ctx.writeAndFlush(out, ctx.voidPromise());
+    }
+
+    @Override
+    public boolean wantsDecisionIds()
+    {
+        return decisionIds;
     }
 
     @Override

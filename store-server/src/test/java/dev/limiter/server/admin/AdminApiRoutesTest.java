@@ -1,5 +1,8 @@
 package dev.limiter.server.admin;
 
+import dev.limiter.server.SampledRejections;
+import dev.limiter.server.engine.RejectedDecisions;
+
 import dev.limiter.protocol.policy.HotKeyReport;
 import dev.limiter.server.cluster.Membership;
 import dev.limiter.server.control.PolicyControl;
@@ -28,7 +31,7 @@ class AdminApiRoutesTest
 
     private final PolicyControl control = new PolicyControl(new PolicyState(), null);
     private final AdminApi api = new AdminApi(control, TOKEN, HotKeyReport::getDefaultInstance,
-        new Membership(null, control, 100));
+        new Membership(null, control, 100), new SampledRejections("n1", new RejectedDecisions()));
 
     private FullHttpResponse call(final HttpMethod method, final String uri, final String token, final String actor)
     {
@@ -65,7 +68,8 @@ class AdminApiRoutesTest
         assertEquals(404, response.status().code());
         assertEquals("{\n  \"error\": \"no such endpoint: GET /v1/nothing (see docs/control-plane.md: /v1/policies, " +
             "/v1/policies/{id}, /v1/policies/{id}/history, /v1/policies/{id}/rollback, /v1/exemptions, " +
-            "/v1/exemptions/{id}, /v1/audit, /v1/members, /v1/members/{id}, /v1/hot-keys)\"\n}\n", body(response));
+            "/v1/exemptions/{id}, /v1/audit, /v1/members, /v1/members/{id}, /v1/decisions/rejected, " +
+            "/v1/decisions/rejected/{id}, /v1/appeals, /v1/hot-keys)\"\n}\n", body(response));
         assertEquals(404, call(HttpMethod.GET, "/v1/policies/").status().code(), "an empty id is no id");
         assertEquals(404, call(HttpMethod.GET, "/v1").status().code());
     }
