@@ -223,11 +223,12 @@ final class OciArchive
         final JsonArray list = runConfig().getAsJsonArray("Env");
         if (list != null)
         {
-            list.forEach(e -> {
+            for (final JsonElement e : list)
+            {
                 final String pair = e.getAsString();
                 final int eq = pair.indexOf('=');
                 env.put(pair.substring(0, eq), pair.substring(eq + 1));
-            });
+            }
         }
         return env;
     }
