@@ -5,15 +5,18 @@
 # connections. Prints one JSON line per run, then the tables (results in OUT).
 #
 #   benchmarks/gateway/run.sh                      # 3 rounds, 1,000 req/s and 32 connections, 20 s each
-#   VARIANT=refuse ROUNDS=1 benchmarks/gateway/run.sh   # tenant-0 gets half the load over its 100/s
+#   RATE=250 SATURATION=0 benchmarks/gateway/run.sh      # open loop at 250 req/s only
+#   VARIANT=refuse ROUNDS=1 benchmarks/gateway/run.sh   # tenant-0 gets half the load, over its 100/s
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 HERE="$ROOT/benchmarks/gateway"
 ROUNDS="${ROUNDS:-3}"
+GATEWAY_WARMUP="${GATEWAY_WARMUP:-40}" # seconds of closed-loop load on each fresh gateway JVM, not measured
 WARMUP="${WARMUP:-10}"           # seconds at the same load before each measured window
 DURATION="${DURATION:-20}"       # measured seconds
 RATE="${RATE:-1000}"             # open loop, requests per second
 CONNECTIONS="${CONNECTIONS:-32}" # closed loop (saturation)
+SATURATION="${SATURATION:-1}"    # 0: the open loop only
 TENANTS="${TENANTS:-100}"
 VARIANT="${VARIANT:-open}"       # open: nothing refused; refuse: 100/s per tenant, tenant-0 sent HOT_SHARE %
 HOT_SHARE="${HOT_SHARE:-50}"
@@ -68,6 +71,7 @@ wait_http "http://127.0.0.1:$UPSTREAM_PORT/" 30
 for i in $(seq 60); do
   (cd "$ROOT" && ./limiter policy put --file "$POLICY" --admin 127.0.0.1:7481,127.0.0.1:7482,127.0.0.1:7483) \
     >"$OUT/policy.log" 2>&1 && break
+  grep -q 'already says exactly this' "$OUT/policy.log" && break # in force from an earlier run
   [ "$i" = 60 ] && { echo "run.sh: the cluster took no policy in 60 s:" >&2; cat "$OUT/policy.log" >&2; exit 1; }
   sleep 1
 done
@@ -86,6 +90,9 @@ run_gateway() { # CONFIG ROUND
 
 load() { # CONFIG ROUND ARGS...
   local config="$1" round="$2"; shift 2
+  # What else the machine was doing as the run started (the busiest processes).
+  { echo "== $config round $round $* $(date -u +%T) $(uptime)"; top -b -n1 -o %CPU | sed -n '8,13p' | cut -c1-120
+    ps -eo pid=,args= | awk 'NR>0' | grep -E ' (mvn|jlink|java .*(surefire|plexus))' | cut -c1-160 | head -5; } >>"$OUT/machine.log"
   java -Xms256m -Xmx256m -cp "$CP" dev.limiter.bench.gateway.LoadDriver --target \
     "http://127.0.0.1:$GATEWAY_PORT/bench/item" --config "$config" --round "$round" --warmup "$WARMUP" \
     --duration "$DURATION" --tenants "$TENANTS" --hot-share "$LOAD_HOT" --uptime "$(uptime)" "$@" \
@@ -99,8 +106,17 @@ for ((round = 1; round <= ROUNDS; round++)); do
   for ((k = 0; k < (round - 1) % $#; k++)); do order=("${order[@]:1}" "${order[0]}"); done
   for config in "${order[@]}"; do
     run_gateway "$config" "$round"
+    # A fresh gateway JVM on this machine answers a few hundred requests a second for its first seconds
+    # (measured: 270 to 1,060/s in its first 15 s, 6,000/s and more after a minute; with the limiter,
+    # whose SDK has more code to compile, the least): a 1,000/s open loop then measures the backlog of
+    # its warm-up for seconds. A closed loop at full speed compiles it first.
+    if [ "$GATEWAY_WARMUP" -gt 0 ]; then
+      java -Xms256m -Xmx256m -cp "$CP" dev.limiter.bench.gateway.LoadDriver --target \
+        "http://127.0.0.1:$GATEWAY_PORT/bench/item" --config "$config" --round "$round" --warmup 0 \
+        --duration "$GATEWAY_WARMUP" --tenants "$TENANTS" --connections "$CONNECTIONS" >>"$OUT/gateway-warmup.jsonl"
+    fi
     load "$config" "$round" --rate "$RATE"
-    [ "$VARIANT" = open ] && load "$config" "$round" --connections "$CONNECTIONS"
+    if [ "$VARIANT" = open ] && [ "$SATURATION" = 1 ]; then load "$config" "$round" --connections "$CONNECTIONS"; fi
     kill "$GATEWAY_PID"; wait "$GATEWAY_PID" 2>/dev/null || true; GATEWAY_PID=""
   done
 done
