@@ -62,7 +62,8 @@ wait_http() { # URL SECONDS: until anything answers
 }
 
 redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no >"$OUT/redis.log" 2>&1 &
-PIDS+=($!)
+REDIS_PID=$!
+PIDS+=($REDIS_PID)
 java $JAVA_OPTS -cp "$CP" dev.limiter.bench.gateway.Upstream "$UPSTREAM_PORT" >"$OUT/upstream.log" 2>&1 &
 PIDS+=($!)
 (cd "$ROOT" && exec ./limiter cluster --no-rls --no-api) >"$OUT/cluster.log" 2>&1 &
@@ -88,8 +89,21 @@ run_gateway() { # CONFIG ROUND
   wait_http "http://127.0.0.1:$GATEWAY_PORT/bench/probe" 60
 }
 
+TICKS="$(getconf CLK_TCK)"
+cpu_ms() { # PID...: the CPU time (user + system) of these processes so far, in ms (0 for one gone)
+  local total=0 p t
+  for p in "$@"; do
+    t=$(awk '{ print $14 + $15 }' "/proc/$p/stat" 2>/dev/null || echo 0)
+    total=$((total + t))
+  done
+  echo $((total * 1000 / TICKS))
+}
+
 load() { # CONFIG ROUND ARGS...
   local config="$1" round="$2"; shift 2
+  local nodes before_gw before_redis before_nodes
+  nodes=$(cat "$ROOT"/data/n1/node.pid "$ROOT"/data/n2/node.pid "$ROOT"/data/n3/node.pid 2>/dev/null || true)
+  before_gw=$(cpu_ms "$GATEWAY_PID"); before_redis=$(cpu_ms "$REDIS_PID"); before_nodes=$(cpu_ms $nodes)
   # What else the machine was doing as the run started (the busiest processes).
   { echo "== $config round $round $* $(date -u +%T) $(uptime)"; top -b -n1 -o %CPU | sed -n '8,13p' | cut -c1-120
     ps -eo pid=,args= | awk 'NR>0' | grep -E ' (mvn|jlink|java .*(surefire|plexus))' | cut -c1-160 | head -5; } >>"$OUT/machine.log"
@@ -97,6 +111,8 @@ load() { # CONFIG ROUND ARGS...
     "http://127.0.0.1:$GATEWAY_PORT/bench/item" --config "$config" --round "$round" --warmup "$WARMUP" \
     --duration "$DURATION" --tenants "$TENANTS" --hot-share "$LOAD_HOT" --uptime "$(uptime)" "$@" \
     | tee -a "$OUT/results.jsonl"
+  # CPU over the whole run (warm-up and measured window), by process: what a request costs each.
+  echo "{\"config\":\"$config\",\"round\":$round,\"load\":\"$*\",\"gatewayCpuMs\":$(($(cpu_ms "$GATEWAY_PID") - before_gw)),\"redisCpuMs\":$(($(cpu_ms "$REDIS_PID") - before_redis)),\"nodesCpuMs\":$(($(cpu_ms $nodes) - before_nodes))}" >>"$OUT/cpu.jsonl"
 }
 
 set -- $CONFIGS
