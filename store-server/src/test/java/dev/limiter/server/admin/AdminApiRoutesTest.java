@@ -28,7 +28,7 @@ class AdminApiRoutesTest
 
     private final PolicyControl control = new PolicyControl(new PolicyState(), null);
     private final AdminApi api = new AdminApi(control, TOKEN, HotKeyReport::getDefaultInstance,
-        new Membership(null, control, 100));
+        new Membership(null, control, 100), since -> null);
 
     private FullHttpResponse call(final HttpMethod method, final String uri, final String token, final String actor)
     {
@@ -59,13 +59,23 @@ class AdminApiRoutesTest
     }
 
     @Test
+    void shouldRefuseAHistorySinceThatIsNotMillisecondsNamingIt()
+    {
+        final FullHttpResponse response = call(HttpMethod.GET, "/v1/history?since=24h");
+        assertEquals(400, response.status().code());
+        assertTrue(body(response).contains("since: must be milliseconds since the epoch (0 or more), was '24h'"),
+            body(response));
+        assertEquals(404, call(HttpMethod.GET, "/v1/history?since=0").status().code(), "a node keeping none says so");
+    }
+
+    @Test
     void shouldAnswerAnUnknownPath404ListingEveryEndpoint()
     {
         final FullHttpResponse response = call(HttpMethod.GET, "/v1/nothing");
         assertEquals(404, response.status().code());
         assertEquals("{\n  \"error\": \"no such endpoint: GET /v1/nothing (see docs/control-plane.md: /v1/policies, " +
             "/v1/policies/{id}, /v1/policies/{id}/history, /v1/policies/{id}/rollback, /v1/exemptions, " +
-            "/v1/exemptions/{id}, /v1/audit, /v1/members, /v1/members/{id}, /v1/hot-keys)\"\n}\n", body(response));
+            "/v1/exemptions/{id}, /v1/audit, /v1/members, /v1/members/{id}, /v1/hot-keys, /v1/history)\"\n}\n", body(response));
         assertEquals(404, call(HttpMethod.GET, "/v1/policies/").status().code(), "an empty id is no id");
         assertEquals(404, call(HttpMethod.GET, "/v1").status().code());
     }
