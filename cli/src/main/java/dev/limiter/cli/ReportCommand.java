@@ -44,7 +44,8 @@ public final class ReportCommand implements Callable<Integer>
     Path out;
 
     @Option(names = "--prometheus", paramLabel = "URL",
-        description = "Read the series from this Prometheus (e.g. http://127.0.0.1:9090) instead of the nodes' history.")
+        description = "Read the series from this Prometheus (e.g. http://127.0.0.1:9090) instead of the nodes' "
+            + "history.")
     String prometheus;
 
     @Option(names = "--admin", split = ",", paramLabel = "HOST:PORT", defaultValue = AdminClient.Options.DEFAULT_ADMIN,
@@ -53,7 +54,8 @@ public final class ReportCommand implements Callable<Integer>
     List<String> admin;
 
     @Option(names = "--token", paramLabel = "TOKEN",
-        description = "Admin API token (default: $LIMITER_ADMIN_TOKEN, else data/admin-token, else data/node/admin-token).")
+        description = "Admin API token (default: $LIMITER_ADMIN_TOKEN, else data/admin-token, else "
+            + "data/node/admin-token).")
     String token;
 
     @Option(names = "--timeout-ms", paramLabel = "MS", defaultValue = "5000",
@@ -73,7 +75,8 @@ public final class ReportCommand implements Callable<Integer>
      *
      * @return the exit status: 0 written, 1 a source failed or --out could not be written, 2 bad input
      */
-    public static int run(final String[] args, final PrintStream out, final PrintStream err, final Map<String, String> env,
+    public static int run(final String[] args, final PrintStream out, final PrintStream err, final Map<String,
+        String> env,
                           final Path workDir)
     {
         final AdminClient.Io io = new AdminClient.Io(out, err, env, workDir);
@@ -102,8 +105,9 @@ public final class ReportCommand implements Callable<Integer>
                 String.join(",", admin).equals(AdminClient.Options.DEFAULT_ADMIN), found, https ? tls.context() : null,
                 Duration.ofMillis(timeoutMs), window, file, prometheus), System::currentTimeMillis);
             written.notes().forEach(note -> io.err().println(PREFIX + note));
-            io.out().println("wrote " + written.out() + ": " + (written.decisions() == 0 ? "no decisions in this window" :
-                written.decisions() + " decisions") + ", " + written.charts() + " charts, the last " + since);
+            io.out().println("wrote " + written.out() + ": " + (written.decisions() == 0
+                ? "no decisions in this window" : written.decisions() + " decisions") + ", " + written.charts()
+                + " charts, the last " + since);
             return 0;
         }
         catch (final ReportException e)

@@ -40,7 +40,8 @@ class ReportCommandTest
          "policies": [
            {"id": "orders-write", "selector": {"route": "/v1/orders/{id}", "method": "POST"}, "rate": 1, "period": "1s",
             "burst": 50, "scope": "TENANT", "owner": "orders-team", "reason": "order creation is expensive"},
-           {"id": "orders-strict", "mode": "SHADOW", "selector": {"route": "/v1/orders/{id}", "method": "POST"}, "rate": 1,
+           {"id": "orders-strict", "mode": "SHADOW", "selector": {"route": "/v1/orders/{id}", "method": "POST"},
+               "rate": 1,
             "period": "1s", "burst": 20, "scope": "TENANT", "owner": "orders-team", "reason": "a stricter candidate"}
          ]}
         """;
@@ -83,7 +84,8 @@ class ReportCommandTest
         try (LimiterClient client = LimiterClient.builder().endpoints("127.0.0.1:" + node.port()).build())
         {
             final Descriptor acme = Descriptor.builder().tenant("acme").route("/v1/orders/42").method("POST").build();
-            final Descriptor globex = Descriptor.builder().tenant("globex").route("/v1/orders/7").method("POST").build();
+            final Descriptor globex = Descriptor.builder().tenant("globex").route("/v1/orders/7").method("POST")
+                .build();
             for (int i = 0; i < orders; i++)
             {
                 final Decision decision = client.acquireBlocking(acme, 1);
@@ -169,8 +171,8 @@ class ReportCommandTest
         final String html = Files.readString(out, StandardCharsets.UTF_8);
         final int figure = html.indexOf("<figure class=\"chart\"");
         final int end = html.indexOf("</figure>", figure);
-        Files.writeString(out, html.substring(0, figure) + html.substring(figure, end).replace("class=\"mark\"", "class=\"x\"") +
-            html.substring(end), StandardCharsets.UTF_8);
+        Files.writeString(out, html.substring(0, figure) + html.substring(figure, end).replace("class=\"mark\"",
+            "class=\"x\"") + html.substring(end), StandardCharsets.UTF_8);
 
         final HeadlessChromium.Page page = HeadlessChromium.load(out, dir);
         assertTrue(page.dom().contains("data-charts-ok=\"false\""), head(page.dom()));
@@ -214,7 +216,8 @@ class ReportCommandTest
         final PolicyCommandTest.Result unreachable = report("--out", dir.resolve("r.html").toString(), "--admin",
             admin + "," + down);
         assertEquals(1, unreachable.status(), unreachable.toString());
-        PolicyCommandTest.assertOneLineFailure(unreachable, "limiter report: node http://" + down + " refused the connection");
+        PolicyCommandTest.assertOneLineFailure(unreachable, "limiter report: node http://" + down
+            + " refused the connection");
         assertFalse(Files.exists(dir.resolve("r.html")), "no report written");
     }
 

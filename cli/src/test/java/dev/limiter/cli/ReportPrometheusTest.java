@@ -62,8 +62,8 @@ class ReportPrometheusTest
 
     private PolicyCommandTest.Result report(final String... args)
     {
-        return CommandRun.capture(ReportCommand::run, args, Map.of(AdminClient.TOKEN_ENVIRONMENT, ReportCommandTest.TOKEN),
-            dir);
+        return CommandRun.capture(ReportCommand::run, args, Map.of(AdminClient.TOKEN_ENVIRONMENT,
+            ReportCommandTest.TOKEN), dir);
     }
 
     private static int freePort() throws IOException
@@ -125,7 +125,8 @@ class ReportPrometheusTest
     void shouldFailNamingWhatPrometheusAnsweredWhenItRefusesOrIsNotThere() throws Exception
     {
         try (FakeAdminServer fake = FakeAdminServer.start().answer(422,
-            "{\"status\":\"error\",\"errorType\":\"execution\",\"error\":\"query processing would load too many samples\"}"))
+            "{\"status\":\"error\",\"errorType\":\"execution\"," +
+                "\"error\":\"query processing would load too many samples\"}"))
         {
             node = ReportCommandTest.startNode(dir.resolve("node"));
             final String admin = "127.0.0.1:" + node.adminPort();
@@ -139,7 +140,8 @@ class ReportPrometheusTest
             final PolicyCommandTest.Result gone = report("--out", dir.resolve("r.html").toString(), "--admin", admin,
                 "--prometheus", "127.0.0.1:" + down);
             assertEquals(1, gone.status(), gone.toString());
-            PolicyCommandTest.assertOneLineFailure(gone, "limiter report: Prometheus: http://127.0.0.1:" + down + " refused the connection");
+            PolicyCommandTest.assertOneLineFailure(gone, "limiter report: Prometheus: http://127.0.0.1:" + down
+                + " refused the connection");
             assertFalse(Files.exists(dir.resolve("r.html")));
         }
     }
@@ -158,7 +160,8 @@ class ReportPrometheusTest
         {
             try
             {
-                final HttpResponse<String> response = http.send(HttpRequest.newBuilder(uri).timeout(Duration.ofSeconds(5))
+                final HttpResponse<String> response = http.send(HttpRequest.newBuilder(uri)
+                    .timeout(Duration.ofSeconds(5))
                     .build(), HttpResponse.BodyHandlers.ofString());
                 if (response.statusCode() == 200 && !response.body().contains("\"result\":[]"))
                 {

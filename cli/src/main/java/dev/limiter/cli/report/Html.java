@@ -57,7 +57,8 @@ final class Html
             html.append("<tr>");
             for (final String cell : row)
             {
-                html.append(cell.matches("[-0-9.,%]+") ? "<td class=\"n\">" : "<td>").append(escape(cell)).append("</td>");
+                html.append(cell.matches("[-0-9.,%]+") ? "<td class=\"n\">"
+                    : "<td>").append(escape(cell)).append("</td>");
             }
             html.append("</tr>");
         }

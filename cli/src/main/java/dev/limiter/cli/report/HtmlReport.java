@@ -23,9 +23,10 @@ final class HtmlReport
     private static final int MAX_ROWS = 25;
 
     private static final String STYLE = """
-        body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:24px auto;max-width:940px;
-        color:#222;padding:0 12px}
-        h1{font-size:24px;margin:0 0 8px}h2{font-size:18px;margin:32px 0 8px;border-bottom:1px solid #ddd;padding-bottom:4px}
+        body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:24px auto;
+        max-width:940px;color:#222;padding:0 12px}
+        h1{font-size:24px;margin:0 0 8px}
+        h2{font-size:18px;margin:32px 0 8px;border-bottom:1px solid #ddd;padding-bottom:4px}
         dl.header{display:grid;grid-template-columns:max-content 1fr;gap:2px 16px;margin:0}dl.header dt{color:#666}
         dl.header dd{margin:0}
         table{border-collapse:collapse;margin:8px 0;font-size:13px}th,td{padding:3px 10px;border-bottom:1px solid #eee;
@@ -185,7 +186,8 @@ final class HtmlReport
             series.add(new SvgChart.Series(region.getKey() + " denied", doubles(region.getValue()[1]), color, true));
             final long allowed = sum(region.getValue()[0]);
             final long denied = sum(region.getValue()[1]);
-            rows.add(List.of(region.getKey(), Html.number(allowed), Html.number(denied), Html.percent(denied, allowed + denied)));
+            rows.add(List.of(region.getKey(), Html.number(allowed), Html.number(denied), Html.percent(denied,
+                allowed + denied)));
         }
         html.append(Html.table(List.of("region", "allowed", "denied", "denied share"), rows));
         chart(SvgChart.lines("regions", "Decisions per step by region (dashed: denied)", "decisions", data, series));
@@ -252,8 +254,8 @@ final class HtmlReport
         for (final String policy : shadowed)
         {
             final long[][] counts = data.policies().get(policy);
-            chart(SvgChart.lines("shadow-" + (charts + 1), policy + ": enforced denials against the shadow's prediction",
-                "decisions", data, List.of(
+            chart(SvgChart.lines("shadow-" + (charts + 1), policy
+                + ": enforced denials against the shadow's prediction", "decisions", data, List.of(
                     new SvgChart.Series("enforced denials", doubles(counts[ReportData.DENIED]), SvgChart.RED, false),
                     new SvgChart.Series("shadow would deny", doubles(counts[ReportData.SHADOW_WOULD_DENY]),
                         SvgChart.ORANGE, true))));
@@ -264,10 +266,11 @@ final class HtmlReport
             return;
         }
         final List<List<String>> compared = new ArrayList<>();
-        data.compare.stream().sorted(Comparator.comparingLong(r -> -(r.newlyRejected() + r.newlyFreed()))).limit(MAX_ROWS)
+        data.compare.stream().sorted(Comparator.comparingLong(r -> -(r.newlyRejected() + r.newlyFreed())))
+            .limit(MAX_ROWS)
             .forEach(r -> compared.add(List.of(r.policy(), r.tenant(), r.route(), Html.number(r.decisions()),
-                Html.number(r.enforcedRejections()), Html.number(r.predictedRejections()), Html.number(r.newlyRejected()),
-                Html.number(r.newlyFreed()))));
+                Html.number(r.enforcedRejections()), Html.number(r.predictedRejections()),
+                Html.number(r.newlyRejected()), Html.number(r.newlyFreed()))));
         html.append(Html.table(List.of("policy", "tenant", "route", "decisions", "enforced rejections",
             "predicted rejections", "newly rejected", "newly freed"), compared));
     }
@@ -313,9 +316,9 @@ final class HtmlReport
         html.append(Html.note("each node's busiest keys now, from a sample of its most recent decisions " +
             "(a view of the last seconds, not of the whole window)"));
         final List<ReportData.HotKeyRow> top = data.hotKeys.stream().limit(MAX_ROWS).toList();
-        chart(SvgChart.bars("hot-keys", "Share of a shard's recent tokens", top.stream().map(k -> k.node() + " " + k.policy() +
-            " " + k.key()).toList(), top.stream().map(k -> new double[] {100 * k.share()}).toList(), List.of("% of the shard"),
-            new String[] {SvgChart.BLUE}));
+        chart(SvgChart.bars("hot-keys", "Share of a shard's recent tokens", top.stream().map(k -> k.node() + " "
+            + k.policy() + " " + k.key()).toList(), top.stream().map(k -> new double[] {100 * k.share()}).toList(),
+            List.of("% of the shard"), new String[] {SvgChart.BLUE}));
         final List<List<String>> rows = new ArrayList<>();
         top.forEach(k -> rows.add(List.of(k.node(), k.policy(), k.scope(), k.key(),
             String.format(Locale.ROOT, "%.1f%%", 100 * k.share()), Html.number(k.tokensPerSecond()))));
@@ -346,7 +349,8 @@ final class HtmlReport
                     Html.percent(falseRejections, denied)));
                 if (falseRejections > 0)
                 {
-                    series.add(new SvgChart.Series(policy, doubles(data.policies().get(policy)[ReportData.FALSE_REJECTIONS]),
+                    series.add(new SvgChart.Series(policy,
+                        doubles(data.policies().get(policy)[ReportData.FALSE_REJECTIONS]),
                         SvgChart.PALETTE[c++ % SvgChart.PALETTE.length], false));
                 }
             }
@@ -360,8 +364,8 @@ final class HtmlReport
             }
             if (!series.isEmpty())
             {
-                chart(SvgChart.lines("false-rejections", "False rejections per step (accepted appeals)", "appeals", data,
-                    series));
+                chart(SvgChart.lines("false-rejections", "False rejections per step (accepted appeals)", "appeals",
+                    data, series));
             }
         }
         html.append("<h3>Appeals</h3>\n");
@@ -371,10 +375,10 @@ final class HtmlReport
             return;
         }
         final List<List<String>> rows = new ArrayList<>();
-        data.appeals.stream().limit(MAX_ROWS).forEach(a -> rows.add(List.of(time(a.atMillis()), a.decisionId(), a.policy(),
-            Long.toString(a.version()), a.tenant(), a.route(), a.owner(), a.reason())));
-        html.append(Html.table(List.of("at (UTC)", "decision", "policy", "version", "tenant", "route", "owner", "reason"),
-            rows));
+        data.appeals.stream().limit(MAX_ROWS).forEach(a -> rows.add(List.of(time(a.atMillis()), a.decisionId(),
+            a.policy(), Long.toString(a.version()), a.tenant(), a.route(), a.owner(), a.reason())));
+        html.append(Html.table(List.of("at (UTC)", "decision", "policy", "version", "tenant", "route", "owner",
+            "reason"), rows));
     }
 
     private void latency()
@@ -393,7 +397,8 @@ final class HtmlReport
             }
             if (any)
             {
-                series.add(new SvgChart.Series(node.getKey(), values, SvgChart.PALETTE[c++ % SvgChart.PALETTE.length], false));
+                series.add(new SvgChart.Series(node.getKey(), values, SvgChart.PALETTE[c++ % SvgChart.PALETTE.length],
+                    false));
             }
         }
         if (series.isEmpty())

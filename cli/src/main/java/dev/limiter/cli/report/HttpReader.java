@@ -78,8 +78,8 @@ final class HttpReader
         }
         catch (final HttpTimeoutException e)
         {
-            throw ReportException.failed(base + " did not answer GET " + pathAndQuery + " within " + timeout.toMillis() +
-                " ms");
+            throw ReportException.failed(base + " did not answer GET " + pathAndQuery + " within "
+                + timeout.toMillis() + " ms");
         }
         catch (final ConnectException e)
         {

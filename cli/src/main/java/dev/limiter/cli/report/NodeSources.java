@@ -232,7 +232,8 @@ final class NodeSources
             data.compareNote = "no shadow evaluations in this window: no policy ran a shadow version";
             return;
         }
-        final Map<List<String>, long[]> rows = new TreeMap<>((a, b) -> String.join("\0", a).compareTo(String.join("\0", b)));
+        final Map<List<String>, long[]> rows = new TreeMap<>((a, b) -> String.join("\0",
+            a).compareTo(String.join("\0", b)));
         for (final Node node : nodes)
         {
             for (final String policy : shadowed)
@@ -241,8 +242,8 @@ final class NodeSources
                     "/compare?since=" + sinceMillis);
                 if (HttpReader.unknownEndpoint(answer))
                 {
-                    data.compareNote = "no shadow comparison per tenant and route: " + node.id() + "'s admin API has no " +
-                        "/v1/policies/{id}/compare (older build)";
+                    data.compareNote = "no shadow comparison per tenant and route: " + node.id()
+                        + "'s admin API has no " + "/v1/policies/{id}/compare (older build)";
                     return;
                 }
                 if (!answer.ok())
@@ -262,8 +263,8 @@ final class NodeSources
                 }
             }
         }
-        rows.forEach((k, s) -> data.compare.add(new ReportData.CompareRow(k.get(0), k.get(1), k.get(2), s[0], s[1], s[2],
-            s[3], s[4])));
+        rows.forEach((k, s) -> data.compare.add(new ReportData.CompareRow(k.get(0), k.get(1), k.get(2), s[0], s[1],
+            s[2], s[3], s[4])));
         if (data.compare.isEmpty())
         {
             data.compareNote = "the shadowed policies' comparisons hold no tenant or route yet";
@@ -273,14 +274,15 @@ final class NodeSources
     /** Every node's sampled rejected decisions in the window, counted per policy, tenant and route. */
     void addRejected(final ReportData data, final long sinceMillis) throws ReportException
     {
-        final Map<List<String>, Long> counts = new TreeMap<>((a, b) -> String.join("\0", a).compareTo(String.join("\0", b)));
+        final Map<List<String>, Long> counts = new TreeMap<>((a, b) -> String.join("\0",
+            a).compareTo(String.join("\0", b)));
         for (final Node node : nodes)
         {
             final HttpReader.Answer answer = node.admin().getEither("/decisions/rejected?limit=1000");
             if (HttpReader.unknownEndpoint(answer))
             {
-                data.rejectedNote = "no sampled rejections: " + node.id() + "'s admin API has no /v1/decisions/rejected " +
-                    "(older build)";
+                data.rejectedNote = "no sampled rejections: " + node.id()
+                    + "'s admin API has no /v1/decisions/rejected " + "(older build)";
                 return;
             }
             if (!answer.ok())

@@ -37,7 +37,8 @@ final class PrometheusSource
         {
             final JsonObject metric = series.getAsJsonObject().getAsJsonObject("metric");
             final String outcome = label(metric, "outcome");
-            final int kind = "allowed".equals(outcome) ? ReportData.ALLOWED : "denied".equals(outcome) ? ReportData.DENIED : -1;
+            final int kind = "allowed".equals(outcome) ? ReportData.ALLOWED : "denied".equals(outcome)
+                ? ReportData.DENIED : -1;
             if (kind >= 0)
             {
                 forEachDelta(data, series, (at, n) -> data.add(label(metric, "policy"), kind, at, n));
@@ -53,8 +54,8 @@ final class PrometheusSource
         final JsonArray falseRejections = counters(data, "limiter_false_rejections_total", "policy");
         if (falseRejections.isEmpty())
         {
-            data.falseRejectionsNote = "Prometheus holds no limiter_false_rejections_total: the nodes' build counts no " +
-                "appeals, so the figures below are not a measurement of none";
+            data.falseRejectionsNote = "Prometheus holds no limiter_false_rejections_total: the nodes' build counts " +
+                "no appeals, so the figures below are not a measurement of none";
         }
         for (final JsonElement series : falseRejections)
         {
@@ -118,7 +119,8 @@ final class PrometheusSource
         }
         if (instances.isEmpty())
         {
-            data.notes.add("Prometheus at " + prometheus.base() + " scrapes no limiter node now (no limiter_build_info)");
+            data.notes.add("Prometheus at " + prometheus.base()
+                + " scrapes no limiter node now (no limiter_build_info)");
         }
         if (data.cluster.isEmpty())
         {
@@ -169,13 +171,14 @@ final class PrometheusSource
         catch (final JsonParseException | IllegalStateException e)
         {
             throw ReportException.failed("Prometheus at " + prometheus.base() + " answered HTTP " + answer.status() +
-                " with something not JSON: is --prometheus the address of Prometheus' HTTP API (e.g. http://127.0.0.1:9090)?");
+                " with something not JSON: is --prometheus the address of Prometheus' HTTP API " +
+                "(e.g. http://127.0.0.1:9090)?");
         }
         if (!answer.ok() || !"success".equals(body.has("status") ? body.get("status").getAsString() : ""))
         {
-            throw ReportException.failed("Prometheus at " + prometheus.base() + " answered HTTP " + answer.status() + ": " +
-                (body.has("errorType") ? body.get("errorType").getAsString() + ": " : "") +
-                (body.has("error") ? body.get("error").getAsString() : answer.body().strip()));
+            throw ReportException.failed("Prometheus at " + prometheus.base() + " answered HTTP "
+                + answer.status() + ": " + (body.has("errorType") ? body.get("errorType").getAsString() + ": "
+                : "") + (body.has("error") ? body.get("error").getAsString() : answer.body().strip()));
         }
         final JsonObject result = body.getAsJsonObject("data");
         return result == null || !result.has("result") ? new JsonArray() : result.getAsJsonArray("result");

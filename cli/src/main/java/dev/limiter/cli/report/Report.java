@@ -105,8 +105,8 @@ public final class Report
             }
             catch (final ReportException e)
             {
-                data.notes.add("no node's admin API answered (" + e.getMessage() + "): hot keys, the shadow comparison, " +
-                    "sampled rejections and appeals are not shown");
+                data.notes.add("no node's admin API answered (" + e.getMessage()
+                    + "): hot keys, the shadow comparison, " + "sampled rejections and appeals are not shown");
             }
             if (nodes != null)
             {
@@ -124,7 +124,8 @@ public final class Report
         return new Written(options.out(), data.decisions(), charts, List.copyOf(data.notes));
     }
 
-    private static void snapshots(final NodeSources nodes, final ReportData data, final long from) throws ReportException
+    private static void snapshots(final NodeSources nodes, final ReportData data,
+        final long from) throws ReportException
     {
         nodes.addHotKeys(data);
         nodes.addCompare(data, from);
@@ -136,7 +137,8 @@ public final class Report
     /** A step of whole {@code interval}s giving at most {@link #MAX_STEPS} steps. */
     static long step(final long windowMillis, final long intervalMillis)
     {
-        final long intervals = Math.max(1, (windowMillis + intervalMillis * MAX_STEPS - 1) / (intervalMillis * MAX_STEPS));
+        final long intervals = Math.max(1, (windowMillis
+            + intervalMillis * MAX_STEPS - 1) / (intervalMillis * MAX_STEPS));
         return intervals * intervalMillis;
     }
 
@@ -182,7 +184,8 @@ public final class Report
         }
         if (Files.isDirectory(out))
         {
-            throw ReportException.usage("--out " + out + " is a directory: name a file, e.g. " + out.resolve("report.html"));
+            throw ReportException.usage("--out " + out + " is a directory: name a file, e.g. "
+                + out.resolve("report.html"));
         }
         final Path parent = out.toAbsolutePath().getParent();
         if (parent == null || !Files.isDirectory(parent))
@@ -240,8 +243,8 @@ public final class Report
         try
         {
             final java.net.URI uri = new java.net.URI(withScheme);
-            if (uri.getHost() != null && uri.getPort() > 0 && (uri.getRawPath() == null || uri.getRawPath().isEmpty()) &&
-                uri.getRawQuery() == null && uri.getRawUserInfo() == null)
+            if (uri.getHost() != null && uri.getPort() > 0 && (uri.getRawPath() == null
+                || uri.getRawPath().isEmpty()) && uri.getRawQuery() == null && uri.getRawUserInfo() == null)
             {
                 return withScheme;
             }

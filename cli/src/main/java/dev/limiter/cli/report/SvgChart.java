@@ -77,12 +77,14 @@ final class SvgChart
             {
                 continue;
             }
-            svg.append("<path class=\"mark\" fill=\"none\" stroke=\"").append(s.color()).append("\" stroke-width=\"1.8\"")
+            svg.append("<path class=\"mark\" fill=\"none\" stroke=\"").append(s.color())
+                .append("\" stroke-width=\"1.8\"")
                 .append(s.dashed() ? " stroke-dasharray=\"5 3\"" : "").append(" d=\"").append(path.toString().strip())
                 .append("\"><title>").append(Html.escape(s.name())).append("</title></path>");
             if (drawn == 1)
             {
-                svg.append("<circle class=\"mark\" r=\"3\" fill=\"").append(s.color()).append("\" cx=\"").append(fmt(lastX))
+                svg.append("<circle class=\"mark\" r=\"3\" fill=\"").append(s.color()).append("\" cx=\"")
+                    .append(fmt(lastX))
                     .append("\" cy=\"").append(fmt(lastY)).append("\"/>");
             }
         }
@@ -91,7 +93,8 @@ final class SvgChart
     }
 
     /** The steps marked {@code true} as a band over the window. */
-    static String band(final String id, final String title, final ReportData data, final boolean[] on, final String color)
+    static String band(final String id, final String title, final ReportData data, final boolean[] on,
+        final String color)
     {
         final StringBuilder svg = open(id, title);
         final int n = data.buckets();
@@ -162,7 +165,8 @@ final class SvgChart
                     svg.append("<rect class=\"mark\" fill=\"").append(colors[p % colors.length]).append("\" x=\"")
                         .append(fmt(x)).append("\" y=\"").append(fmt(top + 3)).append("\" width=\"")
                         .append(fmt(Math.max(w, 1))).append("\" height=\"").append(rowHeight - 6).append("\"><title>")
-                        .append(Html.escape(labels.get(r) + ": " + parts.get(p) + " " + Html.number(v))).append("</title></rect>");
+                        .append(Html.escape(labels.get(r) + ": " + parts.get(p) + " "
+                            + Html.number(v))).append("</title></rect>");
                 }
                 x += w;
             }
@@ -209,7 +213,8 @@ final class SvgChart
             final double v = max * t / 4;
             final double yy = y(v, max);
             svg.append("<line x1=\"").append(LEFT).append("\" x2=\"").append(WIDTH - RIGHT).append("\" y1=\"")
-                .append(fmt(yy)).append("\" y2=\"").append(fmt(yy)).append("\" stroke=\"").append(t == 0 ? "#999" : "#e3e3e3")
+                .append(fmt(yy)).append("\" y2=\"").append(fmt(yy)).append("\" stroke=\"").append(t == 0 ? "#999"
+                    : "#e3e3e3")
                 .append("\"/><text x=\"").append(LEFT - 6).append("\" y=\"").append(fmt(yy + 4))
                 .append("\" text-anchor=\"end\">").append(Html.escape(Html.number(v))).append("</text>");
         }
@@ -236,7 +241,8 @@ final class SvgChart
         final long at = data.fromMillis() + (long)i * data.stepMillis();
         final String pattern = data.toMillis() - data.fromMillis() > 86_400_000L ? "MM-dd HH:mm" :
             data.stepMillis() < 60_000 && data.toMillis() - data.fromMillis() <= 3_600_000L ? "HH:mm:ss" : "HH:mm";
-        return DateTimeFormatter.ofPattern(pattern, Locale.ROOT).withZone(ZoneOffset.UTC).format(Instant.ofEpochMilli(at));
+        return DateTimeFormatter.ofPattern(pattern,
+            Locale.ROOT).withZone(ZoneOffset.UTC).format(Instant.ofEpochMilli(at));
     }
 
     private static double x(final int step, final int steps)

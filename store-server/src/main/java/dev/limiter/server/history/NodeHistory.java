@@ -63,8 +63,8 @@ public final class NodeHistory implements AutoCloseable
     {
         if (intervalMillis < 1 || capacity < 1)
         {
-            throw new IllegalArgumentException("history interval and capacity must be positive, were " + intervalMillis +
-                " ms and " + capacity);
+            throw new IllegalArgumentException("history interval and capacity must be positive, were "
+                + intervalMillis + " ms and " + capacity);
         }
         this.node = node;
         this.region = region;

@@ -75,7 +75,8 @@ class AdminApiRoutesTest
         assertEquals(404, response.status().code());
         assertEquals("{\n  \"error\": \"no such endpoint: GET /v1/nothing (see docs/control-plane.md: /v1/policies, " +
             "/v1/policies/{id}, /v1/policies/{id}/history, /v1/policies/{id}/rollback, /v1/exemptions, " +
-            "/v1/exemptions/{id}, /v1/audit, /v1/members, /v1/members/{id}, /v1/hot-keys, /v1/history)\"\n}\n", body(response));
+            "/v1/exemptions/{id}, /v1/audit, /v1/members, /v1/members/{id}, /v1/hot-keys, /v1/history)\"\n}\n",
+                body(response));
         assertEquals(404, call(HttpMethod.GET, "/v1/policies/").status().code(), "an empty id is no id");
         assertEquals(404, call(HttpMethod.GET, "/v1").status().code());
     }
