@@ -229,7 +229,8 @@ final class NodeSources
             .toList();
         if (shadowed.isEmpty())
         {
-            data.compareNote = "no shadow evaluations in this window: no policy ran a shadow version";
+            data.compareNote = "no counts per tenant and route: they come from the shadow comparison, and no policy " +
+                "ran a shadow version in this window";
             return;
         }
         final Map<List<String>, long[]> rows = new TreeMap<>((a, b) -> String.join("\0",

@@ -29,7 +29,7 @@ final class SvgChart
     private static final int HEIGHT = 220;
     private static final int LEFT = 64;
     private static final int RIGHT = 16;
-    private static final int TOP = 12;
+    private static final int TOP = 22;
     private static final int BOTTOM = 28;
 
     private SvgChart()
@@ -218,7 +218,7 @@ final class SvgChart
                 .append("\"/><text x=\"").append(LEFT - 6).append("\" y=\"").append(fmt(yy + 4))
                 .append("\" text-anchor=\"end\">").append(Html.escape(Html.number(v))).append("</text>");
         }
-        svg.append("<text x=\"4\" y=\"").append(TOP + 4).append("\" class=\"unit\">").append(Html.escape(unit))
+        svg.append("<text x=\"4\" y=\"").append(TOP - 10).append("\" class=\"unit\">").append(Html.escape(unit))
             .append("</text>");
         timeLabels(svg, data);
     }
