@@ -23,6 +23,7 @@ import dev.limiter.server.cluster.PeerGenerations;
 import dev.limiter.server.cluster.Replication;
 import dev.limiter.server.cluster.ReplicationGroups;
 import dev.limiter.server.control.ControlTicker;
+import dev.limiter.server.history.NodeHistory;
 import dev.limiter.server.control.PolicyControl;
 import dev.limiter.server.control.PolicyState;
 import dev.limiter.server.engine.EngineMeters;
@@ -110,6 +111,8 @@ public final class StoreServer implements NodeStatus, AutoCloseable
     private PolicyControl control;
     private PolicyPublisher publisher;
     private ControlTicker ticker;
+    /** The bounded history of this node's decisions (GET /v1/history); null until started. */
+    private NodeHistory history;
     private final ServerMetrics metrics = new ServerMetrics();
     private final SdkReportGate reportGate = new SdkReportGate();
     /** Rejected decisions sampled by every event loop's frames ({@code GET /v1/decisions/rejected}). */
@@ -316,6 +319,9 @@ public final class StoreServer implements NodeStatus, AutoCloseable
         ticker = new ControlTicker(policyState, control, () -> !closed && (deciding == null || deciding.control().canDecide()),
             System::currentTimeMillis, config.nodeName());
         ticker.start();
+        history = NodeHistory.of(config.nodeName(), config.region() == null ? null : config.region().region(),
+            metrics.registry(), policyState);
+        history.start();
         if (config.admin().enabled())
         {
             admin = new AdminServer(dataPort.host(), config.admin().port(), metrics, this, bossGroup, workerGroup,
@@ -419,6 +425,12 @@ public final class StoreServer implements NodeStatus, AutoCloseable
     public NodeStatus.Answer regionReport(final String authorization)
     {
         return regions == null ? NodeStatus.super.regionReport(authorization) : regions.report(authorization);
+    }
+
+    @Override
+    public String historyJson(final long sinceMillis)
+    {
+        return history == null ? null : history.json(sinceMillis);
     }
 
     /** {@link #status()} as JSON ({@link StatusJson}): the STATUS answer and {@code GET /status}. */
@@ -589,6 +601,10 @@ public final class StoreServer implements NodeStatus, AutoCloseable
         if (ticker != null)
         {
             ticker.close();
+        }
+        if (history != null)
+        {
+            history.close();
         }
         if (tlsFiles != null)
         {

@@ -43,6 +43,7 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.function.Consumer;
+import java.util.function.LongFunction;
 import java.util.function.Predicate;
 import java.util.function.Supplier;
 
@@ -62,6 +63,7 @@ import java.util.function.Supplier;
  * PUT    /v1/exemptions/{id}               Exemption body                      -> ChangeResult
  * DELETE /v1/exemptions/{id}?reason=...    end it before its expiry            -> ChangeResult
  * GET    /v1/hot-keys                      HotKeyReport: this node's busiest bucket keys per shard
+ * GET    /v1/history?since=MILLIS          this node's bounded history after since (NodeHistory's JSON)
  * GET    /v1/members                       MemberList: the members in force and the leader
  * PUT    /v1/members/{id}?reason=...       Member body ({"address":"HOST:PORT"}): add a member -> MemberList
  * DELETE /v1/members/{id}?reason=...       remove a member                     -> MemberList
@@ -91,6 +93,7 @@ final class AdminApi
     private final Supplier<HotKeyReport> hotKeys;
     private final Membership membership;
     private final RejectionSamples rejections;
+    private final LongFunction<String> history;
     private final RouteTable<Handler> routes;
 
     /** Answers one request, through {@code reply}. */
@@ -109,8 +112,9 @@ final class AdminApi
     }
 
     AdminApi(final PolicyControl control, final String token, final Supplier<HotKeyReport> hotKeys,
-        final Membership membership, final RejectionSamples rejections)
+        final Membership membership, final RejectionSamples rejections, final LongFunction<String> history)
     {
+        this.history = history;
         this.membership = membership;
         this.rejections = rejections;
         this.control = control;
@@ -137,7 +141,8 @@ final class AdminApi
             .add(HttpMethod.GET, "/v1/appeals", this::appeals)
             // This node's shards only: each node decides (and samples) what its callers send it.
             .add(HttpMethod.GET, "/v1/hot-keys", (call, reply) -> reply.accept(json(HttpResponseStatus.OK,
-                hotKeys.get())));
+                hotKeys.get())))
+            .add(HttpMethod.GET, "/v1/history", this::nodeHistory);
     }
 
     /** Answers the request through {@code reply}, at once or when a change has committed. */
@@ -265,6 +270,30 @@ final class AdminApi
     private void audit(final Call call, final Consumer<FullHttpResponse> reply)
     {
         reply.accept(json(HttpResponseStatus.OK, AuditPage.newBuilder().addAllRecords(audit(call.query())).build()));
+    }
+
+    private void nodeHistory(final Call call, final Consumer<FullHttpResponse> reply)
+    {
+        final String since = first(call.query(), "since");
+        long sinceMillis = 0;
+        if (since != null)
+        {
+            try
+            {
+                sinceMillis = Long.parseLong(since);
+            }
+            catch (final NumberFormatException e)
+            {
+                sinceMillis = -1;
+            }
+            if (sinceMillis < 0)
+            {
+                throw new BadRequest("since: must be milliseconds since the epoch (0 or more), was '" + since + "'");
+            }
+        }
+        final String body = history.apply(sinceMillis);
+        reply.accept(body == null ? error(HttpResponseStatus.NOT_FOUND, "this node keeps no history") :
+            rawJson(HttpResponseStatus.OK, body));
     }
 
     private void members(final Call call, final Consumer<FullHttpResponse> reply)
@@ -529,6 +558,12 @@ final class AdminApi
         {
             throw new IllegalStateException(e);
         }
+        return rawJson(status, body);
+    }
+
+    /** A JSON document already written. */
+    private static FullHttpResponse rawJson(final HttpResponseStatus status, final String body)
+    {
         final ByteBuf content = Unpooled.copiedBuffer(body, StandardCharsets.UTF_8);
         final FullHttpResponse response = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1, status, content);
         response.headers().set(HttpHeaderNames.CONTENT_TYPE, JSON_TYPE);

@@ -4,7 +4,8 @@ import dev.limiter.protocol.policy.HotKeyReport;
 
 /**
  * What the admin port reports of its node: {@code GET /status}, {@code GET /health}, {@code /health/live},
- * {@code /health/ready}, {@code GET /v1/hot-keys}.
+ * {@code /health/ready}, {@code GET /v1/hot-keys},
+ * {@code GET /v1/history}.
  */
 public interface NodeStatus
 {
@@ -30,6 +31,15 @@ public interface NodeStatus
 
     /** This node's sampled rejected decisions ({@code GET /v1/decisions/rejected}). */
     RejectionSamples rejections();
+
+    /**
+     * {@code GET /v1/history?since=MILLIS}: the node's bounded history after {@code sinceMillis} as JSON
+     * (NodeHistory), or null when it keeps none.
+     */
+    default String historyJson(final long sinceMillis)
+    {
+        return null;
+    }
 
     /** An HTTP answer: status code and JSON body. */
     record Answer(int status, String body)

@@ -31,7 +31,7 @@ class AdminApiRoutesTest
 
     private final PolicyControl control = new PolicyControl(new PolicyState(), null);
     private final AdminApi api = new AdminApi(control, TOKEN, HotKeyReport::getDefaultInstance,
-        new Membership(null, control, 100), new SampledRejections("n1", new RejectedDecisions()));
+        new Membership(null, control, 100), new SampledRejections("n1", new RejectedDecisions()), since -> null);
 
     private FullHttpResponse call(final HttpMethod method, final String uri, final String token, final String actor)
     {
@@ -62,6 +62,16 @@ class AdminApiRoutesTest
     }
 
     @Test
+    void shouldRefuseAHistorySinceThatIsNotMillisecondsNamingIt()
+    {
+        final FullHttpResponse response = call(HttpMethod.GET, "/v1/history?since=24h");
+        assertEquals(400, response.status().code());
+        assertTrue(body(response).contains("since: must be milliseconds since the epoch (0 or more), was \\u002724h"),
+            body(response));
+        assertEquals(404, call(HttpMethod.GET, "/v1/history?since=0").status().code(), "a node keeping none says so");
+    }
+
+    @Test
     void shouldAnswerAnUnknownPath404ListingEveryEndpoint()
     {
         final FullHttpResponse response = call(HttpMethod.GET, "/v1/nothing");
@@ -69,7 +79,7 @@ class AdminApiRoutesTest
         assertEquals("{\n  \"error\": \"no such endpoint: GET /v1/nothing (see docs/control-plane.md: /v1/policies, " +
             "/v1/policies/{id}, /v1/policies/{id}/history, /v1/policies/{id}/rollback, /v1/exemptions, " +
             "/v1/exemptions/{id}, /v1/audit, /v1/members, /v1/members/{id}, /v1/decisions/rejected, " +
-            "/v1/decisions/rejected/{id}, /v1/appeals, /v1/hot-keys)\"\n}\n", body(response));
+            "/v1/decisions/rejected/{id}, /v1/appeals, /v1/hot-keys, /v1/history)\"\n}\n", body(response));
         assertEquals(404, call(HttpMethod.GET, "/v1/policies/").status().code(), "an empty id is no id");
         assertEquals(404, call(HttpMethod.GET, "/v1").status().code());
     }
