@@ -145,7 +145,7 @@ public final class AdminServer implements AutoCloseable
 
     private final class Handler extends SimpleChannelInboundHandler<FullHttpRequest>
     {
-        private final AdminApi api = new AdminApi(control, token, server::hotKeys, membership);
+        private final AdminApi api = new AdminApi(control, token, server::hotKeys, server::shadowComparison, membership);
         private final ConnectionGuard guard;
         /** A request is being answered (event loop only): a change is answered once it commits. */
         private boolean answering;
