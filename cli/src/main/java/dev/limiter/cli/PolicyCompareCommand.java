@@ -35,7 +35,8 @@ import java.util.concurrent.Callable;
         "decisions of pairs beyond that are counted as untracked.",
         "  ./limiter policy compare orders-api",
         "  ./limiter policy compare orders-api --since 30m --json",
-        "Exit status: 0 compared, 1 no node could compare (unknown policy, no shadow version, older nodes), 2 bad input."},
+        "Exit status: 0 compared, 1 no node could compare (unknown policy, no shadow version, older nodes),",
+        "2 bad input."},
     sortOptions = false)
 final class PolicyCompareCommand implements Callable<Integer>
 {
@@ -196,8 +197,9 @@ final class PolicyCompareCommand implements Callable<Integer>
      */
     static Comparison merge(final Map<String, Comparison> answers)
     {
-        final Comparison newest = answers.values().stream().max(Comparator.comparingLong((Comparison c) -> c.shadowVersion)
-            .thenComparingLong(c -> c.enforcedVersion)).orElseThrow();
+        final Comparison newest = answers.values().stream()
+            .max(Comparator.comparingLong((Comparison c) -> c.shadowVersion).thenComparingLong(c -> c.enforcedVersion))
+            .orElseThrow();
         final Comparison out = new Comparison();
         out.policy = newest.policy;
         out.shadowVersion = newest.shadowVersion;
@@ -247,7 +249,8 @@ final class PolicyCompareCommand implements Callable<Integer>
         final String against = c.enforcedVersion == 0 ? "what other policies enforced (a new id)" :
             "enforced version " + c.enforcedVersion;
         out.println("policy " + c.policy + ": shadow version " + c.shadowVersion + " against " + against + ", since " +
-            Instant.ofEpochMilli(c.sinceMillis) + " (" + c.windowMillis / 60_000 + "-minute windows; counts start over " +
+            Instant.ofEpochMilli(c.sinceMillis) + " (" + c.windowMillis / 60_000 + "-minute windows; " +
+                "counts start over " +
             "when either version changes)");
         out.println("nodes: " + String.join(", ", c.nodes) +
             (c.skipped.isEmpty() ? "" : "; skipped, other versions: " + String.join(", ", c.skipped)));
@@ -278,10 +281,11 @@ final class PolicyCompareCommand implements Callable<Integer>
         }
         else
         {
-            Output.table(out, List.of("TENANT", "ROUTE", "NEWLY REJECTED", "NEWLY FREED", "DECISIONS", "ENFORCED REJECTED",
-                "SHADOW WOULD REJECT"), table);
-            out.println("would newly reject " + newlyRejected + " requests (" + rejectingTenants + " tenant/route pairs) " +
-                "and newly free " + newlyFreed + " (" + freeingTenants + " pairs), of " + decisions + " decisions");
+            Output.table(out, List.of("TENANT", "ROUTE", "NEWLY REJECTED", "NEWLY FREED", "DECISIONS",
+                "ENFORCED REJECTED", "SHADOW WOULD REJECT"), table);
+            out.println("would newly reject " + newlyRejected + " requests (" + rejectingTenants
+                + " tenant/route pairs) and newly free " + newlyFreed + " (" + freeingTenants
+                + " pairs), of " + decisions + " decisions");
         }
         if (c.untracked > 0)
         {

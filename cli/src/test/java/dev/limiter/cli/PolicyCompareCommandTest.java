@@ -56,8 +56,8 @@ class PolicyCompareCommandTest
 
     private PolicyCommandTest.Result policy(final String... args)
     {
-        return CommandRun.capture(PolicyCommand::run, args, Map.of(AdminClient.TOKEN_ENVIRONMENT, PolicyCommandTest.TOKEN),
-            dir);
+        return CommandRun.capture(PolicyCommand::run, args, Map.of(AdminClient.TOKEN_ENVIRONMENT,
+            PolicyCommandTest.TOKEN), dir);
     }
 
     @Test
@@ -129,7 +129,8 @@ class PolicyCompareCommandTest
         assertEquals(1, result.status(), result.toString());
         assertTrue(result.err().contains("skipped " + old.address() + ": an older node, its admin API has no " +
             "/v1/policies/{id}/compare"), result.err());
-        assertTrue(result.err().contains("no node can compare: " + old.address() + " run an older build"), result.err());
+        assertTrue(result.err().contains("no node can compare: " + old.address() + " run an older build"),
+            result.err());
     }
 
     @Test

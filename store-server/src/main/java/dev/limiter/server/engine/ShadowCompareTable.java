@@ -214,7 +214,8 @@ final class ShadowCompareTable
      * Whether an evaluation under these versions counts: a newer version (or a policy never seen)
      * clears the policy's counts first; an older one is dropped.
      */
-    private boolean current(final int ordinal, final long shadowVersion, final long enforcedVersion, final long nowMillis)
+    private boolean current(final int ordinal, final long shadowVersion, final long enforcedVersion,
+        final long nowMillis)
     {
         if (ordinal >= shadowVersions.length)
         {
@@ -335,7 +336,8 @@ final class ShadowCompareTable
         final Versions[] versions = new Versions[shadowVersions.length];
         for (int o = 0; o < versions.length; o++)
         {
-            versions[o] = shadowVersions[o] == 0 ? null : new Versions(shadowVersions[o], enforcedVersions[o], sinceMillis[o]);
+            versions[o] = shadowVersions[o] == 0 ? null : new Versions(shadowVersions[o], enforcedVersions[o],
+                sinceMillis[o]);
         }
         snapshot = new Snapshot(List.copyOf(windows), versions);
     }
@@ -353,8 +355,8 @@ final class ShadowCompareTable
             // A key cut short names the part that was cut with "...".
             final String tenant = new String(keys, at + 1, tenantLength, StandardCharsets.UTF_8) +
                 (tenantLength < fullTenant ? "..." : "");
-            final String route = new String(keys, at + 1 + tenantLength, stored - 1 - tenantLength, StandardCharsets.UTF_8) +
-                (truncated ? "..." : "");
+            final String route = new String(keys, at + 1 + tenantLength, stored - 1 - tenantLength,
+                StandardCharsets.UTF_8) + (truncated ? "..." : "");
             rows.add(new Row(ordinals[i], tenant, route, truncated, decisions[i], enforcedRejections[i],
                 predictedRejections[i], newlyRejected[i], newlyFreed[i]));
         }

@@ -80,8 +80,8 @@ public final class ShadowComparisons
      *
      * @throws NothingToCompare when the policy is unknown or has no shadow version in force
      */
-    public static CompletableFuture<Comparison> of(final List<Shard> shards, final PolicyState policies, final String id,
-        final long sinceMillis) throws NothingToCompare
+    public static CompletableFuture<Comparison> of(final List<Shard> shards, final PolicyState policies,
+        final String id, final long sinceMillis) throws NothingToCompare
     {
         if (policies.history(id) == null)
         {
@@ -90,8 +90,9 @@ public final class ShadowComparisons
         final CompiledPolicy shadow = shadowOf(policies, id);
         if (shadow == null)
         {
-            throw new NothingToCompare("policy " + id + " has no shadow version in force: put a version with mode SHADOW, " +
-                "or a rollout with othersInShadow, and compare once traffic has been evaluated");
+            throw new NothingToCompare("policy " + id
+                + " has no shadow version in force: put a version with mode SHADOW, "
+                + "or a rollout with othersInShadow, and compare once traffic has been evaluated");
         }
         final Policy enforced = policies.current(id);
         final long enforcedNow = enforced == null || shadow.rolloutShadowsOthers() && !shadow.shadow() ? 0 :
@@ -142,7 +143,8 @@ public final class ShadowComparisons
         for (final ShadowCompareTable.Snapshot snapshot : snapshots)
         {
             final ShadowCompareTable.Versions versions = snapshot.versions(ordinal);
-            if (versions != null && versions.shadowVersion() == shadowVersion && versions.enforcedVersion() >= enforcedVersion)
+            if (versions != null && versions.shadowVersion() == shadowVersion
+                && versions.enforcedVersion() >= enforcedVersion)
             {
                 countedSince = versions.enforcedVersion() > enforcedVersion ? versions.sinceMillis() :
                     Math.min(countedSince, versions.sinceMillis());
@@ -156,7 +158,8 @@ public final class ShadowComparisons
         for (final ShadowCompareTable.Snapshot snapshot : snapshots)
         {
             final ShadowCompareTable.Versions versions = snapshot.versions(ordinal);
-            if (versions == null || versions.shadowVersion() != shadowVersion || versions.enforcedVersion() != enforcedVersion)
+            if (versions == null || versions.shadowVersion() != shadowVersion
+                || versions.enforcedVersion() != enforcedVersion)
             {
                 continue; // nothing of this version counted on that shard (yet)
             }
@@ -188,13 +191,15 @@ public final class ShadowComparisons
             }
         }
         final List<Row> rows = new ArrayList<>(merged.size());
-        merged.forEach((key, c) -> rows.add(new Row(names.get(key)[0], names.get(key)[1], c[0], c[1], c[2], c[3], c[4])));
-        rows.sort(Comparator.comparingLong(Row::impact).reversed().thenComparing(Comparator.comparingLong(Row::decisions)
-            .reversed()).thenComparing(Row::tenant).thenComparing(Row::route));
-        final long covered = from == Long.MAX_VALUE ? Math.max(sinceMillis, countedSince == Long.MAX_VALUE ? 0 : countedSince) :
-            Math.max(from, countedSince);
-        return new Comparison(id, enforcedVersion < 0 ? enforcedNow : enforcedVersion, shadowVersion, covered, List.copyOf(rows),
-            untracked);
+        merged.forEach((key, c) ->
+            rows.add(new Row(names.get(key)[0], names.get(key)[1], c[0], c[1], c[2], c[3], c[4])));
+        rows.sort(Comparator.comparingLong(Row::impact).reversed()
+            .thenComparing(Comparator.comparingLong(Row::decisions).reversed())
+            .thenComparing(Row::tenant).thenComparing(Row::route));
+        final long covered = from == Long.MAX_VALUE ? Math.max(sinceMillis, countedSince == Long.MAX_VALUE ? 0
+            : countedSince) : Math.max(from, countedSince);
+        return new Comparison(id, enforcedVersion < 0 ? enforcedNow : enforcedVersion, shadowVersion, covered,
+            List.copyOf(rows), untracked);
     }
 
     private static String quoted(final String text)

@@ -26,7 +26,9 @@ final class ShadowDecider
         this.clock = clock;
     }
 
-    /** This shard's comparisons, or null before its first shadow evaluation (written by the owner, read by any thread). */
+    /**
+     * This shard's comparisons, or null before its first shadow evaluation (written by the owner, read by any thread).
+     */
     ShadowCompareTable compares()
     {
         return compares;

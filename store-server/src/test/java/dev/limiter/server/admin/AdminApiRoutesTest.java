@@ -134,8 +134,9 @@ class AdminApiRoutesTest
         final PolicySet.Builder set = PolicySet.newBuilder();
         JsonFormat.parser().merge("{\"version\":1,\"defaultPolicy\":{\"id\":\"default\",\"rate\":1,\"burst\":1," +
             "\"owner\":\"test\"}}", set);
-        assertEquals(PolicyState.Status.OK, control.state().apply(PolicyState.command("test", 0).setBootstrap(set).build())
-            .status());
+        final PolicyState.Status applied = control.state().apply(PolicyState.command("test", 0).setBootstrap(set)
+            .build()).status();
+        assertEquals(PolicyState.Status.OK, applied);
         final FullHttpResponse unknown = call(HttpMethod.GET, "/v1/policies/none/compare");
         assertEquals(404, unknown.status().code());
         assertTrue(body(unknown).contains("no policy none was ever created"), body(unknown));

@@ -20,8 +20,8 @@ class ShadowCompareTableTest
     private final UnsafeBuffer key = new UnsafeBuffer(new byte[1024]);
 
     /** Records one evaluation of tenant and route under shadow v2 against enforced v1. */
-    private void record(final String tenant, final String route, final boolean enforcedAllowed, final boolean wouldAllow,
-        final long now)
+    private void record(final String tenant, final String route, final boolean enforcedAllowed,
+        final boolean wouldAllow, final long now)
     {
         record(2, 1, tenant, route, enforcedAllowed, wouldAllow, now);
     }
@@ -35,8 +35,8 @@ class ShadowCompareTableTest
         key.putBytes(1, t);
         key.putBytes(1 + t.length, r);
         final int length = 1 + t.length + r.length;
-        table.record(ORDERS, shadowVersion, enforcedVersion, key, 0, length, KeyHash.hash(key, 0, length), enforcedAllowed,
-            wouldAllow, now);
+        table.record(ORDERS, shadowVersion, enforcedVersion, key, 0, length, KeyHash.hash(key, 0, length),
+            enforcedAllowed, wouldAllow, now);
     }
 
     private ShadowComparisons.Comparison compare(final long since, final long now)
@@ -60,7 +60,8 @@ class ShadowCompareTableTest
         record("globex", "/v1/orders/{id}", false, true, T0 + 3); // newly freed
         record("initech", "/v1/orders/{id}", true, true, T0 + 4);
         final ShadowComparisons.Comparison c = compare(0, T0 + 5);
-        assertEquals(List.of("acme", "globex", "initech"), c.rows().stream().map(ShadowComparisons.Row::tenant).toList());
+        assertEquals(List.of("acme", "globex", "initech"),
+            c.rows().stream().map(ShadowComparisons.Row::tenant).toList());
         final ShadowComparisons.Row acme = row(c, "acme");
         assertEquals("/v1/orders/{id}", acme.route());
         assertEquals(3, acme.decisions());
@@ -99,7 +100,8 @@ class ShadowCompareTableTest
         assertEquals(ShadowCompareTable.SLOTS, c.rows().size());
         final long counted = c.rows().stream().mapToLong(ShadowComparisons.Row::decisions).sum();
         assertEquals(101 + light, counted + c.untracked(), "rows and untracked add up to every decision");
-        assertTrue(c.untracked() >= light - ShadowCompareTable.SLOTS, "the light keys that were pushed out: " + c.untracked());
+        assertTrue(c.untracked() >= light - ShadowCompareTable.SLOTS, "the light keys that were pushed out: "
+            + c.untracked());
     }
 
     @Test
@@ -114,7 +116,8 @@ class ShadowCompareTableTest
         assertEquals(1, row(c, "acme").decisions(), "version 1's counts are gone");
         assertEquals(0, row(c, "acme").newlyRejected());
         assertEquals(T0 + 2_000, c.sinceMillis(), "counted since version 2 was first evaluated");
-        final ShadowComparisons.Comparison old = ShadowComparisons.merge(List.of(table.snapshot()), "orders", ORDERS, 1, 1, 0);
+        final ShadowComparisons.Comparison old = ShadowComparisons.merge(List.of(table.snapshot()), "orders", ORDERS,
+            1, 1, 0);
         assertTrue(old.rows().isEmpty(), "nothing is served for a version no longer counted");
     }
 

@@ -138,7 +138,8 @@ class ShardDecidersTest
     {
         for (int i = 0; i < 4; i++)
         {
-            acquire("acme", "/v1/orders", 1); // enforced: 3 allowed then 1 denied; the shadow (burst 1): 1 then 3 denied
+            // enforced: 3 allowed then 1 denied; the shadow (burst 1): 1 then 3 denied
+            acquire("acme", "/v1/orders", 1);
         }
         acquire("globex", "/v1/orders", 1);
         final CompletableFuture<ShadowComparisons.Comparison> read = ShadowComparisons.of(List.of(shard), policies,
