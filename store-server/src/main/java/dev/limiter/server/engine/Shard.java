@@ -334,7 +334,6 @@ public final class Shard implements Replication.DecidingShard
         {
             if (replication != null && !replication.canDecide())
             {
-                comparedAcrossShards(work);
                 final int shadows = shadowsOnly(work);
                 if (shadows > 0)
                 {
@@ -346,6 +345,7 @@ public final class Shard implements Replication.DecidingShard
                 {
                     work.refuseNotLeader(id);
                 }
+                comparedAcrossShards(work); // after refusing: a frame this shard refused is compared nowhere
                 work.shardDone();
                 return;
             }
