@@ -80,7 +80,7 @@ class ShadowAcrossShardsTest
             }
         };
         final PolicyControl control = new PolicyControl(policies, null, 1);
-        final PolicyPublisher publisher = new PolicyPublisher(policies, 1 << 20, 
+        final PolicyPublisher publisher = new PolicyPublisher(policies, 1 << 20,
             () -> metrics.refused("sdk-instance-ids-per-address"));
         channel.pipeline().addLast(new FrameDecoder(1 << 20, null), new DataPlaneHandler(policies::index,
             policies::activeExemptions, publisher, () -> control, shards, metrics, routers, null, () -> "{}",
