@@ -122,7 +122,7 @@ class PrometheusAssetsTest
     void theAlertRulesPassPromtoolsCheckAndTheirOwnUnitTests() throws Exception
     {
         final Path promtool = tool("promtool");
-        assertTrue(run(OPS.resolve("prometheus"), promtool.toString(), "check", "rules", "limiter-rules.yml").contains("SUCCESS: 15 rules found"));
+        assertTrue(run(OPS.resolve("prometheus"), promtool.toString(), "check", "rules", "limiter-rules.yml").contains("SUCCESS: 36 rules found"));
         assertTrue(run(OPS.resolve("prometheus"), promtool.toString(), "test", "rules", "limiter-rules.test.yml").contains("SUCCESS"));
         run(OPS.resolve("prometheus"), promtool.toString(), "check", "config", "prometheus-local.yml");
     }
@@ -194,7 +194,7 @@ class PrometheusAssetsTest
                 assertEquals("ok", rule.getAsJsonObject().get("health").getAsString(), rule.toString());
             }
         }
-        assertEquals(15, count);
+        assertEquals(36, count);
     }
 
     /** Decisions of every kind the dashboard shows: allowed, denied, shadow would-deny, Envoy's, and one the SDK decides locally. */

@@ -401,6 +401,30 @@ final class AdminClient
             ". Is the cluster running (./limiter cluster)? Otherwise point --admin at a node's admin HTTP address");
     }
 
+    /**
+     * Sends a GET, node after node, and returns the first answer as it is, whatever its status: for
+     * answers that are not a protobuf message, or whose 404 means something to the caller.
+     *
+     * @throws Failure when no node took the call
+     */
+    Answer get(final String pathAndQuery) throws Failure
+    {
+        return exchange("GET", pathAndQuery, null);
+    }
+
+    /** The failure a non-2xx answer stands for: the API's message, with advice. */
+    Failure refused(final Answer answer)
+    {
+        return rejection(answer);
+    }
+
+    /** The message of an answer's AdminError, or null when the body is none. */
+    static String errorMessage(final Answer answer)
+    {
+        final AdminError error = adminError(answer.body());
+        return error == null || error.getError().isBlank() ? null : error.getError().strip();
+    }
+
     private Failure rejection(final Answer answer)
     {
         final AdminError error = adminError(answer.body());

@@ -27,7 +27,7 @@ import java.util.Map;
 import java.util.concurrent.Callable;
 
 /**
- * {@code ./limiter policy put|get|list|history|rollout|rollback|delete|import}: reads and changes the cluster's
+ * {@code ./limiter policy put|get|list|history|compare|rollout|rollback|delete|import}: reads and changes the cluster's
  * policies through the admin HTTP API of its nodes. Every change names who made it and why.
  */
 @Command(
@@ -44,6 +44,7 @@ import java.util.concurrent.Callable;
         PolicyCommand.Get.class,
         PolicyCommand.ListPolicies.class,
         PolicyHistoryCommand.class,
+        PolicyCompareCommand.class,
         PolicyRolloutCommand.class,
         PolicyCommand.Rollback.class,
         PolicyCommand.Delete.class,
@@ -64,7 +65,7 @@ public final class PolicyCommand implements Callable<Integer>
     @Override
     public Integer call() throws AdminClient.Failure
     {
-        throw AdminClient.usage("say what to do: put, get, list, history, rollout, rollback, delete or import (see ./limiter policy --help)");
+        throw AdminClient.usage("say what to do: put, get, list, history, compare, rollout, rollback, delete or import (see ./limiter policy --help)");
     }
 
     /**

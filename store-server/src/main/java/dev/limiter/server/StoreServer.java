@@ -29,6 +29,7 @@ import dev.limiter.server.control.PolicyState;
 import dev.limiter.server.engine.EngineMeters;
 import dev.limiter.server.engine.FrameRouter;
 import dev.limiter.server.engine.HotKeyReports;
+import dev.limiter.server.engine.ShadowComparisons;
 import dev.limiter.server.engine.MonotonicClock;
 import dev.limiter.server.engine.RejectedDecisions;
 import dev.limiter.server.engine.Shard;
@@ -83,6 +84,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -419,6 +421,20 @@ public final class StoreServer implements NodeStatus, AutoCloseable
     public HotKeyReport hotKeys()
     {
         return HotKeyReports.of(shards, policyState);
+    }
+
+    /** Policy {@code id}'s shadow version against what was enforced, on this node's shards (GET /v1/policies/{id}/compare). */
+    @Override
+    public CompletableFuture<NodeStatus.Answer> shadowComparison(final String id, final long sinceMillis)
+    {
+        try
+        {
+            return ShadowComparisons.of(shards, policyState, id, sinceMillis).thenApply(c -> new NodeStatus.Answer(200, c.toJson()));
+        }
+        catch (final ShadowComparisons.NothingToCompare e)
+        {
+            return CompletableFuture.completedFuture(new NodeStatus.Answer(404, e.getMessage()));
+        }
     }
 
     @Override

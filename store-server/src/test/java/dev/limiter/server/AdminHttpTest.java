@@ -62,7 +62,7 @@ class AdminHttpTest
             assertTrue(metrics.contains("limiter_decisions_total{outcome=\"allowed\",policy=\"orders\"} 5.0"), metrics);
             assertTrue(metrics.contains("limiter_decisions_total{outcome=\"denied\",policy=\"orders\"} 2.0"), metrics);
             assertTrue(metrics.contains("limiter_policy_version{policy=\"orders\"} 1.0"), metrics);
-            assertTrue(metrics.contains("limiter_decision_latency_seconds{quantile=\"0.99\"}"), metrics);
+            assertTrue(metrics.contains("limiter_decision_latency_seconds_bucket{le=\"0.005\"}"), metrics);
             assertTrue(metrics.contains("limiter_buckets{shard=\"0\"} 1.0"), metrics);
 
             final HttpResponse<String> health = get(server.adminPort(), "/health", "GET");

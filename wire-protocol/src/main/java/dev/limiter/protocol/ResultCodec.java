@@ -100,6 +100,12 @@ public final class ResultCodec
         out.setLong(recordOffset + POLICY_VERSION_OFFSET, policyVersion);
     }
 
+    /** Whether the record written at an absolute index allows its request. */
+    public static boolean allowed(final ByteBuf buf, final int recordOffset)
+    {
+        return (buf.getByte(recordOffset + FLAGS_OFFSET) & ALLOWED_FLAG) != 0;
+    }
+
     /** Marks a written record as holding a lease (listed in the lease section). */
     public static void markLease(final ByteBuf out, final int recordOffset)
     {

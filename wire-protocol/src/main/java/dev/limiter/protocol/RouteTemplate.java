@@ -16,6 +16,7 @@ import java.util.List;
 public final class RouteTemplate
 {
     private final String canonical;
+    private final byte[] canonicalUtf8;
     /** Literal segment bytes, or null for a parameter. */
     private final byte[][] segments;
     private final int literalCount;
@@ -23,6 +24,7 @@ public final class RouteTemplate
     private RouteTemplate(final String canonical, final byte[][] segments, final int literalCount)
     {
         this.canonical = canonical;
+        this.canonicalUtf8 = canonical.getBytes(StandardCharsets.UTF_8);
         this.segments = segments;
         this.literalCount = literalCount;
     }
@@ -94,6 +96,12 @@ public final class RouteTemplate
     public String canonical()
     {
         return canonical;
+    }
+
+    /** {@link #canonical()} in UTF-8 (shared: callers copy from it and never change it). */
+    public byte[] canonicalUtf8()
+    {
+        return canonicalUtf8;
     }
 
     /** The template with parameter names erased: equal for two templates that match the same paths. */

@@ -42,6 +42,7 @@ import java.text.ParseException;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
+import java.util.function.BiFunction;
 import java.util.function.Consumer;
 import java.util.function.LongFunction;
 import java.util.function.Predicate;
@@ -55,6 +56,7 @@ import java.util.function.Supplier;
  * GET    /v1/policies                      PolicySet in force
  * GET    /v1/policies/{id}                 Policy (version in force)
  * GET    /v1/policies/{id}/history         PolicyHistory
+ * GET    /v1/policies/{id}/compare?since=MILLIS  its shadow version's predictions against what was enforced here
  * PUT    /v1/policies/{id}                 Policy body; a new version          -> ChangeResult
  * POST   /v1/policies/{id}/rollback        RollbackRequest body                -> ChangeResult
  * DELETE /v1/policies/{id}?reason=...      a deletion (tombstone version)      -> ChangeResult
@@ -91,6 +93,7 @@ final class AdminApi
     private final PolicyControl control;
     private final String token;
     private final Supplier<HotKeyReport> hotKeys;
+    private final BiFunction<String, Long, CompletableFuture<NodeStatus.Answer>> compares;
     private final Membership membership;
     private final RejectionSamples rejections;
     private final LongFunction<String> history;
@@ -112,9 +115,11 @@ final class AdminApi
     }
 
     AdminApi(final PolicyControl control, final String token, final Supplier<HotKeyReport> hotKeys,
-        final Membership membership, final RejectionSamples rejections, final LongFunction<String> history)
+        final BiFunction<String, Long, CompletableFuture<NodeStatus.Answer>> compares, final Membership membership,
+        final RejectionSamples rejections, final LongFunction<String> history)
     {
         this.history = history;
+        this.compares = compares;
         this.membership = membership;
         this.rejections = rejections;
         this.control = control;
@@ -128,6 +133,7 @@ final class AdminApi
             .add(HttpMethod.DELETE, "/v1/policies/{id}", this::deletePolicy)
             .add(HttpMethod.GET, "/v1/policies/{id}/history", this::history)
             .add(HttpMethod.POST, "/v1/policies/{id}/rollback", this::rollback)
+            .add(HttpMethod.GET, "/v1/policies/{id}/compare", this::compare)
             .add(HttpMethod.GET, "/v1/exemptions", this::exemptions)
             .add(HttpMethod.PUT, "/v1/exemptions/{id}", this::putExemption)
             .add(HttpMethod.DELETE, "/v1/exemptions/{id}", this::deleteExemption)
@@ -243,6 +249,47 @@ final class AdminApi
         parse(call.request(), body, "a RollbackRequest ({\"toVersion\":N,\"reason\":\"...\"})");
         submit(PolicyState.command(call.actor(), System.currentTimeMillis()).setRollback(RollbackCommand.newBuilder()
             .setId(call.id()).setToVersion(body.getToVersion()).setReason(body.getReason())).build(), reply);
+    }
+
+    /** This node's shards only, like the hot keys: each node compares the decisions it made. */
+    private void compare(final Call call, final Consumer<FullHttpResponse> reply)
+    {
+        final String sinceText = first(call.query(), "since");
+        final long now = System.currentTimeMillis();
+        long since = 0;
+        if (sinceText != null)
+        {
+            try
+            {
+                since = Long.parseLong(sinceText);
+            }
+            catch (final NumberFormatException e)
+            {
+                since = -1;
+            }
+            if (since < 0)
+            {
+                throw new BadRequest("since: must be a time in milliseconds since the epoch (e.g. " + (now - 3_600_000L) +
+                    " for an hour ago), was: " + sinceText);
+            }
+            if (since > now + 60_000L)
+            {
+                throw new BadRequest("since: " + since + " is in the future (this node's time is " + now + ")");
+            }
+        }
+        compares.apply(call.id(), since).whenComplete((answer, failure) -> reply.accept(
+            failure != null ? error(HttpResponseStatus.INTERNAL_SERVER_ERROR, "could not read the shards' comparisons: " +
+                failure) :
+            answer.status() == 200 ? rawJson(answer.body()) : error(HttpResponseStatus.valueOf(answer.status()), answer.body())));
+    }
+
+    private static FullHttpResponse rawJson(final String body)
+    {
+        final ByteBuf content = Unpooled.copiedBuffer(body, StandardCharsets.UTF_8);
+        final FullHttpResponse response = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1, HttpResponseStatus.OK, content);
+        response.headers().set(HttpHeaderNames.CONTENT_TYPE, JSON_TYPE);
+        response.headers().setInt(HttpHeaderNames.CONTENT_LENGTH, content.readableBytes());
+        return response;
     }
 
     private void exemptions(final Call call, final Consumer<FullHttpResponse> reply)

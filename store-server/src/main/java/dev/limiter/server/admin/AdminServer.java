@@ -145,8 +145,8 @@ public final class AdminServer implements AutoCloseable
 
     private final class Handler extends SimpleChannelInboundHandler<FullHttpRequest>
     {
-        private final AdminApi api = new AdminApi(control, token, server::hotKeys, membership, server.rejections(),
-            server::historyJson);
+        private final AdminApi api = new AdminApi(control, token, server::hotKeys, server::shadowComparison, membership,
+            server.rejections(), server::historyJson);
         private final ConnectionGuard guard;
         /** A request is being answered (event loop only): a change is answered once it commits. */
         private boolean answering;

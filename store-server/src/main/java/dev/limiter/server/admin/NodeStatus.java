@@ -2,10 +2,12 @@ package dev.limiter.server.admin;
 
 import dev.limiter.protocol.policy.HotKeyReport;
 
+import java.util.concurrent.CompletableFuture;
+
 /**
  * What the admin port reports of its node: {@code GET /status}, {@code GET /health}, {@code /health/live},
  * {@code /health/ready}, {@code GET /v1/hot-keys},
- * {@code GET /v1/history}.
+ * {@code GET /v1/history} and {@code GET /v1/policies/{id}/compare}.
  */
 public interface NodeStatus
 {
@@ -44,6 +46,16 @@ public interface NodeStatus
     /** An HTTP answer: status code and JSON body. */
     record Answer(int status, String body)
     {
+    }
+
+    /**
+     * {@code GET /v1/policies/{id}/compare}: what policy {@code id}'s shadow version predicted against what was
+     * enforced on this node since {@code sinceMillis} (0: as far back as kept). Status 200 with the comparison's
+     * JSON, or 404 with a sentence saying why there is none (unknown policy, no shadow version in force).
+     */
+    default CompletableFuture<Answer> shadowComparison(final String id, final long sinceMillis)
+    {
+        return CompletableFuture.completedFuture(new Answer(404, "this node keeps no shadow comparisons"));
     }
 
     /**

@@ -8,6 +8,7 @@ import dev.limiter.protocol.MessageType;
 import dev.limiter.protocol.PolicySetIndex;
 import dev.limiter.protocol.ReasonCode;
 import dev.limiter.protocol.ResultCodec;
+import dev.limiter.protocol.RouteTemplate;
 import dev.limiter.protocol.ShardMap;
 import dev.limiter.server.control.ActiveExemptions;
 import dev.limiter.server.control.PolicyControl;
@@ -111,7 +112,7 @@ public final class FrameRouter
                 answeredHere = true;
                 if (index.hasShadow())
                 {
-                    shardMask |= addShadow(work, decoder, index.matchShadow(decoder), shards, i);
+                    shardMask |= addShadow(work, decoder, index.matchShadow(decoder), policy, shards, i);
                 }
                 continue;
             }
@@ -163,7 +164,7 @@ public final class FrameRouter
             if (index.hasShadow())
             {
                 final CompiledPolicy shadow = policy != matched && matched.rolloutShadowsOthers() ? matched : index.matchShadow(decoder);
-                shardMask |= addShadow(work, decoder, shadow, shards, i);
+                shardMask |= addShadow(work, decoder, shadow, policy, shards, i);
             }
             // A grant of a concurrency limit takes a lease: one random id for every limit the entry may take it on.
             work.leaseId[i] = !release && index.hasLeases() && work.mayLease(i) ? leaseIds.next() : 0;
@@ -211,6 +212,10 @@ public final class FrameRouter
         final int shardsInFrame = Long.bitCount(shardMask);
         work.shardsInFrame = shardsInFrame;
         work.pendingShards.set(shardsInFrame);
+        if (work.crossShardShadows)
+        {
+            work.comparesPending.set(shardsInFrame);
+        }
         responder.frameAccepted(ctx);
         if (shardMask == 0)
         {
@@ -457,8 +462,8 @@ public final class FrameRouter
      *
      * @return the bit of the shard that will evaluate it, or 0
      */
-    private long addShadow(final FrameWork work, final AcquireDecoder decoder, final CompiledPolicy shadow, final List<Shard> shards,
-        final int entry)
+    private long addShadow(final FrameWork work, final AcquireDecoder decoder, final CompiledPolicy shadow,
+        final CompiledPolicy enforced, final List<Shard> shards, final int entry)
     {
         final int shardCount = shards.size();
         if (shadow == null || missingScopeField(shadow, decoder) != null)
@@ -479,10 +484,45 @@ public final class FrameRouter
         final int shard = shadow.routedToAnyShare(shardCount) ? shareShard(shards, shadow.ordinal(), keyHash, decoder.cost()) :
             shardOf(tenantHash, keyHash, shardCount);
         work.shadows.shard[j] = shard;
+        work.shadowEvaluated[j] = false;
+        compareKey(work, decoder, j, shadow, enforced);
+        final int entryShard = work.entries.shard[entry];
+        work.crossShardShadows |= entryShard >= 0 && entryShard != shard;
         work.shadowCount++;
         return 1L << shard;
     }
 
+    /**
+     * Writes shadow {@code j}'s key in the comparison with what was enforced ({@link ShadowCompareTable}) at
+     * the work's key cursor: {@code u8 tenant length | tenant | route}, the route being the shadow's route
+     * template, else the enforced policy's, else the request's path.
+     */
+    private static void compareKey(final FrameWork work, final AcquireDecoder d, final int j, final CompiledPolicy shadow,
+        final CompiledPolicy enforced)
+    {
+        final ByteBuf buf = d.buffer();
+        final int tenantLength = Math.min(d.length(DescriptorField.TENANT), 255);
+        final RouteTemplate template = shadow.route() != null ? shadow.route() : enforced.route();
+        final int routeLength = template != null ? template.canonicalUtf8().length :
+            Math.min(d.length(DescriptorField.ROUTE), DescriptorField.ROUTE.maxBytes());
+        work.ensureKeyRoom(1 + tenantLength + routeLength);
+        final int start = work.keyCursor;
+        work.keys.putByte(start, (byte)tenantLength);
+        buf.getBytes(d.offset(DescriptorField.TENANT), work.keys.byteArray(), start + 1, tenantLength);
+        if (template != null)
+        {
+            work.keys.putBytes(start + 1 + tenantLength, template.canonicalUtf8());
+        }
+        else
+        {
+            buf.getBytes(d.offset(DescriptorField.ROUTE), work.keys.byteArray(), start + 1 + tenantLength, routeLength);
+        }
+        final int length = 1 + tenantLength + routeLength;
+        work.shadowCompareOffset[j] = start;
+        work.shadowCompareLength[j] = length;
+        work.shadowCompareHash[j] = KeyHash.hash(work.keys, start, length);
+        work.keyCursor = start + length;
+    }
 
     /**
      * Writes the bucket key for the current entry at the work's key cursor: the {@link BucketKeys}

@@ -61,6 +61,22 @@ public final class FrameWork implements Runnable
     int[] shadowLeaseCheck = new int[INITIAL_ENTRIES];
     int shadowCount;
     /**
+     * Per shadow evaluation, for the comparison with what was enforced ({@link ShadowCompareTable}): its key
+     * there ({@code u8 tenant length | tenant | route} in {@link #keys}) and that key's hash, written by the
+     * router; whether the shadow was evaluated, and what it would have answered, written by its shard.
+     */
+    int[] shadowCompareOffset = new int[INITIAL_ENTRIES];
+    int[] shadowCompareLength = new int[INITIAL_ENTRIES];
+    long[] shadowCompareHash = new long[INITIAL_ENTRIES];
+    boolean[] shadowEvaluated = new boolean[INITIAL_ENTRIES];
+    boolean[] shadowWouldAllow = new boolean[INITIAL_ENTRIES];
+    /**
+     * Whether some shadow is evaluated on another shard than its entry: those are compared by whichever
+     * shard finishes deciding last ({@link #comparesPending} reaches 0), once both answers are known.
+     */
+    boolean crossShardShadows;
+    final AtomicInteger comparesPending = new AtomicInteger();
+    /**
      * Stacked (hierarchical) scopes and extra limits of this frame's entries: entry i is also
      * charged against parts {@code stackFrom[i] .. stackFrom[i] + stackCount[i] - 1}, all or none.
      * Valid while {@link #stacked}.
@@ -146,6 +162,7 @@ public final class FrameWork implements Runnable
         this.policies = policies;
         this.count = 0;
         this.shadowCount = 0;
+        this.crossShardShadows = false;
         this.partCount = 0;
         this.stacked = policies.hasStacked() || policies.hasExtraLimits();
         this.keyCursor = 0;
@@ -189,6 +206,11 @@ public final class FrameWork implements Runnable
             shadowLeased = new boolean[n];
             shadowLeaseId = new long[n];
             shadowLeaseCheck = new int[n];
+            shadowCompareOffset = new int[n];
+            shadowCompareLength = new int[n];
+            shadowCompareHash = new long[n];
+            shadowEvaluated = new boolean[n];
+            shadowWouldAllow = new boolean[n];
         }
     }
 

@@ -48,6 +48,8 @@ public final class Shard implements Replication.DecidingShard
     private final EventLoop loop;
     /** Dedicated-thread mode only. */
     private final ManyToOneConcurrentArrayQueue<FrameWork> queue;
+    /** Dedicated-thread mode only: readers waiting for the shadow comparisons ({@link #shadowComparisons}). */
+    private final ManyToOneConcurrentArrayQueue<CompletableFuture<ShadowCompareTable.Snapshot>> compareReaders;
     private final AgentRunner runner;
     private final ShardIdleStrategy idleStrategy;
     private volatile boolean running = true;
@@ -89,11 +91,12 @@ public final class Shard implements Replication.DecidingShard
         this.stacked = new StackedDecider(context);
         this.regional = new RegionalDecider(context);
         this.checks = new CheckDecider(context);
-        this.shadows = new ShadowDecider(context);
+        this.shadows = new ShadowDecider(context, clock);
         this.releases = new ReleaseDecider(context);
         if (loop == null)
         {
             this.queue = new ManyToOneConcurrentArrayQueue<>(QUEUE_CAPACITY);
+            this.compareReaders = new ManyToOneConcurrentArrayQueue<>(16);
             this.idleStrategy = new ShardIdleStrategy(() -> !queue.isEmpty());
             this.runner = new AgentRunner(idleStrategy, this::failed, null, new DedicatedAgent());
             AgentRunner.startOnThread(runner, runnable ->
@@ -106,6 +109,7 @@ public final class Shard implements Replication.DecidingShard
         else
         {
             this.queue = null;
+            this.compareReaders = null;
             this.idleStrategy = null;
             this.runner = null;
         }
@@ -132,6 +136,70 @@ public final class Shard implements Replication.DecidingShard
         this.metrics = metrics;
         this.log = new ShardLog(id, loop, replication, metrics, rates, maxUncommittedBytes, compactLog);
         context.log = log;
+    }
+
+    /**
+     * This shard is done deciding {@code work}: when it is the last of the frame's shards and some shadow was
+     * evaluated on another shard than its entry, it compares those shadows (both answers are known now).
+     */
+    private void comparedAcrossShards(final FrameWork work)
+    {
+        if (work.crossShardShadows && work.comparesPending.decrementAndGet() == 0 && !work.failed && !work.notLeader &&
+            !work.overloaded && !work.release)
+        {
+            shadows.compareAcrossShards(work);
+        }
+    }
+
+    /**
+     * This shard's shadow comparisons ({@link ShadowCompareTable}), published by its owner thread first so that
+     * they count every decision made before the call. Any thread; completes on the owner thread.
+     */
+    public CompletableFuture<ShadowCompareTable.Snapshot> shadowComparisons()
+    {
+        final CompletableFuture<ShadowCompareTable.Snapshot> answer = new CompletableFuture<>();
+        if (shadows.compares() == null)
+        {
+            answer.complete(ShadowCompareTable.Snapshot.EMPTY);
+        }
+        else if (loop != null)
+        {
+            try
+            {
+                loop.execute(() -> answer.complete(publishComparisons()));
+            }
+            catch (final RejectedExecutionException e)
+            {
+                answer.complete(publishedComparisons()); // stopping
+            }
+        }
+        else if (running && compareReaders.offer(answer))
+        {
+            idleStrategy.wake();
+        }
+        else
+        {
+            answer.complete(publishedComparisons());
+        }
+        return answer;
+    }
+
+    /** Owner thread. */
+    private ShadowCompareTable.Snapshot publishComparisons()
+    {
+        final ShadowCompareTable table = shadows.compares();
+        if (table == null)
+        {
+            return ShadowCompareTable.Snapshot.EMPTY;
+        }
+        table.publishIfChanged(clock.wallNanos() / 1_000_000L);
+        return table.snapshot();
+    }
+
+    private ShadowCompareTable.Snapshot publishedComparisons()
+    {
+        final ShadowCompareTable table = shadows.compares();
+        return table == null ? ShadowCompareTable.Snapshot.EMPTY : table.snapshot();
     }
 
     /** The shadow evaluations of the frame on this shard when it holds nothing else of the frame, else 0. */
@@ -227,13 +295,15 @@ public final class Shard implements Replication.DecidingShard
         @Override
         public int doWork()
         {
-            return queue.drain(Shard.this::process, FRAMES_PER_CYCLE);
+            final int frames = queue.drain(Shard.this::process, FRAMES_PER_CYCLE);
+            return compareReaders.isEmpty() ? frames : frames + compareReaders.drain(r -> r.complete(publishComparisons()));
         }
 
         @Override
         public void onClose()
         {
             running = false;
+            compareReaders.drain(r -> r.complete(publishedComparisons()));
             // Answer whatever is still queued rather than leave connections waiting forever.
             FrameWork leftover;
             while ((leftover = queue.poll()) != null)
@@ -275,6 +345,7 @@ public final class Shard implements Replication.DecidingShard
                 {
                     work.refuseNotLeader(id);
                 }
+                comparedAcrossShards(work); // after refusing: a frame this shard refused is compared nowhere
                 work.shardDone();
                 return;
             }
@@ -285,6 +356,7 @@ public final class Shard implements Replication.DecidingShard
                 // before this log fell behind is decided (the bound is exceeded by frames in flight at
                 // most), so that an OVERLOADED answer always means nothing in the frame was decided.
                 work.overloaded = true;
+                comparedAcrossShards(work);
                 work.shardDone();
                 return;
             }
@@ -312,6 +384,7 @@ public final class Shard implements Replication.DecidingShard
             work.failed = true;
             LOG.error("shard {} failed on a frame; the frame is answered with an ERROR", id, e);
         }
+        comparedAcrossShards(work);
         table.publish(); // what status and metrics may read of this table, from other threads
         if (log != null)
         {

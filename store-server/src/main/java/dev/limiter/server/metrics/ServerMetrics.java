@@ -33,11 +33,24 @@ public final class ServerMetrics
     private final Counter decisionFrames;
     private final Counter redirects;
 
+    /**
+     * The {@code le} bounds of {@code limiter_decision_latency_seconds_bucket}: the latency SLO counts frames
+     * answered within {@code le="0.005"} (5 ms); the others place the tail, down to the microseconds a frame
+     * usually takes ({@code histogram_quantile} reads p99 from them). With buckets, Micrometer's Prometheus
+     * registry prints the timer as a histogram only: no {@code quantile} series.
+     */
+    static final Duration[] DECISION_LATENCY_BUCKETS = {
+        Duration.ofNanos(10_000), Duration.ofNanos(25_000), Duration.ofNanos(50_000), Duration.ofNanos(100_000),
+        Duration.ofNanos(250_000), Duration.ofNanos(500_000), Duration.ofMillis(1), Duration.ofMillis(2), Duration.ofMillis(5),
+        Duration.ofMillis(10), Duration.ofMillis(25), Duration.ofMillis(100), Duration.ofSeconds(1)};
+
     public ServerMetrics()
     {
         frameLatency = Timer.builder("limiter.decision.latency")
             .description("Time from decoding an acquire frame to writing its answer, per frame")
             .publishPercentiles(0.5, 0.95, 0.99)
+            // Buckets for the latency SLO's burn-rate rules (ops/prometheus/limiter-rules.yml, docs/operations.md).
+            .serviceLevelObjectives(DECISION_LATENCY_BUCKETS)
             .distributionStatisticExpiry(Duration.ofMinutes(1))
             .register(registry);
         protocolErrors = Counter.builder("limiter.protocol.errors")

@@ -1,12 +1,14 @@
 package dev.limiter.server.admin;
 
-import dev.limiter.server.SampledRejections;
-import dev.limiter.server.engine.RejectedDecisions;
-
+import com.google.protobuf.util.JsonFormat;
 import dev.limiter.protocol.policy.HotKeyReport;
+import dev.limiter.protocol.policy.PolicySet;
+import dev.limiter.server.SampledRejections;
 import dev.limiter.server.cluster.Membership;
 import dev.limiter.server.control.PolicyControl;
 import dev.limiter.server.control.PolicyState;
+import dev.limiter.server.engine.RejectedDecisions;
+import dev.limiter.server.engine.ShadowComparisons;
 import io.netty.buffer.Unpooled;
 import io.netty.handler.codec.http.DefaultFullHttpRequest;
 import io.netty.handler.codec.http.FullHttpRequest;
@@ -20,6 +22,7 @@ import org.junit.jupiter.api.Test;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -30,8 +33,22 @@ class AdminApiRoutesTest
     private static final String TOKEN = "test-token-0123456789abcdef";
 
     private final PolicyControl control = new PolicyControl(new PolicyState(), null);
-    private final AdminApi api = new AdminApi(control, TOKEN, HotKeyReport::getDefaultInstance,
+    private final AdminApi api = new AdminApi(control, TOKEN, HotKeyReport::getDefaultInstance, this::compare,
         new Membership(null, control, 100), new SampledRejections("n1", new RejectedDecisions()), since -> null);
+
+    /** As the node answers it, over no shards (nothing counted). */
+    private CompletableFuture<NodeStatus.Answer> compare(final String id, final long since)
+    {
+        try
+        {
+            return ShadowComparisons.of(List.of(), control.state(), id, since).thenApply(c -> new NodeStatus.Answer(200,
+                c.toJson()));
+        }
+        catch (final ShadowComparisons.NothingToCompare e)
+        {
+            return CompletableFuture.completedFuture(new NodeStatus.Answer(404, e.getMessage()));
+        }
+    }
 
     private FullHttpResponse call(final HttpMethod method, final String uri, final String token, final String actor)
     {
@@ -77,8 +94,8 @@ class AdminApiRoutesTest
         final FullHttpResponse response = call(HttpMethod.GET, "/v1/nothing");
         assertEquals(404, response.status().code());
         assertEquals("{\n  \"error\": \"no such endpoint: GET /v1/nothing (see docs/control-plane.md: /v1/policies, " +
-            "/v1/policies/{id}, /v1/policies/{id}/history, /v1/policies/{id}/rollback, /v1/exemptions, " +
-            "/v1/exemptions/{id}, /v1/audit, /v1/members, /v1/members/{id}, /v1/decisions/rejected, " +
+            "/v1/policies/{id}, /v1/policies/{id}/history, /v1/policies/{id}/rollback, /v1/policies/{id}/compare, " +
+            "/v1/exemptions, /v1/exemptions/{id}, /v1/audit, /v1/members, /v1/members/{id}, /v1/decisions/rejected, " +
             "/v1/decisions/rejected/{id}, /v1/appeals, /v1/hot-keys, /v1/history)\"\n}\n", body(response));
         assertEquals(404, call(HttpMethod.GET, "/v1/policies/").status().code(), "an empty id is no id");
         assertEquals(404, call(HttpMethod.GET, "/v1").status().code());
@@ -97,7 +114,8 @@ class AdminApiRoutesTest
             {"POST", "/v1/audit", "GET"},
             {"POST", "/v1/members", "GET"},
             {"GET", "/v1/members/n4", "PUT, DELETE"},
-            {"HEAD", "/v1/hot-keys", "GET"}};
+            {"HEAD", "/v1/hot-keys", "GET"},
+            {"POST", "/v1/policies/orders/compare", "GET"}};
         for (final String[] c : cases)
         {
             final FullHttpResponse response = call(HttpMethod.valueOf(c[0]), c[1]);
@@ -120,6 +138,34 @@ class AdminApiRoutesTest
         final FullHttpResponse history = call(HttpMethod.GET, "/v1/policies/none/history");
         assertEquals(404, history.status().code());
         assertTrue(body(history).contains("no policy none was ever created"), body(history));
+    }
+
+    @Test
+    void shouldRefuseACompareOfAnUnknownPolicyOrOneWithoutShadowOrWithABadSince() throws Exception
+    {
+        final PolicySet.Builder set = PolicySet.newBuilder();
+        JsonFormat.parser().merge("{\"version\":1,\"defaultPolicy\":{\"id\":\"default\",\"rate\":1,\"burst\":1," +
+            "\"owner\":\"test\"}}", set);
+        final PolicyState.Status applied = control.state().apply(PolicyState.command("test", 0).setBootstrap(set)
+            .build()).status();
+        assertEquals(PolicyState.Status.OK, applied);
+        final FullHttpResponse unknown = call(HttpMethod.GET, "/v1/policies/none/compare");
+        assertEquals(404, unknown.status().code());
+        assertTrue(body(unknown).contains("no policy none was ever created"), body(unknown));
+        final FullHttpResponse noShadow = call(HttpMethod.GET, "/v1/policies/default/compare?since=0");
+        assertEquals(404, noShadow.status().code());
+        assertTrue(body(noShadow).contains("policy default has no shadow version in force"), body(noShadow));
+        for (final String since : new String[] {"1h", "-5", "99999999999999999999", "12.5"})
+        {
+            final FullHttpResponse bad = call(HttpMethod.GET, "/v1/policies/default/compare?since=" + since);
+            assertEquals(400, bad.status().code(), since);
+            assertTrue(body(bad).contains("since: must be a time in milliseconds since the epoch"), body(bad));
+            assertTrue(body(bad).contains("was: " + since), body(bad));
+        }
+        final long future = System.currentTimeMillis() + 3_600_000L;
+        final FullHttpResponse later = call(HttpMethod.GET, "/v1/policies/default/compare?since=" + future);
+        assertEquals(400, later.status().code());
+        assertTrue(body(later).contains("is in the future"), body(later));
     }
 
     @Test

@@ -28,6 +28,7 @@ import org.junit.jupiter.api.Test;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -130,6 +131,35 @@ class ShardDecidersTest
         assertEquals(1, shard.shadowAllowed(ordinal), "the shadow's burst of 1");
         assertEquals(2, shard.shadowDenied(ordinal));
         assertEquals(3, shard.allowed(ordinal("orders")));
+    }
+
+    @Test
+    void aShadowEvaluationIsComparedWithWhatWasEnforcedPerTenantAndRoute() throws Exception
+    {
+        for (int i = 0; i < 4; i++)
+        {
+            // enforced: 3 allowed then 1 denied; the shadow (burst 1): 1 then 3 denied
+            acquire("acme", "/v1/orders", 1);
+        }
+        acquire("globex", "/v1/orders", 1);
+        final CompletableFuture<ShadowComparisons.Comparison> read = ShadowComparisons.of(List.of(shard), policies,
+            "orders-next", 0);
+        channel.runPendingTasks(); // the shard's owner publishes its table
+        final ShadowComparisons.Comparison compared = read.get(5, TimeUnit.SECONDS);
+        assertEquals(1, compared.shadowVersion());
+        assertEquals(0, compared.enforcedVersion(), "a shadow of a new id: another policy answered");
+        assertEquals(2, compared.rows().size(), compared.toJson());
+        final ShadowComparisons.Row acme = compared.rows().get(0);
+        assertEquals("acme", acme.tenant(), "the most newly rejected first");
+        assertEquals("/v1/orders", acme.route(), "the shadow's route template");
+        assertEquals(4, acme.decisions());
+        assertEquals(1, acme.enforcedRejections());
+        assertEquals(3, acme.predictedRejections());
+        assertEquals(2, acme.newlyRejected());
+        assertEquals(0, acme.newlyFreed());
+        assertEquals(1, compared.rows().get(1).decisions());
+        assertEquals(0, compared.untracked());
+        assertEquals(clock.wallNanos() / 1_000_000L, compared.sinceMillis(), "counted since the first evaluation");
     }
 
     @Test
