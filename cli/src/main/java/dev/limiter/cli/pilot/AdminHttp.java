@@ -92,7 +92,8 @@ final class AdminHttp
         try
         {
             final HttpRequest.Builder request = HttpRequest.newBuilder(URI.create("http://" + address + pathAndQuery))
-                .timeout(Duration.ofSeconds(5)).header("Authorization", "Bearer " + token).header("Accept", "application/json")
+                .timeout(Duration.ofSeconds(5)).header("Authorization", "Bearer " + token).header("Accept",
+                    "application/json")
                 .header("X-Limiter-Actor", "pilot");
             if (json == null)
             {
@@ -100,9 +101,11 @@ final class AdminHttp
             }
             else
             {
-                request.header("Content-Type", "application/json").method(method, HttpRequest.BodyPublishers.ofString(json));
+                request.header("Content-Type", "application/json").method(method,
+                    HttpRequest.BodyPublishers.ofString(json));
             }
-            final HttpResponse<String> response = http.send(request.build(), HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
+            final HttpResponse<String> response = http.send(request.build(),
+                HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
             return new Answer(response.statusCode(), response.body(), address);
         }
         catch (final IOException | IllegalArgumentException e)

@@ -28,7 +28,8 @@ import java.util.Set;
 final class FalseRejectionReview
 {
     /** How the candidates were classified. */
-    record Result(long candidates, Map<String, Long> byCategory, long unexplained, String appeals, List<Map<String, Object>> examples)
+    record Result(long candidates, Map<String, Long> byCategory, long unexplained, String appeals, List<Map<String,
+        Object>> examples)
     {
     }
 
@@ -93,30 +94,35 @@ final class FalseRejectionReview
     }
 
     /** {category, reason} of one candidate. */
-    private String[] classify(final String phase, final String tenant, final TenantTally.Rejection rejection, final String appeals,
+    private String[] classify(final String phase, final String tenant, final TenantTally.Rejection rejection,
+        final String appeals,
                               final Set<String> appealed)
     {
         if (rejection.degraded())
         {
-            return new String[] {"degraded", "decided by the SDK alone while no node answered (" + rejection.reason() + ")"};
+            return new String[] {"degraded", "decided by the SDK alone while no node answered ("
+                + rejection.reason() + ")"};
         }
         if (rejection.modelRefusedToo())
         {
-            return new String[] {"over-its-limit", String.format(Locale.ROOT, "the tenant's own traffic exceeded %d/s with a " +
-                "burst of %d (the pilot's model of policy %s refused it too)", trace.policy().rate(), trace.policy().burst(),
-                trace.policy().id())};
+            return new String[] {"over-its-limit", String.format(Locale.ROOT,
+                "the tenant's own traffic exceeded %d/s with a "
+                + "burst of %d (the pilot's model of policy %s refused it too)", trace.policy().rate(),
+                trace.policy().burst(), trace.policy().id())};
         }
         if (!appeals.equals("available"))
         {
             return new String[] {"unexplained", "within its limit in the pilot's model; not appealed: " + appeals};
         }
-        final String reason = "pilot (" + phase + "): tenant " + tenant + " was refused while its own traffic stayed within " +
-            trace.policy().rate() + "/s and a burst of " + trace.policy().burst();
+        final String reason = "pilot (" + phase + "): tenant " + tenant
+            + " was refused while its own traffic stayed within " + trace.policy().rate() + "/s and a burst of "
+            + trace.policy().burst();
         final String decisionId = decisionId(tenant, rejection, appealed);
         if (decisionId == null)
         {
-            return new String[] {"unexplained", "within its limit in the pilot's model; its decision was not in the node's sample " +
-                "of rejected decisions, so it could not be appealed"};
+            return new String[] {"unexplained",
+                "within its limit in the pilot's model; its decision was not in the node's sample "
+                + "of rejected decisions, so it could not be appealed"};
         }
         final JsonObject body = new JsonObject();
         body.addProperty("decisionId", decisionId);
@@ -129,18 +135,20 @@ final class FalseRejectionReview
         final AdminHttp.Answer answer = admin.postEither("/appeals", body.toString());
         if (!answer.ok())
         {
-            return new String[] {"unexplained", "the appeal of decision " + decisionId + " was refused (HTTP " + answer.status() + ": " +
-                oneLine(answer.body()) + ")"};
+            return new String[] {"unexplained", "the appeal of decision " + decisionId + " was refused (HTTP "
+                + answer.status() + ": " + oneLine(answer.body()) + ")"};
         }
         appealed.add(decisionId);
         return new String[] {"appealed", "appealed as decision " + decisionId + ": " + reason};
     }
 
-    /** The id of the node's sampled rejected decision of {@code tenant} nearest in time (within 2 s), not appealed yet. */
+    /**
+     * The id of the node's sampled rejected decision of {@code tenant} nearest in time (within 2 s), not appealed yet.
+     */
     private String decisionId(final String tenant, final TenantTally.Rejection rejection, final Set<String> appealed)
     {
-        final AdminHttp.Answer answer = admin.getEither("/decisions/rejected?limit=1000&tenant=" + encode(tenant) + "&policy=" +
-            encode(rejection.policyId()));
+        final AdminHttp.Answer answer = admin.getEither("/decisions/rejected?limit=1000&tenant=" + encode(tenant)
+            + "&policy=" + encode(rejection.policyId()));
         if (!answer.ok())
         {
             return null;
@@ -149,7 +157,8 @@ final class FalseRejectionReview
         long bestDistance = 2_000;
         try
         {
-            final JsonArray decisions = JsonParser.parseString(answer.body()).getAsJsonObject().getAsJsonArray("decisions");
+            final JsonArray decisions = JsonParser.parseString(answer.body()).getAsJsonObject()
+                .getAsJsonArray("decisions");
             for (final JsonElement element : decisions)
             {
                 final JsonObject decision = element.getAsJsonObject();
@@ -162,7 +171,8 @@ final class FalseRejectionReview
                 }
             }
         }
-        catch (final JsonParseException | IllegalStateException | NullPointerException | UnsupportedOperationException e)
+        catch (final JsonParseException | IllegalStateException | NullPointerException |
+                     UnsupportedOperationException e)
         {
             return null;
         }
@@ -185,7 +195,8 @@ final class FalseRejectionReview
         final AdminHttp.Answer decisions = admin.getEither("/decisions/rejected?limit=1");
         if (!decisions.ok())
         {
-            return "this node's admin API has no /decisions/rejected (HTTP " + decisions.status() + "), so no decision ids to appeal";
+            return "this node's admin API has no /decisions/rejected (HTTP " + decisions.status()
+                + "), so no decision ids to appeal";
         }
         return "available";
     }

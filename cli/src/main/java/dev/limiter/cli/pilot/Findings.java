@@ -7,7 +7,9 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
-/** Everything a pilot run saw, gathered as it goes; {@link ExitCriteria} judges it and {@link PilotOutput} writes it. */
+/**
+ * Everything a pilot run saw, gathered as it goes; {@link ExitCriteria} judges it and {@link PilotOutput} writes it.
+ */
 final class Findings
 {
     static final String BASELINE = "baseline";
@@ -27,7 +29,9 @@ final class Findings
     /** The policy's version made at the start of each phase (0: not made). */
     final Map<String, Long> versions = new LinkedHashMap<>();
     final Map<String, PhaseTraffic.Result> phases = new LinkedHashMap<>();
-    /** limiter_shadow_decisions_total{outcome="would_deny"} of the policy over the shadow phase, all nodes; -1 unread. */
+    /**
+     * limiter_shadow_decisions_total{outcome="would_deny"} of the policy over the shadow phase, all nodes; -1 unread.
+     */
     long shadowWouldDeny = -1;
     long shadowWouldAllow = -1;
     String shadowMetricsNote = "";

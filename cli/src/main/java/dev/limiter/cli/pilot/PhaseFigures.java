@@ -9,8 +9,8 @@ import java.util.Map;
  * answered (its own counts: requests, 5xx and p99 from arrival to answer) and what the limiter did
  * (offered, refused, the share refused, decision p99, decisions the SDK made alone).
  */
-record PhaseFigures(long offered, long denied, long degraded, double decisionP99Millis, long backendRequests, long backend5xx,
-                    double backendP99Millis, long unreachable)
+record PhaseFigures(long offered, long denied, long degraded, long limiterFailed, double decisionP99Millis,
+                    long backendRequests, long backend5xx, double backendP99Millis, long unreachable)
 {
     /** Refused by the limiter, of what was offered. */
     double rejectionRate()
@@ -31,8 +31,9 @@ record PhaseFigures(long offered, long denied, long degraded, double decisionP99
         final BackendStats.Row row = phase.backend().byTenant().getOrDefault(tenant, new BackendStats.Row());
         synchronized (tally)
         {
-            return new PhaseFigures(tally.offered, tally.denied(), tally.allowedLocally + tally.deniedLocally, tally.decisionP99Millis(),
-                row.requests(), row.errors(), row.p99Millis(), tally.backendUnreachable);
+            return new PhaseFigures(tally.offered, tally.denied(), tally.allowedLocally + tally.deniedLocally,
+                tally.limiterFailed, tally.decisionP99Millis(), row.requests(), row.errors(), row.p99Millis(),
+                tally.backendUnreachable);
         }
     }
 
@@ -43,6 +44,7 @@ record PhaseFigures(long offered, long denied, long degraded, double decisionP99
         long denied = 0;
         long degraded = 0;
         long unreachable = 0;
+        long failed = 0;
         final Histogram decisions = new Histogram(60_000_000_000L, 2);
         for (final Map.Entry<String, TenantTally> entry : phase.tenants().entrySet())
         {
@@ -53,11 +55,12 @@ record PhaseFigures(long offered, long denied, long degraded, double decisionP99
                 denied += tally.denied();
                 degraded += tally.allowedLocally + tally.deniedLocally;
                 unreachable += tally.backendUnreachable;
+                failed += tally.limiterFailed;
                 decisions.add(tally.decisionLatency);
             }
         }
         final BackendStats.Row all = phase.backend().total();
-        return new PhaseFigures(offered, denied, degraded, decisions.getTotalCount() == 0 ? 0 : decisions.getValueAtPercentile(99) / 1e6,
-            all.requests(), all.errors(), all.p99Millis(), unreachable);
+        return new PhaseFigures(offered, denied, degraded, failed, decisions.getTotalCount() == 0 ? 0
+            : decisions.getValueAtPercentile(99) / 1e6, all.requests(), all.errors(), all.p99Millis(), unreachable);
     }
 }

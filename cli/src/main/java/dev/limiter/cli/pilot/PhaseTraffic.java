@@ -25,7 +25,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
 final class PhaseTraffic
 {
     /** One phase's figures. */
-    record Result(String phase, double seconds, Map<String, TenantTally> tenants, BackendStats backend, TracePlayer.Played played)
+    record Result(String phase, double seconds, Map<String, TenantTally> tenants, BackendStats backend,
+        TracePlayer.Played played)
     {
     }
 
@@ -73,7 +74,17 @@ final class PhaseTraffic
                         tally.modelRefused++;
                     }
                 }
-                pending.add(client.acquire(Descriptor.of(tenant, trace.route()), 1).handle((decision, error) ->
+                final CompletableFuture<Decision> call;
+                try
+                {
+                    call = client.acquire(Descriptor.of(tenant, trace.route()), 1);
+                }
+                catch (final RuntimeException e)
+                {
+                    tally.limiterFailed(); // no node connected: the SDK refused to take the call
+                    return;
+                }
+                pending.add(call.handle((decision, error) ->
                 {
                     if (error != null)
                     {
@@ -90,15 +101,16 @@ final class PhaseTraffic
     }
 
     private void decided(final String tenant, final TenantTally tally, final Decision decision, final long nanos,
-                         final boolean modelRefused, final URI target, final ConcurrentLinkedQueue<CompletableFuture<?>> pending)
+                         final boolean modelRefused, final URI target,
+                             final ConcurrentLinkedQueue<CompletableFuture<?>> pending)
     {
         tally.decided(decision.allowed(), decision.degraded(), nanos, decision.policyId(), decision.policyVersion());
         if (!decision.allowed())
         {
             if (trace.wellBehaved(tenant))
             {
-                tally.rejected(new TenantTally.Rejection(System.currentTimeMillis(), decision.reason().name(), decision.degraded(),
-                    decision.policyId(), decision.policyVersion(), modelRefused));
+                tally.rejected(new TenantTally.Rejection(System.currentTimeMillis(), decision.reason().name(),
+                    decision.degraded(), decision.policyId(), decision.policyVersion(), modelRefused));
             }
             return;
         }

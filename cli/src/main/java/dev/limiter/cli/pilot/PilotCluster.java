@@ -64,13 +64,15 @@ final class PilotCluster implements AutoCloseable
         }
     }
 
-    private void launch(final Path dir, final String classpath, final List<String> jvmFlags, final String token) throws IOException
+    private void launch(final Path dir, final String classpath, final List<String> jvmFlags,
+        final String token) throws IOException
     {
         final int[] data = freePorts(NODES, RAFT_OFFSET);
         final int[] admin = freePorts(NODES, 0);
         final Path policies = Files.createDirectories(dir).resolve("policies.json");
-        Files.writeString(policies, "{\"version\":1,\"policies\":[],\"defaultPolicy\":{\"id\":\"pilot-default\",\"rate\":100000," +
-            "\"burst\":100000,\"scope\":\"TENANT\",\"owner\":\"pilot\",\"reason\":\"the pilot's cluster: no limit unless a " +
+        Files.writeString(policies, "{\"version\":1,\"policies\":[],\"defaultPolicy\":{\"id\":\"pilot-default\"," +
+            "\"rate\":100000,\"burst\":100000,\"scope\":\"TENANT\",\"owner\":\"pilot\",\"reason\":" +
+            "\"the pilot's cluster: no limit unless a " +
             "policy says so\"}}\n", StandardCharsets.UTF_8);
         final StringBuilder peers = new StringBuilder();
         for (int i = 0; i < NODES; i++)
@@ -107,8 +109,7 @@ final class PilotCluster implements AutoCloseable
         {
             while (System.nanoTime() < end)
             {
-                final Decision decision = client.acquireBlocking(Descriptor.of("pilot-ready", "/pilot/ready"), 1);
-                if (!decision.degraded())
+                if (decides(client))
                 {
                     return;
                 }
@@ -121,6 +122,20 @@ final class PilotCluster implements AutoCloseable
         }
         throw new IOException("the pilot's nodes did not decide within " + within.toSeconds() + " s; their logs: " +
             dataDirs.stream().map(d -> d.resolve("node.log").toString()).toList());
+    }
+
+    /** Whether a node decides a call now (a call fails while no node accepts connections yet). */
+    private static boolean decides(final LimiterClient client)
+    {
+        try
+        {
+            final Decision decision = client.acquireBlocking(Descriptor.of("pilot-ready", "/pilot/ready"), 1);
+            return !decision.degraded();
+        }
+        catch (final RuntimeException e)
+        {
+            return false;
+        }
     }
 
     @Override
@@ -146,14 +161,16 @@ final class PilotCluster implements AutoCloseable
         }
     }
 
-    /** The node a drill started again in {@code data} (its pid in node.pid), if it is one of this cluster's and alive. */
+    /**
+     * The node a drill started again in {@code data} (its pid in node.pid), if it is one of this cluster's and alive.
+     */
     private static Optional<ProcessHandle> restarted(final Path data)
     {
         try
         {
             final long pid = Long.parseLong(Files.readString(data.resolve("node.pid")).strip());
-            return ProcessHandle.of(pid).filter(p -> p.info().arguments().map(a -> String.join(" ", a).contains(data.toString()))
-                .orElse(false));
+            return ProcessHandle.of(pid).filter(p -> p.info().arguments().map(a -> String.join(" ",
+                a).contains(data.toString())) .orElse(false));
         }
         catch (final IOException | NumberFormatException e)
         {
@@ -161,7 +178,9 @@ final class PilotCluster implements AutoCloseable
         }
     }
 
-    /** {@code count} consecutive loopback ports, each with port + {@code offset} free too (offset 0: just the ports). */
+    /**
+     * {@code count} consecutive loopback ports, each with port + {@code offset} free too (offset 0: just the ports).
+     */
     static int[] freePorts(final int count, final int offset)
     {
         for (int attempt = 0; attempt < 1_000; attempt++)

@@ -31,19 +31,22 @@ import java.util.concurrent.Callable;
     mixinStandardHelpOptions = true,
     description = {
         "Runs the pilot of the source requirements on a local cluster in compressed time and judges its exit criteria:",
-        "  1. baseline      the trace (config/pilot-trace.json: a few tenants, one noisy, one spike) played open loop through",
-        "                   the SDK in front of a bundled sample backend of fixed capacity, with no effective limit",
+        "  1. baseline      the trace (config/pilot-trace.json: a few tenants, one noisy, one spike) played open",
+        "                   loop through the SDK in front of a bundled sample backend of fixed capacity, with no",
+        "                   effective limit",
         "  2. shadow        the new policy in shadow mode under the same traffic; its predictions compared",
         "                   (./limiter policy compare where the nodes have it)",
         "  3. first tenants the policy enforced for the trace's firstTenants only (a staged rollout), then",
         "  4. all tenants   for every tenant",
-        "  5. drills        rollback, hot-tenant, spike, leader-kill, store-failure (./limiter drill), each with its verdict",
+        "  5. drills        rollback, hot-tenant, spike, leader-kill, store-failure (./limiter drill), each with its",
+        "                   verdict",
         "  6. after drills  the traffic again: do the latency targets still hold?",
-        "  then the false-rejection review (appeals where the nodes take them), the report (./limiter report where this",
-        "  build has it; summary.html always) and pilot.json with every criterion PASS, FAIL or NOT_RUN with a reason.",
-        "Each traffic phase lasts M x 60 / 6 seconds (the drills take about the sixth part); --minutes 0.5 is a quick look.",
-        "Without --server it starts three node processes on free 127.0.0.1 ports (data under DIR/cluster) and stops them at",
-        "the end; the backend listens on 127.0.0.1 and an ephemeral port.",
+        "  then the false-rejection review (appeals where the nodes take them), the report (./limiter report where",
+        "  this build has it; summary.html always) and pilot.json with every criterion PASS, FAIL or NOT_RUN with a",
+        "  reason.",
+        "Each traffic phase lasts M x 60 / 6 seconds (the drills take about the sixth part); --minutes 0.5 is a quick",
+        "look. Without --server it starts three node processes on free 127.0.0.1 ports (data under DIR/cluster) and",
+        "stops them at the end, on failure and on Ctrl-C; the backend listens on 127.0.0.1 and an ephemeral port.",
         "Exit status: 0 every criterion PASS or not run for a stated reason, 1 one FAILED, 2 bad input."},
     sortOptions = false)
 public final class PilotCommand implements Callable<Integer>
@@ -54,13 +57,16 @@ public final class PilotCommand implements Callable<Integer>
     /** The nodes' JVM flags (space-separated), from {@code ./limiter pilot}. */
     static final String NODE_FLAGS_PROPERTY = "limiter.pilot.nodeJvmFlags";
 
-    @Option(names = "--out", paramLabel = "DIR", description = "Where pilot.json, summary.html and report.html go (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--out", paramLabel = "DIR",
+        description = "Where pilot.json, summary.html and report.html go (default: ${DEFAULT-VALUE}).")
     Path out = Path.of("pilot-out");
 
-    @Option(names = "--minutes", paramLabel = "M", description = "The whole run's length in minutes, 0.1 to 120 (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--minutes", paramLabel = "M",
+        description = "The whole run's length in minutes, 0.1 to 120 (default: ${DEFAULT-VALUE}).")
     double minutes = 3;
 
-    @Option(names = "--trace", paramLabel = "FILE", description = "The traffic, policy, backend and targets (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--trace", paramLabel = "FILE",
+        description = "The traffic, policy, backend and targets (default: ${DEFAULT-VALUE}).")
     Path trace = Path.of("config", "pilot-trace.json");
 
     @Option(names = "--server", split = ",", paramLabel = "HOST:PORT",
@@ -80,7 +86,8 @@ public final class PilotCommand implements Callable<Integer>
     private final Map<String, String> env;
     private final Path workDir;
 
-    private PilotCommand(final PrintStream stdout, final PrintStream stderr, final Map<String, String> env, final Path workDir)
+    private PilotCommand(final PrintStream stdout, final PrintStream stderr, final Map<String, String> env,
+        final Path workDir)
     {
         this.stdout = stdout;
         this.stderr = stderr;
@@ -93,7 +100,8 @@ public final class PilotCommand implements Callable<Integer>
      *
      * @return 0 every criterion PASS or not run for a stated reason, 1 one failed, 2 bad input
      */
-    public static int run(final String[] args, final PrintStream out, final PrintStream err, final Map<String, String> env,
+    public static int run(final String[] args, final PrintStream out, final PrintStream err, final Map<String,
+        String> env,
                           final Path workDir)
     {
         final PilotCommand command = new PilotCommand(out, err, env, workDir);
@@ -158,10 +166,10 @@ public final class PilotCommand implements Callable<Integer>
         final String classpath = System.getProperty(SERVER_CLASSPATH_PROPERTY, "");
         if (servers == null && classpath.isBlank())
         {
-            throw new BadInput("no cluster to run against: run it as ./limiter pilot (which starts its own nodes), or pass --server " +
-                "and --admin of a running cluster (./limiter cluster)");
+            throw new BadInput("no cluster to run against: run it as ./limiter pilot (which starts its own nodes), " +
+                "or pass --server and --admin of a running cluster (./limiter cluster)");
         }
-        final Path dir = workDir.resolve(out);
+        final Path dir = workDir.resolve(out).toAbsolutePath();
         Files.createDirectories(dir);
         final Findings findings = new Findings(bundled, minutes, Math.max(1, minutes * 60 / 6));
         final List<String> nodeFlags = Arrays.stream(System.getProperty(NODE_FLAGS_PROPERTY, "").split(" "))
@@ -224,8 +232,8 @@ public final class PilotCommand implements Callable<Integer>
         {
             // said below
         }
-        throw new BadInput("with --server the pilot needs the cluster's admin token: pass --token, set LIMITER_ADMIN_TOKEN or run " +
-            "from the directory holding data/admin-token");
+        throw new BadInput("with --server the pilot needs the cluster's admin token: pass --token, set " +
+            "LIMITER_ADMIN_TOKEN or run from the directory holding data/admin-token");
     }
 
     private static String newToken()

@@ -33,7 +33,8 @@ final class PilotDrills
     }
 
     /** Runs every drill against the cluster, each traffic phase {@code seconds} long. */
-    static List<Outcome> run(final List<String> servers, final List<String> admins, final int seconds, final Map<String, String> env,
+    static List<Outcome> run(final List<String> servers, final List<String> admins, final int seconds,
+        final Map<String, String> env,
                              final Path workDir, final PrintStream progress)
     {
         final List<Outcome> outcomes = new ArrayList<>();
@@ -44,8 +45,10 @@ final class PilotDrills
             final ByteArrayOutputStream err = new ByteArrayOutputStream();
             final int status = DrillCommand.run(new String[] {name, "--server", String.join(",", servers), "--admin",
                 String.join(",", admins), "--seconds", String.valueOf(seconds), "--json"},
-                new PrintStream(out, true, StandardCharsets.UTF_8), new PrintStream(err, true, StandardCharsets.UTF_8), env, workDir);
-            final Outcome outcome = outcome(name, status, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
+                new PrintStream(out, true, StandardCharsets.UTF_8), new PrintStream(err, true,
+                    StandardCharsets.UTF_8), env, workDir);
+            final Outcome outcome = outcome(name, status, out.toString(StandardCharsets.UTF_8),
+                err.toString(StandardCharsets.UTF_8));
             progress.println("limiter pilot: drill " + name + ": " + outcome.verdict() +
                 (outcome.reason().isEmpty() ? "" : " (" + outcome.reason() + ")"));
             outcomes.add(outcome);
@@ -65,7 +68,8 @@ final class PilotDrills
                     final JsonObject json = JsonParser.parseString(line).getAsJsonObject();
                     if (name.equals(json.get("drill").getAsString()))
                     {
-                        return new Outcome(name, json.get("verdict").getAsString(), json.getAsJsonObject("evidence"), "");
+                        return new Outcome(name, json.get("verdict").getAsString(), json.getAsJsonObject("evidence"),
+                            "");
                     }
                 }
                 catch (final JsonParseException | IllegalStateException | NullPointerException e)

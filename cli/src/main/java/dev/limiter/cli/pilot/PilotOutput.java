@@ -22,8 +22,8 @@ import java.util.Map;
  */
 final class PilotOutput
 {
-    private static final Gson GSON = new GsonBuilder().setPrettyPrinting().disableHtmlEscaping().serializeSpecialFloatingPointValues()
-        .create();
+    private static final Gson GSON = new GsonBuilder().setPrettyPrinting().disableHtmlEscaping()
+        .serializeSpecialFloatingPointValues().create();
 
     private PilotOutput()
     {
@@ -38,10 +38,12 @@ final class PilotOutput
         doc.put("phaseSeconds", f.phaseSeconds);
         doc.put("cluster", ordered("startedByThePilot", f.ownCluster, "servers", f.servers, "admin", f.admins));
         doc.put("backend", ordered("uri", f.backendUri, "workers", f.trace.backend().workers(), "serviceMillis",
-            f.trace.backend().serviceMillis(), "maxQueue", f.trace.backend().maxQueue(), "maxWaitMillis", f.trace.backend().maxWaitMillis(),
+            f.trace.backend().serviceMillis(), "maxQueue", f.trace.backend().maxQueue(), "maxWaitMillis",
+                f.trace.backend().maxWaitMillis(),
             "capacityPerSecond", f.trace.backend().capacityPerSecond()));
-        doc.put("policy", ordered("id", f.trace.policy().id(), "route", f.trace.route(), "rate", f.trace.policy().rate(),
-            "burst", f.trace.policy().burst(), "owner", f.trace.policy().owner(), "versionsByPhase", f.versions));
+        doc.put("policy", ordered("id", f.trace.policy().id(), "route", f.trace.route(), "rate",
+            f.trace.policy().rate(), "burst", f.trace.policy().burst(), "owner", f.trace.policy().owner(),
+            "versionsByPhase", f.versions));
         final List<Object> phases = new ArrayList<>();
         f.phases.values().forEach(p -> phases.add(phase(f, p)));
         doc.put("phases", phases);
@@ -63,7 +65,8 @@ final class PilotOutput
         final List<Object> verdicts = new ArrayList<>();
         for (final ExitCriteria.Criterion c : criteria)
         {
-            verdicts.add(ordered("id", c.id(), "requirement", c.requirement(), "verdict", c.verdict(), "detail", c.detail()));
+            verdicts.add(ordered("id", c.id(), "requirement", c.requirement(), "verdict", c.verdict(), "detail",
+                c.detail()));
         }
         doc.put("criteria", verdicts);
         doc.put("abortedBecause", f.abortedBecause);
@@ -120,6 +123,7 @@ final class PilotOutput
         m.put("rejected", x.denied());
         m.put("rejectionRate", round(x.rejectionRate()));
         m.put("decidedBySdkAlone", x.degraded());
+        m.put("limiterCallsFailed", x.limiterFailed());
         m.put("decisionP99Millis", round(x.decisionP99Millis()));
         m.put("backendRequests", x.backendRequests());
         m.put("backend5xx", x.backend5xx());
@@ -141,11 +145,13 @@ final class PilotOutput
             m.put("note", "not both phases ran");
             return m;
         }
-        m.put("total", ordered("before", figures(PhaseFigures.total(before)), "after", figures(PhaseFigures.total(after))));
+        m.put("total", ordered("before", figures(PhaseFigures.total(before)), "after",
+            figures(PhaseFigures.total(after))));
         final Map<String, Object> tenants = new LinkedHashMap<>();
         for (final String tenant : before.tenants().keySet())
         {
-            tenants.put(tenant, ordered("before", figures(PhaseFigures.of(before, tenant)), "after", figures(PhaseFigures.of(after, tenant))));
+            tenants.put(tenant, ordered("before", figures(PhaseFigures.of(before, tenant)), "after",
+                figures(PhaseFigures.of(after, tenant))));
         }
         m.put("byTenant", tenants);
         m.put("split", "by tenant; one route (" + f.trace.route() + ") and one region (this machine) in the pilot");
@@ -199,23 +205,26 @@ final class PilotOutput
     }
 
     /** The console summary: each criterion, then the before/after table by tenant. */
-    static void console(final PrintStream out, final Findings f, final List<ExitCriteria.Criterion> criteria, final Path dir,
+    static void console(final PrintStream out, final Findings f, final List<ExitCriteria.Criterion> criteria,
+        final Path dir,
                         final int exit)
     {
         out.println();
         out.println("limiter pilot: exit criteria");
         for (final ExitCriteria.Criterion c : criteria)
         {
-            out.printf(Locale.ROOT, "  %-8s %-32s %s%n", c.verdict(), c.id(), c.verdict().equals("PASS") ? c.requirement() :
-                c.requirement() + ": " + FalseRejectionReview.oneLine(c.detail()));
+            out.printf(Locale.ROOT, "  %-8s %-32s %s%n", c.verdict(), c.id(), c.verdict().equals("PASS")
+                ? c.requirement() : c.requirement() + ": " + FalseRejectionReview.oneLine(c.detail()));
         }
         final PhaseTraffic.Result before = f.phase(Findings.BASELINE);
         final PhaseTraffic.Result after = f.phase(Findings.ALL_TENANTS);
         if (before != null && after != null)
         {
             out.println();
-            out.println("limiter pilot: before (baseline, no enforcement) -> after (policy enforced for all), backend's own figures");
-            out.printf(Locale.ROOT, "  %-14s %18s %22s %20s%n", "tenant", "backend 5xx", "backend p99 ms", "rejection rate");
+            out.println("limiter pilot: before (baseline, no enforcement) -> after (policy enforced for all), " +
+                "backend's own figures");
+            out.printf(Locale.ROOT, "  %-14s %18s %22s %20s%n", "tenant", "backend 5xx", "backend p99 ms",
+                "rejection rate");
             for (final String tenant : before.tenants().keySet())
             {
                 row(out, tenant, PhaseFigures.of(before, tenant), PhaseFigures.of(after, tenant));
@@ -226,11 +235,14 @@ final class PilotOutput
         {
             out.println();
             out.println("limiter pilot: false-rejection candidates " + f.falseRejections.candidates() + " " +
-                f.falseRejections.byCategory() + ", without a reason " + f.falseRejections.unexplained() + "; appeals: " +
+                f.falseRejections.byCategory() + ", without a reason " + f.falseRejections.unexplained()
+                    + "; appeals: " +
                 f.falseRejections.appeals());
         }
-        out.println("limiter pilot: comparison: " + (f.comparison != null ? "see pilot.json shadow.comparison" : f.comparisonNote));
-        out.println("limiter pilot: report: " + (f.reportFile.isEmpty() ? "" : dir.resolve(f.reportFile) + "; ") + f.reportNote);
+        out.println("limiter pilot: comparison: " + (f.comparison != null ? "see pilot.json shadow.comparison"
+            : f.comparisonNote));
+        out.println("limiter pilot: report: " + (f.reportFile.isEmpty() ? "" : dir.resolve(f.reportFile) + "; ")
+            + f.reportNote);
         out.println("limiter pilot: wrote " + dir.resolve("pilot.json") + " and " + dir.resolve("summary.html"));
         out.println("limiter pilot: " + (exit == 0 ? "every criterion PASS or not run for a stated reason (exit 0)" :
             "a criterion FAILED (exit 1)" + (f.abortedBecause.isEmpty() ? "" : ": " + f.abortedBecause)));
@@ -238,8 +250,9 @@ final class PilotOutput
 
     private static void row(final PrintStream out, final String tenant, final PhaseFigures b, final PhaseFigures a)
     {
-        out.printf(Locale.ROOT, "  %-14s %7.1f%% -> %5.1f%% %9.1f -> %9.1f %8.1f%% -> %6.1f%%%n", tenant, 100 * b.backendErrorRate(),
-            100 * a.backendErrorRate(), b.backendP99Millis(), a.backendP99Millis(), 100 * b.rejectionRate(), 100 * a.rejectionRate());
+        out.printf(Locale.ROOT, "  %-14s %7.1f%% -> %5.1f%% %9.1f -> %9.1f %8.1f%% -> %6.1f%%%n", tenant,
+            100 * b.backendErrorRate(), 100 * a.backendErrorRate(), b.backendP99Millis(), a.backendP99Millis(),
+            100 * b.rejectionRate(), 100 * a.rejectionRate());
     }
 
     /** A map of the key-value pairs in the order given (JSON readers see the fields in that order). */

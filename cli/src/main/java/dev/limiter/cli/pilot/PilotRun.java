@@ -61,7 +61,8 @@ final class PilotRun implements AutoCloseable
         }
     }
 
-    PilotRun(final Findings findings, final Path dir, final String token, final Map<String, String> env, final Path workDir,
+    PilotRun(final Findings findings, final Path dir, final String token, final Map<String, String> env,
+        final Path workDir,
              final PrintStream progress)
     {
         this.findings = findings;
@@ -75,7 +76,8 @@ final class PilotRun implements AutoCloseable
     }
 
     /** Every step in turn; a failing step ends the run, its reason kept in {@link Findings#abortedBecause}. */
-    void execute(final List<String> givenServers, final List<String> givenAdmins, final String classpath, final List<String> nodeFlags)
+    void execute(final List<String> givenServers, final List<String> givenAdmins, final String classpath,
+        final List<String> nodeFlags)
     {
         try
         {
@@ -85,7 +87,8 @@ final class PilotRun implements AutoCloseable
             checkStopped();
             findings.versions.put(Findings.AFTER_DRILLS, findings.versions.get(Findings.ALL_TENANTS));
             phase(Findings.AFTER_DRILLS);
-            findings.falseRejections = new FalseRejectionReview(admin, trace).review(List.copyOf(findings.phases.values()));
+            findings.falseRejections = new FalseRejectionReview(admin,
+                trace).review(List.copyOf(findings.phases.values()));
             checkPolicies();
             report();
             if (givenServers != null)
@@ -95,7 +98,8 @@ final class PilotRun implements AutoCloseable
         }
         catch (final StepFailed | IOException | RuntimeException e)
         {
-            findings.abortedBecause = stop.get() ? "interrupted" : e.getMessage() == null ? e.toString() : e.getMessage();
+            findings.abortedBecause = stop.get() ? "interrupted" : e.getMessage() == null ? e.toString()
+                : e.getMessage();
             progress.println(PilotCommand.PREFIX + "stopped: " + findings.abortedBecause);
         }
     }
@@ -105,7 +109,8 @@ final class PilotRun implements AutoCloseable
     {
         if (givenServers == null)
         {
-            progress.println(PilotCommand.PREFIX + "starting 3 nodes (data and logs under " + dir.resolve("cluster") + ")...");
+            progress.println(PilotCommand.PREFIX + "starting 3 nodes (data and logs under "
+                + dir.resolve("cluster") + ")...");
             cluster = PilotCluster.start(dir.resolve("cluster"), classpath, nodeFlags, token);
             servers = cluster.servers();
             admins = cluster.admins();
@@ -122,8 +127,8 @@ final class PilotRun implements AutoCloseable
         backend = SampleBackend.start(trace.backend());
         findings.backendUri = backend.uri();
         http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
-        progress.println(PilotCommand.PREFIX + "nodes " + servers + ", admin " + admins + ", sample backend " + backend.uri() +
-            " (" + Math.round(trace.backend().capacityPerSecond()) + " requests/s)");
+        progress.println(PilotCommand.PREFIX + "nodes " + servers + ", admin " + admins + ", sample backend "
+            + backend.uri() + " (" + Math.round(trace.backend().capacityPerSecond()) + " requests/s)");
     }
 
     private void phases() throws StepFailed, IOException
@@ -138,7 +143,8 @@ final class PilotRun implements AutoCloseable
 
         findings.versions.put(Findings.SHADOW, put(policyJson(p.rate(), p.burst(), "SHADOW"),
             "pilot: the new limits in shadow, evaluated beside the baseline and never deciding"));
-        sleepMillis(500); // a shadow version decides nothing, so no decision says it is applied: give the members a moment
+        // A shadow version decides nothing, so no decision says it is applied: give the members a moment.
+        sleepMillis(500);
         final long[] before = shadowCounts();
         final long shadowStart = System.currentTimeMillis();
         phase(Findings.SHADOW);
@@ -148,9 +154,11 @@ final class PilotRun implements AutoCloseable
         compare(shadowStart);
 
         final Path file = writePolicy("first-tenants", policyJson(p.rate(), p.burst(), "ENFORCE"));
-        final List<String> rollout = new ArrayList<>(List.of("rollout", p.id(), "--file", file.toString(), "--percent", "0"));
+        final List<String> rollout = new ArrayList<>(List.of("rollout", p.id(), "--file", file.toString(),
+            "--percent", "0"));
         trace.firstTenants().forEach(t -> rollout.addAll(List.of("--tenant", t)));
-        rollout.addAll(List.of("--others", "shadow", "--reason", "pilot: enforce for " + trace.firstTenants() + " first"));
+        rollout.addAll(List.of("--others", "shadow", "--reason", "pilot: enforce for " + trace.firstTenants()
+            + " first"));
         findings.versions.put(Findings.FIRST_TENANTS, version(policy(rollout.toArray(String[]::new))));
         awaitVersion(trace.firstTenants().get(0), findings.versions.get(Findings.FIRST_TENANTS));
         phase(Findings.FIRST_TENANTS);
@@ -164,13 +172,16 @@ final class PilotRun implements AutoCloseable
     private void phase(final String name) throws StepFailed
     {
         checkStopped();
-        progress.println(PilotCommand.PREFIX + "phase " + name + " (" + PilotCommand.seconds(findings.phaseSeconds) + ")...");
-        final PhaseTraffic.Result result = new PhaseTraffic(trace, servers, backend, http).run(name, findings.phaseSeconds, stop);
+        progress.println(PilotCommand.PREFIX + "phase " + name + " ("
+            + PilotCommand.seconds(findings.phaseSeconds) + ")...");
+        final PhaseTraffic.Result result = new PhaseTraffic(trace, servers, backend, http).run(name,
+            findings.phaseSeconds, stop);
         findings.phases.put(name, result);
         final PhaseFigures total = PhaseFigures.total(result);
-        progress.println(String.format(java.util.Locale.ROOT, "%sphase %s: %d offered, %.1f%% refused by the limiter, backend %d " +
-            "requests, %d 5xx, p99 %.1f ms", PilotCommand.PREFIX, name, total.offered(), 100 * total.rejectionRate(),
-            total.backendRequests(), total.backend5xx(), total.backendP99Millis()));
+        progress.println(String.format(java.util.Locale.ROOT,
+            "%sphase %s: %d offered, %.1f%% refused by the limiter, backend %d " + "requests, %d 5xx, p99 %.1f ms",
+            PilotCommand.PREFIX, name, total.offered(), 100 * total.rejectionRate(), total.backendRequests(),
+            total.backend5xx(), total.backendP99Millis()));
         checkStopped();
     }
 
@@ -206,25 +217,31 @@ final class PilotRun implements AutoCloseable
 
     private long put(final String json, final String reason) throws StepFailed, IOException
     {
-        final String name = JsonParser.parseString(json).getAsJsonObject().get("mode").getAsString().toLowerCase(java.util.Locale.ROOT);
-        return version(policy("put", "--file", writePolicy(name + "-" + System.nanoTime(), json).toString(), "--reason", reason));
+        final String name = JsonParser.parseString(json).getAsJsonObject().get("mode").getAsString()
+            .toLowerCase(java.util.Locale.ROOT);
+        return version(policy("put", "--file", writePolicy(name + "-" + System.nanoTime(), json).toString(),
+            "--reason", reason));
     }
 
-    /** Runs {@code ./limiter policy ARGS --admin ... --json} and returns what it printed; fails the step when it failed. */
+    /**
+     * Runs {@code ./limiter policy ARGS --admin ... --json} and returns what it printed; fails the step when it failed.
+     */
     private String policy(final String... args) throws StepFailed
     {
         final List<String> all = new ArrayList<>(List.of(args));
         all.addAll(List.of("--admin", String.join(",", admins), "--json"));
         final ByteArrayOutputStream out = new ByteArrayOutputStream();
         final ByteArrayOutputStream err = new ByteArrayOutputStream();
-        final int status = PolicyCommand.run(all.toArray(String[]::new), new PrintStream(out, true, StandardCharsets.UTF_8),
-            new PrintStream(err, true, StandardCharsets.UTF_8), env, workDir);
+        final int status = PolicyCommand.run(all.toArray(String[]::new), new PrintStream(out, true,
+            StandardCharsets.UTF_8), new PrintStream(err, true, StandardCharsets.UTF_8), env, workDir);
         if (status != 0)
         {
-            throw new StepFailed("./limiter policy " + String.join(" ", args) + " failed: " + err.toString(StandardCharsets.UTF_8).strip());
+            throw new StepFailed("./limiter policy " + String.join(" ", args) + " failed: "
+                + err.toString(StandardCharsets.UTF_8).strip());
         }
         final String printed = out.toString(StandardCharsets.UTF_8).strip();
-        progress.println(PilotCommand.PREFIX + "policy " + args[0] + " " + trace.policy().id() + ": version " + version(printed));
+        progress.println(PilotCommand.PREFIX + "policy " + args[0] + " " + trace.policy().id() + ": version "
+            + version(printed));
         return printed;
     }
 
@@ -233,8 +250,8 @@ final class PilotRun implements AutoCloseable
     {
         try
         {
-            return JsonParser.parseString(changeResult).getAsJsonObject().getAsJsonObject("version").getAsJsonObject("policy")
-                .get("version").getAsLong();
+            return JsonParser.parseString(changeResult).getAsJsonObject().getAsJsonObject("version")
+                .getAsJsonObject("policy").get("version").getAsLong();
         }
         catch (final JsonParseException | IllegalStateException | NullPointerException | NumberFormatException e)
         {
@@ -246,23 +263,34 @@ final class PilotRun implements AutoCloseable
     private void awaitVersion(final String tenant, final long version) throws StepFailed
     {
         final long end = System.nanoTime() + 10_000_000_000L;
-        try (LimiterClient client = LimiterClient.builder().endpoints(servers.toArray(String[]::new)).deadline(Duration.ofMillis(500))
-            .build())
+        try (LimiterClient client = LimiterClient.builder().endpoints(servers.toArray(String[]::new))
+            .deadline(Duration.ofMillis(500)).build())
         {
             while (System.nanoTime() < end && !stop.get())
             {
-                final Decision d = client.acquireBlocking(Descriptor.of(tenant, trace.route()), 1);
-                if (!d.degraded() && d.policyId().equals(trace.policy().id()) && d.policyVersion() == version)
+                try
                 {
-                    return;
+                    final Decision d = client.acquireBlocking(Descriptor.of(tenant, trace.route()), 1);
+                    if (!d.degraded() && d.policyId().equals(trace.policy().id()) && d.policyVersion() == version)
+                    {
+                        return;
+                    }
+                }
+                catch (final RuntimeException e)
+                {
+                    // no node connected yet: ask again
                 }
                 sleepMillis(20);
             }
         }
-        throw new StepFailed("version " + version + " of " + trace.policy().id() + " did not decide for tenant " + tenant + " within 10 s");
+        throw new StepFailed("version " + version + " of " + trace.policy().id() + " did not decide for tenant "
+            + tenant + " within 10 s");
     }
 
-    /** {would_deny, would_allow} of the policy under test summed over the nodes' /metrics; -1 when a node did not answer. */
+    /**
+     * {would_deny, would_allow} of the policy under test summed over the nodes' /metrics; -1 when a node did not
+     * answer.
+     */
     private long[] shadowCounts()
     {
         final long[] counts = {0, 0};
@@ -276,9 +304,11 @@ final class PilotRun implements AutoCloseable
             }
             for (final String line : metrics.body().split("\n"))
             {
-                if (line.startsWith("limiter_shadow_decisions_total{") && line.contains("policy=\"" + trace.policy().id() + "\""))
+                if (line.startsWith("limiter_shadow_decisions_total{") && line.contains("policy=\""
+                    + trace.policy().id() + "\""))
                 {
-                    final int which = line.contains("outcome=\"would_deny\"") ? 0 : line.contains("outcome=\"would_allow\"") ? 1 : -1;
+                    final int which = line.contains("outcome=\"would_deny\"") ? 0
+                        : line.contains("outcome=\"would_allow\"") ? 1 : -1;
                     if (which >= 0)
                     {
                         counts[which] += (long)Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1));
@@ -292,7 +322,8 @@ final class PilotRun implements AutoCloseable
     /** The nodes' comparison of the shadow since {@code sinceMillis}, where they have it. */
     private void compare(final long sinceMillis)
     {
-        final AdminHttp.Answer answer = admin.getEither("/policies/" + trace.policy().id() + "/compare?since=" + sinceMillis);
+        final AdminHttp.Answer answer = admin.getEither("/policies/" + trace.policy().id() + "/compare?since="
+            + sinceMillis);
         if (answer.ok())
         {
             try
@@ -302,13 +333,15 @@ final class PilotRun implements AutoCloseable
             }
             catch (final JsonParseException e)
             {
-                findings.comparisonNote = "the nodes' comparison was not JSON: " + FalseRejectionReview.oneLine(answer.body());
+                findings.comparisonNote = "the nodes' comparison was not JSON: "
+                    + FalseRejectionReview.oneLine(answer.body());
                 return;
             }
         }
-        findings.comparisonNote = "comparison not available in this build (GET /policies/" + trace.policy().id() + "/compare: " +
-            (answer.status() == 0 ? FalseRejectionReview.oneLine(answer.body()) : "HTTP " + answer.status() + " from " + answer.address()) +
-            "); the pilot's own per-tenant prediction is beside what enforcing refused";
+        findings.comparisonNote = "comparison not available in this build (GET /policies/" + trace.policy().id()
+            + "/compare: " + (answer.status() == 0 ? FalseRejectionReview.oneLine(answer.body()) : "HTTP "
+            + answer.status() + " from " + answer.address())
+            + "); the pilot's own per-tenant prediction is beside what enforcing refused";
     }
 
     /** Every policy in force has an owner and a version, and the audit log holds every version the pilot made. */
@@ -318,7 +351,8 @@ final class PilotRun implements AutoCloseable
         final AdminHttp.Answer audit = admin.get("/v1/audit?policy=" + trace.policy().id());
         if (!set.ok() || !audit.ok())
         {
-            findings.policiesEvidence = "could not read /v1/policies (HTTP " + set.status() + ") or /v1/audit (HTTP " + audit.status() + ")";
+            findings.policiesEvidence = "could not read /v1/policies (HTTP " + set.status()
+                + ") or /v1/audit (HTTP " + audit.status() + ")";
             return;
         }
         try
@@ -339,41 +373,48 @@ final class PilotRun implements AutoCloseable
             }
             final Set<Long> audited = new HashSet<>();
             JsonParser.parseString(audit.body()).getAsJsonObject().getAsJsonArray("records")
-                .forEach(r -> audited.add(r.getAsJsonObject().has("version") ? r.getAsJsonObject().get("version").getAsLong() : 0));
+                .forEach(r -> audited.add(r.getAsJsonObject().has("version")
+                    ? r.getAsJsonObject().get("version").getAsLong() : 0));
             final Set<Long> made = new HashSet<>(findings.versions.values());
             final boolean allAudited = audited.containsAll(made);
             findings.policiesAudited = lacking.isEmpty() && allAudited;
-            findings.policiesEvidence = all.size() + " policies in force, " + (lacking.isEmpty() ? "each with an owner and a version" :
-                "without an owner or version: " + lacking) + "; the audit log holds versions " + audited + " of " + trace.policy().id() +
-                (allAudited ? "" : ", not every one the pilot made " + made);
+            findings.policiesEvidence = all.size() + " policies in force, " + (lacking.isEmpty()
+                ? "each with an owner and a version" : "without an owner or version: " + lacking)
+                + "; the audit log holds versions " + audited + " of " + trace.policy().id() + (allAudited ? ""
+                : ", not every one the pilot made " + made);
         }
-        catch (final JsonParseException | IllegalStateException | NullPointerException | UnsupportedOperationException e)
+        catch (final JsonParseException | IllegalStateException | NullPointerException |
+                     UnsupportedOperationException e)
         {
             findings.policiesEvidence = "unexpected /v1/policies or /v1/audit answer: " + e.getMessage();
         }
     }
 
-    /** {@code ./limiter report} where this build has it (another part of issue 52), else a note: summary.html stands in. */
+    /**
+     * {@code ./limiter report} where this build has it (another part of issue 52), else a note: summary.html stands in.
+     */
     private void report()
     {
         final Method run;
         try
         {
-            run = Class.forName("dev.limiter.cli.ReportCommand").getMethod("run", String[].class, PrintStream.class, PrintStream.class,
-                Map.class, Path.class);
+            run = Class.forName("dev.limiter.cli.ReportCommand").getMethod("run", String[].class, PrintStream.class,
+                PrintStream.class, Map.class, Path.class);
         }
         catch (final ClassNotFoundException | NoSuchMethodException e)
         {
             findings.reportNote = "no ./limiter report in this build: summary.html is the pilot's own page";
             return;
         }
-        final long minutesSinceStart = Math.max(1, (System.currentTimeMillis() - findings.startedAtMillis + 59_999) / 60_000);
-        final String[] args = {"--since", minutesSinceStart + "m", "--out", dir.resolve("report.html").toString(), "--admin",
-            String.join(",", admins)};
+        final long minutesSinceStart = Math.max(1, (System.currentTimeMillis() - findings.startedAtMillis
+            + 59_999) / 60_000);
+        final String[] args = {"--since", minutesSinceStart + "m", "--out", dir.resolve("report.html").toString(),
+            "--admin", String.join(",", admins)};
         final ByteArrayOutputStream err = new ByteArrayOutputStream();
         try
         {
-            final Object status = run.invoke(null, args, progress, new PrintStream(err, true, StandardCharsets.UTF_8), env, workDir);
+            final Object status = run.invoke(null, args, progress, new PrintStream(err, true, StandardCharsets.UTF_8),
+                env, workDir);
             if (Integer.valueOf(0).equals(status))
             {
                 findings.reportFile = "report.html";
@@ -381,7 +422,8 @@ final class PilotRun implements AutoCloseable
             }
             else
             {
-                findings.reportNote = "./limiter report failed (exit " + status + "): " + err.toString(StandardCharsets.UTF_8).strip();
+                findings.reportNote = "./limiter report failed (exit " + status + "): "
+                    + err.toString(StandardCharsets.UTF_8).strip();
             }
         }
         catch (final IllegalAccessException | InvocationTargetException e)

@@ -44,7 +44,8 @@ public final class SampleBackend implements AutoCloseable
         {
             if (value < min || value > max)
             {
-                throw new IllegalArgumentException("backend." + name + " must be " + min + " to " + max + ", was " + value);
+                throw new IllegalArgumentException("backend." + name + " must be " + min + " to " + max + ", was "
+                    + value);
             }
         }
 

@@ -19,7 +19,8 @@ final class TenantTally
     private static final long MAX_NANOS = 60_000_000_000L;
 
     /** One refused request of this tenant. */
-    record Rejection(long atMillis, String reason, boolean degraded, String policyId, long policyVersion, boolean modelRefusedToo)
+    record Rejection(long atMillis, String reason, boolean degraded, String policyId, long policyVersion,
+        boolean modelRefusedToo)
     {
     }
 

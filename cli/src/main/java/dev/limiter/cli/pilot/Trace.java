@@ -66,7 +66,8 @@ public record Trace(String route, List<Tenant> tenants, PolicyUnderTest policy, 
         {
             return parse(JsonParser.parseString(text).getAsJsonObject());
         }
-        catch (final JsonParseException | IllegalStateException | IllegalArgumentException | UnsupportedOperationException e)
+        catch (final JsonParseException | IllegalStateException | IllegalArgumentException |
+                     UnsupportedOperationException e)
         {
             throw new IllegalArgumentException(file + ": " + e.getMessage(), e);
         }
@@ -98,12 +99,14 @@ public record Trace(String route, List<Tenant> tenants, PolicyUnderTest policy, 
                 final double rate = number(segment, "rate");
                 if (from < 0 || to > 1 || from >= to || rate <= 0 || rate > MAX_RATE)
                 {
-                    throw new IllegalArgumentException("tenant '" + id + "': a segment needs 0 <= from < to <= 1 and 0 < rate <= " +
-                        (long)MAX_RATE + ", was from " + from + " to " + to + " rate " + rate);
+                    throw new IllegalArgumentException("tenant '" + id
+                        + "': a segment needs 0 <= from < to <= 1 and 0 < rate <= " + (long)MAX_RATE
+                        + ", was from " + from + " to " + to + " rate " + rate);
                 }
                 segments.add(new Segment(from, to, rate));
             }
-            tenants.add(new Tenant(id, tenant.has("wellBehaved") && tenant.get("wellBehaved").getAsBoolean(), List.copyOf(segments)));
+            tenants.add(new Tenant(id, tenant.has("wellBehaved") && tenant.get("wellBehaved").getAsBoolean(),
+                List.copyOf(segments)));
         }
         if (tenants.isEmpty())
         {
@@ -125,7 +128,8 @@ public record Trace(String route, List<Tenant> tenants, PolicyUnderTest policy, 
         {
             if (!ids.contains(element.getAsString()))
             {
-                throw new IllegalArgumentException("firstTenants names '" + element.getAsString() + "', which is not a tenant of the trace");
+                throw new IllegalArgumentException("firstTenants names '" + element.getAsString()
+                    + "', which is not a tenant of the trace");
             }
             first.add(element.getAsString());
         }
@@ -135,7 +139,8 @@ public record Trace(String route, List<Tenant> tenants, PolicyUnderTest policy, 
             throw new IllegalArgumentException("backend is missing");
         }
         final SampleBackend.Settings settings = new SampleBackend.Settings((int)number(backend, "workers"),
-            (int)number(backend, "serviceMillis"), (int)number(backend, "maxQueue"), (int)number(backend, "maxWaitMillis"));
+            (int)number(backend, "serviceMillis"), (int)number(backend, "maxQueue"), (int)number(backend,
+                "maxWaitMillis"));
         final JsonObject targets = json.getAsJsonObject("targets");
         if (targets == null)
         {

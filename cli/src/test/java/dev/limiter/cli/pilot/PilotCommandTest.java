@@ -66,8 +66,9 @@ class PilotCommandTest
         final List<String> admin = new ArrayList<>();
         for (final String id : peers.keySet())
         {
-            final StoreServer node = new StoreServer(new ServerConfig().host("127.0.0.1").port(peers.get(id).getPort()).adminPort(0)
-                .adminToken(TOKEN).shards(2).ioThreads(1).policiesFile(policies).nodeId(id).peers(peers).raftPortOffset(RAFT_OFFSET)
+            final StoreServer node = new StoreServer(new ServerConfig().host("127.0.0.1").port(peers.get(id).getPort())
+                .adminPort(0).adminToken(TOKEN).shards(2).ioThreads(1).policiesFile(policies).nodeId(id).peers(peers)
+                .raftPortOffset(RAFT_OFFSET)
                 .electionTimeoutMillis(300).dataDir(dir.resolve(id))).start();
             nodes.add(node);
             data.add("127.0.0.1:" + node.port());
@@ -82,12 +83,14 @@ class PilotCommandTest
         final ByteArrayOutputStream out = new ByteArrayOutputStream();
         final ByteArrayOutputStream err = new ByteArrayOutputStream();
         final Path trace = Path.of("..", "config", "pilot-trace.json").toAbsolutePath();
-        final int status = PilotCommand.run(new String[] {"--server", String.join(",", data), "--admin", String.join(",", admin),
-            "--minutes", "0.2", "--out", "out", "--trace", trace.toString()}, new PrintStream(out, true, StandardCharsets.UTF_8),
-            new PrintStream(err, true, StandardCharsets.UTF_8), Map.of("LIMITER_ADMIN_TOKEN", TOKEN), dir);
+        final int status = PilotCommand.run(new String[] {"--server", String.join(",", data), "--admin",
+            String.join(",", admin), "--minutes", "0.2", "--out", "out", "--trace", trace.toString()},
+            new PrintStream(out, true, StandardCharsets.UTF_8), new PrintStream(err, true, StandardCharsets.UTF_8),
+            Map.of("LIMITER_ADMIN_TOKEN", TOKEN), dir);
         final String said = out.toString(StandardCharsets.UTF_8) + err.toString(StandardCharsets.UTF_8);
 
-        final JsonObject pilot = JsonParser.parseString(Files.readString(dir.resolve("out/pilot.json"))).getAsJsonObject();
+        final JsonObject pilot = JsonParser.parseString(Files.readString(dir.resolve("out/pilot.json")))
+            .getAsJsonObject();
         assertEquals("", pilot.get("abortedBecause").getAsString(), said);
         assertEquals(status, pilot.get("exitCode").getAsInt(), said);
         assertTrue(Files.readString(dir.resolve("out/summary.html")).contains("Exit criteria"));
@@ -96,9 +99,10 @@ class PilotCommandTest
         {
             criteria.put(c.getAsJsonObject().get("id").getAsString(), c.getAsJsonObject());
         }
-        assertEquals(Set.of("shadow-first", "enabled-for-few-tenants-first", "drill-spike", "drill-store-failure", "drill-leader-kill",
-            "drill-rollback", "drill-hot-tenant", "latency-targets-hold", "false-rejections-have-reasons", "fallback-budgets-work",
-            "policies-owners-versions-audit", "benefit-backend-5xx-lower"), criteria.keySet());
+        assertEquals(Set.of("shadow-first", "enabled-for-few-tenants-first", "drill-spike", "drill-store-failure",
+            "drill-leader-kill", "drill-rollback", "drill-hot-tenant", "latency-targets-hold",
+            "false-rejections-have-reasons", "fallback-budgets-work", "policies-owners-versions-audit",
+            "benefit-backend-5xx-lower"), criteria.keySet());
         boolean everyAcceptable = true;
         for (final JsonObject c : criteria.values())
         {
@@ -109,8 +113,8 @@ class PilotCommandTest
         }
         assertEquals(everyAcceptable ? 0 : 1, status, "exit 0 only when no criterion failed: " + said);
         // What the nodes decide (not how fast) is asserted.
-        for (final String id : List.of("shadow-first", "enabled-for-few-tenants-first", "policies-owners-versions-audit",
-            "drill-rollback", "benefit-backend-5xx-lower"))
+        for (final String id : List.of("shadow-first", "enabled-for-few-tenants-first",
+            "policies-owners-versions-audit", "drill-rollback", "benefit-backend-5xx-lower"))
         {
             assertEquals("PASS", criteria.get(id).get("verdict").getAsString(), criteria.get(id) + "\n" + said);
         }
@@ -118,7 +122,8 @@ class PilotCommandTest
         for (final String id : List.of("drill-leader-kill", "drill-store-failure", "fallback-budgets-work"))
         {
             assertEquals("NOT_RUN", criteria.get(id).get("verdict").getAsString(), criteria.get(id).toString());
-            assertTrue(criteria.get(id).get("detail").getAsString().contains("is not a node started from the command line"),
+            assertTrue(criteria.get(id).get("detail").getAsString()
+                .contains("is not a node started from the command line"),
                 criteria.get(id).toString());
         }
         final JsonObject total = pilot.getAsJsonObject("beforeAfter").getAsJsonObject("total");

@@ -15,13 +15,17 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/** The sample backend's overload behaviour: a bounded queue refused at once, a long wait answered 503, latency rising with depth. */
+/**
+ * The sample backend's overload behaviour: a bounded queue refused at once, a long wait answered 503, latency rising
+ * with depth.
+ */
 @Timeout(30)
 class SampleBackendTest
 {
     private final HttpClient http = HttpClient.newHttpClient();
 
-    private List<HttpResponse<String>> sendAtOnce(final SampleBackend backend, final int count, final long gapMillis) throws Exception
+    private List<HttpResponse<String>> sendAtOnce(final SampleBackend backend, final int count,
+        final long gapMillis) throws Exception
     {
         final List<CompletableFuture<HttpResponse<String>>> calls = new ArrayList<>();
         for (int i = 0; i < count; i++)
@@ -46,8 +50,8 @@ class SampleBackendTest
         {
             final List<HttpResponse<String>> answers = sendAtOnce(backend, 6, 50);
             assertEquals(3, answers.stream().filter(a -> a.statusCode() == 200).count(), answers.toString());
-            assertEquals(3, answers.stream().filter(a -> a.statusCode() == 503 && a.body().contains("queue full")).count(),
-                answers.toString());
+            assertEquals(3, answers.stream().filter(a -> a.statusCode() == 503
+                && a.body().contains("queue full")).count(), answers.toString());
             final BackendStats stats = backend.nextPhase();
             final BackendStats.Row acme = stats.byTenant().get("acme");
             assertEquals(6, acme.requests());
@@ -66,8 +70,8 @@ class SampleBackendTest
         {
             final List<HttpResponse<String>> answers = sendAtOnce(backend, 3, 10);
             assertEquals(200, answers.get(0).statusCode(), answers.toString());
-            assertEquals(2, answers.stream().filter(a -> a.statusCode() == 503 && a.body().contains("waited too long")).count(),
-                answers.toString());
+            assertEquals(2, answers.stream().filter(a -> a.statusCode() == 503
+                && a.body().contains("waited too long")).count(), answers.toString());
             assertEquals(2, backend.nextPhase().total().errors());
         }
     }
@@ -75,7 +79,8 @@ class SampleBackendTest
     @Test
     void settingsOutOfRangeAreRefusedNamingTheField()
     {
-        final IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> new SampleBackend.Settings(0, 10, 1, 1));
+        final IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+            () -> new SampleBackend.Settings(0, 10, 1, 1));
         assertEquals("backend.workers must be 1 to 64, was 0", e.getMessage());
         assertEquals(200.0, new SampleBackend.Settings(2, 10, 0, 1).capacityPerSecond());
     }

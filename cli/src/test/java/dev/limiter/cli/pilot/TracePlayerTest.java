@@ -38,12 +38,15 @@ class TracePlayerTest
 
     private static Trace trace(final String tenants)
     {
-        return Trace.parse(JsonParser.parseString("{\"route\":\"/r\",\"policy\":{\"id\":\"p\",\"rate\":10,\"burst\":10,\"owner\":\"o\"}," +
-            "\"firstTenants\":[\"a\"],\"backend\":{\"workers\":1,\"serviceMillis\":10,\"maxQueue\":1,\"maxWaitMillis\":100}," +
-            "\"targets\":{\"backendP99Millis\":100,\"decisionP99Millis\":10},\"tenants\":[" + tenants + "]}").getAsJsonObject());
+        return Trace.parse(JsonParser.parseString("{\"route\":\"/r\"," +
+            "\"policy\":{\"id\":\"p\",\"rate\":10,\"burst\":10,\"owner\":\"o\"},\"firstTenants\":[\"a\"]," +
+            "\"backend\":{\"workers\":1,\"serviceMillis\":10,\"maxQueue\":1,\"maxWaitMillis\":100}," +
+            "\"targets\":{\"backendP99Millis\":100,\"decisionP99Millis\":10},\"tenants\":[" + tenants
+                + "]}").getAsJsonObject());
     }
 
-    private static final String TWO_TENANTS = "{\"id\":\"a\",\"wellBehaved\":true,\"segments\":[{\"from\":0,\"to\":1,\"rate\":10}]}," +
+    private static final String TWO_TENANTS =
+        "{\"id\":\"a\",\"wellBehaved\":true,\"segments\":[{\"from\":0,\"to\":1,\"rate\":10}]}," +
         "{\"id\":\"b\",\"segments\":[{\"from\":0.5,\"to\":1,\"rate\":20}]}";
 
     @Test
