@@ -74,13 +74,14 @@ final class ExitCriteria
         final String detail = "nodes counted " + f.shadowWouldDeny + " would-deny and " + f.shadowWouldAllow
             + " would-allow " + "decisions of the shadow version; the pilot's model predicted " + predicted
             + " rejections; " + comparison + (f.shadowMetricsNote.isEmpty() ? "" : "; " + f.shadowMetricsNote);
-        final boolean noneRefused = shadow.tenants().values().stream().allMatch(t -> t.denied() == 0);
+        // Refusals by a node: the SDK's own while no node answered (its emergency budget) are not the shadow's doing.
+        final boolean noneRefused = shadow.tenants().values().stream().allMatch(TenantTally::noneRefusedByNode);
         // The shadow must predict (it counts would-deny when the model does) and must not decide (nothing refused by
         // it).
         final boolean passed = f.shadowWouldDeny >= 0 && (predicted == 0 || f.shadowWouldDeny > 0) && noneRefused;
         return new Criterion("shadow-first", requirement, passed ? "PASS" : "FAIL",
-            detail + (noneRefused ? "; nothing refused while in shadow"
-                : "; requests were refused while the policy was only in shadow"));
+            detail + (noneRefused ? "; no node refused a request while the policy was only in shadow"
+                : "; nodes refused requests while the policy was only in shadow"));
     }
 
     private static Criterion firstTenants(final Findings f)

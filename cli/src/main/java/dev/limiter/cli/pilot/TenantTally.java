@@ -105,6 +105,11 @@ final class TenantTally
         backendUnreachable++;
     }
 
+    synchronized boolean noneRefusedByNode()
+    {
+        return deniedByNode == 0;
+    }
+
     synchronized long denied()
     {
         return deniedByNode + deniedLocally;
