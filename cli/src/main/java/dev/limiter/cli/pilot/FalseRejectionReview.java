@@ -52,7 +52,7 @@ final class FalseRejectionReview
         final Set<String> appealed = new HashSet<>();
         long candidates = 0;
         long unexplained = 0;
-        String appeals = appealsAvailability();
+        final String appeals = appealsAvailability();
         for (final PhaseTraffic.Result phase : phases)
         {
             for (final Map.Entry<String, TenantTally> entry : phase.tenants().entrySet())
