@@ -162,15 +162,23 @@ final class PilotCluster implements AutoCloseable
     }
 
     /**
-     * The node a drill started again in {@code data} (its pid in node.pid), if it is one of this cluster's and alive.
+     * The node a drill started again in {@code data} (its pid in node.pid), if it is alive and its command line
+     * names this data directory. The command line is read whole from /proc: a check through
+     * {@link ProcessHandle.Info#arguments()} missed the restarted nodes here (their command lines carry a whole
+     * classpath), and they outlived the pilot.
      */
     private static Optional<ProcessHandle> restarted(final Path data)
     {
         try
         {
             final long pid = Long.parseLong(Files.readString(data.resolve("node.pid")).strip());
-            return ProcessHandle.of(pid).filter(p -> p.info().arguments().map(a -> String.join(" ",
-                a).contains(data.toString())) .orElse(false));
+            final String commandLine = new String(Files.readAllBytes(Path.of("/proc", String.valueOf(pid), "cmdline")),
+                StandardCharsets.UTF_8).replace('\0', ' ');
+            if (!commandLine.contains("dev.limiter.server.ServerMain") || !commandLine.contains(" " + data + " "))
+            {
+                return Optional.empty();
+            }
+            return ProcessHandle.of(pid);
         }
         catch (final IOException | NumberFormatException e)
         {

@@ -29,7 +29,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * A compressed pilot (phases of 3 s) against a real 3-node cluster in this JVM: pilot.json has every
+ * A compressed pilot (phases of 2 s) against a real 3-node cluster in this JVM: pilot.json has every
  * exit criterion with a verdict, enforcement lowered the backend's 5xx against the baseline, and the
  * two drills that kill node processes are reported as not run, with the reason (these nodes are this
  * JVM). Timing verdicts (p99s) are the operator's: asserted only to be there.
@@ -84,7 +84,7 @@ class PilotCommandTest
         final ByteArrayOutputStream err = new ByteArrayOutputStream();
         final Path trace = Path.of("..", "config", "pilot-trace.json").toAbsolutePath();
         final int status = PilotCommand.run(new String[] {"--server", String.join(",", data), "--admin",
-            String.join(",", admin), "--minutes", "0.3", "--out", "out", "--trace", trace.toString()},
+            String.join(",", admin), "--minutes", "0.2", "--out", "out", "--trace", trace.toString()},
             new PrintStream(out, true, StandardCharsets.UTF_8), new PrintStream(err, true, StandardCharsets.UTF_8),
             Map.of("LIMITER_ADMIN_TOKEN", TOKEN), dir);
         final String said = out.toString(StandardCharsets.UTF_8) + err.toString(StandardCharsets.UTF_8);
