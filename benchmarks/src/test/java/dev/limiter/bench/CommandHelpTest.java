@@ -11,6 +11,7 @@ import dev.limiter.cli.MembersCommand;
 import dev.limiter.cli.PolicyCommand;
 import dev.limiter.cli.ReleaseCommand;
 import dev.limiter.cli.StatusCommand;
+import dev.limiter.cli.pilot.PilotCommand;
 import dev.limiter.envoy.RlsBench;
 import dev.limiter.envoy.RlsMain;
 import dev.limiter.envoy.api.ApiBench;
@@ -43,8 +44,8 @@ class CommandHelpTest
     private static final List<Class<?>> COMMANDS = List.of(
         LoadGenerator.class, ServerMain.class, StatusCommand.class, AcquireCommand.class, ReleaseCommand.class,
         PolicyCommand.class, AuditCommand.class, DrillCommand.class, HotKeysCommand.class, ExemptCommand.class,
-        MembersCommand.class, RlsMain.class, RlsBench.class, ApiMain.class, ApiBench.class, DecisionsCommand.class,
-        AppealCommand.class);
+        MembersCommand.class, PilotCommand.class, RlsMain.class, RlsBench.class, ApiMain.class, ApiBench.class,
+        DecisionsCommand.class, AppealCommand.class);
 
     @Test
     void everyHelpLineOfEveryCommandIsAValidFormatString()
