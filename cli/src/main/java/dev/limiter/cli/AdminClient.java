@@ -168,7 +168,8 @@ final class AdminClient
                 throw usage("--admin is empty: give the admin HTTP address of at least one node, e.g. 127.0.0.1:7481");
             }
             final Token found = resolveToken(token, io.env(), io.workDir());
-            return new AdminClient(List.copyOf(bases), found.value(), found.source(), actor.strip(), timeoutMs, context);
+            return new AdminClient(List.copyOf(bases), found.value(), found.source(), actor.strip(), timeoutMs,
+                context);
         }
     }
 
@@ -238,7 +239,8 @@ final class AdminClient
             p.name().startsWith("OTHERS_") && !p.name().endsWith("EXECUTE")))
         {
             throw usage(name + " is accessible by others (" + PosixFilePermissions.toString(permissions) +
-                "): a token anybody on this host can read is no credential; chmod 600 " + name + " (or pass --token / " +
+                "): a token anybody on this host can read is no credential; chmod 600 " + name
+                    + " (or pass --token / " +
                 TOKEN_ENVIRONMENT + ")");
         }
     }
@@ -249,7 +251,8 @@ final class AdminClient
         final String trimmed = address.strip();
         if (https && trimmed.startsWith("http://"))
         {
-            throw usage("--admin '" + address + "' says http:// but TLS is on (--tls-ca, --tls-cert or an https:// address): use https://");
+            throw usage("--admin '" + address
+                + "' says http:// but TLS is on (--tls-ca, --tls-cert or an https:// address): use https://");
         }
         final String scheme = https ? "https://" : "http://";
         final String hostPort = (trimmed.startsWith("http://") || trimmed.startsWith("https://") ?
@@ -304,8 +307,9 @@ final class AdminClient
     }
 
     /**
-     * A GET of a document that is not a protobuf message (the decision and appeal routes): the first
-     * node's answer whatever its status, so that a caller can tell 404 from the rest ({@link #refused}).
+     * A GET of a document that is not a protobuf message (the decision, appeal and compare routes):
+     * the first node's answer whatever its status, so that a caller can tell 404 from the rest
+     * ({@link #refused}).
      *
      * @throws Failure when no node answered
      */
@@ -348,11 +352,13 @@ final class AdminClient
             }
             catch (final IllegalArgumentException e)
             {
-                throw usage("cannot send the call: " + e.getMessage() + " (check --actor and the token for characters HTTP headers cannot carry)");
+                throw usage("cannot send the call: " + e.getMessage()
+                    + " (check --actor and the token for characters HTTP headers cannot carry)");
             }
             try
             {
-                final HttpResponse<String> response = http.send(request, HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
+                final HttpResponse<String> response = http.send(request,
+                    HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
                 if (response.statusCode() == NOT_LEADER)
                 {
                     // A follower got a change: the leader is further down the list, we hope.
@@ -384,7 +390,8 @@ final class AdminClient
             }
             catch (final IOException e)
             {
-                misses.add(address + " failed (" + e.getClass().getSimpleName() + (e.getMessage() == null ? "" : ": " + e.getMessage()) + ")");
+                misses.add(address + " failed (" + e.getClass().getSimpleName() + (e.getMessage() == null ? ""
+                    : ": " + e.getMessage()) + ")");
             }
             catch (final InterruptedException e)
             {
@@ -399,23 +406,6 @@ final class AdminClient
         }
         throw failed("no admin endpoint answered: " + String.join("; ", misses) +
             ". Is the cluster running (./limiter cluster)? Otherwise point --admin at a node's admin HTTP address");
-    }
-
-    /**
-     * Sends a GET, node after node, and returns the first answer as it is, whatever its status: for
-     * answers that are not a protobuf message, or whose 404 means something to the caller.
-     *
-     * @throws Failure when no node took the call
-     */
-    Answer get(final String pathAndQuery) throws Failure
-    {
-        return exchange("GET", pathAndQuery, null);
-    }
-
-    /** The failure a non-2xx answer stands for: the API's message, with advice. */
-    Failure refused(final Answer answer)
-    {
-        return rejection(answer);
     }
 
     /** The message of an answer's AdminError, or null when the body is none. */
@@ -441,7 +431,8 @@ final class AdminClient
         {
             // Not an AdminError: an old node, or not a limiter node at all. Show the start of what it said.
             final String said = answer.body() == null ? "" : Output.oneLine(answer.body());
-            message.append("unexpected answer").append(said.isEmpty() ? "" : ": " + (said.length() > 160 ? said.substring(0, 160) + "..." : said));
+            message.append("unexpected answer").append(said.isEmpty() ? "" : ": " + (said.length() > 160
+                ? said.substring(0, 160) + "..." : said));
         }
         message.append(" (HTTP ").append(answer.status()).append(" from ").append(answer.address()).append(')');
         switch (answer.status())
@@ -502,7 +493,8 @@ final class AdminClient
                     err.println(prefix + failure.getMessage());
                     return failure.exitStatus;
                 }
-                err.println(prefix + "unexpected " + e.getClass().getSimpleName() + ": " + Output.oneLine(String.valueOf(e.getMessage())));
+                err.println(prefix + "unexpected " + e.getClass().getSimpleName() + ": "
+                    + Output.oneLine(String.valueOf(e.getMessage())));
                 return FAILED;
             });
         try

@@ -146,10 +146,14 @@ class ReportCommandTest
             "hot keys");
         assertTrue(html.contains("Decision latency p99 per node"), "a p99 chart");
         assertFalse(html.contains("no decisions in this window"));
-        // This build's nodes serve no comparison, rejected log or appeals: the sections say so, with no numbers.
-        assertTrue(html.contains("has no /v1/policies/{id}/compare (older build)"), "compare section");
-        assertTrue(html.contains("has no /v1/appeals (older build)"), "appeals section");
-        assertTrue(html.contains("false rejections are not counted by this build"), "no false-rejection ratio made up");
+        // The nodes' shadow comparison per tenant and route, their sampled rejections, and no appeal yet.
+        final String number = "</td><td class=\"[^\"]*\">";
+        assertTrue(Pattern.compile("orders-strict</td><td>acme</td><td>/v1/orders/\\{id}" + number + "80" + number
+            + "30</td>").matcher(html).find(), "compare rows: acme's 80 decisions, 30 refused by the enforced version");
+        assertTrue(Pattern.compile("orders-write</td><td>acme</td><td>/v1/orders/\\{id}" + number + "30</td>")
+            .matcher(html).find(), "sampled rejections: all 30 of acme's");
+        assertTrue(html.contains("no appeal was made in this window"), "appeals section");
+        assertTrue(html.contains(">0.00%</td>"), "false-rejection ratio: no appeal of 30 denials");
         assertTrue(html.contains("nodes were started without --region"), "region section");
         // Self-contained: nothing to fetch.
         assertFalse(Pattern.compile("<(link|img|iframe)|src=|@import|url\\(").matcher(html).find(), "loads nothing");

@@ -157,12 +157,6 @@ public final class ResultCodec
         out.writeBytes(utf8);
     }
 
-    /** Whether a written record is allowed. */
-    public static boolean allowed(final ByteBuf buf, final int recordOffset)
-    {
-        return (buf.getByte(recordOffset + FLAGS_OFFSET) & ALLOWED_FLAG) != 0;
-    }
-
     /** The reason code of a written record. */
     public static int reasonCode(final ByteBuf buf, final int recordOffset)
     {

@@ -56,20 +56,16 @@ final class AdminHttp
         return send(address, "GET", pathAndQuery, null);
     }
 
-    /**
-     * The same call under {@code /v1} first and then bare, for the admin endpoints issue 52 adds: the
-     * contract names them without the prefix the existing ones carry. The first answer other than 404 wins.
-     */
-    Answer getEither(final String pathAndQuery)
+    /** A GET of an admin API route ({@code /v1} and the path): the first member's answer whatever its status. */
+    Answer getApi(final String pathAndQuery)
     {
-        final Answer prefixed = get("/v1" + pathAndQuery);
-        return prefixed.status() == 404 ? get(pathAndQuery) : prefixed;
+        return get("/v1" + pathAndQuery);
     }
 
-    Answer postEither(final String path, final String json)
+    /** A POST of an admin API route ({@code /v1} and the path), to the members in turn until one takes it. */
+    Answer postApi(final String path, final String json)
     {
-        final Answer prefixed = post("/v1" + path, json);
-        return prefixed.status() == 404 ? post(path, json) : prefixed;
+        return post("/v1" + path, json);
     }
 
     private Answer call(final String method, final String pathAndQuery, final String json)

@@ -132,7 +132,7 @@ final class FalseRejectionReview
         body.addProperty("version", rejection.policyVersion());
         body.addProperty("tenant", tenant);
         body.addProperty("route", trace.route());
-        final AdminHttp.Answer answer = admin.postEither("/appeals", body.toString());
+        final AdminHttp.Answer answer = admin.postApi("/appeals", body.toString());
         if (!answer.ok())
         {
             return new String[] {"unexplained", "the appeal of decision " + decisionId + " was refused (HTTP "
@@ -147,7 +147,7 @@ final class FalseRejectionReview
      */
     private String decisionId(final String tenant, final TenantTally.Rejection rejection, final Set<String> appealed)
     {
-        final AdminHttp.Answer answer = admin.getEither("/decisions/rejected?limit=1000&tenant=" + encode(tenant)
+        final AdminHttp.Answer answer = admin.getApi("/decisions/rejected?limit=1000&tenant=" + encode(tenant)
             + "&policy=" + encode(rejection.policyId()));
         if (!answer.ok())
         {
@@ -182,7 +182,7 @@ final class FalseRejectionReview
     /** "available", or why appeals cannot be made against this cluster. */
     private String appealsAvailability()
     {
-        final AdminHttp.Answer appeals = admin.getEither("/appeals?since=0");
+        final AdminHttp.Answer appeals = admin.getApi("/appeals?since=0");
         if (appeals.status() == 0)
         {
             return "no admin endpoint answered (" + oneLine(appeals.body()) + ")";
@@ -192,7 +192,7 @@ final class FalseRejectionReview
             return "this node's admin API has no /appeals (HTTP " + appeals.status() + " from " + appeals.address() +
                 "; an older build)";
         }
-        final AdminHttp.Answer decisions = admin.getEither("/decisions/rejected?limit=1");
+        final AdminHttp.Answer decisions = admin.getApi("/decisions/rejected?limit=1");
         if (!decisions.ok())
         {
             return "this node's admin API has no /decisions/rejected (HTTP " + decisions.status()

@@ -5,6 +5,7 @@ import com.google.gson.JsonObject;
 import com.google.gson.JsonParseException;
 import com.google.gson.JsonParser;
 import dev.limiter.cli.PolicyCommand;
+import dev.limiter.cli.ReportCommand;
 import dev.limiter.client.Decision;
 import dev.limiter.client.Descriptor;
 import dev.limiter.client.LimiterClient;
@@ -12,8 +13,6 @@ import dev.limiter.client.LimiterClient;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.PrintStream;
-import java.lang.reflect.InvocationTargetException;
-import java.lang.reflect.Method;
 import java.net.http.HttpClient;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -322,7 +321,7 @@ final class PilotRun implements AutoCloseable
     /** The nodes' comparison of the shadow since {@code sinceMillis}, where they have it. */
     private void compare(final long sinceMillis)
     {
-        final AdminHttp.Answer answer = admin.getEither("/policies/" + trace.policy().id() + "/compare?since="
+        final AdminHttp.Answer answer = admin.getApi("/policies/" + trace.policy().id() + "/compare?since="
             + sinceMillis);
         if (answer.ok())
         {
@@ -390,45 +389,25 @@ final class PilotRun implements AutoCloseable
         }
     }
 
-    /**
-     * {@code ./limiter report} where this build has it (another part of issue 52), else a note: summary.html stands in.
-     */
+    /** {@code ./limiter report} of the pilot's window into the output directory. */
     private void report()
     {
-        final Method run;
-        try
-        {
-            run = Class.forName("dev.limiter.cli.ReportCommand").getMethod("run", String[].class, PrintStream.class,
-                PrintStream.class, Map.class, Path.class);
-        }
-        catch (final ClassNotFoundException | NoSuchMethodException e)
-        {
-            findings.reportNote = "no ./limiter report in this build: summary.html is the pilot's own page";
-            return;
-        }
         final long minutesSinceStart = Math.max(1, (System.currentTimeMillis() - findings.startedAtMillis
             + 59_999) / 60_000);
         final String[] args = {"--since", minutesSinceStart + "m", "--out", dir.resolve("report.html").toString(),
             "--admin", String.join(",", admins)};
         final ByteArrayOutputStream err = new ByteArrayOutputStream();
-        try
+        final int status = ReportCommand.run(args, progress, new PrintStream(err, true, StandardCharsets.UTF_8), env,
+            workDir);
+        if (status == 0)
         {
-            final Object status = run.invoke(null, args, progress, new PrintStream(err, true, StandardCharsets.UTF_8),
-                env, workDir);
-            if (Integer.valueOf(0).equals(status))
-            {
-                findings.reportFile = "report.html";
-                findings.reportNote = "written by ./limiter report " + String.join(" ", args);
-            }
-            else
-            {
-                findings.reportNote = "./limiter report failed (exit " + status + "): "
-                    + err.toString(StandardCharsets.UTF_8).strip();
-            }
+            findings.reportFile = "report.html";
+            findings.reportNote = "written by ./limiter report " + String.join(" ", args);
         }
-        catch (final IllegalAccessException | InvocationTargetException e)
+        else
         {
-            findings.reportNote = "./limiter report could not run: " + e;
+            findings.reportNote = "./limiter report failed (exit " + status + "): "
+                + err.toString(StandardCharsets.UTF_8).strip();
         }
     }
 

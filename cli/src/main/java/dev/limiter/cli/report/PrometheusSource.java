@@ -15,8 +15,9 @@ import java.util.Set;
 /**
  * The report's series from Prometheus' HTTP API ({@code /api/v1/query_range}) instead of the nodes'
  * history: the same counters as the nodes export them ({@code limiter_decisions_total},
- * {@code limiter_shadow_decisions_total}, {@code limiter_false_rejections_total}, the decision latency's
- * p99, the SDKs' {@code limiter_sdk_local_decisions_total}), as increases per step.
+ * {@code limiter_shadow_decisions_total}, {@code limiter_false_rejections_total} (the same on every
+ * member: its maximum), the decision latency's p99 (from its histogram buckets), the SDKs'
+ * {@code limiter_sdk_local_decisions_total}), as increases per step.
  */
 final class PrometheusSource
 {
@@ -51,7 +52,9 @@ final class PrometheusSource
                 ReportData.SHADOW_WOULD_ALLOW;
             forEachDelta(data, series, (at, n) -> data.add(label(metric, "policy"), kind, at, n));
         }
-        final JsonArray falseRejections = counters(data, "limiter_false_rejections_total", "policy");
+        // Every member exports the same count (it is read from the replicated appeals): one series per policy.
+        final JsonArray falseRejections = range(data, data.fromMillis(),
+            "max by (policy) (limiter_false_rejections_total)");
         if (falseRejections.isEmpty())
         {
             data.falseRejectionsNote = "Prometheus holds no limiter_false_rejections_total: the nodes' build counts " +
@@ -81,7 +84,8 @@ final class PrometheusSource
                 "scrape configuration, or report from the nodes' history)";
         }
         for (final JsonElement series : range(data, data.fromMillis() + data.stepMillis(),
-            "max by (instance) (limiter_decision_latency_seconds{quantile=\"0.99\"})"))
+            "histogram_quantile(0.99, sum by (instance, le) (rate(limiter_decision_latency_seconds_bucket" + range
+                + ")))"))
         {
             final String instance = label(series.getAsJsonObject().getAsJsonObject("metric"), "instance");
             forEachValue(series, (at, v) -> data.p99(instance, at, Math.round(v * 1e6)));
