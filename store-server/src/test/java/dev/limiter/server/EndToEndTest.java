@@ -120,8 +120,9 @@ class EndToEndTest
         assertEquals(Duration.ofMillis(100), denied.retryAfter(), "10 tokens per second: 100 ms per token");
         assertEquals(Duration.ofMillis(500), denied.resetAfter());
         assertEquals(429, RateLimitHeaders.status(denied));
-        assertEquals(Map.of("RateLimit-Policy", "\"orders\";q=5;w=1", "RateLimit", "\"orders\";r=0;t=1", "Retry-After", "1"),
-            RateLimitHeaders.of(denied));
+        assertEquals(Map.of("RateLimit-Policy", "\"orders\";q=5;w=1", "RateLimit", "\"orders\";r=0;t=1", "Retry-After", "1",
+            "Limiter-Decision-Id", denied.decisionId().orElseThrow()), RateLimitHeaders.of(denied));
+        assertTrue(denied.decisionId().orElseThrow().matches("[0-9a-f]{16}-[0-9]+"), denied.decisionId().orElseThrow());
 
         clock.advance(SECOND / 10);
         assertTrue(client.acquireBlocking(orders, 1).allowed(), "one token back after exactly retry-after");
