@@ -37,15 +37,10 @@ public final class FrameRouter
     private static final Logger LOG = LoggerFactory.getLogger(FrameRouter.class);
 
     private final AcquireDecoder decoder = new AcquireDecoder();
-    private final FrameWork.Pool pool;
+    private final FramePool pool;
     private final CompiledPolicy[] stacked = new CompiledPolicy[PolicySetIndex.MAX_STACKED_PER_REQUEST];
-    /** Where the next request of a policy split across shards starts looking for a share (this loop's round robin). */
-    private int nextShare;
-    /** Cost this frame sends to each shard's share of a split policy (cleared per frame: {@link #plannedShards}). */
-    private final long[] plannedCost = new long[ShardMap.MAX_SHARDS];
-    private long plannedShards;
-    /** The shard this router's event loop owns (decided inline, no hand-off): -1 none, -2 not looked up yet. */
-    private int homeShard = -2;
+    /** Picks the share of a policy split across shards that decides each of its requests. */
+    private final SharePicker shares = new SharePicker();
     private final LeaseIds leaseIds = new LeaseIds();
 
     /** A router whose frames sample their rejections into a log of their own (tests that do not read it). */
@@ -57,7 +52,7 @@ public final class FrameRouter
     /** @param rejections the node's sampled log of rejected decisions, shared by every event loop's router */
     public FrameRouter(final ServerMetrics metrics, final RejectedDecisions rejections)
     {
-        pool = new FrameWork.Pool(metrics, rejections);
+        pool = new FramePool(metrics, rejections);
     }
 
     /** This event loop's decoder: the caller wraps a frame in it before {@link #route}. */
@@ -82,11 +77,7 @@ public final class FrameRouter
     {
         long nowMillis = 0;
         boolean answeredHere = false;
-        while (plannedShards != 0)
-        {
-            plannedCost[Long.numberOfTrailingZeros(plannedShards)] = 0;
-            plannedShards &= plannedShards - 1;
-        }
+        shares.newFrame();
         final FrameWork work = pool.acquire();
         work.reset(ctx, responder, index, decoder.count(), correlationId, startNanos);
         work.release = release;
@@ -146,7 +137,7 @@ public final class FrameRouter
             work.entries.keyHash[i] = keyHash;
             work.entries.cost[i] = decoder.cost();
             work.entries.policy[i] = policy;
-            final int shard = policy.routedToAnyShare(shardCount) ? shareShard(shards, policy.ordinal(), keyHash, decoder.cost()) :
+            final int shard = policy.routedToAnyShare(shardCount) ? shares.pick(shards, policy.ordinal(), keyHash, decoder.cost()) :
                 shardOf(tenantHash, keyHash, shardCount);
             work.entries.shard[i] = shard;
             shardMask |= 1L << shard;
@@ -167,7 +158,7 @@ public final class FrameRouter
                 shardMask |= addShadow(work, decoder, shadow, policy, shards, i);
             }
             // A grant of a concurrency limit takes a lease: one random id for every limit the entry may take it on.
-            work.leaseId[i] = !release && index.hasLeases() && work.mayLease(i) ? leaseIds.next() : 0;
+            work.leaseId[i] = !release && index.hasLeases() && LeaseChecks.mayLease(work, i) ? leaseIds.next() : 0;
         }
         if (decoder.failed())
         {
@@ -177,7 +168,7 @@ public final class FrameRouter
         }
         for (int i = 0; release && i < work.count; i++)
         {
-            work.leaseMatches[i] = work.entries.shard[i] >= 0 && work.currentLeaseCheck(i) == leaseCheck;
+            work.leaseMatches[i] = work.entries.shard[i] >= 0 && LeaseChecks.current(work, i) == leaseCheck;
         }
         final int count = work.count;
         final ByteBuf response = ctx.alloc().directBuffer(ResultCodec.recordsEnd(count) + 2 + 64);
@@ -388,75 +379,6 @@ public final class FrameRouter
     }
 
     /**
-     * The shard whose share of a split policy's budget ({@link CompiledPolicy#routedToAnyShare})
-     * decides the next request of {@code cost}: the shard this event loop owns while this node
-     * leads it and its share has the tokens (decided inline: a hot key costs no hand-off between
-     * threads), else the next in a round robin over the led shards whose shares have them, else
-     * (every led share short) the round robin's next led shard, which may refuse. What a share has
-     * is what it held after its last decision, less what this frame already sends it. A node that
-     * leads none names the key's own shard, whose NOT_LEADER answer points at a leader.
-     */
-    private int shareShard(final List<Shard> shards, final int ordinal, final long keyHash, final int cost)
-    {
-        final int count = shards.size();
-        if (homeShard == -2)
-        {
-            homeShard = -1;
-            for (int s = 0; s < count; s++)
-            {
-                if (shards.get(s).ownedByCallingThread())
-                {
-                    homeShard = s;
-                }
-            }
-        }
-        if (homeShard >= 0 && shards.get(homeShard).leads() && fits(shards.get(homeShard), homeShard, ordinal, cost))
-        {
-            return plan(homeShard, cost);
-        }
-        final int start = nextShare >= count ? 0 : nextShare;
-        int firstLed = -1;
-        for (int k = 0; k < count; k++)
-        {
-            final int s = start + k < count ? start + k : start + k - count;
-            final Shard shard = shards.get(s);
-            if (!shard.leads())
-            {
-                continue;
-            }
-            if (firstLed < 0)
-            {
-                firstLed = s;
-            }
-            if (fits(shard, s, ordinal, cost))
-            {
-                nextShare = s + 1;
-                return plan(s, cost);
-            }
-        }
-        if (firstLed >= 0)
-        {
-            nextShare = firstLed + 1;
-            return plan(firstLed, cost);
-        }
-        return ShardMap.shardOf(keyHash, count);
-    }
-
-    private boolean fits(final Shard shard, final int s, final int ordinal, final long cost)
-    {
-        final long tokens = shard.splitShareTokens(ordinal);
-        return tokens == Long.MAX_VALUE || tokens - plannedCost[s] >= cost;
-    }
-
-    /** Counts {@code cost} as on its way to shard {@code s} in this frame. */
-    private int plan(final int s, final long cost)
-    {
-        plannedCost[s] += cost;
-        plannedShards |= 1L << s;
-        return s;
-    }
-
-    /**
      * Queues the SHADOW policy's evaluation of the current entry, if one matches and the entry has
      * what its scope needs (else it is skipped: a shadow never refuses a request).
      *
@@ -480,11 +402,11 @@ public final class FrameRouter
         work.shadows.keyHash[j] = keyHash;
         work.shadows.cost[j] = decoder.cost();
         work.shadows.policy[j] = shadow;
-        work.shadowEntry[j] = entry;
-        final int shard = shadow.routedToAnyShare(shardCount) ? shareShard(shards, shadow.ordinal(), keyHash, decoder.cost()) :
+        work.shadows.entry[j] = entry;
+        final int shard = shadow.routedToAnyShare(shardCount) ? shares.pick(shards, shadow.ordinal(), keyHash, decoder.cost()) :
             shardOf(tenantHash, keyHash, shardCount);
         work.shadows.shard[j] = shard;
-        work.shadowEvaluated[j] = false;
+        work.shadows.evaluated[j] = false;
         compareKey(work, decoder, j, shadow, enforced);
         final int entryShard = work.entries.shard[entry];
         work.crossShardShadows |= entryShard >= 0 && entryShard != shard;
@@ -518,9 +440,9 @@ public final class FrameRouter
             buf.getBytes(d.offset(DescriptorField.ROUTE), work.keys.byteArray(), start + 1 + tenantLength, routeLength);
         }
         final int length = 1 + tenantLength + routeLength;
-        work.shadowCompareOffset[j] = start;
-        work.shadowCompareLength[j] = length;
-        work.shadowCompareHash[j] = KeyHash.hash(work.keys, start, length);
+        work.shadows.compareOffset[j] = start;
+        work.shadows.compareLength[j] = length;
+        work.shadows.compareHash[j] = KeyHash.hash(work.keys, start, length);
         work.keyCursor = start + length;
     }
 

@@ -3,17 +3,13 @@ package dev.limiter.server.engine;
 import dev.limiter.protocol.CompiledPolicy;
 import dev.limiter.protocol.DecisionIds;
 import dev.limiter.protocol.ErrorCode;
-import dev.limiter.protocol.Frame;
 import dev.limiter.protocol.PolicySetIndex;
-import dev.limiter.protocol.ReasonCode;
-import dev.limiter.protocol.ResultCodec;
 import dev.limiter.server.metrics.ServerMetrics;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.EventLoop;
 import org.agrona.concurrent.UnsafeBuffer;
 
-import java.util.ArrayDeque;
 import java.util.Arrays;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -22,7 +18,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  * Everything one acquire frame needs on its way through the shards: the decoded entries (keys,
  * hashes, policies, costs), the response buffer the shards fill record by record, and a counter
  * of shards still working. The last shard to finish hands it back to the connection's event loop
- * ({@link #run()}), which completes and sends the response. Pooled per event loop, so a frame costs
+ * ({@link #run()}), which completes the answer ({@link FrameAnswer}) and sends it. Pooled per event loop
+ * ({@link FramePool}), so a frame costs
  * no allocation beyond its response buffer.
  */
 public final class FrameWork implements Runnable
@@ -51,25 +48,8 @@ public final class FrameWork implements Runnable
      * SHADOW evaluations of this frame's entries: each spends its own bucket on its shard and is
      * counted, but writes no record (the answer is the enforced policy's).
      */
-    final KeyColumns shadows = new KeyColumns(INITIAL_ENTRIES, true);
-    /**
-     * Per shadow evaluation: the entry it shadows, and whether it took a lease (a shadow concurrency limit) and its id.
-     */
-    int[] shadowEntry = new int[INITIAL_ENTRIES];
-    boolean[] shadowLeased = new boolean[INITIAL_ENTRIES];
-    long[] shadowLeaseId = new long[INITIAL_ENTRIES];
-    int[] shadowLeaseCheck = new int[INITIAL_ENTRIES];
+    final ShadowColumns shadows = new ShadowColumns(INITIAL_ENTRIES);
     int shadowCount;
-    /**
-     * Per shadow evaluation, for the comparison with what was enforced ({@link ShadowCompareTable}): its key
-     * there ({@code u8 tenant length | tenant | route} in {@link #keys}) and that key's hash, written by the
-     * router; whether the shadow was evaluated, and what it would have answered, written by its shard.
-     */
-    int[] shadowCompareOffset = new int[INITIAL_ENTRIES];
-    int[] shadowCompareLength = new int[INITIAL_ENTRIES];
-    long[] shadowCompareHash = new long[INITIAL_ENTRIES];
-    boolean[] shadowEvaluated = new boolean[INITIAL_ENTRIES];
-    boolean[] shadowWouldAllow = new boolean[INITIAL_ENTRIES];
     /**
      * Whether some shadow is evaluated on another shard than its entry: those are compared by whichever
      * shard finishes deciding last ({@link #comparesPending} reaches 0), once both answers are known.
@@ -137,12 +117,12 @@ public final class FrameWork implements Runnable
     /** Shards this frame was handed to (set before any of them sees it). */
     int shardsInFrame;
 
-    private final Pool pool;
+    private final FramePool pool;
     private final ServerMetrics metrics;
     /** One reusable task per shard, for handing this frame to a shard owned by another event loop. */
     private Runnable[] shardTasks = new Runnable[0];
 
-    FrameWork(final Pool pool, final ServerMetrics metrics)
+    FrameWork(final FramePool pool, final ServerMetrics metrics)
     {
         this.pool = pool;
         this.metrics = metrics;
@@ -173,7 +153,7 @@ public final class FrameWork implements Runnable
         {
             // Only a frame that took a lease set these flags: the others cost no clearing.
             Arrays.fill(leased, false);
-            Arrays.fill(shadowLeased, false);
+            Arrays.fill(shadows.leased, false);
         }
         this.anyLeased = false;
         this.anyRefused = false;
@@ -200,91 +180,8 @@ public final class FrameWork implements Runnable
         }
         if (policies.hasShadow() && shadows.capacity() < entries)
         {
-            final int n = Integer.highestOneBit(entries - 1) << 1;
-            shadows.ensure(n);
-            shadowEntry = new int[n];
-            shadowLeased = new boolean[n];
-            shadowLeaseId = new long[n];
-            shadowLeaseCheck = new int[n];
-            shadowCompareOffset = new int[n];
-            shadowCompareLength = new int[n];
-            shadowCompareHash = new long[n];
-            shadowEvaluated = new boolean[n];
-            shadowWouldAllow = new boolean[n];
+            shadows.ensure(Integer.highestOneBit(entries - 1) << 1);
         }
-    }
-
-    static final int LEASE_CHECK_SEED = 1;
-
-    /**
-     * {@code check} folded with one leasing limit: its policy, version and limit index. A grant
-     * folds every limit that took its lease, in order; a release folds the limits that would
-     * lease now and gives back nothing unless it gets the same (a version changed since: the lease
-     * stays in the old version's keys until it expires, and never frees a lease of the new one).
-     */
-    static int leaseCheck(final int check, final CompiledPolicy policy)
-    {
-        return 31 * check
-            + Long.hashCode(((long)policy.ordinal() << 32) ^ policy.version() ^ ((long)policy.limitIndex() << 28));
-    }
-
-    /**
-     * The check entry {@code i}'s lease would be granted under now: its own policy and parts that
-     * lease, else a leasing shadow's (a shadow's lease the grant adopted). Router thread, before
-     * the shards run.
-     */
-    int currentLeaseCheck(final int i)
-    {
-        final CompiledPolicy own = entries.policy[i];
-        boolean any = own.limit().leases();
-        int check = any ? leaseCheck(LEASE_CHECK_SEED, own) : LEASE_CHECK_SEED;
-        final int partsOfEntry = stacked ? stackCount[i] : 0;
-        for (int k = 0; k < partsOfEntry; k++)
-        {
-            final CompiledPolicy part = parts.policy[stackFrom[i] + k];
-            if (part.limit().leases())
-            {
-                check = leaseCheck(check, part);
-                any = true;
-            }
-        }
-        for (int j = 0; j < shadowCount && !any; j++)
-        {
-            if (shadowEntry[j] == i && shadows.policy[j].limit().leases())
-            {
-                return leaseCheck(LEASE_CHECK_SEED, shadows.policy[j]);
-            }
-        }
-        return check;
-    }
-
-    /**
-     * Whether entry {@code i}'s grant may take a lease: its policy, a stacked part or a shadow of it
-     * is a concurrency limit. Asked by the router right after it routed entry {@code i}.
-     */
-    boolean mayLease(final int i)
-    {
-        if (entries.policy[i].limit().leases())
-        {
-            return true;
-        }
-        final int partsOfEntry = stacked ? stackCount[i] : 0;
-        for (int k = 0; k < partsOfEntry; k++)
-        {
-            if (parts.policy[stackFrom[i] + k].limit().leases())
-            {
-                return true;
-            }
-        }
-        // Asked as entry i is routed: its shadows are the last ones added.
-        for (int j = shadowCount - 1; j >= 0 && shadowEntry[j] == i; j--)
-        {
-            if (shadows.policy[j].limit().leases())
-            {
-                return true;
-            }
-        }
-        return false;
     }
 
     /** Room for a key of up to {@code length} bytes at {@link #keyCursor}. */
@@ -366,6 +263,14 @@ public final class FrameWork implements Runnable
         anyRefused = true;
     }
 
+    /** Why refused entry {@code i} was not decided; forgets it (the answer's refusal section is its only reader). */
+    String takeRefusal(final int i)
+    {
+        final String why = refusals[i];
+        refusals[i] = null;
+        return why;
+    }
+
     /** {@code shard} may not decide here now: the frame is answered NOT_LEADER, naming that shard's leader. */
     void refuseNotLeader(final int shard)
     {
@@ -399,29 +304,7 @@ public final class FrameWork implements Runnable
             }
             else if (ctx.channel().isActive())
             {
-                appendPolicyDictionary();
-                if (anyLeased)
-                {
-                    adoptShadowLeases();
-                }
-                final boolean ids = connection.wantsDecisionIds();
-                if (anyLeased || anyRefused || ids)
-                {
-                    appendLeases(); // the refusal section follows the lease section, even one that lists none
-                }
-                if (anyRefused || ids)
-                {
-                    appendRefusals(); // and the decision ids follow the refusal section, even one that lists none
-                }
-                if (ids)
-                {
-                    DecisionIds.appendSection(response, idBase);
-                }
-                if (!release)
-                {
-                    sampleRejections();
-                }
-                Frame.finish(response, frameStart);
+                FrameAnswer.finish(this, pool, connection.wantsDecisionIds());
                 ctx.writeAndFlush(response, ctx.voidPromise());
             }
             else
@@ -435,116 +318,6 @@ public final class FrameWork implements Runnable
             response = null;
             connection.frameCompleted(ctx);
             recycle();
-        }
-    }
-
-    /**
-     * Hands each rejected record (not an INVALID_REQUEST: nothing was decided) to the node's sampled
-     * log. An allowed record costs one byte read here.
-     */
-    private void sampleRejections()
-    {
-        long now = 0;
-        for (int i = 0; i < count; i++)
-        {
-            final int record = ResultCodec.recordOffset(frameStart, i);
-            if (ResultCodec.allowed(response, record))
-            {
-                continue;
-            }
-            final int reason = ResultCodec.reasonCode(response, record);
-            if (reason == ReasonCode.INVALID_REQUEST.code())
-            {
-                continue;
-            }
-            now = now == 0 ? pool.rejections.now() : now;
-            final int ref = ResultCodec.policyRef(response, record);
-            final CompiledPolicy decided = ref < policies.ordinalLimit() ? policies.policy(ref) : null;
-            final CompiledPolicy policy = decided != null ? decided : entries.policy[i];
-            pool.rejections.record(idBase, i, now, policy.id(), ResultCodec.policyVersion(response, record), reason,
-                request, tenantAt[i], tenantLength[i], policy.route() == null ? null : policy.route().canonical(),
-                pathAt[i], pathLength[i]);
-        }
-    }
-
-    private void appendPolicyDictionary()
-    {
-        final int stamp = pool.nextStamp(policies.ordinalLimit());
-        final int[] seen = pool.seen;
-        final int countIndex = response.writerIndex();
-        response.writeShort(0);
-        int distinct = 0;
-        for (int i = 0; i < count; i++)
-        {
-            final CompiledPolicy p = entries.policy[i];
-            if (seen[p.ordinal()] != stamp)
-            {
-                seen[p.ordinal()] = stamp;
-                ResultCodec.appendPolicy(response, p.ordinal(), p.idUtf8());
-                distinct++;
-            }
-        }
-        response.setShort(countIndex, distinct);
-    }
-
-    /**
-     * A shadow concurrency limit took a lease for an entry whose own answer holds none (the
-     * enforced policy is a rate): the record holds the shadow's lease, so that the caller gives it
-     * back and the shadow counts what runs, not what ran within its TTL. Here, once every shard is
-     * done, because the entry's record may belong to another shard.
-     */
-    private void adoptShadowLeases()
-    {
-        for (int j = 0; j < shadowCount; j++)
-        {
-            final int entry = shadowEntry[j];
-            if (shadowLeased[j] && !leased[entry])
-            {
-                ResultCodec.markLease(response, ResultCodec.recordOffset(frameStart, entry));
-                leased[entry] = true;
-                leaseId[entry] = shadowLeaseId[j];
-                leaseCheck[entry] = shadowLeaseCheck[j];
-            }
-        }
-    }
-
-    /**
-     * The refusal section: which records were refused, and why (their INVALID_REQUEST records are written by the
-     * router).
-     */
-    private void appendRefusals()
-    {
-        int refused = 0;
-        for (int i = 0; i < count; i++)
-        {
-            refused += entries.shard[i] == REFUSED ? 1 : 0;
-        }
-        ResultCodec.beginRefusals(response, refused);
-        for (int i = 0; i < count; i++)
-        {
-            if (entries.shard[i] == REFUSED)
-            {
-                ResultCodec.appendRefusal(response, i, refusals[i]);
-                refusals[i] = null;
-            }
-        }
-    }
-
-    /** The lease section: which records hold a lease, and its id (their flag is set by the shard). */
-    private void appendLeases()
-    {
-        int leases = 0;
-        for (int i = 0; i < count; i++)
-        {
-            leases += leased[i] ? 1 : 0;
-        }
-        ResultCodec.beginLeases(response, leases);
-        for (int i = 0; i < count; i++)
-        {
-            if (leased[i])
-            {
-                ResultCodec.appendLease(response, i, leaseId[i], leaseCheck[i]);
-            }
         }
     }
 
@@ -564,49 +337,5 @@ public final class FrameWork implements Runnable
         pool.release(this);
     }
 
-    /** Per-event-loop pool; only its event loop thread touches it. */
-    static final class Pool
-    {
-        private final ArrayDeque<FrameWork> free = new ArrayDeque<>();
-        private final ServerMetrics metrics;
-        /** Where this loop's frames sample their rejections. */
-        final RejectedDecisions rejections;
-        final DecisionIdBases idBases = new DecisionIdBases();
-        int[] seen = new int[16];
-        private int stamp;
 
-        Pool(final ServerMetrics metrics, final RejectedDecisions rejections)
-        {
-            this.metrics = metrics;
-            this.rejections = rejections;
-        }
-
-        FrameWork acquire()
-        {
-            final FrameWork work = free.pollFirst();
-            return work != null ? work : new FrameWork(this, metrics);
-        }
-
-        void release(final FrameWork work)
-        {
-            if (free.size() < 4096)
-            {
-                free.addFirst(work);
-            }
-        }
-
-        int nextStamp(final int policyCount)
-        {
-            if (seen.length < policyCount)
-            {
-                seen = new int[policyCount];
-            }
-            if (++stamp == 0)
-            {
-                Arrays.fill(seen, 0);
-                stamp = 1;
-            }
-            return stamp;
-        }
-    }
 }

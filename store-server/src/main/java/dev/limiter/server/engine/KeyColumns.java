@@ -6,9 +6,10 @@ import dev.limiter.protocol.CompiledPolicy;
  * One group of a frame's keys in columns: where each key's bytes are in the frame's key buffer,
  * its hash, the policy it is decided under, and (for requests and shadow evaluations) its cost and
  * shard. A {@link FrameWork} has three such groups: its requests, their stacked parts, and their
- * shadow evaluations. Sized at the frame's start ({@link #ensure}), reused from frame to frame.
+ * shadow evaluations ({@link ShadowColumns}, which add what a shadow needs of its own). Sized at the
+ * frame's start ({@link #ensure}), reused from frame to frame.
  */
-final class KeyColumns
+class KeyColumns
 {
     int[] keyOffset;
     int[] keyLength;

@@ -35,7 +35,7 @@ final class PlainDecider
             verdict.resetAfterNanos(), policy.version(), policy.windowSeconds());
         if (leaseTaken)
         {
-            ShardContext.leased(work, i, FrameWork.leaseCheck(FrameWork.LEASE_CHECK_SEED, policy));
+            ShardContext.leased(work, i, LeaseChecks.fold(LeaseChecks.SEED, policy));
         }
         final long hotRate = policy.tokenLeaseHotRate();
         if (hotRate != 0 && shard.hotKeys.tokensPerSecond(work.entries.keyHash[i],

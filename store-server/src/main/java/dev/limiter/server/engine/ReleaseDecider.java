@@ -78,7 +78,7 @@ final class ReleaseDecider
         }
         for (int j = 0; j < work.shadowCount; j++)
         {
-            if (work.shadows.shard[j] == shard.id && work.leaseMatches[work.shadowEntry[j]])
+            if (work.shadows.shard[j] == shard.id && work.leaseMatches[work.shadows.entry[j]])
             {
                 final CompiledPolicy shadow = work.shadows.policy[j];
                 giveBack(work, shadow, shard.limit(shadow), work.shadows.keyOffset[j], work.shadows.keyLength[j],

@@ -57,13 +57,13 @@ final class ShadowDecider
             compare(work, j, would);
             return;
         }
-        final long leaseId = work.leaseId[work.shadowEntry[j]];
+        final long leaseId = work.leaseId[work.shadows.entry[j]];
         if (shard.charge(work, keys.keyOffset[j], keys.keyLength[j], keys.keyHash[j], shadow, limit, (int)cost,
             leaseId, now))
         {
-            work.shadowLeased[j] = true;
-            work.shadowLeaseId[j] = leaseId;
-            work.shadowLeaseCheck[j] = FrameWork.leaseCheck(FrameWork.LEASE_CHECK_SEED, shadow);
+            work.shadows.leased[j] = true;
+            work.shadows.leaseId[j] = leaseId;
+            work.shadows.leaseCheck[j] = LeaseChecks.fold(LeaseChecks.SEED, shadow);
             work.anyLeased = true;
         }
         count(shadow, verdict.allowed());
@@ -79,25 +79,25 @@ final class ShadowDecider
         final long nowMillis = clock.wallNanos() / 1_000_000L;
         for (int j = 0; j < work.shadowCount; j++)
         {
-            final int entryShard = work.entries.shard[work.shadowEntry[j]];
-            if (work.shadowEvaluated[j] && entryShard >= 0 && entryShard != work.shadows.shard[j])
+            final int entryShard = work.entries.shard[work.shadows.entry[j]];
+            if (work.shadows.evaluated[j] && entryShard >= 0 && entryShard != work.shadows.shard[j])
             {
-                record(work, j, work.shadowWouldAllow[j], nowMillis);
+                record(work, j, work.shadows.wouldAllow[j], nowMillis);
             }
         }
     }
 
     private void compare(final FrameWork work, final int j, final boolean wouldAllow)
     {
-        final int entryShard = work.entries.shard[work.shadowEntry[j]];
+        final int entryShard = work.entries.shard[work.shadows.entry[j]];
         if (entryShard == shard.id || entryShard == FrameWork.NO_LIMIT)
         {
             record(work, j, wouldAllow, clock.wallNanos() / 1_000_000L);
         }
         else
         {
-            work.shadowWouldAllow[j] = wouldAllow;
-            work.shadowEvaluated[j] = true;
+            work.shadows.wouldAllow[j] = wouldAllow;
+            work.shadows.evaluated[j] = true;
         }
     }
 
@@ -108,13 +108,13 @@ final class ShadowDecider
         {
             compares = new ShadowCompareTable();
         }
-        final int entry = work.shadowEntry[j];
+        final int entry = work.shadows.entry[j];
         final CompiledPolicy enforced = work.entries.policy[entry];
         final CompiledPolicy shadow = work.shadows.policy[j];
         final boolean enforcedAllowed = work.entries.shard[entry] == FrameWork.NO_LIMIT ||
             ResultCodec.allowed(work.response, ResultCodec.recordOffset(work.frameStart, entry));
         compares.record(shadow.ordinal(), shadow.version(), enforced.id().equals(shadow.id()) ? enforced.version() : 0,
-            work.keys, work.shadowCompareOffset[j], work.shadowCompareLength[j], work.shadowCompareHash[j],
+            work.keys, work.shadows.compareOffset[j], work.shadows.compareLength[j], work.shadows.compareHash[j],
             enforcedAllowed, wouldAllow, nowMillis);
     }
 

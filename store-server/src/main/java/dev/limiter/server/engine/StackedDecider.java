@@ -112,7 +112,7 @@ final class StackedDecider
         CompiledPolicy named = own;
         // A policy's extra limits follow it in the parts and share its ordinal: count its overage once.
         int overageCounted = shard.countOverage(own.ordinal(), verdict.reason(), -1);
-        int check = leases ? FrameWork.leaseCheck(FrameWork.LEASE_CHECK_SEED, own) : FrameWork.LEASE_CHECK_SEED;
+        int check = leases ? LeaseChecks.fold(LeaseChecks.SEED, own) : LeaseChecks.SEED;
         boolean allowed = verdict.allowed();
         ReasonCode reason = verdict.reason();
         long remaining = verdict.remainingTokens();
@@ -126,7 +126,7 @@ final class StackedDecider
                 work.leaseId[i], now))
             {
                 leases = true;
-                check = FrameWork.leaseCheck(check, part);
+                check = LeaseChecks.fold(check, part);
             }
             overageCounted = shard.countOverage(part.ordinal(), verdict.reason(), overageCounted);
             // The tightest scope names the answer; on a tie, one that went into its soft overage.
