@@ -40,6 +40,11 @@ final class PolicyCatalogue
     {
     }
 
+    /** A scheduled version whose time has come: version {@code at + 1} of {@code policy}. */
+    private record Due(CataloguedPolicy policy, int at)
+    {
+    }
+
     private final List<Slot> byOrdinal = new ArrayList<>();
     /** In creation order (the order the set is built in, the same on every replica). */
     private final Map<String, CataloguedPolicy> byId = new LinkedHashMap<>();
@@ -97,15 +102,16 @@ final class PolicyCatalogue
     private boolean activateScheduled(final PolicyCommand command, final long before)
     {
         final long now = clock.millis();
-        final List<String[]> due = new ArrayList<>();
+        final List<Due> due = new ArrayList<>();
         for (final CataloguedPolicy history : byId.values())
         {
-            for (final PolicyVersion version : history.versions)
+            for (int at = 0; at < history.versions.size(); at++)
             {
+                final PolicyVersion version = history.versions.get(at);
                 final long from = PolicyVersions.effectiveFromMillis(version);
                 if (from > before && from <= now && !version.getBlocked())
                 {
-                    due.add(new String[] {history.id, Long.toString(version.getPolicy().getVersion())});
+                    due.add(new Due(history, at));
                 }
             }
         }
@@ -114,10 +120,10 @@ final class PolicyCatalogue
             return false;
         }
         // In version order within a policy, policies in creation order: the same on every replica.
-        for (final String[] entry : due)
+        for (final Due entry : due)
         {
-            final CataloguedPolicy history = byId.get(entry[0]);
-            final int at = Integer.parseInt(entry[1]) - 1;
+            final CataloguedPolicy history = entry.policy();
+            final int at = entry.at();
             final PolicyVersion version = history.versions.get(at);
             try
             {
@@ -140,7 +146,6 @@ final class PolicyCatalogue
         install();
         return true;
     }
-
 
     /** Whether a scheduled version's time has come by {@code nowMillis} (the leader then ticks). */
     boolean scheduledDue(final long nowMillis)
@@ -357,7 +362,6 @@ final class PolicyCatalogue
         audit.record(command, action, id, version, owner, reason, detail);
     }
 
-
     /** Version of the whole set: bumped by every change. */
     long setVersion()
     {
@@ -418,7 +422,6 @@ final class PolicyCatalogue
         final CataloguedPolicy history = byId.get(id);
         return history == null ? null : PolicyHistory.newBuilder().setId(id).addAllVersions(history.versions).build();
     }
-
 
     void writeTo(final PolicyStateSnapshot.Builder snapshot)
     {

@@ -47,8 +47,9 @@ import java.util.function.Predicate;
  * every version ({@link VersionRates}, which other groups' apply threads wait on), exemptions
  * ({@link ExemptionBook}: EXEMPT, UNEXEMPT, TICK), SDK reports ({@link DegradedWindows}: DEGRADED),
  * membership records ({@link MembershipAudit}: MEMBERS), region shares ({@link RegionShareBook}:
- * REGION_SHARES) and appeals of rejected decisions ({@link AppealBook}: APPEAL). Here stay the log's clock, the order of each command's steps, the listeners, and
- * the snapshot, which each owner writes its part of.
+ * REGION_SHARES) and appeals of rejected decisions ({@link AppealBook}: APPEAL). Here stay the
+ * log's clock, the order of each command's steps, the listeners, and the snapshot, which each
+ * owner writes its part of.
  */
 public final class PolicyState
 {
@@ -73,7 +74,8 @@ public final class PolicyState
 
         static Outcome invalid(final String error, final List<String> errors)
         {
-            return new Outcome(Status.INVALID, null, AdminError.newBuilder().setError(error).addAllErrors(errors).build());
+            return new Outcome(Status.INVALID, null,
+                AdminError.newBuilder().setError(error).addAllErrors(errors).build());
         }
 
         static Outcome notFound(final String error)
@@ -512,6 +514,7 @@ public final class PolicyState
     {
         return PolicyCommand.newBuilder()
             .setActor(actor)
-            .setAt(Timestamp.newBuilder().setSeconds(Math.floorDiv(wallMillis, 1000)).setNanos((int)Math.floorMod(wallMillis, 1000) * 1_000_000));
+            .setAt(Timestamp.newBuilder().setSeconds(Math.floorDiv(wallMillis, 1000))
+                .setNanos((int)Math.floorMod(wallMillis, 1000) * 1_000_000));
     }
 }
