@@ -9,9 +9,10 @@ import java.util.Map;
 
 /**
  * Which owner applies each type of control command: one handler per {@link PolicyCommand.ChangeCase},
- * registered by the class that holds the state the command changes. That class also writes the
- * entry's reply. A command of a type nobody registered (an empty command, or one from a newer
- * version) is refused and changes nothing.
+ * registered for the class that holds the state the command changes (the policy commands go to
+ * {@link PolicyCommands}, which reads them against the {@link PolicyCatalogue}). The handler also
+ * writes the entry's reply. A command of a type nobody registered (an empty command, or one from a
+ * newer version) is refused and changes nothing.
  */
 final class CommandTable
 {

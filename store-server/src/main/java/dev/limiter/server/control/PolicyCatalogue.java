@@ -1,13 +1,10 @@
 package dev.limiter.server.control;
 
-import com.google.protobuf.util.Timestamps;
 import dev.limiter.protocol.CompiledPolicy;
 import dev.limiter.protocol.Limit;
 import dev.limiter.protocol.PolicySetIndex;
 import dev.limiter.protocol.PolicyValidationException;
-import dev.limiter.protocol.policy.AdminError;
 import dev.limiter.protocol.policy.ChangeResult;
-import dev.limiter.protocol.policy.DeleteCommand;
 import dev.limiter.protocol.policy.Mode;
 import dev.limiter.protocol.policy.OrdinalSlot;
 import dev.limiter.protocol.policy.Policy;
@@ -16,83 +13,41 @@ import dev.limiter.protocol.policy.PolicyHistory;
 import dev.limiter.protocol.policy.PolicySet;
 import dev.limiter.protocol.policy.PolicyStateSnapshot;
 import dev.limiter.protocol.policy.PolicyVersion;
-import dev.limiter.protocol.policy.RollbackCommand;
 import dev.limiter.server.control.PolicyState.Outcome;
 import dev.limiter.server.control.PolicyState.Status;
 
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.stream.IntStream;
 
 /**
  * The policy catalogue: every version of every policy, the ordinals they hold, the set in force
- * and its version. It owns the BOOTSTRAP, PUT, ROLLBACK and DELETE commands and writes their
- * replies, brings scheduled versions into force as the log's clock passes them, and publishes the
- * rates of every version to {@link VersionRates} after each change. Histories, ordinals, the set
- * and the rates change together in every command (a put is checked by compiling the set it would
- * make, with the ordinals it would assign, now and once every scheduled version has taken effect),
- * so they live in one class. Not thread-safe: {@link PolicyState} guards it; {@link #index()} and
+ * and its version, and the rates of every version, published to {@link VersionRates}. These change
+ * together, in one step: a new version is committed only if the set it makes compiles, with the
+ * ordinals it would assign, now and once every scheduled version has taken effect
+ * ({@link #commit}); a scheduled version comes into force, or is blocked, as the log's clock passes
+ * its time ({@link #afterCommand}). What a policy command asks for and whether it is well-formed
+ * is {@link PolicyCommands}'. Not thread-safe: {@link PolicyState} guards it; {@link #index()} and
  * {@link #bootstrapped()} may be read from any thread.
  */
 final class PolicyCatalogue
 {
-    private static final class History
+    /** Whose ordinal is whose: ordinal i belongs to one policy id in one mode. */
+    private record Slot(CataloguedPolicy history, boolean shadow)
     {
-        final String id;
-        final List<PolicyVersion> versions = new ArrayList<>();
-        /** Every limit of each version (its own first, then its extra limits). */
-        final List<Limit[]> rates = new ArrayList<>();
-        /** Whether each version's budget is split into per-shard shares ({@link CompiledPolicy#splitsAcrossShards}). */
-        final List<Boolean> split = new ArrayList<>();
-        int enforceOrdinal = -1;
-        int shadowOrdinal = -1;
-
-        /**
-         * Whether this node decides against a region's share of regional policies (their rates then
-         * count thousandths of a token).
-         */
-        private final boolean regions;
-
-        History(final String id, final boolean regions)
-        {
-            this.id = id;
-            this.regions = regions;
-        }
-
-        PolicyVersion latest()
-        {
-            return versions.get(versions.size() - 1);
-        }
-
-        boolean inForce()
-        {
-            return PolicyVersions.enforced(versions, Long.MAX_VALUE - 1) != null ||
-                PolicyVersions.shadowed(versions, Long.MAX_VALUE - 1) != null;
-        }
-
-        void add(final PolicyVersion version)
-        {
-            versions.add(version);
-            // A tombstone keeps the rate of what it deleted: buckets of that version still refill.
-            final Policy policy = version.getPolicy();
-            rates.add(version.getDeleted() && !rates.isEmpty() ? rates.get(rates.size() - 1) : PolicySetIndex.limitsOf(
-                regions && policy.hasRegional() ? PolicySetIndex.scaledForRegions(policy) : policy));
-            split.add(version.getDeleted() && !split.isEmpty() ? split.get(split.size() - 1) :
-                CompiledPolicy.splitsAcrossShards(policy));
-        }
     }
 
-    /** Whose ordinal is whose: ordinal i belongs to one policy id in one mode. */
-    private record Slot(History history, boolean shadow)
+    /** A scheduled version whose time has come: version {@code at + 1} of {@code policy}. */
+    private record Due(CataloguedPolicy policy, int at)
     {
     }
 
     private final List<Slot> byOrdinal = new ArrayList<>();
     /** In creation order (the order the set is built in, the same on every replica). */
-    private final Map<String, History> byId = new LinkedHashMap<>();
+    private final Map<String, CataloguedPolicy> byId = new LinkedHashMap<>();
     /** Ordinals a candidate set would give ids that have none yet (while compiling it). */
     private final Map<String, Integer> provisional = new HashMap<>();
     private final AuditTrail audit;
@@ -147,15 +102,16 @@ final class PolicyCatalogue
     private boolean activateScheduled(final PolicyCommand command, final long before)
     {
         final long now = clock.millis();
-        final List<String[]> due = new ArrayList<>();
-        for (final History history : byId.values())
+        final List<Due> due = new ArrayList<>();
+        for (final CataloguedPolicy history : byId.values())
         {
-            for (final PolicyVersion version : history.versions)
+            for (int at = 0; at < history.versions.size(); at++)
             {
+                final PolicyVersion version = history.versions.get(at);
                 final long from = PolicyVersions.effectiveFromMillis(version);
                 if (from > before && from <= now && !version.getBlocked())
                 {
-                    due.add(new String[] {history.id, Long.toString(version.getPolicy().getVersion())});
+                    due.add(new Due(history, at));
                 }
             }
         }
@@ -164,10 +120,10 @@ final class PolicyCatalogue
             return false;
         }
         // In version order within a policy, policies in creation order: the same on every replica.
-        for (final String[] entry : due)
+        for (final Due entry : due)
         {
-            final History history = byId.get(entry[0]);
-            final int at = Integer.parseInt(entry[1]) - 1;
+            final CataloguedPolicy history = entry.policy();
+            final int at = entry.at();
             final PolicyVersion version = history.versions.get(at);
             try
             {
@@ -181,7 +137,7 @@ final class PolicyCatalogue
             catch (final PolicyValidationException e)
             {
                 // Another change since it was scheduled would make the set invalid with it: it never takes effect.
-                history.versions.set(at, version.toBuilder().setBlocked(true).build());
+                history.block(at);
                 record(command, "POLICY_SCHEDULE_BLOCKED", history.id, version.getPolicy().getVersion(),
                     version.getPolicy().getOwner(), version.getPolicy().getReason(),
                     "not in force: " + String.join("; ", e.errors()));
@@ -191,12 +147,11 @@ final class PolicyCatalogue
         return true;
     }
 
-
     /** Whether a scheduled version's time has come by {@code nowMillis} (the leader then ticks). */
     boolean scheduledDue(final long nowMillis)
     {
         final long applied = clock.millis();
-        for (final History history : byId.values())
+        for (final CataloguedPolicy history : byId.values())
         {
             for (final PolicyVersion version : history.versions)
             {
@@ -210,26 +165,15 @@ final class PolicyCatalogue
         return false;
     }
 
-    Outcome bootstrap(final PolicyCommand command)
+    /**
+     * Installs the first set, from the policy file (compiled): each policy's version 1, the file's
+     * order becoming the ordinals (policies first, the default last, as compile numbers them).
+     */
+    Outcome seed(final PolicyCommand command, final PolicySetIndex compiled)
     {
-        if (bootstrapped)
-        {
-            return new Outcome(Status.IGNORED, ChangeResult.newBuilder().setSetVersion(setVersion).build(), null);
-        }
-        final PolicySet file = command.getBootstrap();
-        final PolicySetIndex compiled;
-        try
-        {
-            compiled = PolicySetIndex.compile(file);
-        }
-        catch (final PolicyValidationException e)
-        {
-            return Outcome.invalid("the policy file is invalid", e.errors());
-        }
-        // The file's order becomes the ordinals: policies first, the default last (as compile numbers them).
         for (final CompiledPolicy policy : compiled.policies())
         {
-            final History history = new History(policy.id(), regions);
+            final CataloguedPolicy history = new CataloguedPolicy(policy.id(), regions);
             history.add(PolicyVersion.newBuilder()
                 .setPolicy(policy.source().toBuilder().setVersion(1).build())
                 .setActor(command.getActor())
@@ -239,7 +183,7 @@ final class PolicyCatalogue
             assignOrdinal(history, policy.shadow());
         }
         defaultId = compiled.defaultPolicy().id();
-        setVersion = Math.max(1, file.getVersion());
+        setVersion = Math.max(1, command.getBootstrap().getVersion());
         bootstrapped = true;
         install();
         record(command, "POLICIES_BOOTSTRAPPED", "", 0, "", "seed of a new cluster",
@@ -247,162 +191,29 @@ final class PolicyCatalogue
         return Outcome.ok(ChangeResult.newBuilder().setSetVersion(setVersion).build());
     }
 
-    Outcome put(final PolicyCommand command)
+    /** Every version of policy {@code id}, oldest first (read only), or null when the id was never used. */
+    List<PolicyVersion> versions(final String id)
     {
-        final long at = PolicyVersions.millis(command.getAt());
-        // A time already passed means now.
-        Policy wanted = command.getPut().hasEffectiveFrom() &&
-            PolicyVersions.millis(command.getPut().getEffectiveFrom()) <= at ?
-            command.getPut().toBuilder().clearEffectiveFrom().build() : command.getPut();
-        final List<String> rolloutErrors = new ArrayList<>();
-        if (wanted.hasRollout())
-        {
-            // The tenants left out stay on what was enforced before the rollout began.
-            final History current = byId.get(wanted.getId());
-            final PolicyVersion enforcedNow = current == null ? null :
-                PolicyVersions.enforced(current.versions, clock.millis());
-            if (enforcedNow == null)
-            {
-                rolloutErrors.add("policy.rollout: needs a version of this policy in force to start from; " +
-                    "put one without a rollout first");
-                wanted = wanted.toBuilder().clearRollout().build();
-            }
-            else
-            {
-                final Policy base = enforcedNow.getPolicy().hasRollout() ?
-                    enforcedNow.getPolicy().getRollout().getFallback() : enforcedNow.getPolicy();
-                if (!base.getSelector().equals(wanted.getSelector()))
-                {
-                    rolloutErrors.add("policy.selector: must stay as in version " + base.getVersion() +
-                        " during a rollout (the tenants left out stay on it); finish or roll back the rollout first");
-                }
-                wanted = wanted.toBuilder().setRollout(wanted.getRollout().toBuilder().setFallback(base)).build();
-            }
-        }
-        final List<String> errors =
-            new ArrayList<>(rolloutErrors.isEmpty() ? PolicySetIndex.validatePolicy(wanted) : rolloutErrors);
-        if (wanted.getReason().isBlank())
-        {
-            errors.add("policy.reason: required (why this version exists)");
-        }
-        if (wanted.hasEffectiveFrom() &&
-            PolicyVersions.millis(wanted.getEffectiveFrom()) - at > PolicyState.MAX_SCHEDULE_MILLIS)
-        {
-            errors.add("policy.effectiveFrom: at most 366 days ahead");
-        }
-        if (wanted.getMode() == Mode.SHADOW && wanted.getId().equals(defaultId))
-        {
-            errors.add("policy.mode: the default policy cannot be shadowed; shadow a policy with a selector instead");
-        }
-        if (!errors.isEmpty())
-        {
-            return Outcome.invalid("policy " + wanted.getId() + " is invalid; nothing changed", errors);
-        }
-        final History existing = byId.get(wanted.getId());
-        final long newest = existing == null ? 0 : existing.versions.size();
-        if (command.getExpectedVersion() != 0 && command.getExpectedVersion() != newest)
-        {
-            return new Outcome(Status.CONFLICT, null, AdminError.newBuilder()
-                .setError("policy " + wanted.getId() + " is at version " + newest + ", not " +
-                    command.getExpectedVersion() +
-                    ": it changed since you read it; read it again and redo the change (nothing changed)").build());
-        }
-        if (existing != null && existing.inForce() && PolicyDiff.samePolicy(existing.latest().getPolicy(), wanted))
-        {
-            return Outcome.invalid("policy " + wanted.getId() + " version " + existing.versions.size() +
-                " already says exactly this; nothing changed", List.of());
-        }
-        final long version = existing == null ? 1 : existing.versions.size() + 1;
-        final PolicyVersion made = PolicyVersion.newBuilder()
-            .setPolicy(wanted.toBuilder().setVersion(version).build())
-            .setActor(command.getActor())
-            .setCreatedAt(command.getAt())
-            .build();
-        final String detail = (existing == null || !existing.inForce() ? PolicyDiff.describe(wanted) :
-            PolicyDiff.diff(existing.latest().getPolicy(), wanted)) +
-            (wanted.hasEffectiveFrom() ? "; in force from " + Timestamps.toString(wanted.getEffectiveFrom()) : "");
-        final String action = wanted.hasRollout() ? "POLICY_ROLLOUT" :
-            existing == null || !existing.inForce() ? "POLICY_CREATED" : "POLICY_UPDATED";
-        return commit(command, existing, wanted.getId(), made, action, wanted.getReason(),
-            wanted.hasRollout() ? PolicyDiff.rolloutDetail(wanted) + "; " + detail : detail);
+        final CataloguedPolicy history = byId.get(id);
+        return history == null ? null : Collections.unmodifiableList(history.versions);
     }
 
-    Outcome rollback(final PolicyCommand command)
+    /** Whether {@code id} names the set's default policy. */
+    boolean isDefault(final String id)
     {
-        final RollbackCommand rollback = command.getRollback();
-        final History history = byId.get(rollback.getId());
-        if (history == null)
-        {
-            return Outcome.notFound("no policy " + rollback.getId() + " (see ./limiter policy list)");
-        }
-        final List<String> errors = new ArrayList<>();
-        if (rollback.getReason().isBlank())
-        {
-            errors.add("reason: required (why roll back)");
-        }
-        final int count = history.versions.size();
-        if (rollback.getToVersion() < 1 || rollback.getToVersion() > count)
-        {
-            errors.add("toVersion: " + rollback.getToVersion() + " is not a version of " + history.id +
-                " (1.." + count + ")");
-        }
-        else if (history.versions.get((int)rollback.getToVersion() - 1).getDeleted())
-        {
-            errors.add("toVersion: version " + rollback.getToVersion() +
-                " is a deletion; roll back to a version before it");
-        }
-        if (!errors.isEmpty())
-        {
-            return Outcome.invalid("cannot roll back " + history.id + "; nothing changed", errors);
-        }
-        final Policy target = history.versions.get((int)rollback.getToVersion() - 1).getPolicy();
-        final long version = count + 1;
-        // A rollback takes effect at once, whatever the copied version's schedule was.
-        final Policy restored =
-            target.toBuilder().setVersion(version).setReason(rollback.getReason()).clearEffectiveFrom().build();
-        final PolicyVersion made = PolicyVersion.newBuilder()
-            .setPolicy(restored)
-            .setActor(command.getActor())
-            .setCreatedAt(command.getAt())
-            .setRolledBackFrom(rollback.getToVersion())
-            .build();
-        final String detail = "to version " + rollback.getToVersion() +
-            (history.inForce() ? ": " + PolicyDiff.diff(history.latest().getPolicy(), target) :
-                " (re-creates the deleted policy)");
-        return commit(command, history, history.id, made, "POLICY_ROLLED_BACK", rollback.getReason(), detail);
+        return id.equals(defaultId);
     }
 
-    Outcome delete(final PolicyCommand command)
+    /**
+     * Appends {@code made} to its policy's history if the set stays valid with it, now and once every
+     * scheduled version has taken effect: the histories, ordinals, set and rates change together, and
+     * the change is recorded as {@code action}. Otherwise nothing changes and the reply says why.
+     */
+    Outcome commit(final PolicyCommand command, final PolicyVersion made, final String action, final String reason,
+        final String detail)
     {
-        final DeleteCommand delete = command.getDelete();
-        final History history = byId.get(delete.getId());
-        if (history == null || !history.inForce())
-        {
-            return Outcome.notFound("no policy " + delete.getId() + " in force (see ./limiter policy list)");
-        }
-        if (history.id.equals(defaultId))
-        {
-            return Outcome.invalid("the default policy cannot be deleted; change it with put instead", List.of());
-        }
-        if (delete.getReason().isBlank())
-        {
-            return Outcome.invalid("cannot delete " + history.id + "; nothing changed",
-                List.of("reason: required (why delete it)"));
-        }
-        final PolicyVersion made = PolicyVersion.newBuilder()
-            .setPolicy(history.latest().getPolicy().toBuilder().setVersion(history.versions.size() + 1)
-                .setReason(delete.getReason()))
-            .setActor(command.getActor())
-            .setCreatedAt(command.getAt())
-            .setDeleted(true)
-            .build();
-        return commit(command, history, history.id, made, "POLICY_DELETED", delete.getReason(), "no longer in force");
-    }
-
-    /** Compiles the set as it would be with {@code made}; installs it only if it is valid. */
-    private Outcome commit(final PolicyCommand command, final History existing, final String id,
-        final PolicyVersion made, final String action, final String reason, final String detail)
-    {
+        final String id = made.getPolicy().getId();
+        final CataloguedPolicy existing = byId.get(id);
         final PolicySet candidate = inForceSet(id, made);
         provisional.clear();
         try
@@ -421,7 +232,7 @@ final class PolicyCatalogue
             return Outcome.invalid("the cluster has used all " + PolicySetIndex.MAX_POLICIES + " policy ordinals",
                 List.of());
         }
-        final History history = existing != null ? existing : new History(id, regions);
+        final CataloguedPolicy history = existing != null ? existing : new CataloguedPolicy(id, regions);
         if (existing == null)
         {
             byId.put(id, history);
@@ -440,8 +251,8 @@ final class PolicyCatalogue
     private int ordinalForCompile(final Policy policy)
     {
         final boolean shadow = policy.getMode() == Mode.SHADOW;
-        final History history = byId.get(policy.getId());
-        final int assigned = history == null ? -1 : shadow ? history.shadowOrdinal : history.enforceOrdinal;
+        final CataloguedPolicy history = byId.get(policy.getId());
+        final int assigned = history == null ? -1 : history.ordinal(shadow);
         if (assigned >= 0)
         {
             return assigned;
@@ -457,22 +268,14 @@ final class PolicyCatalogue
         return next;
     }
 
-    private void assignOrdinal(final History history, final boolean shadow)
+    private void assignOrdinal(final CataloguedPolicy history, final boolean shadow)
     {
-        if ((shadow ? history.shadowOrdinal : history.enforceOrdinal) >= 0)
+        if (history.ordinal(shadow) >= 0)
         {
             return;
         }
-        final int ordinal = byOrdinal.size();
+        history.holdOrdinal(shadow, byOrdinal.size());
         byOrdinal.add(new Slot(history, shadow));
-        if (shadow)
-        {
-            history.shadowOrdinal = ordinal;
-        }
-        else
-        {
-            history.enforceOrdinal = ordinal;
-        }
     }
 
     /** The set in force, with {@code replacement} (a new version of its id) in place of the current one. */
@@ -485,7 +288,7 @@ final class PolicyCatalogue
     {
         final PolicySet.Builder set = PolicySet.newBuilder().setVersion(setVersion + 1);
         boolean placed = false;
-        for (final History history : byId.values())
+        for (final CataloguedPolicy history : byId.values())
         {
             List<PolicyVersion> versions = history.versions;
             if (history.id.equals(replacedId))
@@ -531,7 +334,7 @@ final class PolicyCatalogue
         {
             // A sweep asks of a bucket under this ordinal: the newest version of the ordinal's mode.
             final Slot slot = byOrdinal.get(ordinal);
-            final History history = slot.history();
+            final CataloguedPolicy history = slot.history();
             rates[ordinal] = history.rates.get(0)[0];
             for (int v = history.versions.size() - 1; v >= 0; v--)
             {
@@ -559,7 +362,6 @@ final class PolicyCatalogue
         audit.record(command, action, id, version, owner, reason, detail);
     }
 
-
     /** Version of the whole set: bumped by every change. */
     long setVersion()
     {
@@ -575,7 +377,7 @@ final class PolicyCatalogue
     /** The version in force of one policy, or null. */
     Policy current(final String id)
     {
-        final History history = byId.get(id);
+        final CataloguedPolicy history = byId.get(id);
         if (history == null)
         {
             return null;
@@ -589,12 +391,12 @@ final class PolicyCatalogue
     /** The ordinals an id holds (enforced, shadow), those assigned; empty when none. */
     int[] ordinalsOf(final String id)
     {
-        final History history = byId.get(id);
+        final CataloguedPolicy history = byId.get(id);
         if (history == null)
         {
             return new int[0];
         }
-        return IntStream.of(history.enforceOrdinal, history.shadowOrdinal).filter(o -> o >= 0).toArray();
+        return history.ordinals();
     }
 
     /** The policy behind a bucket key: version {@code version} of whatever holds {@code ordinal}, or null. */
@@ -617,15 +419,14 @@ final class PolicyCatalogue
     /** Every version of one policy, oldest first, or null when the id was never used. */
     PolicyHistory history(final String id)
     {
-        final History history = byId.get(id);
+        final CataloguedPolicy history = byId.get(id);
         return history == null ? null : PolicyHistory.newBuilder().setId(id).addAllVersions(history.versions).build();
     }
-
 
     void writeTo(final PolicyStateSnapshot.Builder snapshot)
     {
         snapshot.setDefaultId(defaultId).setSetVersion(setVersion).setBootstrapped(bootstrapped);
-        for (final History history : byId.values())
+        for (final CataloguedPolicy history : byId.values())
         {
             snapshot.addHistories(PolicyHistory.newBuilder().setId(history.id).addAllVersions(history.versions));
         }
@@ -642,7 +443,7 @@ final class PolicyCatalogue
         byId.clear();
         for (final PolicyHistory stored : snapshot.getHistoriesList())
         {
-            final History history = new History(stored.getId(), regions);
+            final CataloguedPolicy history = new CataloguedPolicy(stored.getId(), regions);
             stored.getVersionsList().forEach(history::add);
             byId.put(history.id, history);
         }

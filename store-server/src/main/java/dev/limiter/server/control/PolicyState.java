@@ -42,12 +42,14 @@ import java.util.function.Predicate;
  * <p>
  * This class is the state machine only: each command type goes through a {@link CommandTable} to
  * the owner of the state it changes, which also writes the entry's reply. The policy catalogue
- * ({@link PolicyCatalogue}: BOOTSTRAP, PUT, ROLLBACK, DELETE and scheduled versions), the rates of
+ * ({@link PolicyCatalogue}: the versions, ordinals and set, and scheduled versions; its commands
+ * BOOTSTRAP, PUT, ROLLBACK and DELETE handled by {@link PolicyCommands}), the rates of
  * every version ({@link VersionRates}, which other groups' apply threads wait on), exemptions
  * ({@link ExemptionBook}: EXEMPT, UNEXEMPT, TICK), SDK reports ({@link DegradedWindows}: DEGRADED),
  * membership records ({@link MembershipAudit}: MEMBERS), region shares ({@link RegionShareBook}:
- * REGION_SHARES) and appeals of rejected decisions ({@link AppealBook}: APPEAL). Here stay the log's clock, the order of each command's steps, the listeners, and
- * the snapshot, which each owner writes its part of.
+ * REGION_SHARES) and appeals of rejected decisions ({@link AppealBook}: APPEAL). Here stay the
+ * log's clock, the order of each command's steps, the listeners, and the snapshot, which each
+ * owner writes its part of.
  */
 public final class PolicyState
 {
@@ -72,7 +74,8 @@ public final class PolicyState
 
         static Outcome invalid(final String error, final List<String> errors)
         {
-            return new Outcome(Status.INVALID, null, AdminError.newBuilder().setError(error).addAllErrors(errors).build());
+            return new Outcome(Status.INVALID, null,
+                AdminError.newBuilder().setError(error).addAllErrors(errors).build());
         }
 
         static Outcome notFound(final String error)
@@ -152,16 +155,17 @@ public final class PolicyState
         this.regions = regions;
         versionRates = new VersionRates(shards);
         catalogue = new PolicyCatalogue(audit, clock, versionRates, regions);
+        final PolicyCommands policies = new PolicyCommands(catalogue, clock);
         exemptions = new ExemptionBook(audit, catalogue::setVersion);
         degradedWindows = new DegradedWindows(audit, catalogue::setVersion);
         membership = new MembershipAudit(audit, catalogue::setVersion);
         regionShares = new RegionShareBook(catalogue::setVersion);
         appeals = new AppealBook(audit, catalogue::setVersion, catalogue::history);
         commands
-            .on(PolicyCommand.ChangeCase.BOOTSTRAP, CommandTable.Audience.POLICY_SET, catalogue::bootstrap)
-            .on(PolicyCommand.ChangeCase.PUT, CommandTable.Audience.POLICY_SET, catalogue::put)
-            .on(PolicyCommand.ChangeCase.ROLLBACK, CommandTable.Audience.POLICY_SET, catalogue::rollback)
-            .on(PolicyCommand.ChangeCase.DELETE, CommandTable.Audience.POLICY_SET, catalogue::delete)
+            .on(PolicyCommand.ChangeCase.BOOTSTRAP, CommandTable.Audience.POLICY_SET, policies::bootstrap)
+            .on(PolicyCommand.ChangeCase.PUT, CommandTable.Audience.POLICY_SET, policies::put)
+            .on(PolicyCommand.ChangeCase.ROLLBACK, CommandTable.Audience.POLICY_SET, policies::rollback)
+            .on(PolicyCommand.ChangeCase.DELETE, CommandTable.Audience.POLICY_SET, policies::delete)
             .on(PolicyCommand.ChangeCase.EXEMPT, CommandTable.Audience.POLICY_SET, exemptions::exempt)
             .on(PolicyCommand.ChangeCase.UNEXEMPT, CommandTable.Audience.POLICY_SET, exemptions::unexempt)
             .on(PolicyCommand.ChangeCase.TICK, CommandTable.Audience.POLICY_SET, exemptions::tick)
@@ -510,6 +514,7 @@ public final class PolicyState
     {
         return PolicyCommand.newBuilder()
             .setActor(actor)
-            .setAt(Timestamp.newBuilder().setSeconds(Math.floorDiv(wallMillis, 1000)).setNanos((int)Math.floorMod(wallMillis, 1000) * 1_000_000));
+            .setAt(Timestamp.newBuilder().setSeconds(Math.floorDiv(wallMillis, 1000))
+                .setNanos((int)Math.floorMod(wallMillis, 1000) * 1_000_000));
     }
 }

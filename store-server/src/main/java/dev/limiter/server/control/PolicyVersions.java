@@ -69,6 +69,15 @@ final class PolicyVersions
         return null;
     }
 
+    /**
+     * Whether the policy is in force now or will be once its scheduled versions have taken effect:
+     * its newest version that was not blocked is no deletion (as put, rollback and delete judge it).
+     */
+    static boolean inForce(final List<PolicyVersion> versions)
+    {
+        return enforced(versions, Long.MAX_VALUE - 1) != null || shadowed(versions, Long.MAX_VALUE - 1) != null;
+    }
+
     /** Epoch milliseconds of a protobuf timestamp (whole milliseconds, as the log's times are taken). */
     static long millis(final Timestamp t)
     {
