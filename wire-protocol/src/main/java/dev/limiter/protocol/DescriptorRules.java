@@ -195,6 +195,11 @@ public final class DescriptorRules
         final int end = offset + length;
         while (i < end)
         {
+            if (end - i >= Long.BYTES && printableAscii(buf.getLongLE(i)))
+            {
+                i += Long.BYTES; // the usual field: eight bytes at a time, each a printable ASCII character
+                continue;
+            }
             final int b0 = buf.getByte(i) & 0xFF;
             if (b0 < 0x80)
             {
@@ -217,6 +222,20 @@ public final class DescriptorRules
             i += sequence;
         }
         return FieldProblem.NONE;
+    }
+
+    /**
+     * Whether every byte of {@code word} is printable ASCII (0x20 to 0x7E): none has its high bit set,
+     * none is below 0x20 and none is 0x7F. Exact: a borrow in the subtractions starts only at a byte
+     * below what is subtracted from it, so a flagged byte means some byte of the word is out of range.
+     */
+    static boolean printableAscii(final long word)
+    {
+        final long highBits = 0x8080_8080_8080_8080L;
+        final long belowSpace = (word - 0x2020_2020_2020_2020L) & ~word & highBits;
+        final long delete = word ^ 0x7F7F_7F7F_7F7F_7F7FL;
+        final long anyDelete = (delete - 0x0101_0101_0101_0101L) & ~delete & highBits;
+        return ((word & highBits) | belowSpace | anyDelete) == 0;
     }
 
     static boolean isAsciiSpace(final byte b)
