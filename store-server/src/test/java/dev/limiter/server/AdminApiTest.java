@@ -7,6 +7,9 @@ import dev.limiter.protocol.ReasonCode;
 import dev.limiter.client.LimiterRequestException;
 import dev.limiter.server.engine.MonotonicClock;
 import dev.limiter.server.testing.Await;
+import dev.limiter.server.testing.ManualClock;
+import dev.limiter.server.testing.RawConnection;
+import dev.limiter.server.testing.TestNode;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -22,7 +25,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Set;
 
-import static dev.limiter.server.TestNode.SECOND;
+import static dev.limiter.server.testing.TestNode.SECOND;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;

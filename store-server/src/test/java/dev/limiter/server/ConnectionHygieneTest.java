@@ -2,6 +2,9 @@ package dev.limiter.server;
 
 import dev.limiter.protocol.ErrorCode;
 import dev.limiter.protocol.MessageType;
+import dev.limiter.server.testing.ManualClock;
+import dev.limiter.server.testing.RawConnection;
+import dev.limiter.server.testing.TestNode;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -17,7 +20,7 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 
-import static dev.limiter.server.TestNode.SECOND;
+import static dev.limiter.server.testing.TestNode.SECOND;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;

@@ -7,6 +7,7 @@ import dev.limiter.client.LimiterClient;
 import dev.limiter.client.RateLimitHeaders;
 import dev.limiter.client.Retrier;
 import dev.limiter.server.engine.MonotonicClock;
+import dev.limiter.server.testing.TestNode;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;

@@ -3,6 +3,7 @@ package dev.limiter.server;
 import dev.limiter.client.Decision;
 import dev.limiter.client.Descriptor;
 import dev.limiter.client.LimiterClient;
+import dev.limiter.server.testing.TestNode;
 import io.netty.channel.epoll.Epoll;
 import io.netty.channel.uring.IoUring;
 import org.junit.jupiter.api.Test;

@@ -5,6 +5,10 @@ import dev.limiter.protocol.ErrorCode;
 import dev.limiter.protocol.MessageType;
 import dev.limiter.raft.RaftNodeConfig;
 import dev.limiter.server.testing.Await;
+import dev.limiter.server.testing.ClosingTogether;
+import dev.limiter.server.testing.ClusterPorts;
+import dev.limiter.server.testing.RawConnection;
+import dev.limiter.server.testing.TestNode;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -22,7 +26,7 @@ import java.util.Map;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 
-import static dev.limiter.server.TestNode.SECOND;
+import static dev.limiter.server.testing.TestNode.SECOND;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -79,7 +83,7 @@ class LeaderLeaseTest
 
     private static byte[] acquire(final String tenant)
     {
-        return BadInputTest.acquireBody(AcquireCodec.encodeFields(tenant, "", "", "/v1/orders/1", "", ""));
+        return RawConnection.acquireBody(AcquireCodec.encodeFields(tenant, "", "", "/v1/orders/1", "", ""));
     }
 
     @Test

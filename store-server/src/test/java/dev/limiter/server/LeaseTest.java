@@ -7,6 +7,9 @@ import dev.limiter.client.LimiterClient;
 import dev.limiter.protocol.LeaseToken;
 import dev.limiter.protocol.ReasonCode;
 import dev.limiter.server.testing.Await;
+import dev.limiter.server.testing.KeyHashCollisions;
+import dev.limiter.server.testing.ManualClock;
+import dev.limiter.server.testing.TestNode;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -18,7 +21,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 
-import static dev.limiter.server.TestNode.SECOND;
+import static dev.limiter.server.testing.TestNode.SECOND;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;

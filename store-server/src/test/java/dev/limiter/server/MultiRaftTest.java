@@ -13,6 +13,10 @@ import dev.limiter.protocol.status.StatusReport;
 import dev.limiter.server.cluster.ReplicationGroups;
 import dev.limiter.server.engine.FrameRouter;
 import dev.limiter.server.testing.Await;
+import dev.limiter.server.testing.ClosingTogether;
+import dev.limiter.server.testing.ClusterPorts;
+import dev.limiter.server.testing.RawConnection;
+import dev.limiter.server.testing.TestNode;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -242,7 +246,7 @@ class MultiRaftTest
         // A node asked for a shard it does not lead names that shard's leader.
         final String tenant = tenantOn(1, 0);
         final RawConnection.Answer answer = RawConnection.exchange(peers.get("n1").getPort(), MessageType.ACQUIRE,
-            BadInputTest.acquireBody(AcquireCodec.encodeFields(tenant, "", "", "/v1/orders/1", "", "")));
+            RawConnection.acquireBody(AcquireCodec.encodeFields(tenant, "", "", "/v1/orders/1", "", "")));
         assertEquals(ErrorCode.NOT_LEADER, answer.errorCode());
         assertEquals("127.0.0.1:" + peers.get("n2").getPort(), answer.errorMessage());
 

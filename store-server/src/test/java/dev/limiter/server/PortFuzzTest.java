@@ -3,6 +3,8 @@ package dev.limiter.server;
 import dev.limiter.client.Descriptor;
 import dev.limiter.client.LimiterClient;
 import dev.limiter.server.testing.Await;
+import dev.limiter.server.testing.ClusterPorts;
+import dev.limiter.server.testing.TestNode;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;

@@ -10,6 +10,8 @@ import dev.limiter.protocol.status.RegionStatus;
 import dev.limiter.server.net.TlsClientAuth;
 import dev.limiter.server.region.RegionConfig;
 import dev.limiter.server.testing.Await;
+import dev.limiter.server.testing.ClusterPorts;
+import dev.limiter.server.testing.TestCertificates;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;

@@ -6,6 +6,8 @@ import dev.limiter.client.LimiterClient;
 import dev.limiter.protocol.ReasonCode;
 import dev.limiter.server.engine.MonotonicClock;
 import dev.limiter.server.testing.Await;
+import dev.limiter.server.testing.DelayingProxy;
+import dev.limiter.server.testing.TestNode;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;

@@ -5,6 +5,7 @@ import dev.limiter.client.Descriptor;
 import dev.limiter.client.LimiterClient;
 import dev.limiter.client.LimiterException;
 import dev.limiter.server.testing.Await;
+import dev.limiter.server.testing.ProcessCluster;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.condition.EnabledIfSystemProperty;

@@ -9,7 +9,7 @@ import dev.limiter.protocol.HelloCodec;
 import dev.limiter.protocol.MessageType;
 import dev.limiter.protocol.ResultDecoder;
 import dev.limiter.protocol.policy.PolicySet;
-import dev.limiter.server.ManualClock;
+import dev.limiter.server.testing.ManualClock;
 import dev.limiter.server.control.PolicyControl;
 import dev.limiter.server.control.PolicyState;
 import dev.limiter.server.metrics.ServerMetrics;

@@ -4,7 +4,7 @@ import com.google.protobuf.util.JsonFormat;
 import dev.limiter.protocol.AcquireCodec;
 import dev.limiter.protocol.MessageType;
 import dev.limiter.protocol.policy.PolicySet;
-import dev.limiter.server.ManualClock;
+import dev.limiter.server.testing.ManualClock;
 import dev.limiter.server.control.PolicyControl;
 import dev.limiter.server.control.PolicyState;
 import dev.limiter.server.metrics.ServerMetrics;

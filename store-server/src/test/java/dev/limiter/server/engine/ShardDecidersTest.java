@@ -8,7 +8,7 @@ import dev.limiter.protocol.ReasonCode;
 import dev.limiter.protocol.ReleaseCodec;
 import dev.limiter.protocol.ResultCodec;
 import dev.limiter.protocol.policy.PolicySet;
-import dev.limiter.server.ManualClock;
+import dev.limiter.server.testing.ManualClock;
 import dev.limiter.server.control.PolicyControl;
 import dev.limiter.server.control.PolicyState;
 import dev.limiter.server.metrics.ServerMetrics;
