@@ -4,7 +4,6 @@ import dev.limiter.protocol.MessageType;
 import dev.limiter.protocol.StatusJson;
 import dev.limiter.protocol.status.GroupStatus;
 import dev.limiter.protocol.status.StatusReport;
-import dev.limiter.server.ServerMain;
 
 import java.io.IOException;
 import java.nio.file.Files;
