@@ -6,6 +6,7 @@ import dev.limiter.client.Lease;
 import dev.limiter.client.LimiterClient;
 import dev.limiter.client.LimiterException;
 import dev.limiter.protocol.ReasonCode;
+import dev.limiter.server.testing.AdminCalls;
 import dev.limiter.server.testing.Await;
 import dev.limiter.server.testing.ClosingTogether;
 import dev.limiter.server.testing.ClusterPorts;
@@ -425,7 +426,7 @@ class ClusterTest
     /** A membership change through a node's admin API; returns "STATUS:body". */
     private static String members(final StoreServer node, final String method, final String id, final String body) throws Exception
     {
-        final java.net.http.HttpResponse<String> answer = AdminApiTest.call(java.net.http.HttpClient.newHttpClient(), node.adminPort(),
+        final java.net.http.HttpResponse<String> answer = AdminCalls.call(java.net.http.HttpClient.newHttpClient(), node.adminPort(),
             method, "/v1/members/" + id + "?reason=test", body, MEMBERS_TOKEN);
         return answer.statusCode() + ":" + answer.body();
     }
@@ -531,20 +532,20 @@ class ClusterTest
         final String bad = "{\"selector\":{\"route\":\"/v1/orders/{id}\"},\"rate\":1,\"burst\":1,\"owner\":\"team-orders\"," +
             "\"reason\":\"a typo: meant 100\"}";
 
-        final java.net.http.HttpResponse<String> misdirected = AdminApiTest.call(http, follower.adminPort(), "PUT", "/v1/policies/orders", bad, token);
+        final java.net.http.HttpResponse<String> misdirected = AdminCalls.call(http, follower.adminPort(), "PUT", "/v1/policies/orders", bad, token);
         assertEquals(421, misdirected.statusCode(), misdirected.body());
         assertTrue(misdirected.body().contains("\"leader\": \"" + leader.replication().node().nodeId() + "\""), misdirected.body());
 
         try (LimiterClient client = client())
         {
             assertEquals(5, client.acquireBlocking(Descriptor.of("acme", "/v1/orders/1"), 1).limit());
-            final java.net.http.HttpResponse<String> put = AdminApiTest.call(http, leader.adminPort(), "PUT", "/v1/policies/orders", bad, token);
+            final java.net.http.HttpResponse<String> put = AdminCalls.call(http, leader.adminPort(), "PUT", "/v1/policies/orders", bad, token);
             assertEquals(200, put.statusCode(), put.body());
             Await.until("version 2 on every node", Duration.ofSeconds(1), () -> allAtVersion(2));
             assertEquals(1, client.acquireBlocking(Descriptor.of("globex", "/v1/orders/1"), 1).limit());
 
             final long start = System.nanoTime();
-            final java.net.http.HttpResponse<String> rollback = AdminApiTest.call(http, leader.adminPort(), "POST",
+            final java.net.http.HttpResponse<String> rollback = AdminCalls.call(http, leader.adminPort(), "POST",
                 "/v1/policies/orders/rollback", "{\"toVersion\":1,\"reason\":\"v2 denied real traffic\"}", token);
             assertEquals(200, rollback.statusCode(), rollback.body());
             final long setVersion = leader.policyState().setVersion();
@@ -578,7 +579,7 @@ class ClusterTest
         final String token = "drill-token-0123456789abcdef";
         startCluster(1, token);
         final StoreServer leader = leader();
-        final java.net.http.HttpResponse<String> put = AdminApiTest.call(java.net.http.HttpClient.newHttpClient(), leader.adminPort(), "PUT",
+        final java.net.http.HttpResponse<String> put = AdminCalls.call(java.net.http.HttpClient.newHttpClient(), leader.adminPort(), "PUT",
             "/v1/policies/orders-global", "{\"selector\":{\"route\":\"/v1/orders/{id}\"},\"rate\":5,\"burst\":30,\"scope\":\"GLOBAL\"," +
                 "\"stacked\":true,\"owner\":\"platform\",\"reason\":\"route capacity\"}", token);
         assertEquals(200, put.statusCode(), put.body());
@@ -610,7 +611,7 @@ class ClusterTest
         startCluster(2, token);
         final StoreServer first = leader();
         final java.net.http.HttpClient http = java.net.http.HttpClient.newHttpClient();
-        assertEquals(200, AdminApiTest.call(http, first.adminPort(), "PUT", "/v1/policies/exports", "{\"selector\":{\"route\":\"/v1/exports\"}," +
+        assertEquals(200, AdminCalls.call(http, first.adminPort(), "PUT", "/v1/policies/exports", "{\"selector\":{\"route\":\"/v1/exports\"}," +
             "\"maxConcurrent\":3,\"leaseTtl\":\"120s\",\"owner\":\"data\",\"reason\":\"3 exports at a time per tenant\"}", token).statusCode());
         final Descriptor export = Descriptor.of("acme", "/v1/exports");
         try (LimiterClient client = client())
@@ -662,12 +663,12 @@ class ClusterTest
         startCluster(2, token);
         final StoreServer leader = leader();
         final java.net.http.HttpClient http = java.net.http.HttpClient.newHttpClient();
-        assertEquals(200, AdminApiTest.call(http, leader.adminPort(), "PUT", "/v1/policies/daily", "{\"selector\":{\"route\":\"/v1/daily/{id}\"}," +
+        assertEquals(200, AdminCalls.call(http, leader.adminPort(), "PUT", "/v1/policies/daily", "{\"selector\":{\"route\":\"/v1/daily/{id}\"}," +
             "\"rate\":5,\"period\":\"86400s\",\"algorithm\":\"FIXED_WINDOW\",\"owner\":\"billing\",\"reason\":\"5 a day\"}", token).statusCode());
-        assertEquals(200, AdminApiTest.call(http, leader.adminPort(), "PUT", "/v1/policies/rolling", "{\"selector\":{\"route\":\"/v1/rolling/{id}\"}," +
+        assertEquals(200, AdminCalls.call(http, leader.adminPort(), "PUT", "/v1/policies/rolling", "{\"selector\":{\"route\":\"/v1/rolling/{id}\"}," +
             "\"rate\":5,\"period\":\"3600s\",\"algorithm\":\"SLIDING_WINDOW\",\"owner\":\"search\",\"reason\":\"5 an hour\"}", token).statusCode());
         // Several limits: 4 an hour in a bucket, and at most 3 a day: the day's refusals charge nothing.
-        assertEquals(200, AdminApiTest.call(http, leader.adminPort(), "PUT", "/v1/policies/both", "{\"selector\":{\"route\":\"/v1/both/{id}\"}," +
+        assertEquals(200, AdminCalls.call(http, leader.adminPort(), "PUT", "/v1/policies/both", "{\"selector\":{\"route\":\"/v1/both/{id}\"}," +
             "\"rate\":4,\"period\":\"3600s\",\"burst\":4,\"limits\":[{\"rate\":3,\"period\":\"86400s\",\"algorithm\":\"FIXED_WINDOW\"}]," +
             "\"owner\":\"data\",\"reason\":\"4 an hour, 3 a day\"}", token).statusCode());
         final long dayBefore = Math.floorDiv(System.currentTimeMillis(), 86_400_000L);
@@ -710,7 +711,7 @@ class ClusterTest
         final String token = "drill-token-0123456789abcdef";
         startCluster(4, token);
         final StoreServer leader = leader();
-        final java.net.http.HttpResponse<String> put = AdminApiTest.call(java.net.http.HttpClient.newHttpClient(), leader.adminPort(), "PUT",
+        final java.net.http.HttpResponse<String> put = AdminCalls.call(java.net.http.HttpClient.newHttpClient(), leader.adminPort(), "PUT",
             "/v1/policies/orders-user", "{\"selector\":{\"route\":\"/v1/orders/{id}\"},\"rate\":1,\"burst\":2,\"scope\":\"PRINCIPAL\"," +
                 "\"stacked\":true,\"owner\":\"platform\",\"reason\":\"per user\"}", token);
         assertEquals(200, put.statusCode(), put.body());
@@ -754,11 +755,11 @@ class ClusterTest
         startCluster(2, token);
         final StoreServer leader = leader();
         final java.net.http.HttpClient http = java.net.http.HttpClient.newHttpClient();
-        final java.net.http.HttpResponse<String> open = AdminApiTest.call(http, leader.adminPort(), "PUT", "/v1/policies/orders",
+        final java.net.http.HttpResponse<String> open = AdminCalls.call(http, leader.adminPort(), "PUT", "/v1/policies/orders",
             "{\"selector\":{\"route\":\"/v1/orders/{id}\"},\"rate\":100,\"burst\":100,\"failureMode\":\"OPEN\"," +
                 "\"emergency\":{\"percent\":10},\"owner\":\"team-orders\",\"reason\":\"outage drill\"}", token);
         assertEquals(200, open.statusCode(), open.body());
-        final java.net.http.HttpResponse<String> closed = AdminApiTest.call(http, leader.adminPort(), "PUT", "/v1/policies/strict",
+        final java.net.http.HttpResponse<String> closed = AdminCalls.call(http, leader.adminPort(), "PUT", "/v1/policies/strict",
             "{\"selector\":{\"route\":\"/strict\"},\"rate\":20,\"burst\":20,\"scope\":\"GLOBAL\",\"consistency\":\"STRICT\"," +
                 "\"failureMode\":\"CLOSED\",\"owner\":\"team-payments\",\"reason\":\"outage drill\"}", token);
         assertEquals(200, closed.statusCode(), closed.body());

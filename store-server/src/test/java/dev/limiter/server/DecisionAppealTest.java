@@ -4,6 +4,7 @@ import dev.limiter.client.Decision;
 import dev.limiter.client.Descriptor;
 import dev.limiter.client.LimiterClient;
 import dev.limiter.protocol.DecisionIds;
+import dev.limiter.server.testing.AdminCalls;
 import dev.limiter.server.testing.ManualClock;
 import dev.limiter.server.testing.TestNode;
 import org.junit.jupiter.api.Test;
@@ -39,7 +40,7 @@ class DecisionAppealTest
     private HttpResponse<String> call(final StoreServer server, final String method, final String path,
         final String body) throws Exception
     {
-        return AdminApiTest.call(http, server.adminPort(), method, path, body, TOKEN);
+        return AdminCalls.call(http, server.adminPort(), method, path, body, TOKEN);
     }
 
     @Test

@@ -4,6 +4,7 @@ import dev.limiter.protocol.AcquireCodec;
 import dev.limiter.protocol.ErrorCode;
 import dev.limiter.protocol.MessageType;
 import dev.limiter.raft.RaftNodeConfig;
+import dev.limiter.server.testing.AdminCalls;
 import dev.limiter.server.testing.Await;
 import dev.limiter.server.testing.ClosingTogether;
 import dev.limiter.server.testing.ClusterPorts;
@@ -139,10 +140,10 @@ class LeaderLeaseTest
         Thread.sleep(300);
 
         // Two members removed: first a follower, then the leader itself (the last follower stays, alone).
-        final String removeFollower = AdminApiTest.call(http, leader.adminPort(), "DELETE", "/v1/members/" + followers.get(0) + "?reason=drill",
+        final String removeFollower = AdminCalls.call(http, leader.adminPort(), "DELETE", "/v1/members/" + followers.get(0) + "?reason=drill",
             null, TOKEN).body();
         assertTrue(removeFollower.contains("\"" + leaderId + "\""), removeFollower);
-        final int status = AdminApiTest.call(http, leader.adminPort(), "DELETE", "/v1/members/" + leaderId + "?reason=drill", null, TOKEN)
+        final int status = AdminCalls.call(http, leader.adminPort(), "DELETE", "/v1/members/" + leaderId + "?reason=drill", null, TOKEN)
             .statusCode();
         final long removed = System.nanoTime();
         assertEquals(200, status, "the removal committed");

@@ -12,6 +12,7 @@ import dev.limiter.protocol.status.ShardStatus;
 import dev.limiter.protocol.status.StatusReport;
 import dev.limiter.server.cluster.ReplicationGroups;
 import dev.limiter.server.engine.FrameRouter;
+import dev.limiter.server.testing.AdminCalls;
 import dev.limiter.server.testing.Await;
 import dev.limiter.server.testing.ClosingTogether;
 import dev.limiter.server.testing.ClusterPorts;
@@ -213,7 +214,7 @@ class MultiRaftTest
     {
         Await.until("a node to lead the control group", Duration.ofSeconds(10), () -> decider(0) != null);
         final String controlLeader = decider(0);
-        final HttpResponse<String> put = AdminApiTest.call(HttpClient.newHttpClient(), nodes.get(controlLeader == null ? "n1" : controlLeader).adminPort(), "PUT",
+        final HttpResponse<String> put = AdminCalls.call(HttpClient.newHttpClient(), nodes.get(controlLeader == null ? "n1" : controlLeader).adminPort(), "PUT",
             "/v1/policies/orders", json, TOKEN);
         assertEquals(200, put.statusCode(), put.body());
         Await.until("every node to have the new version in force", Duration.ofSeconds(10), () ->
@@ -320,12 +321,12 @@ class MultiRaftTest
         startCluster();
         awaitSpreadLeaders();
         putOrders(NO_REFILL, 5);
-        final HttpResponse<String> put = AdminApiTest.call(HttpClient.newHttpClient(), nodes.get("n1").adminPort(), "PUT",
+        final HttpResponse<String> put = AdminCalls.call(HttpClient.newHttpClient(), nodes.get("n1").adminPort(), "PUT",
             "/v1/policies/orders-user", "{\"selector\":{\"route\":\"/v1/orders/{id}\"},\"rate\":1,\"period\":\"3600s\",\"burst\":2," +
                 "\"scope\":\"PRINCIPAL\",\"stacked\":true,\"owner\":\"platform\",\"reason\":\"per user\"}", TOKEN);
         assertEquals(200, put.statusCode(), put.body());
         // The API's capacity, split into one share of 6 per shard (so per group): decided by each group's leader alone.
-        final HttpResponse<String> global = AdminApiTest.call(HttpClient.newHttpClient(), nodes.get("n1").adminPort(), "PUT",
+        final HttpResponse<String> global = AdminCalls.call(HttpClient.newHttpClient(), nodes.get("n1").adminPort(), "PUT",
             "/v1/policies/orders-global", "{\"selector\":{\"route\":\"/v1/{resource}/{id}\"},\"rate\":1,\"period\":\"3600s\",\"burst\":" +
                 6 * SHARDS + ",\"scope\":\"GLOBAL\",\"stacked\":true,\"owner\":\"platform\",\"reason\":\"route capacity\"}", TOKEN);
         assertEquals(200, global.statusCode(), global.body());
@@ -683,7 +684,7 @@ class MultiRaftTest
         awaitSpreadLeaders();
         // A GLOBAL shadow of "orders": its one bucket lives on one shard, so most calls' frames reach
         // nodes that do not lead it; there it is skipped (counted), never a reason to refuse the call.
-        final HttpResponse<String> shadow = AdminApiTest.call(HttpClient.newHttpClient(), nodes.get("n1").adminPort(), "PUT",
+        final HttpResponse<String> shadow = AdminCalls.call(HttpClient.newHttpClient(), nodes.get("n1").adminPort(), "PUT",
             "/v1/policies/orders", "{\"selector\":{\"route\":\"/v1/orders/{id}\"},\"rate\":1000,\"burst\":1000,\"scope\":\"GLOBAL\"," +
                 "\"owner\":\"test\",\"reason\":\"try one budget for all\",\"mode\":\"SHADOW\"}", TOKEN);
         assertEquals(200, shadow.statusCode(), shadow.body());
@@ -782,7 +783,7 @@ class MultiRaftTest
         nodes.put("n4", new StoreServer(TestNode.config(dir.resolve("n4-config"), port, SHARDS).adminPort(-1).nodeId("n4").peers(four)
             .raftPortOffset(RAFT_OFFSET).dataDir(dir.resolve("n4")).raftGroups(3).joining(true)).start());
 
-        final HttpResponse<String> added = AdminApiTest.call(HttpClient.newHttpClient(), nodes.get("n1").adminPort(), "PUT",
+        final HttpResponse<String> added = AdminCalls.call(HttpClient.newHttpClient(), nodes.get("n1").adminPort(), "PUT",
             "/v1/members/n4?reason=test", "{\"address\":\"127.0.0.1:" + port + "\"}", TOKEN);
         assertEquals(200, added.statusCode(), added.body());
         for (int g = 0; g < 3; g++)
@@ -793,7 +794,7 @@ class MultiRaftTest
         }
         Await.until("n4 to catch up in every group", Duration.ofSeconds(30), this::converged);
 
-        final HttpResponse<String> removed = AdminApiTest.call(HttpClient.newHttpClient(), nodes.get("n1").adminPort(), "DELETE",
+        final HttpResponse<String> removed = AdminCalls.call(HttpClient.newHttpClient(), nodes.get("n1").adminPort(), "DELETE",
             "/v1/members/n3?reason=test", null, TOKEN);
         assertEquals(200, removed.statusCode(), removed.body());
         nodes.remove("n3").close();

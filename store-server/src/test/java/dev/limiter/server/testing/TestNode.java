@@ -50,6 +50,12 @@ public final class TestNode
         }
     }
 
+    /** A node of {@code config} on a {@link ManualClock} at one second that nothing moves. */
+    public static StoreServer start(final ServerConfig config) throws InterruptedException
+    {
+        return new StoreServer(config, new ManualClock(SECOND)).start();
+    }
+
     public static StoreServer start(final Path dir, final MonotonicClock clock,
         final int shards) throws InterruptedException
     {
