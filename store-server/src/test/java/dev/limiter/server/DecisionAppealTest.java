@@ -25,7 +25,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /**
  * Decision ids from a real node to the SDK, and the appeal of a refused request by its id: found in the
  * node's sampled rejections, appealed through the admin API, counted by limiter_false_rejections_total
- * (a cluster keeps them across a restart: ClusterTest). With the node gone the SDK's own decision has no id.
+ * (a cluster keeps them across a restart: ClusterFailoverTest). With the node gone the SDK's own decision has no id.
  */
 @Timeout(60)
 class DecisionAppealTest

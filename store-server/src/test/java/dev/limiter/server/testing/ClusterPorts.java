@@ -61,7 +61,7 @@ public final class ClusterPorts
         }
     }
 
-    static boolean bindable(final int port)
+    public static boolean bindable(final int port)
     {
         try (ServerSocket socket = new ServerSocket(port, 1, InetAddress.getLoopbackAddress()))
         {
