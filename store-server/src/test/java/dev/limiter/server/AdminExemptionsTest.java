@@ -56,10 +56,7 @@ class AdminExemptionsTest
             assertEquals(ReasonCode.ALLOWED, other.reason(), "other tenants are not covered");
             assertTrue(call(server, "GET", "/v1/exemptions", null).body().contains("\"id\": \"vip-demo\""));
 
-            while (System.currentTimeMillis() < expiresAt)
-            {
-                Thread.sleep(5);
-            }
+            Await.until("the exemption's expiry", Duration.ofSeconds(3), () -> System.currentTimeMillis() >= expiresAt);
             final Decision after = client.acquireBlocking(Descriptor.of("vip", "/v1/orders/1"), 5);
             assertEquals(ReasonCode.ALLOWED, after.reason(), "charged from the expiry on: " + after);
             assertFalse(client.acquireBlocking(Descriptor.of("vip", "/v1/orders/1"), 1).allowed(), "the burst of 5 is spent");

@@ -57,6 +57,7 @@ class AdminHotKeysTest
                 {
                     break;
                 }
+                // a round of traffic, then a pause: reports come about once a second
                 Thread.sleep(200);
             }
             assertEquals(16, report.getSampleEvery());
@@ -100,6 +101,7 @@ class AdminHotKeysTest
                 {
                     break;
                 }
+                // a round of traffic, then a pause: reports come about once a second
                 Thread.sleep(200);
             }
             final dev.limiter.protocol.policy.HotKey top = report.getShards(0).getTop(0);

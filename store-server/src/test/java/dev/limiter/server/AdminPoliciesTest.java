@@ -168,14 +168,10 @@ class AdminPoliciesTest
                 ORDERS_V2.replace("\"owner\"", "\"effectiveFrom\":\"" + java.time.Instant.ofEpochMilli(from) + "\",\"owner\""));
             assertEquals(200, put.statusCode(), put.body());
             assertEquals(5, burstOf(client), "version 1 until the effective time");
-            final long deadline = from + 3000;
-            int burst = 5;
-            while (burst == 5 && System.currentTimeMillis() < deadline)
-            {
-                Thread.sleep(20);
-                burst = burstOf(client);
-            }
-            assertEquals(1, burst, "version 2 decides once its time has come");
+            final int[] burst = {5};
+            Await.until("version 2 to decide", Duration.ofMillis(from + 3000 - System.currentTimeMillis()),
+                () -> (burst[0] = burstOf(client)) != 5);
+            assertEquals(1, burst[0], "version 2 decides once its time has come");
             assertTrue(System.currentTimeMillis() >= from, "not before");
             assertTrue(call(server, "GET", "/v1/audit?policy=orders", null).body().contains("POLICY_IN_FORCE"));
         }
@@ -252,6 +248,7 @@ class AdminPoliciesTest
         try (StoreServer server = TestNode.start(TestNode.config(dir, 0, 1).adminToken(TOKEN));
              LimiterClient quiet = LimiterClient.builder().endpoints("127.0.0.1:" + server.port()).followPolicies(false).build())
         {
+            // time in which a client that does not follow policies must not fetch them
             Thread.sleep(200);
             assertEquals(0, quiet.policies().version(), "following policies is optional");
         }

@@ -101,6 +101,7 @@ class BadInputTest
         {
             final byte[] whole = RawConnection.frame(MessageType.ACQUIRE, 1, RawConnection.acquireBody(AcquireCodec.encodeFields("t", "", "", "/r", "", "")));
             raw.send(java.util.Arrays.copyOf(whole, whole.length - 5));
+            // time in which half a frame must not be answered
             Thread.sleep(100);
             // Nothing is answered for half a frame; the rest completes it.
             raw.send(java.util.Arrays.copyOfRange(whole, whole.length - 5, whole.length));

@@ -92,6 +92,7 @@ class ClusterMembershipTest
             assertThrows(LimiterException.class, () -> client.acquireBlocking(Descriptor.of("t", "/v1/orders/1"), 1),
                 "without local decisions the call fails rather than wait");
         }
+        // time in which the lone member must not start deciding
         Thread.sleep(1000);
         assertFalse(leader.replication().canDecide(), "still not deciding alone");
     }

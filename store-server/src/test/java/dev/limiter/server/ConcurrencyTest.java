@@ -97,6 +97,7 @@ class ConcurrencyTest
             while (System.nanoTime() < wallEnd)
             {
                 clock.advance(SECOND / 1000);
+                // the manual clock moves 1 ms per real millisecond while the callers run
                 Thread.sleep(1);
             }
             running.set(false);

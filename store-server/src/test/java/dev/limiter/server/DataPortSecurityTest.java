@@ -59,6 +59,7 @@ class DataPortSecurityTest
                 assertEquals(ErrorCode.FORBIDDEN, answer.errorCode());
                 assertTrue(answer.errorMessage().contains("admin API"), answer.errorMessage());
             }
+            // time for a refused change to do harm: nothing may happen in it
             Thread.sleep(500);
             assertEquals(Map.of("n1", "127.0.0.1:" + port), server.replication().members(), "membership is unchanged");
             assertTrue(server.replication().canDecide(), "the node still leads and decides");

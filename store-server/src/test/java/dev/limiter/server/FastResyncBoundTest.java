@@ -71,6 +71,7 @@ class FastResyncBoundTest
                 int resyncs = 0;
                 while (System.nanoTime() - start < 3 * SECOND)
                 {
+                    // a lost batch every 100 ms: the pace of the drill, not a wait for a condition
                     Thread.sleep(100);
                     server.replication().batchLost(); // as when a batch does not commit: resync from the committed tables
                     resyncs++;

@@ -92,6 +92,7 @@ class LeaderLeaseTest
     {
         startCluster();
         final StoreServer leader = awaitLeader();
+        // the lease settles after the election before it is sampled
         Thread.sleep(500);
         // Heartbeats renew the leader lease well within it: sampled every millisecond for two seconds, it never lapses.
         int lapses = 0;
@@ -99,6 +100,7 @@ class LeaderLeaseTest
         while (System.nanoTime() < end)
         {
             lapses += leader.replication().canDecide() ? 0 : 1;
+            // one sample a millisecond
             Thread.sleep(1);
         }
         assertEquals(0, lapses, "samples in which the idle leader could not decide");
@@ -137,6 +139,7 @@ class LeaderLeaseTest
             }
         }, "load");
         load.start();
+        // the load runs before the removals
         Thread.sleep(300);
 
         // Two members removed: first a follower, then the leader itself (the last follower stays, alone).
@@ -147,6 +150,7 @@ class LeaderLeaseTest
             .statusCode();
         final long removed = System.nanoTime();
         assertEquals(200, status, "the removal committed");
+        // past the lease of the removed leader, under load
         Thread.sleep(LEADER_LEASE_MILLIS + 500);
         stop.set(true);
         load.join(10_000);

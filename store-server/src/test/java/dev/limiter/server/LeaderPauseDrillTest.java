@@ -52,6 +52,7 @@ class LeaderPauseDrillTest
                         answeredAt = System.nanoTime();
                         break;
                     }
+                    // paced requests of a measurement: Await backs off to 50 ms, too coarse here
                     Thread.sleep(2);
                 }
                 assertTrue(answeredAt != 0, "the leader kept deciding 5 s after its followers froze");

@@ -107,10 +107,12 @@ class ProcessKillDrillTest
                 threads.add(thread);
                 thread.start();
             }
+            // the load runs against the first leader
             Thread.sleep(1500);
             killedAt.set(System.nanoTime());
             cluster.kill(first); // SIGKILL
             cluster.awaitLeader(first);
+            // and against the new one
             Thread.sleep(1500);
             running.set(false);
             for (final Thread thread : threads)

@@ -176,12 +176,11 @@ class SdkOutageTest
             }
             server = TestNode.start(dir, MonotonicClock.SYSTEM, 1, port);
             assertTrue(client.awaitConnected(Duration.ofSeconds(10)));
-            final long deadline = System.currentTimeMillis() + 5000;
-            while (client.stats().degradedWindowsReported() == 0 && System.currentTimeMillis() < deadline)
+            Await.until("the SDK to report its degraded window", Duration.ofSeconds(5), () ->
             {
                 client.acquireBlocking(Descriptor.of("acme", "/v1/orders/2"), 1); // the first answer closes the circuit
-                Thread.sleep(50);
-            }
+                return client.stats().degradedWindowsReported() > 0;
+            });
             assertEquals(1, client.stats().degradedWindowsReported());
             final java.util.List<dev.limiter.protocol.policy.AuditRecord> windows =
                 server.policyState().audit(r -> r.getAction().equals("SDK_DEGRADED_WINDOW"), 10);
@@ -222,6 +221,7 @@ class SdkOutageTest
             {
                 final Decision d = client.acquireBlocking(Descriptor.of("acme", "/v1/orders/1"), 1);
                 admitted += d.allowed() ? 1 : 0;
+                // the pace of a 1 s measurement of the admitted rate
                 Thread.sleep(2);
             }
             assertTrue(admitted <= 12, "at most 1.2 x the policy's 10/s in the first second back: " + admitted);

@@ -207,6 +207,7 @@ class TenKillDrillTest
                 {
                     // no node decided: ask again
                 }
+                // paced retries of a measurement: Await backs off to 50 ms, too coarse here
                 Thread.sleep(5);
             }
             return Long.MAX_VALUE;
