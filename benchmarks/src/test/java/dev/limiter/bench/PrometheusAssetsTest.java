@@ -8,7 +8,7 @@ import dev.limiter.client.Descriptor;
 import dev.limiter.client.LimiterClient;
 import dev.limiter.envoy.GatewayMetrics;
 import dev.limiter.envoy.RlsServer;
-import dev.limiter.server.ClusterPorts;
+import dev.limiter.server.testing.ClusterPorts;
 import dev.limiter.server.ServerConfig;
 import dev.limiter.server.region.RegionConfig;
 import dev.limiter.server.StoreServer;

@@ -1,6 +1,6 @@
 package dev.limiter.cli;
 
-import dev.limiter.server.DelayingProxy;
+import dev.limiter.server.testing.DelayingProxy;
 import dev.limiter.server.ServerConfig;
 import dev.limiter.server.StoreServer;
 import org.junit.jupiter.api.Test;

@@ -3,7 +3,7 @@ package dev.limiter.cli;
 import com.google.gson.JsonParser;
 import dev.limiter.server.ServerConfig;
 import dev.limiter.server.StoreServer;
-import dev.limiter.server.TestCertificates;
+import dev.limiter.server.testing.TestCertificates;
 import dev.limiter.server.net.TlsClientAuth;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;

@@ -2,7 +2,7 @@ package dev.limiter.cli;
 
 import com.google.gson.JsonElement;
 import com.google.gson.JsonParser;
-import dev.limiter.server.ClusterPorts;
+import dev.limiter.server.testing.ClusterPorts;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;

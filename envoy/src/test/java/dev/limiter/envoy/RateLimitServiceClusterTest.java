@@ -1,8 +1,8 @@
 package dev.limiter.envoy;
 
 import dev.limiter.client.LimiterClient;
-import dev.limiter.server.ClosingTogether;
-import dev.limiter.server.ClusterPorts;
+import dev.limiter.server.testing.ClosingTogether;
+import dev.limiter.server.testing.ClusterPorts;
 import dev.limiter.server.ServerConfig;
 import dev.limiter.server.StoreServer;
 import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitResponse;

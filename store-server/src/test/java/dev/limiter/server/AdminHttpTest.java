@@ -9,6 +9,8 @@ import dev.limiter.server.admin.NodeStatus;
 import dev.limiter.server.admin.Readiness;
 import dev.limiter.server.metrics.ServerMetrics;
 import dev.limiter.server.net.Listener;
+import dev.limiter.server.testing.ManualClock;
+import dev.limiter.server.testing.TestNode;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.nio.NioIoHandler;
@@ -30,7 +32,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
-import static dev.limiter.server.TestNode.SECOND;
+import static dev.limiter.server.testing.TestNode.SECOND;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;

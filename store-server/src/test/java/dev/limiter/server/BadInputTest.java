@@ -6,8 +6,10 @@ import dev.limiter.protocol.AcquireCodec;
 import dev.limiter.protocol.Features;
 import dev.limiter.protocol.Frame;
 import dev.limiter.protocol.MessageType;
-import io.netty.buffer.ByteBuf;
-import io.netty.buffer.Unpooled;
+import dev.limiter.server.testing.ManualClock;
+import dev.limiter.server.testing.RawConnection;
+import dev.limiter.server.testing.RecordingLeakDetector;
+import dev.limiter.server.testing.TestNode;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
@@ -26,7 +28,7 @@ import java.util.List;
 import java.util.Random;
 import java.util.Set;
 
-import static dev.limiter.server.TestNode.SECOND;
+import static dev.limiter.server.testing.TestNode.SECOND;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -92,31 +94,14 @@ class BadInputTest
         assertEquals(4242L, pong.correlationId());
     }
 
-    static byte[] acquireBody(final byte[] encodedFields)
-    {
-        final ByteBuf buf = Unpooled.buffer();
-        try
-        {
-            final int start = AcquireCodec.beginBatch(buf, MessageType.ACQUIRE, 0);
-            AcquireCodec.appendEntry(buf, 1, encodedFields);
-            AcquireCodec.finishBatch(buf, start, 1);
-            final byte[] body = new byte[buf.writerIndex() - Frame.HEADER_LENGTH];
-            buf.getBytes(Frame.HEADER_LENGTH, body);
-            return body;
-        }
-        finally
-        {
-            buf.release();
-        }
-    }
-
     @Test
     void truncatedFrameWaitsForTheRestAndClosingFreesIt() throws Exception
     {
         try (RawConnection raw = connect())
         {
-            final byte[] whole = RawConnection.frame(MessageType.ACQUIRE, 1, acquireBody(AcquireCodec.encodeFields("t", "", "", "/r", "", "")));
+            final byte[] whole = RawConnection.frame(MessageType.ACQUIRE, 1, RawConnection.acquireBody(AcquireCodec.encodeFields("t", "", "", "/r", "", "")));
             raw.send(java.util.Arrays.copyOf(whole, whole.length - 5));
+            // time in which half a frame must not be answered
             Thread.sleep(100);
             // Nothing is answered for half a frame; the rest completes it.
             raw.send(java.util.Arrays.copyOfRange(whole, whole.length - 5, whole.length));
@@ -310,9 +295,9 @@ class BadInputTest
         {
             final byte[] fields = AcquireCodec.encodeFields("ab", "", "", "/r", "", "");
             fields[2] = (byte)0xC3; // "a" followed by a truncated two-byte sequence
-            raw.send(RawConnection.frame(MessageType.ACQUIRE, 5, acquireBody(fields)));
+            raw.send(RawConnection.frame(MessageType.ACQUIRE, 5, RawConnection.acquireBody(fields)));
             assertEquals("INVALID_DESCRIPTOR: entry 0: tenant is not valid UTF-8", readError(raw));
-            raw.send(RawConnection.frame(MessageType.ACQUIRE, 6, acquireBody(AcquireCodec.encodeFields("a\u0007", "", "", "/r", "", ""))));
+            raw.send(RawConnection.frame(MessageType.ACQUIRE, 6, RawConnection.acquireBody(AcquireCodec.encodeFields("a\u0007", "", "", "/r", "", ""))));
             assertEquals("INVALID_DESCRIPTOR: entry 0: tenant contains a control character", readError(raw));
             assertStillServes(raw);
         }
@@ -323,7 +308,7 @@ class BadInputTest
     {
         try (RawConnection raw = connect())
         {
-            final byte[] body = acquireBody(AcquireCodec.encodeFields("t", "", "", "/r", "", ""));
+            final byte[] body = RawConnection.acquireBody(AcquireCodec.encodeFields("t", "", "", "/r", "", ""));
             body[10] = 100; // the principal's length now overruns the frame
             raw.send(RawConnection.frame(MessageType.BATCH_ACQUIRE, 8, body));
             assertTrue(readError(raw).startsWith("MALFORMED_FRAME"));
@@ -370,7 +355,7 @@ class BadInputTest
             final java.io.ByteArrayOutputStream all = new java.io.ByteArrayOutputStream();
             for (int i = 1; i <= 200; i++)
             {
-                all.write(RawConnection.frame(MessageType.ACQUIRE, i, acquireBody(AcquireCodec.encodeFields("p" + i, "", "", "/v1/orders/" + i, "", ""))));
+                all.write(RawConnection.frame(MessageType.ACQUIRE, i, RawConnection.acquireBody(AcquireCodec.encodeFields("p" + i, "", "", "/v1/orders/" + i, "", ""))));
             }
             raw.send(all.toByteArray());
             final Set<Long> answered = new HashSet<>();

@@ -2,6 +2,10 @@ package dev.limiter.server;
 
 import dev.limiter.protocol.ErrorCode;
 import dev.limiter.protocol.MessageType;
+import dev.limiter.server.testing.Await;
+import dev.limiter.server.testing.ManualClock;
+import dev.limiter.server.testing.RawConnection;
+import dev.limiter.server.testing.TestNode;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -12,12 +16,13 @@ import java.io.OutputStream;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 
-import static dev.limiter.server.TestNode.SECOND;
+import static dev.limiter.server.testing.TestNode.SECOND;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
@@ -70,7 +75,8 @@ class ConnectionHygieneTest
                 }
                 assertTrue(counted(server, "data", "max-connections"));
                 open.remove(0).close();
-                Thread.sleep(100);
+                Await.until("the node to count the closed connection out", Duration.ofSeconds(5),
+                    () -> server.metrics().scrape().contains("limiter_connections_open 2.0"));
                 try (RawConnection again = new RawConnection(server.port()))
                 {
                     assertEquals(MessageType.PONG, again.request(MessageType.PING, 9, new byte[0]).type(), "a freed slot is taken again");
@@ -131,6 +137,7 @@ class ConnectionHygieneTest
             while (System.nanoTime() < end)
             {
                 assertEquals(MessageType.PONG, pinging.request(MessageType.PING, pings++, new byte[0]).type());
+                // a ping every 150 ms keeps this connection busy while the other stays silent
                 Thread.sleep(150);
             }
             assertTrue(silent.closedByPeer(), "closed after 600 ms of silence");
@@ -144,7 +151,7 @@ class ConnectionHygieneTest
     {
         try (StoreServer server = start(100, 64);
              dev.limiter.client.LimiterClient client = dev.limiter.client.LimiterClient.builder().endpoints("127.0.0.1:" + server.port())
-                 .connections(1).followPolicies(false).keepAlive(java.time.Duration.ofMillis(150)).build())
+                 .connections(1).followPolicies(false).keepAlive(Duration.ofMillis(150)).build())
         {
             assertTrue(client.acquireBlocking(dev.limiter.client.Descriptor.of("acme", "/v1/orders/1"), 1).allowed());
             Thread.sleep(2000); // over three of the node's 600 ms idle timeouts, with no call
@@ -200,6 +207,7 @@ class ConnectionHygieneTest
                             after = now;
                             stillSince = System.nanoTime();
                         }
+                        // sampling how far the writer gets: a watch over time, not a wait for a condition
                         Thread.sleep(50);
                     }
                     assertTrue(writer.isAlive(), "port " + port + ": the writer is blocked on a full window, not cut off");
@@ -218,6 +226,7 @@ class ConnectionHygieneTest
         {
             try (Socket a = new Socket("127.0.0.1", server.adminPort()); Socket b = new Socket("127.0.0.1", server.adminPort()))
             {
+                // no count of open admin connections to await: time for the node to accept both
                 Thread.sleep(100);
                 try (Socket c = new Socket("127.0.0.1", server.adminPort()))
                 {

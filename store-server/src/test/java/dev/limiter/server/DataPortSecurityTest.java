@@ -7,6 +7,10 @@ import dev.limiter.protocol.policy.DegradedWindow;
 import dev.limiter.server.net.SdkReports;
 import dev.limiter.server.net.PolicyPublisher;
 import dev.limiter.server.testing.Await;
+import dev.limiter.server.testing.ClusterPorts;
+import dev.limiter.server.testing.ManualClock;
+import dev.limiter.server.testing.RawConnection;
+import dev.limiter.server.testing.TestNode;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -20,7 +24,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 
-import static dev.limiter.server.TestNode.SECOND;
+import static dev.limiter.server.testing.TestNode.SECOND;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -55,6 +59,7 @@ class DataPortSecurityTest
                 assertEquals(ErrorCode.FORBIDDEN, answer.errorCode());
                 assertTrue(answer.errorMessage().contains("admin API"), answer.errorMessage());
             }
+            // time for a refused change to do harm: nothing may happen in it
             Thread.sleep(500);
             assertEquals(Map.of("n1", "127.0.0.1:" + port), server.replication().members(), "membership is unchanged");
             assertTrue(server.replication().canDecide(), "the node still leads and decides");

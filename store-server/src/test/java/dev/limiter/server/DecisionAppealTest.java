@@ -4,6 +4,9 @@ import dev.limiter.client.Decision;
 import dev.limiter.client.Descriptor;
 import dev.limiter.client.LimiterClient;
 import dev.limiter.protocol.DecisionIds;
+import dev.limiter.server.testing.AdminCalls;
+import dev.limiter.server.testing.ManualClock;
+import dev.limiter.server.testing.TestNode;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -13,7 +16,7 @@ import java.net.http.HttpResponse;
 import java.nio.file.Path;
 import java.time.Duration;
 
-import static dev.limiter.server.TestNode.SECOND;
+import static dev.limiter.server.testing.TestNode.SECOND;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
@@ -22,7 +25,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /**
  * Decision ids from a real node to the SDK, and the appeal of a refused request by its id: found in the
  * node's sampled rejections, appealed through the admin API, counted by limiter_false_rejections_total
- * (a cluster keeps them across a restart: ClusterTest). With the node gone the SDK's own decision has no id.
+ * (a cluster keeps them across a restart: ClusterFailoverTest). With the node gone the SDK's own decision has no id.
  */
 @Timeout(60)
 class DecisionAppealTest
@@ -37,7 +40,7 @@ class DecisionAppealTest
     private HttpResponse<String> call(final StoreServer server, final String method, final String path,
         final String body) throws Exception
     {
-        return AdminApiTest.call(http, server.adminPort(), method, path, body, TOKEN);
+        return AdminCalls.call(http, server.adminPort(), method, path, body, TOKEN);
     }
 
     @Test

@@ -3,6 +3,8 @@ package dev.limiter.server;
 import dev.limiter.client.Descriptor;
 import dev.limiter.client.LimiterClient;
 import dev.limiter.server.testing.Await;
+import dev.limiter.server.testing.ClusterPorts;
+import dev.limiter.server.testing.TestNode;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -13,7 +15,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Map;
 
-import static dev.limiter.server.TestNode.SECOND;
+import static dev.limiter.server.testing.TestNode.SECOND;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -69,6 +71,7 @@ class FastResyncBoundTest
                 int resyncs = 0;
                 while (System.nanoTime() - start < 3 * SECOND)
                 {
+                    // a lost batch every 100 ms: the pace of the drill, not a wait for a condition
                     Thread.sleep(100);
                     server.replication().batchLost(); // as when a batch does not commit: resync from the committed tables
                     resyncs++;

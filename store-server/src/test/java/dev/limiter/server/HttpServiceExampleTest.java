@@ -7,6 +7,7 @@ import dev.limiter.client.LimiterClient;
 import dev.limiter.client.RateLimitHeaders;
 import dev.limiter.client.Retrier;
 import dev.limiter.server.engine.MonotonicClock;
+import dev.limiter.server.testing.TestNode;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -86,6 +87,7 @@ class HttpServiceExampleTest
                 final Retrier retrier = Retrier.builder().sleeper(duration ->
                 {
                     waited.add(duration);
+                    // the retrier's sleeper: waiting is what it is asked to do
                     Thread.sleep(duration.toMillis());
                 }).build();
                 final HttpResponse<String> eventually = retrier.run(true, attempt ->
@@ -127,6 +129,7 @@ class HttpServiceExampleTest
             final String metrics = node.metrics().scrape();
             assertTrue(metrics.contains("limiter_decisions_total{outcome=\"denied\",policy=\"baseline\"} 1.0"),
                 "the node saw one refusal, not two");
+            // the Retry-After must pass: time itself is the condition
             Thread.sleep(again.retryAfter().toMillis() + 50);
             assertTrue(limiter.acquireBlocking(items, 1).allowed(), "after the Retry-After the cluster is asked, and allows");
         }

@@ -3,6 +3,8 @@ package dev.limiter.server;
 import dev.limiter.client.Decision;
 import dev.limiter.client.Descriptor;
 import dev.limiter.client.LimiterClient;
+import dev.limiter.server.testing.AdminCalls;
+import dev.limiter.server.testing.TestNode;
 import io.netty.channel.epoll.Epoll;
 import io.netty.channel.uring.IoUring;
 import org.junit.jupiter.api.Test;
@@ -44,7 +46,7 @@ class IoUringTransportTest
             final Decision refused = client.acquireBlocking(Descriptor.of("acme", "/v1/orders/1"), 1);
             assertFalse(refused.allowed(), "the orders burst is 5: " + refused);
             assertFalse(refused.degraded());
-            final String metrics = AdminApiTest.call(HttpClient.newHttpClient(), server.adminPort(), "GET", "/metrics", null, null).body();
+            final String metrics = AdminCalls.call(HttpClient.newHttpClient(), server.adminPort(), "GET", "/metrics", null, null).body();
             assertTrue(metrics.contains("limiter_decisions_total"), "the admin port answers on the same transport");
         }
     }

@@ -4,7 +4,12 @@ import dev.limiter.protocol.AcquireCodec;
 import dev.limiter.protocol.ErrorCode;
 import dev.limiter.protocol.MessageType;
 import dev.limiter.raft.RaftNodeConfig;
+import dev.limiter.server.testing.AdminCalls;
 import dev.limiter.server.testing.Await;
+import dev.limiter.server.testing.ClosingTogether;
+import dev.limiter.server.testing.ClusterPorts;
+import dev.limiter.server.testing.RawConnection;
+import dev.limiter.server.testing.TestNode;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -22,7 +27,7 @@ import java.util.Map;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 
-import static dev.limiter.server.TestNode.SECOND;
+import static dev.limiter.server.testing.TestNode.SECOND;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -79,7 +84,7 @@ class LeaderLeaseTest
 
     private static byte[] acquire(final String tenant)
     {
-        return BadInputTest.acquireBody(AcquireCodec.encodeFields(tenant, "", "", "/v1/orders/1", "", ""));
+        return RawConnection.acquireBody(AcquireCodec.encodeFields(tenant, "", "", "/v1/orders/1", "", ""));
     }
 
     @Test
@@ -87,6 +92,7 @@ class LeaderLeaseTest
     {
         startCluster();
         final StoreServer leader = awaitLeader();
+        // the lease settles after the election before it is sampled
         Thread.sleep(500);
         // Heartbeats renew the leader lease well within it: sampled every millisecond for two seconds, it never lapses.
         int lapses = 0;
@@ -94,6 +100,7 @@ class LeaderLeaseTest
         while (System.nanoTime() < end)
         {
             lapses += leader.replication().canDecide() ? 0 : 1;
+            // one sample a millisecond
             Thread.sleep(1);
         }
         assertEquals(0, lapses, "samples in which the idle leader could not decide");
@@ -132,16 +139,18 @@ class LeaderLeaseTest
             }
         }, "load");
         load.start();
+        // the load runs before the removals
         Thread.sleep(300);
 
         // Two members removed: first a follower, then the leader itself (the last follower stays, alone).
-        final String removeFollower = AdminApiTest.call(http, leader.adminPort(), "DELETE", "/v1/members/" + followers.get(0) + "?reason=drill",
+        final String removeFollower = AdminCalls.call(http, leader.adminPort(), "DELETE", "/v1/members/" + followers.get(0) + "?reason=drill",
             null, TOKEN).body();
         assertTrue(removeFollower.contains("\"" + leaderId + "\""), removeFollower);
-        final int status = AdminApiTest.call(http, leader.adminPort(), "DELETE", "/v1/members/" + leaderId + "?reason=drill", null, TOKEN)
+        final int status = AdminCalls.call(http, leader.adminPort(), "DELETE", "/v1/members/" + leaderId + "?reason=drill", null, TOKEN)
             .statusCode();
         final long removed = System.nanoTime();
         assertEquals(200, status, "the removal committed");
+        // past the lease of the removed leader, under load
         Thread.sleep(LEADER_LEASE_MILLIS + 500);
         stop.set(true);
         load.join(10_000);

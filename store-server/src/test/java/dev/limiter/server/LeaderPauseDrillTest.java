@@ -4,6 +4,8 @@ import dev.limiter.protocol.AcquireCodec;
 import dev.limiter.protocol.ErrorCode;
 import dev.limiter.protocol.MessageType;
 import dev.limiter.raft.RaftNodeConfig;
+import dev.limiter.server.testing.ProcessCluster;
+import dev.limiter.server.testing.RawConnection;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -29,7 +31,7 @@ class LeaderPauseDrillTest
         try (ProcessCluster cluster = new ProcessCluster(dir, 3))
         {
             final String leader = cluster.awaitLeader(null);
-            final byte[] acquire = BadInputTest.acquireBody(AcquireCodec.encodeFields("acme", "", "", "/v1/orders/1", "", ""));
+            final byte[] acquire = RawConnection.acquireBody(AcquireCodec.encodeFields("acme", "", "", "/v1/orders/1", "", ""));
             try (RawConnection raw = new RawConnection(cluster.port(leader)))
             {
                 assertEquals(MessageType.RESULT, raw.request(MessageType.ACQUIRE, 1, acquire).type(), "the leader decides");
@@ -50,6 +52,7 @@ class LeaderPauseDrillTest
                         answeredAt = System.nanoTime();
                         break;
                     }
+                    // paced requests of a measurement: Await backs off to 50 ms, too coarse here
                     Thread.sleep(2);
                 }
                 assertTrue(answeredAt != 0, "the leader kept deciding 5 s after its followers froze");

@@ -6,7 +6,11 @@ import dev.limiter.client.Lease;
 import dev.limiter.client.LimiterClient;
 import dev.limiter.protocol.LeaseToken;
 import dev.limiter.protocol.ReasonCode;
+import dev.limiter.server.testing.AdminCalls;
 import dev.limiter.server.testing.Await;
+import dev.limiter.server.testing.KeyHashCollisions;
+import dev.limiter.server.testing.ManualClock;
+import dev.limiter.server.testing.TestNode;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -18,7 +22,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 
-import static dev.limiter.server.TestNode.SECOND;
+import static dev.limiter.server.testing.TestNode.SECOND;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
@@ -103,7 +107,7 @@ class LeaseTest
         final Lease old = client.acquireLease(export);
         assertTrue(old.held(), old.toString());
         final java.net.http.HttpClient http = java.net.http.HttpClient.newHttpClient();
-        assertEquals(200, AdminApiTest.call(http, server.adminPort(), "PUT", "/v1/policies/exports", "{\"selector\":{\"route\":" +
+        assertEquals(200, AdminCalls.call(http, server.adminPort(), "PUT", "/v1/policies/exports", "{\"selector\":{\"route\":" +
             "\"/v1/exports\"},\"maxConcurrent\":2,\"leaseTtl\":\"31s\",\"owner\":\"t\",\"reason\":\"a new version\"}", TOKEN).statusCode());
         Await.until("the SDK to hold policy version 2", Duration.ofSeconds(5), () -> client.policies().version() >= 2);
         final Lease first = client.acquireLease(export);

@@ -9,6 +9,11 @@ import dev.limiter.protocol.StatusJson;
 import dev.limiter.protocol.status.StatusReport;
 import dev.limiter.raft.RaftNodeConfig;
 import dev.limiter.server.testing.Await;
+import dev.limiter.server.testing.DecisionProbes;
+import dev.limiter.server.testing.DrillCallers;
+import dev.limiter.server.testing.LinkProxy;
+import dev.limiter.server.testing.NetworkNamespaces;
+import dev.limiter.server.testing.RawConnection;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
@@ -268,6 +273,7 @@ class NetworkPartitionDrillTest
         {
             final int leader = leader();
             final long at = cutBothWays(leader);
+            // the cut lasts 2 s
             Thread.sleep(2000);
             final long healAt = System.nanoTime();
             net.clearDrops();
@@ -284,6 +290,7 @@ class NetworkPartitionDrillTest
             final int leader = leader();
             net.dropInbound(leader, others(leader));
             final long at = System.nanoTime();
+            // the one-way drop lasts 2 s
             Thread.sleep(2000);
             final long healAt = System.nanoTime();
             net.clearDrops();
@@ -302,10 +309,12 @@ class NetworkPartitionDrillTest
             {
                 final int leader = probes.lastDecider();
                 final long at = cutBothWays(leader);
+                // each flap: 300 ms cut
                 Thread.sleep(300);
                 final long healAt = System.nanoTime();
                 net.clearDrops();
                 cuts.add(new Cut(leader, "cut off both ways (flap " + (flap + 1) + ")", at, healAt));
+                // then 300 ms healed
                 Thread.sleep(300);
             }
             return cuts;
@@ -323,6 +332,7 @@ class NetworkPartitionDrillTest
                 // 10 ms each way (20 ms round trip: within the 25 ms the leader lease allows for), and 1 chunk in 100
                 // held 200 ms more, as a lost segment is until TCP sends it again.
                 slowLinks(10, 10, 200);
+                // 3 s of traffic over the slow links
                 Thread.sleep(3000);
                 for (int m = 1; m <= MEMBERS; m++)
                 {
@@ -364,6 +374,7 @@ class NetworkPartitionDrillTest
             List.of(Descriptor.of(name, "/strict"), ledger, Descriptor.of(name, "/fast")));
         try
         {
+            // the callers run before the fault
             Thread.sleep(500);
             try
             {
@@ -373,6 +384,7 @@ class NetworkPartitionDrillTest
             {
                 net.clearDrops(); // even when making a fault failed halfway
             }
+            // and after the heal
             Thread.sleep(1000);
         }
         finally
@@ -582,6 +594,7 @@ class NetworkPartitionDrillTest
             {
                 // no node answered in time: again
             }
+            // paced retries of a measurement: Await backs off to 50 ms, too coarse here
             Thread.sleep(20);
         }
         throw new AssertionError("no node granted the ledger's last token within 10 s of the heal" + logTails());

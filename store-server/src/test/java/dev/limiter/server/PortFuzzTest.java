@@ -2,7 +2,10 @@ package dev.limiter.server;
 
 import dev.limiter.client.Descriptor;
 import dev.limiter.client.LimiterClient;
+import dev.limiter.server.testing.AdminCalls;
 import dev.limiter.server.testing.Await;
+import dev.limiter.server.testing.ClusterPorts;
+import dev.limiter.server.testing.TestNode;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -114,7 +117,7 @@ class PortFuzzTest
                 "case " + i + ": " + new String(request, 0, Math.min(60, request.length), StandardCharsets.ISO_8859_1) + " -> " +
                     answer.lines().findFirst().orElse(""));
         }
-        assertEquals(200, AdminApiTest.call(HTTP, server.adminPort(), "GET", "/v1/policies", null, TOKEN).statusCode(), "still serving");
+        assertEquals(200, AdminCalls.call(HTTP, server.adminPort(), "GET", "/v1/policies", null, TOKEN).statusCode(), "still serving");
         assertEquals(setVersion, server.policyState().setVersion(), "no policy changed");
         assertEquals(auditSize, server.policyState().audit(r -> true, 100_000).size(), "nothing was recorded");
         assertEquals(1, server.replication().members().size(), "membership unchanged");
@@ -192,7 +195,7 @@ class PortFuzzTest
         }
         final String orders = "{\"id\":\"orders\",\"selector\":{\"route\":\"/v1/orders/{id}\"},\"rate\":7,\"period\":\"1s\",\"burst\":7," +
             "\"owner\":\"test\",\"reason\":\"after the fuzz\"}";
-        assertEquals(200, AdminApiTest.call(HTTP, server.adminPort(), "PUT", "/v1/policies/orders", orders, TOKEN).statusCode(),
+        assertEquals(200, AdminCalls.call(HTTP, server.adminPort(), "PUT", "/v1/policies/orders", orders, TOKEN).statusCode(),
             "still committing to the log");
     }
 

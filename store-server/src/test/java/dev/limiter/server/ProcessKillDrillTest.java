@@ -4,6 +4,7 @@ import dev.limiter.client.Decision;
 import dev.limiter.client.Descriptor;
 import dev.limiter.client.LimiterClient;
 import dev.limiter.client.LimiterException;
+import dev.limiter.server.testing.ProcessCluster;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -106,10 +107,12 @@ class ProcessKillDrillTest
                 threads.add(thread);
                 thread.start();
             }
+            // the load runs against the first leader
             Thread.sleep(1500);
             killedAt.set(System.nanoTime());
             cluster.kill(first); // SIGKILL
             cluster.awaitLeader(first);
+            // and against the new one
             Thread.sleep(1500);
             running.set(false);
             for (final Thread thread : threads)

@@ -8,6 +8,7 @@ import dev.limiter.protocol.status.GroupStatus;
 import dev.limiter.protocol.status.RegionShare;
 import dev.limiter.server.engine.FrameRouter;
 import dev.limiter.server.testing.Await;
+import dev.limiter.server.testing.NetworkNamespaces;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Assumptions;

@@ -1,6 +1,10 @@
 package dev.limiter.server;
 
 import dev.limiter.client.LimiterClient;
+import dev.limiter.server.testing.ManualClock;
+import dev.limiter.server.testing.PausingClient;
+import dev.limiter.server.testing.ProcessCluster;
+import dev.limiter.server.testing.TestNode;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -8,7 +12,7 @@ import org.junit.jupiter.api.io.TempDir;
 import java.nio.file.Path;
 import java.time.Duration;
 
-import static dev.limiter.server.TestNode.SECOND;
+import static dev.limiter.server.testing.TestNode.SECOND;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 

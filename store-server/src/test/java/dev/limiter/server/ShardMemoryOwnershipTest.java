@@ -5,6 +5,10 @@ import dev.limiter.client.LimiterClient;
 import dev.limiter.protocol.MessageType;
 import dev.limiter.protocol.StatusJson;
 import dev.limiter.protocol.status.ShardStatus;
+import dev.limiter.server.testing.Await;
+import dev.limiter.server.testing.ClusterPorts;
+import dev.limiter.server.testing.RawConnection;
+import dev.limiter.server.testing.TestNode;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -98,18 +102,26 @@ class ShardMemoryOwnershipTest
             assertTrue(polls.get() >= 5, "only " + polls + " status polls ran while the tables grew");
 
             // Once the log has caught up, what status says is what the committed tables hold.
-            final long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
-            long buckets = -1;
-            while (System.nanoTime() < deadline)
+            final long[] buckets = {-1};
+            Await.until("every decision applied and counted in STATUS", Duration.ofSeconds(20), () ->
             {
-                buckets = bucketsIn(RawConnection.exchange(port, MessageType.STATUS, new byte[0]).text());
-                if (buckets == tenants && server.replication().buckets().appliedDecisions() == tenants)
-                {
-                    break;
-                }
-                Thread.sleep(50);
-            }
-            assertEquals(tenants, buckets, "buckets in STATUS once every decision is applied");
+                buckets[0] = bucketsIn(statusText(port));
+                return buckets[0] == tenants && server.replication().buckets().appliedDecisions() == tenants;
+            }, () -> buckets[0] + " buckets in STATUS");
+            assertEquals(tenants, buckets[0], "buckets in STATUS once every decision is applied");
+        }
+    }
+
+    /** The node's STATUS answer, read on a connection of its own. */
+    private static String statusText(final int port)
+    {
+        try
+        {
+            return RawConnection.exchange(port, MessageType.STATUS, new byte[0]).text();
+        }
+        catch (final java.io.IOException e)
+        {
+            throw new java.io.UncheckedIOException(e);
         }
     }
 

@@ -6,6 +6,8 @@ import dev.limiter.client.LimiterClient;
 import dev.limiter.protocol.ReasonCode;
 import dev.limiter.server.engine.MonotonicClock;
 import dev.limiter.server.testing.Await;
+import dev.limiter.server.testing.DelayingProxy;
+import dev.limiter.server.testing.TestNode;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -86,6 +88,7 @@ class SlowStoreTest
                         fromTheStore.add(d.degraded() ? 0 : 1);
                         try
                         {
+                            // the pace of each caller's calls
                             Thread.sleep(1);
                         }
                         catch (final InterruptedException e)
@@ -118,14 +121,10 @@ class SlowStoreTest
 
             // Fast again: the next probe's answer closes the circuit and the store decides.
             proxy.delayAnswers(0);
-            final long back = System.currentTimeMillis() + 5000;
-            Decision d = client.acquireBlocking(Descriptor.of("steady", "/hot"), 1);
-            while (d.degraded() && System.currentTimeMillis() < back)
-            {
-                Thread.sleep(20);
-                d = client.acquireBlocking(Descriptor.of("steady", "/hot"), 1);
-            }
-            assertFalse(d.degraded(), "the store decides again once it answers in time: " + d);
+            final Decision[] d = {client.acquireBlocking(Descriptor.of("steady", "/hot"), 1)};
+            Await.until("the store to decide again", Duration.ofSeconds(5), () ->
+                !(d[0] = client.acquireBlocking(Descriptor.of("steady", "/hot"), 1)).degraded());
+            assertFalse(d[0].degraded(), "the store decides again once it answers in time: " + d[0]);
             assertFalse(client.stats().circuitOpen());
             // The answers that came too late were dropped: the same connection keeps serving.
             for (int i = 0; i < 20; i++)

@@ -5,6 +5,7 @@ import dev.limiter.client.Descriptor;
 import dev.limiter.client.LimiterClient;
 import dev.limiter.protocol.ReasonCode;
 import dev.limiter.server.testing.Await;
+import dev.limiter.server.testing.ClusterPorts;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;

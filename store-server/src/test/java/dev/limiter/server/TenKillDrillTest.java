@@ -5,6 +5,7 @@ import dev.limiter.client.Descriptor;
 import dev.limiter.client.LimiterClient;
 import dev.limiter.client.LimiterException;
 import dev.limiter.server.testing.Await;
+import dev.limiter.server.testing.ProcessCluster;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.condition.EnabledIfSystemProperty;
@@ -206,6 +207,7 @@ class TenKillDrillTest
                 {
                     // no node decided: ask again
                 }
+                // paced retries of a measurement: Await backs off to 50 ms, too coarse here
                 Thread.sleep(5);
             }
             return Long.MAX_VALUE;

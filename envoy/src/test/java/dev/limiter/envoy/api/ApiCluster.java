@@ -2,8 +2,8 @@ package dev.limiter.envoy.api;
 
 import dev.limiter.client.LimiterClient;
 import dev.limiter.envoy.RlsServer;
-import dev.limiter.server.ClosingTogether;
-import dev.limiter.server.ClusterPorts;
+import dev.limiter.server.testing.ClosingTogether;
+import dev.limiter.server.testing.ClusterPorts;
 import dev.limiter.server.ServerConfig;
 import dev.limiter.server.StoreServer;
 

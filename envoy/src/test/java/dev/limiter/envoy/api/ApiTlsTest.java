@@ -7,7 +7,7 @@ import dev.limiter.protocol.api.v1.AcquireRequest;
 import dev.limiter.protocol.api.v1.AcquireResponse;
 import dev.limiter.server.ServerConfig;
 import dev.limiter.server.StoreServer;
-import dev.limiter.server.TestCertificates;
+import dev.limiter.server.testing.TestCertificates;
 import io.grpc.CallOptions;
 import io.grpc.ManagedChannel;
 import io.grpc.StatusRuntimeException;

@@ -114,6 +114,7 @@ class PolicyCheckRaceTest
                 }
                 try
                 {
+                    // the pace of the racing writer
                     Thread.sleep(5);
                 }
                 catch (final InterruptedException e)

@@ -1,27 +1,15 @@
 package dev.limiter.server.engine;
 
-import com.google.protobuf.util.JsonFormat;
-import dev.limiter.protocol.AcquireCodec;
 import dev.limiter.protocol.DecisionIds;
 import dev.limiter.protocol.Features;
 import dev.limiter.protocol.Frame;
 import dev.limiter.protocol.HelloCodec;
 import dev.limiter.protocol.MessageType;
 import dev.limiter.protocol.ResultDecoder;
-import dev.limiter.protocol.policy.PolicySet;
-import dev.limiter.server.ManualClock;
-import dev.limiter.server.control.PolicyControl;
-import dev.limiter.server.control.PolicyState;
-import dev.limiter.server.metrics.ServerMetrics;
-import dev.limiter.server.net.DataPlaneHandler;
-import dev.limiter.server.net.FrameDecoder;
-import dev.limiter.server.net.PolicyPublisher;
-import dev.limiter.server.net.SdkReportGate;
+import dev.limiter.server.testing.EmbeddedDataPlane;
+import dev.limiter.server.testing.ManualClock;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
-import io.netty.channel.EventLoop;
-import io.netty.channel.embedded.EmbeddedChannel;
-import io.netty.util.concurrent.FastThreadLocal;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -34,8 +22,8 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 
 /**
- * Decision ids and the sampled log of rejections, through the data port's pipeline on an
- * {@link EmbeddedChannel} whose event loop owns the only shard (decided inline, manual clock).
+ * Decision ids and the sampled log of rejections, on an {@link EmbeddedDataPlane} of one shard (decided
+ * inline, manual clock).
  */
 class RejectedDecisionsTest
 {
@@ -46,46 +34,21 @@ class RejectedDecisionsTest
         + "\"period\":\"3600s\","
         + "\"burst\":1,\"scope\":\"TENANT\",\"owner\":\"test\"}]}";
 
-    private final ManualClock clock = new ManualClock(TimeUnit.SECONDS.toNanos(1_000));
-    private final PolicyState policies = new PolicyState(1);
-    private final ServerMetrics metrics = new ServerMetrics();
     private final RejectedDecisions log = new RejectedDecisions(64, () -> NOW_MILLIS);
     private final ResultDecoder decoder = new ResultDecoder();
-    private EmbeddedChannel channel;
-    private Shard shard;
+    private EmbeddedDataPlane plane;
     private long correlation;
 
     @BeforeEach
-    void start() throws Exception
+    void start()
     {
-        final PolicySet.Builder set = PolicySet.newBuilder();
-        JsonFormat.parser().merge(POLICIES, set);
-        assertEquals(PolicyState.Status.OK, policies.apply(PolicyState.command("test",
-            0).setBootstrap(set).build()).status());
-        channel = new EmbeddedChannel();
-        shard = new Shard(0, 1, 1024, 64 * 1024, clock, (policy, key, offset, length) -> null,
-            (EventLoop)channel.eventLoop());
-        final FastThreadLocal<FrameRouter> routers = new FastThreadLocal<>()
-        {
-            @Override
-            protected FrameRouter initialValue()
-            {
-                return new FrameRouter(metrics, log);
-            }
-        };
-        final PolicyControl control = new PolicyControl(policies, null, 1);
-        final PolicyPublisher publisher = new PolicyPublisher(policies, 1 << 20,
-            () -> metrics.refused("sdk-instance-ids-per-address"));
-        channel.pipeline().addLast(new FrameDecoder(1 << 20, null), new DataPlaneHandler(policies::index,
-            policies::activeExemptions, publisher, () -> control, List.of(shard), metrics, routers, null, () -> "{}",
-            new SdkReportGate()));
+        plane = new EmbeddedDataPlane(POLICIES, 1, new ManualClock(TimeUnit.SECONDS.toNanos(1_000)), log);
     }
 
     @AfterEach
     void stop()
     {
-        channel.finishAndReleaseAll();
-        shard.stop();
+        plane.close();
     }
 
     @Test
@@ -147,9 +110,7 @@ class RejectedDecisionsTest
     {
         final ByteBuf frame = Unpooled.buffer();
         HelloCodec.writeHello(frame, ++correlation, features);
-        channel.writeInbound(frame);
-        channel.runPendingTasks();
-        final ByteBuf answer = channel.readOutbound();
+        final ByteBuf answer = plane.exchange(frame);
         assertEquals(MessageType.HELLO_RESULT, Frame.type(answer));
         answer.release();
     }
@@ -157,13 +118,7 @@ class RejectedDecisionsTest
     /** One ACQUIRE; asserts its outcome and returns the answer's decision-id base (0: none). */
     private long acquire(final String tenant, final String route, final boolean allowed)
     {
-        final ByteBuf frame = Unpooled.buffer();
-        final int start = AcquireCodec.beginBatch(frame, MessageType.ACQUIRE, ++correlation);
-        AcquireCodec.appendEntry(frame, 1, AcquireCodec.encodeFields(tenant, "", "", route, "", ""));
-        AcquireCodec.finishBatch(frame, start, 1);
-        channel.writeInbound(frame);
-        channel.runPendingTasks();
-        final ByteBuf answer = channel.readOutbound();
+        final ByteBuf answer = plane.exchange(EmbeddedDataPlane.acquireFrame(++correlation, tenant, route, 1));
         try
         {
             assertNull(decoder.wrap(answer, Frame.bodyOffset(answer), Frame.frameEnd(answer)));

@@ -1,26 +1,15 @@
 package dev.limiter.server.engine;
 
-import com.google.protobuf.util.JsonFormat;
 import dev.limiter.protocol.AcquireCodec;
 import dev.limiter.protocol.Frame;
 import dev.limiter.protocol.MessageType;
 import dev.limiter.protocol.ReasonCode;
 import dev.limiter.protocol.ReleaseCodec;
 import dev.limiter.protocol.ResultCodec;
-import dev.limiter.protocol.policy.PolicySet;
-import dev.limiter.server.ManualClock;
-import dev.limiter.server.control.PolicyControl;
-import dev.limiter.server.control.PolicyState;
-import dev.limiter.server.metrics.ServerMetrics;
-import dev.limiter.server.net.DataPlaneHandler;
-import dev.limiter.server.net.FrameDecoder;
-import dev.limiter.server.net.PolicyPublisher;
-import dev.limiter.server.net.SdkReportGate;
+import dev.limiter.server.testing.EmbeddedDataPlane;
+import dev.limiter.server.testing.ManualClock;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
-import io.netty.channel.EventLoop;
-import io.netty.channel.embedded.EmbeddedChannel;
-import io.netty.util.concurrent.FastThreadLocal;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -36,9 +25,8 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * A shard's deciders, one kind of entry at a time: frames go through the data port's pipeline on an
- * {@link EmbeddedChannel} whose event loop owns the shard (so each is decided inline, on the test's
- * thread), and time is a {@link ManualClock} the test moves.
+ * A shard's deciders, one kind of entry at a time, on an {@link EmbeddedDataPlane}: each frame is decided
+ * inline, on the test's thread, and time is a {@link ManualClock} the test moves.
  */
 class ShardDecidersTest
 {
@@ -58,45 +46,23 @@ class ShardDecidersTest
         + "\"scope\":\"TENANT\",\"owner\":\"test\"}]}";
 
     private final ManualClock clock = new ManualClock(T0);
-    private final PolicyState policies = new PolicyState(1);
-    private final ServerMetrics metrics = new ServerMetrics();
     private final List<ByteBuf> answers = new ArrayList<>();
-    private EmbeddedChannel channel;
+    private EmbeddedDataPlane plane;
     private Shard shard;
     private long correlation;
 
     @BeforeEach
-    void start() throws Exception
+    void start()
     {
-        final PolicySet.Builder set = PolicySet.newBuilder();
-        JsonFormat.parser().merge(POLICIES, set);
-        assertEquals(PolicyState.Status.OK, policies.apply(PolicyState.command("test",
-            0).setBootstrap(set).build()).status());
-        channel = new EmbeddedChannel();
-        shard = new Shard(0, 1, 1024, 64 * 1024, clock, (policy, key, offset, length) -> null,
-            (EventLoop)channel.eventLoop());
-        final FastThreadLocal<FrameRouter> routers = new FastThreadLocal<>()
-        {
-            @Override
-            protected FrameRouter initialValue()
-            {
-                return new FrameRouter(metrics);
-            }
-        };
-        final PolicyControl control = new PolicyControl(policies, null, 1);
-        final PolicyPublisher publisher = new PolicyPublisher(policies, 1 << 20,
-            () -> metrics.refused("sdk-instance-ids-per-address"));
-        channel.pipeline().addLast(new FrameDecoder(1 << 20, null), new DataPlaneHandler(policies::index,
-            policies::activeExemptions, publisher, () -> control, List.of(shard), metrics, routers, null, () -> "{}",
-            new SdkReportGate()));
+        plane = new EmbeddedDataPlane(POLICIES, 1, clock);
+        shard = plane.shard();
     }
 
     @AfterEach
     void stop()
     {
         answers.forEach(ByteBuf::release);
-        channel.finishAndReleaseAll();
-        shard.stop();
+        plane.close();
     }
 
     @Test
@@ -142,9 +108,9 @@ class ShardDecidersTest
             acquire("acme", "/v1/orders", 1);
         }
         acquire("globex", "/v1/orders", 1);
-        final CompletableFuture<ShadowComparisons.Comparison> read = ShadowComparisons.of(List.of(shard), policies,
-            "orders-next", 0);
-        channel.runPendingTasks(); // the shard's owner publishes its table
+        final CompletableFuture<ShadowComparisons.Comparison> read = ShadowComparisons.of(List.of(shard),
+            plane.policies(), "orders-next", 0);
+        plane.runPendingTasks(); // the shard's owner publishes its table
         final ShadowComparisons.Comparison compared = read.get(5, TimeUnit.SECONDS);
         assertEquals(1, compared.shadowVersion());
         assertEquals(0, compared.enforcedVersion(), "a shadow of a new id: another policy answered");
@@ -233,17 +199,12 @@ class ShardDecidersTest
 
     private int ordinal(final String id)
     {
-        return policies.index().policies().stream().filter(p -> p.id().equals(id)).findFirst().orElseThrow().ordinal();
+        return plane.ordinal(id);
     }
 
     private Answer acquire(final String tenant, final String route, final int cost)
     {
-        final ByteBuf frame = Unpooled.buffer();
-        final int start = AcquireCodec.beginBatch(frame, MessageType.ACQUIRE, ++correlation);
-        AcquireCodec.appendEntry(frame, cost, AcquireCodec.encodeFields(tenant, "", "", route, "", ""));
-        AcquireCodec.finishBatch(frame, start, 1);
-        channel.writeInbound(frame);
-        return Answer.read(answer());
+        return Answer.read(answer(EmbeddedDataPlane.acquireFrame(++correlation, tenant, route, cost)));
     }
 
     private void release(final String tenant, final String route, final long leaseId, final int check)
@@ -254,15 +215,13 @@ class ShardDecidersTest
         final int start = Frame.begin(frame, MessageType.RELEASE, ++correlation);
         frame.writeBytes(body);
         Frame.finish(frame, start);
-        channel.writeInbound(frame);
-        final Answer released = Answer.read(answer());
+        final Answer released = Answer.read(answer(frame));
         assertEquals(ReasonCode.RELEASED, released.reason);
     }
 
-    private ByteBuf answer()
+    private ByteBuf answer(final ByteBuf frame)
     {
-        channel.runPendingTasks();
-        final ByteBuf out = channel.readOutbound();
+        final ByteBuf out = plane.exchange(frame);
         assertTrue(out != null, "the frame was answered");
         answers.add(out);
         assertEquals(correlation, Frame.correlationId(out));

@@ -1,4 +1,4 @@
-package dev.limiter.server;
+package dev.limiter.server.testing;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -22,10 +22,13 @@ import java.util.regex.Pattern;
  * so from a shutdown hook, and {@link #removeStale()} removes what a JVM killed before either
  * left behind: every name carries the pid of the JVM that made it.
  */
-final class NetworkNamespaces implements AutoCloseable
+public final class NetworkNamespaces implements AutoCloseable
 {
     private static final int CUT_PREFERENCE = 10;
-    /** The names this class gives: {@code lim<pid>x<instance>} then {@code n<m>} (a namespace), {@code v<m>} or {@code b}. */
+    /**
+     * The names this class gives: {@code lim<pid>x<instance>} then {@code n<m>} (a namespace), {@code v<m>} or {@code
+     * b}.
+     */
     private static final Pattern OWN_NAME = Pattern.compile("\\blim(\\d{1,10})x\\d+(?:[nv]\\d+|b)\\b");
     private static final AtomicInteger INSTANCES = new AtomicInteger();
 
@@ -37,7 +40,7 @@ final class NetworkNamespaces implements AutoCloseable
     private boolean closed;
 
     /** Whether this process may make network namespaces (root with iproute2), and why not if it may not. */
-    static String unavailableBecause()
+    public static String unavailableBecause()
     {
         final String probe = "limprobe" + Integer.toHexString(ThreadLocalRandom.current().nextInt(1 << 20));
         try
@@ -53,7 +56,7 @@ final class NetworkNamespaces implements AutoCloseable
     }
 
     /** Whether iptables works inside a network namespace here, and why not if it does not. */
-    static String iptablesUnavailableBecause()
+    public static String iptablesUnavailableBecause()
     {
         final String probe = "limprobe" + Integer.toHexString(ThreadLocalRandom.current().nextInt(1 << 20));
         try
@@ -71,7 +74,8 @@ final class NetworkNamespaces implements AutoCloseable
         }
         catch (final IOException e)
         {
-            return "iptables inside a network namespace needs root, iproute2 and the iptables package ('" + e.getMessage() + "')";
+            return "iptables inside a network namespace needs root, iproute2 and the iptables package ('"
+                + e.getMessage() + "')";
         }
     }
 
@@ -80,7 +84,7 @@ final class NetworkNamespaces implements AutoCloseable
      * they could close them): a drill starts from a clean machine even after a crashed run. Those of
      * live JVMs (a concurrent build) are left alone.
      */
-    static void removeStale() throws IOException
+    public static void removeStale() throws IOException
     {
         final Matcher names = OWN_NAME.matcher(run("ip", "netns", "list") + "\n" + run("ip", "-o", "link"));
         final List<String> stale = new ArrayList<>();
@@ -106,7 +110,7 @@ final class NetworkNamespaces implements AutoCloseable
     }
 
     /** Makes {@code members} namespaces, numbered from 1, on one bridge. */
-    NetworkNamespaces(final int members) throws IOException
+    public NetworkNamespaces(final int members) throws IOException
     {
         this.members = members;
         this.prefix = "lim" + ProcessHandle.current().pid() + "x" + INSTANCES.incrementAndGet();
@@ -142,7 +146,7 @@ final class NetworkNamespaces implements AutoCloseable
     }
 
     /** Member {@code m}'s address (1-based). */
-    String address(final int m)
+    public String address(final int m)
     {
         return subnet + m;
     }
@@ -154,25 +158,31 @@ final class NetworkNamespaces implements AutoCloseable
     }
 
     /** {@code command} run inside member {@code m}'s namespace (the same process: {@code ip netns exec} execs it). */
-    List<String> inside(final int m, final List<String> command)
+    public List<String> inside(final int m, final List<String> command)
     {
         final List<String> wrapped = new ArrayList<>(List.of("ip", "netns", "exec", namespace(m)));
         wrapped.addAll(command);
         return wrapped;
     }
 
-    /** From now on nothing passes between members {@code a} and {@code b}, either way; each still reaches everyone else. */
-    void cut(final int a, final int b) throws IOException
+    /**
+     * From now on nothing passes between members {@code a} and {@code b}, either way; each still reaches everyone else.
+     */
+    public void cut(final int a, final int b) throws IOException
     {
-        run("ip", "-n", namespace(a), "rule", "add", "pref", Integer.toString(CUT_PREFERENCE), "from", address(b), "blackhole");
-        run("ip", "-n", namespace(b), "rule", "add", "pref", Integer.toString(CUT_PREFERENCE), "from", address(a), "blackhole");
+        run("ip", "-n", namespace(a), "rule", "add", "pref", Integer.toString(CUT_PREFERENCE), "from", address(b),
+            "blackhole");
+        run("ip", "-n", namespace(b), "rule", "add", "pref", Integer.toString(CUT_PREFERENCE), "from", address(a),
+            "blackhole");
     }
 
     /** Undoes {@link #cut}. */
-    void heal(final int a, final int b) throws IOException
+    public void heal(final int a, final int b) throws IOException
     {
-        run("ip", "-n", namespace(a), "rule", "del", "pref", Integer.toString(CUT_PREFERENCE), "from", address(b), "blackhole");
-        run("ip", "-n", namespace(b), "rule", "del", "pref", Integer.toString(CUT_PREFERENCE), "from", address(a), "blackhole");
+        run("ip", "-n", namespace(a), "rule", "del", "pref", Integer.toString(CUT_PREFERENCE), "from", address(b),
+            "blackhole");
+        run("ip", "-n", namespace(b), "rule", "del", "pref", Integer.toString(CUT_PREFERENCE), "from", address(a),
+            "blackhole");
     }
 
     /**
@@ -180,15 +190,15 @@ final class NetworkNamespaces implements AutoCloseable
      * connections already open too (an iptables rule in its namespace's INPUT chain, all added at
      * once); it still sends to them, and still reaches everyone else. Undone by {@link #clearDrops}.
      */
-    void dropInbound(final int m, final int... from) throws IOException
+    public void dropInbound(final int m, final int... from) throws IOException
     {
         final StringBuilder rules = new StringBuilder("*filter\n");
         for (final int other : from)
         {
             if (other < 1 || other > members || other == m)
             {
-                throw new IllegalArgumentException("member " + m + " cannot drop what member " + other + " sends: members are 1 to " +
-                    members);
+                throw new IllegalArgumentException("member " + m + " cannot drop what member " + other
+                    + " sends: members are 1 to " + members);
             }
             rules.append("-A INPUT -s ").append(address(other)).append("/32 -j DROP\n");
         }
@@ -202,7 +212,7 @@ final class NetworkNamespaces implements AutoCloseable
      * later: a proxy in front of a port, say); this JVM's own connections (from the bridge) still
      * reach {@code port}. Kept until the namespaces are removed.
      */
-    void redirectFromMembers(final int m, final int port, final int toPort) throws IOException
+    public void redirectFromMembers(final int m, final int port, final int toPort) throws IOException
     {
         final StringBuilder rules = new StringBuilder("*nat\n");
         for (int other = 1; other <= members; other++)
@@ -218,7 +228,7 @@ final class NetworkNamespaces implements AutoCloseable
     }
 
     /** Removes every rule {@link #dropInbound} added, in every member's namespace. */
-    void clearDrops() throws IOException
+    public void clearDrops() throws IOException
     {
         for (int m = 1; m <= members; m++)
         {

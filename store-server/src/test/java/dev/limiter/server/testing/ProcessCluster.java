@@ -1,10 +1,9 @@
-package dev.limiter.server;
+package dev.limiter.server.testing;
 
 import dev.limiter.protocol.MessageType;
 import dev.limiter.protocol.StatusJson;
 import dev.limiter.protocol.status.GroupStatus;
 import dev.limiter.protocol.status.StatusReport;
-import dev.limiter.server.testing.Await;
 
 import java.io.IOException;
 import java.nio.file.Files;
@@ -21,7 +20,7 @@ import java.util.concurrent.atomic.AtomicReference;
  * A cluster of node processes on loopback, for drills that kill or freeze whole JVMs. Close it to
  * stop (and, if frozen, resume) every process it started.
  */
-final class ProcessCluster implements AutoCloseable
+public final class ProcessCluster implements AutoCloseable
 {
     private final Path dir;
     private final Map<String, Process> processes = new LinkedHashMap<>();
@@ -29,19 +28,20 @@ final class ProcessCluster implements AutoCloseable
     private final Map<String, List<String>> commands = new LinkedHashMap<>();
 
     /** Starts {@code size} members n1..nN, one shard each, no admin port, policies of {@link TestNode}. */
-    ProcessCluster(final Path dir, final int size) throws IOException
+    public ProcessCluster(final Path dir, final int size) throws IOException
     {
         this(dir, size, 1);
     }
 
     /** The same with {@code groups} Raft groups of one shard each (shard g is group g's). */
-    ProcessCluster(final Path dir, final int size, final int groups) throws IOException
+    public ProcessCluster(final Path dir, final int size, final int groups) throws IOException
     {
         this(dir, size, groups, List.of());
     }
 
     /** The same, every member also started with {@code extraArguments} (say {@code --memory-first}). */
-    ProcessCluster(final Path dir, final int size, final int groups, final List<String> extraArguments) throws IOException
+    public ProcessCluster(final Path dir, final int size, final int groups,
+        final List<String> extraArguments) throws IOException
     {
         this.dir = dir;
         final int[] free = ClusterPorts.free(size, 100);
@@ -58,14 +58,15 @@ final class ProcessCluster implements AutoCloseable
         {
             final Path data = dir.resolve(id);
             Files.createDirectories(data);
-            final List<String> command = new ArrayList<>(List.of(java, "--add-exports=java.base/jdk.internal.misc=ALL-UNNAMED",
-                "-Xmx256m",
+            final List<String> command = new ArrayList<>(List.of(java,
+                "--add-exports=java.base/jdk.internal.misc=ALL-UNNAMED", "-Xmx256m",
                 // Wall-clock times and leadership changes in node.log, to see where a drill's seconds went.
                 "-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS", "-Dorg.slf4j.simpleLogger.log.dev.limiter=info",
                 "-Dorg.slf4j.simpleLogger.log.org.apache.ratis.server.RaftServer$Division=info",
                 "-cp", System.getProperty("java.class.path"), "dev.limiter.server.ServerMain",
                 "--node-id", id, "--peers", peers.toString(), "--admin-port", "-1", "--data-dir", data.toString(),
-                "--policies", policies.toString(), "--shards", Integer.toString(groups), "--raft-groups", Integer.toString(groups),
+                "--policies", policies.toString(), "--shards", Integer.toString(groups), "--raft-groups",
+                    Integer.toString(groups),
                 "--io-threads", "1"));
             command.addAll(extraArguments);
             commands.put(id, command);
@@ -80,23 +81,23 @@ final class ProcessCluster implements AutoCloseable
     }
 
     /** Starts a killed member again, with its data directory: it recovers from its log and snapshot. */
-    void restart(final String id) throws IOException
+    public void restart(final String id) throws IOException
     {
         start(id);
     }
 
-    Map<String, Integer> ports()
+    public Map<String, Integer> ports()
     {
         return ports;
     }
 
-    int port(final String id)
+    public int port(final String id)
     {
         return ports.get(id);
     }
 
     /** The node's role from a STATUS request, or null when it does not answer within a second. */
-    String role(final String id)
+    public String role(final String id)
     {
         final StatusReport status = status(id);
         return status == null ? null : status.getRole();
@@ -107,7 +108,8 @@ final class ProcessCluster implements AutoCloseable
     {
         try
         {
-            final RawConnection.Answer answer = RawConnection.exchange(ports.get(id), MessageType.STATUS, new byte[0], 1000);
+            final RawConnection.Answer answer = RawConnection.exchange(ports.get(id), MessageType.STATUS, new byte[0],
+                1000);
             return answer == null ? null : StatusJson.parse(answer.text()); // null: closed without answering (stopping)
         }
         catch (final IOException e)
@@ -125,21 +127,21 @@ final class ProcessCluster implements AutoCloseable
     }
 
     /** The node's applied log index in group {@code g}, or -1 when it does not answer. */
-    long appliedIndex(final String id, final int g)
+    public long appliedIndex(final String id, final int g)
     {
         final GroupStatus group = group(id, g);
         return group == null ? -1 : group.getAppliedIndex();
     }
 
     /** The node's role in group {@code g} (LEADER once it decides), or null when it does not answer. */
-    String role(final String id, final int g)
+    public String role(final String id, final int g)
     {
         final GroupStatus group = group(id, g);
         return group == null ? null : group.getRole();
     }
 
     /** The member that leads group {@code g}, other than {@code except}; waits up to 60 s. */
-    String awaitLeader(final String except, final int g) throws InterruptedException
+    public String awaitLeader(final String except, final int g) throws InterruptedException
     {
         final AtomicReference<String> leader = new AtomicReference<>();
         Await.until("a leader of group " + g + " other than " + except, Duration.ofSeconds(60), () ->
@@ -152,7 +154,7 @@ final class ProcessCluster implements AutoCloseable
     }
 
     /** The member that leads and decides, other than {@code except}; waits up to 60 s. */
-    String awaitLeader(final String except) throws InterruptedException
+    public String awaitLeader(final String except) throws InterruptedException
     {
         final AtomicReference<String> leader = new AtomicReference<>();
         Await.until("a leader other than " + except, Duration.ofSeconds(60), () ->
@@ -174,12 +176,13 @@ final class ProcessCluster implements AutoCloseable
         for (final String id : ports.keySet())
         {
             final Process process = processes.get(id);
-            tails.append("\n--- ").append(id).append(process.isAlive() ? " (running)" : " (exited " + process.exitValue() + ")")
-                .append(", last lines of its node.log:");
+            tails.append("\n--- ").append(id).append(process.isAlive() ? " (running)" : " (exited "
+                + process.exitValue() + ")") .append(", last lines of its node.log:");
             try
             {
                 final List<String> lines = Files.readAllLines(dir.resolve(id).resolve("node.log"));
-                lines.subList(Math.max(0, lines.size() - 15), lines.size()).forEach(line -> tails.append("\n").append(line));
+                lines.subList(Math.max(0, lines.size() - 15),
+                    lines.size()).forEach(line -> tails.append("\n").append(line));
             }
             catch (final IOException | RuntimeException e)
             {
@@ -190,14 +193,14 @@ final class ProcessCluster implements AutoCloseable
     }
 
     /** SIGKILL. */
-    void kill(final String id) throws InterruptedException
+    public void kill(final String id) throws InterruptedException
     {
         processes.get(id).destroyForcibly();
         processes.get(id).waitFor(10, TimeUnit.SECONDS);
     }
 
     /** SIGSTOP: the process keeps its connections open and answers nothing, as behind a partition. */
-    void freeze(final String id) throws IOException, InterruptedException
+    public void freeze(final String id) throws IOException, InterruptedException
     {
         signal(id, "-STOP");
     }
@@ -210,7 +213,8 @@ final class ProcessCluster implements AutoCloseable
 
     private void signal(final String id, final String signal) throws IOException, InterruptedException
     {
-        final Process kill = new ProcessBuilder("kill", signal, Long.toString(processes.get(id).pid())).inheritIO().start();
+        final Process kill = new ProcessBuilder("kill", signal,
+            Long.toString(processes.get(id).pid())).inheritIO().start();
         if (kill.waitFor() != 0)
         {
             throw new IOException("kill " + signal + " " + id + " failed");

@@ -1,4 +1,4 @@
-package dev.limiter.server;
+package dev.limiter.server.testing;
 
 import dev.limiter.protocol.AcquireCodec;
 import dev.limiter.protocol.MessageType;
@@ -18,10 +18,10 @@ import java.util.concurrent.locks.LockSupport;
  * each node decided and when, with no SDK between, which might answer itself or try another node.
  * A probe that gets no answer within a second is not recorded, and its connection is opened again.
  */
-final class DecisionProbes implements AutoCloseable
+public final class DecisionProbes implements AutoCloseable
 {
     /** One probe: sent to {@code member} at {@code sentNanos}, answered at {@code answeredNanos}, decided or not. */
-    record Probe(int member, long sentNanos, long answeredNanos, boolean decided)
+    public record Probe(int member, long sentNanos, long answeredNanos, boolean decided)
     {
     }
 
@@ -34,9 +34,9 @@ final class DecisionProbes implements AutoCloseable
     private volatile boolean paused;
 
     /** Starts probing each member at its address ({@code addresses}: member to host), on {@code port}. */
-    DecisionProbes(final Map<Integer, String> addresses, final int port, final String tenant, final String route)
+    public DecisionProbes(final Map<Integer, String> addresses, final int port, final String tenant, final String route)
     {
-        acquire = BadInputTest.acquireBody(AcquireCodec.encodeFields(tenant, "", "", route, "", ""));
+        acquire = RawConnection.acquireBody(AcquireCodec.encodeFields(tenant, "", "", route, "", ""));
         addresses.forEach((member, host) ->
         {
             final Thread thread = new Thread(() -> probe(member, host, port), "probe-n" + member);
@@ -79,24 +79,24 @@ final class DecisionProbes implements AutoCloseable
     }
 
     /** The probes sent from {@code fromNanos} (inclusive) to {@code toNanos} (exclusive), in the order recorded. */
-    List<Probe> sentBetween(final long fromNanos, final long toNanos)
+    public List<Probe> sentBetween(final long fromNanos, final long toNanos)
     {
         return probes.stream().filter(p -> p.sentNanos() - fromNanos >= 0 && p.sentNanos() - toNanos < 0).toList();
     }
 
     /** Sends no probe until {@link #resume()} (one in flight is still answered and recorded). */
-    void pause()
+    public void pause()
     {
         paused = true;
     }
 
-    void resume()
+    public void resume()
     {
         paused = false;
     }
 
     /** The member that decided the latest answered probe that was decided, or 0 when none was. */
-    int lastDecider()
+    public int lastDecider()
     {
         Probe last = null;
         for (final Probe probe : probes)

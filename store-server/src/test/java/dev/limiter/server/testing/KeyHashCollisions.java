@@ -1,4 +1,4 @@
-package dev.limiter.server;
+package dev.limiter.server.testing;
 
 import dev.limiter.server.table.BucketKeys;
 import dev.limiter.server.table.KeyHash;
@@ -26,7 +26,10 @@ public final class KeyHashCollisions
     private static final long INV_M1 = inverse(M1);
     private static final long INV_M2 = inverse(M2);
 
-    /** Bytes a made value may hold: printable ASCII but for {@code %}, {@code |} and space (kept as they are by every edge). */
+    /**
+     * Bytes a made value may hold: printable ASCII but for {@code %}, {@code |} and space (kept as they are by every
+     * edge).
+     */
     public static boolean plain(final int b)
     {
         return b > 0x20 && b < 0x7F && b != '%' && b != '|';
@@ -56,7 +59,8 @@ public final class KeyHashCollisions
 
     /**
      * A suffix (16 to 23 {@link #plain} bytes) such that the TENANT-scoped key
-     * {@code prefix(ordinal, version) | fixed | suffix} hashes to {@code target}. {@code fixed} is what the edge puts before the caller's text (nothing
+     * {@code prefix(ordinal, version) | fixed | suffix} hashes to {@code target}. {@code fixed} is what the edge puts
+     * before the caller's text (nothing
      * for an SDK tenant, {@code "e:"} for an Envoy value).
      */
     public String suffixFor(final int ordinal, final long version, final String fixed, final long target)

@@ -1,8 +1,11 @@
-package dev.limiter.server;
+package dev.limiter.server.testing;
 
+import dev.limiter.protocol.AcquireCodec;
 import dev.limiter.protocol.ErrorCode;
 import dev.limiter.protocol.Frame;
 import dev.limiter.protocol.MessageType;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
 
 import java.io.DataInputStream;
 import java.io.EOFException;
@@ -14,17 +17,17 @@ import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 
 /** A raw TCP connection to a node's data port, speaking (or not) the frame format: for tests of bad input. */
-final class RawConnection implements AutoCloseable
+public final class RawConnection implements AutoCloseable
 {
     /** One frame read back. */
-    record Answer(int type, long correlationId, byte[] body)
+    public record Answer(int type, long correlationId, byte[] body)
     {
-        ErrorCode errorCode()
+        public ErrorCode errorCode()
         {
             return type == MessageType.ERROR ? ErrorCode.ofOrNull(ByteBuffer.wrap(body).getShort() & 0xFFFF) : null;
         }
 
-        String errorMessage()
+        public String errorMessage()
         {
             final ByteBuffer b = ByteBuffer.wrap(body);
             b.getShort();
@@ -33,26 +36,46 @@ final class RawConnection implements AutoCloseable
             return new String(message, StandardCharsets.UTF_8);
         }
 
-        boolean isError()
+        public boolean isError()
         {
             return type == MessageType.ERROR;
         }
 
         /** The body as text (a STATUS answer's JSON). */
-        String text()
+        public String text()
         {
             return new String(body, StandardCharsets.UTF_8);
         }
     }
 
+    /** The body of a one-entry ACQUIRE batch holding {@code encodedFields} (see {@code AcquireCodec.encodeFields}). */
+    public static byte[] acquireBody(final byte[] encodedFields)
+    {
+        final ByteBuf buf = Unpooled.buffer();
+        try
+        {
+            final int start = AcquireCodec.beginBatch(buf, MessageType.ACQUIRE, 0);
+            AcquireCodec.appendEntry(buf, 1, encodedFields);
+            AcquireCodec.finishBatch(buf, start, 1);
+            final byte[] body = new byte[buf.writerIndex() - Frame.HEADER_LENGTH];
+            buf.getBytes(Frame.HEADER_LENGTH, body);
+            return body;
+        }
+        finally
+        {
+            buf.release();
+        }
+    }
+
     /** One request on a connection of its own, its answer read back (STATUS and the like); 5 s to answer. */
-    static Answer exchange(final int port, final int type, final byte[] body) throws IOException
+    public static Answer exchange(final int port, final int type, final byte[] body) throws IOException
     {
         return exchange(port, type, body, 5000);
     }
 
     /** As {@link #exchange(int, int, byte[])}, waiting at most {@code timeoutMillis} for the answer. */
-    static Answer exchange(final int port, final int type, final byte[] body, final int timeoutMillis) throws IOException
+    static Answer exchange(final int port, final int type, final byte[] body,
+        final int timeoutMillis) throws IOException
     {
         try (RawConnection raw = new RawConnection(port))
         {
@@ -65,13 +88,13 @@ final class RawConnection implements AutoCloseable
     private final OutputStream out;
     private final DataInputStream in;
 
-    RawConnection(final int port) throws IOException
+    public RawConnection(final int port) throws IOException
     {
         this("127.0.0.1", port);
     }
 
     /** To a node at another address (one on a link a test made, say). */
-    RawConnection(final String host, final int port) throws IOException
+    public RawConnection(final String host, final int port) throws IOException
     {
         socket = new Socket(host, port);
         socket.setSoTimeout(5000);
@@ -79,7 +102,7 @@ final class RawConnection implements AutoCloseable
         in = new DataInputStream(socket.getInputStream());
     }
 
-    static byte[] frame(final int type, final long correlationId, final byte[] body)
+    public static byte[] frame(final int type, final long correlationId, final byte[] body)
     {
         final ByteBuffer b = ByteBuffer.allocate(Frame.HEADER_LENGTH + body.length);
         b.putInt(Frame.MIN_LENGTH_FIELD + body.length).put((byte)Frame.VERSION).put((byte)type).putShort((short)0)
@@ -87,21 +110,21 @@ final class RawConnection implements AutoCloseable
         return b.array();
     }
 
-    void send(final byte[] bytes) throws IOException
+    public void send(final byte[] bytes) throws IOException
     {
         out.write(bytes);
         out.flush();
     }
 
     /** Sends one frame and reads the next frame back. */
-    Answer request(final int type, final long correlationId, final byte[] body) throws IOException
+    public Answer request(final int type, final long correlationId, final byte[] body) throws IOException
     {
         send(frame(type, correlationId, body));
         return read();
     }
 
     /** Reads one frame; null when the node closed the connection. */
-    Answer read() throws IOException
+    public Answer read() throws IOException
     {
         final int length;
         try
@@ -125,7 +148,7 @@ final class RawConnection implements AutoCloseable
     }
 
     /** Whether the node closed the connection (reads until end of stream or the timeout). */
-    boolean closedByPeer() throws IOException
+    public boolean closedByPeer() throws IOException
     {
         try
         {
@@ -147,7 +170,7 @@ final class RawConnection implements AutoCloseable
         }
     }
 
-    void timeout(final int millis) throws SocketException
+    public void timeout(final int millis) throws SocketException
     {
         socket.setSoTimeout(millis);
     }

@@ -1,4 +1,6 @@
-package dev.limiter.server;
+package dev.limiter.server.testing;
+
+import dev.limiter.server.StoreServer;
 
 import java.util.ArrayList;
 import java.util.Collection;
@@ -62,7 +64,8 @@ public final class ClosingTogether
         }
         if (!failures.isEmpty())
         {
-            final IllegalStateException failed = new IllegalStateException("closing " + failures.size() + " member(s) failed");
+            final IllegalStateException failed = new IllegalStateException("closing " + failures.size()
+                + " member(s) failed");
             failures.forEach(failed::addSuppressed);
             throw failed;
         }

@@ -1,11 +1,14 @@
-package dev.limiter.server;
+package dev.limiter.server.testing;
 
+import org.bouncycastle.asn1.pkcs.PrivateKeyInfo;
+import org.bouncycastle.asn1.sec.ECPrivateKey;
 import org.bouncycastle.asn1.x500.X500Name;
 import org.bouncycastle.asn1.x509.BasicConstraints;
 import org.bouncycastle.asn1.x509.Extension;
 import org.bouncycastle.asn1.x509.GeneralName;
 import org.bouncycastle.asn1.x509.GeneralNames;
 import org.bouncycastle.asn1.x509.KeyUsage;
+import org.bouncycastle.asn1.x509.SubjectPublicKeyInfo;
 import org.bouncycastle.cert.X509CertificateHolder;
 import org.bouncycastle.cert.jcajce.JcaX509CertificateConverter;
 import org.bouncycastle.cert.jcajce.JcaX509v3CertificateBuilder;
@@ -56,8 +59,8 @@ public final class TestCertificates
             Files.createDirectories(dir);
             caKeys = keyPair();
             final X500Name subject = new X500Name("CN=" + name);
-            final JcaX509v3CertificateBuilder builder = new JcaX509v3CertificateBuilder(subject, serial(), notBefore(), notAfter(),
-                subject, caKeys.getPublic());
+            final JcaX509v3CertificateBuilder builder = new JcaX509v3CertificateBuilder(subject, serial(),
+                notBefore(), notAfter(), subject, caKeys.getPublic());
             builder.addExtension(Extension.basicConstraints, true, new BasicConstraints(true));
             builder.addExtension(Extension.keyUsage, true, new KeyUsage(KeyUsage.keyCertSign | KeyUsage.cRLSign));
             caCertificate = sign(builder, caKeys);
@@ -86,7 +89,9 @@ public final class TestCertificates
         SEC1
     }
 
-    /** A certificate for 127.0.0.1 and localhost, signed by this CA, usable by a server and a client; its key in PKCS#8. */
+    /**
+     * A certificate for 127.0.0.1 and localhost, signed by this CA, usable by a server and a client; its key in PKCS#8.
+     */
     public Issued issue(final String commonName)
     {
         return issue(commonName, KeyForm.PKCS8);
@@ -101,7 +106,8 @@ public final class TestCertificates
             final JcaX509v3CertificateBuilder builder = new JcaX509v3CertificateBuilder(new X500Name("CN=" + name),
                 serial(), notBefore(), notAfter(), new X500Name("CN=" + commonName), keys.getPublic());
             builder.addExtension(Extension.subjectAlternativeName, false, new GeneralNames(new GeneralName[] {
-                new GeneralName(GeneralName.iPAddress, "127.0.0.1"), new GeneralName(GeneralName.dNSName, "localhost")}));
+                new GeneralName(GeneralName.iPAddress, "127.0.0.1"), new GeneralName(GeneralName.dNSName,
+                    "localhost")}));
             builder.addExtension(Extension.basicConstraints, true, new BasicConstraints(false));
             final X509Certificate certificate = sign(builder, caKeys);
             final Path cert = dir.resolve(commonName + ".pem");
@@ -124,18 +130,20 @@ public final class TestCertificates
     /** PKCS#8 wraps the PKCS#1 structure: unwrapped, it is that form. */
     private static byte[] pkcs1(final KeyPair keys) throws IOException
     {
-        return org.bouncycastle.asn1.pkcs.PrivateKeyInfo.getInstance(keys.getPrivate().getEncoded()).parsePrivateKey().toASN1Primitive()
+        return PrivateKeyInfo.getInstance(keys.getPrivate().getEncoded()).parsePrivateKey().toASN1Primitive()
             .getEncoded();
     }
 
-    /** SEC1 as openssl writes it: the key with its curve (which PKCS#8 keeps outside, in the algorithm) and its public point. */
+    /**
+     * SEC1 as openssl writes it: the key with its curve (which PKCS#8 keeps outside, in the algorithm) and its public
+     * point.
+     */
     private static byte[] sec1(final KeyPair keys) throws IOException
     {
-        final org.bouncycastle.asn1.pkcs.PrivateKeyInfo info = org.bouncycastle.asn1.pkcs.PrivateKeyInfo.getInstance(keys.getPrivate().getEncoded());
-        final org.bouncycastle.asn1.sec.ECPrivateKey inner = org.bouncycastle.asn1.sec.ECPrivateKey.getInstance(info.parsePrivateKey());
-        final org.bouncycastle.asn1.x509.SubjectPublicKeyInfo publicKey =
-            org.bouncycastle.asn1.x509.SubjectPublicKeyInfo.getInstance(keys.getPublic().getEncoded());
-        return new org.bouncycastle.asn1.sec.ECPrivateKey(256, inner.getKey(), publicKey.getPublicKeyData(),
+        final PrivateKeyInfo info = PrivateKeyInfo.getInstance(keys.getPrivate().getEncoded());
+        final ECPrivateKey inner = ECPrivateKey.getInstance(info.parsePrivateKey());
+        final SubjectPublicKeyInfo publicKey = SubjectPublicKeyInfo.getInstance(keys.getPublic().getEncoded());
+        return new ECPrivateKey(256, inner.getKey(), publicKey.getPublicKeyData(),
             info.getPrivateKeyAlgorithm().getParameters()).getEncoded();
     }
 
@@ -180,8 +188,9 @@ public final class TestCertificates
     {
         try
         {
-            Files.writeString(file, "-----BEGIN " + type + "-----\n" + Base64.getMimeEncoder(64, "\n".getBytes(StandardCharsets.US_ASCII))
-                .encodeToString(der) + "\n-----END " + type + "-----\n", StandardCharsets.US_ASCII);
+            Files.writeString(file, "-----BEGIN " + type + "-----\n" + Base64.getMimeEncoder(64,
+                "\n".getBytes(StandardCharsets.US_ASCII)) .encodeToString(der) + "\n-----END " + type + "-----\n",
+                StandardCharsets.US_ASCII);
         }
         catch (final IOException e)
         {

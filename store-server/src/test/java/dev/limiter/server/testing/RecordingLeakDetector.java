@@ -1,4 +1,4 @@
-package dev.limiter.server;
+package dev.limiter.server.testing;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.PooledByteBufAllocator;
@@ -61,6 +61,7 @@ public final class RecordingLeakDetector<T> extends ResourceLeakDetector<T>
     /** Whether this detector is the one Netty uses (so a clean result means something). */
     public static boolean installed()
     {
-        return System.getProperty("io.netty.customResourceLeakDetector", "").equals(RecordingLeakDetector.class.getName());
+        return System.getProperty("io.netty.customResourceLeakDetector",
+            "").equals(RecordingLeakDetector.class.getName());
     }
 }

@@ -1,4 +1,4 @@
-package dev.limiter.server;
+package dev.limiter.server.testing;
 
 import dev.limiter.client.Decision;
 import dev.limiter.client.Descriptor;
@@ -14,8 +14,9 @@ import java.util.concurrent.locks.LockSupport;
 /**
  * A service in a JVM of its own that forces full collections while eight threads make blocking
  * calls (1 ms of their own work between calls): run as a separate process by
- * {@link SdkStartAndPauseTest}, with a one-threaded collector so that its pauses stop it alone, not
- * the node it calls. Prints one line: {@code RESULT node=N local=N errors=N pauses=N pausedTimeouts=N lateDeadlines=N windows=N minOpen=N circuitOpened=B}.
+ * {@code SdkStartAndPauseTest}, with a one-threaded collector so that its pauses stop it alone, not
+ * the node it calls. Prints one line: {@code RESULT node=N local=N errors=N pauses=N pausedTimeouts=N lateDeadlines=N
+ * windows=N minOpen=N circuitOpened=B}.
  */
 public final class PausingClient
 {
@@ -36,7 +37,8 @@ public final class PausingClient
         {
             live.add(new long[64]);
         }
-        try (LimiterClient client = LimiterClient.builder().endpoints(endpoint).deadline(Duration.ofMillis(deadlineMillis)).build())
+        try (LimiterClient client = LimiterClient.builder().endpoints(endpoint)
+            .deadline(Duration.ofMillis(deadlineMillis)).build())
         {
             final long nanos = seconds * 1_000_000_000L;
             final long end = System.nanoTime() + nanos;
@@ -51,10 +53,11 @@ public final class PausingClient
                     LockSupport.parkNanos(200_000_000L);
                 }
             });
-            System.out.println("RESULT node=" + counts[2] + " local=" + counts[1] + " errors=" + counts[0] + " pauses=" +
-                client.stats().pausesNoticed() + " pausedTimeouts=" + client.stats().pausedTimeouts() + " lateDeadlines=" + client.stats().lateDeadlines() +
-                " windows=" + client.stats().degradedWindowsReported() + " minOpen=" + minOpen[0] + " circuitOpened=" + circuitOpened.get() +
-                " live=" + live.size());
+            System.out.println("RESULT node=" + counts[2] + " local=" + counts[1] + " errors=" + counts[0]
+                + " pauses=" + client.stats().pausesNoticed() + " pausedTimeouts="
+                + client.stats().pausedTimeouts() + " lateDeadlines=" + client.stats().lateDeadlines()
+                + " windows=" + client.stats().degradedWindowsReported() + " minOpen=" + minOpen[0]
+                + " circuitOpened=" + circuitOpened.get() + " live=" + live.size());
         }
     }
 
@@ -62,8 +65,8 @@ public final class PausingClient
      * Eight threads of blocking calls for {@code nanos}, each pausing {@code thinkNanos} between
      * calls: {errors, decided by the SDK itself, decided by a node}.
      */
-    static long[] hammer(final LimiterClient client, final long nanos, final long thinkNanos, final Runnable meanwhile)
-        throws InterruptedException
+    public static long[] hammer(final LimiterClient client, final long nanos, final long thinkNanos,
+        final Runnable meanwhile) throws InterruptedException
     {
         final LongAdder errors = new LongAdder();
         final LongAdder local = new LongAdder();
@@ -79,7 +82,8 @@ public final class PausingClient
                 {
                     try
                     {
-                        final Decision d = client.acquireBlocking(Descriptor.of("tenant-" + thread + "-" + i, "/v1/orders/1"), 1);
+                        final Decision d = client.acquireBlocking(Descriptor.of("tenant-" + thread + "-" + i,
+                            "/v1/orders/1"), 1);
                         (d.degraded() ? local : node).increment();
                         if (thinkNanos > 0)
                         {

@@ -1,4 +1,4 @@
-package dev.limiter.server;
+package dev.limiter.server.testing;
 
 import dev.limiter.protocol.Frame;
 import dev.limiter.protocol.MessageType;
@@ -86,7 +86,7 @@ public final class DelayingProxy implements AutoCloseable
     }
 
     /** Frames with acquires (ACQUIRE, BATCH_ACQUIRE) passed on to the node so far. */
-    long acquireFramesSent()
+    public long acquireFramesSent()
     {
         return acquireFrames.sum();
     }

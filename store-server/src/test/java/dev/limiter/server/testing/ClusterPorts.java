@@ -1,4 +1,4 @@
-package dev.limiter.server;
+package dev.limiter.server.testing;
 
 import java.io.IOException;
 import java.net.InetAddress;
@@ -40,7 +40,7 @@ public final class ClusterPorts
     }
 
     /** A random first port such that {@code span} ports from it stay between 10,000 and the ephemeral range. */
-    static int randomBase(final int span)
+    public static int randomBase(final int span)
     {
         final int below = ephemeralLow() - span - 1;
         return 10_000 + ThreadLocalRandom.current().nextInt(Math.max(1, below - 10_000));
@@ -51,7 +51,8 @@ public final class ClusterPorts
     {
         try
         {
-            final String range = java.nio.file.Files.readString(java.nio.file.Path.of("/proc/sys/net/ipv4/ip_local_port_range")).trim();
+            final String range = java.nio.file.Files.readString(
+                java.nio.file.Path.of("/proc/sys/net/ipv4/ip_local_port_range")).trim();
             return Math.max(12_000, Integer.parseInt(range.split("\\s+")[0]));
         }
         catch (final IOException | RuntimeException e)
@@ -60,7 +61,7 @@ public final class ClusterPorts
         }
     }
 
-    static boolean bindable(final int port)
+    public static boolean bindable(final int port)
     {
         try (ServerSocket socket = new ServerSocket(port, 1, InetAddress.getLoopbackAddress()))
         {

@@ -1,4 +1,4 @@
-package dev.limiter.server;
+package dev.limiter.server.testing;
 
 import dev.limiter.client.Decision;
 import dev.limiter.client.Descriptor;
@@ -19,12 +19,12 @@ import java.util.concurrent.locks.LockSupport;
  * 1 ms between calls, as a service does work between requests: callers spinning on the SDK's
  * local decisions during an outage would take the cores the nodes need to elect.
  */
-final class DrillCallers implements AutoCloseable
+public final class DrillCallers implements AutoCloseable
 {
     /** One call: of key {@code key} (an index of the callers' keys), when, whether a node decided it, allowed. */
-    record Call(int key, long sentNanos, long returnedNanos, boolean nodeDecided, boolean allowed)
+    public record Call(int key, long sentNanos, long returnedNanos, boolean nodeDecided, boolean allowed)
     {
-        long millis()
+        public long millis()
         {
             return (returnedNanos - sentNanos) / 1_000_000;
         }
@@ -34,7 +34,7 @@ final class DrillCallers implements AutoCloseable
     private final List<Thread> threads = new ArrayList<>();
     private volatile boolean stop;
 
-    DrillCallers(final LimiterClient client, final int callers, final List<Descriptor> keys)
+    public DrillCallers(final LimiterClient client, final int callers, final List<Descriptor> keys)
     {
         for (int t = 0; t < callers; t++)
         {
@@ -65,7 +65,7 @@ final class DrillCallers implements AutoCloseable
     }
 
     /** Stops the callers (each finishes the call it is in) and returns every call they made. */
-    List<Call> stop() throws InterruptedException
+    public List<Call> stop() throws InterruptedException
     {
         stop = true;
         for (final Thread thread : threads)
