@@ -4,6 +4,7 @@ import com.google.gson.JsonObject;
 import com.google.gson.JsonParser;
 import dev.limiter.server.ServerConfig;
 import dev.limiter.server.StoreServer;
+import dev.limiter.server.testing.Await;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -13,6 +14,7 @@ import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
@@ -62,11 +64,8 @@ class LoadGeneratorTest
                 "--server", "127.0.0.1:" + node.port(), "--connections", "1", "--pipeline", "16", "--keys", "100",
                 "--warmup", "1", "--duration", "3", "--deadline-ms", "50"));
             // Kill the node once the first measured second is reported (however slow the start was).
-            final long until = System.nanoTime() + 20_000_000_000L;
-            while (!captured.toString(StandardCharsets.UTF_8).contains("t=1s") && System.nanoTime() < until)
-            {
-                Thread.sleep(20);
-            }
+            Await.until("the first measured second reported", Duration.ofSeconds(20),
+                () -> captured.toString(StandardCharsets.UTF_8).contains("t=1s"));
             node.close();
             assertEquals(0, exit.get(20, TimeUnit.SECONDS));
         }
@@ -213,11 +212,7 @@ class LoadGeneratorTest
             "--save", "", "--appendonly", "no").redirectErrorStream(true).redirectOutput(dir.resolve("redis.log").toFile()).start();
         try
         {
-            final long until = System.nanoTime() + 10_000_000_000L;
-            while (!java.nio.file.Files.readString(dir.resolve("redis.log")).contains("Ready to accept") && System.nanoTime() < until)
-            {
-                Thread.sleep(20);
-            }
+            Await.until("Redis ready", Duration.ofSeconds(10), () -> redisLog(dir).contains("Ready to accept"));
             final List<String> lines = run("--blocking-threads", "2", "--redis", "127.0.0.1:" + port, "--redis-rate", "100",
                 "--keys", "10", "--warmup", "1", "--duration", "1");
             final JsonObject summary = lastLine(lines);
@@ -236,6 +231,18 @@ class LoadGeneratorTest
     }
 
     /** The run's summary: its last line, one JSON object. */
+    private static String redisLog(final Path dir)
+    {
+        try
+        {
+            return java.nio.file.Files.readString(dir.resolve("redis.log"));
+        }
+        catch (final java.io.IOException e)
+        {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
+
     private static JsonObject lastLine(final List<String> lines)
     {
         return JsonParser.parseString(lines.get(lines.size() - 1)).getAsJsonObject();

@@ -12,6 +12,7 @@ import dev.limiter.server.testing.ClusterPorts;
 import dev.limiter.server.ServerConfig;
 import dev.limiter.server.region.RegionConfig;
 import dev.limiter.server.StoreServer;
+import dev.limiter.server.testing.Await;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
@@ -152,10 +153,9 @@ class PrometheusAssetsTest
         final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
         final String base = "http://127.0.0.1:" + port;
 
-        // Every target scraped, and long enough for rates over RATE_INTERVAL.
+        // Every target scraped, then scraped again after more traffic: rates over RATE_INTERVAL have data.
         awaitQuery(http, base, "count(up == 1) == 4", Duration.ofSeconds(60));
         traffic(client);
-        Thread.sleep(6_000);
 
         final JsonObject dashboard = JsonParser.parseString(Files.readString(OPS.resolve("grafana/limiter-dashboard.json"))).getAsJsonObject();
         final Map<String, String> queries = new LinkedHashMap<>();
@@ -172,16 +172,15 @@ class PrometheusAssetsTest
             }
         }
         assertTrue(queries.size() >= 20, "the dashboard's queries were found: " + queries.size());
-        final List<String> empty = new ArrayList<>();
-        for (final Map.Entry<String, String> query : queries.entrySet())
+        // Until every query has data (scrapes every second; it took a fixed 6 s sleep before), then as asserted.
+        final List<List<String>> empty = new ArrayList<>(List.of(List.of()));
+        Await.until("every dashboard query with data and every rule evaluated", Duration.ofSeconds(30), () ->
         {
-            final JsonArray result = query(http, base, query.getValue());
-            if (result.isEmpty())
-            {
-                empty.add(query.getKey() + ": " + query.getValue());
-            }
-        }
-        assertEquals(List.of(), empty, "dashboard queries with no data from a running cluster (a metric or label that does not exist?)");
+            empty.set(0, emptyQueries(http, base, queries));
+            return empty.get(0).isEmpty() && rulesEvaluated(http, base);
+        }, () -> "no data yet: " + empty.get(0));
+        assertEquals(List.of(), emptyQueries(http, base, queries),
+            "dashboard queries with no data from a running cluster (a metric or label that does not exist?)");
 
         // The rules loaded, and each evaluates without error against real series.
         final JsonObject rules = get(http, base + "/api/v1/rules").getAsJsonObject("data");
@@ -244,18 +243,60 @@ class PrometheusAssetsTest
             running.add(node);
             addresses.add("127.0.0.1:" + node.port() + "|127.0.0.1:" + node.adminPort());
         }
-        final long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-        while (running.stream().noneMatch(n -> n instanceof StoreServer s && s.replication().canDecide()))
-        {
-            assertTrue(System.nanoTime() < end, "no leader within 30 s");
-            Thread.sleep(20);
-        }
+        Await.until("a leader", Duration.ofSeconds(30),
+            () -> running.stream().anyMatch(n -> n instanceof StoreServer s && s.replication().canDecide()));
         return addresses;
     }
 
     private static String queryUrl(final String base, final String promql)
     {
         return base + "/api/v1/query?query=" + URLEncoder.encode(promql, StandardCharsets.UTF_8);
+    }
+
+    /** The dashboard's queries ("title / refId: expr") that Prometheus answers with no series now. */
+    private static List<String> emptyQueries(final HttpClient http, final String base,
+        final Map<String, String> queries)
+    {
+        final List<String> empty = new ArrayList<>();
+        try
+        {
+            for (final Map.Entry<String, String> query : queries.entrySet())
+            {
+                if (query(http, base, query.getValue()).isEmpty())
+                {
+                    empty.add(query.getKey() + ": " + query.getValue());
+                }
+            }
+        }
+        catch (final Exception e)
+        {
+            throw new AssertionError("Prometheus did not answer a dashboard query: " + e, e);
+        }
+        return empty;
+    }
+
+    /** Whether Prometheus has evaluated every rule at least once (a rule's health is "unknown" before). */
+    private static boolean rulesEvaluated(final HttpClient http, final String base)
+    {
+        try
+        {
+            final JsonObject rules = get(http, base + "/api/v1/rules").getAsJsonObject("data");
+            for (final JsonElement group : rules.getAsJsonArray("groups"))
+            {
+                for (final JsonElement rule : group.getAsJsonObject().getAsJsonArray("rules"))
+                {
+                    if (rule.getAsJsonObject().get("health").getAsString().equals("unknown"))
+                    {
+                        return false;
+                    }
+                }
+            }
+            return true;
+        }
+        catch (final Exception e)
+        {
+            throw new AssertionError("Prometheus did not answer /api/v1/rules: " + e, e);
+        }
     }
 
     private static JsonArray query(final HttpClient http, final String base, final String promql) throws Exception

@@ -37,21 +37,13 @@ import java.util.concurrent.Callable;
         "Exit status: 0 done, 1 the API refused or no node answered, 2 bad input (nothing was sent)."},
     subcommands = {AppealCommand.Add.class, AppealCommand.ListAppeals.class, HelpCommand.class},
     sortOptions = false)
-public final class AppealCommand implements Callable<Integer>
+public final class AppealCommand extends AdminCommand.Group
 {
     private static final String PREFIX = "limiter appeal: ";
 
-    private final AdminClient.Io io;
-
     private AppealCommand(final AdminClient.Io io)
     {
-        this.io = io;
-    }
-
-    @Override
-    public Integer call() throws AdminClient.Failure
-    {
-        throw AdminClient.usage("say what to do: add or list (see ./limiter appeal --help)");
+        super(io, "say what to do: add or list (see ./limiter appeal --help)");
     }
 
     /**
@@ -62,13 +54,12 @@ public final class AppealCommand implements Callable<Integer>
     public static int run(final String[] args, final PrintStream out, final PrintStream err,
         final Map<String, String> env, final Path workDir)
     {
-        final AdminClient.Io io = new AdminClient.Io(out, err, env, workDir);
-        return AdminClient.execute(new AppealCommand(io), PREFIX, args, io);
+        return AdminCommand.run(AppealCommand::new, PREFIX, args, out, err, env, workDir);
     }
 
     public static void main(final String[] args)
     {
-        System.exit(run(args, System.out, System.err, System.getenv(), Path.of("")));
+        exit(AppealCommand::run, args);
     }
 
     /** {@code appeal add ID --owner O --reason R}: one appeal. */

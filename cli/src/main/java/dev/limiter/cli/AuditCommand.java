@@ -17,7 +17,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.StringJoiner;
-import java.util.concurrent.Callable;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -33,15 +32,13 @@ import java.util.regex.Pattern;
         "The admin token comes from --token, $LIMITER_ADMIN_TOKEN, data/admin-token or data/node/admin-token.",
         "Exit status: 0 done, 1 the API refused or no node answered, 2 bad input (nothing was sent)."},
     sortOptions = false)
-public final class AuditCommand implements Callable<Integer>
+public final class AuditCommand extends AdminCommand
 {
     private static final String PREFIX = "limiter audit: ";
 
     /** "90s", "30m", "1h", "2d", "1h30m": that long ago. */
     private static final Pattern DURATION = Pattern.compile("(?:\\d{1,9}(?:ms|s|m|h|d))+");
     private static final Pattern DURATION_PART = Pattern.compile("(\\d{1,9})(ms|s|m|h|d)");
-
-    private final AdminClient.Io io;
 
     @Option(names = "--since", paramLabel = "WHEN",
         description = "Only records from then on: an RFC 3339 time (2026-12-03T09:00:00Z) or how long ago (30m, 1h, 2d, 1h30m).")
@@ -61,7 +58,7 @@ public final class AuditCommand implements Callable<Integer>
 
     private AuditCommand(final AdminClient.Io io)
     {
-        this.io = io;
+        super(io);
     }
 
     /**
@@ -76,13 +73,12 @@ public final class AuditCommand implements Callable<Integer>
     public static int run(final String[] args, final PrintStream out, final PrintStream err, final Map<String, String> env,
                           final Path workDir)
     {
-        final AdminClient.Io io = new AdminClient.Io(out, err, env, workDir);
-        return AdminClient.execute(new AuditCommand(io), PREFIX, args, io);
+        return AdminCommand.run(AuditCommand::new, PREFIX, args, out, err, env, workDir);
     }
 
     public static void main(final String[] args)
     {
-        System.exit(run(args, System.out, System.err, System.getenv(), Path.of("")));
+        exit(AuditCommand::run, args);
     }
 
     @Override

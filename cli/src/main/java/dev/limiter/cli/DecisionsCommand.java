@@ -38,21 +38,13 @@ import java.util.concurrent.Callable;
         "Exit status: 0 at least one node answered, 1 none did or the API refused, 2 bad input."},
     subcommands = {DecisionsCommand.Rejected.class, HelpCommand.class},
     sortOptions = false)
-public final class DecisionsCommand implements Callable<Integer>
+public final class DecisionsCommand extends AdminCommand.Group
 {
     private static final String PREFIX = "limiter decisions: ";
 
-    private final AdminClient.Io io;
-
     private DecisionsCommand(final AdminClient.Io io)
     {
-        this.io = io;
-    }
-
-    @Override
-    public Integer call() throws AdminClient.Failure
-    {
-        throw AdminClient.usage("say what to show: rejected (see ./limiter decisions --help)");
+        super(io, "say what to show: rejected (see ./limiter decisions --help)");
     }
 
     /**
@@ -63,13 +55,12 @@ public final class DecisionsCommand implements Callable<Integer>
     public static int run(final String[] args, final PrintStream out, final PrintStream err,
         final Map<String, String> env, final Path workDir)
     {
-        final AdminClient.Io io = new AdminClient.Io(out, err, env, workDir);
-        return AdminClient.execute(new DecisionsCommand(io), PREFIX, args, io);
+        return AdminCommand.run(DecisionsCommand::new, PREFIX, args, out, err, env, workDir);
     }
 
     public static void main(final String[] args)
     {
-        System.exit(run(args, System.out, System.err, System.getenv(), Path.of("")));
+        exit(DecisionsCommand::run, args);
     }
 
     /** What one member answered: its address and document, or why it did not. */

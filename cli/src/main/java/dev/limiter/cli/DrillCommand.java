@@ -26,7 +26,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.concurrent.Callable;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
@@ -69,13 +68,11 @@ import java.util.function.IntFunction;
         "  ./limiter drill all --server 127.0.0.1:7401,127.0.0.1:7402,127.0.0.1:7403",
         "Exit status: 0 every drill passed, 1 one failed or the cluster did not answer, 2 bad input."},
     sortOptions = false)
-public final class DrillCommand implements Callable<Integer>
+public final class DrillCommand extends AdminCommand
 {
     private static final String PREFIX = "limiter drill: ";
     private static final long SECOND = 1_000_000_000L;
     private static final List<String> ALL = List.of("rollback", "hot-tenant", "spike", "leader-kill", "store-failure");
-
-    private final AdminClient.Io io;
 
     @Parameters(arity = "1..*", paramLabel = "DRILL",
         description = "rollback, hot-tenant, spike, leader-kill, store-failure, or all (the five in that order); several may be named.")
@@ -93,7 +90,7 @@ public final class DrillCommand implements Callable<Integer>
 
     private DrillCommand(final AdminClient.Io io)
     {
-        this.io = io;
+        super(io);
     }
 
     /**
@@ -104,13 +101,12 @@ public final class DrillCommand implements Callable<Integer>
     public static int run(final String[] args, final PrintStream out, final PrintStream err, final Map<String, String> env,
                           final Path workDir)
     {
-        final AdminClient.Io io = new AdminClient.Io(out, err, env, workDir);
-        return AdminClient.execute(new DrillCommand(io), PREFIX, args, io);
+        return AdminCommand.run(DrillCommand::new, PREFIX, args, out, err, env, workDir);
     }
 
     public static void main(final String[] args)
     {
-        System.exit(run(args, System.out, System.err, System.getenv(), Path.of("")));
+        exit(DrillCommand::run, args);
     }
 
     /** One drill's outcome: passed or not, and what was seen. */

@@ -47,7 +47,7 @@ import java.util.regex.Pattern;
         ExemptCommand.Remove.class,
         HelpCommand.class},
     sortOptions = false)
-public final class ExemptCommand implements Callable<Integer>
+public final class ExemptCommand extends AdminCommand.Group
 {
     private static final String PREFIX = "limiter exempt: ";
 
@@ -55,17 +55,9 @@ public final class ExemptCommand implements Callable<Integer>
     private static final Pattern DURATION = Pattern.compile("(?:\\d{1,9}[smhd])+");
     private static final Pattern DURATION_PART = Pattern.compile("(\\d{1,9})([smhd])");
 
-    private final AdminClient.Io io;
-
     private ExemptCommand(final AdminClient.Io io)
     {
-        this.io = io;
-    }
-
-    @Override
-    public Integer call() throws AdminClient.Failure
-    {
-        throw AdminClient.usage("say what to do: add, list or remove (see ./limiter exempt --help)");
+        super(io, "say what to do: add, list or remove (see ./limiter exempt --help)");
     }
 
     /**
@@ -80,13 +72,12 @@ public final class ExemptCommand implements Callable<Integer>
     public static int run(final String[] args, final PrintStream out, final PrintStream err, final Map<String, String> env,
                           final Path workDir)
     {
-        final AdminClient.Io io = new AdminClient.Io(out, err, env, workDir);
-        return AdminClient.execute(new ExemptCommand(io), PREFIX, args, io);
+        return AdminCommand.run(ExemptCommand::new, PREFIX, args, out, err, env, workDir);
     }
 
     public static void main(final String[] args)
     {
-        System.exit(run(args, System.out, System.err, System.getenv(), Path.of("")));
+        exit(ExemptCommand::run, args);
     }
 
     private static String id(final String id) throws AdminClient.Failure

@@ -15,7 +15,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.concurrent.Callable;
 
 /** {@code ./limiter hot-keys}: the busiest bucket keys of every node, from a sample of its decisions. */
 @Command(
@@ -31,18 +30,16 @@ import java.util.concurrent.Callable;
         "The admin token comes from --token, $LIMITER_ADMIN_TOKEN, data/admin-token or data/node/admin-token.",
         "Exit status: 0 at least one node answered, 1 none did or the API refused, 2 bad input."},
     sortOptions = false)
-public final class HotKeysCommand implements Callable<Integer>
+public final class HotKeysCommand extends AdminCommand
 {
     private static final String PREFIX = "limiter hot-keys: ";
-
-    private final AdminClient.Io io;
 
     @Mixin
     AdminClient.Options admin;
 
     private HotKeysCommand(final AdminClient.Io io)
     {
-        this.io = io;
+        super(io);
     }
 
     /**
@@ -53,13 +50,12 @@ public final class HotKeysCommand implements Callable<Integer>
     public static int run(final String[] args, final PrintStream out, final PrintStream err, final Map<String, String> env,
                           final Path workDir)
     {
-        final AdminClient.Io io = new AdminClient.Io(out, err, env, workDir);
-        return AdminClient.execute(new HotKeysCommand(io), PREFIX, args, io);
+        return AdminCommand.run(HotKeysCommand::new, PREFIX, args, out, err, env, workDir);
     }
 
     public static void main(final String[] args)
     {
-        System.exit(run(args, System.out, System.err, System.getenv(), Path.of("")));
+        exit(HotKeysCommand::run, args);
     }
 
     @Override

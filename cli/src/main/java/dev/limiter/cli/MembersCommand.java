@@ -11,7 +11,6 @@ import java.io.PrintStream;
 import java.nio.file.Path;
 import java.util.Map;
 import java.util.StringJoiner;
-import java.util.concurrent.Callable;
 
 /**
  * {@code ./limiter cluster add|remove|members}: changes or lists the members of a running cluster
@@ -32,7 +31,7 @@ import java.util.concurrent.Callable;
         "The admin token comes from --token, $LIMITER_ADMIN_TOKEN, data/admin-token or data/node/admin-token.",
         "Exit status: 0 done, 1 the API refused or no node answered, 2 bad input (nothing was sent)."},
     sortOptions = false)
-public final class MembersCommand implements Callable<Integer>
+public final class MembersCommand extends AdminCommand
 {
     private static final String PREFIX = "limiter cluster: ";
 
@@ -51,11 +50,9 @@ public final class MembersCommand implements Callable<Integer>
     @Mixin
     AdminClient.Options admin;
 
-    private final AdminClient.Io io;
-
     private MembersCommand(final AdminClient.Io io)
     {
-        this.io = io;
+        super(io);
     }
 
     @Override
@@ -109,12 +106,11 @@ public final class MembersCommand implements Callable<Integer>
     public static int run(final String[] args, final PrintStream out, final PrintStream err, final Map<String, String> env,
                           final Path workDir)
     {
-        final AdminClient.Io io = new AdminClient.Io(out, err, env, workDir);
-        return AdminClient.execute(new MembersCommand(io), PREFIX, args, io);
+        return AdminCommand.run(MembersCommand::new, PREFIX, args, out, err, env, workDir);
     }
 
     public static void main(final String[] args)
     {
-        System.exit(run(args, System.out, System.err, System.getenv(), Path.of("")));
+        exit(MembersCommand::run, args);
     }
 }

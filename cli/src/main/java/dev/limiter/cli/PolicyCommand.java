@@ -51,21 +51,14 @@ import java.util.concurrent.Callable;
         PolicyImportCommand.class,
         HelpCommand.class},
     sortOptions = false)
-public final class PolicyCommand implements Callable<Integer>
+public final class PolicyCommand extends AdminCommand.Group
 {
     private static final String PREFIX = "limiter policy: ";
 
-    final AdminClient.Io io;
-
     private PolicyCommand(final AdminClient.Io io)
     {
-        this.io = io;
-    }
-
-    @Override
-    public Integer call() throws AdminClient.Failure
-    {
-        throw AdminClient.usage("say what to do: put, get, list, history, compare, rollout, rollback, delete or import (see ./limiter policy --help)");
+        super(io,
+            "say what to do: put, get, list, history, compare, rollout, rollback, delete or import (see ./limiter policy --help)");
     }
 
     /**
@@ -80,13 +73,12 @@ public final class PolicyCommand implements Callable<Integer>
     public static int run(final String[] args, final PrintStream out, final PrintStream err, final Map<String, String> env,
                           final Path workDir)
     {
-        final AdminClient.Io io = new AdminClient.Io(out, err, env, workDir);
-        return AdminClient.execute(new PolicyCommand(io), PREFIX, args, io);
+        return AdminCommand.run(PolicyCommand::new, PREFIX, args, out, err, env, workDir);
     }
 
     public static void main(final String[] args)
     {
-        System.exit(run(args, System.out, System.err, System.getenv(), Path.of("")));
+        exit(PolicyCommand::run, args);
     }
 
     static String id(final String id) throws AdminClient.Failure

@@ -11,7 +11,6 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.Callable;
 
 /** {@code ./limiter report}: one self-contained HTML page of the cluster's recent decisions. */
 @Command(
@@ -30,11 +29,9 @@ import java.util.concurrent.Callable;
         "The admin token comes from --token, $LIMITER_ADMIN_TOKEN, data/admin-token or data/node/admin-token.",
         "Exit status: 0 written, 1 a node or Prometheus did not answer or refused, or --out failed, 2 bad input."},
     sortOptions = false)
-public final class ReportCommand implements Callable<Integer>
+public final class ReportCommand extends AdminCommand
 {
     private static final String PREFIX = "limiter report: ";
-
-    private final AdminClient.Io io;
 
     @Option(names = "--since", paramLabel = "DURATION", defaultValue = "24h",
         description = "The window: the last 30m, 24h, 7d ... (the nodes keep 24h; default: ${DEFAULT-VALUE}).")
@@ -67,7 +64,7 @@ public final class ReportCommand implements Callable<Integer>
 
     private ReportCommand(final AdminClient.Io io)
     {
-        this.io = io;
+        super(io);
     }
 
     /**
@@ -75,17 +72,15 @@ public final class ReportCommand implements Callable<Integer>
      *
      * @return the exit status: 0 written, 1 a source failed or --out could not be written, 2 bad input
      */
-    public static int run(final String[] args, final PrintStream out, final PrintStream err, final Map<String,
-        String> env,
-                          final Path workDir)
+    public static int run(final String[] args, final PrintStream out, final PrintStream err,
+        final Map<String, String> env, final Path workDir)
     {
-        final AdminClient.Io io = new AdminClient.Io(out, err, env, workDir);
-        return AdminClient.execute(new ReportCommand(io), PREFIX, args, io);
+        return AdminCommand.run(ReportCommand::new, PREFIX, args, out, err, env, workDir);
     }
 
     public static void main(final String[] args)
     {
-        System.exit(run(args, System.out, System.err, System.getenv(), Path.of("")));
+        exit(ReportCommand::run, args);
     }
 
     @Override

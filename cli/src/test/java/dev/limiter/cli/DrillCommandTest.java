@@ -9,6 +9,7 @@ import dev.limiter.server.testing.ClosingTogether;
 import dev.limiter.server.testing.ClusterPorts;
 import dev.limiter.server.ServerConfig;
 import dev.limiter.server.StoreServer;
+import dev.limiter.server.testing.Await;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -24,7 +25,6 @@ import java.util.List;
 import java.util.Map;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -77,12 +77,8 @@ class DrillCommandTest
             data.add("127.0.0.1:" + node.port());
             admin.add("127.0.0.1:" + node.adminPort());
         }
-        final long end = System.nanoTime() + 20_000_000_000L;
-        while (nodes.stream().noneMatch(n -> n.replication().canDecide()))
-        {
-            assertTrue(System.nanoTime() < end, "no leader within 20 s");
-            Thread.sleep(20);
-        }
+        Await.until("a leader", Duration.ofSeconds(20),
+            () -> nodes.stream().anyMatch(n -> n.replication().canDecide()));
         warmUp(data);
         // The option reaches the Raft node each member runs (status reports the node's own value).
         nodes.forEach(node ->
@@ -126,13 +122,11 @@ class DrillCommandTest
         // Deleted through the leader; every node has applied that within a moment.
         for (final String node : admin)
         {
-            PolicyCommandTest.Result list = null;
-            for (int i = 0; i < 100 && (list == null || list.out().contains("drill-")); i++)
-            {
-                Thread.sleep(i == 0 ? 0 : 20);
-                list = CommandRun.capture(PolicyCommand::run, new String[] {"list", "--admin", node}, Map.of(AdminClient.TOKEN_ENVIRONMENT, TOKEN), dir);
-            }
-            assertFalse(list.out().contains("drill-"), "the drills' policies are deleted: " + list.out());
+            final PolicyCommandTest.Result[] list = new PolicyCommandTest.Result[1];
+            Await.until(() -> "the drills' policies deleted on " + node + ": " + list[0].out(),
+                Duration.ofSeconds(5), () ->
+                !(list[0] = CommandRun.capture(PolicyCommand::run, new String[] {"list", "--admin", node},
+                    Map.of(AdminClient.TOKEN_ENVIRONMENT, TOKEN), dir)).out().contains("drill-"));
         }
     }
 

@@ -2,6 +2,7 @@ package dev.limiter.cli;
 
 import com.google.gson.JsonElement;
 import com.google.gson.JsonParser;
+import dev.limiter.server.testing.Await;
 import dev.limiter.server.testing.ClusterPorts;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -10,6 +11,7 @@ import org.junit.jupiter.api.io.TempDir;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -90,15 +92,15 @@ class FailureDrillsTest
             admins.add("127.0.0.1:" + admin[i]);
         }
         // Every node must answer (a status has a 1 s timeout, which a starting JVM on a busy build host can miss) and one lead.
-        final long end = System.nanoTime() + 60_000_000_000L;
-        List<FailureDrills.Status> statuses = servers.stream().map(FailureDrills::status).toList();
-        while (statuses.stream().anyMatch(s -> s == null) || statuses.stream().noneMatch(s -> s.role().equals("LEADER")))
+        final List<List<FailureDrills.Status>> seen = new ArrayList<>(List.of(List.of()));
+        Await.until("every node answering and one leading", Duration.ofSeconds(60), () ->
         {
-            assertTrue(System.nanoTime() < end, "every node answering and one leading within 60 s: " + statuses);
-            Thread.sleep(100);
-            statuses = servers.stream().map(FailureDrills::status).toList();
-        }
-        final long[] pidsBefore = statuses.stream().mapToLong(FailureDrills.Status::pid).toArray();
+            final List<FailureDrills.Status> statuses = servers.stream().map(FailureDrills::status).toList();
+            seen.set(0, statuses);
+            return statuses.stream().allMatch(s -> s != null)
+                && statuses.stream().anyMatch(s -> s.role().equals("LEADER"));
+        }, () -> seen.get(0).toString());
+        final long[] pidsBefore = seen.get(0).stream().mapToLong(FailureDrills.Status::pid).toArray();
 
         final PolicyCommandTest.Result result = CommandRun.capture(DrillCommand::run, new String[] {"leader-kill", "store-failure",
             "--server", String.join(",", servers), "--admin", String.join(",", admins), "--seconds", "2", "--json"},
@@ -142,14 +144,11 @@ class FailureDrillsTest
         }
         // And the drills deleted their policies (through the leader: the node asked may apply it a moment later).
         assertTrue(!result.err().contains("could not delete"), result.err());
-        PolicyCommandTest.Result list = null;
-        for (int i = 0; i < 100 && (list == null || list.out().contains("drill-")); i++)
-        {
-            Thread.sleep(i == 0 ? 0 : 50);
-            list = CommandRun.capture(PolicyCommand::run, new String[] {"list", "--admin", String.join(",", admins)},
-                Map.of(AdminClient.TOKEN_ENVIRONMENT, TOKEN), dir);
-        }
-        assertTrue(!list.out().contains("drill-"), list.out());
+        final PolicyCommandTest.Result[] list = new PolicyCommandTest.Result[1];
+        Await.until(() -> "the drills' policies deleted: " + list[0].out(), Duration.ofSeconds(5), () ->
+            !(list[0] = CommandRun.capture(PolicyCommand::run,
+                new String[] {"list", "--admin", String.join(",", admins)},
+                Map.of(AdminClient.TOKEN_ENVIRONMENT, TOKEN), dir)).out().contains("drill-"));
     }
 
     @Test

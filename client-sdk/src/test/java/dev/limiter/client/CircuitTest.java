@@ -19,7 +19,6 @@ import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
-import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** The SDK's circuit against a scripted node: silent, then refusing with errors, then answering. */
@@ -40,24 +39,22 @@ class CircuitTest
     {
         final LimiterClient client = LimiterClient.builder().endpoints(node.endpoint()).connections(1)
             .deadline(Duration.ofMillis(300)).circuit(2, Duration.ofMillis(100)).recoveryRamp(Duration.ZERO).build();
-        final long until = System.currentTimeMillis() + 5000;
-        while (client.policies().version() == 0 && System.currentTimeMillis() < until)
-        {
-            Thread.sleep(10);
-        }
+        awaitPolicies(client);
         return client;
     }
 
-    private static Decision untilTheNodeDecides(final LimiterClient client, final Descriptor key) throws InterruptedException
+    private static void awaitPolicies(final LimiterClient client)
     {
-        final long back = System.currentTimeMillis() + 3000;
-        Decision d = client.acquireBlocking(key, 1);
-        while (d.degraded() && System.currentTimeMillis() < back)
-        {
-            Thread.sleep(20);
-            d = client.acquireBlocking(key, 1);
-        }
-        return d;
+        Await.until("the node's policy set", Duration.ofSeconds(5), () -> client.policies().version() != 0);
+    }
+
+    /** Calls {@code key} until a node decides one (the probe that closes the circuit): that decision. */
+    private static Decision untilTheNodeDecides(final LimiterClient client, final Descriptor key)
+    {
+        final Decision[] last = new Decision[1];
+        Await.until("a decision by the node", Duration.ofSeconds(3),
+            () -> !(last[0] = client.acquireBlocking(key, 1)).degraded());
+        return last[0];
     }
 
     @Test
@@ -76,14 +73,10 @@ class CircuitTest
                 }
                 takeReports = outage == 2; // the first window finds no node that takes it
                 mode = Mode.ANSWER;
-                Thread.sleep(200);
                 assertFalse(untilTheNodeDecides(client, key).degraded());
             }
-            final long deadline = System.currentTimeMillis() + 3000;
-            while (client.stats().degradedWindowsReported() < 2 && System.currentTimeMillis() < deadline)
-            {
-                Thread.sleep(10);
-            }
+            Await.until("two windows reported", Duration.ofSeconds(3),
+                () -> client.stats().degradedWindowsReported() >= 2);
             assertEquals(2, client.stats().degradedWindowsReported(), "the first window went out with the second");
             assertEquals(2, reportsTaken.get());
         }
@@ -98,11 +91,7 @@ class CircuitTest
              LimiterClient client = LimiterClient.builder().endpoints(node.endpoint()).connections(1)
                  .deadline(Duration.ofMillis(100)).circuit(2, Duration.ofMillis(800)).recoveryRamp(Duration.ZERO).build())
         {
-            final long policies = System.currentTimeMillis() + 5000;
-            while (client.policies().version() == 0 && System.currentTimeMillis() < policies)
-            {
-                Thread.sleep(10);
-            }
+            awaitPolicies(client);
             final Descriptor key = Descriptor.of("t", "/x");
             assertTrue(client.acquireBlocking(key, 1).degraded());
             assertTrue(client.acquireBlocking(key, 1).degraded());
@@ -110,6 +99,7 @@ class CircuitTest
             assertTrue(client.stats().circuitOpen());
             unansweredAt.clear();
             // Calls every 5 ms for 3.5 s: only the probes reach the node (each waits out its 100 ms deadline).
+            // The probes' times are what is measured: the calls are paced, not waiting for anything.
             while (System.nanoTime() - opened < TimeUnit.MILLISECONDS.toNanos(3500))
             {
                 assertTrue(client.acquireBlocking(key, 1).degraded());
@@ -157,10 +147,24 @@ class CircuitTest
             }
             assertTrue(client.stats().circuitOpen());
 
-            // The node is back but failing: the probe gets an error, not a decision.
+            // The node is back but failing: calls are decided locally until the open circuit's wait is
+            // over; then the first to go is its probe, which gets an error, not a decision.
             mode = Mode.ERROR;
-            Thread.sleep(200);
-            final LimiterRequestException refused = assertThrows(LimiterRequestException.class, () -> client.acquireBlocking(key, 1));
+            final LimiterRequestException[] error = new LimiterRequestException[1];
+            Await.until("a probe answered with the node's error", Duration.ofSeconds(3), () ->
+            {
+                try
+                {
+                    assertTrue(client.acquireBlocking(key, 1).degraded(), "no decision while the node fails");
+                    return false;
+                }
+                catch (final LimiterRequestException e)
+                {
+                    error[0] = e;
+                    return true;
+                }
+            });
+            final LimiterRequestException refused = error[0];
             assertTrue(refused.getMessage().contains("busy"), refused.getMessage());
 
             // It recovers: a later probe must still be sent, and its answer closes the circuit.
@@ -199,7 +203,7 @@ class CircuitTest
             assertEquals(0, client.stats().openCircuits());
             final Duration degraded = client.stats().degradedTime();
             assertTrue(degraded.toNanos() > 0, "the outage counts while group 1's circuit was open");
-            Thread.sleep(50);
+            Await.quietFor(50);
             assertEquals(degraded, client.stats().degradedTime(), "and stops counting once every circuit is closed");
         }
     }
@@ -251,7 +255,7 @@ class CircuitTest
             assertFalse(client.stats().circuitOpen(), "group 1's circuit, which no call reaches any more, was closed");
             assertFalse(client.acquireBlocking(ON_SHARD_ONE, 1).degraded(), "shard 1's calls are decided by group 0's leader");
             final Duration degraded = client.stats().degradedTime();
-            Thread.sleep(50);
+            Await.quietFor(50);
             assertEquals(degraded, client.stats().degradedTime(), "the outage is over");
         }
     }
@@ -274,34 +278,29 @@ class CircuitTest
             assertFalse(untilTheNodeDecides(client, ON_SHARD_ZERO).degraded(), "group 0's leader answers again");
             assertEquals(1, client.stats().openCircuits(), "group 1's circuit is still open");
             final Duration during = client.stats().degradedTime();
-            Thread.sleep(50);
-            assertTrue(client.stats().degradedTime().compareTo(during) > 0, "the outage goes on while group 1 is out");
+            Await.until("the outage going on while group 1 is out", Duration.ofSeconds(1),
+                () -> client.stats().degradedTime().compareTo(during) > 0);
             assertEquals(0, client.stats().degradedWindowsReported(), "and is not reported yet");
 
             cluster.oneAnswers.set(true);
             assertFalse(untilTheNodeDecides(client, ON_SHARD_ONE).degraded(), "group 1's leader answers again");
             assertEquals(0, client.stats().openCircuits());
-            final long until = System.currentTimeMillis() + 3000;
-            while (client.stats().degradedWindowsReported() < 1 && System.currentTimeMillis() < until)
-            {
-                Thread.sleep(10);
-            }
-            Thread.sleep(100);
+            Await.until("the outage's window reported", Duration.ofSeconds(3),
+                () -> client.stats().degradedWindowsReported() >= 1);
+            Await.quietFor(100); // no second window comes
             assertEquals(1, client.stats().degradedWindowsReported(), "one window for the one outage");
             assertEquals(1, cluster.reportsTaken.get());
         }
     }
 
-    /** Calls {@code key} every 5 ms until {@code done} (for at most 5 s). */
+    /** Calls {@code key} until {@code done} (for at most 5 s). */
     private static void awaitWhileCalling(final LimiterClient client, final Descriptor key, final java.util.function.BooleanSupplier done)
-        throws InterruptedException
     {
-        final long until = System.currentTimeMillis() + 5000;
-        while (!done.getAsBoolean() && System.currentTimeMillis() < until)
+        Await.until("the circuit closed by calls", Duration.ofSeconds(5), () ->
         {
             client.acquireBlocking(key, 1);
-            Thread.sleep(5);
-        }
+            return done.getAsBoolean();
+        });
     }
 
     private static final Descriptor ON_SHARD_ZERO = Descriptor.of(tenantOnShard(0), "/x");
@@ -354,12 +353,8 @@ class CircuitTest
             leaders[1] = one.endpoint();
             client = LimiterClient.builder().endpoints(zero.endpoint(), one.endpoint()).connections(1)
                 .deadline(Duration.ofMillis(300)).circuit(2, probe).recoveryRamp(Duration.ZERO).build();
-            final long until = System.currentTimeMillis() + 5000;
-            while ((client.policies().version() == 0 || !client.stats().routesByShard()) && System.currentTimeMillis() < until)
-            {
-                Thread.sleep(10);
-            }
-            assertTrue(client.stats().routesByShard(), "the client follows the nodes' shard map");
+            Await.until("the nodes' policy set and shard map", Duration.ofSeconds(5),
+                () -> client.policies().version() != 0 && client.stats().routesByShard());
         }
 
         /** Group 1's calls go unanswered until its circuit opens. */

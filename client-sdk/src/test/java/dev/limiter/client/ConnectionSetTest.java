@@ -9,6 +9,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 import java.net.InetSocketAddress;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ExecutionException;
@@ -39,12 +40,7 @@ class ConnectionSetTest
             final Connection[] partners = {toB[1], toB[0], toB[1]};
             final ConnectionSet set = new ConnectionSet(all);
             all.forEach(connection -> connection.connect(NO_EVENTS, () -> { }));
-            final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-            while (set.open() < all.size())
-            {
-                assertTrue(System.nanoTime() < deadline, "connected: " + set.open() + " of " + all.size());
-                Thread.sleep(10);
-            }
+            Await.until("every connection open", Duration.ofSeconds(10), () -> set.open() == all.size());
             // As in the callbacks of an answer that came on toA[slot]: on its I/O thread, with it answering.
             for (int slot = 0; slot < PER_NODE; slot++)
             {
@@ -118,14 +114,9 @@ class ConnectionSetTest
         }
     }
 
-    private static void awaitClosed(final Connection connection) throws InterruptedException
+    private static void awaitClosed(final Connection connection)
     {
-        final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        while (connection.isActive())
-        {
-            assertTrue(System.nanoTime() < deadline, "closed");
-            Thread.sleep(10);
-        }
+        Await.until("the connection closed", Duration.ofSeconds(10), () -> !connection.isActive());
     }
 
     private static final ConnectionSettings SETTINGS = new ConnectionSettings(NioSocketChannel.class, null, 5_000,

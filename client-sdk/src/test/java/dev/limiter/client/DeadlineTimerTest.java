@@ -3,6 +3,7 @@ package dev.limiter.client;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
+import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
@@ -20,9 +21,9 @@ class DeadlineTimerTest
         try (DeadlineTimer timer = new DeadlineTimer("test-deadlines", call -> expiredAt.complete(System.nanoTime()), Runnable::run))
         {
             // Nothing registered: after 100 ms the thread goes round no more (it used to every millisecond).
-            Thread.sleep(250);
+            Await.quietFor(250);
             final long turn = timer.lastTurnNanos();
-            Thread.sleep(300);
+            Await.quietFor(300);
             assertEquals(turn, timer.lastTurnNanos(), "no turn while idle");
 
             final long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(30);
@@ -46,19 +47,20 @@ class DeadlineTimerTest
         {
             PendingCall call = new PendingCall(Descriptor.of("t", "/x"), 1, System.nanoTime() + TimeUnit.SECONDS.toNanos(1));
             timer.add(call);
-            Thread.sleep(20); // drained into the wheel while unanswered
+            // Drained into the wheel while unanswered: a turn that began after the add has ended.
+            final long turnsAfterAdd = timer.turns();
+            Await.until("a turn that drained the call", Duration.ofSeconds(2),
+                () -> timer.turns() >= turnsAfterAdd + 2);
             call.complete(new Decision(true, dev.limiter.protocol.ReasonCode.ALLOWED, 1, 2, 0, 0, "p", 1, 1));
             // A later call from this thread takes the queue's stub place (the last call registered stays linked there).
             timer.add(new PendingCall(Descriptor.of("t", "/x"), 1, System.nanoTime() + TimeUnit.SECONDS.toNanos(1)));
             final java.lang.ref.WeakReference<PendingCall> answered = new java.lang.ref.WeakReference<>(call);
             call = null;
-            final long until = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(500);
-            while (answered.get() != null && System.nanoTime() < until)
+            Await.until("the answered call let go within 500 ms, its deadline 1 s away", Duration.ofMillis(500), () ->
             {
                 System.gc();
-                Thread.sleep(10);
-            }
-            assertTrue(answered.get() == null, "the wheel still holds an answered call 500 ms on, its deadline 1 s away");
+                return answered.get() == null;
+            });
         }
     }
 
@@ -70,7 +72,8 @@ class DeadlineTimerTest
         {
             for (int round = 0; round < 20; round++)
             {
-                Thread.sleep(round % 2 == 0 ? 130 : 5); // asleep before every other round (after 100 ms without a call)
+                // Asleep before every other round (after 100 ms without a call): time passes on purpose.
+                Await.quietFor(round % 2 == 0 ? 130 : 5);
                 final Thread[] threads = new Thread[4];
                 for (int t = 0; t < threads.length; t++)
                 {
@@ -91,11 +94,7 @@ class DeadlineTimerTest
                     thread.join();
                 }
             }
-            final long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
-            while (ended.get() < 20 * 4 * 50 && System.nanoTime() < end)
-            {
-                Thread.sleep(5);
-            }
+            Await.until("every call ended", Duration.ofSeconds(5), () -> ended.get() >= 20 * 4 * 50);
             assertEquals(20 * 4 * 50, ended.get(), "no registration was missed by a sleeping timer");
         }
     }
@@ -134,12 +133,8 @@ class DeadlineTimerTest
             // timer sleeps RECHECK_TICKS (16 ms).
             final long turnsBefore = timer.turns();
             timer.add(new PendingCall(Descriptor.of("t", "/long"), 1, System.nanoTime() + TimeUnit.SECONDS.toNanos(5)));
-            final long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(2);
-            while (timer.turns() == turnsBefore && System.nanoTime() < until)
-            {
-                Thread.sleep(1);
-            }
-            Thread.sleep(3);
+            Await.until("a turn that put it in the wheel", Duration.ofSeconds(2), () -> timer.turns() != turnsBefore);
+            Await.quietFor(3); // into the timer's 16 ms sleep
             final long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(2);
             final PendingCall call = new PendingCall(Descriptor.of("t", "/x"), 1, deadline);
             call.blocking = true;

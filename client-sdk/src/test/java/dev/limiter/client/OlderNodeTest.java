@@ -11,6 +11,7 @@ import io.netty.buffer.Unpooled;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
+import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 
@@ -31,11 +32,7 @@ class OlderNodeTest
         try (ScriptedNode node = new ScriptedNode(request -> likeAnOlderNode(request, set, subscriptionBodies, types));
              LimiterClient client = LimiterClient.builder().endpoints(node.endpoint()).connections(1).build())
         {
-            final long until = System.currentTimeMillis() + 5000;
-            while (client.policies().version() == 0 && System.currentTimeMillis() < until)
-            {
-                Thread.sleep(10);
-            }
+            Await.until("the node's policy set", Duration.ofSeconds(5), () -> client.policies().version() != 0);
             assertEquals(7, client.policies().version(), "the policy set arrived through the one-byte subscription");
             assertEquals(0, client.stats().fleetInstances(),
                 "an older node reports no fleet: the SDK keeps whole budgets");
@@ -88,6 +85,10 @@ class OlderNodeTest
             }
             return refusal;
         }
+        if (request.type() == MessageType.PING)
+        {
+            return ScriptedNode.pong(request); // as every node does: build() returns once a PING went round
+        }
         if (request.type() != MessageType.POLICIES)
         {
             return null;
@@ -108,6 +109,10 @@ class OlderNodeTest
         final List<Integer> types)
     {
         types.add(request.type());
+        if (request.type() == MessageType.PING)
+        {
+            return ScriptedNode.pong(request); // PING is base protocol: build() returns once one went round
+        }
         final ByteBuf answer = Unpooled.buffer();
         if (request.type() == MessageType.HELLO || request.type() == MessageType.SHARD_MAP)
         {

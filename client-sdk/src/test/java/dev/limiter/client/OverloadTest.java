@@ -95,11 +95,7 @@ class OverloadTest
             final LimiterClient client = clientOf(node, Duration.ofSeconds(10), false);
             overloadedLeft.set(Integer.MAX_VALUE);
             final java.util.concurrent.CompletableFuture<Decision> call = client.acquire(Descriptor.of("t", "/x"), 1);
-            final long until = System.currentTimeMillis() + 5000;
-            while (overloadedAnswers.get() == 0 && System.currentTimeMillis() < until)
-            {
-                Thread.sleep(1);
-            }
+            Await.until("the node's OVERLOADED answer", Duration.ofSeconds(5), () -> overloadedAnswers.get() > 0);
             client.close();
             final java.util.concurrent.ExecutionException ended = assertThrows(java.util.concurrent.ExecutionException.class,
                 () -> call.get(2, TimeUnit.SECONDS), "ended by close, not left to a deadline 10 s away");
@@ -113,10 +109,9 @@ class OverloadTest
         final LimiterClient client = LimiterClient.builder().endpoints(node.endpoint()).connections(1).deadline(deadline)
             .followPolicies(followPolicies).build();
         assertTrue(client.awaitConnected(Duration.ofSeconds(5)));
-        final long until = System.currentTimeMillis() + 5000;
-        while (followPolicies && client.policies().version() == 0 && System.currentTimeMillis() < until)
+        if (followPolicies)
         {
-            Thread.sleep(10);
+            Await.until("the node's policy set", Duration.ofSeconds(5), () -> client.policies().version() != 0);
         }
         return client;
     }

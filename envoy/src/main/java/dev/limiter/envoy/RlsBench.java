@@ -7,10 +7,6 @@ import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitResponse;
 import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitServiceGrpc;
 import io.grpc.ManagedChannel;
 import io.grpc.netty.NettyChannelBuilder;
-import io.grpc.stub.StreamObserver;
-import org.HdrHistogram.Histogram;
-import org.HdrHistogram.Recorder;
-import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -18,11 +14,8 @@ import java.io.PrintStream;
 import java.net.InetSocketAddress;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Locale;
 import java.util.concurrent.Callable;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.locks.LockSupport;
 
 /**
  * {@code ./limiter rls bench}: an open-loop load of Envoy rate limit calls, as Envoy makes them (one
@@ -83,15 +76,7 @@ public final class RlsBench implements Callable<Integer>
 
     static int run(final String[] args, final PrintStream out, final PrintStream err)
     {
-        final CommandLine line = new CommandLine(new RlsBench(out, err));
-        line.setOut(new java.io.PrintWriter(out, true));
-        line.setErr(new java.io.PrintWriter(err, true));
-        line.setParameterExceptionHandler((e, a) ->
-        {
-            err.println("limiter rls bench: " + e.getMessage() + " (./limiter rls bench --help)");
-            return 2;
-        });
-        return line.execute(args);
+        return OpenLoop.run(new RlsBench(out, err), "rls bench", args, out, err);
     }
 
     @Override
@@ -101,12 +86,9 @@ public final class RlsBench implements Callable<Integer>
         try
         {
             targets.forEach(t -> addresses.add(HostPort.parse(t, "--targets")));
-            check(rate >= 1 && rate <= 1_000_000, "--rate: 1 to 1000000 calls per second, was " + rate);
-            check(duration >= 1 && duration <= 3600, "--duration: 1 to 3600 s, was " + duration);
-            check(warmup >= 0 && warmup <= 600, "--warmup: 0 to 600 s, was " + warmup);
-            check(keys >= 1 && keys <= 10_000_000, "--keys: 1 to 10000000, was " + keys);
-            check(deadlineMillis >= 1 && deadlineMillis <= 60_000, "--deadline-ms: 1 to 60000, was " + deadlineMillis);
-            check(!domain.isEmpty() && !key.isEmpty(), "--domain and --key must not be empty");
+            OpenLoop.checkRates(rate, duration, warmup, deadlineMillis);
+            OpenLoop.check(keys >= 1 && keys <= 10_000_000, "--keys: 1 to 10000000, was " + keys);
+            OpenLoop.check(!domain.isEmpty() && !key.isEmpty(), "--domain and --key must not be empty");
         }
         catch (final IllegalArgumentException e)
         {
@@ -127,22 +109,13 @@ public final class RlsBench implements Callable<Integer>
                     .addEntries(RateLimitDescriptor.Entry.newBuilder().setKey(key).setValue("10." + (i >> 16) + "." + ((i >> 8) & 255) + "." + (i & 255))))
                     .build();
             }
-            final Tally warm = new Tally();
-            drive(stubs, requests, warmup, warm);
-            final Tally measured = new Tally();
-            drive(stubs, requests, duration, measured);
-            final Histogram latency = measured.latency.getIntervalHistogram();
-            out.println(String.format(Locale.ROOT,
-                "{\"rate\":%d,\"durationSeconds\":%d,\"targets\":%d,\"sent\":%d,\"ok\":%d,\"overLimit\":%d,\"decidedLocally\":%d," +
-                    "\"errors\":%d,\"p50Us\":%.1f,\"p90Us\":%.1f,\"p99Us\":%.1f,\"p999Us\":%.1f,\"maxUs\":%.1f}",
-                rate, duration, stubs.size(), measured.sent.get(), measured.ok.get(), measured.overLimit.get(), measured.local.get(),
-                measured.errors.get(), latency.getValueAtPercentile(50) / 1e3, latency.getValueAtPercentile(90) / 1e3,
-                latency.getValueAtPercentile(99) / 1e3, latency.getValueAtPercentile(99.9) / 1e3, latency.getMaxValue() / 1e3));
-            if (measured.errors.get() > 0)
-            {
-                err.println("limiter rls bench: first error: " + measured.firstError);
-            }
-            return measured.ok.get() + measured.overLimit.get() == 0 ? 1 : 0;
+            final OpenLoop.Call<RateLimitResponse> call = (i, observer) ->
+                stubs.get((int)(i % stubs.size())).withDeadlineAfter(deadlineMillis, TimeUnit.MILLISECONDS)
+                    .shouldRateLimit(requests[(int)(i % requests.length)], observer);
+            OpenLoop.drive(rate, warmup, deadlineMillis, tally(), call);
+            final OpenLoop.Tally<RateLimitResponse> measured = tally();
+            OpenLoop.drive(rate, duration, deadlineMillis, measured, call);
+            return measured.report("rls bench", rate, duration, stubs.size(), "ok", "overLimit", out, err);
         }
         finally
         {
@@ -153,86 +126,10 @@ public final class RlsBench implements Callable<Integer>
         }
     }
 
-    private static void check(final boolean ok, final String problem)
+    /** OVER_LIMIT is refused; an answer with dynamic metadata is the gateway SDK's own decision. */
+    private static OpenLoop.Tally<RateLimitResponse> tally()
     {
-        if (!ok)
-        {
-            throw new IllegalArgumentException(problem);
-        }
-    }
-
-    /** Calls at the rate for {@code seconds}, then waits (up to the deadline) for the last answers. */
-    private void drive(final List<RateLimitServiceGrpc.RateLimitServiceStub> stubs, final RateLimitRequest[] requests, final int seconds,
-        final Tally tally) throws InterruptedException
-    {
-        final long interval = 1_000_000_000L / rate;
-        final long start = System.nanoTime();
-        final long calls = (long)seconds * rate;
-        for (long i = 0; i < calls; i++)
-        {
-            final long due = start + i * interval;
-            long wait;
-            while ((wait = due - System.nanoTime()) > 0)
-            {
-                LockSupport.parkNanos(wait);
-            }
-            tally.sent.incrementAndGet();
-            stubs.get((int)(i % stubs.size())).withDeadlineAfter(deadlineMillis, TimeUnit.MILLISECONDS)
-                .shouldRateLimit(requests[(int)(i % requests.length)], tally.observer(due));
-        }
-        final long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(deadlineMillis + 1_000);
-        while (tally.answered() < tally.sent.get() && System.nanoTime() < end)
-        {
-            Thread.sleep(5);
-        }
-    }
-
-    private static final class Tally
-    {
-        final AtomicLong sent = new AtomicLong();
-        final AtomicLong ok = new AtomicLong();
-        final AtomicLong overLimit = new AtomicLong();
-        final AtomicLong local = new AtomicLong();
-        final AtomicLong errors = new AtomicLong();
-        final Recorder latency = new Recorder(3);
-        volatile String firstError;
-
-        long answered()
-        {
-            return ok.get() + overLimit.get() + errors.get();
-        }
-
-        StreamObserver<RateLimitResponse> observer(final long due)
-        {
-            return new StreamObserver<>()
-            {
-                @Override
-                public void onNext(final RateLimitResponse response)
-                {
-                    latency.recordValue(Math.max(0, System.nanoTime() - due));
-                    (response.getOverallCode() == RateLimitResponse.Code.OVER_LIMIT ? overLimit : ok).incrementAndGet();
-                    if (response.hasDynamicMetadata())
-                    {
-                        local.incrementAndGet();
-                    }
-                }
-
-                @Override
-                public void onError(final Throwable t)
-                {
-                    latency.recordValue(Math.max(0, System.nanoTime() - due));
-                    if (firstError == null)
-                    {
-                        firstError = t.toString();
-                    }
-                    errors.incrementAndGet();
-                }
-
-                @Override
-                public void onCompleted()
-                {
-                }
-            };
-        }
+        return new OpenLoop.Tally<>(response -> response.getOverallCode() == RateLimitResponse.Code.OVER_LIMIT,
+            RateLimitResponse::hasDynamicMetadata);
     }
 }

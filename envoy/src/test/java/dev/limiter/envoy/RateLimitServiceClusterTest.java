@@ -5,6 +5,7 @@ import dev.limiter.server.testing.ClosingTogether;
 import dev.limiter.server.testing.ClusterPorts;
 import dev.limiter.server.ServerConfig;
 import dev.limiter.server.StoreServer;
+import dev.limiter.server.testing.Await;
 import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitResponse;
 import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitResponse.Code;
 import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitServiceGrpc;
@@ -91,21 +92,11 @@ class RateLimitServiceClusterTest
         }
     }
 
-    private StoreServer leader() throws InterruptedException
+    private StoreServer leader()
     {
-        final long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
-        while (System.nanoTime() < end)
-        {
-            for (final StoreServer node : nodes.values())
-            {
-                if (node.replication().canDecide())
-                {
-                    return node;
-                }
-            }
-            Thread.sleep(10);
-        }
-        throw new AssertionError("no leader within 20 s");
+        Await.until("a leader", Duration.ofSeconds(20),
+            () -> nodes.values().stream().anyMatch(n -> n.replication().canDecide()));
+        return nodes.values().stream().filter(n -> n.replication().canDecide()).findFirst().orElseThrow();
     }
 
     private RateLimitResponse call(final String gateway, final String address)

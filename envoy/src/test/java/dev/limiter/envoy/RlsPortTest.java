@@ -10,6 +10,7 @@ import dev.limiter.server.ServerConfig;
 import dev.limiter.server.StoreServer;
 import dev.limiter.server.testing.TestCertificates;
 import dev.limiter.server.net.TlsClientAuth;
+import dev.limiter.server.testing.Await;
 import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitResponse;
 import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitServiceGrpc;
 import io.grpc.ManagedChannel;
@@ -180,11 +181,7 @@ class RlsPortTest
             "\"} 1"), "the gateway names its build");
 
         served.get(0).shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
-        final long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        while (rls.openConnections() > 2 && System.nanoTime() < end)
-        {
-            Thread.sleep(10);
-        }
+        Await.until("the closed connection's slot freed", Duration.ofSeconds(10), () -> rls.openConnections() <= 2);
         assertEquals(RateLimitResponse.Code.OK, decide(plaintext(rls)), "a slot freed is taken again");
     }
 
@@ -396,19 +393,12 @@ class RlsPortTest
     }
 
     private static Matcher awaitOutput(final ByteArrayOutputStream out, final ByteArrayOutputStream err, final Pattern pattern)
-        throws InterruptedException
     {
-        final long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-        while (System.nanoTime() < end)
-        {
-            final Matcher m = pattern.matcher(out.toString(StandardCharsets.UTF_8));
-            if (m.find())
-            {
-                return m;
-            }
-            Thread.sleep(20);
-        }
-        throw new AssertionError("the gateway did not start: " + out.toString(StandardCharsets.UTF_8) + err.toString(StandardCharsets.UTF_8));
+        final Matcher[] found = new Matcher[1];
+        Await.until("the gateway's start", Duration.ofSeconds(30),
+            () -> (found[0] = pattern.matcher(out.toString(StandardCharsets.UTF_8))).find(),
+            () -> out.toString(StandardCharsets.UTF_8) + err.toString(StandardCharsets.UTF_8));
+        return found[0];
     }
 
     private static void install(final TestCertificates.Issued issued, final Path cert, final Path key) throws IOException
@@ -438,13 +428,8 @@ class RlsPortTest
     }
 
     private static void awaitAtLeast(final java.util.function.LongSupplier count, final long least, final String what)
-        throws InterruptedException
     {
-        final long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        while (count.getAsLong() < least && System.nanoTime() < end)
-        {
-            Thread.sleep(10);
-        }
-        assertTrue(count.getAsLong() >= least, what + ": " + count.getAsLong());
+        Await.until(what, Duration.ofSeconds(10), () -> count.getAsLong() >= least,
+            () -> Long.toString(count.getAsLong()));
     }
 }

@@ -26,10 +26,7 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.time.Duration;
-import java.util.Comparator;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
@@ -59,7 +56,6 @@ class Gateway43Test
         }
         """;
 
-    private static Path workDir;
     private static NodeJvm node;
     private static HttpServer orders;
 
@@ -92,9 +88,7 @@ class Gateway43Test
     @BeforeAll
     static void start() throws Exception
     {
-        workDir = Files.createTempDirectory("limiter-gateway43-node");
-        node = NodeJvm.start(workDir, Files.writeString(workDir.resolve("policies.json"), POLICIES),
-            Duration.ofSeconds(30));
+        node = NodeJvm.startWithPolicies(POLICIES, Duration.ofSeconds(30));
         orders = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 16);
         orders.createContext("/orders/", exchange ->
         {
@@ -115,19 +109,12 @@ class Gateway43Test
             {
                 orders.stop(0);
             }
-            if (node != null)
-            {
-                node.close();
-            }
         }
         finally
         {
-            if (workDir != null)
+            if (node != null)
             {
-                try (var files = Files.walk(workDir))
-                {
-                    files.sorted(Comparator.reverseOrder()).forEach(path -> path.toFile().delete());
-                }
+                node.close();
             }
         }
     }

@@ -8,6 +8,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
@@ -20,8 +21,9 @@ import java.util.regex.Pattern;
  * One standalone store node in a JVM of its own, as {@code ./limiter} starts one: {@code java -cp
  * store-server.jar:runtime.classpath dev.limiter.server.ServerMain}, on 127.0.0.1, a port the node
  * picks (read from the line it prints when listening), its data and output in a directory the test
- * gives. For tests whose own classpath cannot hold a node, such as a Spring Boot 3 application
- * (Netty 4.1, where the node needs 4.2). {@link #close()} kills it.
+ * gives, or in a temporary one of its own ({@link #startWithPolicies}). For tests whose own
+ * classpath cannot hold a node, such as a Spring Boot 3 application (Netty 4.1, where the node needs
+ * 4.2). {@link #close()} kills it (and deletes the directory it made).
  */
 public final class NodeJvm implements AutoCloseable
 {
@@ -33,11 +35,36 @@ public final class NodeJvm implements AutoCloseable
 
     private final Process process;
     private final String address;
+    /** The temporary directory this node made for itself, deleted by close(); null when the test gave one. */
+    private final Path ownDir;
 
-    private NodeJvm(final Process process, final String address)
+    private NodeJvm(final Process process, final String address, final Path ownDir)
     {
         this.process = process;
         this.address = address;
+        this.ownDir = ownDir;
+    }
+
+    /**
+     * Starts a node with these policies in a temporary directory of its own, which {@link #close()}
+     * deletes once the node has ended: for tests that keep nothing of the node.
+     *
+     * @param policies the policy file's text (JSON, as {@code config/policies.json})
+     * @throws IllegalStateException naming what is missing or what the node printed, when it cannot be started
+     */
+    public static NodeJvm startWithPolicies(final String policies, final Duration timeout)
+        throws IOException, InterruptedException
+    {
+        final Path dir = Files.createTempDirectory("limiter-node-jvm");
+        try
+        {
+            return launch(dir, Files.writeString(dir.resolve("policies.json"), policies), timeout, dir);
+        }
+        catch (final IOException | InterruptedException | RuntimeException e)
+        {
+            delete(dir);
+            throw e;
+        }
     }
 
     /**
@@ -48,6 +75,12 @@ public final class NodeJvm implements AutoCloseable
      * @throws IllegalStateException naming what is missing or what the node printed, when it cannot be started
      */
     public static NodeJvm start(final Path workDir, final Path policies, final Duration timeout)
+        throws IOException, InterruptedException
+    {
+        return launch(workDir, policies, timeout, null);
+    }
+
+    private static NodeJvm launch(final Path workDir, final Path policies, final Duration timeout, final Path ownDir)
         throws IOException, InterruptedException
     {
         final Path target = serverTarget();
@@ -65,7 +98,7 @@ public final class NodeJvm implements AutoCloseable
         reader.start();
         try
         {
-            return new NodeJvm(process, listening.get(timeout.toMillis(), TimeUnit.MILLISECONDS));
+            return new NodeJvm(process, listening.get(timeout.toMillis(), TimeUnit.MILLISECONDS), ownDir);
         }
         catch (final ExecutionException | TimeoutException e)
         {
@@ -141,15 +174,27 @@ public final class NodeJvm implements AutoCloseable
         return address;
     }
 
-    /** Kills the node (SIGKILL) and waits for its end, at most 10 s. */
+    /** Kills the node (SIGKILL) and waits for its end, at most 10 s; then deletes the directory it made. */
     @Override
-    public void close() throws InterruptedException
+    public void close() throws InterruptedException, IOException
     {
         process.destroyForcibly();
         if (!process.waitFor(10, TimeUnit.SECONDS))
         {
             throw new IllegalStateException("the node's process " + process.pid() +
                 " did not end within 10 s of SIGKILL");
+        }
+        if (ownDir != null)
+        {
+            delete(ownDir);
+        }
+    }
+
+    private static void delete(final Path dir) throws IOException
+    {
+        try (var files = Files.walk(dir))
+        {
+            files.sorted(Comparator.reverseOrder()).forEach(path -> path.toFile().delete());
         }
     }
 }

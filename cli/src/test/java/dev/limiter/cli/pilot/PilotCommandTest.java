@@ -7,6 +7,7 @@ import dev.limiter.server.testing.ClosingTogether;
 import dev.limiter.server.testing.ClusterPorts;
 import dev.limiter.server.ServerConfig;
 import dev.limiter.server.StoreServer;
+import dev.limiter.server.testing.Await;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -18,6 +19,7 @@ import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -74,12 +76,8 @@ class PilotCommandTest
             data.add("127.0.0.1:" + node.port());
             admin.add("127.0.0.1:" + node.adminPort());
         }
-        final long end = System.nanoTime() + 20_000_000_000L;
-        while (nodes.stream().noneMatch(n -> n.replication().canDecide()))
-        {
-            assertTrue(System.nanoTime() < end, "no leader within 20 s");
-            Thread.sleep(20);
-        }
+        Await.until("a leader", Duration.ofSeconds(20),
+            () -> nodes.stream().anyMatch(n -> n.replication().canDecide()));
         final ByteArrayOutputStream out = new ByteArrayOutputStream();
         final ByteArrayOutputStream err = new ByteArrayOutputStream();
         final Path trace = Path.of("..", "config", "pilot-trace.json").toAbsolutePath();

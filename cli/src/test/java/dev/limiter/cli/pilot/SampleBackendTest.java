@@ -32,7 +32,7 @@ class SampleBackendTest
         {
             calls.add(http.sendAsync(HttpRequest.newBuilder(URI.create(backend.uri() + "/pilot/orders"))
                 .header(SampleBackend.TENANT_HEADER, "acme").build(), HttpResponse.BodyHandlers.ofString()));
-            Thread.sleep(gapMillis);
+            Thread.sleep(gapMillis); // arrivals in this order, gapMillis apart: pacing, not a wait
         }
         final List<HttpResponse<String>> answers = new ArrayList<>();
         for (final CompletableFuture<HttpResponse<String>> call : calls)

@@ -1,5 +1,6 @@
 package dev.limiter.envoy.api;
 
+import dev.limiter.envoy.OpenLoop;
 import dev.limiter.protocol.HostPort;
 import dev.limiter.protocol.api.v1.AcquireRequest;
 import dev.limiter.protocol.api.v1.AcquireResponse;
@@ -11,10 +12,6 @@ import io.grpc.Metadata;
 import io.grpc.netty.NettyChannelBuilder;
 import io.grpc.stub.ClientCalls;
 import io.grpc.stub.MetadataUtils;
-import io.grpc.stub.StreamObserver;
-import org.HdrHistogram.Histogram;
-import org.HdrHistogram.Recorder;
-import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -23,11 +20,8 @@ import java.net.InetSocketAddress;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Locale;
 import java.util.concurrent.Callable;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.locks.LockSupport;
 
 /**
  * {@code ./limiter api bench}: an open-loop load of limiter.v1.RateLimiter/Acquire calls over gRPC,
@@ -96,15 +90,7 @@ public final class ApiBench implements Callable<Integer>
 
     static int run(final String[] args, final PrintStream out, final PrintStream err)
     {
-        final CommandLine line = new CommandLine(new ApiBench(out, err));
-        line.setOut(new java.io.PrintWriter(out, true));
-        line.setErr(new java.io.PrintWriter(err, true));
-        line.setParameterExceptionHandler((e, a) ->
-        {
-            err.println("limiter api bench: " + e.getMessage() + " (./limiter api bench --help)");
-            return 2;
-        });
-        return line.execute(args);
+        return OpenLoop.run(new ApiBench(out, err), "api bench", args, out, err);
     }
 
     @Override
@@ -115,11 +101,8 @@ public final class ApiBench implements Callable<Integer>
         try
         {
             targets.forEach(t -> addresses.add(HostPort.parse(t, "--targets")));
-            check(rate >= 1 && rate <= 1_000_000, "--rate: 1 to 1000000 calls per second, was " + rate);
-            check(duration >= 1 && duration <= 3600, "--duration: 1 to 3600 s, was " + duration);
-            check(warmup >= 0 && warmup <= 600, "--warmup: 0 to 600 s, was " + warmup);
-            check(tenants >= 1 && tenants <= 10_000_000, "--tenants: 1 to 10000000, was " + tenants);
-            check(deadlineMillis >= 1 && deadlineMillis <= 60_000, "--deadline-ms: 1 to 60000, was " + deadlineMillis);
+            OpenLoop.checkRates(rate, duration, warmup, deadlineMillis);
+            OpenLoop.check(tenants >= 1 && tenants <= 10_000_000, "--tenants: 1 to 10000000, was " + tenants);
             token = new String(BearerTokens.read(tokenFile).first(), java.nio.charset.StandardCharsets.UTF_8);
         }
         catch (final IllegalArgumentException e)
@@ -142,24 +125,14 @@ public final class ApiBench implements Callable<Integer>
             {
                 requests[i] = AcquireRequest.newBuilder().setTenant("bench-" + i).setRoute(route).build();
             }
-            drive(authed, requests, warmup, new Tally());
-            final Tally measured = new Tally();
-            drive(authed, requests, duration, measured);
-            final Histogram latency = measured.latency.getIntervalHistogram();
-            out.println(String.format(Locale.ROOT,
-                "{\"rate\":%d,\"durationSeconds\":%d,\"targets\":%d,\"sent\":%d,\"allowed\":%d,\"refused\":%d," +
-                    "\"decidedLocally\":%d," +
-                    "\"errors\":%d,\"p50Us\":%.1f,\"p90Us\":%.1f,\"p99Us\":%.1f,\"p999Us\":%.1f,\"maxUs\":%.1f}",
-                rate, duration, authed.size(), measured.sent.get(), measured.allowed.get(), measured.refused.get(),
-                    measured.local.get(),
-                measured.errors.get(), latency.getValueAtPercentile(50) / 1e3, latency.getValueAtPercentile(90) / 1e3,
-                latency.getValueAtPercentile(99) / 1e3, latency.getValueAtPercentile(99.9) / 1e3,
-                    latency.getMaxValue() / 1e3));
-            if (measured.errors.get() > 0)
-            {
-                err.println("limiter api bench: first error: " + measured.firstError);
-            }
-            return measured.allowed.get() + measured.refused.get() == 0 ? 1 : 0;
+            final OpenLoop.Call<AcquireResponse> call = (i, observer) ->
+                ClientCalls.asyncUnaryCall(authed.get((int)(i % authed.size())).newCall(RateLimiterMethods.ACQUIRE,
+                    CallOptions.DEFAULT.withDeadlineAfter(deadlineMillis, TimeUnit.MILLISECONDS)),
+                    requests[(int)(i % requests.length)], observer);
+            OpenLoop.drive(rate, warmup, deadlineMillis, tally(), call);
+            final OpenLoop.Tally<AcquireResponse> measured = tally();
+            OpenLoop.drive(rate, duration, deadlineMillis, measured, call);
+            return measured.report("api bench", rate, duration, authed.size(), "allowed", "refused", out, err);
         }
         finally
         {
@@ -170,89 +143,10 @@ public final class ApiBench implements Callable<Integer>
         }
     }
 
-    private static void check(final boolean ok, final String problem)
+    /** A decision that does not allow is refused; decidedLocally is the gateway SDK's own decision. */
+    private static OpenLoop.Tally<AcquireResponse> tally()
     {
-        if (!ok)
-        {
-            throw new IllegalArgumentException(problem);
-        }
-    }
-
-    /** Calls at the rate for {@code seconds}, then waits (up to the deadline) for the last answers. */
-    private void drive(final List<Channel> channels, final AcquireRequest[] requests, final int seconds,
-        final Tally tally) throws InterruptedException
-    {
-        final long interval = 1_000_000_000L / rate;
-        final long start = System.nanoTime();
-        final long calls = (long)seconds * rate;
-        for (long i = 0; i < calls; i++)
-        {
-            final long due = start + i * interval;
-            long wait;
-            while ((wait = due - System.nanoTime()) > 0)
-            {
-                LockSupport.parkNanos(wait);
-            }
-            tally.sent.incrementAndGet();
-            final Channel channel = channels.get((int)(i % channels.size()));
-            ClientCalls.asyncUnaryCall(channel.newCall(RateLimiterMethods.ACQUIRE,
-                CallOptions.DEFAULT.withDeadlineAfter(deadlineMillis, TimeUnit.MILLISECONDS)),
-                    requests[(int)(i % requests.length)],
-                tally.observer(due));
-        }
-        final long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(deadlineMillis + 1_000);
-        while (tally.answered() < tally.sent.get() && System.nanoTime() < end)
-        {
-            Thread.sleep(5);
-        }
-    }
-
-    private static final class Tally
-    {
-        final AtomicLong sent = new AtomicLong();
-        final AtomicLong allowed = new AtomicLong();
-        final AtomicLong refused = new AtomicLong();
-        final AtomicLong local = new AtomicLong();
-        final AtomicLong errors = new AtomicLong();
-        final Recorder latency = new Recorder(3);
-        volatile String firstError;
-
-        long answered()
-        {
-            return allowed.get() + refused.get() + errors.get();
-        }
-
-        StreamObserver<AcquireResponse> observer(final long due)
-        {
-            return new StreamObserver<>()
-            {
-                @Override
-                public void onNext(final AcquireResponse response)
-                {
-                    latency.recordValue(Math.max(0, System.nanoTime() - due));
-                    (response.getDecision().getAllowed() ? allowed : refused).incrementAndGet();
-                    if (response.getDecision().getDecidedLocally())
-                    {
-                        local.incrementAndGet();
-                    }
-                }
-
-                @Override
-                public void onError(final Throwable t)
-                {
-                    latency.recordValue(Math.max(0, System.nanoTime() - due));
-                    if (firstError == null)
-                    {
-                        firstError = t.toString();
-                    }
-                    errors.incrementAndGet();
-                }
-
-                @Override
-                public void onCompleted()
-                {
-                }
-            };
-        }
+        return new OpenLoop.Tally<>(response -> !response.getDecision().getAllowed(),
+            response -> response.getDecision().getDecidedLocally());
     }
 }

@@ -7,6 +7,7 @@ import dev.limiter.protocol.api.v1.AcquireRequest;
 import dev.limiter.protocol.api.v1.AcquireResponse;
 import dev.limiter.protocol.api.v1.ItemResult;
 import dev.limiter.protocol.api.v1.ReleaseRequest;
+import dev.limiter.server.testing.Await;
 import io.grpc.CallOptions;
 import io.grpc.ClientInterceptors;
 import io.grpc.ManagedChannel;
@@ -62,26 +63,19 @@ class ApiClusterTest
         authed = ClientInterceptors.intercept(channel,
             MetadataUtils.newAttachHeadersInterceptor(bearer(ApiCluster.TOKEN)));
         // The cluster answers once it has a leader and the gateway's SDK holds the policies.
-        final long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-        while (true)
+        final String[] refused = {"none"};
+        Await.until("a node decision through the gateway", Duration.ofSeconds(30), () ->
         {
             try
             {
-                if (!acquire("warm-up", "/v1/warm-up", 1).getDecision().getDecidedLocally())
-                {
-                    break;
-                }
+                return !acquire("warm-up", "/v1/warm-up", 1).getDecision().getDecidedLocally();
             }
             catch (final StatusRuntimeException e)
             {
-                if (System.nanoTime() > end)
-                {
-                    throw e;
-                }
+                refused[0] = e.toString();
+                return false;
             }
-            assertTrue(System.nanoTime() < end, "no node decision through the gateway within 30 s");
-            Thread.sleep(50);
-        }
+        }, () -> "the last refusal: " + refused[0]);
     }
 
     @AfterAll

@@ -21,10 +21,7 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.time.Duration;
-import java.util.Comparator;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -55,7 +52,6 @@ class GatewayLimitTest
         }
         """;
 
-    private static Path workDir;
     private static NodeJvm node;
     /** The orders service behind the gateway: answers "order ID" for /orders/ID. */
     private static HttpServer orders;
@@ -67,9 +63,7 @@ class GatewayLimitTest
     @BeforeAll
     static void startNode() throws Exception
     {
-        workDir = Files.createTempDirectory("limiter-gateway-node");
-        node = NodeJvm.start(workDir, Files.writeString(workDir.resolve("policies.json"), POLICIES),
-            Duration.ofSeconds(30));
+        node = NodeJvm.startWithPolicies(POLICIES, Duration.ofSeconds(30));
         orders = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 16);
         orders.createContext("/orders/", exchange ->
         {
@@ -91,19 +85,12 @@ class GatewayLimitTest
             {
                 orders.stop(0);
             }
-            if (node != null)
-            {
-                node.close();
-            }
         }
         finally
         {
-            if (workDir != null)
+            if (node != null)
             {
-                try (var files = Files.walk(workDir))
-                {
-                    files.sorted(Comparator.reverseOrder()).forEach(path -> path.toFile().delete());
-                }
+                node.close();
             }
         }
     }

@@ -17,10 +17,7 @@ import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.time.Duration;
-import java.util.Comparator;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
@@ -53,7 +50,6 @@ class OrdersLimitTest
         }
         """;
 
-    private static Path workDir;
     private static NodeJvm node;
     private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
 
@@ -65,30 +61,15 @@ class OrdersLimitTest
     @BeforeAll
     static void startNode() throws Exception
     {
-        workDir = Files.createTempDirectory("limiter-example-node");
-        node = NodeJvm.start(workDir, Files.writeString(workDir.resolve("policies.json"), POLICIES),
-            Duration.ofSeconds(30));
+        node = NodeJvm.startWithPolicies(POLICIES, Duration.ofSeconds(30));
     }
 
     @AfterAll
     static void stopNode() throws Exception
     {
-        try
+        if (node != null)
         {
-            if (node != null)
-            {
-                node.close();
-            }
-        }
-        finally
-        {
-            if (workDir != null)
-            {
-                try (var files = Files.walk(workDir))
-                {
-                    files.sorted(Comparator.reverseOrder()).forEach(path -> path.toFile().delete());
-                }
-            }
+            node.close();
         }
     }
 

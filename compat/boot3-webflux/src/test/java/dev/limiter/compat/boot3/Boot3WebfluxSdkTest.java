@@ -12,8 +12,6 @@ import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
 import org.springframework.test.web.reactive.server.WebTestClient;
 
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Map;
 
@@ -43,7 +41,6 @@ class Boot3WebfluxSdkTest
         }
         """;
 
-    private static Path workDir;
     private static NodeJvm node;
 
     @Autowired
@@ -52,9 +49,7 @@ class Boot3WebfluxSdkTest
     @BeforeAll
     static void startNode() throws Exception
     {
-        workDir = Files.createTempDirectory("boot3-webflux-node");
-        final Path policies = Files.writeString(workDir.resolve("policies.json"), POLICIES);
-        node = NodeJvm.start(workDir, policies, Duration.ofSeconds(30));
+        node = NodeJvm.startWithPolicies(POLICIES, Duration.ofSeconds(30));
     }
 
     @AfterAll
@@ -63,13 +58,6 @@ class Boot3WebfluxSdkTest
         if (node != null)
         {
             node.close();
-        }
-        if (workDir != null)
-        {
-            try (var files = Files.walk(workDir))
-            {
-                files.sorted(java.util.Comparator.reverseOrder()).forEach(path -> path.toFile().delete());
-            }
         }
     }
 
