@@ -113,7 +113,10 @@ public class DecisionPathBenchmark
             }
         };
         final PolicyControl control = new PolicyControl(policies, null, 1);
-        final PolicyPublisher publisher = new PolicyPublisher(policies, 1 << 20, () -> { });
+        final Runnable countNothing = () ->
+        {
+        };
+        final PolicyPublisher publisher = new PolicyPublisher(policies, 1 << 20, countNothing);
         channel.pipeline().addLast(new FrameDecoder(1 << 24, null), new DataPlaneHandler(policies::index,
             policies::activeExemptions, publisher, () -> control, List.of(shard), metrics, routers, null, () -> "{}",
             new SdkReportGate()));
