@@ -1,90 +1,50 @@
 package dev.limiter.server;
 
-import dev.limiter.protocol.CompiledPolicy;
-import dev.limiter.protocol.ErrorCode;
-import dev.limiter.protocol.ErrorCodec;
 import dev.limiter.protocol.PolicySetIndex;
-import dev.limiter.protocol.ReloadingTls;
-import dev.limiter.protocol.StatusJson;
 import dev.limiter.protocol.PolicyValidationException;
+import dev.limiter.protocol.ReloadingTls;
 import dev.limiter.protocol.policy.HotKeyReport;
-import dev.limiter.protocol.policy.PolicyCommand;
-import dev.limiter.protocol.policy.PolicySet;
 import dev.limiter.protocol.status.StatusReport;
-import dev.limiter.raft.RaftGroupMember;
 import dev.limiter.raft.RaftNodeConfig;
 import dev.limiter.server.admin.AdminServer;
 import dev.limiter.server.admin.AdminToken;
-import dev.limiter.server.admin.NodeStatus;
-import dev.limiter.server.admin.Readiness;
-import dev.limiter.server.admin.RejectionSamples;
 import dev.limiter.server.cluster.Membership;
 import dev.limiter.server.cluster.PeerGenerations;
 import dev.limiter.server.cluster.Replication;
 import dev.limiter.server.cluster.ReplicationGroups;
 import dev.limiter.server.control.ControlTicker;
-import dev.limiter.server.history.NodeHistory;
 import dev.limiter.server.control.PolicyControl;
 import dev.limiter.server.control.PolicyState;
 import dev.limiter.server.engine.EngineMeters;
 import dev.limiter.server.engine.FrameRouter;
-import dev.limiter.server.engine.HotKeyReports;
-import dev.limiter.server.engine.ShadowComparisons;
 import dev.limiter.server.engine.MonotonicClock;
 import dev.limiter.server.engine.RejectedDecisions;
 import dev.limiter.server.engine.Shard;
-import dev.limiter.server.region.RegionExchange;
-import dev.limiter.server.region.RegionGroups;
+import dev.limiter.server.history.NodeHistory;
 import dev.limiter.server.metrics.FalseRejectionMeters;
 import dev.limiter.server.metrics.ServerMetrics;
-import dev.limiter.server.net.ConnectionGuard;
 import dev.limiter.server.net.DataPlaneHandler;
-import dev.limiter.server.net.FrameDecoder;
-import dev.limiter.server.net.Listener;
 import dev.limiter.server.net.PolicyPublisher;
 import dev.limiter.server.net.SdkReportGate;
 import dev.limiter.server.net.ServerTls;
+import dev.limiter.server.region.RegionExchange;
+import dev.limiter.server.region.RegionGroups;
 import dev.limiter.server.table.BucketKeys;
 import dev.limiter.server.table.BucketRates;
 import dev.limiter.server.table.BucketTable;
-import io.netty.bootstrap.ServerBootstrap;
-import io.netty.buffer.ByteBuf;
-import io.netty.channel.Channel;
-import io.netty.channel.ChannelInitializer;
-import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoop;
 import io.netty.channel.EventLoopGroup;
-import io.netty.channel.IoHandlerFactory;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
-import io.netty.channel.ServerChannel;
-import io.netty.channel.WriteBufferWaterMark;
-import io.netty.channel.epoll.Epoll;
-import io.netty.channel.epoll.EpollIoHandler;
-import io.netty.channel.epoll.EpollServerSocketChannel;
-import io.netty.channel.uring.IoUring;
-import io.netty.channel.uring.IoUringIoHandler;
-import io.netty.channel.uring.IoUringServerSocketChannel;
-import io.netty.channel.group.ChannelGroup;
-import io.netty.channel.group.DefaultChannelGroup;
-import io.netty.channel.nio.NioIoHandler;
-import io.netty.channel.socket.SocketChannel;
-import io.netty.channel.socket.nio.NioServerSocketChannel;
-import io.netty.handler.flush.FlushConsolidationHandler;
 import io.netty.util.concurrent.FastThreadLocal;
-import io.netty.util.concurrent.GlobalEventExecutor;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.net.InetSocketAddress;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -92,9 +52,10 @@ import java.util.concurrent.TimeUnit;
  * {@link #start()}, stop with {@link #close()} (idempotent).
  * <p>
  * The wiring of a node, in start-up order and reverse on close: one sequence, kept in one place;
- * what the parts do is in their packages.
+ * what the parts do is in their packages, and what the running node answers about itself is
+ * {@link NodeQueries}'.
  */
-public final class StoreServer implements NodeStatus, AutoCloseable
+public final class StoreServer implements AutoCloseable
 {
     private static final Logger LOG = LoggerFactory.getLogger(StoreServer.class);
     /**
@@ -104,12 +65,15 @@ public final class StoreServer implements NodeStatus, AutoCloseable
     static final long STOP_HAND_OVER_MILLIS = 3000;
     /** How long each other member has to answer the HELLO that checks its protocol generation at start. */
     private static final int PEER_GREETING_TIMEOUT_MS = 500;
+    /** What an SDK reads in one frame: the largest policy frame the publisher sends. */
+    private static final int MAX_PUBLISHED_FRAME_BYTES = 16 << 20;
 
     private final NodeConfig config;
     private final MonotonicClock clock;
-    private final PolicySetIndex seed;
+    private final PolicySeed seed;
     private final PolicyState policyState;
     private final String adminToken;
+    private final Transport transport;
     private PolicyControl control;
     private PolicyPublisher publisher;
     private ControlTicker ticker;
@@ -124,14 +88,13 @@ public final class StoreServer implements NodeStatus, AutoCloseable
     /** TLS on the data and admin ports, or null. */
     private final ServerTls tls;
     private final List<Shard> shards = new ArrayList<>();
-    private final ChannelGroup connections = new DefaultChannelGroup("limiter-connections", GlobalEventExecutor.INSTANCE);
+    private final DataPort dataPort;
+    private final NodeQueries queries;
     private EventLoopGroup bossGroup;
     private EventLoopGroup workerGroup;
-    private Channel dataChannel;
     private AdminServer admin;
     /** Cluster mode: the node's Raft groups, or null on a single node. */
     private ReplicationGroups groups;
-    private Class<? extends ServerChannel> channelType = NioServerSocketChannel.class;
     private volatile boolean closed;
     /** The regions' exchange, when this node belongs to a region. */
     private RegionExchange regions;
@@ -144,14 +107,7 @@ public final class StoreServer implements NodeStatus, AutoCloseable
         this.config = Objects.requireNonNull(config, "config");
         this.policyState = new PolicyState(config.shards().count(), config.region() != null);
         this.clock = clock;
-        this.seed = loadPolicies(config.storage());
-        final List<String> stackedProblems = seed.policies().stream()
-            .map(p -> PolicyControl.stackedProblem(p.source(), config.shards().count()))
-            .filter(Objects::nonNull).toList();
-        if (!stackedProblems.isEmpty())
-        {
-            throw new PolicyValidationException(stackedProblems);
-        }
+        this.seed = PolicySeed.read(config.storage(), config.shards().count());
         this.adminToken = AdminToken.resolve(config.admin().enabled(), config.admin().token(),
             config.storage().dataDir());
         this.tlsFiles = !config.tls().enabled() ? null :
@@ -162,26 +118,15 @@ public final class StoreServer implements NodeStatus, AutoCloseable
             metrics.bindTlsFilesRefused(tlsFiles::refusing);
         }
         this.tls = ServerTls.over(tlsFiles, config.tls().clientAuth(), metrics);
+        this.transport = Transport.of(config.dataPort());
+        this.dataPort = new DataPort(config.dataPort(), metrics, tls);
+        this.queries = new NodeQueries(config, dataPort, transport.name(), shards, policyState, metrics, rejections,
+            new NodeQueries.Started(() -> groups, () -> regions, () -> history, () -> closed));
         if (!config.clustered())
         {
             // A single node is its own log: the file is the first version of every policy.
-            policyState.apply(seedCommand());
+            policyState.apply(seed.command(config.nodeName()));
         }
-    }
-
-    private PolicyCommand seedCommand()
-    {
-        final PolicySet.Builder set = PolicySet.newBuilder().setVersion(seed.version());
-        for (final CompiledPolicy policy : seed.policies())
-        {
-            if (policy != seed.defaultPolicy())
-            {
-                set.addPolicies(policy.source());
-            }
-        }
-        set.setDefaultPolicy(seed.defaultPolicy().source());
-        return PolicyState.command(config.nodeName(), System.currentTimeMillis())
-            .setBootstrap(set).build();
     }
 
     public StoreServer(final NodeConfig config)
@@ -203,46 +148,12 @@ public final class StoreServer implements NodeStatus, AutoCloseable
         this(config.build(), MonotonicClock.SYSTEM);
     }
 
-    static PolicySetIndex loadPolicies(final StorageConfig config)
-    {
-        if (config.policiesFile() == null)
-        {
-            return PolicySetIndex.compile(PolicySet.getDefaultInstance());
-        }
-        final String json;
-        try
-        {
-            json = Files.readString(config.policiesFile(), StandardCharsets.UTF_8);
-        }
-        catch (final IOException e)
-        {
-            throw new PolicyValidationException(List.of("cannot read policy file " + config.policiesFile() + ": " + e));
-        }
-        return PolicySetIndex.fromJson(json);
-    }
-
     /** Binds the ports and starts the shards. */
     public StoreServer start() throws InterruptedException
     {
-        final IoHandlerFactory ioFactory;
-        final DataPortConfig dataPort = config.dataPort();
-        if (dataPort.preferIoUring() && IoUring.isAvailable())
-        {
-            ioFactory = IoUringIoHandler.newFactory();
-            channelType = IoUringServerSocketChannel.class;
-        }
-        else if (dataPort.preferEpoll() && Epoll.isAvailable())
-        {
-            ioFactory = EpollIoHandler.newFactory();
-            channelType = EpollServerSocketChannel.class;
-        }
-        else
-        {
-            ioFactory = NioIoHandler.newFactory();
-            channelType = NioServerSocketChannel.class;
-        }
-        bossGroup = new MultiThreadIoEventLoopGroup(1, ioFactory);
-        workerGroup = new MultiThreadIoEventLoopGroup(dataPort.ioThreads(), ioFactory);
+        final DataPortConfig dataPortConfig = config.dataPort();
+        bossGroup = new MultiThreadIoEventLoopGroup(1, transport.ioFactory());
+        workerGroup = new MultiThreadIoEventLoopGroup(dataPortConfig.ioThreads(), transport.ioFactory());
         final List<EventLoop> loops = new ArrayList<>();
         workerGroup.forEach(executor -> loops.add((EventLoop)executor));
         final ShardConfig shardConfig = config.shards();
@@ -253,13 +164,14 @@ public final class StoreServer implements NodeStatus, AutoCloseable
                 shardConfig.keyArenaBytesPerShard(), clock, bucketRates(i),
                 shardConfig.ownThreads() ? null : loops.get(i % loops.size())));
         }
-        EngineMeters.bind(metrics.registry(), policyState, shards, connections::size);
+        EngineMeters.bind(metrics.registry(), policyState, shards, dataPort::connections);
         FalseRejectionMeters.bind(metrics.registry(), policyState);
         if (config.clustered())
         {
             startReplication();
         }
-        publisher = new PolicyPublisher(policyState, 16 << 20, () -> metrics.refused("sdk-instance-ids-per-address")); // 16 MiB: what an SDK reads in one frame
+        publisher = new PolicyPublisher(policyState, MAX_PUBLISHED_FRAME_BYTES,
+            () -> metrics.refused("sdk-instance-ids-per-address"));
         metrics.bindFleet(publisher::instanceCount);
         control = new PolicyControl(policyState, groups == null ? null : groups.control(), shardConfig.count());
         if (config.region() != null)
@@ -283,40 +195,9 @@ public final class StoreServer implements NodeStatus, AutoCloseable
                 return new FrameRouter(metrics, rejections);
             }
         };
-        final ConnectionGuard.Limits dataLimits = new ConnectionGuard.Limits("data", dataPort.maxConnections(),
-            dataPort.idleTimeoutMillis(), dataPort.frameTimeoutMillis(), metrics, (channel, reason, why) ->
-            {
-                final ByteBuf out = channel.alloc().buffer(64 + why.length());
-                ErrorCodec.encode(out, 0, reason.equals("max-connections") ?
-                    ErrorCode.OVERLOADED : ErrorCode.MALFORMED_FRAME, why);
-                return out;
-            });
-        final ServerBootstrap bootstrap = new ServerBootstrap()
-            .group(bossGroup, workerGroup)
-            .channel(channelType)
-            .option(ChannelOption.SO_BACKLOG, 1024)
-            .childOption(ChannelOption.TCP_NODELAY, true)
-            .childOption(ChannelOption.WRITE_BUFFER_WATER_MARK, new WriteBufferWaterMark(256 * 1024, 1024 * 1024))
-            .childHandler(new ChannelInitializer<SocketChannel>()
-            {
-                @Override
-                protected void initChannel(final SocketChannel ch)
-                {
-                    connections.add(ch);
-                    final ConnectionGuard guard = new ConnectionGuard(dataLimits, true);
-                    ch.pipeline().addLast("guard", guard);
-                    if (tls != null)
-                    {
-                        ch.pipeline().addLast("tls", tls.handler(ch, "data"));
-                    }
-                    ch.pipeline()
-                        .addLast("flush", new FlushConsolidationHandler(256, true))
-                        .addLast("frames", new FrameDecoder(dataPort.maxFrameBytes(), guard))
-                        .addLast("data-plane", new DataPlaneHandler(policyState::index, policyState::activeExemptions, publisher, () -> control, shards, metrics, routers, groups,
-                            StoreServer.this::statusJson, reportGate));
-                }
-            });
-        dataChannel = Listener.bind(bootstrap, dataPort.host(), dataPort.port(), "data port", "--port");
+        dataPort.bind(bossGroup, workerGroup, transport.channelType(), () -> new DataPlaneHandler(policyState::index,
+            policyState::activeExemptions, publisher, () -> control, shards, metrics, routers, groups,
+            queries::statusJson, reportGate));
         final ReplicationGroups deciding = groups;
         ticker = new ControlTicker(policyState, control, () -> !closed && (deciding == null || deciding.control().canDecide()),
             System::currentTimeMillis, config.nodeName());
@@ -326,26 +207,32 @@ public final class StoreServer implements NodeStatus, AutoCloseable
         history.start();
         if (config.admin().enabled())
         {
-            admin = new AdminServer(dataPort.host(), config.admin().port(), metrics, this, bossGroup, workerGroup,
-                channelType, control, adminToken, new Membership(groups, control, config.cluster().raftPortOffset()),
+            admin = new AdminServer(dataPortConfig.host(), config.admin().port(), metrics, queries, bossGroup,
+                workerGroup, transport.channelType(), control, adminToken,
+                new Membership(groups, control, config.cluster().raftPortOffset()),
                 new AdminServer.Limits(config.admin().maxConnections(), config.admin().idleTimeoutMillis(),
-                    dataPort.frameTimeoutMillis()), tls);
+                    dataPortConfig.frameTimeoutMillis()), tls);
             admin.start();
         }
         if (tlsFiles != null && config.tls().reloadMillis() > 0)
         {
             tlsFiles.watch(Duration.ofMillis(config.tls().reloadMillis()));
         }
+        logStarted();
+        return this;
+    }
+
+    private void logStarted()
+    {
+        final DataPortConfig dataPortConfig = config.dataPort();
         final ClusterConfig cluster = config.cluster();
         LOG.info("limiter store serving on {}:{} ({} transport, {} shards on {}, {} io threads, {} policies{}), admin on {}",
-            dataPort.host(), port(), transport() + (dataPort.preferIoUring() && !IoUring.isAvailable() ?
-                " (io_uring unavailable: " + IoUring.unavailabilityCause() + ")" : ""), shards.size(),
-            shardConfig.ownThreads() ? "their own threads" : "the event loops",
-            dataPort.ioThreads(), policyState.index().size(),
+            dataPortConfig.host(), port(), transport.name() + transport.note(), shards.size(),
+            config.shards().ownThreads() ? "their own threads" : "the event loops",
+            dataPortConfig.ioThreads(), policyState.index().size(),
             cluster.clustered() ? ", member " + cluster.nodeId() + " of " + cluster.raftGroups() +
                 " Raft group(s), election timeout " + cluster.electionTimeoutMillis() + " ms" : "",
-            admin == null ? "off" : dataPort.host() + ":" + admin.port());
-        return this;
+            admin == null ? "off" : dataPortConfig.host() + ":" + admin.port());
     }
 
     /**
@@ -379,7 +266,7 @@ public final class StoreServer implements NodeStatus, AutoCloseable
             .refusals(reason -> metrics.refused("raft", reason));
         groups = new ReplicationGroups(raft, committed, cluster.raftGroups(), policyState, cluster.peers(),
             cluster.raftPortOffset(), cluster.fastLingerNanos());
-        groups.control().bootstrapWith(seedCommand());
+        groups.control().bootstrapWith(seed.command(config.nodeName()));
         for (final Replication group : groups.all())
         {
             group.shards(shards.stream().filter(shard -> groups.ofShard(shard.id()) == group).toList());
@@ -411,63 +298,33 @@ public final class StoreServer implements NodeStatus, AutoCloseable
     }
 
     /** The busiest bucket keys of each shard, from a sample of its decisions (GET /v1/hot-keys). */
-    @Override
-    public RejectionSamples rejections()
-    {
-        return new SampledRejections(config.nodeName(), rejections);
-    }
-
-    @Override
     public HotKeyReport hotKeys()
     {
-        return HotKeyReports.of(shards, policyState);
+        return queries.hotKeys();
     }
 
-    /** Policy {@code id}'s shadow version against what was enforced, on this node's shards (GET /v1/policies/{id}/compare). */
-    @Override
-    public CompletableFuture<NodeStatus.Answer> shadowComparison(final String id, final long sinceMillis)
-    {
-        try
-        {
-            return ShadowComparisons.of(shards, policyState, id, sinceMillis).thenApply(c -> new NodeStatus.Answer(200, c.toJson()));
-        }
-        catch (final ShadowComparisons.NothingToCompare e)
-        {
-            return CompletableFuture.completedFuture(new NodeStatus.Answer(404, e.getMessage()));
-        }
-    }
-
-    @Override
-    public NodeStatus.Answer regionReport(final String authorization)
-    {
-        return regions == null ? NodeStatus.super.regionReport(authorization) : regions.report(authorization);
-    }
-
-    @Override
-    public String historyJson(final long sinceMillis)
-    {
-        return history == null ? null : history.json(sinceMillis);
-    }
-
-    /** {@link #status()} as JSON ({@link StatusJson}): the STATUS answer and {@code GET /status}. */
-    @Override
+    /** {@link #status()} as JSON: the STATUS answer and {@code GET /status}. */
     public String statusJson()
     {
-        return StatusJson.print(status());
+        return queries.statusJson();
     }
 
-    /** This node's standing now ({@link NodeStatusReport}; fields in {@code status.proto}). */
+    /** This node's standing now (fields in {@code status.proto}). */
     public StatusReport status()
     {
-        final DataPortConfig dataPort = config.dataPort();
-        final String address = dataPort.host() + ":" + (dataChannel == null ? dataPort.port() : port());
-        return NodeStatusReport.of(config.nodeName(), address, config.clustered(), groups, regions, metrics, shards);
+        return queries.status();
+    }
+
+    /** Buckets held by all shards. */
+    public long bucketCount()
+    {
+        return queries.bucketCount();
     }
 
     /** The bound data-plane port. */
     public int port()
     {
-        return ((InetSocketAddress)dataChannel.localAddress()).getPort();
+        return dataPort.port();
     }
 
     /** The bound admin port, or -1 when off. */
@@ -496,7 +353,7 @@ public final class StoreServer implements NodeStatus, AutoCloseable
     /** The data and admin ports' transport: io_uring, epoll or nio. */
     public String transport()
     {
-        return channelType == IoUringServerSocketChannel.class ? "io_uring" : channelType == EpollServerSocketChannel.class ? "epoll" : "nio";
+        return transport.name();
     }
 
     /**
@@ -522,69 +379,6 @@ public final class StoreServer implements NodeStatus, AutoCloseable
             LOG.warn("TLS: the changed files do not load: {}", detail);
             metrics.tlsReload("failed");
         }
-    }
-
-    /** Buckets held by all shards. */
-    public long bucketCount()
-    {
-        return shards.stream().mapToLong(s -> s.table().publishedSize()).sum();
-    }
-
-    @Override
-    public boolean healthy()
-    {
-        return !closed && dataChannel != null && dataChannel.isActive();
-    }
-
-    @Override
-    public Readiness readiness()
-    {
-        final List<String> notReady = new ArrayList<>();
-        if (!healthy())
-        {
-            notReady.add("the data port is not serving");
-        }
-        if (groups != null)
-        {
-            for (final Replication group : groups.all())
-            {
-                if (group.leaderId() == null || group.leaderId().isEmpty())
-                {
-                    notReady.add("Raft group " + group.group() + " has no known leader");
-                    continue;
-                }
-                final long lag;
-                try
-                {
-                    final RaftGroupMember member = group.member();
-                    lag = member.lastCommittedIndex() - member.lastAppliedIndex();
-                }
-                catch (final RuntimeException stopping)
-                {
-                    notReady.add("Raft group " + group.group() + " is not running: " + stopping.getMessage());
-                    continue;
-                }
-                if (lag > Readiness.MAX_APPLY_LAG)
-                {
-                    notReady.add("Raft group " + group.group() + " has " + lag + " committed entries left to apply (ready at " +
-                        Readiness.MAX_APPLY_LAG + " or fewer)");
-                }
-            }
-        }
-        if (!policyState.bootstrapped())
-        {
-            notReady.add("the policy set is not loaded yet");
-        }
-        return new Readiness(notReady);
-    }
-
-    @Override
-    public String healthJson()
-    {
-        final boolean healthy = healthy();
-        return "{\"status\":\"" + (healthy ? "UP" : "DOWN") + "\",\"port\":" + port() + ",\"shards\":" + shards.size() +
-            ",\"buckets\":" + bucketCount() + ",\"policies\":" + policies().size() + ",\"policySetVersion\":" +
-            policies().version() + ",\"transport\":\"" + transport() + "\"}";
     }
 
     /**
@@ -630,10 +424,7 @@ public final class StoreServer implements NodeStatus, AutoCloseable
         {
             regions.close();
         }
-        if (dataChannel != null)
-        {
-            dataChannel.close().syncUninterruptibly();
-        }
+        dataPort.stopListening();
         if (admin != null)
         {
             admin.close();
@@ -645,7 +436,7 @@ public final class StoreServer implements NodeStatus, AutoCloseable
             final int moved = groups.handOverLeadsBeforeStop(STOP_HAND_OVER_MILLIS);
             LOG.info("stopping: handed {} group lead(s) over", moved);
         }
-        connections.close().awaitUninterruptibly(5, TimeUnit.SECONDS);
+        dataPort.closeConnections();
         if (groups != null)
         {
             // Before the event loops stop: frames waiting on the log are released on their loops,

@@ -7,8 +7,6 @@ import dev.limiter.server.net.ConnectionGuard;
 import dev.limiter.server.net.Listener;
 import dev.limiter.server.net.ServerTls;
 import io.netty.bootstrap.ServerBootstrap;
-import io.netty.buffer.ByteBuf;
-import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
@@ -21,17 +19,14 @@ import io.netty.channel.WriteBufferWaterMark;
 import io.netty.channel.socket.ChannelInputShutdownEvent;
 import io.netty.channel.socket.SocketChannel;
 import io.netty.handler.codec.DecoderException;
-import io.netty.handler.codec.http.DefaultFullHttpResponse;
 import io.netty.handler.codec.http.FullHttpRequest;
 import io.netty.handler.codec.http.FullHttpResponse;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpHeaderValues;
-import io.netty.handler.codec.http.HttpMethod;
 import io.netty.handler.codec.http.HttpObjectAggregator;
 import io.netty.handler.codec.http.HttpResponseStatus;
 import io.netty.handler.codec.http.HttpServerCodec;
 import io.netty.handler.codec.http.HttpUtil;
-import io.netty.handler.codec.http.HttpVersion;
 import io.netty.handler.codec.http.QueryStringDecoder;
 
 import org.slf4j.Logger;
@@ -39,23 +34,22 @@ import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
 import java.net.InetSocketAddress;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayDeque;
 import javax.net.ssl.SSLException;
 
 /**
- * The admin HTTP endpoint: {@code GET /metrics} (Prometheus text), {@code /health} (and {@code /health/live}: the process serves), {@code /health/ready} and {@code /status}
- * (JSON), open to anyone who can reach the port; and the control plane under {@code /v1/}, which
- * needs {@code Authorization: Bearer <token>} (see docs/control-plane.md and {@link AdminApi}).
+ * The admin HTTP endpoint: its listener and connections (limits, TLS, HTTP/1.1 answered in request
+ * order), handing each request to {@link OpenEndpoints} ({@code GET /metrics}, {@code /health},
+ * {@code /health/live}, {@code /health/ready} and {@code /status}, open to anyone who can reach the
+ * port) or to the control plane under {@code /v1/}, which needs {@code Authorization: Bearer <token>}
+ * (see docs/control-plane.md and {@link AdminApi}).
  */
 public final class AdminServer implements AutoCloseable
 {
     private static final Logger LOG = LoggerFactory.getLogger(AdminServer.class);
-    private static final String PROMETHEUS_TYPE = "text/plain; version=0.0.4; charset=utf-8";
 
     private final String host;
     private final int port;
-    private final ServerMetrics metrics;
     private final NodeStatus server;
     private final EventLoopGroup boss;
     private final EventLoopGroup workers;
@@ -65,6 +59,7 @@ public final class AdminServer implements AutoCloseable
     private final Membership membership;
     private final ConnectionGuard.Limits limits;
     private final ServerTls tls;
+    private final OpenEndpoints open;
     private Channel channel;
 
     /** The admin port's connection limits: at most this many, closed when idle, a request to be finished in time. */
@@ -85,11 +80,11 @@ public final class AdminServer implements AutoCloseable
         this.token = token;
         this.host = host;
         this.port = port;
-        this.metrics = metrics;
         this.server = server;
         this.boss = boss;
         this.workers = workers;
         this.channelType = channelType;
+        this.open = new OpenEndpoints(metrics, server);
     }
 
     public void start() throws InterruptedException
@@ -123,8 +118,8 @@ public final class AdminServer implements AutoCloseable
     /** The last answer to a connection this port turns away: 503 over the cap, 408 for a request left unfinished. */
     private static Object farewell(final Channel channel, final String reason, final String message)
     {
-        final FullHttpResponse response = text(reason.equals("max-connections") ? HttpResponseStatus.SERVICE_UNAVAILABLE :
-            HttpResponseStatus.REQUEST_TIMEOUT, "text/plain; charset=utf-8", message + "\n");
+        final FullHttpResponse response = OpenEndpoints.text(reason.equals("max-connections") ? HttpResponseStatus.SERVICE_UNAVAILABLE :
+            HttpResponseStatus.REQUEST_TIMEOUT, OpenEndpoints.PLAIN_TYPE, message + "\n");
         response.headers().set(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE);
         return response;
     }
@@ -216,60 +211,19 @@ public final class AdminServer implements AutoCloseable
             }
             catch (final IllegalArgumentException e)
             {
-                send(ctx, text(HttpResponseStatus.BAD_REQUEST, "text/plain; charset=utf-8", "malformed request path: " + e.getMessage() +
-                    " (escape '%' as %25)\n"), HttpUtil.isKeepAlive(request));
+                send(ctx, OpenEndpoints.text(HttpResponseStatus.BAD_REQUEST, OpenEndpoints.PLAIN_TYPE,
+                    "malformed request path: " + e.getMessage() + " (escape '%' as %25)\n"), HttpUtil.isKeepAlive(request));
                 return;
             }
-            final FullHttpResponse response;
             if (request.decoderResult().isSuccess() && (path.equals("/v1") || path.startsWith("/v1/")))
             {
                 final boolean keepAlive = HttpUtil.isKeepAlive(request);
                 api.handle(request, path, answer -> ctx.executor().execute(() -> send(ctx, answer, keepAlive)));
                 return;
             }
-            if (!request.decoderResult().isSuccess())
-            {
-                response = text(HttpResponseStatus.BAD_REQUEST, "text/plain; charset=utf-8", "malformed HTTP request\n");
-            }
-            else if (!HttpMethod.GET.equals(request.method()) && !HttpMethod.HEAD.equals(request.method()))
-            {
-                response = text(HttpResponseStatus.METHOD_NOT_ALLOWED, "text/plain; charset=utf-8", "only GET is served here\n");
-                response.headers().set(HttpHeaderNames.ALLOW, "GET, HEAD");
-            }
-            else if (path.equals("/region/v1/report"))
-            {
-                // The regions' exchange: its own token (another region's operators hold no admin token here).
-                final NodeStatus.Answer answer = server.regionReport(request.headers().get(HttpHeaderNames.AUTHORIZATION));
-                response = text(HttpResponseStatus.valueOf(answer.status()), "application/json", answer.body());
-                if (answer.status() == 401)
-                {
-                    response.headers().set(HttpHeaderNames.WWW_AUTHENTICATE, "Bearer realm=\"limiter-regions\"");
-                }
-            }
-            else if (path.equals("/metrics"))
-            {
-                response = text(HttpResponseStatus.OK, PROMETHEUS_TYPE, metrics.scrape());
-            }
-            else if (path.equals("/status"))
-            {
-                response = text(HttpResponseStatus.OK, "application/json", server.statusJson() + "\n");
-            }
-            else if (path.equals("/health/ready"))
-            {
-                final Readiness readiness = server.readiness();
-                response = text(readiness.ready() ? HttpResponseStatus.OK : HttpResponseStatus.SERVICE_UNAVAILABLE,
-                    "application/json", readiness.json() + "\n");
-            }
-            else if (path.equals("/health") || path.equals("/health/live"))
-            {
-                response = text(server.healthy() ? HttpResponseStatus.OK : HttpResponseStatus.SERVICE_UNAVAILABLE,
-                    "application/json", server.healthJson() + "\n");
-            }
-            else
-            {
-                response = text(HttpResponseStatus.NOT_FOUND, "text/plain; charset=utf-8",
-                    "no such endpoint: " + path + " (try /metrics, /health, /health/live, /health/ready, /status or /region/v1/report)\n");
-            }
+            final FullHttpResponse response = request.decoderResult().isSuccess() ? open.answer(request, path) :
+                OpenEndpoints.text(HttpResponseStatus.BAD_REQUEST, OpenEndpoints.PLAIN_TYPE,
+                    "malformed HTTP request\n");
             send(ctx, response, HttpUtil.isKeepAlive(request));
         }
 
@@ -341,20 +295,11 @@ public final class AdminServer implements AutoCloseable
             }
             catch (final RuntimeException | LinkageError e)
             {
-                response = text(HttpResponseStatus.INTERNAL_SERVER_ERROR, "text/plain; charset=utf-8",
+                response = OpenEndpoints.text(HttpResponseStatus.INTERNAL_SERVER_ERROR, OpenEndpoints.PLAIN_TYPE,
                     "the node failed to answer (its log has the stack)\n");
             }
             response.headers().set(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE);
             ctx.writeAndFlush(response).addListener(ChannelFutureListener.CLOSE);
         }
-    }
-
-    private static FullHttpResponse text(final HttpResponseStatus status, final String type, final String body)
-    {
-        final ByteBuf content = Unpooled.copiedBuffer(body, StandardCharsets.UTF_8);
-        final FullHttpResponse response = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1, status, content);
-        response.headers().set(HttpHeaderNames.CONTENT_TYPE, type);
-        response.headers().setInt(HttpHeaderNames.CONTENT_LENGTH, content.readableBytes());
-        return response;
     }
 }
