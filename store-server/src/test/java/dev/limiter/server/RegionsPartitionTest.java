@@ -209,6 +209,9 @@ class RegionsPartitionTest
             // Four JVMs and this one share the machine: C1 only and the serial collector leave cores for the drill.
             "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
             "-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS", "-Dorg.slf4j.simpleLogger.log.dev.limiter=info",
+            // Ratis' role changes and the appends a member refused (and why): a kept log shows why a member did not
+            // catch up (docs/notes/2026-12-08-raft-first-entry-trap.md).
+            "-Dorg.slf4j.simpleLogger.log.org.apache.ratis.server.RaftServer$Division=info",
             "-cp", System.getProperty("java.class.path"), "dev.limiter.server.ServerMain",
             "--host", net.address(m), "--port", Integer.toString(DATA_PORT), "--admin-port", Integer.toString(ADMIN_PORT),
             "--admin-token", ADMIN_TOKEN, "--data-dir", data.toString(), "--policies", policies.toString(), "--io-threads", "1",
