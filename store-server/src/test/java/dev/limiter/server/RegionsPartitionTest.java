@@ -183,7 +183,7 @@ class RegionsPartitionTest
         System.out.printf("healed: after %.1f s the US decides with %.4f, Europe's control leader %.4f, n2 %.4f; largest sum of shares " +
                 "in use %.4f (%s); %s; the whole test %.1f s%n", (System.nanoTime() - healedAt) / 1e9, usShare, share(1), decidesWith(2),
             sampler.maxSum(), sampler.worst(), sampler.counts(), (System.nanoTime() - started) / 1e9);
-        assertTrue(usShare > 0.5, "the US's share rose once the cut healed: " + status(US));
+        assertTrue(usShare > 0.5, "the US's share rose once the cut healed: " + status(US) + "; logs in " + dir);
         assertTrue(sampler.maxSum() <= 1.0001, "shares in use never sum above the whole: " + sampler.worst());
         // A floor against a sampler that barely ran (nodes not answering its reads), not a rate: each round waits for the
         // slowest of four nodes' STATUS, which a loaded two-core build stretches.
