@@ -11,11 +11,9 @@ import dev.limiter.server.testing.LocalCluster;
 import dev.limiter.server.testing.RecordingLeakDetector;
 import dev.limiter.server.testing.TestNode;
 import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
-import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import java.net.InetSocketAddress;
 import java.nio.file.Path;
@@ -37,22 +35,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 @Timeout(180)
 class ClusterMembershipTest
 {
-    @TempDir
-    Path dir;
-
-    private LocalCluster cluster;
-
-    @BeforeEach
-    void newCluster()
-    {
-        cluster = new LocalCluster(dir);
-    }
-
-    @AfterEach
-    void stopAll()
-    {
-        cluster.close();
-    }
+    /** A new cluster for each test, in a directory of its own; stopped after the test. */
+    @RegisterExtension
+    final LocalCluster cluster = new LocalCluster();
 
     @AfterAll
     static void noBufferLeaked() throws InterruptedException
@@ -127,9 +112,9 @@ class ClusterMembershipTest
         while (!ClusterPorts.bindable(port) || !ClusterPorts.bindable(port + LocalCluster.RAFT_OFFSET));
         final Map<String, InetSocketAddress> four = new LinkedHashMap<>(cluster.peers());
         four.put("n4", new InetSocketAddress("127.0.0.1", port));
-        java.nio.file.Files.createDirectories(dir.resolve("n4-config"));
-        final ServerConfig config = TestNode.config(dir.resolve("n4-config"), port, 2).adminPort(-1).nodeId("n4").peers(four)
-            .raftPortOffset(LocalCluster.RAFT_OFFSET).dataDir(dir.resolve("n4")).joining(true);
+        java.nio.file.Files.createDirectories(cluster.dir().resolve("n4-config"));
+        final ServerConfig config = TestNode.config(cluster.dir().resolve("n4-config"), port, 2).adminPort(-1).nodeId("n4").peers(four)
+            .raftPortOffset(LocalCluster.RAFT_OFFSET).dataDir(cluster.dir().resolve("n4")).joining(true);
         cluster.nodes().put("n4", new StoreServer(config).start());
         Thread.sleep(1000); // long enough that a campaigning newcomer would have been told to shut down
 
@@ -168,10 +153,10 @@ class ClusterMembershipTest
         cluster.choosePorts();
         for (final String id : cluster.peers().keySet())
         {
-            final Path configDir = dir.resolve(id + "-config");
+            final Path configDir = cluster.dir().resolve(id + "-config");
             java.nio.file.Files.createDirectories(configDir);
             final ServerConfig config = TestNode.config(configDir, cluster.peers().get(id).getPort(), 2)
-                .adminPort(-1).nodeId(id).peers(cluster.peers()).raftPortOffset(LocalCluster.RAFT_OFFSET).dataDir(dir.resolve(id));
+                .adminPort(-1).nodeId(id).peers(cluster.peers()).raftPortOffset(LocalCluster.RAFT_OFFSET).dataDir(cluster.dir().resolve(id));
             if (id.equals("n3"))
             {
                 // Same policies but one rate changed: only the first leader's file seeds the cluster.

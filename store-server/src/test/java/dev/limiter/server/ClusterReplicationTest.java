@@ -8,13 +8,10 @@ import dev.limiter.server.testing.Await;
 import dev.limiter.server.testing.LocalCluster;
 import dev.limiter.server.testing.RecordingLeakDetector;
 import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
-import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -28,22 +25,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 @Timeout(180)
 class ClusterReplicationTest
 {
-    @TempDir
-    Path dir;
-
-    private LocalCluster cluster;
-
-    @BeforeEach
-    void newCluster()
-    {
-        cluster = new LocalCluster(dir);
-    }
-
-    @AfterEach
-    void stopAll()
-    {
-        cluster.close();
-    }
+    /** A new cluster for each test, in a directory of its own; stopped after the test. */
+    @RegisterExtension
+    final LocalCluster cluster = new LocalCluster();
 
     @AfterAll
     static void noBufferLeaked() throws InterruptedException

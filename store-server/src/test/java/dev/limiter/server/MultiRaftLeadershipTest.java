@@ -4,13 +4,10 @@ import dev.limiter.client.Descriptor;
 import dev.limiter.client.LimiterClient;
 import dev.limiter.server.testing.Await;
 import dev.limiter.server.testing.MultiRaftCluster;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
-import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -35,22 +32,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 @Timeout(180)
 class MultiRaftLeadershipTest
 {
-    @TempDir
-    Path dir;
-
-    private MultiRaftCluster cluster;
-
-    @BeforeEach
-    void newCluster()
-    {
-        cluster = new MultiRaftCluster(dir);
-    }
-
-    @AfterEach
-    void stopAll()
-    {
-        cluster.close();
-    }
+    /** A new cluster for each test, in a directory of its own; stopped after the test. */
+    @RegisterExtension
+    final MultiRaftCluster cluster = new MultiRaftCluster();
 
     @Test
     void aGroupLeadersDeathMovesOnlyItsGroupAndLeadershipReturnsWhenItIsBack() throws Exception

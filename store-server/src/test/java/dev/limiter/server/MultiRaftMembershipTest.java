@@ -7,17 +7,14 @@ import dev.limiter.server.testing.Await;
 import dev.limiter.server.testing.ClusterPorts;
 import dev.limiter.server.testing.MultiRaftCluster;
 import dev.limiter.server.testing.TestNode;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
-import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import java.net.InetSocketAddress;
 import java.net.http.HttpClient;
 import java.net.http.HttpResponse;
 import java.nio.file.Files;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -42,22 +39,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 @Timeout(180)
 class MultiRaftMembershipTest
 {
-    @TempDir
-    Path dir;
-
-    private MultiRaftCluster cluster;
-
-    @BeforeEach
-    void newCluster()
-    {
-        cluster = new MultiRaftCluster(dir);
-    }
-
-    @AfterEach
-    void stopAll()
-    {
-        cluster.close();
-    }
+    /** A new cluster for each test, in a directory of its own; stopped after the test. */
+    @RegisterExtension
+    final MultiRaftCluster cluster = new MultiRaftCluster();
 
     @Test
     void aMemberAwayWhileEveryGroupCompactsItsLogCatchesUpBySnapshotsAndConverges() throws Exception
@@ -159,9 +143,9 @@ class MultiRaftMembershipTest
         final int port = ClusterPorts.free(1, RAFT_OFFSET)[0];
         final Map<String, InetSocketAddress> four = new LinkedHashMap<>(cluster.peers());
         four.put("n4", new InetSocketAddress("127.0.0.1", port));
-        Files.createDirectories(dir.resolve("n4-config"));
-        cluster.nodes().put("n4", new StoreServer(TestNode.config(dir.resolve("n4-config"), port, SHARDS).adminPort(-1).nodeId("n4").peers(four)
-            .raftPortOffset(RAFT_OFFSET).dataDir(dir.resolve("n4")).raftGroups(3).joining(true)).start());
+        Files.createDirectories(cluster.dir().resolve("n4-config"));
+        cluster.nodes().put("n4", new StoreServer(TestNode.config(cluster.dir().resolve("n4-config"), port, SHARDS).adminPort(-1).nodeId("n4").peers(four)
+            .raftPortOffset(RAFT_OFFSET).dataDir(cluster.dir().resolve("n4")).raftGroups(3).joining(true)).start());
 
         final HttpResponse<String> added = AdminCalls.call(HttpClient.newHttpClient(), cluster.nodes().get("n1").adminPort(), "PUT",
             "/v1/members/n4?reason=test", "{\"address\":\"127.0.0.1:" + port + "\"}", TOKEN);

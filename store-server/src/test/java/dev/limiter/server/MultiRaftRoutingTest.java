@@ -14,15 +14,12 @@ import dev.limiter.server.testing.AdminCalls;
 import dev.limiter.server.testing.Await;
 import dev.limiter.server.testing.MultiRaftCluster;
 import dev.limiter.server.testing.RawConnection;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
-import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import java.net.http.HttpClient;
 import java.net.http.HttpResponse;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -42,22 +39,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 @Timeout(180)
 class MultiRaftRoutingTest
 {
-    @TempDir
-    Path dir;
-
-    private MultiRaftCluster cluster;
-
-    @BeforeEach
-    void newCluster()
-    {
-        cluster = new MultiRaftCluster(dir);
-    }
-
-    @AfterEach
-    void stopAll()
-    {
-        cluster.close();
-    }
+    /** A new cluster for each test, in a directory of its own; stopped after the test. */
+    @RegisterExtension
+    final MultiRaftCluster cluster = new MultiRaftCluster();
 
     @Test
     void eachNodeLeadsOneGroupDecidesItsShardAndEveryGroupConvergesOnEveryReplica() throws Exception

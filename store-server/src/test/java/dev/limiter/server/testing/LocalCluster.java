@@ -8,7 +8,6 @@ import dev.limiter.server.StoreServer;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.nio.file.Files;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -17,23 +16,18 @@ import java.util.Map;
 
 /**
  * Three replicated nodes n1..n3 in this JVM on loopback, real Ratis, each member's storage and policy file
- * under a directory of the test's. A test starts the members it needs; {@link #close()} stops those running.
+ * under the test's own directory. Registered on a test's instance field ({@link PerTestDirectory}); a test starts
+ * the members it needs, and after it {@link #close()} stops those running.
  */
-public final class LocalCluster implements AutoCloseable
+public final class LocalCluster extends PerTestDirectory
 {
     /** Each member's Raft port is its data port plus this. */
     public static final int RAFT_OFFSET = 100;
 
-    private final Path dir;
     private final Map<String, InetSocketAddress> peers = new LinkedHashMap<>();
     private final Map<String, StoreServer> nodes = new LinkedHashMap<>();
     /** What each shard may hand its log uncommitted before it is behind (tests make it tiny). */
     private int maxUncommittedBytes = ClusterConfig.Defaults.MAX_UNCOMMITTED_BYTES_PER_SHARD;
-
-    public LocalCluster(final Path dir)
-    {
-        this.dir = dir;
-    }
 
     /** The members' data addresses by id, once {@link #choosePorts()} has run. */
     public Map<String, InetSocketAddress> peers()
@@ -83,8 +77,8 @@ public final class LocalCluster implements AutoCloseable
     /** One member; with a token it serves the admin API on an ephemeral port, else none. */
     public StoreServer start(final String id, final int shards, final String adminToken) throws InterruptedException
     {
-        final ServerConfig config = TestNode.config(dir.resolve(id + "-config"), peers.get(id).getPort(), shards)
-            .nodeId(id).peers(peers).raftPortOffset(RAFT_OFFSET).dataDir(dir.resolve(id))
+        final ServerConfig config = TestNode.config(dir().resolve(id + "-config"), peers.get(id).getPort(), shards)
+            .nodeId(id).peers(peers).raftPortOffset(RAFT_OFFSET).dataDir(dir().resolve(id))
             .maxUncommittedBytesPerShard(maxUncommittedBytes);
         if (adminToken == null)
         {
@@ -111,7 +105,7 @@ public final class LocalCluster implements AutoCloseable
         choosePorts();
         for (final String id : peers.keySet())
         {
-            Files.createDirectories(dir.resolve(id + "-config"));
+            Files.createDirectories(dir().resolve(id + "-config"));
             start(id, shards, adminToken);
         }
     }

@@ -16,7 +16,6 @@ import java.net.http.HttpClient;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -27,9 +26,10 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 /**
  * Three nodes n1..n3 in this JVM on loopback, each with {@link #SHARDS} shards in three Raft groups (shard g
  * is group g's; group 0 also holds the control log), the admin API on with {@link #TOKEN}. A test starts the
- * members it needs; {@link #close()} closes the clients it made and stops the members running.
+ * members it needs; after it (registered on its instance field: {@link PerTestDirectory}) {@link #close()}
+ * closes the clients it made and stops the members running.
  */
-public final class MultiRaftCluster implements AutoCloseable
+public final class MultiRaftCluster extends PerTestDirectory
 {
     public static final int RAFT_OFFSET = 100;
     public static final int SHARDS = 3;
@@ -41,7 +41,6 @@ public final class MultiRaftCluster implements AutoCloseable
     public static final String NO_REFILL_STRICT = NO_REFILL.replace("\"owner\"",
         "\"consistency\":\"STRICT\",\"owner\"");
 
-    private final Path dir;
     private final Map<String, InetSocketAddress> peers = new LinkedHashMap<>();
     private final Map<String, StoreServer> nodes = new LinkedHashMap<>();
     private final Map<String, LimiterClient> clients = new LinkedHashMap<>();
@@ -49,11 +48,6 @@ public final class MultiRaftCluster implements AutoCloseable
     private boolean compactEagerly;
     /** The member that writes the classic log layout while it leads (the others write the compact one), if any. */
     private String classicLogOn;
-
-    public MultiRaftCluster(final Path dir)
-    {
-        this.dir = dir;
-    }
 
     /** The members' data addresses by id, once {@link #choosePorts()} has run. */
     public Map<String, InetSocketAddress> peers()
@@ -96,9 +90,9 @@ public final class MultiRaftCluster implements AutoCloseable
 
     public StoreServer start(final String id) throws Exception
     {
-        Files.createDirectories(dir.resolve(id + "-config"));
-        final ServerConfig config = TestNode.config(dir.resolve(id + "-config"), peers.get(id).getPort(), SHARDS)
-            .nodeId(id).peers(peers).raftPortOffset(RAFT_OFFSET).dataDir(dir.resolve(id)).raftGroups(3)
+        Files.createDirectories(dir().resolve(id + "-config"));
+        final ServerConfig config = TestNode.config(dir().resolve(id + "-config"), peers.get(id).getPort(), SHARDS)
+            .nodeId(id).peers(peers).raftPortOffset(RAFT_OFFSET).dataDir(dir().resolve(id)).raftGroups(3)
             .adminToken(TOKEN);
         if (compactEagerly)
         {
