@@ -14,8 +14,10 @@ concurrency limit, shows that a second one is refused while it is held, and give
 Exit status: 0 done, 1 the store or gateway failed, 2 bad input.
 """
 import argparse
+import atexit
 import importlib
 import os
+import shutil
 import sys
 import tempfile
 
@@ -24,9 +26,10 @@ DEFAULT_PROTO_ROOT = os.path.join(HERE, "..", "..", "wire-protocol", "src", "mai
 
 
 def load_stubs(proto_root):
-    """Generates limiter/v1/rate_limiter_pb2(_grpc).py into a temporary directory and imports them."""
+    """Generates limiter/v1/rate_limiter_pb2(_grpc).py into a temporary directory (removed at exit) and imports them."""
     from grpc_tools import protoc
     out = tempfile.mkdtemp(prefix="limiter-stubs-")
+    atexit.register(shutil.rmtree, out, True)
     status = protoc.main(["grpc_tools.protoc", "-I" + proto_root, "--python_out=" + out, "--grpc_python_out=" + out,
                           os.path.join(proto_root, "limiter", "v1", "rate_limiter.proto")])
     if status != 0:
