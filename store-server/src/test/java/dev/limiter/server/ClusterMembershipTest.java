@@ -8,11 +8,11 @@ import dev.limiter.server.testing.AdminCalls;
 import dev.limiter.server.testing.Await;
 import dev.limiter.server.testing.ClusterPorts;
 import dev.limiter.server.testing.LocalCluster;
-import dev.limiter.server.testing.RecordingLeakDetector;
+import dev.limiter.server.testing.NoLeakedBuffers;
 import dev.limiter.server.testing.TestNode;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 import java.net.InetSocketAddress;
@@ -20,7 +20,6 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
-import java.util.List;
 import java.util.Map;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -32,20 +31,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * Who takes part in a cluster of three nodes in one JVM (loopback, real Ratis): a member cut off stops deciding,
  * one added at run time catches up, one removed stops, one with another policy file adopts the replicated set.
  */
+@ExtendWith(NoLeakedBuffers.class)
 @Timeout(180)
 class ClusterMembershipTest
 {
     /** A new cluster for each test, in a directory of its own; stopped after the test. */
     @RegisterExtension
     final LocalCluster cluster = new LocalCluster();
-
-    @AfterAll
-    static void noBufferLeaked() throws InterruptedException
-    {
-        // Nodes stopped mid-traffic (killed leaders, STRICT frames waiting on the log) must release every frame.
-        final List<String> leaks = RecordingLeakDetector.collectLeaks();
-        assertTrue(leaks.isEmpty(), "Netty buffers leaked:\n" + String.join("\n", leaks));
-    }
 
     @Test
     void aMemberCutOffFromTheMajorityStopsDecidingAndALoneNodeNeverStarts() throws Exception

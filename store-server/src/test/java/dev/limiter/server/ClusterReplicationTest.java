@@ -6,10 +6,10 @@ import dev.limiter.client.LimiterClient;
 import dev.limiter.server.testing.AdminCalls;
 import dev.limiter.server.testing.Await;
 import dev.limiter.server.testing.LocalCluster;
-import dev.limiter.server.testing.RecordingLeakDetector;
-import org.junit.jupiter.api.AfterAll;
+import dev.limiter.server.testing.NoLeakedBuffers;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 import java.time.Duration;
@@ -22,20 +22,13 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** Decisions replicated across three nodes in one JVM (loopback, real Ratis): every replica ends with equal tables. */
+@ExtendWith(NoLeakedBuffers.class)
 @Timeout(180)
 class ClusterReplicationTest
 {
     /** A new cluster for each test, in a directory of its own; stopped after the test. */
     @RegisterExtension
     final LocalCluster cluster = new LocalCluster();
-
-    @AfterAll
-    static void noBufferLeaked() throws InterruptedException
-    {
-        // Nodes stopped mid-traffic (killed leaders, STRICT frames waiting on the log) must release every frame.
-        final List<String> leaks = RecordingLeakDetector.collectLeaks();
-        assertTrue(leaks.isEmpty(), "Netty buffers leaked:\n" + String.join("\n", leaks));
-    }
 
     @Test
     void followersSendCallersToTheLeaderAndEveryReplicaConvergesToTheSameTables() throws Exception
